@@ -1,0 +1,59 @@
+// Result<T>: a value or an error that a user can read.
+//
+// Input-dependent failures travel as values; only cli/main.cpp turns them into messages and exit codes.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace dwdeconv::core {
+
+// What went wrong, so the CLI can choose an exit code without parsing messages.
+enum class ErrorKind {
+  kDeclined,      // a valid node that this tool does not rewrite (a "kept" reason)
+  kInvalidModel,  // the model breaks the ONNX spec or cannot be parsed
+  kIo,            // a file could not be read or written
+  kCheckFailed,   // the produced model failed the ONNX checker or shape inference
+  kUsage,         // the command line asked for something impossible
+};
+
+struct Error {
+  ErrorKind kind = ErrorKind::kInvalidModel;
+  std::string message;
+};
+
+inline Error declined(std::string message) { return {ErrorKind::kDeclined, std::move(message)}; }
+inline Error invalid_model(std::string message) { return {ErrorKind::kInvalidModel, std::move(message)}; }
+inline Error io_error(std::string message) { return {ErrorKind::kIo, std::move(message)}; }
+
+// Either a T or an Error. Accessors assert on misuse; callers test ok() first.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}   // NOLINT(google-explicit-constructor)
+  Result(Error error) : state_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return std::holds_alternative<T>(state_); }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { assert(ok()); return std::get<T>(state_); }
+  const T& value() const& { assert(ok()); return std::get<T>(state_); }
+  T&& value() && { assert(ok()); return std::get<T>(std::move(state_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+  const Error& error() const { assert(!ok()); return std::get<Error>(state_); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+// Result<void>: success or an Error.
+struct Ok {};
+using Status = Result<Ok>;
+
+}  // namespace dwdeconv::core
