@@ -1,0 +1,110 @@
+#include "onnx_io/model_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+namespace dwdeconv::onnx_io {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& origin) {
+  if (bytes.empty()) return core::invalid_model(origin + ": the file is empty, not an ONNX model");
+  google::protobuf::io::ArrayInputStream array(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&array);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  onnx::ModelProto model;
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    return core::invalid_model(origin + ": not a valid ONNX ModelProto (protobuf parse failed; truncated or not a model)");
+  }
+  if (!model.has_graph()) return core::invalid_model(origin + ": the model has no graph");
+  return model;
+}
+
+core::Result<onnx::ModelProto> load_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::io_error(path + ": cannot open for reading: " + errno_text());
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return core::io_error(path + ": read failed: " + errno_text());
+  return parse_model(buffer.str(), path);
+}
+
+core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
+  const size_t size = model.ByteSizeLong();
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    return core::invalid_model("the model serializes to " + std::to_string(size) +
+                               " bytes, over protobuf's 2 GB limit");
+  }
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    model.SerializeToCodedStream(&coded);
+    if (coded.HadError()) return core::invalid_model("protobuf serialization failed");
+  }
+  return bytes;
+}
+
+core::Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  const std::string dir = directory_of(path);
+  std::string temp = dir + "/.dwdeconv-XXXXXX";
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) return core::io_error(path + ": cannot create a temporary file in '" + dir + "': " + errno_text());
+  auto fail = [&](const std::string& what) {
+    const std::string message = path + ": " + what + ": " + errno_text();
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return core::io_error(message);
+  };
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write failed");
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0) return fail("chmod failed");
+  if (::fsync(fd) != 0) return fail("fsync failed");
+  if (::close(fd) != 0) {
+    const std::string message = path + ": close failed: " + errno_text();
+    ::unlink(temp.c_str());
+    return core::io_error(message);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string message = path + ": rename failed: " + errno_text();
+    ::unlink(temp.c_str());
+    return core::io_error(message);
+  }
+  return core::Ok{};
+}
+
+int64_t default_opset(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  }
+  return 0;
+}
+
+}  // namespace dwdeconv::onnx_io
