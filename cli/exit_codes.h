@@ -1,0 +1,11 @@
+// Documented exit codes (README, "Exit codes").
+#pragma once
+
+namespace dwdeconv::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;   // --check found a node to rewrite, or verification failed
+inline constexpr int kExitUsage = 2;         // bad command line
+inline constexpr int kExitInvalidModel = 3;  // invalid model, failed output validation, or an I/O error
+
+}  // namespace dwdeconv::cli

@@ -1,0 +1,87 @@
+#include "cli/report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "cli/version.h"
+
+namespace dwdeconv::cli {
+namespace {
+
+template <typename Array>
+std::string json_ints(const Array& values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result) {
+  std::ostringstream o;
+  o << "{\n  \"tool_version\": " << json_string(kVersion) << ",\n";
+  o << "  \"input\": " << json_string(run.input) << ",\n";
+  o << "  \"output\": " << (run.output.empty() ? "null" : json_string(run.output)) << ",\n";
+  o << "  \"opset\": " << run.opset << ",\n";
+  o << "  \"nodes\": [";
+  for (size_t i = 0; i < result.nodes.size(); ++i) {
+    const auto& n = result.nodes[i];
+    const auto& s = n.summary;
+    o << (i ? "," : "") << "\n    {\"name\": " << json_string(s.name) << ", \"graph\": " << json_string(s.graph_path)
+      << ", \"decision\": " << (n.rewritten ? "\"rewritten\"" : "\"kept\"") << ", \"reason\": " << json_string(n.reason)
+      << ", \"channels\": " << s.channels << ", \"kernel\": " << json_ints(s.kernel) << ", \"stride\": " << s.stride
+      << ", \"pads\": " << json_ints(s.pads) << ", \"output_padding\": " << json_ints(s.output_padding) << "}";
+  }
+  o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
+  o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
+  o << "  \"validation\": " << (run.validation.empty() ? "null" : json_string(run.validation)) << "\n}\n";
+  return o.str();
+}
+
+std::string plan_text(const rewrite::RewriteResult& result) {
+  std::ostringstream o;
+  for (const auto& n : result.nodes) {
+    const auto& s = n.summary;
+    o << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
+    if (s.graph_path != "main") o << " in " << s.graph_path;
+    o << "  C=" << s.channels << " k=" << s.kernel[0] << "x" << s.kernel[1] << " s=";
+    if (s.stride != 0) {
+      o << s.stride;
+    } else {
+      o << s.strides[0] << "x" << s.strides[1];
+    }
+    o << " pads=" << json_ints(s.pads) << " output_padding=" << json_ints(s.output_padding);
+    if (n.rewritten) {
+      o << " -> " << n.emitted_nodes.size() << " nodes";
+    } else {
+      o << ": " << n.reason;
+    }
+    o << "\n";
+  }
+  o << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " ConvTranspose nodes, keep " << result.kept << "\n";
+  return o.str();
+}
+
+}  // namespace dwdeconv::cli

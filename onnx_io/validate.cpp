@@ -1,0 +1,124 @@
+#include "onnx_io/validate.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/model_io.h"
+
+namespace dwdeconv::onnx_io {
+namespace {
+
+core::Error check_failed(std::string message) { return {core::ErrorKind::kCheckFailed, std::move(message)}; }
+
+core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> visible, const std::string& path) {
+  std::set<std::string> defined;
+  auto define = [&](const std::string& name, const std::string& what) -> core::Status {
+    if (name.empty()) return core::Ok{};
+    if (!defined.insert(name).second) return check_failed(path + ": tensor '" + name + "' is defined twice (" + what + ")");
+    visible.insert(name);
+    return core::Ok{};
+  };
+  for (const auto& v : graph.input()) {
+    if (auto s = define(v.name(), "graph input"); !s) return s;
+  }
+  for (const auto& t : graph.initializer()) {
+    if (defined.count(t.name()) != 0) continue;  // IR < 4 lists initializers as inputs too
+    if (auto s = define(t.name(), "initializer"); !s) return s;
+  }
+  for (const auto& node : graph.node()) {
+    for (const auto& in : node.input()) {
+      if (!in.empty() && visible.count(in) == 0) {
+        return check_failed(path + ": " + describe_node(node) + " reads '" + in + "', which is not defined before it");
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) {
+        if (auto s = check_scope(attr.g(), visible, path + "/" + describe_node(node)); !s) return s;
+      }
+      for (const auto& g : attr.graphs()) {
+        if (auto s = check_scope(g, visible, path + "/" + describe_node(node)); !s) return s;
+      }
+    }
+    for (const auto& out : node.output()) {
+      if (auto s = define(out, describe_node(node)); !s) return s;
+    }
+  }
+  for (const auto& out : graph.output()) {
+    if (visible.count(out.name()) == 0) return check_failed(path + ": graph output '" + out.name() + "' is never defined");
+  }
+  return core::Ok{};
+}
+
+template <typename Fn>
+void for_each_node(const onnx::GraphProto& graph, const Fn& fn) {
+  for (const auto& node : graph.node()) {
+    fn(node);
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) for_each_node(attr.g(), fn);
+      for (const auto& g : attr.graphs()) for_each_node(g, fn);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t library_max_opset() {
+  const auto& map = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto it = map.find(onnx::ONNX_DOMAIN);
+  return it == map.end() ? 0 : it->second.second;
+}
+
+int64_t library_ir_version() { return onnx::Version::IR_VERSION; }
+
+core::Status check_structure(const onnx::GraphProto& graph) { return check_scope(graph, {}, "main graph"); }
+
+core::Result<Validation> validate_model(const onnx::ModelProto& model, const std::set<std::string>& emitted) {
+  const bool newer = default_opset(model) > library_max_opset() || model.ir_version() > library_ir_version();
+  Validation v;
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    if (!newer) return check_failed(std::string("ONNX checker: ") + e.what());
+    v.full = false;
+    v.detail = std::string("the checker could not judge it (") + e.what() + "); ";
+  }
+  if (!newer) {
+    onnx::ModelProto copy = model;
+    try {
+      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{true, 1, false});
+    } catch (const std::exception& e) {
+      return check_failed(std::string("ONNX shape inference: ") + e.what());
+    }
+    v.detail = "ONNX checker and strict shape inference passed";
+    return v;
+  }
+
+  // A model newer than the library: check what it can, and say so.
+  v.full = false;
+  if (auto s = check_structure(model.graph()); !s) return s.error();
+  onnx::checker::CheckerContext ctx;
+  ctx.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), library_ir_version())));
+  ctx.set_opset_imports({{onnx::ONNX_DOMAIN, static_cast<int>(std::min(default_opset(model), library_max_opset()))}});
+  onnx::checker::LexicalScopeContext lex;
+  size_t checked = 0;
+  std::string failure;
+  for_each_node(model.graph(), [&](const onnx::NodeProto& node) {
+    if (emitted.count(node.name()) == 0 || !failure.empty()) return;
+    try {
+      onnx::checker::check_node(node, ctx, lex);
+      ++checked;
+    } catch (const std::exception& e) {
+      failure = describe_node(node) + ": " + e.what();
+    }
+  });
+  if (!failure.empty()) return check_failed("ONNX checker on an emitted node: " + failure);
+  v.detail += "the model (opset " + std::to_string(default_opset(model)) + ", IR " + std::to_string(model.ir_version()) +
+              ") is newer than this ONNX library (opset " + std::to_string(library_max_opset()) + ", IR " +
+              std::to_string(library_ir_version()) + "): checked graph structure and the " + std::to_string(checked) +
+              " emitted nodes against opset " + std::to_string(library_max_opset()) + " schemas";
+  return v;
+}
+
+}  // namespace dwdeconv::onnx_io

@@ -1,0 +1,197 @@
+#include "rewrite/emitter.h"
+
+#include <algorithm>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/model_io.h"
+#include "onnx_io/tensor.h"
+
+namespace dwdeconv::rewrite {
+namespace {
+
+std::string axis_key(const core::AxisGeometry& g) {
+  return std::to_string(g.kernel) + "," + std::to_string(g.stride) + "," + std::to_string(g.pad_begin) + "," +
+         std::to_string(g.pad_end) + "," + std::to_string(g.output_padding);
+}
+
+onnx::NodeProto make_node(const std::string& op, const std::string& name, std::vector<std::string> inputs,
+                          std::vector<std::string> outputs) {
+  onnx::NodeProto node;
+  node.set_op_type(op);
+  node.set_name(name);
+  for (auto& s : inputs) node.add_input(std::move(s));
+  for (auto& s : outputs) node.add_output(std::move(s));
+  return node;
+}
+
+}  // namespace
+
+Emitter::Emitter(onnx::ModelProto& model, NameAllocator& names, EmitOptions options)
+    : model_(model), names_(names), options_(options), opset_(onnx_io::default_opset(model)) {}
+
+void Emitter::add_initializer(const GraphScope& scope, onnx::TensorProto tensor) {
+  // Before IR 4 every initializer must also be a graph input.
+  if (model_.ir_version() < 4 && scope.parent == nullptr) {
+    auto* input = scope.graph->add_input();
+    input->set_name(tensor.name());
+    auto* type = input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(tensor.data_type());
+    for (int64_t d : tensor.dims()) type->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  *scope.graph->add_initializer() = std::move(tensor);
+}
+
+core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index) {
+  const ConstantSource& src = m.weight;
+  // Phase kernels depend on the stride and pads as well as the weight: key on all of them (the reference
+  // PR keyed on the weight alone and silently gave a second deconv the first one's kernels).
+  const std::string key = src.scope->path + "\n" + src.name + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" +
+                          std::to_string(phase_index);
+  if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
+
+  const core::PhasePlan& phase = plan.phases[phase_index];
+  const int64_t s = plan.stride();
+  const std::string name = names_.fresh(src.name + "_s" + std::to_string(s) + "_p" + std::to_string(plan.y.pad_begin) + "_" +
+                                        std::to_string(plan.x.pad_begin) + "_" + std::to_string(plan.y.pad_end) + "_" +
+                                        std::to_string(plan.x.pad_end) + "_phase_" + std::to_string(phase_index / s) + "_" +
+                                        std::to_string(phase_index % s));
+  onnx::TensorProto tensor;
+  if (phase.bias_only()) {
+    tensor = onnx_io::zeros_like_storage(*src.tensor, {m.channels, 1, 1, 1});  // a 1x1 zero kernel: bias only
+  } else {
+    auto gathered = onnx_io::gather_elements(*src.tensor, core::phase_weight_indices(plan, phase, m.channels),
+                                             {m.channels, 1, phase.y.taps, phase.x.taps});
+    if (!gathered) return gathered.error();
+    tensor = std::move(*gathered);
+  }
+  tensor.set_name(name);
+  if (src.constant_node != nullptr) {
+    onnx::NodeProto constant = make_node("Constant", names_.fresh(name + "_constant"), {}, {name});
+    *constant.add_attribute() = onnx::AttributeProto();
+    auto* value = constant.mutable_attribute(0);
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    *value->mutable_t() = std::move(tensor);
+    constants_after_[src.constant_node].push_back(std::move(constant));
+  } else {
+    add_initializer(*src.scope, std::move(tensor));
+  }
+  phase_weights_.emplace(key, name);
+  return name;
+}
+
+std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
+                              std::vector<onnx::NodeProto>& nodes) {
+  // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right].
+  const std::vector<int64_t> full{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
+  const std::string output = names_.fresh(base);
+  onnx::NodeProto pad = make_node("Pad", names_.fresh(base), {m.node->input(0)}, {output});
+  if (opset_ >= 11) {
+    const std::string pads_name = names_.fresh(base + "_pads");
+    add_initializer(*m.scope, onnx_io::make_int64_tensor(pads_name, {8}, full));
+    pad.add_input(pads_name);
+  } else {
+    *pad.add_attribute() = onnx_io::make_ints_attribute(opset_ >= 2 ? "pads" : "paddings", full);
+  }
+  nodes.push_back(std::move(pad));
+  add_value_info(m, output, m.channels, pads);
+  return output;
+}
+
+void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads) {
+  if (!m.input_type || !m.input_type->has_tensor_type() || !m.input_type->tensor_type().has_shape() ||
+      m.input_type->tensor_type().shape().dim_size() != 4) {
+    return;
+  }
+  const auto& in = m.input_type->tensor_type();
+  auto* vi = m.scope->graph->add_value_info();
+  vi->set_name(name);
+  auto* type = vi->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(in.elem_type() != 0 ? in.elem_type() : m.weight.tensor->data_type());
+  auto* shape = type->mutable_shape();
+  *shape->add_dim() = in.shape().dim(0);
+  shape->add_dim()->set_dim_value(channels);
+  for (int axis = 0; axis < 2; ++axis) {
+    const auto& d = in.shape().dim(2 + axis);
+    const int64_t grow = pads[static_cast<size_t>(axis)] + pads[static_cast<size_t>(axis) + 2];
+    if (grow == 0) {
+      *shape->add_dim() = d;  // same extent, symbolic or not
+    } else if (d.has_dim_value()) {
+      shape->add_dim()->set_dim_value(d.dim_value() + grow);
+    } else {
+      shape->add_dim();  // unknown: H + pads has no symbol
+    }
+  }
+}
+
+core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
+  const onnx::NodeProto& node = *m.node;
+  const core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
+  const int64_t s = plan.stride();
+  const std::string base = node.name().empty() ? node.output(0) : node.name();
+  const std::string bias = node.input_size() > 2 ? node.input(2) : std::string();
+  std::vector<onnx::NodeProto> nodes;
+  std::map<std::array<int64_t, 4>, std::string> pad_outputs;  // identical Pads within one node are emitted once
+  std::vector<std::string> phase_outputs;
+
+  for (size_t i = 0; i < plan.phases.size(); ++i) {
+    const core::PhasePlan& phase = plan.phases[i];
+    const std::string suffix = "_" + std::to_string(i / static_cast<size_t>(s)) + "_" + std::to_string(i % static_cast<size_t>(s));
+    auto weight = phase_weight(m, plan, i);
+    if (!weight) return weight.error();
+
+    std::string input = node.input(0);
+    std::array<int64_t, 4> conv_pads{0, 0, 0, 0};
+    std::array<int64_t, 2> kernel{1, 1};
+    if (!phase.bias_only()) {
+      kernel = {phase.y.taps, phase.x.taps};
+      const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
+      std::array<int64_t, 4> pad_pads{0, 0, 0, 0};
+      if (options_.explicit_pad) {
+        pad_pads = all;
+      } else {
+        // Conv pads cannot be negative: a negative begin is a crop done by Pad, the rest folds into the Conv.
+        pad_pads = {std::min<int64_t>(all[0], 0), std::min<int64_t>(all[1], 0), 0, 0};
+        conv_pads = {std::max<int64_t>(all[0], 0), std::max<int64_t>(all[1], 0), all[2], all[3]};
+      }
+      if (pad_pads != std::array<int64_t, 4>{0, 0, 0, 0}) {
+        auto it = pad_outputs.find(pad_pads);
+        if (it == pad_outputs.end()) {
+          const bool crop_only = !options_.explicit_pad;
+          it = pad_outputs.emplace(pad_pads, pad_node(m, base + (crop_only ? "_crop" : "_pad") + suffix, pad_pads, nodes)).first;
+        }
+        input = it->second;
+      }
+    }
+    const bool last = s == 1;
+    const std::string output = last ? node.output(0) : names_.fresh(base + "_phase" + suffix);
+    onnx::NodeProto conv = make_node("Conv", last && !node.name().empty() ? node.name() : names_.fresh(base + "_phase" + suffix),
+                                     {input, *weight}, {output});
+    if (!bias.empty()) conv.add_input(bias);
+    *conv.add_attribute() = onnx_io::make_int_attribute("group", m.channels);
+    *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
+    *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {conv_pads[0], conv_pads[1], conv_pads[2], conv_pads[3]});
+    *conv.add_attribute() = onnx_io::make_ints_attribute("strides", {1, 1});
+    nodes.push_back(std::move(conv));
+    if (!last) {
+      add_value_info(m, output, m.channels, {0, 0, 0, 0});
+      phase_outputs.push_back(output);
+    }
+  }
+  if (s == 1) return nodes;
+
+  const std::string concat_out = names_.fresh(base + "_phases");
+  onnx::NodeProto concat = make_node("Concat", names_.fresh(base + "_concat"), phase_outputs, {concat_out});
+  *concat.add_attribute() = onnx_io::make_int_attribute("axis", 1);
+  nodes.push_back(std::move(concat));
+  add_value_info(m, concat_out, m.channels * s * s, {0, 0, 0, 0});
+
+  onnx::NodeProto d2s = make_node("DepthToSpace", node.name().empty() ? names_.fresh(base + "_depth_to_space") : node.name(),
+                                  {concat_out}, {node.output(0)});
+  *d2s.add_attribute() = onnx_io::make_int_attribute("blocksize", s);
+  if (opset_ >= 11) *d2s.add_attribute() = onnx_io::make_string_attribute("mode", "DCR");  // before 11, DCR is the only mode
+  nodes.push_back(std::move(d2s));
+  return nodes;
+}
+
+}  // namespace dwdeconv::rewrite

@@ -1,0 +1,56 @@
+// Emission: turns a matched ConvTranspose and its core::DeconvPlan into ONNX nodes for the model's opset.
+//
+// Before:  y = ConvTranspose(x, W, B)            group=C, strides=[s,s], pads=[t,l,b,r], output_padding=[oy,ox]
+// After:   x_crop = Pad(x, [0,0,cy,cx,0,0,0,0])   only for phases whose window starts inside x (cy, cx < 0)
+//          y_p    = Conv(x | x_crop, W_p, B)      one per phase p = ay*s + ax; group=C, kernel [My,Mx], own pads
+//          y_cat  = Concat(y_0 .. y_{s*s-1})      axis=1, row-major (ay, ax) order
+//          y      = DepthToSpace(y_cat)           blocksize=s, mode=DCR (attribute from opset 11 on)
+// With s == 1 the single Conv writes y itself.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/polyphase.h"
+#include "rewrite/graph_editor.h"
+#include "rewrite/matcher.h"
+
+namespace dwdeconv::rewrite {
+
+struct EmitOptions {
+  bool explicit_pad = false;  // every phase pad as a Pad node instead of folding non-negative pads into Conv
+};
+
+// Emits replacements for matched nodes of one model. Phase weights are shared between nodes exactly when
+// (source weight, geometry of both axes, phase) are equal, and they are stored the way the source is: an
+// initializer in the source's graph, or a Constant node right after the source Constant.
+class Emitter {
+ public:
+  Emitter(onnx::ModelProto& model, NameAllocator& names, EmitOptions options);
+
+  // The nodes that replace m.node, in order. New initializers and value_info are added to the graphs now.
+  core::Result<std::vector<onnx::NodeProto>> emit(const DeconvMatch& m);
+
+  // Constant nodes to insert right after a source Constant node (phase weights of Constant-held weights).
+  const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& constants_after() const { return constants_after_; }
+
+ private:
+  core::Result<std::string> phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index);
+  std::string pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
+                       std::vector<onnx::NodeProto>& nodes);
+  void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);
+  void add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads);
+
+  onnx::ModelProto& model_;
+  NameAllocator& names_;
+  EmitOptions options_;
+  int64_t opset_;
+  std::map<std::string, std::string> phase_weights_;  // key -> tensor name, see phase_weight()
+  std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> constants_after_;
+};
+
+}  // namespace dwdeconv::rewrite

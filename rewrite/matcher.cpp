@@ -1,0 +1,243 @@
+#include "rewrite/matcher.h"
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
+
+namespace dwdeconv::rewrite {
+namespace {
+
+using core::declined;
+using core::invalid_model;
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return "[" + s + "]";
+}
+
+bool is_float_type(int32_t t) {
+  return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16 ||
+         t == onnx::TensorProto::DOUBLE;
+}
+
+// The known extent of dimension `axis` of a tensor type, if any.
+std::optional<int64_t> known_dim(const std::optional<onnx::TypeProto>& type, int axis) {
+  if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
+  const auto& shape = type->tensor_type().shape();
+  if (axis >= shape.dim_size() || !shape.dim(axis).has_dim_value()) return std::nullopt;
+  return shape.dim(axis).dim_value();
+}
+
+std::optional<int> known_rank(const std::optional<onnx::TypeProto>& type) {
+  if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
+  return type->tensor_type().shape().dim_size();
+}
+
+// The attributes of a ConvTranspose, parsed and checked against the spec's value rules.
+struct Attributes {
+  int64_t group = 1;
+  std::vector<int64_t> strides, dilations, pads, output_padding, output_shape, kernel_shape;
+  core::AutoPad auto_pad = core::AutoPad::kNotSet;
+};
+
+core::Result<Attributes> read_attributes(const onnx::NodeProto& node) {
+  Attributes a;
+  auto group = onnx_io::get_int(node, "group", 1);
+  auto strides = onnx_io::get_ints(node, "strides", {});
+  auto dilations = onnx_io::get_ints(node, "dilations", {});
+  auto pads = onnx_io::get_ints(node, "pads", {});
+  auto output_padding = onnx_io::get_ints(node, "output_padding", {});
+  auto output_shape = onnx_io::get_ints(node, "output_shape", {});
+  auto kernel_shape = onnx_io::get_ints(node, "kernel_shape", {});
+  auto auto_pad = onnx_io::get_string(node, "auto_pad", "NOTSET");
+  for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
+                               dilations.ok() ? nullptr : &dilations.error(), pads.ok() ? nullptr : &pads.error(),
+                               output_padding.ok() ? nullptr : &output_padding.error(),
+                               output_shape.ok() ? nullptr : &output_shape.error(),
+                               kernel_shape.ok() ? nullptr : &kernel_shape.error(), auto_pad.ok() ? nullptr : &auto_pad.error()}) {
+    if (e != nullptr) return *e;
+  }
+  const std::string who = onnx_io::describe_node(node);
+  a.group = *group;
+  a.strides = *strides;
+  a.dilations = *dilations;
+  a.pads = *pads;
+  a.output_padding = *output_padding;
+  a.output_shape = *output_shape;
+  a.kernel_shape = *kernel_shape;
+  const auto parsed = core::parse_auto_pad(*auto_pad);
+  if (!parsed) return invalid_model(who + ": auto_pad '" + *auto_pad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  a.auto_pad = *parsed;
+  if (a.group < 1) return invalid_model(who + ": group " + std::to_string(a.group) + " must be >= 1");
+  for (int64_t s : a.strides) {
+    if (s < 1) return invalid_model(who + ": stride " + std::to_string(s) + " must be >= 1 (strides " + join(a.strides) + ")");
+  }
+  for (int64_t d : a.dilations) {
+    if (d < 1) return invalid_model(who + ": dilation " + std::to_string(d) + " must be >= 1");
+  }
+  for (int64_t p : a.pads) {
+    if (p < 0) return invalid_model(who + ": negative pad in pads " + join(a.pads));
+  }
+  for (int64_t p : a.output_padding) {
+    if (p < 0) return invalid_model(who + ": negative output_padding " + join(a.output_padding));
+  }
+  return a;
+}
+
+// Broadcasts an optional per-axis attribute to both spatial axes; errors if its length is wrong.
+core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int64_t fallback, const std::string& attr,
+                                             const std::string& who) {
+  if (v.empty()) return std::array<int64_t, 2>{fallback, fallback};
+  if (v.size() != 2) return invalid_model(who + ": " + attr + " " + join(v) + " must have 2 values for a 2-D ConvTranspose");
+  return std::array<int64_t, 2>{v[0], v[1]};
+}
+
+}  // namespace
+
+MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
+                          const std::map<std::string, onnx::TypeProto>& types) {
+  MatchOutcome out{{}, core::declined("not matched")};
+  NodeSummary& sum = out.summary;
+  sum.name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string()) : node.name();
+  sum.graph_path = scope.path;
+  const std::string who = onnx_io::describe_node(node);
+  auto fail = [&out](core::Error e) {
+    out.match = std::move(e);
+    return out;
+  };
+
+  if (node.input_size() < 2 || node.input(0).empty() || node.input(1).empty()) {
+    return fail(invalid_model(who + ": needs inputs X and W"));
+  }
+  auto attrs = read_attributes(node);
+  if (!attrs) return fail(attrs.error());
+  const Attributes& a = *attrs;
+
+  // The weight decides the spatial rank and the channel count, so it comes before the per-axis checks.
+  auto weight = resolve_constant(node.input(1), scope, ir_version);
+  if (!weight) {
+    if (weight.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + weight.error().message));
+    return fail(declined("weight not constant: " + weight.error().message));
+  }
+  const onnx::TensorProto& w = *weight->tensor;
+  const auto w_dims = onnx_io::dims_of(w);
+  if (w_dims.size() != 4) {
+    return fail(declined("not 2-D: weight has rank " + std::to_string(w_dims.size()) + ", a 2-D ConvTranspose has rank 4"));
+  }
+  for (int64_t d : w_dims) {
+    if (d < 1) return fail(invalid_model(who + ": weight '" + weight->name + "' has dims " + join(w_dims)));
+  }
+  std::optional<onnx::TypeProto> input_type;
+  if (auto it = types.find(node.input(0)); it != types.end()) input_type = it->second;
+  if (auto rank = known_rank(input_type); rank && *rank != 4) {
+    return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) +
+                              " but the weight has rank 4"));
+  }
+
+  const int64_t c_in = w_dims[0];
+  sum.channels = c_in;
+  sum.kernel = {w_dims[2], w_dims[3]};
+  auto strides = per_axis(a.strides, 1, "strides", who);
+  auto dilations = per_axis(a.dilations, 1, "dilations", who);
+  auto output_padding = per_axis(a.output_padding, 0, "output_padding", who);
+  for (const auto* r : {&strides, &dilations, &output_padding}) {
+    if (!r->ok()) return fail(r->error());
+  }
+  sum.strides = *strides;
+  sum.output_padding = *output_padding;
+  if (!a.pads.empty() && a.pads.size() != 4) return fail(invalid_model(who + ": pads " + join(a.pads) + " must have 4 values"));
+  if (!a.output_shape.empty() && a.output_shape.size() != 2 && a.output_shape.size() != 4) {
+    return fail(invalid_model(who + ": output_shape " + join(a.output_shape) + " must have 2 (spatial) or 4 values"));
+  }
+  if (!a.kernel_shape.empty() && (a.kernel_shape.size() != 2 || a.kernel_shape[0] != w_dims[2] || a.kernel_shape[1] != w_dims[3])) {
+    return fail(invalid_model(who + ": kernel_shape " + join(a.kernel_shape) + " disagrees with weight '" + weight->name +
+                              "' of shape " + join(w_dims)));
+  }
+  if (c_in % a.group != 0) {
+    return fail(invalid_model(who + ": group " + std::to_string(a.group) + " does not divide the " + std::to_string(c_in) +
+                              " input channels"));
+  }
+  if (auto c = known_dim(input_type, 1); c && *c != c_in) {
+    return fail(invalid_model(who + ": input '" + node.input(0) + "' has " + std::to_string(*c) + " channels but weight '" +
+                              weight->name + "' expects " + std::to_string(c_in)));
+  }
+  for (int axis = 0; axis < 2; ++axis) {
+    const int64_t op = (*output_padding)[axis], s = (*strides)[axis], d = (*dilations)[axis];
+    if (op >= s && op >= d) {
+      return fail(invalid_model(who + ": output_padding " + std::to_string(op) + " must be less than stride " + std::to_string(s)));
+    }
+  }
+  if (!a.pads.empty()) sum.pads = {a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
+
+  // The node is valid; from here on every refusal is a reason to keep it.
+  if (a.group != c_in) {
+    return fail(declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) +
+                         " input channels"));
+  }
+  if (w_dims[1] != 1) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
+  if ((*dilations)[0] != 1 || (*dilations)[1] != 1) {
+    return fail(declined("dilation > 1 (dilations " + join({(*dilations)[0], (*dilations)[1]}) + ")"));
+  }
+  if ((*strides)[0] != (*strides)[1]) {
+    return fail(declined("strides differ per axis (" + std::to_string((*strides)[0]) + " vs " + std::to_string((*strides)[1]) + ")"));
+  }
+  sum.stride = (*strides)[0];
+  if (!is_float_type(w.data_type())) {
+    return fail(declined("unsupported element type " + onnx_io::data_type_name(w.data_type()) +
+                         " (float, float16, bfloat16 and double are rewritten)"));
+  }
+  if (onnx_io::is_external(w)) return fail(declined("weight '" + weight->name + "' is stored in external data"));
+  if (auto status = onnx_io::validate_tensor_data(w, who + ": weight '" + weight->name + "'"); !status) return fail(status.error());
+
+  // Resolve the pads of each axis from pads / output_shape / auto_pad.
+  std::array<core::AxisGeometry, 2> geo;
+  for (int axis = 0; axis < 2; ++axis) {
+    core::AxisPadSpec spec;
+    spec.auto_pad = a.auto_pad;
+    if (!a.pads.empty()) {
+      spec.explicit_begin = a.pads[static_cast<size_t>(axis)];
+      spec.explicit_end = a.pads[static_cast<size_t>(axis) + 2];
+    }
+    if (!a.output_shape.empty()) spec.output_size = a.output_shape[a.output_shape.size() - 2 + static_cast<size_t>(axis)];
+    spec.input_size = known_dim(input_type, 2 + axis);
+    auto g = core::resolve_axis(w_dims[2 + static_cast<size_t>(axis)], (*strides)[axis], (*output_padding)[axis], spec);
+    if (!g) return fail(g.error());
+    geo[static_cast<size_t>(axis)] = *g;
+  }
+  sum.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  if (!core::is_clean_upscale(geo[0]) || !core::is_clean_upscale(geo[1])) {
+    std::string reason = "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " +
+                         core::describe_output_length(geo[1], "W");
+    const auto h = known_dim(input_type, 2), wd = known_dim(input_type, 3);
+    if (h && wd) {
+      reason += " (" + std::to_string(core::deconv_output_length(geo[0], *h)) + "x" +
+                std::to_string(core::deconv_output_length(geo[1], *wd)) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
+    }
+    return fail(declined(reason + ", wants " + std::to_string(sum.stride) + "*H x " + std::to_string(sum.stride) + "*W"));
+  }
+
+  if (node.input_size() > 2 && !node.input(2).empty()) {
+    auto bias = resolve_constant(node.input(2), scope, ir_version);
+    if (!bias) {
+      if (bias.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + bias.error().message));
+      return fail(declined("bias not constant: " + bias.error().message));
+    }
+    const auto b_dims = onnx_io::dims_of(*bias->tensor);
+    if (b_dims.size() != 1 || b_dims[0] != c_in) {
+      return fail(invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_in) + "]"));
+    }
+  }
+
+  DeconvMatch m;
+  m.node = &node;
+  m.scope = &scope;
+  m.channels = c_in;
+  m.y = geo[0];
+  m.x = geo[1];
+  m.weight = std::move(*weight);
+  m.input_type = input_type;
+  out.match = std::move(m);
+  return out;
+}
+
+}  // namespace dwdeconv::rewrite

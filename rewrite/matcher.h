@@ -1,0 +1,51 @@
+// Matching: decides whether a ConvTranspose is a clean xs depthwise upscale, and why not when it isn't.
+#pragma once
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/geometry.h"
+#include "core/result.h"
+#include "rewrite/graph_editor.h"
+
+namespace dwdeconv::rewrite {
+
+// What the report says about a ConvTranspose, rewritten or not. Fields are filled as far as matching got.
+struct NodeSummary {
+  std::string name;        // the node's name, or its output's name when unnamed
+  std::string graph_path;  // "main" or the path of the subgraph
+  int64_t channels = 0;
+  std::array<int64_t, 2> kernel{0, 0};
+  int64_t stride = 0;                     // the common stride; 0 until known equal
+  std::array<int64_t, 2> strides{0, 0};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // resolved [top, left, bottom, right]
+  std::array<int64_t, 2> output_padding{0, 0};
+};
+
+// A node that will be rewritten, with everything the emitter needs.
+struct DeconvMatch {
+  const onnx::NodeProto* node = nullptr;
+  const GraphScope* scope = nullptr;
+  int64_t channels = 0;
+  core::AxisGeometry y;
+  core::AxisGeometry x;
+  ConstantSource weight;
+  std::optional<onnx::TypeProto> input_type;  // X's type when shape inference knows it
+};
+
+// The outcome of matching one node: the summary always, and the match or the reason it was kept.
+struct MatchOutcome {
+  NodeSummary summary;
+  core::Result<DeconvMatch> match;
+};
+
+// Matches a default-domain ConvTranspose. An error of kind kInvalidModel means the node breaks the ONNX spec
+// (stride 0, negative pads, group not dividing channels, ...) and the model must be refused.
+MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
+                          const std::map<std::string, onnx::TypeProto>& types);
+
+}  // namespace dwdeconv::rewrite

@@ -1,0 +1,141 @@
+#include "rewrite/rewriter.h"
+
+#include <map>
+
+#include "onnx_io/attributes.h"
+
+namespace dwdeconv::rewrite {
+namespace {
+
+bool is_deconv(const onnx::NodeProto& node) {
+  return node.op_type() == "ConvTranspose" && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+// Replaces each matched node by its emitted nodes and inserts phase Constants after their source Constant.
+void rebuild(onnx::GraphProto& graph, const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& replacements,
+             const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& constants_after) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> old;
+  old.Swap(graph.mutable_node());
+  for (auto& node : old) {
+    const onnx::NodeProto* key = &node;
+    if (auto it = replacements.find(key); it != replacements.end()) {
+      for (const auto& n : it->second) *graph.add_node() = n;
+    } else {
+      graph.add_node()->Swap(&node);  // keeps any subgraph object in place
+    }
+    if (auto it = constants_after.find(key); it != constants_after.end()) {
+      for (const auto& n : it->second) *graph.add_node() = n;
+    }
+  }
+}
+
+// Something a rewrite may have orphaned: a node output or an initializer, in a given graph.
+struct Candidate {
+  onnx::GraphProto* graph;
+  std::string name;  // the tensor the candidate defines
+  std::string input;  // what it reads (an Identity's input), to recount after removal
+  bool initializer;
+};
+
+void remove_orphans(onnx::ModelProto& model, const std::vector<Candidate>& candidates) {
+  auto uses = count_uses(model);
+  for (const auto& c : candidates) {
+    if (uses[c.name] > 0) continue;
+    auto& g = *c.graph;
+    if (c.initializer) {
+      for (int i = 0; i < g.initializer_size(); ++i) {
+        if (g.initializer(i).name() == c.name) {
+          g.mutable_initializer()->DeleteSubrange(i, 1);
+          break;
+        }
+      }
+      for (int i = 0; i < g.input_size(); ++i) {  // IR < 4 lists initializers as inputs too
+        if (g.input(i).name() == c.name) {
+          g.mutable_input()->DeleteSubrange(i, 1);
+          break;
+        }
+      }
+      continue;
+    }
+    for (int i = 0; i < g.node_size(); ++i) {
+      if (g.node(i).output_size() == 1 && g.node(i).output(0) == c.name) {
+        g.mutable_node()->DeleteSubrange(i, 1);
+        if (!c.input.empty()) --uses[c.input];
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options) {
+  RewriteResult result;
+  const auto types = infer_types(model);
+  GraphTree tree(model);
+  NameAllocator names(model);
+
+  // Match every node before changing any, so deconvs that feed each other are all seen as the user wrote them.
+  std::vector<std::pair<size_t, DeconvMatch>> matches;  // index into result.nodes
+  std::set<std::string> seen_names;
+  for (const auto& scope : tree.scopes()) {
+    for (const auto& node : scope.graph->node()) {
+      if (!is_deconv(node)) continue;
+      MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types);
+      if (!outcome.match && outcome.match.error().kind == core::ErrorKind::kInvalidModel) {
+        return core::invalid_model(outcome.match.error().message + (scope.parent ? " (in " + scope.path + ")" : ""));
+      }
+      NodeReport report;
+      report.summary = outcome.summary;
+      seen_names.insert(node.name());
+      if (!outcome.match) {
+        report.reason = outcome.match.error().message;
+      } else if (!options.only.empty() && options.only.count(node.name()) == 0) {
+        report.reason = "not selected by --only";
+      } else if (options.skip.count(node.name()) != 0) {
+        report.reason = "skipped by --skip";
+      } else {
+        matches.emplace_back(result.nodes.size(), std::move(outcome.match.value()));
+      }
+      result.nodes.push_back(std::move(report));
+    }
+  }
+  for (const auto* selection : {&options.only, &options.skip}) {
+    for (const auto& name : *selection) {
+      if (seen_names.count(name) == 0) result.unmatched_names.push_back(name);
+    }
+  }
+
+  Emitter emitter(model, names, options.emit);
+  std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
+  std::vector<Candidate> candidates;
+  for (auto& [index, m] : matches) {
+    auto nodes = emitter.emit(m);
+    if (!nodes) return nodes.error();
+    for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
+    result.nodes[index].rewritten = true;
+    replacements.emplace(m.node, std::move(*nodes));
+    // The weight's Identity chain, then the weight itself, may be orphaned now.
+    for (const auto& [scope, identity] : m.weight.identities) {
+      candidates.push_back({scope->graph, identity->output(0), identity->input(0), false});
+    }
+    candidates.push_back({m.weight.scope->graph, m.weight.name, "", m.weight.constant_node == nullptr});
+  }
+  // Children before parents: scopes() lists parents first, and rebuilding moves a parent's nodes.
+  const auto& scopes = tree.scopes();
+  for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    rebuild(*it->graph, replacements, emitter.constants_after());
+  }
+  remove_orphans(model, candidates);
+
+  for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;
+  return result;
+}
+
+std::set<std::string> emitted_node_names(const RewriteResult& result) {
+  std::set<std::string> names;
+  for (const auto& n : result.nodes) names.insert(n.emitted_nodes.begin(), n.emitted_nodes.end());
+  return names;
+}
+
+}  // namespace dwdeconv::rewrite

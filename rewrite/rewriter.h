@@ -1,0 +1,44 @@
+// The pass over a whole model: match every ConvTranspose first, then emit, rebuild and clean up.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/result.h"
+#include "rewrite/emitter.h"
+#include "rewrite/matcher.h"
+
+namespace dwdeconv::rewrite {
+
+struct RewriteOptions {
+  EmitOptions emit;
+  std::set<std::string> only;  // when non-empty, rewrite only nodes with these names
+  std::set<std::string> skip;  // never rewrite nodes with these names
+};
+
+// One ConvTranspose as the plan and the report show it.
+struct NodeReport {
+  NodeSummary summary;
+  bool rewritten = false;
+  std::string reason;                       // why it was kept; empty when rewritten
+  std::vector<std::string> emitted_nodes;   // names of the nodes that replaced it
+};
+
+struct RewriteResult {
+  std::vector<NodeReport> nodes;             // every default-domain ConvTranspose, in graph order
+  int rewritten = 0;
+  int kept = 0;
+  std::vector<std::string> unmatched_names;  // --only/--skip names that name no ConvTranspose
+};
+
+// Rewrites `model` in place. Fails (kInvalidModel) without touching the model's meaning when any
+// ConvTranspose breaks the spec; in that case the caller must not write the model.
+core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options);
+
+// The names of every node the rewrite emitted, for validation.
+std::set<std::string> emitted_node_names(const RewriteResult& result);
+
+}  // namespace dwdeconv::rewrite
