@@ -144,6 +144,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (!r->ok()) return fail(r->error());
   }
   sum.strides = *strides;
+  if ((*strides)[0] == (*strides)[1]) sum.stride = (*strides)[0];
   sum.output_padding = *output_padding;
   if (!a.pads.empty() && a.pads.size() != 4) return fail(invalid_model(who + ": pads " + join(a.pads) + " must have 4 values"));
   if (!a.output_shape.empty() && a.output_shape.size() != 2 && a.output_shape.size() != 4) {
@@ -181,7 +182,6 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   if ((*strides)[0] != (*strides)[1]) {
     return fail(declined("strides differ per axis (" + std::to_string((*strides)[0]) + " vs " + std::to_string((*strides)[1]) + ")"));
   }
-  sum.stride = (*strides)[0];
   if (!is_float_type(w.data_type())) {
     return fail(declined("unsupported element type " + onnx_io::data_type_name(w.data_type()) +
                          " (float, float16, bfloat16 and double are rewritten)"));

@@ -1,0 +1,210 @@
+// End-to-end tests: the dwdeconv-rewrite binary on the shipped example, as a user or a CI job runs it.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <onnx/checker.h>
+
+#include "onnx_io/model_io.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A fresh directory per test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "dwdeconv-e2e-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path copy_example() const {
+    const fs::path dst = path / "model.onnx";
+    fs::copy_file(fs::path(DWDECONV_EXAMPLES_DIR) / "upsampler_small.onnx", dst);
+    return dst;
+  }
+  size_t file_count() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator())); }
+};
+
+RunResult run_cli(const std::string& args, const TempDir& dir) {
+  const fs::path out = dir.path / ".stdout", err = dir.path / ".stderr";
+  const std::string cmd = std::string(DWDECONV_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+int count_ops(const onnx::ModelProto& m, const std::string& op) {
+  int n = 0;
+  for (const auto& node : m.graph().node()) n += node.op_type() == op;
+  return n;
+}
+
+onnx::ModelProto load(const fs::path& p) {
+  auto m = dwdeconv::onnx_io::load_model(p.string());
+  REQUIRE(m.ok());
+  return *m;
+}
+
+}  // namespace
+
+TEST_CASE("rewriting the example replaces the three clean deconvs and keeps the grouped one", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const std::string before = read_file(in);
+  const auto r = run_cli(in.string() + " -o " + (dir.path / "out.onnx").string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_file(in) == before);  // the input is never touched
+  const auto out = load(dir.path / "out.onnx");
+  CHECK(count_ops(out, "ConvTranspose") == 1);
+  CHECK(out.graph().node_size() > 0);
+  for (const auto& n : out.graph().node()) {
+    if (n.op_type() == "ConvTranspose") CHECK(n.name() == "mix_up");
+  }
+  CHECK(count_ops(out, "DepthToSpace") == 3);
+  CHECK(count_ops(out, "Concat") == 3);
+  CHECK(count_ops(out, "Conv") == 2 + 3 * 4);
+  for (const auto& init : out.graph().initializer()) {
+    CHECK(init.name() != "up1.w");  // orphaned weights are removed
+    CHECK(init.name() != "up2.w");
+  }
+  CHECK_NOTHROW(onnx::checker::check_model(out));
+  CHECK_THAT(r.err, Catch::Contains("rewrote 3 of 4"));
+  CHECK_THAT(r.err, Catch::Contains("grouped but not depthwise"));
+}
+
+TEST_CASE("--dry-run prints the plan and writes nothing", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const size_t files = dir.file_count();
+  const auto r = run_cli(in.string() + " --dry-run", dir);
+  REQUIRE(r.exit_code == 0);
+  CHECK(dir.file_count() == files);
+  CHECK_THAT(r.out, Catch::Contains("rewrite \"up1\"  C=8 k=4x4 s=2 pads=[1, 1, 1, 1]"));
+  CHECK_THAT(r.out, Catch::Contains("keep    \"mix_up\""));
+  CHECK_THAT(r.out, Catch::Contains("plan: rewrite 3 of 4"));
+}
+
+TEST_CASE("--check fails on a model with rewritable nodes and passes on the rewritten one", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto first = run_cli(in.string() + " --check", dir);
+  CHECK(first.exit_code == 1);
+  CHECK_THAT(first.err, Catch::Contains("'up1' would be rewritten"));
+  REQUIRE(run_cli(in.string() + " -o " + (dir.path / "out.onnx").string(), dir).exit_code == 0);
+  const size_t files = dir.file_count();
+  CHECK(run_cli((dir.path / "out.onnx").string() + " --check", dir).exit_code == 0);
+  CHECK(dir.file_count() == files);
+}
+
+TEST_CASE("output is deterministic and the rewrite is idempotent", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto a = dir.path / "a.onnx", b = dir.path / "b.onnx", c = dir.path / "c.onnx";
+  REQUIRE(run_cli(in.string() + " -o " + a.string(), dir).exit_code == 0);
+  REQUIRE(run_cli(in.string() + " -o " + b.string(), dir).exit_code == 0);
+  CHECK(read_file(a) == read_file(b));
+  CHECK(read_file(a) != read_file(in));
+  REQUIRE(run_cli(a.string() + " -o " + c.string(), dir).exit_code == 0);
+  CHECK(read_file(c) == read_file(a));
+}
+
+TEST_CASE("-o may name the input file", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto expected = dir.path / "expected.onnx";
+  REQUIRE(run_cli(in.string() + " -o " + expected.string(), dir).exit_code == 0);
+  REQUIRE(run_cli(in.string() + " -o " + in.string(), dir).exit_code == 0);
+  CHECK(read_file(in) == read_file(expected));
+  CHECK(dir.file_count() == 2);  // no temporary files left behind
+}
+
+TEST_CASE("--report writes the documented JSON", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto report = dir.path / "r.json";
+  REQUIRE(run_cli(in.string() + " -o " + (dir.path / "out.onnx").string() + " --report " + report.string(), dir).exit_code == 0);
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"tool_version\": \"0.1.0\""));
+  CHECK_THAT(json, Catch::Contains("\"opset\": 13"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"up2\", \"graph\": \"main\", \"decision\": \"rewritten\", \"reason\": \"\", "
+                                   "\"channels\": 8, \"kernel\": [3, 3], \"stride\": 2, \"pads\": [1, 1, 1, 1], "
+                                   "\"output_padding\": [1, 1]}"));
+  CHECK_THAT(json, Catch::Contains("\"decision\": \"kept\", \"reason\": \"grouped but not depthwise"));
+  CHECK_THAT(json, Catch::Contains("\"rewritten\": 3"));
+  CHECK_THAT(json, Catch::Contains("\"kept\": 1"));
+}
+
+TEST_CASE("--only and --skip choose nodes; an unknown name is a usage error", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto out = dir.path / "out.onnx";
+  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --only up1 --only up3", dir).exit_code == 0);
+  CHECK(count_ops(load(out), "ConvTranspose") == 2);  // up2 and mix_up remain
+  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --skip up1", dir).exit_code == 0);
+  CHECK(count_ops(load(out), "ConvTranspose") == 2);  // up1 and mix_up remain
+  fs::remove(out);
+  const auto bad = run_cli(in.string() + " -o " + out.string() + " --only upp1", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("'upp1' matches no ConvTranspose"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("bad input gets exit 3, a message naming the file, and no output", "[e2e]") {
+  TempDir dir;
+  const auto junk = dir.path / "junk.onnx";
+  std::ofstream(junk, std::ios::binary) << "\x08\x07this is not a model at all \xff\xfe";
+  const auto out = dir.path / "out.onnx";
+  const auto r = run_cli(junk.string() + " -o " + out.string(), dir);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains(junk.string()));
+  CHECK_FALSE(fs::exists(out));
+
+  const auto missing = run_cli((dir.path / "nope.onnx").string() + " -o " + out.string(), dir);
+  CHECK(missing.exit_code == 3);
+  CHECK_THAT(missing.err, Catch::Contains("nope.onnx"));
+
+  const auto in = dir.copy_example();
+  const auto unwritable = run_cli(in.string() + " -o " + (dir.path / "no-such-dir" / "out.onnx").string(), dir);
+  CHECK(unwritable.exit_code == 3);
+  CHECK_THAT(unwritable.err, Catch::Contains("no-such-dir"));
+}
+
+TEST_CASE("usage errors exit 2", "[e2e]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  CHECK(run_cli(in.string(), dir).exit_code == 2);                       // no -o, --dry-run or --check
+  CHECK(run_cli(in.string() + " --dry-run -o x.onnx", dir).exit_code == 2);
+  CHECK(run_cli(in.string() + " --no-such-flag -o x.onnx", dir).exit_code == 2);
+  CHECK(run_cli("", dir).exit_code == 2);
+  const auto help = run_cli("--help", dir);
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("Examples:"));
+  CHECK_THAT(run_cli("--version", dir).out, Catch::Contains("dwdeconv-rewrite 0.1.0"));
+}
