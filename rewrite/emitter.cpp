@@ -84,10 +84,11 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
                               std::vector<onnx::NodeProto>& nodes) {
   // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right].
   const std::vector<int64_t> full{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
-  const std::string output = names_.fresh(base);
-  onnx::NodeProto pad = make_node("Pad", names_.fresh(base), {m.node->input(0)}, {output});
+  const std::string node_name = names_.fresh(base);
+  const std::string output = names_.fresh(node_name + "_out");
+  onnx::NodeProto pad = make_node("Pad", node_name, {m.node->input(0)}, {output});
   if (opset_ >= 11) {
-    const std::string pads_name = names_.fresh(base + "_pads");
+    const std::string pads_name = names_.fresh(node_name + "_pads");
     add_initializer(*m.scope, onnx_io::make_int64_tensor(pads_name, {8}, full));
     pad.add_input(pads_name);
   } else {
@@ -163,10 +164,11 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
         input = it->second;
       }
     }
+    // With s == 1 the single Conv takes the node's place: its name (if any) and its output.
     const bool last = s == 1;
-    const std::string output = last ? node.output(0) : names_.fresh(base + "_phase" + suffix);
-    onnx::NodeProto conv = make_node("Conv", last && !node.name().empty() ? node.name() : names_.fresh(base + "_phase" + suffix),
-                                     {input, *weight}, {output});
+    const std::string conv_name = last && !node.name().empty() ? node.name() : names_.fresh(base + "_phase" + suffix);
+    const std::string output = last ? node.output(0) : names_.fresh(conv_name + "_out");
+    onnx::NodeProto conv = make_node("Conv", conv_name, {input, *weight}, {output});
     if (!bias.empty()) conv.add_input(bias);
     *conv.add_attribute() = onnx_io::make_int_attribute("group", m.channels);
     *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
@@ -180,8 +182,9 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   }
   if (s == 1) return nodes;
 
-  const std::string concat_out = names_.fresh(base + "_phases");
-  onnx::NodeProto concat = make_node("Concat", names_.fresh(base + "_concat"), phase_outputs, {concat_out});
+  const std::string concat_name = names_.fresh(base + "_concat");
+  const std::string concat_out = names_.fresh(concat_name + "_out");
+  onnx::NodeProto concat = make_node("Concat", concat_name, phase_outputs, {concat_out});
   *concat.add_attribute() = onnx_io::make_int_attribute("axis", 1);
   nodes.push_back(std::move(concat));
   add_value_info(m, concat_out, m.channels * s * s, {0, 0, 0, 0});
