@@ -2,6 +2,7 @@
 // DepthToSpace. This file only parses options, sets up logging, prints errors and picks exit codes.
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <set>
 #include <string>
@@ -48,17 +49,33 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
+// Logs the time since the previous mark at debug level (-v), to show where a run spends its time.
+class PhaseTimer {
+ public:
+  void mark(const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    spdlog::debug("{}: {:.3f} s", phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 int exit_code_for(const core::Error& e) {
   return e.kind == core::ErrorKind::kUsage ? cli::kExitUsage : cli::kExitInvalidModel;
 }
 
 int run(const Options& opt) {
+  PhaseTimer timer;
   auto loaded = onnx_io::load_model(opt.input);
+  timer.mark("load");
   if (!loaded) return fail(exit_code_for(loaded.error()), loaded.error().message);
   onnx::ModelProto& model = *loaded;
 
   // Judge the input first, so a broken input is blamed on the input and not on the rewrite.
   auto input_check = onnx_io::validate_model(model, {});
+  timer.mark("validate input");
   if (!input_check) return fail(cli::kExitInvalidModel, opt.input + ": invalid model: " + input_check.error().message);
   if (!input_check->full) spdlog::warn("{}: {}", opt.input, input_check->detail);
 
@@ -67,6 +84,7 @@ int run(const Options& opt) {
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
   auto rewritten = rewrite::rewrite_model(model, ro);
+  timer.mark("rewrite");
   if (!rewritten) return fail(exit_code_for(rewritten.error()), opt.input + ": " + rewritten.error().message);
   const rewrite::RewriteResult& result = *rewritten;
   if (!result.unmatched_names.empty()) {
@@ -86,16 +104,19 @@ int run(const Options& opt) {
   const bool writes_model = !opt.dry_run && !opt.check;
   if (writes_model) {
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
+    timer.mark("validate output");
     if (!validation) {
       return fail(cli::kExitInvalidModel, opt.input + ": the rewritten model failed validation, nothing written: " +
                                               validation.error().message);
     }
     if (!validation->full) spdlog::warn("{}", validation->detail);
     auto bytes = onnx_io::serialize_model(model);
+    timer.mark("serialize");
     if (!bytes) return fail(cli::kExitInvalidModel, opt.output + ": " + bytes.error().message);
     if (auto written = onnx_io::write_file_atomic(opt.output, *bytes); !written) {
       return fail(cli::kExitInvalidModel, written.error().message);
     }
+    timer.mark("write");
     info.output = opt.output;
     info.validation = validation->detail;
   }

@@ -99,7 +99,7 @@ TEST_CASE("rewriting the example replaces the three clean deconvs and keeps the 
   CHECK_THAT(r.err, Catch::Contains("grouped but not depthwise"));
 }
 
-TEST_CASE("--dry-run prints the plan and writes nothing", "[e2e]") {
+TEST_CASE("dry run prints the plan and writes nothing", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
   const size_t files = dir.file_count();
@@ -111,7 +111,7 @@ TEST_CASE("--dry-run prints the plan and writes nothing", "[e2e]") {
   CHECK_THAT(r.out, Catch::Contains("plan: rewrite 3 of 4"));
 }
 
-TEST_CASE("--check fails on a model with rewritable nodes and passes on the rewritten one", "[e2e]") {
+TEST_CASE("check mode fails on a model with rewritable nodes and passes on the rewritten one", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
   const auto first = run_cli(in.string() + " --check", dir);
@@ -135,7 +135,7 @@ TEST_CASE("output is deterministic and the rewrite is idempotent", "[e2e]") {
   CHECK(read_file(c) == read_file(a));
 }
 
-TEST_CASE("-o may name the input file", "[e2e]") {
+TEST_CASE("the output may be the input file", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
   const auto expected = dir.path / "expected.onnx";
@@ -145,7 +145,7 @@ TEST_CASE("-o may name the input file", "[e2e]") {
   CHECK(dir.file_count() == 2);  // no temporary files left behind
 }
 
-TEST_CASE("--report writes the documented JSON", "[e2e]") {
+TEST_CASE("the report is the documented JSON", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
   const auto report = dir.path / "r.json";
@@ -161,7 +161,7 @@ TEST_CASE("--report writes the documented JSON", "[e2e]") {
   CHECK_THAT(json, Catch::Contains("\"kept\": 1"));
 }
 
-TEST_CASE("--only and --skip choose nodes; an unknown name is a usage error", "[e2e]") {
+TEST_CASE("only and skip choose nodes and an unknown name is a usage error", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
   const auto out = dir.path / "out.onnx";
