@@ -1,0 +1,58 @@
+// Output comparison with tolerances relative to the output's scale.
+//
+// For one output with expected values e and actual values a:
+//   max_abs_error = max |a - e|
+//   scale         = max |e| (1 when every expected value is 0)
+//   max_rel_error = max_abs_error / scale          (error relative to the output's scale, not per element)
+//   passed        = max_abs_error <= atol + rtol * scale, shapes and dtypes agree, NaNs in the same places.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime_check/tensor.h"
+
+namespace dwdeconv::runtime_check {
+
+// Unset fields take the per-dtype defaults of default_tolerance().
+struct Tolerances {
+  std::optional<double> atol;
+  std::optional<double> rtol;
+};
+
+struct ToleranceValues {
+  double atol = 0.0;
+  double rtol = 0.0;
+};
+
+// FLOAT: rtol 1e-4, atol 1e-6. DOUBLE (computed in f32 here): the same. FLOAT16: rtol 1e-2, atol 1e-3.
+// BFLOAT16: rtol 2e-2, atol 1e-2. Integer and bool types: exact.
+ToleranceValues default_tolerance(int32_t data_type);
+
+struct OutputComparison {
+  std::string name;
+  double max_abs_error = 0.0;
+  double max_rel_error = 0.0;
+  double scale = 0.0;
+  ToleranceValues tolerance;
+  bool passed = false;
+  std::string message;  // why it failed (shape, dtype, NaN, error size); empty when passed
+};
+
+struct ComparisonReport {
+  std::vector<OutputComparison> outputs;
+  bool passed = false;  // every output passed and the output lists match
+  // One line per output: "y: max abs 1.2e-06, max rel 3.4e-07 (scale 3.5), tol 1e-06 + 1e-04*scale: pass".
+  std::string summary() const;
+};
+
+// Compares one tensor against its expected value.
+OutputComparison compare_tensor(const std::string& name, const Tensor& actual, const Tensor& expected,
+                                const Tolerances& tolerances);
+
+// Compares outputs by name; an expected output missing from `actual` fails.
+ComparisonReport compare_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
+                                 const Tolerances& tolerances);
+
+}  // namespace dwdeconv::runtime_check

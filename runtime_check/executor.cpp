@@ -1,0 +1,1190 @@
+#include "runtime_check/executor.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <pthreadpool.h>
+#include <xnnpack.h>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/model_io.h"
+#include "runtime_check/internal.h"
+#include "runtime_check/reference_ops.h"
+#include "runtime_check/tensor_io.h"
+
+namespace dwdeconv::runtime_check {
+
+using detail::node_error;
+
+const char* placement_name(Placement placement) {
+  switch (placement) {
+    case Placement::kXnnpack: return "xnnpack";
+    case Placement::kReference: return "reference";
+    case Placement::kFolded: return "folded";
+  }
+  return "?";
+}
+
+namespace {
+
+using XnnOperator = std::unique_ptr<xnn_operator, decltype(&xnn_delete_operator)>;
+using ThreadPool = std::unique_ptr<pthreadpool, decltype(&pthreadpool_destroy)>;
+
+constexpr float kNoMin = -std::numeric_limits<float>::infinity();
+constexpr float kNoMax = std::numeric_limits<float>::infinity();
+
+core::Status ensure_xnnpack_initialized() {
+  static const xnn_status status = xnn_initialize(nullptr);
+  if (status != xnn_status_success) {
+    return core::invalid_model("xnn_initialize failed with status " + std::to_string(static_cast<int>(status)));
+  }
+  return core::Ok{};
+}
+
+// Storage order of a rank-4 float value. Dims are always logical [N, C, H, W].
+enum class Layout { kNchw, kNhwc };
+
+struct Slot {
+  Tensor t;
+  Layout layout = Layout::kNchw;
+  bool defined = false;
+  bool constant = false;
+  uint64_t version = 0;
+  Tensor converted;  // `t` in the other layout, valid while converted_version == version
+  uint64_t converted_version = ~uint64_t{0};
+};
+
+bool layout_applies(const Tensor& t) { return t.is_float() && t.dims.size() == 4; }
+
+// The graph's values, indexed by slot id. The vector is sized once, so Tensor storage pointers stay put.
+class Values {
+ public:
+  std::vector<Slot> slots;
+  pthreadpool_t threadpool = nullptr;
+
+  // The value stored in `want` order (a cached conversion when the producer wrote the other one).
+  const Tensor& read(int id, Layout want) {
+    Slot& s = slots[static_cast<size_t>(id)];
+    if (!layout_applies(s.t) || s.layout == want) return s.t;
+    if (s.converted_version != s.version) {
+      const auto& d = s.t.dims;
+      s.converted.reshape(s.t.dtype, d);
+      if (want == Layout::kNhwc) nchw_to_nhwc(s.t.f.data(), s.converted.f.data(), d[0], d[1], d[2], d[3]);
+      else nhwc_to_nchw(s.t.f.data(), s.converted.f.data(), d[0], d[1], d[2], d[3]);
+      s.converted_version = s.version;
+    }
+    return s.converted;
+  }
+  Layout layout(int id) const {
+    const Slot& s = slots[static_cast<size_t>(id)];
+    return layout_applies(s.t) ? s.layout : Layout::kNchw;
+  }
+  const Tensor& peek(int id) const { return slots[static_cast<size_t>(id)].t; }
+  bool constant(int id) const { return id >= 0 && slots[static_cast<size_t>(id)].constant; }
+  // Storage for a new value of `id`; reuses the buffer when the size is unchanged.
+  Tensor& write(int id, Layout layout, int32_t dtype, const std::vector<int64_t>& dims) {
+    Slot& s = slots[static_cast<size_t>(id)];
+    s.layout = layout;
+    s.t.reshape(dtype, dims);
+    s.defined = true;
+    ++s.version;
+    return s.t;
+  }
+  void touch(int id, Layout layout) {
+    Slot& s = slots[static_cast<size_t>(id)];
+    s.layout = layout;
+    s.defined = true;
+    ++s.version;
+  }
+};
+
+class Step {
+ public:
+  virtual ~Step() = default;
+  virtual core::Status run(Values& v) = 0;
+};
+
+core::Error xnn_failure(const onnx::NodeProto& node, const char* call, xnn_status status) {
+  return node_error(node, std::string(call) + " failed with XNNPACK status " + std::to_string(static_cast<int>(status)));
+}
+
+// ---------------------------------------------------------------- reference step
+
+class ReferenceStep : public Step {
+ public:
+  ReferenceStep(const onnx::NodeProto& node, int64_t opset, std::vector<int> in, std::vector<int> out,
+                bool layout_preserving)
+      : node_(node), opset_(opset), in_(std::move(in)), out_(std::move(out)), preserving_(layout_preserving) {}
+
+  core::Status run(Values& v) override {
+    // Elementwise ops with one data input keep the producer's layout; everything else reads NCHW.
+    const Layout layout = preserving_ && in_[0] >= 0 ? v.layout(in_[0]) : Layout::kNchw;
+    std::vector<const Tensor*> inputs;
+    for (int id : in_) inputs.push_back(id < 0 ? nullptr : &v.read(id, inputs.empty() ? layout : Layout::kNchw));
+    std::vector<Tensor*> outputs;
+    for (int id : out_) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
+    RC_CHECK(run_reference_node(node_, opset_, inputs, outputs));
+    for (int id : out_) {
+      if (id >= 0) v.touch(id, layout);
+    }
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int64_t opset_;
+  std::vector<int> in_, out_;
+  bool preserving_;
+};
+
+// Calls setup only when the bound pointers change (they stay put across runs, so normally once).
+struct SetupCache {
+  std::vector<const void*> pointers;
+  bool changed(std::vector<const void*> now) {
+    if (now == pointers) return false;
+    pointers = std::move(now);
+    return true;
+  }
+};
+
+core::Status check_dims(const onnx::NodeProto& node, const Tensor& t, const std::vector<int64_t>& want) {
+  if (t.dims != want) {
+    return node_error(node, "input is " + format_dims(t.dims) + " but the plan was made for " + format_dims(want));
+  }
+  return core::Ok{};
+}
+
+// ---------------------------------------------------------------- Conv / ConvTranspose
+
+class ConvStep : public Step {
+ public:
+  ConvStep(const onnx::NodeProto& node, bool transpose, int x, int w, int b, int y)
+      : node_(node), transpose_(transpose), x_(x), w_(w), b_(b), y_(y) {}
+
+  core::Status plan(Values& v) {
+    const Tensor& x = v.peek(x_);
+    const Tensor& w = v.peek(w_);
+    x_dims_ = x.dims;
+    w_dims_ = w.dims;
+    if (transpose_) { RC_ASSIGN(g_, resolve_conv_transpose(node_, x.dims, w.dims)); }
+    else { RC_ASSIGN(g_, resolve_conv(node_, x.dims, w.dims)); }
+    adjustment_ = {0, 0};
+    for (size_t a = 0; a < 2; ++a) {
+      if (transpose_) {
+        // A negative end pad (output_shape past the natural size) is extra output at the end: XNNPACK's adjustment.
+        adjustment_[a] = g_.output_padding[a] + std::max<int64_t>(0, -g_.pads_end[a]);
+        if (adjustment_[a] >= g_.strides[a]) return node_error(node_, "output_padding plus extra output reaches the stride");
+      }
+      if (g_.pads_begin[a] < 0 || (!transpose_ && g_.pads_end[a] < 0)) return node_error(node_, "negative begin pads");
+    }
+    y_dims_ = {x.dims[0], transpose_ ? w.dims[1] * g_.group : w.dims[0], g_.output_size[0], g_.output_size[1]};
+    return create(v);
+  }
+
+  core::Status run(Values& v) override {
+    const Tensor& x = v.read(x_, Layout::kNhwc);
+    RC_CHECK(check_dims(node_, x, x_dims_));
+    // Weights that are not constant (a graph input) are repacked whenever they change.
+    if (!v.constant(w_) || (b_ >= 0 && !v.constant(b_))) {
+      const uint64_t stamp = v.slots[static_cast<size_t>(w_)].version + (b_ >= 0 ? v.slots[static_cast<size_t>(b_)].version << 32 : 0);
+      if (stamp != weights_stamp_) {
+        RC_CHECK(create(v));
+        weights_stamp_ = stamp;
+        cache_ = {};
+      }
+    }
+    Tensor& y = v.write(y_, Layout::kNhwc, x.dtype, y_dims_);
+    if (cache_.changed({x.f.data(), y.f.data(), op_.get()})) {
+      xnn_status status;
+      if (transpose_) {
+        status = xnn_setup_deconvolution2d_nhwc_f32(op_.get(), static_cast<size_t>(x_dims_[0]), static_cast<size_t>(x_dims_[2]),
+                                                    static_cast<size_t>(x_dims_[3]), static_cast<uint32_t>(adjustment_[0]),
+                                                    static_cast<uint32_t>(adjustment_[1]), x.f.data(), y.f.data(),
+                                                    v.threadpool);
+      } else {
+        status = xnn_setup_convolution2d_nhwc_f32(op_.get(), static_cast<size_t>(x_dims_[0]), static_cast<size_t>(x_dims_[2]),
+                                                  static_cast<size_t>(x_dims_[3]), x.f.data(), y.f.data(), v.threadpool);
+      }
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup_(de)convolution2d_nhwc_f32", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  core::Status create(Values& v) {
+    const Tensor& w = v.peek(w_);
+    const int64_t groups = g_.group;
+    const int64_t kh = g_.kernel[0], kw = g_.kernel[1];
+    std::vector<float> bias;
+    if (b_ >= 0) bias = v.peek(b_).f;
+    xnn_operator_t raw = nullptr;
+    xnn_status status;
+    if (transpose_) {
+      const int64_t cig = w.dims[0] / groups, cog = w.dims[1];
+      // ONNX [C_in, C_out/g, kH, kW] -> XNNPACK [g, C_out/g, kH, kW, C_in/g]
+      packed_.assign(w.f.size(), 0.0f);
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t oc = 0; oc < cog; ++oc)
+          for (int64_t ky = 0; ky < kh; ++ky)
+            for (int64_t kx = 0; kx < kw; ++kx)
+              for (int64_t ic = 0; ic < cig; ++ic) {
+                packed_[static_cast<size_t>((((g * cog + oc) * kh + ky) * kw + kx) * cig + ic)] =
+                    w.f[static_cast<size_t>((((g * cig + ic) * cog + oc) * kh + ky) * kw + kx)];
+              }
+      status = xnn_create_deconvolution2d_nhwc_f32(
+          static_cast<uint32_t>(g_.pads_begin[0]), static_cast<uint32_t>(std::max<int64_t>(0, g_.pads_end[1])),
+          static_cast<uint32_t>(std::max<int64_t>(0, g_.pads_end[0])), static_cast<uint32_t>(g_.pads_begin[1]), static_cast<uint32_t>(kh),
+          static_cast<uint32_t>(kw), static_cast<uint32_t>(g_.strides[0]), static_cast<uint32_t>(g_.strides[1]),
+          static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
+          static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
+          static_cast<size_t>(cog * groups), packed_.data(), bias.empty() ? nullptr : bias.data(), kNoMin, kNoMax, 0, &raw);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_deconvolution2d_nhwc_f32", status);
+    } else {
+      const int64_t cog = w.dims[0] / groups, cig = w.dims[1];
+      // ONNX [C_out, C_in/g, kH, kW] -> XNNPACK [g, C_out/g, kH, kW, C_in/g] (the same bytes when C_in/g == 1)
+      packed_.assign(w.f.size(), 0.0f);
+      for (int64_t oc = 0; oc < cog * groups; ++oc)
+        for (int64_t ky = 0; ky < kh; ++ky)
+          for (int64_t kx = 0; kx < kw; ++kx)
+            for (int64_t ic = 0; ic < cig; ++ic) {
+              packed_[static_cast<size_t>(((oc * kh + ky) * kw + kx) * cig + ic)] =
+                  w.f[static_cast<size_t>(((oc * cig + ic) * kh + ky) * kw + kx)];
+            }
+      status = xnn_create_convolution2d_nhwc_f32(
+          static_cast<uint32_t>(g_.pads_begin[0]), static_cast<uint32_t>(g_.pads_end[1]),
+          static_cast<uint32_t>(g_.pads_end[0]), static_cast<uint32_t>(g_.pads_begin[1]), static_cast<uint32_t>(kh),
+          static_cast<uint32_t>(kw), static_cast<uint32_t>(g_.strides[0]), static_cast<uint32_t>(g_.strides[1]),
+          static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
+          static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
+          static_cast<size_t>(cog * groups), packed_.data(), bias.empty() ? nullptr : bias.data(), kNoMin, kNoMax, 0, &raw);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_convolution2d_nhwc_f32", status);
+    }
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    return core::Ok{};
+  }
+
+  onnx::NodeProto node_;
+  bool transpose_;
+  int x_, w_, b_, y_;
+  ConvGeometry g_;
+  std::array<int64_t, 2> adjustment_{};  // deconvolution: output_padding plus any extra end output
+  std::vector<int64_t> x_dims_, w_dims_, y_dims_;
+  std::vector<float> packed_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  uint64_t weights_stamp_ = ~uint64_t{0};
+  SetupCache cache_;
+};
+
+// ---------------------------------------------------------------- elementwise
+
+// Relu, LeakyRelu, Sigmoid and Clip as one flat [numel, 1] batch, in whatever layout the input has.
+class UnaryStep : public Step {
+ public:
+  UnaryStep(const onnx::NodeProto& node, int x, int y) : node_(node), x_(x), y_(y) {}
+
+  core::Status plan(Values& v, float lo, float hi) {
+    const std::string& op = node_.op_type();
+    xnn_operator_t raw = nullptr;
+    xnn_status status;
+    if (op == "LeakyRelu") {
+      const auto* a = onnx_io::find_attribute(node_, "alpha");
+      status = xnn_create_leaky_relu_nc_f32(1, 1, 1, a != nullptr ? a->f() : 0.01f, 0, &raw);
+    } else if (op == "Sigmoid") {
+      status = xnn_create_sigmoid_nc_f32(1, 1, 1, 0, &raw);
+    } else {
+      status = xnn_create_clamp_nc_f32(1, 1, 1, lo, hi, 0, &raw);
+    }
+    if (status != xnn_status_success) return xnn_failure(node_, ("xnn_create for " + op).c_str(), status);
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    dims_ = v.peek(x_).dims;
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    const Layout layout = v.layout(x_);
+    const Tensor& x = v.read(x_, layout);
+    RC_CHECK(check_dims(node_, x, dims_));
+    Tensor& y = v.write(y_, layout, x.dtype, x.dims);
+    if (cache_.changed({x.f.data(), y.f.data()})) {
+      const std::string& op = node_.op_type();
+      const auto n = static_cast<size_t>(x.numel());
+      xnn_status status;
+      if (op == "LeakyRelu") status = xnn_setup_leaky_relu_nc_f32(op_.get(), n, x.f.data(), y.f.data(), v.threadpool);
+      else if (op == "Sigmoid") status = xnn_setup_sigmoid_nc_f32(op_.get(), n, x.f.data(), y.f.data(), v.threadpool);
+      else status = xnn_setup_clamp_nc_f32(op_.get(), n, x.f.data(), y.f.data(), v.threadpool);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup (unary)", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int x_, y_;
+  std::vector<int64_t> dims_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  SetupCache cache_;
+};
+
+// The dims a value has in storage: NHWC permutes [N, C, H, W] to [N, H, W, C].
+std::vector<size_t> storage_shape(const std::vector<int64_t>& dims, Layout layout) {
+  std::vector<size_t> s;
+  for (int64_t d : dims) s.push_back(static_cast<size_t>(d));
+  if (layout == Layout::kNhwc) s = {s[0], s[2], s[3], s[1]};
+  if (s.empty()) s.push_back(1);
+  return s;
+}
+
+// True when a tensor padded to [1.., C, H, W] has the same bytes in NCHW and NHWC order (C == 1 or H == W == 1).
+bool same_bytes_in_nhwc(const std::vector<int64_t>& dims) {
+  if (dims.size() > 4) return false;
+  std::vector<int64_t> padded(4 - dims.size(), 1);
+  padded.insert(padded.end(), dims.begin(), dims.end());
+  return padded[0] == 1 && (padded[1] == 1 || (padded[2] == 1 && padded[3] == 1));
+}
+
+// Add, Sub, Mul, Div on float with numpy broadcasting (XNNPACK's *_nd_f32, up to 6 dims).
+class BinaryStep : public Step {
+ public:
+  BinaryStep(const onnx::NodeProto& node, int a, int b, int y) : node_(node), a_(a), b_(b), y_(y) {}
+
+  core::Status plan(Values& v) {
+    const Tensor& a = v.peek(a_);
+    const Tensor& b = v.peek(b_);
+    a_dims_ = a.dims;
+    b_dims_ = b.dims;
+    RC_ASSIGN(y_dims_, broadcast_dims(node_, a.dims, b.dims));
+    if (y_dims_.size() > XNN_MAX_TENSOR_DIMS || a.numel() == 0 || b.numel() == 0) return node_error(node_, "rank or size");
+    // Work in NHWC when the rank-4 operands are NHWC and the other operand has the same bytes either way.
+    const Layout la = v.layout(a_), lb = v.layout(b_);
+    layout_ = Layout::kNchw;
+    if (la == Layout::kNhwc || lb == Layout::kNhwc) {
+      const bool a_ok = la == Layout::kNhwc || same_bytes_in_nhwc(a.dims);
+      const bool b_ok = lb == Layout::kNhwc || same_bytes_in_nhwc(b.dims);
+      if (a_ok && b_ok && y_dims_.size() == 4) layout_ = Layout::kNhwc;
+    }
+    a_shape_ = operand_shape(a.dims, v.layout(a_));
+    b_shape_ = operand_shape(b.dims, v.layout(b_));
+    const std::string& op = node_.op_type();
+    xnn_operator_t raw = nullptr;
+    xnn_status status;
+    if (op == "Add") status = xnn_create_add_nd_f32(kNoMin, kNoMax, 0, &raw);
+    else if (op == "Sub") status = xnn_create_subtract_nd_f32(kNoMin, kNoMax, 0, &raw);
+    else if (op == "Mul") status = xnn_create_multiply_nd_f32(kNoMin, kNoMax, 0, &raw);
+    else status = xnn_create_divide_nd_f32(kNoMin, kNoMax, 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, ("xnn_create for " + op).c_str(), status);
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    const Tensor& a = v.read(a_, layout_);
+    const Tensor& b = v.read(b_, layout_);
+    RC_CHECK(check_dims(node_, a, a_dims_));
+    RC_CHECK(check_dims(node_, b, b_dims_));
+    Tensor& y = v.write(y_, layout_, a.dtype, y_dims_);
+    if (cache_.changed({a.f.data(), b.f.data(), y.f.data()})) {
+      const std::string& op = node_.op_type();
+      auto setup = op == "Add" ? xnn_setup_add_nd_f32
+                   : op == "Sub" ? xnn_setup_subtract_nd_f32
+                   : op == "Mul" ? xnn_setup_multiply_nd_f32
+                                 : xnn_setup_divide_nd_f32;
+      const xnn_status status = setup(op_.get(), a_shape_.size(), a_shape_.data(), b_shape_.size(), b_shape_.data(),
+                                      a.f.data(), b.f.data(), y.f.data(), v.threadpool);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup (binary)", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  // An operand's storage dims in this step's layout (a low-rank operand is padded to rank 4 first).
+  std::vector<size_t> operand_shape(const std::vector<int64_t>& dims, Layout) const {
+    if (layout_ == Layout::kNchw) return storage_shape(dims, Layout::kNchw);
+    std::vector<int64_t> padded(4 - std::min<size_t>(4, dims.size()), 1);
+    padded.insert(padded.end(), dims.begin(), dims.end());
+    return storage_shape(padded, Layout::kNhwc);
+  }
+
+  onnx::NodeProto node_;
+  int a_, b_, y_;
+  Layout layout_ = Layout::kNchw;
+  std::vector<int64_t> a_dims_, b_dims_, y_dims_;
+  std::vector<size_t> a_shape_, b_shape_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  SetupCache cache_;
+};
+
+// BatchNormalization (inference) as a per-channel affine map in either layout.
+class BatchNormStep : public Step {
+ public:
+  BatchNormStep(const onnx::NodeProto& node, int x, std::vector<int> params, int y)
+      : node_(node), x_(x), params_(std::move(params)), y_(y) {}
+
+  core::Status run(Values& v) override {
+    const Layout layout = v.layout(x_);
+    const Tensor& x = v.read(x_, layout);
+    const int64_t c = x.dims[1];
+    scale_.resize(static_cast<size_t>(c));
+    shift_.resize(static_cast<size_t>(c));
+    const auto* eps_attr = onnx_io::find_attribute(node_, "epsilon");
+    const double epsilon = eps_attr != nullptr ? eps_attr->f() : 1e-5;
+    const Tensor& gamma = v.peek(params_[0]);
+    const Tensor& beta = v.peek(params_[1]);
+    const Tensor& mean = v.peek(params_[2]);
+    const Tensor& var = v.peek(params_[3]);
+    for (int64_t k = 0; k < c; ++k) {
+      const double s = gamma.get(k) / std::sqrt(var.get(k) + epsilon);
+      scale_[static_cast<size_t>(k)] = static_cast<float>(s);
+      shift_[static_cast<size_t>(k)] = static_cast<float>(beta.get(k) - mean.get(k) * s);
+    }
+    Tensor& y = v.write(y_, layout, x.dtype, x.dims);
+    int64_t inner = 1;
+    for (size_t a = 2; a < x.dims.size(); ++a) inner *= x.dims[a];
+    const int64_t total = x.numel();
+    for (int64_t k = 0; k < total; ++k) {
+      // NCHW: channel (k / inner) % C; NHWC: k % C.
+      const auto ch = static_cast<size_t>(layout == Layout::kNhwc ? k % c : (k / inner) % c);
+      y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(k)] * scale_[ch] + shift_[ch];
+    }
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int x_;
+  std::vector<int> params_;
+  int y_;
+  std::vector<float> scale_, shift_;
+};
+
+// ---------------------------------------------------------------- data movement
+
+// Constant-mode Pad with non-negative pads on XNNPACK's constant_pad_nd_x32, in the input's layout.
+class PadStep : public Step {
+ public:
+  PadStep(const onnx::NodeProto& node, int x, int y) : node_(node), x_(x), y_(y) {}
+
+  core::Status plan(Values& v, const std::vector<int64_t>& begin, const std::vector<int64_t>& end, float value) {
+    const Tensor& x = v.peek(x_);
+    x_dims_ = x.dims;
+    if (x.dims.empty() || x.dims.size() > XNN_MAX_TENSOR_DIMS || x.numel() == 0) return node_error(node_, "rank or size");
+    layout_ = v.layout(x_);
+    for (size_t a = 0; a < x.dims.size(); ++a) y_dims_.push_back(x.dims[a] + begin[a] + end[a]);
+    std::vector<size_t> b, e;
+    for (size_t a = 0; a < begin.size(); ++a) { b.push_back(static_cast<size_t>(begin[a])); e.push_back(static_cast<size_t>(end[a])); }
+    if (layout_ == Layout::kNhwc) {
+      b = {b[0], b[2], b[3], b[1]};
+      e = {e[0], e[2], e[3], e[1]};
+    }
+    pre_ = b;
+    post_ = e;
+    shape_ = storage_shape(x.dims, layout_);
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_constant_pad_nd_x32(&bits, 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_constant_pad_nd_x32", status);
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    const Tensor& x = v.read(x_, layout_);
+    RC_CHECK(check_dims(node_, x, x_dims_));
+    Tensor& y = v.write(y_, layout_, x.dtype, y_dims_);
+    if (cache_.changed({x.f.data(), y.f.data()})) {
+      const xnn_status status = xnn_setup_constant_pad_nd_x32(op_.get(), shape_.size(), shape_.data(), pre_.data(),
+                                                              post_.data(), x.f.data(), y.f.data(), v.threadpool);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup_constant_pad_nd_x32", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int x_, y_;
+  Layout layout_ = Layout::kNchw;
+  std::vector<int64_t> x_dims_, y_dims_;
+  std::vector<size_t> shape_, pre_, post_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  SetupCache cache_;
+};
+
+// Concat on the channel axis of NHWC values: one strided copy_nc_x32 per input, each writing its channel slice
+// (pixel stride C_total, offset = channels before it) of the output.
+class ConcatChannelsStep : public Step {
+ public:
+  ConcatChannelsStep(const onnx::NodeProto& node, std::vector<int> in, int y) : node_(node), in_(std::move(in)), y_(y) {}
+
+  core::Status plan(Values& v) {
+    const Tensor& first = v.peek(in_[0]);
+    y_dims_ = first.dims;
+    y_dims_[1] = 0;
+    for (int id : in_) {
+      const Tensor& t = v.peek(id);
+      if (!t.is_float() || t.dims.size() != 4 || t.dims[0] != first.dims[0] || t.dims[2] != first.dims[2] ||
+          t.dims[3] != first.dims[3]) {
+        return node_error(node_, "inputs differ outside the channel axis");
+      }
+      in_dims_.push_back(t.dims);
+      offsets_.push_back(y_dims_[1]);
+      y_dims_[1] += t.dims[1];
+    }
+    for (int id : in_) {
+      const auto c = static_cast<size_t>(v.peek(id).dims[1]);
+      xnn_operator_t raw = nullptr;
+      const xnn_status status = xnn_create_copy_nc_x32(c, c, static_cast<size_t>(y_dims_[1]), 0, &raw);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_copy_nc_x32", status);
+      ops_.emplace_back(raw, &xnn_delete_operator);
+    }
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    std::vector<const Tensor*> xs;
+    std::vector<const void*> pointers;
+    for (size_t k = 0; k < in_.size(); ++k) {
+      xs.push_back(&v.read(in_[k], Layout::kNhwc));
+      RC_CHECK(check_dims(node_, *xs.back(), in_dims_[k]));
+      pointers.push_back(xs.back()->f.data());
+    }
+    Tensor& y = v.write(y_, Layout::kNhwc, xs[0]->dtype, y_dims_);
+    pointers.push_back(y.f.data());
+    const auto pixels = static_cast<size_t>(y_dims_[0] * y_dims_[2] * y_dims_[3]);
+    const bool setup = cache_.changed(pointers);
+    for (size_t k = 0; k < in_.size(); ++k) {
+      if (setup) {
+        const xnn_status status = xnn_setup_copy_nc_x32(ops_[k].get(), pixels, xs[k]->f.data(),
+                                                        y.f.data() + offsets_[k], v.threadpool);
+        if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup_copy_nc_x32", status);
+      }
+      const xnn_status status = xnn_run_operator(ops_[k].get(), v.threadpool);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    }
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  std::vector<int> in_;
+  int y_;
+  std::vector<std::vector<int64_t>> in_dims_;
+  std::vector<int64_t> offsets_, y_dims_;
+  std::vector<XnnOperator> ops_;
+  SetupCache cache_;
+};
+
+// DepthToSpace in DCR order (XNNPACK's order): NHWC [N, H, W, b*b*C] -> [N, H*b, W*b, C].
+class DepthToSpaceStep : public Step {
+ public:
+  DepthToSpaceStep(const onnx::NodeProto& node, int x, int y) : node_(node), x_(x), y_(y) {}
+
+  core::Status plan(Values& v, int64_t block) {
+    const Tensor& x = v.peek(x_);
+    x_dims_ = x.dims;
+    const int64_t c = x.dims[1] / (block * block);
+    y_dims_ = {x.dims[0], c, x.dims[2] * block, x.dims[3] * block};
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_depth_to_space_nhwc_x32(static_cast<size_t>(c), static_cast<size_t>(x.dims[1]),
+                                                                 static_cast<size_t>(c), static_cast<uint32_t>(block), 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_depth_to_space_nhwc_x32", status);
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    const Tensor& x = v.read(x_, Layout::kNhwc);
+    RC_CHECK(check_dims(node_, x, x_dims_));
+    Tensor& y = v.write(y_, Layout::kNhwc, x.dtype, y_dims_);
+    if (cache_.changed({x.f.data(), y.f.data()})) {
+      const xnn_status status = xnn_setup_depth_to_space_nhwc_x32(op_.get(), static_cast<size_t>(x_dims_[0]),
+                                                                  static_cast<size_t>(x_dims_[2]), static_cast<size_t>(x_dims_[3]),
+                                                                  x.f.data(), y.f.data(), v.threadpool);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup_depth_to_space_nhwc_x32", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int x_, y_;
+  std::vector<int64_t> x_dims_, y_dims_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  SetupCache cache_;
+};
+
+// ---------------------------------------------------------------- pooling, resize, fully connected
+
+// MaxPool / AveragePool (2-D), GlobalAveragePool and bilinear Resize: NHWC in, NHWC out, one input.
+class SpatialStep : public Step {
+ public:
+  enum class Kind { kMaxPool, kAveragePool, kGlobalAveragePool, kResizeBilinear };
+
+  SpatialStep(const onnx::NodeProto& node, Kind kind, int x, int y) : node_(node), kind_(kind), x_(x), y_(y) {}
+
+  core::Status plan(Values& v, std::vector<int64_t> y_dims, xnn_operator_t raw) {
+    x_dims_ = v.peek(x_).dims;
+    y_dims_ = std::move(y_dims);
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    const Tensor& x = v.read(x_, Layout::kNhwc);
+    RC_CHECK(check_dims(node_, x, x_dims_));
+    Tensor& y = v.write(y_, Layout::kNhwc, x.dtype, y_dims_);
+    if (cache_.changed({x.f.data(), y.f.data()})) {
+      const auto n = static_cast<size_t>(x_dims_[0]), h = static_cast<size_t>(x_dims_[2]), w = static_cast<size_t>(x_dims_[3]);
+      xnn_status status = xnn_status_success;
+      switch (kind_) {
+        case Kind::kMaxPool:
+          status = xnn_setup_max_pooling2d_nhwc_f32(op_.get(), n, h, w, x.f.data(), y.f.data(), v.threadpool);
+          break;
+        case Kind::kAveragePool:
+          status = xnn_setup_average_pooling2d_nhwc_f32(op_.get(), n, h, w, x.f.data(), y.f.data(), v.threadpool);
+          break;
+        case Kind::kGlobalAveragePool:
+          status = xnn_setup_global_average_pooling_nwc_f32(op_.get(), n, h * w, x.f.data(), y.f.data(), v.threadpool);
+          break;
+        case Kind::kResizeBilinear:
+          status = xnn_setup_resize_bilinear2d_nhwc_f32(op_.get(), n, h, w, static_cast<size_t>(y_dims_[2]),
+                                                        static_cast<size_t>(y_dims_[3]), x.f.data(), y.f.data(), v.threadpool);
+          break;
+      }
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup (pooling/resize)", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  Kind kind_;
+  int x_, y_;
+  std::vector<int64_t> x_dims_, y_dims_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  SetupCache cache_;
+};
+
+// MatMul / Gemm with a constant B: XNNPACK fully_connected_nc_f32 over the rows of A.
+class FullyConnectedStep : public Step {
+ public:
+  FullyConnectedStep(const onnx::NodeProto& node, int a, int y) : node_(node), a_(a), y_(y) {}
+
+  core::Status plan(Values& v, const Tensor& b, bool b_is_k_by_n, std::vector<float> bias) {
+    const Tensor& a = v.peek(a_);
+    a_dims_ = a.dims;
+    const int64_t k = a.dims.back();
+    const int64_t n = b_is_k_by_n ? b.dims[1] : b.dims[0];
+    y_dims_ = a.dims;
+    y_dims_.back() = n;
+    rows_ = static_cast<size_t>(a.numel() / std::max<int64_t>(k, 1));
+    weights_ = b.f;
+    bias_ = std::move(bias);
+    xnn_operator_t raw = nullptr;
+    // B [K, N] is XNNPACK's transposed-weights form; B [N, K] (Gemm transB=1) is its native form.
+    const xnn_status status = xnn_create_fully_connected_nc_f32(
+        static_cast<size_t>(k), static_cast<size_t>(n), static_cast<size_t>(k), static_cast<size_t>(n), weights_.data(),
+        bias_.empty() ? nullptr : bias_.data(), kNoMin, kNoMax, b_is_k_by_n ? XNN_FLAG_TRANSPOSE_WEIGHTS : 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_fully_connected_nc_f32", status);
+    op_ = XnnOperator(raw, &xnn_delete_operator);
+    return core::Ok{};
+  }
+
+  core::Status run(Values& v) override {
+    const Tensor& a = v.read(a_, Layout::kNchw);
+    RC_CHECK(check_dims(node_, a, a_dims_));
+    Tensor& y = v.write(y_, Layout::kNchw, a.dtype, y_dims_);
+    if (cache_.changed({a.f.data(), y.f.data()})) {
+      const xnn_status status = xnn_setup_fully_connected_nc_f32(op_.get(), rows_, a.f.data(), y.f.data(), v.threadpool);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup_fully_connected_nc_f32", status);
+    }
+    const xnn_status status = xnn_run_operator(op_.get(), v.threadpool);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_run_operator", status);
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int a_, y_;
+  std::vector<int64_t> a_dims_, y_dims_;
+  size_t rows_ = 0;
+  std::vector<float> weights_, bias_;
+  XnnOperator op_{nullptr, &xnn_delete_operator};
+  SetupCache cache_;
+};
+
+// ---------------------------------------------------------------- step selection
+
+struct Built {
+  std::unique_ptr<Step> step;
+  std::string declined;  // why XNNPACK was not used; empty when it was
+};
+
+float attr_float_or(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  const auto* a = onnx_io::find_attribute(node, name);
+  return a != nullptr && a->type() == onnx::AttributeProto::FLOAT ? a->f() : fallback;
+}
+
+// Tries to build an XNNPACK step for `node`; returns a null step with a reason when XNNPACK cannot run it.
+core::Result<Built> build_xnnpack_step(const onnx::NodeProto& node, int64_t opset, const std::vector<int>& in,
+                                       const std::vector<int>& out, Values& v) {
+  const std::string& op = node.op_type();
+  auto declined = [](std::string why) { return Built{nullptr, std::move(why)}; };
+  static const std::unordered_set<std::string> kXnnpackOps = {
+      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
+      "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm"};
+  if (kXnnpackOps.count(op) == 0) return declined("");  // no XNNPACK operator for this op
+  auto input = [&](size_t k) -> int { return k < in.size() ? in[k] : -1; };
+  if (input(0) < 0) return declined("no data input");
+  const Tensor& x = v.peek(input(0));
+  if (!x.is_float()) return declined("integer data");
+  for (size_t k = 1; k < out.size(); ++k) {
+    if (out[k] >= 0) return declined("extra outputs");
+  }
+  auto built = [](std::unique_ptr<Step> step) { return Built{std::move(step), {}}; };
+
+  if (op == "Conv" || op == "ConvTranspose") {
+    if (x.dims.size() != 4) return declined("only 2-D convolutions run on XNNPACK");
+    if (input(1) < 0 || !v.peek(input(1)).is_float()) return declined("missing W");
+    auto step = std::make_unique<ConvStep>(node, op == "ConvTranspose", input(0), input(1), input(2), out[0]);
+    auto planned = step->plan(v);
+    if (!planned.ok()) return declined(planned.error().message);
+    return built(std::move(step));
+  }
+  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Clip") {
+    float lo = op == "Relu" ? 0.0f : kNoMin, hi = kNoMax;
+    if (op == "Clip") {
+      if (onnx_io::find_attribute(node, "min") != nullptr || onnx_io::find_attribute(node, "max") != nullptr) {
+        lo = attr_float_or(node, "min", -std::numeric_limits<float>::max());
+        hi = attr_float_or(node, "max", std::numeric_limits<float>::max());
+      }
+      for (size_t k = 1; k < 3; ++k) {
+        if (input(k) < 0) continue;
+        if (!v.constant(input(k))) return declined("non-constant bounds");
+        if (v.peek(input(k)).numel() > 0) (k == 1 ? lo : hi) = static_cast<float>(v.peek(input(k)).get(0));
+      }
+      if (!(lo < hi)) return declined("min >= max");
+    }
+    if (x.numel() == 0) return declined("empty tensor");
+    auto step = std::make_unique<UnaryStep>(node, input(0), out[0]);
+    RC_CHECK(step->plan(v, lo, hi));
+    return built(std::move(step));
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (input(1) < 0 || !v.peek(input(1)).is_float()) return declined("integer data");
+    auto step = std::make_unique<BinaryStep>(node, input(0), input(1), out[0]);
+    auto planned = step->plan(v);
+    if (!planned.ok()) return declined(planned.error().message);
+    return built(std::move(step));
+  }
+  if (op == "Pad") {
+    RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "constant"));
+    if (mode != "constant") return declined("mode " + mode);
+    const auto rank = x.dims.size();
+    std::vector<int64_t> pads, axes;
+    float value = 0.0f;
+    if (onnx_io::find_attribute(node, "pads") != nullptr) {
+      RC_ASSIGN(pads, onnx_io::get_ints(node, "pads", {}));
+      value = attr_float_or(node, "value", 0.0f);
+    } else {
+      for (size_t k = 1; k < 4; ++k) {
+        if (input(k) >= 0 && !v.constant(input(k))) return declined("non-constant pads");
+      }
+      if (input(1) < 0) return declined("no pads");
+      pads = int_values(v.peek(input(1)));
+      if (input(2) >= 0 && v.peek(input(2)).numel() > 0) value = static_cast<float>(v.peek(input(2)).get(0));
+      if (input(3) >= 0) axes = int_values(v.peek(input(3)));
+    }
+    std::vector<int64_t> begin(rank, 0), end(rank, 0);
+    if (axes.empty()) {
+      if (pads.size() != 2 * rank) return declined("pads length");
+      for (size_t a = 0; a < rank; ++a) { begin[a] = pads[a]; end[a] = pads[a + rank]; }
+    } else {
+      if (pads.size() != 2 * axes.size()) return declined("pads length");
+      for (size_t k = 0; k < axes.size(); ++k) {
+        int64_t a = axes[k];
+        if (!detail::normalize_axis(a, static_cast<int64_t>(rank))) return declined("axis");
+        begin[static_cast<size_t>(a)] = pads[k];
+        end[static_cast<size_t>(a)] = pads[k + axes.size()];
+      }
+    }
+    for (size_t a = 0; a < rank; ++a) {
+      if (begin[a] < 0 || end[a] < 0) return declined("negative pads (a crop) have no XNNPACK operator");
+    }
+    auto step = std::make_unique<PadStep>(node, input(0), out[0]);
+    auto planned = step->plan(v, begin, end, value);
+    if (!planned.ok()) return declined(planned.error().message);
+    return built(std::move(step));
+  }
+  if (op == "Concat") {
+    RC_ASSIGN(int64_t axis, onnx_io::get_int(node, "axis", 0));
+    if (x.dims.size() != 4 || !detail::normalize_axis(axis, 4) || axis != 1) return declined("not the channel axis of a rank-4 tensor");
+    if (v.layout(input(0)) != Layout::kNhwc) return declined("inputs are NCHW (a plain block copy)");
+    for (int id : in) {
+      if (id < 0) return declined("missing input");
+    }
+    auto step = std::make_unique<ConcatChannelsStep>(node, in, out[0]);
+    auto planned = step->plan(v);
+    if (!planned.ok()) return declined(planned.error().message);
+    return built(std::move(step));
+  }
+  if (op == "DepthToSpace") {
+    RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "DCR"));
+    if (mode != "DCR") return declined("CRD order has no XNNPACK operator");
+    RC_ASSIGN(const int64_t block, onnx_io::get_int(node, "blocksize", 0));
+    if (x.dims.size() != 4 || block <= 0 || x.dims[1] % (block * block) != 0) return declined("shape");
+    auto step = std::make_unique<DepthToSpaceStep>(node, input(0), out[0]);
+    RC_CHECK(step->plan(v, block));
+    return built(std::move(step));
+  }
+  if (op == "MaxPool" || op == "AveragePool") {
+    if (x.dims.size() != 4) return declined("only 2-D pooling runs on XNNPACK");
+    RC_ASSIGN(const PoolGeometry g, resolve_pool(node, x.dims));
+    if (op == "AveragePool" && g.count_include_pad) return declined("count_include_pad=1");
+    std::array<int64_t, 2> end_pad{};
+    for (size_t a = 0; a < 2; ++a) {
+      const int64_t eff = (g.kernel[a] - 1) * g.dilations[a] + 1;
+      // Extra end padding makes XNNPACK's floor formula give the ceil_mode size (padding never wins a max and is
+      // not counted by the average).
+      end_pad[a] = std::max(g.pads_end[a], (g.output_size[a] - 1) * g.strides[a] + eff - x.dims[2 + a] - g.pads_begin[a]);
+      if (g.pads_begin[a] < 0 || end_pad[a] < 0) return declined("negative pads");
+      if (op == "AveragePool" && g.dilations[a] != 1) return declined("dilated average pooling");
+    }
+    const auto c = static_cast<size_t>(x.dims[1]);
+    xnn_operator_t raw = nullptr;
+    xnn_status status;
+    if (op == "MaxPool") {
+      status = xnn_create_max_pooling2d_nhwc_f32(
+          static_cast<uint32_t>(g.pads_begin[0]), static_cast<uint32_t>(end_pad[1]), static_cast<uint32_t>(end_pad[0]),
+          static_cast<uint32_t>(g.pads_begin[1]), static_cast<uint32_t>(g.kernel[0]), static_cast<uint32_t>(g.kernel[1]),
+          static_cast<uint32_t>(g.strides[0]), static_cast<uint32_t>(g.strides[1]), static_cast<uint32_t>(g.dilations[0]),
+          static_cast<uint32_t>(g.dilations[1]), c, c, c, kNoMin, kNoMax, 0, &raw);
+    } else {
+      status = xnn_create_average_pooling2d_nhwc_f32(
+          static_cast<uint32_t>(g.pads_begin[0]), static_cast<uint32_t>(end_pad[1]), static_cast<uint32_t>(end_pad[0]),
+          static_cast<uint32_t>(g.pads_begin[1]), static_cast<uint32_t>(g.kernel[0]), static_cast<uint32_t>(g.kernel[1]),
+          static_cast<uint32_t>(g.strides[0]), static_cast<uint32_t>(g.strides[1]), c, c, c, kNoMin, kNoMax, 0, &raw);
+    }
+    if (status != xnn_status_success) return declined("XNNPACK refused the pooling parameters (status " + std::to_string(static_cast<int>(status)) + ")");
+    auto step = std::make_unique<SpatialStep>(
+        node, op == "MaxPool" ? SpatialStep::Kind::kMaxPool : SpatialStep::Kind::kAveragePool, input(0), out[0]);
+    RC_CHECK(step->plan(v, {x.dims[0], x.dims[1], g.output_size[0], g.output_size[1]}, raw));
+    return built(std::move(step));
+  }
+  if (op == "GlobalAveragePool") {
+    if (x.dims.size() != 4 || x.numel() == 0) return declined("only rank 4");
+    const auto c = static_cast<size_t>(x.dims[1]);
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_global_average_pooling_nwc_f32(c, c, c, kNoMin, kNoMax, 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node, "xnn_create_global_average_pooling_nwc_f32", status);
+    auto step = std::make_unique<SpatialStep>(node, SpatialStep::Kind::kGlobalAveragePool, input(0), out[0]);
+    RC_CHECK(step->plan(v, {x.dims[0], x.dims[1], 1, 1}, raw));
+    return built(std::move(step));
+  }
+  if (op == "Resize") {
+    RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "nearest"));
+    RC_ASSIGN(const std::string coordinate, onnx_io::get_string(node, "coordinate_transformation_mode",
+                                                                opset < 11 ? "asymmetric" : "half_pixel"));
+    if (mode != "linear") return declined("only bilinear resize runs on XNNPACK");
+    if (x.dims.size() != 4) return declined("rank");
+    for (size_t k = 1; k < in.size(); ++k) {
+      if (in[k] >= 0 && !v.constant(in[k])) return declined("non-constant scales or sizes");
+    }
+    std::vector<const Tensor*> inputs;
+    for (int id : in) inputs.push_back(id < 0 ? nullptr : &v.peek(id));
+    RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, inputs));
+    if (g.output_dims[0] != x.dims[0] || g.output_dims[1] != x.dims[1]) return declined("resizes N or C");
+    for (size_t a = 2; a < 4; ++a) {
+      // XNNPACK derives the scale from the sizes; ONNX uses the given scale, so they must agree.
+      if (static_cast<double>(g.output_dims[a]) != g.scales[a] * static_cast<double>(x.dims[a])) return declined("scale is not out/in");
+      if (coordinate == "pytorch_half_pixel" && g.output_dims[a] == 1) return declined("pytorch_half_pixel with size 1");
+    }
+    uint32_t flags = 0;
+    if (coordinate == "align_corners") flags = XNN_FLAG_ALIGN_CORNERS;
+    else if (coordinate == "asymmetric") flags = XNN_FLAG_TENSORFLOW_LEGACY_MODE;
+    else if (coordinate != "half_pixel" && coordinate != "pytorch_half_pixel") return declined("coordinate mode " + coordinate);
+    const auto c = static_cast<size_t>(x.dims[1]);
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_resize_bilinear2d_nhwc_f32(c, c, c, flags, &raw);
+    if (status != xnn_status_success) return xnn_failure(node, "xnn_create_resize_bilinear2d_nhwc_f32", status);
+    auto step = std::make_unique<SpatialStep>(node, SpatialStep::Kind::kResizeBilinear, input(0), out[0]);
+    RC_CHECK(step->plan(v, g.output_dims, raw));
+    return built(std::move(step));
+  }
+  if (op == "MatMul" || op == "Gemm") {
+    if (input(1) < 0 || !v.constant(input(1))) return declined("B is not constant");
+    const Tensor& b = v.peek(input(1));
+    if (b.dims.size() != 2 || x.dims.size() < 2 || !b.is_float()) return declined("shapes");
+    bool k_by_n = true;
+    std::vector<float> bias;
+    if (op == "Gemm") {
+      RC_ASSIGN(const int64_t trans_a, onnx_io::get_int(node, "transA", 0));
+      RC_ASSIGN(const int64_t trans_b, onnx_io::get_int(node, "transB", 0));
+      if (trans_a != 0 || attr_float_or(node, "alpha", 1.0f) != 1.0f) return declined("transA or alpha");
+      k_by_n = trans_b == 0;
+      const int64_t n = k_by_n ? b.dims[1] : b.dims[0];
+      if (input(2) >= 0) {
+        const Tensor& c = v.peek(input(2));
+        if (!v.constant(input(2)) || !c.is_float()) return declined("C is not constant");
+        const float beta = attr_float_or(node, "beta", 1.0f);
+        if (c.numel() == n && (c.dims.size() == 1 || (c.dims.size() == 2 && c.dims[0] == 1))) {
+          for (float value : c.f) bias.push_back(beta * value);
+        } else if (c.numel() == 1) {
+          bias.assign(static_cast<size_t>(n), beta * c.f[0]);
+        } else {
+          return declined("C is not a row vector");
+        }
+      }
+    }
+    if (x.dims.back() != (k_by_n ? b.dims[0] : b.dims[1])) return declined("inner dimensions differ");
+    auto step = std::make_unique<FullyConnectedStep>(node, input(0), out[0]);
+    RC_CHECK(step->plan(v, b, k_by_n, std::move(bias)));
+    return built(std::move(step));
+  }
+  return declined("");
+}
+
+bool layout_preserving(const std::string& op) {
+  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Identity";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Executor
+
+struct Executor::Impl {
+  Values values;
+  ThreadPool threadpool{nullptr, &pthreadpool_destroy};
+  std::vector<std::unique_ptr<Step>> steps;
+  std::vector<NodePlacement> placements;
+  std::vector<NamedTensor> creation_inputs;
+  std::vector<std::pair<std::string, int>> inputs;   // graph inputs (name, slot)
+  std::vector<std::pair<std::string, int>> outputs;  // graph outputs (name, slot)
+  std::unordered_map<std::string, int> slot_of;
+
+  core::Status load_inputs(const std::vector<NamedTensor>& given, bool check_against_creation);
+};
+
+core::Status Executor::Impl::load_inputs(const std::vector<NamedTensor>& given, bool check_against_creation) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const auto& [name, id] = inputs[k];
+    const NamedTensor* found = nullptr;
+    for (const auto& g : given) {
+      if (g.name == name) found = &g;
+    }
+    if (found == nullptr) return core::invalid_model("no value given for graph input '" + name + "'");
+    const Tensor& t = found->tensor;
+    if (check_against_creation) {
+      const Tensor& want = creation_inputs[k].tensor;
+      if (t.dims != want.dims || t.is_float() != want.is_float()) {
+        return core::invalid_model("input '" + name + "' is " + describe_tensor(t) + " but the executor was planned for " +
+                                   describe_tensor(want));
+      }
+    }
+    Tensor& dst = values.write(id, Layout::kNchw, t.dtype, t.dims);
+    if (t.is_float()) {
+      for (size_t e = 0; e < t.f.size(); ++e) dst.f[e] = round_to_type(t.f[e], t.dtype);
+    } else {
+      std::copy(t.i.begin(), t.i.end(), dst.i.begin());
+    }
+  }
+  return core::Ok{};
+}
+
+Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executor::Executor(Executor&&) noexcept = default;
+Executor& Executor::operator=(Executor&&) noexcept = default;
+Executor::~Executor() = default;
+
+core::Result<Executor> Executor::create(const onnx::ModelProto& model, const ExecutorOptions& options) {
+  RC_CHECK(ensure_xnnpack_initialized());
+  auto impl = std::make_unique<Impl>();
+  const onnx::GraphProto& graph = model.graph();
+  const int64_t opset = onnx_io::default_opset(model);
+
+  // Every value gets a slot up front, so slot storage never moves.
+  auto& slot_of = impl->slot_of;
+  auto add_slot = [&](const std::string& name) {
+    if (!name.empty() && slot_of.find(name) == slot_of.end()) slot_of.emplace(name, static_cast<int>(slot_of.size()));
+  };
+  std::unordered_set<std::string> initializer_names;
+  for (const auto& init : graph.initializer()) {
+    add_slot(init.name());
+    initializer_names.insert(init.name());
+  }
+  for (const auto& in : graph.input()) add_slot(in.name());
+  for (const auto& node : graph.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      return node_error(node, "op " + node.domain() + "::" + node.op_type() + " is not supported by the executor");
+    }
+    if (!is_supported_op(node.op_type())) {
+      return node_error(node, "op " + node.op_type() + " is not supported by the executor");
+    }
+    for (const auto& name : node.output()) add_slot(name);
+  }
+  impl->values.slots.resize(slot_of.size());
+  Values& v = impl->values;
+
+  if (options.threads > 1) {
+    impl->threadpool = ThreadPool(pthreadpool_create(options.threads), &pthreadpool_destroy);
+    if (!impl->threadpool) return core::invalid_model("pthreadpool_create failed");
+  }
+  v.threadpool = impl->threadpool.get();
+
+  for (const auto& init : graph.initializer()) {
+    RC_ASSIGN(Tensor t, tensor_from_proto(init, "initializer '" + init.name() + "'"));
+    Slot& s = v.slots[static_cast<size_t>(slot_of.at(init.name()))];
+    s.t = std::move(t);
+    s.defined = s.constant = true;
+  }
+
+  // Creation inputs: explicit ones, the rest seeded random.
+  std::map<std::string, std::vector<int64_t>> shapes = options.input_shapes;
+  for (const auto& given : options.inputs) shapes[given.name] = given.tensor.dims;
+  onnx::ModelProto inputs_only;
+  for (const auto& in : graph.input()) {
+    if (initializer_names.count(in.name()) == 0) *inputs_only.mutable_graph()->add_input() = in;
+  }
+  RC_ASSIGN(auto random, make_random_inputs(inputs_only, shapes, options.seed));
+  for (auto& r : random) {
+    for (const auto& given : options.inputs) {
+      if (given.name == r.name) r.tensor = given.tensor;
+    }
+    impl->inputs.emplace_back(r.name, slot_of.at(r.name));
+  }
+  impl->creation_inputs = std::move(random);
+  RC_CHECK(impl->load_inputs(impl->creation_inputs, false));
+
+  // Plan: fold constants, build a step per remaining node and run it once to fix shapes.
+  for (const auto& node : graph.node()) {
+    std::vector<int> in, out;
+    bool all_constant = true;
+    for (const auto& name : node.input()) {
+      if (name.empty()) { in.push_back(-1); continue; }
+      const auto it = slot_of.find(name);
+      if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
+        return node_error(node, "input '" + name + "' is not produced by any earlier node, initializer or graph input");
+      }
+      in.push_back(it->second);
+      all_constant = all_constant && v.constant(it->second);
+    }
+    for (const auto& name : node.output()) out.push_back(name.empty() ? -1 : slot_of.at(name));
+    NodePlacement placement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}};
+    const bool shape_only = node.op_type() == "Shape";  // input dims are fixed at creation
+    if (all_constant || shape_only) {
+      std::vector<const Tensor*> inputs;
+      for (int id : in) inputs.push_back(id < 0 ? nullptr : &v.read(id, Layout::kNchw));
+      std::vector<Tensor*> outputs;
+      for (int id : out) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
+      RC_CHECK(run_reference_node(node, opset, inputs, outputs));
+      for (int id : out) {
+        if (id < 0) continue;
+        v.touch(id, Layout::kNchw);
+        v.slots[static_cast<size_t>(id)].constant = true;
+      }
+      placement.placement = Placement::kFolded;
+      impl->placements.push_back(std::move(placement));
+      continue;
+    }
+    std::unique_ptr<Step> step;
+    if (options.use_xnnpack) {
+      RC_ASSIGN(Built built, build_xnnpack_step(node, opset, in, out, v));
+      step = std::move(built.step);
+      placement.reason = std::move(built.declined);
+    } else {
+      placement.reason = "XNNPACK disabled";
+    }
+    if (step) {
+      placement.placement = Placement::kXnnpack;
+    } else {
+      const bool preserving = layout_preserving(node.op_type());
+      if (node.op_type() == "BatchNormalization" && in.size() >= 5 && v.peek(in[0]).is_float() &&
+          v.peek(in[0]).dims.size() >= 2 && std::all_of(in.begin() + 1, in.begin() + 5, [](int id) { return id >= 0; }) &&
+          (out.size() < 2 || std::all_of(out.begin() + 1, out.end(), [](int id) { return id < 0; })) &&
+          onnx_io::get_int(node, "training_mode", 0).ok() && onnx_io::get_int(node, "training_mode", 0).value() == 0) {
+        step = std::make_unique<BatchNormStep>(node, in[0], std::vector<int>(in.begin() + 1, in.begin() + 5), out[0]);
+      } else {
+        step = std::make_unique<ReferenceStep>(node, opset, in, out, preserving);
+      }
+    }
+    RC_CHECK(step->run(v));
+    impl->steps.push_back(std::move(step));
+    impl->placements.push_back(std::move(placement));
+  }
+
+  for (const auto& out : graph.output()) {
+    const auto it = slot_of.find(out.name());
+    if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
+      return core::invalid_model("graph output '" + out.name() + "' is never produced");
+    }
+    impl->outputs.emplace_back(out.name(), it->second);
+  }
+  return Executor(std::move(impl));
+}
+
+core::Result<std::vector<NamedTensor>> Executor::run(const std::vector<NamedTensor>& inputs) {
+  RC_CHECK(impl_->load_inputs(inputs, true));
+  for (auto& step : impl_->steps) RC_CHECK(step->run(impl_->values));
+  std::vector<NamedTensor> result;
+  for (const auto& [name, id] : impl_->outputs) {
+    NamedTensor t{name, impl_->values.read(id, Layout::kNchw)};
+    for (float& x : t.tensor.f) x = round_to_type(x, t.tensor.dtype);
+    result.push_back(std::move(t));
+  }
+  return result;
+}
+
+const std::vector<NamedTensor>& Executor::creation_inputs() const { return impl_->creation_inputs; }
+
+const std::vector<NodePlacement>& Executor::placements() const { return impl_->placements; }
+
+size_t Executor::count(Placement placement) const {
+  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
+                                           [&](const NodePlacement& p) { return p.placement == placement; }));
+}
+
+size_t Executor::count(const std::string& op_type, Placement placement) const {
+  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
+    return p.placement == placement && p.op_type == op_type;
+  }));
+}
+
+std::string Executor::placement_summary() const {
+  std::string text;
+  for (Placement p : {Placement::kXnnpack, Placement::kReference, Placement::kFolded}) {
+    std::map<std::string, size_t> by_op;
+    for (const auto& n : impl_->placements) {
+      if (n.placement == p) ++by_op[n.op_type];
+    }
+    if (!text.empty()) text += "; ";
+    text += std::string(placement_name(p)) + " " + std::to_string(count(p));
+    if (by_op.empty()) continue;
+    text += " (";
+    bool first = true;
+    for (const auto& [op, n] : by_op) {
+      text += (first ? "" : ", ") + op + " " + std::to_string(n);
+      first = false;
+    }
+    text += ")";
+  }
+  return text;
+}
+
+}  // namespace dwdeconv::runtime_check

@@ -1,0 +1,62 @@
+// The executor's value type: a dense tensor in ONNX (logical) dimension order, plus TensorProto conversion.
+//
+// Floating types (FLOAT, FLOAT16, BFLOAT16, DOUBLE) are held as float: every float model computes in f32, and
+// FLOAT16/BFLOAT16 values are rounded to their type at Cast and at the graph boundary. Integer types and BOOL
+// are held as int64 so that exporter shape subgraphs evaluate exactly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/result.h"
+
+namespace dwdeconv::runtime_check {
+
+// True for FLOAT, FLOAT16, BFLOAT16 and DOUBLE: the types held in Tensor::f.
+bool is_float_type(int32_t data_type);
+
+// True for the integer types and BOOL: the types held in Tensor::i.
+bool is_integer_type(int32_t data_type);
+
+struct Tensor {
+  int32_t dtype = onnx::TensorProto::FLOAT;  // the ONNX element type this tensor stands for
+  std::vector<int64_t> dims;
+  std::vector<float> f;    // storage when is_float_type(dtype)
+  std::vector<int64_t> i;  // storage otherwise
+
+  bool is_float() const { return is_float_type(dtype); }
+  int64_t numel() const;
+  // Sets type and dims and sizes the matching storage. Storage is reused (same pointer) when the size is unchanged.
+  void reshape(int32_t data_type, std::vector<int64_t> new_dims);
+  // Element k as a double, whatever the storage.
+  double get(int64_t k) const { return is_float() ? f[static_cast<size_t>(k)] : static_cast<double>(i[static_cast<size_t>(k)]); }
+};
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// Reads a TensorProto (raw or typed storage). Integers are read exactly (INT64_MAX survives). STRING, complex
+// types and external data are errors naming `what`.
+core::Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& what);
+
+// Writes a Tensor in its own dtype (typed fields, not raw_data). Integers wrap to their width as a cast would.
+onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name);
+
+// Rounds a float to what `data_type` can hold (FLOAT16 and BFLOAT16 round to nearest even; others unchanged).
+float round_to_type(float value, int32_t data_type);
+
+// Wraps an int64 to the range of an integer `data_type` (two's complement), as a C cast would; BOOL gives 0/1.
+int64_t wrap_to_type(int64_t value, int32_t data_type);
+
+// "FLOAT[1x3x8x8]": how messages name a tensor's type and shape.
+std::string describe_tensor(const Tensor& tensor);
+
+// "1x3x8x8" ("scalar" for rank 0).
+std::string format_dims(const std::vector<int64_t>& dims);
+
+}  // namespace dwdeconv::runtime_check

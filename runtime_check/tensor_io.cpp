@@ -1,0 +1,186 @@
+#include "runtime_check/tensor_io.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "onnx_io/tensor.h"
+#include "runtime_check/internal.h"
+
+namespace dwdeconv::runtime_check {
+
+core::Result<std::vector<int64_t>> resolve_input_dims(const onnx::ValueInfoProto& input,
+                                                      const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  if (const auto it = input_shapes.find(input.name()); it != input_shapes.end()) return it->second;
+  if (!input.type().has_tensor_type()) {
+    return core::invalid_model("graph input '" + input.name() + "' is not a tensor");
+  }
+  const auto& tensor_type = input.type().tensor_type();
+  if (!tensor_type.has_shape()) {
+    return core::invalid_model("graph input '" + input.name() + "' declares no shape; give it with --input-shape " +
+                               input.name() + "=...");
+  }
+  std::vector<int64_t> dims;
+  for (const auto& d : tensor_type.shape().dim()) {
+    if (!d.has_dim_value()) {
+      const std::string label = d.has_dim_param() ? "symbolic dim '" + d.dim_param() + "'" : "an unknown dim";
+      return core::invalid_model("graph input '" + input.name() + "' has " + label + "; give its shape with --input-shape " +
+                                 input.name() + "=...");
+    }
+    dims.push_back(d.dim_value());
+  }
+  return dims;
+}
+
+core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto& model,
+                                                          const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                                                          uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.push_back(init.name());
+  std::vector<NamedTensor> result;
+  for (const auto& input : model.graph().input()) {
+    if (std::find(initializers.begin(), initializers.end(), input.name()) != initializers.end()) continue;
+    RC_ASSIGN(const auto dims, resolve_input_dims(input, input_shapes));
+    int32_t type = input.type().tensor_type().elem_type();
+    if (type == onnx::TensorProto::UNDEFINED) type = onnx::TensorProto::FLOAT;
+    if (!is_float_type(type) && !is_integer_type(type)) {
+      return core::invalid_model("graph input '" + input.name() + "' has unsupported type " + onnx_io::data_type_name(type));
+    }
+    for (int64_t d : dims) {
+      if (d < 0) return core::invalid_model("graph input '" + input.name() + "' has a negative dim");
+    }
+    NamedTensor t{input.name(), {}};
+    t.tensor.reshape(type, dims);
+    for (float& x : t.tensor.f) x = round_to_type(uniform(rng), type);
+    result.push_back(std::move(t));
+  }
+  return result;
+}
+
+namespace {
+
+core::Result<std::string> read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return core::io_error("cannot open '" + path + "'");
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  if (!file.good() && !file.eof()) return core::io_error("cannot read '" + path + "'");
+  return bytes.str();
+}
+
+// The value of `key` in a .npy header dict: "'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }".
+std::string header_value(const std::string& header, const std::string& key) {
+  const auto k = header.find("'" + key + "'");
+  if (k == std::string::npos) return {};
+  auto p = header.find(':', k);
+  if (p == std::string::npos) return {};
+  ++p;
+  while (p < header.size() && header[p] == ' ') ++p;
+  if (p >= header.size()) return {};
+  if (header[p] == '(') return header.substr(p, header.find(')', p) - p + 1);
+  if (header[p] == '\'') return header.substr(p + 1, header.find('\'', p + 1) - p - 1);
+  const auto e = header.find_first_of(",}", p);
+  return header.substr(p, e - p);
+}
+
+}  // namespace
+
+core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& origin) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return core::io_error(origin + ": not a .npy file");
+  const auto major = static_cast<unsigned char>(bytes[6]);
+  size_t header_len = 0, offset = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) | static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+    offset = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return core::io_error(origin + ": truncated .npy header");
+    for (int k = 0; k < 4; ++k) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + k])) << (8 * k);
+    offset = 12;
+  } else {
+    return core::io_error(origin + ": unsupported .npy version " + std::to_string(major));
+  }
+  if (bytes.size() < offset + header_len) return core::io_error(origin + ": truncated .npy header");
+  const std::string header = bytes.substr(offset, header_len);
+  const std::string descr = header_value(header, "descr");
+  const std::string fortran = header_value(header, "fortran_order");
+  const std::string shape = header_value(header, "shape");
+  if (fortran.find("False") == std::string::npos) return core::io_error(origin + ": Fortran-order arrays are not supported; save with C order");
+  int32_t type;
+  size_t size;
+  if (descr == "<f4") { type = onnx::TensorProto::FLOAT; size = 4; }
+  else if (descr == "<f2") { type = onnx::TensorProto::FLOAT16; size = 2; }
+  else if (descr == "<f8") { type = onnx::TensorProto::DOUBLE; size = 8; }
+  else if (descr == "<i8") { type = onnx::TensorProto::INT64; size = 8; }
+  else {
+    return core::io_error(origin + ": dtype '" + descr + "' is not supported (float32, float16, float64, int64, little-endian)");
+  }
+  if (shape.size() < 2 || shape.front() != '(') return core::io_error(origin + ": bad shape in .npy header");
+  std::vector<int64_t> dims;
+  std::stringstream parts(shape.substr(1, shape.size() - 2));
+  std::string item;
+  while (std::getline(parts, item, ',')) {
+    if (item.find_first_not_of(' ') == std::string::npos) continue;
+    try {
+      dims.push_back(std::stoll(item));
+    } catch (...) {
+      return core::io_error(origin + ": bad shape in .npy header");
+    }
+  }
+  Tensor t;
+  t.reshape(type, dims);
+  const size_t data = offset + header_len;
+  const auto n = static_cast<size_t>(t.numel());
+  if (bytes.size() != data + n * size) {
+    return core::io_error(origin + ": holds " + std::to_string(bytes.size() - data) + " data bytes, shape needs " +
+                          std::to_string(n * size));
+  }
+  const char* p = bytes.data() + data;
+  for (size_t k = 0; k < n; ++k) {
+    if (type == onnx::TensorProto::FLOAT) { float v; std::memcpy(&v, p + 4 * k, 4); t.f[k] = v; }
+    else if (type == onnx::TensorProto::FLOAT16) { uint16_t v; std::memcpy(&v, p + 2 * k, 2); t.f[k] = onnx_io::half_to_float(v); }
+    else if (type == onnx::TensorProto::DOUBLE) { double v; std::memcpy(&v, p + 8 * k, 8); t.f[k] = static_cast<float>(v); }
+    else { int64_t v; std::memcpy(&v, p + 8 * k, 8); t.i[k] = v; }
+  }
+  return t;
+}
+
+core::Result<NamedTensor> load_tensor_file(const std::string& path) {
+  RC_ASSIGN(const std::string bytes, read_file(path));
+  const auto slash = path.find_last_of('/');
+  const std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  const auto dot = file.find_last_of('.');
+  const std::string stem = dot == std::string::npos ? file : file.substr(0, dot);
+  const std::string ext = dot == std::string::npos ? "" : file.substr(dot);
+  if (ext == ".npy") {
+    RC_ASSIGN(Tensor t, parse_npy(bytes, path));
+    return NamedTensor{stem, std::move(t)};
+  }
+  if (ext != ".pb") return core::io_error(path + ": expected a .npy or .pb (TensorProto) file");
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) return core::io_error(path + ": not a serialized TensorProto");
+  RC_ASSIGN(Tensor t, tensor_from_proto(proto, path));
+  return NamedTensor{proto.name().empty() ? stem : proto.name(), std::move(t)};
+}
+
+core::Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(const std::string& text) {
+  const auto eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' is not NAME=D0xD1x..."};
+  }
+  std::vector<int64_t> dims;
+  std::stringstream parts(text.substr(eq + 1));
+  std::string item;
+  while (std::getline(parts, item, 'x')) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) {
+      return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' has a bad dim '" + item + "'"};
+    }
+    dims.push_back(std::stoll(item));
+  }
+  return std::make_pair(text.substr(0, eq), dims);
+}
+
+}  // namespace dwdeconv::runtime_check

@@ -1,0 +1,364 @@
+// The XNNPACK paths that could silently be wrong, each against core/reference.h, with placement asserted.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "core/reference.h"
+#include "runtime_check/compare.h"
+#include "runtime_check/executor.h"
+#include "runtime_check/tensor_io.h"
+#include "tests/runtime_check/test_models.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::runtime_check;
+using namespace dwdeconv::runtime_check::testing;
+
+namespace {
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
+  return s + "]";
+}
+
+constexpr double kTol = 1e-4;
+
+}  // namespace
+
+TEST_CASE("ConvTranspose runs on XNNPACK deconvolution and matches the reference", "[xnnpack][deconv]") {
+  struct Case {
+    int64_t c_in, c_out, group, kh, kw, sh, sw;
+    std::array<int64_t, 4> pads;  // top, left, bottom, right
+    std::array<int64_t, 2> output_padding, dilations;
+  };
+  const Case c = GENERATE(Case{4, 6, 2, 3, 2, 2, 3, {1, 0, 2, 1}, {1, 2}, {1, 1}},   // grouped, rectangular, asymmetric
+                          Case{3, 3, 3, 4, 4, 2, 2, {1, 1, 1, 1}, {0, 0}, {1, 1}},   // depthwise k4 s2 p1
+                          Case{2, 5, 1, 2, 3, 1, 2, {0, 1, 0, 0}, {0, 1}, {2, 1}},   // dense, dilated
+                          Case{6, 3, 3, 3, 5, 3, 2, {2, 0, 0, 1}, {2, 1}, {1, 1}},   // group 3, C_in/g 2
+                          Case{8, 8, 8, 3, 3, 2, 2, {1, 1, 1, 1}, {1, 1}, {1, 1}});  // depthwise, output_padding
+  const std::vector<int64_t> x_dims = {2, c.c_in, 5, 4};
+  const std::vector<int64_t> w_dims = {c.c_in, c.c_out / c.group, c.kh, c.kw};
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float" + ints(x_dims) + " x) => (float y) {\n"
+      "  y = ConvTranspose <group = " + std::to_string(c.group) + ", strides = " + ints({c.sh, c.sw}) +
+      ", pads = " + ints({c.pads[0], c.pads[1], c.pads[2], c.pads[3]}) + ", output_padding = " +
+      ints({c.output_padding[0], c.output_padding[1]}) + ", dilations = " + ints({c.dilations[0], c.dilations[1]}) +
+      "> (x, w, b)\n}");
+  const auto w = add_initializer(model, "w", w_dims, 11);
+  const auto b = add_initializer(model, "b", {c.c_out}, 12);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("ConvTranspose", Placement::kXnnpack) == 1);
+
+  core::ConvTranspose2dParams p;
+  p.strides = {c.sh, c.sw};
+  p.pads = c.pads;
+  p.output_padding = c.output_padding;
+  p.dilations = c.dilations;
+  p.group = c.group;
+  const auto expected = core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                                         to_tensor4(w, w_dims), b, p);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+}
+
+TEST_CASE("ConvTranspose padding forms resolve per the ONNX spec formula", "[xnnpack][deconv]") {
+  // k3 s2 on H=W=4: natural size s*(H-1) + k = 9.
+  struct Case {
+    std::string attrs;
+    std::array<int64_t, 4> pads;  // the pads the spec formula gives (negative end: extra output at the end)
+    std::array<int64_t, 2> output_padding;
+  };
+  const Case c = GENERATE(Case{"auto_pad = \"SAME_UPPER\"", {0, 0, 1, 1}, {0, 0}},   // out 8, total 1: begin 0
+                          Case{"auto_pad = \"SAME_LOWER\"", {1, 1, 0, 0}, {0, 0}},   // rest at the begin
+                          Case{"auto_pad = \"VALID\"", {0, 0, 0, 0}, {0, 0}},
+                          Case{"output_shape = [7, 8]", {1, 1, 1, 0}, {0, 0}},      // totals 2 and 1
+                          Case{"output_shape = [10, 9], output_padding = [0, 1]", {0, 1, -1, 0}, {0, 1}});
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,2,4,4] x) => (float y) {\n"
+                                "  y = ConvTranspose <strides = [2, 2], " + c.attrs + "> (x, w)\n}");
+  const auto w = add_initializer(model, "w", {2, 3, 3, 3}, 5);
+  auto ran = create_and_run(model);
+  INFO(c.attrs);
+  CHECK(ran.executor.count("ConvTranspose", Placement::kXnnpack) == 1);
+  core::ConvTranspose2dParams p;
+  p.strides = {2, 2};
+  p.pads = c.pads;
+  p.output_padding = c.output_padding;
+  const auto expected = core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                                         to_tensor4(w, {2, 3, 3, 3}), {}, p);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+}
+
+TEST_CASE("Depthwise and grouped Conv run on XNNPACK and match the reference", "[xnnpack][conv]") {
+  struct Case {
+    int64_t c, multiplier, k, stride;
+    std::array<int64_t, 4> pads;
+  };
+  const Case c = GENERATE(Case{8, 1, 3, 1, {1, 1, 1, 1}}, Case{5, 1, 5, 2, {2, 0, 1, 2}}, Case{4, 2, 3, 2, {0, 1, 1, 0}},
+                          Case{3, 1, 2, 1, {1, 0, 0, 1}});
+  const std::vector<int64_t> w_dims = {c.c * c.multiplier, 1, c.k, c.k};
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1," + std::to_string(c.c) +
+                                ",9,7] x) => (float y) {\n  y = Conv <group = " + std::to_string(c.c) + ", strides = " +
+                                ints({c.stride, c.stride}) + ", pads = " + ints({c.pads[0], c.pads[1], c.pads[2], c.pads[3]}) +
+                                "> (x, w, b)\n}");
+  const auto w = add_initializer(model, "w", w_dims, 21);
+  const auto b = add_initializer(model, "b", {w_dims[0]}, 22);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("Conv", Placement::kXnnpack) == 1);
+  core::Conv2dParams p;
+  p.strides = {c.stride, c.stride};
+  p.pads = c.pads;
+  p.group = c.c;
+  const auto expected =
+      core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, w_dims), b, p);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+}
+
+TEST_CASE("Pad: non-negative pads run on XNNPACK in NHWC, negative pads crop on the reference", "[xnnpack][pad]") {
+  // The Conv makes the Pad's input NHWC, so the XNNPACK pad must permute its pads.
+  const std::vector<int64_t> pads = GENERATE(std::vector<int64_t>{0, 0, 1, 2, 0, 0, 3, 0},      // grow
+                                             std::vector<int64_t>{0, 0, -1, 1, 0, 0, 1, -2},    // crop top and right
+                                             std::vector<int64_t>{0, 0, -2, -1, 0, 0, 0, -3});  // crop only
+  const bool crops = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; });
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,7] x) => (float y) {\n"
+                                "  c = Conv (x, w)\n  y = Pad (c, pads, value)\n}");
+  const auto w = add_initializer(model, "w", {4, 3, 1, 1}, 31);
+  add_int64_initializer(model, "pads", pads);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("value", onnx::TensorProto::FLOAT, {}, {0.5}, false);
+  auto ran = create_and_run(model);
+  INFO(ints(pads));
+  CHECK(ran.executor.count("Pad", crops ? Placement::kReference : Placement::kXnnpack) == 1);
+  const auto conv = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                           to_tensor4(w, {4, 3, 1, 1}), {}, core::Conv2dParams{});
+  const auto expected = core::pad2d_reference(conv, {pads[2], pads[3], pads[6], pads[7]}, 0.5);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+}
+
+TEST_CASE("Pad before opset 11 takes pads and value as attributes", "[pad]") {
+  auto model = parse_model_text("<ir_version: 5, opset_import: [\"\" : 10]> g (float[1,2,3,3] x) => (float y) {\n"
+                                "  y = Pad <pads = [0, 0, 1, -1, 0, 0, 0, 2], value = 2.0> (x)\n}");
+  auto ran = create_and_run(model);
+  const auto expected = core::pad2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), {1, -1, 0, 2}, 2.0);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+}
+
+TEST_CASE("DepthToSpace DCR runs on XNNPACK, CRD on the reference, and they differ", "[xnnpack][depth_to_space]") {
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,3,4,5] x) => (float dcr, float crd) {\n"
+                                "  c = Conv (x, w)\n"
+                                "  dcr = DepthToSpace <blocksize = 2, mode = \"DCR\"> (c)\n"
+                                "  crd = DepthToSpace <blocksize = 2, mode = \"CRD\"> (c)\n}");
+  const auto w = add_initializer(model, "w", {12, 3, 1, 1}, 41);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("DepthToSpace", Placement::kXnnpack) == 1);
+  CHECK(ran.executor.count("DepthToSpace", Placement::kReference) == 1);
+  const auto conv = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                           to_tensor4(w, {12, 3, 1, 1}), {}, core::Conv2dParams{});
+  const auto dcr = core::depth_to_space_reference(conv, 2, true);
+  const auto crd = core::depth_to_space_reference(conv, 2, false);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, dcr) < kTol);
+  CHECK(max_abs_diff(ran.outputs[1].tensor, crd) < kTol);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, crd) > 0.1);  // the two orders really differ on this data
+}
+
+TEST_CASE("Concat on channels writes each NHWC input at its channel offset on XNNPACK", "[xnnpack][concat]") {
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,3] x) => (float y, float z) {\n"
+                                "  a = Conv (x, wa)\n  b = Conv (x, wb)\n"
+                                "  y = Concat <axis = 1> (a, b, a)\n"
+                                "  c = Conv (x, wc)\n  z = Concat <axis = -1> (a, c)\n}");
+  const auto wa = add_initializer(model, "wa", {3, 2, 1, 1}, 51);
+  const auto wb = add_initializer(model, "wb", {5, 2, 1, 1}, 52);
+  const auto wc = add_initializer(model, "wc", {3, 2, 1, 1}, 53);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("Concat", Placement::kXnnpack) == 1);    // the channel concat
+  CHECK(ran.executor.count("Concat", Placement::kReference) == 1);  // the width concat (a plain block copy)
+  const auto x = to_tensor4(ran.executor.creation_inputs()[0].tensor);
+  const auto a = core::conv2d_reference(x, to_tensor4(wa, {3, 2, 1, 1}), {}, core::Conv2dParams{});
+  const auto b = core::conv2d_reference(x, to_tensor4(wb, {5, 2, 1, 1}), {}, core::Conv2dParams{});
+  const auto c = core::conv2d_reference(x, to_tensor4(wc, {3, 2, 1, 1}), {}, core::Conv2dParams{});
+  CHECK(max_abs_diff(ran.outputs[0].tensor, core::concat_channels_reference({a, b, a})) < kTol);
+  const Tensor& z = ran.outputs[1].tensor;
+  REQUIRE(z.dims == std::vector<int64_t>{2, 3, 5, 6});
+  double worst = 0.0;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ch = 0; ch < 3; ++ch)
+      for (int64_t h = 0; h < 5; ++h)
+        for (int64_t col = 0; col < 6; ++col) {
+          const double want = col < 3 ? a.at(n, ch, h, col) : c.at(n, ch, h, col - 3);
+          worst = std::max(worst, std::abs(z.f[static_cast<size_t>(((n * 3 + ch) * 5 + h) * 6 + col)] - want));
+        }
+  CHECK(worst < kTol);
+}
+
+TEST_CASE("run() reuses the plan: repeated runs on new inputs stay correct", "[executor]") {
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,4,6,6] x) => (float y) {\n"
+                                "  t = ConvTranspose <group = 4, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                                "  y = Relu (t)\n}");
+  const auto w = add_initializer(model, "w", {4, 1, 4, 4}, 61);
+  auto executor = Executor::create(model, {});
+  REQUIRE(executor.ok());
+  core::ConvTranspose2dParams p;
+  p.strides = {2, 2};
+  p.pads = {1, 1, 1, 1};
+  p.group = 4;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto inputs = make_random_inputs(model, {}, seed);
+    REQUIRE(inputs.ok());
+    auto out = executor->run(inputs.value());
+    REQUIRE(out.ok());
+    auto expected = core::conv_transpose2d_reference(to_tensor4(inputs.value()[0].tensor), to_tensor4(w, {4, 1, 4, 4}), {}, p);
+    for (double& v : expected.data) v = std::max(v, 0.0);
+    CHECK(max_abs_diff(out.value()[0].tensor, expected) < kTol);
+  }
+  CHECK(executor->count(Placement::kXnnpack) == 2);
+  CHECK(executor->count(Placement::kReference) == 0);
+
+  // A thread pool and the all-reference mode give the same numbers.
+  auto single = executor->run(executor->creation_inputs());
+  REQUIRE(single.ok());
+  for (const bool xnnpack : {true, false}) {
+    ExecutorOptions options;
+    options.threads = 2;
+    options.use_xnnpack = xnnpack;
+    auto other = Executor::create(model, options);
+    REQUIRE(other.ok());
+    CHECK(other->count(Placement::kXnnpack) == (xnnpack ? 2u : 0u));
+    auto out = other->run(executor->creation_inputs());
+    REQUIRE(out.ok());
+    CHECK(compare_outputs(out.value(), single.value(), {}).passed);
+  }
+}
+
+TEST_CASE("Exporter shape subgraphs fold at creation, integers included", "[executor]") {
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, the way PyTorch exports x.view(x.size(0), -1).
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,3,4,4] x) => (float y) {\n"
+                                "  s = Shape (x)\n  i0 = Constant <value = int64 {0}> ()\n"
+                                "  n = Gather <axis = 0> (s, i0)\n  ax = Constant <value = int64[1] {0}> ()\n"
+                                "  nu = Unsqueeze (n, ax)\n  m1 = Constant <value = int64[1] {-1}> ()\n"
+                                "  shape = Concat <axis = 0> (nu, m1)\n  r = Relu (x)\n  y = Reshape (r, shape)\n}");
+  auto ran = create_and_run(model);
+  CHECK(ran.outputs[0].tensor.dims == std::vector<int64_t>{2, 48});
+  CHECK(ran.executor.count(Placement::kFolded) == 7);
+  CHECK(ran.executor.count("Relu", Placement::kXnnpack) == 1);
+  const auto& x = ran.executor.creation_inputs()[0].tensor;
+  for (size_t k = 0; k < x.f.size(); ++k) CHECK(ran.outputs[0].tensor.f[k] == std::max(x.f[k], 0.0f));
+}
+
+TEST_CASE("Broadcast Add of a per-channel bias runs on XNNPACK in NHWC", "[xnnpack][executor]") {
+  const std::vector<int64_t> bias_dims = GENERATE(std::vector<int64_t>{5, 1, 1}, std::vector<int64_t>{1, 5, 1, 1});
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,3,4] x) => (float y) {\n"
+                                "  c = Conv (x, w)\n  y = Add (c, bias)\n}");
+  const auto w = add_initializer(model, "w", {5, 2, 1, 1}, 71);
+  const auto bias = add_initializer(model, "bias", bias_dims, 72);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("Add", Placement::kXnnpack) == 1);
+  const auto expected = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                               to_tensor4(w, {5, 2, 1, 1}), bias, core::Conv2dParams{});
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+}
+
+TEST_CASE("A FLOAT16 model computes in f32 and returns FLOAT16", "[executor][f16]") {
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float16[1,3,6,6] x) => (float16 y) {\n"
+                                "  y = ConvTranspose <group = 3, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n}");
+  const auto w = random_values(3 * 16, 81);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("w", onnx::TensorProto::FLOAT16, {3, 1, 4, 4}, w, false);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("ConvTranspose", Placement::kXnnpack) == 1);
+  CHECK(ran.outputs[0].tensor.dtype == onnx::TensorProto::FLOAT16);
+  core::ConvTranspose2dParams p;
+  p.strides = {2, 2};
+  p.pads = {1, 1, 1, 1};
+  p.group = 3;
+  core::Tensor4 wt = to_tensor4(w, {3, 1, 4, 4});
+  for (double& v : wt.data) v = round_to_type(static_cast<float>(v), onnx::TensorProto::FLOAT16);
+  const auto expected = core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), wt, {}, p);
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < 2e-3);
+}
+
+TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[executor]") {
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4] x) => (float y) {\n"
+                                "  y = Softmax (x)\n}");
+  model.mutable_graph()->mutable_node(0)->set_name("sm");
+  auto executor = Executor::create(model, {});
+  REQUIRE_FALSE(executor.ok());
+  CHECK_THAT(executor.error().message, Catch::Contains("Softmax 'sm'") && Catch::Contains("not supported"));
+
+  auto symbolic = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[N,2] x) => (float y) {\n"
+                                   "  y = Relu (x)\n}");
+  auto missing = Executor::create(symbolic, {});
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.error().message, Catch::Contains("'N'") && Catch::Contains("--input-shape x="));
+  ExecutorOptions options;
+  options.input_shapes["x"] = {3, 2};
+  auto fixed = Executor::create(symbolic, options);
+  REQUIRE(fixed.ok());
+  CHECK(fixed->creation_inputs()[0].tensor.dims == std::vector<int64_t>{3, 2});
+  // A run with other dims than the plan's is refused.
+  auto other = make_random_inputs(symbolic, {{"x", {4, 2}}}, 0);
+  REQUIRE(other.ok());
+  CHECK_FALSE(fixed->run(other.value()).ok());
+}
+
+TEST_CASE("Input files: .npy and TensorProto .pb", "[tensor_io]") {
+  // A float32 [2, 3] array as numpy writes it (format 1.0).
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  header += std::string(128 - 10 - header.size() - 1, ' ') + "\n";  // pad to a multiple of 64
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + '\0' + header;
+  for (int k = 0; k < 6; ++k) {
+    const float v = 0.5f * static_cast<float>(k) - 1.0f;
+    npy.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  auto t = parse_npy(npy, "test.npy");
+  REQUIRE(t.ok());
+  CHECK(t->dims == std::vector<int64_t>{2, 3});
+  CHECK(t->f[5] == 1.5f);
+  auto big_endian = npy;
+  big_endian.replace(big_endian.find("<f4"), 3, ">f4");
+  CHECK_FALSE(parse_npy(big_endian, "test.npy").ok());
+  auto fortran = npy;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  CHECK_FALSE(parse_npy(fortran, "test.npy").ok());
+  CHECK_FALSE(parse_npy(npy.substr(0, npy.size() - 4), "test.npy").ok());  // truncated data
+
+  // A .pb written next to the test binary (the build tree), then removed.
+  const std::string path = "runtime_check_tensor_io_test.pb";
+  Tensor ints;
+  ints.reshape(onnx::TensorProto::INT64, {3});
+  ints.i = {1, -2, 9223372036854775807};
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << tensor_to_proto(ints, "shape").SerializeAsString();
+  }
+  auto loaded = load_tensor_file(path);
+  std::remove(path.c_str());
+  REQUIRE(loaded.ok());
+  CHECK(loaded->name == "shape");
+  CHECK(loaded->tensor.i == ints.i);
+  CHECK_FALSE(load_tensor_file("does_not_exist.npy").ok());
+
+  auto shape = parse_input_shape("x=1x4x256x256");
+  REQUIRE(shape.ok());
+  CHECK(shape->first == "x");
+  CHECK(shape->second == std::vector<int64_t>{1, 4, 256, 256});
+  CHECK_FALSE(parse_input_shape("x=1x-4").ok());
+}
+
+TEST_CASE("compare_outputs: errors relative to the output scale, per-dtype defaults", "[compare]") {
+  Tensor expected;
+  expected.reshape(onnx::TensorProto::FLOAT, {3});
+  expected.f = {10.0f, -20.0f, 5.0f};
+  Tensor actual = expected;
+  actual.f[1] = -20.001f;  // 1e-3 abs, 5e-5 of the scale 20
+  auto report = compare_outputs({{"y", actual}}, {{"y", expected}}, {});
+  REQUIRE(report.outputs.size() == 1);
+  CHECK(report.passed);
+  CHECK(report.outputs[0].scale == 20.0);
+  CHECK(report.outputs[0].max_rel_error == Approx(5e-5).epsilon(0.01));
+  actual.f[1] = -20.01f;  // 5e-4 of the scale: fails the f32 default, passes a looser rtol
+  CHECK_FALSE(compare_outputs({{"y", actual}}, {{"y", expected}}, {}).passed);
+  CHECK(compare_outputs({{"y", actual}}, {{"y", expected}}, {std::nullopt, 1e-3}).passed);
+  CHECK_FALSE(compare_outputs({}, {{"y", expected}}, {}).passed);  // missing output
+  actual.dims = {1, 3};
+  CHECK_FALSE(compare_outputs({{"y", actual}}, {{"y", expected}}, {}).passed);  // shape mismatch
+  CHECK(default_tolerance(onnx::TensorProto::FLOAT16).rtol > default_tolerance(onnx::TensorProto::FLOAT).rtol);
+}
