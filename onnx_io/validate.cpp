@@ -5,6 +5,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnx_io/attributes.h"
+#include "onnx_io/graph_walk.h"
 #include "onnx_io/model_io.h"
 
 namespace dwdeconv::onnx_io {
@@ -51,16 +52,6 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
   return core::Ok{};
 }
 
-template <typename Fn>
-void for_each_node(const onnx::GraphProto& graph, const Fn& fn) {
-  for (const auto& node : graph.node()) {
-    fn(node);
-    for (const auto& attr : node.attribute()) {
-      if (attr.has_g()) for_each_node(attr.g(), fn);
-      for (const auto& g : attr.graphs()) for_each_node(g, fn);
-    }
-  }
-}
 
 }  // namespace
 
@@ -104,13 +95,15 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   onnx::checker::LexicalScopeContext lex;
   size_t checked = 0;
   std::string failure;
-  for_each_node(model.graph(), [&](const onnx::NodeProto& node) {
-    if (emitted.count(node.name()) == 0 || !failure.empty()) return;
-    try {
-      onnx::checker::check_node(node, ctx, lex);
-      ++checked;
-    } catch (const std::exception& e) {
-      failure = describe_node(node) + ": " + e.what();
+  for_each_graph(model.graph(), [&](const onnx::GraphProto& graph) {
+    for (const auto& node : graph.node()) {
+      if (emitted.count(node.name()) == 0 || !failure.empty()) continue;
+      try {
+        onnx::checker::check_node(node, ctx, lex);
+        ++checked;
+      } catch (const std::exception& e) {
+        failure = describe_node(node) + ": " + e.what();
+      }
     }
   });
   if (!failure.empty()) return check_failed("ONNX checker on an emitted node: " + failure);

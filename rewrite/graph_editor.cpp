@@ -2,10 +2,8 @@
 
 #include <functional>
 
-#include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
-
 #include "onnx_io/attributes.h"
+#include "onnx_io/graph_walk.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -21,16 +19,6 @@ size_t count_graphs(const onnx::GraphProto& graph) {
   return n;
 }
 
-template <typename Fn>
-void for_each_graph(const onnx::GraphProto& graph, const Fn& fn) {
-  fn(graph);
-  for (const auto& node : graph.node()) {
-    for (const auto& attr : node.attribute()) {
-      if (attr.has_g()) for_each_graph(attr.g(), fn);
-      for (const auto& g : attr.graphs()) for_each_graph(g, fn);
-    }
-  }
-}
 
 bool is_graph_input(const onnx::GraphProto& graph, const std::string& name) {
   for (const auto& input : graph.input()) {
@@ -59,7 +47,7 @@ void GraphTree::collect(onnx::GraphProto* graph, const GraphScope* parent, const
 }
 
 NameAllocator::NameAllocator(const onnx::ModelProto& model) {
-  for_each_graph(model.graph(), [this](const onnx::GraphProto& g) {
+  onnx_io::for_each_graph(model.graph(), [this](const onnx::GraphProto& g) {
     if (!g.name().empty()) taken_.insert(g.name());
     for (const auto& v : g.input()) taken_.insert(v.name());
     for (const auto& v : g.output()) taken_.insert(v.name());
@@ -135,7 +123,7 @@ core::Result<ConstantSource> resolve_constant(const std::string& name, const Gra
 
 std::map<std::string, int> count_uses(const onnx::ModelProto& model) {
   std::map<std::string, int> uses;
-  for_each_graph(model.graph(), [&uses](const onnx::GraphProto& g) {
+  onnx_io::for_each_graph(model.graph(), [&uses](const onnx::GraphProto& g) {
     for (const auto& n : g.node()) {
       for (const auto& s : n.input()) {
         if (!s.empty()) ++uses[s];
@@ -144,28 +132,6 @@ std::map<std::string, int> count_uses(const onnx::ModelProto& model) {
     for (const auto& out : g.output()) ++uses[out.name()];
   });
   return uses;
-}
-
-std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model) {
-  onnx::ModelProto copy = model;
-  try {
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{false, 0, true});
-  } catch (const std::exception&) {
-    // Partial information is still useful; whatever was inferred before the error stays in `copy`.
-  }
-  std::map<std::string, onnx::TypeProto> types;
-  for_each_graph(copy.graph(), [&types](const onnx::GraphProto& g) {
-    for (const auto& v : g.input()) types.emplace(v.name(), v.type());
-    for (const auto& v : g.output()) types.emplace(v.name(), v.type());
-    for (const auto& v : g.value_info()) types.emplace(v.name(), v.type());
-    for (const auto& t : g.initializer()) {
-      onnx::TypeProto type;
-      type.mutable_tensor_type()->set_elem_type(t.data_type());
-      for (int64_t d : t.dims()) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-      types.emplace(t.name(), type);
-    }
-  });
-  return types;
 }
 
 }  // namespace dwdeconv::rewrite

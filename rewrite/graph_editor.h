@@ -63,7 +63,4 @@ core::Result<ConstantSource> resolve_constant(const std::string& name, const Gra
 // graph outputs.
 std::map<std::string, int> count_uses(const onnx::ModelProto& model);
 
-// The type of every tensor that shape inference can tell, from all graphs; inference errors are ignored.
-std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model);
-
 }  // namespace dwdeconv::rewrite

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "onnx_io/attributes.h"
+#include "onnx_io/shapes.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -71,7 +72,7 @@ void remove_orphans(onnx::ModelProto& model, const std::vector<Candidate>& candi
 
 core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options) {
   RewriteResult result;
-  const auto types = infer_types(model);
+  const auto types = onnx_io::infer_types(model);
   GraphTree tree(model);
   NameAllocator names(model);
 
