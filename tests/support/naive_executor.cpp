@@ -1,0 +1,327 @@
+#include "tests/support/naive_executor.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+#include "onnx_io/model_io.h"
+#include "onnx_io/tensor.h"
+
+namespace dwdeconv::test {
+namespace {
+
+using Env = std::map<std::string, NaiveTensor>;
+
+[[noreturn]] void fail(const onnx::NodeProto& node, const std::string& what) {
+  throw std::runtime_error("naive executor: " + node.op_type() + " '" + (node.name().empty() ? node.output(0) : node.name()) +
+                           "': " + what);
+}
+
+const onnx::AttributeProto* attr(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+int64_t attr_int(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  const auto* a = attr(node, name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto::INT) fail(node, "attribute " + name + " is not INT");
+  return a->i();
+}
+
+std::vector<int64_t> attr_ints(const onnx::NodeProto& node, const std::string& name, std::vector<int64_t> fallback) {
+  const auto* a = attr(node, name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto::INTS) fail(node, "attribute " + name + " is not INTS");
+  return {a->ints().begin(), a->ints().end()};
+}
+
+std::string attr_string(const onnx::NodeProto& node, const std::string& name, std::string fallback) {
+  const auto* a = attr(node, name);
+  if (a == nullptr) return fallback;
+  if (a->type() != onnx::AttributeProto::STRING) fail(node, "attribute " + name + " is not STRING");
+  return a->s();
+}
+
+NaiveTensor from_proto(const onnx::TensorProto& t) {
+  auto values = onnx_io::to_doubles(t);
+  if (!values) throw std::runtime_error("naive executor: " + values.error().message);
+  return NaiveTensor(onnx_io::dims_of(t), std::move(*values));
+}
+
+// The optional input i, or nullptr when absent or empty.
+const NaiveTensor* optional_input(const onnx::NodeProto& node, const Env& env, int i) {
+  if (i >= node.input_size() || node.input(i).empty()) return nullptr;
+  auto it = env.find(node.input(i));
+  if (it == env.end()) fail(node, "input '" + node.input(i) + "' is not defined");
+  return &it->second;
+}
+
+const NaiveTensor& input(const onnx::NodeProto& node, const Env& env, int i) {
+  const NaiveTensor* t = optional_input(node, env, i);
+  if (t == nullptr) fail(node, "missing input " + std::to_string(i));
+  return *t;
+}
+
+std::vector<double> bias_of(const onnx::NodeProto& node, const Env& env) {
+  const NaiveTensor* b = optional_input(node, env, 2);
+  return b == nullptr ? std::vector<double>{} : b->data;
+}
+
+std::array<int64_t, 2> two(const onnx::NodeProto& node, const std::vector<int64_t>& v, const std::string& what) {
+  if (v.size() != 2) fail(node, what + " must have 2 values");
+  return {v[0], v[1]};
+}
+
+NaiveTensor run_conv(const onnx::NodeProto& node, const Env& env) {
+  const auto x = input(node, env, 0).as_tensor4();
+  const auto w = input(node, env, 1).as_tensor4();
+  const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") fail(node, "auto_pad " + auto_pad + " is not implemented");
+  core::Conv2dParams p;
+  p.group = attr_int(node, "group", 1);
+  p.strides = two(node, attr_ints(node, "strides", {1, 1}), "strides");
+  p.dilations = two(node, attr_ints(node, "dilations", {1, 1}), "dilations");
+  const auto pads = attr_ints(node, "pads", {0, 0, 0, 0});
+  if (pads.size() != 4) fail(node, "pads must have 4 values");
+  for (int64_t v : pads) {
+    if (v < 0) fail(node, "Conv pads must not be negative");
+  }
+  if (auto_pad == "NOTSET") p.pads = {pads[0], pads[1], pads[2], pads[3]};
+  const auto ks = attr_ints(node, "kernel_shape", {w.h, w.w});
+  if (ks != std::vector<int64_t>{w.h, w.w}) fail(node, "kernel_shape disagrees with the weight");
+  if (x.c != w.c * p.group) fail(node, "input channels do not match weight and group");
+  return core::conv2d_reference(x, w, bias_of(node, env), p);
+}
+
+NaiveTensor run_conv_transpose(const onnx::NodeProto& node, const Env& env) {
+  const auto x = input(node, env, 0).as_tensor4();
+  const auto w = input(node, env, 1).as_tensor4();
+  core::ConvTranspose2dParams p;
+  p.group = attr_int(node, "group", 1);
+  p.strides = two(node, attr_ints(node, "strides", {1, 1}), "strides");
+  p.dilations = two(node, attr_ints(node, "dilations", {1, 1}), "dilations");
+  p.output_padding = two(node, attr_ints(node, "output_padding", {0, 0}), "output_padding");
+  const auto pads = attr_ints(node, "pads", {0, 0, 0, 0});
+  if (pads.size() != 4) fail(node, "pads must have 4 values");
+  auto output_shape = attr_ints(node, "output_shape", {});
+  if (output_shape.size() == 4) output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+  if (!output_shape.empty() && output_shape.size() != 2) fail(node, "output_shape must have 2 or 4 values");
+  const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
+  const std::array<int64_t, 2> in{x.h, x.w}, k{w.h, w.w};
+  for (size_t axis = 0; axis < 2; ++axis) {
+    const auto [begin, end] = naive_deconv_pads(in[axis], k[axis], p.strides[axis], p.dilations[axis], p.output_padding[axis],
+                                                auto_pad, pads[axis], pads[axis + 2], output_shape.empty() ? -1 : output_shape[axis]);
+    p.pads[axis] = begin;
+    p.pads[axis + 2] = end;
+  }
+  if (x.c != w.n) fail(node, "input channels do not match the weight");
+  return core::conv_transpose2d_reference(x, w, bias_of(node, env), p);
+}
+
+NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) {
+  const auto x = input(node, env, 0).as_tensor4();
+  if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant mode is implemented");
+  std::vector<int64_t> pads;
+  double value = 0.0;
+  if (opset < 11) {
+    pads = attr_ints(node, opset >= 2 ? "pads" : "paddings", {});
+    if (const auto* a = attr(node, "value")) value = a->f();
+  } else {
+    for (double v : input(node, env, 1).data) pads.push_back(static_cast<int64_t>(v));
+    if (const NaiveTensor* c = optional_input(node, env, 2)) value = c->data.at(0);
+    if (const NaiveTensor* axes = optional_input(node, env, 3)) {
+      // Scatter the listed axes' pads into the full [begins..., ends...] form.
+      std::vector<int64_t> full(8, 0);
+      const size_t n = axes->data.size();
+      if (pads.size() != 2 * n) fail(node, "pads do not match axes");
+      for (size_t i = 0; i < n; ++i) {
+        int64_t a = static_cast<int64_t>(axes->data[i]);
+        if (a < 0) a += 4;
+        full[static_cast<size_t>(a)] = pads[i];
+        full[static_cast<size_t>(a) + 4] = pads[i + n];
+      }
+      pads = full;
+    }
+  }
+  if (pads.size() != 8) fail(node, "pads must have 8 values for a 4-D input");
+  if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) fail(node, "padding N or C is not implemented");
+  return core::pad2d_reference(x, {pads[2], pads[3], pads[6], pads[7]}, value);
+}
+
+NaiveTensor run_concat(const onnx::NodeProto& node, const Env& env) {
+  const int64_t axis = attr_int(node, "axis", 0);
+  if (axis != 1 && axis != -3) fail(node, "only axis 1 on 4-D tensors is implemented");
+  std::vector<core::Tensor4> parts;
+  for (int i = 0; i < node.input_size(); ++i) parts.push_back(input(node, env, i).as_tensor4());
+  for (const auto& t : parts) {
+    if (t.n != parts[0].n || t.h != parts[0].h || t.w != parts[0].w) fail(node, "inputs differ outside the channel axis");
+  }
+  return core::concat_channels_reference(parts);
+}
+
+NaiveTensor run_depth_to_space(const onnx::NodeProto& node, const Env& env, int64_t opset) {
+  const auto x = input(node, env, 0).as_tensor4();
+  const int64_t block = attr_int(node, "blocksize", 0);
+  if (block < 1 || x.c % (block * block) != 0) fail(node, "bad blocksize");
+  std::string mode = "DCR";
+  if (opset >= 11) {
+    mode = attr_string(node, "mode", "DCR");
+  } else if (attr(node, "mode") != nullptr) {
+    fail(node, "mode attribute before opset 11");
+  }
+  if (mode != "DCR" && mode != "CRD") fail(node, "unknown mode " + mode);
+  return core::depth_to_space_reference(x, block, mode == "DCR");
+}
+
+std::map<std::string, NaiveTensor> run_graph(const onnx::GraphProto& graph, Env env, int64_t opset);
+
+std::vector<NaiveTensor> run_if(const onnx::NodeProto& node, const Env& env, int64_t opset) {
+  const NaiveTensor& cond = input(node, env, 0);
+  if (cond.data.size() != 1) fail(node, "cond must hold one element");
+  const auto* branch = attr(node, cond.data[0] != 0.0 ? "then_branch" : "else_branch");
+  if (branch == nullptr || !branch->has_g()) fail(node, "missing branch");
+  auto outputs = run_graph(branch->g(), env, opset);  // the branch sees every outer-scope value
+  std::vector<NaiveTensor> result;
+  for (const auto& out : branch->g().output()) result.push_back(outputs.at(out.name()));
+  if (static_cast<int>(result.size()) != node.output_size()) fail(node, "branch output count differs from the node's");
+  return result;
+}
+
+// Loop with an optional trip count and condition; loop-carried values and scan outputs (stacked on a new
+// leading axis). The body sees every outer-scope value.
+std::vector<NaiveTensor> run_loop(const onnx::NodeProto& node, const Env& env, int64_t opset) {
+  const auto* body_attr = attr(node, "body");
+  if (body_attr == nullptr || !body_attr->has_g()) fail(node, "missing body");
+  const onnx::GraphProto& body = body_attr->g();
+  const NaiveTensor* trip = optional_input(node, env, 0);
+  const NaiveTensor* cond_in = optional_input(node, env, 1);
+  const int64_t max_trips = trip != nullptr ? static_cast<int64_t>(trip->data.at(0)) : INT64_MAX;
+  bool cond = cond_in == nullptr || cond_in->data.at(0) != 0.0;
+  std::vector<NaiveTensor> carried;
+  for (int i = 2; i < node.input_size(); ++i) carried.push_back(input(node, env, i));
+  const size_t n_carried = carried.size();
+  const size_t n_scan = static_cast<size_t>(body.output_size()) - 1 - n_carried;
+  std::vector<std::vector<NaiveTensor>> scans(n_scan);
+  for (int64_t iter = 0; iter < max_trips && cond; ++iter) {
+    Env inner = env;
+    inner[body.input(0).name()] = NaiveTensor({}, {static_cast<double>(iter)});
+    inner[body.input(1).name()] = NaiveTensor({}, {cond ? 1.0 : 0.0});
+    for (size_t i = 0; i < n_carried; ++i) inner[body.input(static_cast<int>(i) + 2).name()] = carried[i];
+    auto outputs = run_graph(body, inner, opset);
+    cond = outputs.at(body.output(0).name()).data.at(0) != 0.0;
+    for (size_t i = 0; i < n_carried; ++i) carried[i] = outputs.at(body.output(static_cast<int>(i) + 1).name());
+    for (size_t i = 0; i < n_scan; ++i) scans[i].push_back(outputs.at(body.output(static_cast<int>(1 + n_carried + i)).name()));
+  }
+  std::vector<NaiveTensor> result = carried;
+  for (const auto& steps : scans) {
+    if (steps.empty()) fail(node, "a scan output with zero iterations is not implemented");
+    NaiveTensor stacked;
+    stacked.dims = steps[0].dims;
+    stacked.dims.insert(stacked.dims.begin(), static_cast<int64_t>(steps.size()));
+    for (const auto& t : steps) stacked.data.insert(stacked.data.end(), t.data.begin(), t.data.end());
+    result.push_back(std::move(stacked));
+  }
+  return result;
+}
+
+void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") fail(node, "domain " + node.domain() + " is not implemented");
+  const std::string& op = node.op_type();
+  std::vector<NaiveTensor> outputs;
+  if (op == "Constant") {
+    const auto* value = attr(node, "value");
+    if (value == nullptr || !value->has_t()) fail(node, "only the `value` form is implemented");
+    outputs.push_back(from_proto(value->t()));
+  } else if (op == "Identity") {
+    outputs.push_back(input(node, env, 0));
+  } else if (op == "Relu") {
+    NaiveTensor t = input(node, env, 0);
+    for (auto& v : t.data) v = std::max(v, 0.0);
+    outputs.push_back(std::move(t));
+  } else if (op == "Conv") {
+    outputs.push_back(run_conv(node, env));
+  } else if (op == "ConvTranspose") {
+    outputs.push_back(run_conv_transpose(node, env));
+  } else if (op == "Pad") {
+    outputs.push_back(run_pad(node, env, opset));
+  } else if (op == "Concat") {
+    outputs.push_back(run_concat(node, env));
+  } else if (op == "DepthToSpace") {
+    outputs.push_back(run_depth_to_space(node, env, opset));
+  } else if (op == "If") {
+    outputs = run_if(node, env, opset);
+  } else if (op == "Loop") {
+    outputs = run_loop(node, env, opset);
+  } else {
+    fail(node, "op is not implemented");
+  }
+  for (int i = 0; i < node.output_size() && i < static_cast<int>(outputs.size()); ++i) {
+    if (!node.output(i).empty()) env[node.output(i)] = std::move(outputs[static_cast<size_t>(i)]);
+  }
+}
+
+std::map<std::string, NaiveTensor> run_graph(const onnx::GraphProto& graph, Env env, int64_t opset) {
+  for (const auto& init : graph.initializer()) env.emplace(init.name(), from_proto(init));  // fed inputs win
+  for (const auto& node : graph.node()) run_node(node, env, opset);
+  std::map<std::string, NaiveTensor> outputs;
+  for (const auto& out : graph.output()) {
+    auto it = env.find(out.name());
+    if (it == env.end()) throw std::runtime_error("naive executor: graph output '" + out.name() + "' was never computed");
+    outputs[out.name()] = it->second;
+  }
+  return outputs;
+}
+
+}  // namespace
+
+NaiveTensor::NaiveTensor(const core::Tensor4& t) : dims{t.n, t.c, t.h, t.w}, data(t.data) {}
+
+core::Tensor4 NaiveTensor::as_tensor4() const {
+  if (dims.size() != 4) throw std::runtime_error("naive executor: expected a 4-D tensor, got rank " + std::to_string(dims.size()));
+  core::Tensor4 t(dims[0], dims[1], dims[2], dims[3]);
+  if (t.data.size() != data.size()) throw std::runtime_error("naive executor: tensor data does not match its dims");
+  t.data = data;
+  return t;
+}
+
+NaiveTensor bool_scalar(bool value) { return NaiveTensor({}, {value ? 1.0 : 0.0}); }
+
+std::pair<int64_t, int64_t> naive_deconv_pads(int64_t input, int64_t kernel, int64_t stride, int64_t dilation,
+                                              int64_t output_padding, const std::string& auto_pad,
+                                              int64_t explicit_begin, int64_t explicit_end, int64_t output_size) {
+  const int64_t effective_kernel = (kernel - 1) * dilation + 1;
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (output_size < 0 && same) output_size = input * stride;
+  if (output_size >= 0) {
+    const int64_t total = stride * (input - 1) + output_padding + effective_kernel - output_size;
+    // total/2 as the ONNX reference (Python) computes it: floor division. A negative total, an output_shape
+    // larger than the natural size, then extends the end, as ONNX's test_convtranspose_output_shape expects.
+    const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    if (auto_pad == "SAME_UPPER") return {half, total - half};
+    return {total - half, half};
+  }
+  if (auto_pad == "VALID") return {0, 0};
+  if (auto_pad != "NOTSET" && !auto_pad.empty()) throw std::runtime_error("naive executor: unknown auto_pad " + auto_pad);
+  return {explicit_begin, explicit_end};
+}
+
+std::map<std::string, NaiveTensor> run_naive(const onnx::ModelProto& model, const std::map<std::string, NaiveTensor>& inputs) {
+  const int64_t opset = onnx_io::default_opset(model);
+  Env env;
+  for (const auto& in : model.graph().input()) {
+    auto it = inputs.find(in.name());
+    if (it != inputs.end()) {
+      env[in.name()] = it->second;
+      continue;
+    }
+    bool is_initializer = false;
+    for (const auto& init : model.graph().initializer()) is_initializer = is_initializer || init.name() == in.name();
+    if (!is_initializer) throw std::runtime_error("naive executor: graph input '" + in.name() + "' was not fed");
+  }
+  return run_graph(model.graph(), env, opset);
+}
+
+}  // namespace dwdeconv::test
