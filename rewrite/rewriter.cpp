@@ -88,12 +88,14 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
       }
       NodeReport report;
       report.summary = outcome.summary;
-      seen_names.insert(node.name());
+      // --only/--skip take the name the plan and report show: the node's name, or its output's when unnamed.
+      const std::string& shown = report.summary.name;
+      seen_names.insert(shown);
       if (!outcome.match) {
         report.reason = outcome.match.error().message;
-      } else if (!options.only.empty() && options.only.count(node.name()) == 0) {
+      } else if (!options.only.empty() && options.only.count(shown) == 0) {
         report.reason = "not selected by --only";
-      } else if (options.skip.count(node.name()) != 0) {
+      } else if (options.skip.count(shown) != 0) {
         report.reason = "skipped by --skip";
       } else {
         matches.emplace_back(result.nodes.size(), std::move(outcome.match.value()));

@@ -15,8 +15,9 @@ namespace dwdeconv::rewrite {
 
 struct RewriteOptions {
   EmitOptions emit;
-  std::set<std::string> only;  // when non-empty, rewrite only nodes with these names
-  std::set<std::string> skip;  // never rewrite nodes with these names
+  // Node names as the plan shows them: the node's name, or its output's name when the node has none.
+  std::set<std::string> only;  // when non-empty, rewrite only these nodes
+  std::set<std::string> skip;  // never rewrite these nodes
 };
 
 // One ConvTranspose as the plan and the report show it.
