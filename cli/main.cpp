@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,8 @@
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
 #include "rewrite/rewriter.h"
+#include "runtime_check/tensor_io.h"
+#include "runtime_check/verify.h"
 
 namespace {
 
@@ -27,11 +32,19 @@ struct Options {
   std::string input;
   std::string output;
   std::string report;
+  std::string compare;  // --compare OTHER: verify OTHER against the input, no rewrite
   bool dry_run = false;
   bool check = false;
+  bool verify = false;
   bool explicit_pad = false;
   std::vector<std::string> only;
   std::vector<std::string> skip;
+  std::vector<std::string> input_shapes;  // NAME=1x4x256x256
+  std::vector<std::string> input_files;   // [NAME=]FILE.npy|.pb
+  uint64_t seed = 0;
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  size_t threads = 1;
   int verbosity = 0;  // -1 quiet, 0 info, 1+ debug
 };
 
@@ -39,10 +52,12 @@ const char* kExamples = R"(Examples:
   dwdeconv-rewrite model.onnx -o model.xnn.onnx            rewrite every clean depthwise ConvTranspose
   dwdeconv-rewrite model.onnx --dry-run                    print the plan, write nothing
   dwdeconv-rewrite model.onnx --check                      CI gate: exit 1 if any node would be rewritten
-  dwdeconv-rewrite model.onnx -o out.onnx --only up1 --only up2 --report r.json
+  dwdeconv-rewrite model.onnx -o out.onnx --verify         rewrite, then run both through XNNPACK and diff
+  dwdeconv-rewrite model.onnx --compare out.onnx           verify any pair without rewriting
+  dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image=1x4x256x256 --report r.json
 
-Exit codes: 0 ok; 1 --check found a node to rewrite; 2 usage error; 3 invalid model, failed output
-validation, or I/O error (nothing is written).)";
+Exit codes: 0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid
+model, failed output validation, or I/O error. Nothing is written unless the run succeeds.)";
 
 int fail(int code, const std::string& message) {
   spdlog::error("{}", message);
@@ -63,30 +78,104 @@ class PhaseTimer {
 };
 
 int exit_code_for(const core::Error& e) {
-  return e.kind == core::ErrorKind::kUsage ? cli::kExitUsage : cli::kExitInvalidModel;
+  switch (e.kind) {
+    case core::ErrorKind::kUsage: return cli::kExitUsage;
+    case core::ErrorKind::kCheckFailed: return cli::kExitCheckFailed;
+    default: return cli::kExitInvalidModel;
+  }
+}
+
+// The verifier's settings from the command line; errors are usage errors or unreadable input files.
+core::Result<runtime_check::VerifyOptions> verify_options(const Options& opt) {
+  runtime_check::VerifyOptions vo;
+  vo.seed = opt.seed;
+  vo.threads = opt.threads;
+  vo.tolerances = {opt.atol, opt.rtol};
+  for (const auto& text : opt.input_shapes) {
+    auto parsed = runtime_check::parse_input_shape(text);
+    if (!parsed) return core::Error{core::ErrorKind::kUsage, "--input-shape: " + parsed.error().message};
+    vo.input_shapes[parsed->first] = parsed->second;
+  }
+  for (const auto& text : opt.input_files) {
+    const auto eq = text.find('=');
+    const std::string path = eq == std::string::npos ? text : text.substr(eq + 1);
+    auto tensor = runtime_check::load_tensor_file(path);
+    if (!tensor) return tensor.error();
+    if (eq != std::string::npos) tensor->name = text.substr(0, eq);
+    vo.inputs.push_back(std::move(*tensor));
+  }
+  // A progress line on stderr, only for a person watching a terminal.
+  if (opt.verbosity >= 0 && isatty(STDERR_FILENO)) {
+    vo.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+  }
+  return vo;
+}
+
+// Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
+core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                     const Options& opt) {
+  auto vo = verify_options(opt);
+  if (!vo) return vo.error();
+  auto result = runtime_check::verify_models(original, rewritten, *vo);
+  if (vo->progress) std::fprintf(stderr, "\r\033[K");
+  if (!result) return result;
+  std::istringstream lines(result->summary());
+  for (std::string line; std::getline(lines, line);) {
+    if (result->passed) {
+      spdlog::info("{}", line);
+    } else {
+      spdlog::error("{}", line);
+    }
+  }
+  spdlog::debug("placement:\n{}", result->placement);
+  return result;
+}
+
+int write_report(const Options& opt, const cli::RunInfo& info, const rewrite::RewriteResult& result) {
+  if (opt.report.empty()) return cli::kExitOk;
+  if (auto written = onnx_io::write_file_atomic(opt.report, cli::report_json(info, result)); !written) {
+    return fail(cli::kExitInvalidModel, written.error().message);
+  }
+  return cli::kExitOk;
+}
+
+// --compare: verify OTHER against MODEL without rewriting anything.
+int run_compare(const Options& opt) {
+  auto original = onnx_io::load_model(opt.input);
+  if (!original) return fail(exit_code_for(original.error()), original.error().message);
+  auto other = onnx_io::load_model(opt.compare);
+  if (!other) return fail(exit_code_for(other.error()), other.error().message);
+  auto verified = run_verify(*original, *other, opt);
+  if (!verified) return fail(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
+  cli::RunInfo info{opt.input, "", onnx_io::default_opset(*original), "", opt.compare, *verified};
+  if (int code = write_report(opt, info, {}); code != cli::kExitOk) return code;
+  return verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
 }
 
 int run(const Options& opt) {
   PhaseTimer timer;
   auto loaded = onnx_io::load_model(opt.input);
-  timer.mark("load");
   if (!loaded) return fail(exit_code_for(loaded.error()), loaded.error().message);
   onnx::ModelProto& model = *loaded;
+  timer.mark("load");
 
   // Judge the input first, so a broken input is blamed on the input and not on the rewrite.
   auto input_check = onnx_io::validate_model(model, {});
-  timer.mark("validate input");
   if (!input_check) return fail(cli::kExitInvalidModel, opt.input + ": invalid model: " + input_check.error().message);
   if (!input_check->full) spdlog::warn("{}: {}", opt.input, input_check->detail);
+  timer.mark("validate input");
+
+  std::optional<onnx::ModelProto> original;
+  if (opt.verify) original = model;  // the verifier runs the model as it was
 
   rewrite::RewriteOptions ro;
   ro.emit.explicit_pad = opt.explicit_pad;
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
   auto rewritten = rewrite::rewrite_model(model, ro);
-  timer.mark("rewrite");
   if (!rewritten) return fail(exit_code_for(rewritten.error()), opt.input + ": " + rewritten.error().message);
   const rewrite::RewriteResult& result = *rewritten;
+  timer.mark("rewrite");
   if (!result.unmatched_names.empty()) {
     return fail(cli::kExitUsage, "--only/--skip name '" + result.unmatched_names.front() + "' matches no ConvTranspose in " + opt.input);
   }
@@ -100,31 +189,44 @@ int run(const Options& opt) {
   }
   if (opt.dry_run) std::cout << cli::plan_text(result) << std::flush;
 
-  cli::RunInfo info{opt.input, "", onnx_io::default_opset(model), ""};
+  cli::RunInfo info{opt.input, "", onnx_io::default_opset(model), "", "", std::nullopt};
   const bool writes_model = !opt.dry_run && !opt.check;
+  std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
+                        std::to_string(result.nodes.size()) + " ConvTranspose nodes (kept " + std::to_string(result.kept) + ")";
   if (writes_model) {
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
-    timer.mark("validate output");
     if (!validation) {
       return fail(cli::kExitInvalidModel, opt.input + ": the rewritten model failed validation, nothing written: " +
                                               validation.error().message);
     }
     if (!validation->full) spdlog::warn("{}", validation->detail);
+    info.validation = validation->detail;
+    timer.mark("validate output");
+
+    if (original) {
+      auto verified = run_verify(*original, model, opt);
+      timer.mark("verify");
+      if (!verified) return fail(exit_code_for(verified.error()), "cannot verify the rewrite, nothing written: " + verified.error().message);
+      info.verify = *verified;
+      if (!verified->passed) {
+        write_report(opt, info, result);
+        return fail(cli::kExitCheckFailed, "verification failed, nothing written");
+      }
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2g", verified->max_abs_error());
+      summary += std::string("; verified: max abs error ") + buf;
+    }
+
     auto bytes = onnx_io::serialize_model(model);
-    timer.mark("serialize");
     if (!bytes) return fail(cli::kExitInvalidModel, opt.output + ": " + bytes.error().message);
+    timer.mark("serialize");
     if (auto written = onnx_io::write_file_atomic(opt.output, *bytes); !written) {
       return fail(cli::kExitInvalidModel, written.error().message);
     }
     timer.mark("write");
     info.output = opt.output;
-    info.validation = validation->detail;
   }
-  if (!opt.report.empty()) {
-    if (auto written = onnx_io::write_file_atomic(opt.report, cli::report_json(info, result)); !written) {
-      return fail(cli::kExitInvalidModel, written.error().message);
-    }
-  }
+  if (int code = write_report(opt, info, result); code != cli::kExitOk) return code;
   if (opt.check && result.rewritten > 0) {
     for (const auto& n : result.nodes) {
       if (n.rewritten) spdlog::error("{}: ConvTranspose '{}' would be rewritten", opt.input, n.summary.name);
@@ -132,9 +234,25 @@ int run(const Options& opt) {
     spdlog::error("check failed: {} of {} ConvTranspose nodes would be rewritten", result.rewritten, result.nodes.size());
     return cli::kExitCheckFailed;
   }
-  spdlog::info("{} {} of {} ConvTranspose nodes (kept {}){}", writes_model ? "rewrote" : "would rewrite", result.rewritten,
-               result.nodes.size(), result.kept, writes_model ? " -> " + opt.output : std::string());
+  spdlog::info("{}{}", summary, writes_model ? " -> " + opt.output : std::string());
   return cli::kExitOk;
+}
+
+// Combinations that cannot mean anything; an empty string when the options make sense.
+std::string usage_problem(const Options& opt) {
+  if (!opt.compare.empty()) {
+    if (!opt.output.empty() || opt.dry_run || opt.check || opt.verify) return "--compare runs alone: drop -o, --dry-run, --check and --verify";
+    return "";
+  }
+  if (opt.dry_run && opt.check) return "--dry-run and --check cannot be combined";
+  if ((opt.dry_run || opt.check) && !opt.output.empty()) return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o";
+  if ((opt.dry_run || opt.check) && opt.verify) return "--verify needs a rewritten model: use -o OUT, not --dry-run or --check";
+  if (!opt.dry_run && !opt.check && opt.output.empty()) return "no output: give -o OUT, --dry-run, --check or --compare OTHER";
+  const bool verifying = opt.verify || !opt.compare.empty();
+  if (!verifying && (!opt.input_shapes.empty() || !opt.input_files.empty() || opt.atol || opt.rtol)) {
+    return "--input-shape, --input, --atol and --rtol apply to --verify and --compare";
+  }
+  return "";
 }
 
 }  // namespace
@@ -142,7 +260,7 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"Rewrites clean xs depthwise ConvTranspose nodes into polyphase depthwise Convs + Concat + "
-               "DepthToSpace(DCR), which XNNPACK runs 15-28x faster.",
+               "DepthToSpace(DCR), which XNNPACK runs many times faster, and checks the result on XNNPACK.",
                "dwdeconv-rewrite"};
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + cli::kVersion);
@@ -150,10 +268,18 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input)");
   app.add_flag("--dry-run", opt.dry_run, "Print the plan, one line per ConvTranspose, and write no model");
   app.add_flag("--check", opt.check, "Exit 1 if any node would be rewritten; write no model");
-  app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this node name (repeatable)")->allow_extra_args(false);
-  app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this node name (repeatable)")->allow_extra_args(false);
+  app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
+  app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
   app.add_option("--report", opt.report, "Write a JSON report to this file");
+  app.add_flag("--verify", opt.verify, "Run the original and the rewritten model through XNNPACK and compare outputs");
+  app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
+  app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims, e.g. image=1x4x256x256 (repeatable)")->allow_extra_args(false);
+  app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")->allow_extra_args(false);
+  app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
+  app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", opt.threads, "XNNPACK threads for --verify and --compare (default 1)")->check(CLI::Range(1, 256));
   app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
   app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
   try {
@@ -170,13 +296,9 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(opt.verbosity < 0 ? spdlog::level::err : opt.verbosity > 0 ? spdlog::level::debug : spdlog::level::info);
 
-  if (opt.dry_run && opt.check) return fail(cli::kExitUsage, "--dry-run and --check cannot be combined");
-  if ((opt.dry_run || opt.check) && !opt.output.empty()) {
-    return fail(cli::kExitUsage, std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o");
-  }
-  if (!opt.dry_run && !opt.check && opt.output.empty()) return fail(cli::kExitUsage, "no output: give -o OUT, --dry-run or --check");
+  if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(cli::kExitUsage, problem);
   try {
-    return run(opt);
+    return opt.compare.empty() ? run(opt) : run_compare(opt);
   } catch (const std::exception& e) {
     return fail(cli::kExitInvalidModel, opt.input + ": " + e.what());
   }

@@ -1,5 +1,6 @@
 #include "cli/report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -13,6 +14,30 @@ std::string json_ints(const Array& values) {
   std::string s = "[";
   for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
   return s + "]";
+}
+
+// JSON number; non-finite values (a NaN error) become null.
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string verify_json(const runtime_check::VerifyResult& v) {
+  std::ostringstream o;
+  o << "{\n    \"mode\": \"" << runtime_check::verify_mode_name(v.mode) << "\",\n";
+  o << "    \"reason\": " << json_string(v.mode_reason) << ",\n";
+  o << "    \"passed\": " << (v.passed ? "true" : "false") << ",\n";
+  o << "    \"outputs\": [";
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    const auto& out = v.outputs[i];
+    o << (i ? "," : "") << "\n      {\"name\": " << json_string(out.name) << ", \"max_abs_error\": " << json_number(out.max_abs_error)
+      << ", \"max_rel_error\": " << json_number(out.max_rel_error) << ", \"passed\": " << (out.passed ? "true" : "false") << "}";
+  }
+  o << (v.outputs.empty() ? "" : "\n    ") << "],\n";
+  o << "    \"xnnpack_ops\": " << v.xnnpack_ops << ",\n    \"reference_ops\": " << v.reference_ops << "\n  }";
+  return o.str();
 }
 
 }  // namespace
@@ -56,7 +81,10 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   }
   o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
   o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
-  o << "  \"validation\": " << (run.validation.empty() ? "null" : json_string(run.validation)) << "\n}\n";
+  o << "  \"validation\": " << (run.validation.empty() ? "null" : json_string(run.validation));
+  if (!run.compared.empty()) o << ",\n  \"compared\": " << json_string(run.compared);
+  if (run.verify) o << ",\n  \"verify\": " << verify_json(*run.verify);
+  o << "\n}\n";
   return o.str();
 }
 

@@ -1,9 +1,11 @@
 // The machine-readable --report JSON and the --dry-run plan text.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "rewrite/rewriter.h"
+#include "runtime_check/verify.h"
 
 namespace dwdeconv::cli {
 
@@ -12,9 +14,12 @@ struct RunInfo {
   std::string output;  // empty when nothing is written (--dry-run, --check)
   int64_t opset = 0;
   std::string validation;  // what the output validation checked; empty when nothing is written
+  std::string compared;    // the other model of --compare; empty otherwise
+  std::optional<runtime_check::VerifyResult> verify;
 };
 
-// {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}.
+// {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
+// "compared" and "verify" when verification ran. The README documents the schema.
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result);
 
 // One line per ConvTranspose: decision, name, C, k, s, resolved pads, output_padding, and the reason if kept.

@@ -131,6 +131,8 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   RC_ASSIGN(auto rewritten_out, rewritten_exec.run(inputs));
   result.original_placement = original_exec.placement_summary();
   result.rewritten_placement = rewritten_exec.placement_summary();
+  result.rewritten_xnnpack_ops = rewritten_exec.count(Placement::kXnnpack);
+  result.rewritten_reference_ops = rewritten_exec.count(Placement::kReference);
 
   // The double reference, from the same input and the weights as the original graph computes them.
   const Tensor& x_value = inputs[0].tensor;

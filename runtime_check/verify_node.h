@@ -24,6 +24,8 @@ struct NodeVerification {
   std::string original_placement;    // Executor::placement_summary() of each side
   std::string rewritten_placement;
   size_t replacement_nodes = 0;
+  size_t rewritten_xnnpack_ops = 0;    // replacement nodes that ran on XNNPACK / on reference kernels
+  size_t rewritten_reference_ops = 0;
   bool passed = false;               // both comparisons passed
   // Several lines: the node, each side's errors and placements, and the verdict.
   std::string summary() const;

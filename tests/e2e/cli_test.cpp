@@ -1,77 +1,12 @@
 // End-to-end tests: the dwdeconv-rewrite binary on the shipped example, as a user or a CI job runs it.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <string>
-
 #include <onnx/checker.h>
 
-#include "onnx_io/model_io.h"
+#include "tests/e2e/cli_runner.h"
 
-namespace fs = std::filesystem;
+using namespace dwdeconv::test;
 
-namespace {
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A fresh directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dwdeconv-e2e-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path copy_example() const {
-    const fs::path dst = path / "model.onnx";
-    fs::copy_file(fs::path(DWDECONV_EXAMPLES_DIR) / "upsampler_small.onnx", dst);
-    return dst;
-  }
-  size_t file_count() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator())); }
-};
-
-RunResult run_cli(const std::string& args, const TempDir& dir) {
-  const fs::path out = dir.path / ".stdout", err = dir.path / ".stderr";
-  const std::string cmd = std::string(DWDECONV_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
-}
-
-int count_ops(const onnx::ModelProto& m, const std::string& op) {
-  int n = 0;
-  for (const auto& node : m.graph().node()) n += node.op_type() == op;
-  return n;
-}
-
-onnx::ModelProto load(const fs::path& p) {
-  auto m = dwdeconv::onnx_io::load_model(p.string());
-  REQUIRE(m.ok());
-  return *m;
-}
-
-}  // namespace
 
 TEST_CASE("rewriting the example replaces the three clean deconvs and keeps the grouped one", "[e2e]") {
   TempDir dir;

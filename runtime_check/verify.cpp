@@ -1,0 +1,161 @@
+#include "runtime_check/verify.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "onnx_io/shapes.h"
+#include "runtime_check/executor.h"
+
+namespace dwdeconv::runtime_check {
+namespace {
+
+core::Error cannot_verify(const std::string& message) { return {core::ErrorKind::kCheckFailed, message}; }
+
+bool is_deconv(const onnx::NodeProto& node) {
+  return node.op_type() == "ConvTranspose" && (node.domain().empty() || node.domain() == "ai.onnx");
+}
+
+// Output names of the original's ConvTranspose nodes that the other model computes some other way.
+std::vector<const onnx::NodeProto*> replaced_deconvs(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
+  std::set<std::string> still_deconv, produced;
+  for (const auto& node : rewritten.graph().node()) {
+    for (const auto& out : node.output()) {
+      produced.insert(out);
+      if (is_deconv(node)) still_deconv.insert(out);
+    }
+  }
+  std::vector<const onnx::NodeProto*> replaced;
+  for (const auto& node : original.graph().node()) {
+    if (!is_deconv(node) || node.output_size() != 1) continue;
+    if (produced.count(node.output(0)) != 0 && still_deconv.count(node.output(0)) == 0) replaced.push_back(&node);
+  }
+  return replaced;
+}
+
+core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                       const VerifyOptions& options, std::string& why_not) {
+  ExecutorOptions eo;
+  eo.input_shapes = options.input_shapes;
+  eo.inputs = options.inputs;
+  eo.seed = options.seed;
+  eo.threads = options.threads;
+  if (options.progress) options.progress("verify: running the original model");
+  auto a = Executor::create(original, eo);
+  if (!a) {
+    why_not = "the original model cannot run whole: " + a.error().message;
+    return a.error();
+  }
+  eo.inputs = a->creation_inputs();  // the very same inputs for both
+  if (options.progress) options.progress("verify: running the rewritten model");
+  auto b = Executor::create(rewritten, eo);
+  if (!b) {
+    why_not = "the rewritten model cannot run whole: " + b.error().message;
+    return b.error();
+  }
+  auto ya = a->run(eo.inputs);
+  if (!ya) return ya.error();
+  auto yb = b->run(eo.inputs);
+  if (!yb) return yb.error();
+  const ComparisonReport cmp = compare_outputs(*yb, *ya, options.tolerances);
+  VerifyResult r;
+  r.mode = VerifyMode::kWholeModel;
+  r.outputs = cmp.outputs;
+  r.passed = cmp.passed;
+  r.xnnpack_ops = b->count(Placement::kXnnpack);
+  r.reference_ops = b->count(Placement::kReference);
+  r.placement = "original: " + a->placement_summary() + "\nrewritten: " + b->placement_summary();
+  return r;
+}
+
+// The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed.
+std::vector<int64_t> node_input_shape(const std::string& input, const std::map<std::string, onnx::TypeProto>& types,
+                                      const VerifyOptions& options) {
+  if (auto it = options.input_shapes.find(input); it != options.input_shapes.end()) return it->second;
+  if (auto it = types.find(input); it != types.end()) return onnx_io::known_dims(it->second);
+  return {};
+}
+
+core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                    const VerifyOptions& options, const std::string& reason) {
+  const auto nodes = replaced_deconvs(original, rewritten);
+  if (nodes.empty()) {
+    return cannot_verify(reason + "; and no rewritten ConvTranspose of the main graph can be checked on its own");
+  }
+  // Shape inference with the given graph-input dims fixed, so inner shapes become numbers.
+  onnx::ModelProto fixed = original;
+  for (auto& input : *fixed.mutable_graph()->mutable_input()) {
+    auto it = options.input_shapes.find(input.name());
+    if (it == options.input_shapes.end()) continue;
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
+  }
+  const auto types = onnx_io::infer_types(fixed);
+
+  VerifyResult r;
+  r.mode = VerifyMode::kPerNode;
+  r.mode_reason = reason;
+  r.passed = true;
+  size_t index = 0;
+  for (const auto* node : nodes) {
+    ++index;
+    const auto shape = node_input_shape(node->input(0), types, options);
+    if (shape.empty()) {
+      return cannot_verify(reason + "; and the input shape of ConvTranspose '" + node->name() + "' is unknown: pass --input-shape " +
+                           node->input(0) + "=NxCxHxW");
+    }
+    if (options.progress) {
+      options.progress("verify: node " + std::to_string(index) + "/" + std::to_string(nodes.size()) + " '" + node->name() + "'");
+    }
+    auto v = verify_node(original, rewritten, node->output(0), shape, options.seed, options.tolerances);
+    if (!v) return cannot_verify(reason + "; and " + v.error().message);
+    OutputComparison worst = v->rewritten.max_abs_error >= v->original.max_abs_error ? v->rewritten : v->original;
+    worst.name = node->output(0);
+    worst.passed = v->passed;
+    r.outputs.push_back(worst);
+    r.passed = r.passed && v->passed;
+    r.placement += v->rewritten_placement + "\n";
+    r.nodes.push_back(std::move(*v));
+  }
+  for (const auto& n : r.nodes) {
+    r.xnnpack_ops += n.rewritten_xnnpack_ops;
+    r.reference_ops += n.rewritten_reference_ops;
+  }
+  return r;
+}
+
+}  // namespace
+
+const char* verify_mode_name(VerifyMode mode) { return mode == VerifyMode::kWholeModel ? "whole-model" : "per-node"; }
+
+double VerifyResult::max_abs_error() const {
+  double worst = 0;
+  for (const auto& o : outputs) worst = std::max(worst, o.max_abs_error);
+  return worst;
+}
+
+std::string VerifyResult::summary() const {
+  std::ostringstream s;
+  s << "verify (" << verify_mode_name(mode) << ")";
+  if (!mode_reason.empty()) s << ": " << mode_reason;
+  s << "\n";
+  for (const auto& o : outputs) {
+    s << "  " << o.name << ": max abs " << o.max_abs_error << ", max rel " << o.max_rel_error << " (scale " << o.scale
+      << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
+  }
+  for (const auto& n : nodes) s << n.summary() << "\n";
+  s << (passed ? "verification passed" : "verification FAILED");
+  return s.str();
+}
+
+core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                         const VerifyOptions& options) {
+  std::string why_not;
+  auto whole = whole_model(original, rewritten, options, why_not);
+  if (whole) return whole;
+  if (why_not.empty()) return whole.error();  // both ran but a run failed: nothing to fall back to
+  return per_node(original, rewritten, options, why_not);
+}
+
+}  // namespace dwdeconv::runtime_check

@@ -1,0 +1,60 @@
+// Verification of a rewrite: is the rewritten model still the same model when XNNPACK runs it?
+//
+// Whole-model mode runs both models through the Executor on the same seeded (or given) inputs and compares
+// every graph output. When either model cannot run whole (an op outside the executor's set, or shapes that
+// stay unknown), per-node mode checks each rewritten ConvTranspose on its own with verify_node(), which also
+// compares both sides against a naive double-precision ConvTranspose.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/result.h"
+#include "runtime_check/compare.h"
+#include "runtime_check/tensor.h"
+#include "runtime_check/verify_node.h"
+
+namespace dwdeconv::runtime_check {
+
+struct VerifyOptions {
+  // Dims by tensor name: graph inputs (symbolic dims), or, in per-node mode, a ConvTranspose's input.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::vector<NamedTensor> inputs;  // explicit graph inputs; the rest are seeded random
+  uint64_t seed = 0;
+  Tolerances tolerances;
+  size_t threads = 1;
+  std::function<void(const std::string&)> progress;  // short status lines for long runs; may be empty
+};
+
+enum class VerifyMode { kWholeModel, kPerNode };
+
+// "whole-model" or "per-node".
+const char* verify_mode_name(VerifyMode mode);
+
+struct VerifyResult {
+  VerifyMode mode = VerifyMode::kWholeModel;
+  std::string mode_reason;  // why per-node mode ran; empty in whole-model mode
+  bool passed = false;
+  // Whole-model: one entry per graph output (rewritten vs original). Per-node: one entry per node, named by
+  // the node's output, holding the worse of its two comparisons against the double reference.
+  std::vector<OutputComparison> outputs;
+  std::vector<NodeVerification> nodes;  // per-node mode only
+  size_t xnnpack_ops = 0;               // nodes of the rewritten side that ran on XNNPACK / reference kernels
+  size_t reference_ops = 0;
+  std::string placement;                // where the rewritten side's nodes ran, for the log
+
+  double max_abs_error() const;
+  // A few lines for the log: mode (and why), each output's errors, placements, verdict.
+  std::string summary() const;
+};
+
+// Verifies `rewritten` against `original`. Errors (kCheckFailed) only when nothing could be verified: the whole
+// models cannot run and no rewritten node can be checked on its own. A numeric mismatch is passed == false.
+core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                         const VerifyOptions& options);
+
+}  // namespace dwdeconv::runtime_check

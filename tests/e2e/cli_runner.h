@@ -1,0 +1,87 @@
+// Helpers of the end-to-end tests: a scratch directory, running the dwdeconv-rewrite binary, reading results.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "onnx_io/model_io.h"
+
+namespace dwdeconv::test {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A fresh directory per test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "dwdeconv-e2e-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  // Copies a model shipped in examples/ into the directory as model.onnx.
+  fs::path copy_example(const std::string& name = "upsampler_small.onnx") const {
+    const fs::path dst = path / "model.onnx";
+    fs::copy_file(fs::path(DWDECONV_EXAMPLES_DIR) / name, dst, fs::copy_options::overwrite_existing);
+    return dst;
+  }
+  size_t file_count() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator())); }
+};
+
+// Runs the binary with `args` (shell words), capturing stdout and stderr.
+inline RunResult run_cli(const std::string& args, const TempDir& dir) {
+  const fs::path out = dir.path / ".stdout", err = dir.path / ".stderr";
+  const std::string cmd = std::string(DWDECONV_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+inline int count_ops(const onnx::ModelProto& m, const std::string& op) {
+  int n = 0;
+  for (const auto& node : m.graph().node()) n += node.op_type() == op;
+  return n;
+}
+
+inline onnx::ModelProto load(const fs::path& p) {
+  auto m = onnx_io::load_model(p.string());
+  REQUIRE(m.ok());
+  return *m;
+}
+
+inline void save(const onnx::ModelProto& model, const fs::path& p) {
+  auto bytes = onnx_io::serialize_model(model);
+  REQUIRE(bytes.ok());
+  std::ofstream(p, std::ios::binary) << *bytes;
+}
+
+}  // namespace dwdeconv::test

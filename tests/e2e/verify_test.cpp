@@ -1,0 +1,188 @@
+// End-to-end tests of --verify and --compare: the rewritten model is run through XNNPACK against the original.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "tests/e2e/cli_runner.h"
+#include "tests/support/model_builder.h"
+
+using namespace dwdeconv::test;
+
+namespace {
+
+// Adds `delta` to element 0 of the first initializer whose name contains `fragment` (raw FLOAT data).
+void plant_error(onnx::ModelProto& model, const std::string& fragment, float delta) {
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+    if (init.name().find(fragment) == std::string::npos) continue;
+    REQUIRE(init.data_type() == onnx::TensorProto::FLOAT);
+    REQUIRE(init.has_raw_data());
+    float v;
+    std::memcpy(&v, init.raw_data().data(), 4);
+    v += delta;
+    std::string raw = init.raw_data();
+    std::memcpy(raw.data(), &v, 4);
+    init.set_raw_data(raw);
+    return;
+  }
+  FAIL("no initializer named like " << fragment);
+}
+
+// A chain that makes the rewriter emit every kind of node: a rectangular kernel with asymmetric x pads,
+// crop phases (k3 s3 op2), bias-only phases (k1 s3 op2) and stride 4.
+onnx::ModelProto every_kind_model() {
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    every_kind (float[1,4,3,2] X) => (float[1,4,216,144] Y) {
+      A = ConvTranspose <group=4, strides=[2,2], pads=[1,0,1,0]> (X, W_rect)
+      B = ConvTranspose <group=4, strides=[3,3], pads=[1,1,1,1], output_padding=[2,2]> (A, W_crop, B_crop)
+      C = ConvTranspose <group=4, strides=[3,3], output_padding=[2,2]> (B, W_bias, B_bias)
+      Y = ConvTranspose <group=4, strides=[4,4]> (C, W_s4)
+    })");
+  auto& g = *m.mutable_graph();
+  set_random_initializer(g, "W_rect", onnx::TensorProto::FLOAT, {4, 1, 4, 2}, 1);
+  set_random_initializer(g, "W_crop", onnx::TensorProto::FLOAT, {4, 1, 3, 3}, 2);
+  set_random_initializer(g, "B_crop", onnx::TensorProto::FLOAT, {4}, 3);
+  set_random_initializer(g, "W_bias", onnx::TensorProto::FLOAT, {4, 1, 1, 1}, 4);
+  set_random_initializer(g, "B_bias", onnx::TensorProto::FLOAT, {4}, 5);
+  set_random_initializer(g, "W_s4", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 6);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("verify runs both models whole through XNNPACK and reports it", "[e2e][verify]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_ops(load(out), "ConvTranspose") == 0);  // the rewrite happened
+  CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
+  CHECK_THAT(r.err, Catch::Contains("verified: max abs error"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"rgb\", \"max_abs_error\": "));
+  CHECK_THAT(json, Catch::Contains("\"reference_ops\": 0"));
+  CHECK_THAT(json, !Catch::Contains("\"xnnpack_ops\": 0,"));
+}
+
+TEST_CASE("compare passes an honest rewrite and fails a planted error in one phase weight", "[e2e][verify]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", bad = dir.path / "bad.onnx", report = dir.path / "r.json";
+  REQUIRE(run_cli(in.string() + " -o " + out.string(), dir).exit_code == 0);
+  CHECK(run_cli(in.string() + " --compare " + out.string(), dir).exit_code == 0);
+
+  auto model = load(out);
+  plant_error(model, "_phase_0_1", 0.5f);
+  save(model, bad);
+  const size_t files = dir.file_count();
+  const auto r = run_cli(in.string() + " --compare " + bad.string() + " --report " + report.string(), dir);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
+  CHECK(dir.file_count() == files + 1);  // the report, nothing else
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
+  CHECK_THAT(read_file(report), Catch::Contains("\"compared\": "));
+}
+
+TEST_CASE("verify falls back to per-node mode on an unsupported op and still catches a planted error", "[e2e][verify]") {
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    with_softmax (float[1,6,5,7] X) => (float[1,6,20,28] Y) {
+      A = ConvTranspose <group=6, strides=[2,2], pads=[1,1,1,1]> (X, W1, B1)
+      S = Softmax <axis=1> (A)
+      Y = ConvTranspose <group=6, strides=[2,2], pads=[1,1,1,1], output_padding=[1,1]> (S, W2)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W1", onnx::TensorProto::FLOAT, {6, 1, 4, 4}, 11);
+  set_random_initializer(*m.mutable_graph(), "B1", onnx::TensorProto::FLOAT, {6}, 12);
+  set_random_initializer(*m.mutable_graph(), "W2", onnx::TensorProto::FLOAT, {6, 1, 3, 3}, 13);
+  name_node(m, "A", "up1");
+  name_node(m, "Y", "up2");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", bad = dir.path / "bad.onnx";
+  const auto report = dir.path / "r.json";
+  save(m, in);
+
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_ops(load(out), "ConvTranspose") == 0);
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(json, Catch::Contains("Softmax"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"A\""));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+
+  auto rewritten = load(out);
+  plant_error(rewritten, "W2_s2", 0.25f);
+  save(rewritten, bad);
+  const auto caught = run_cli(in.string() + " --compare " + bad.string() + " --report " + report.string(), dir);
+  CHECK(caught.exit_code == 1);
+  CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
+}
+
+TEST_CASE("whole-model verify passes for every kind of node the rewriter emits", "[e2e][verify]") {
+  TempDir dir;
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(every_kind_model(), in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "ConvTranspose") == 0);
+  CHECK(count_ops(rewritten, "DepthToSpace") == 4);
+  CHECK(count_ops(rewritten, "Pad") >= 1);  // the crop phases
+  bool zero_kernel = false;  // a bias-only phase: a 1x1 kernel of zeros
+  for (const auto& init : rewritten.graph().initializer()) {
+    if (init.name().rfind("W_bias_", 0) == 0 && init.dims(2) == 1 && init.raw_data() == std::string(16, '\0')) zero_kernel = true;
+  }
+  CHECK(zero_kernel);
+  CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": true"));
+}
+
+TEST_CASE("whole-model verify passes for float16 models", "[e2e][verify]") {
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    half (float16[1,3,5,4] X) => (float16[1,3,30,24] Y) {
+      A = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W1, B1)
+      Y = ConvTranspose <group=3, strides=[3,3], pads=[1,1,1,1], output_padding=[2,2]> (A, W2)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W1", onnx::TensorProto::FLOAT16, {3, 1, 4, 4}, 21);
+  set_random_initializer(*m.mutable_graph(), "B1", onnx::TensorProto::FLOAT16, {3}, 22);
+  set_random_initializer(*m.mutable_graph(), "W2", onnx::TensorProto::FLOAT16, {3, 1, 3, 3}, 23);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "ConvTranspose") == 0);
+  int phase_weights = 0;
+  for (const auto& init : rewritten.graph().initializer()) {
+    if (init.dims_size() != 4) continue;  // the crop Pad's INT64 pads are not weights
+    CHECK(init.data_type() == onnx::TensorProto::FLOAT16);
+    ++phase_weights;
+  }
+  CHECK(phase_weights == 4 + 9);
+  CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": true"));
+}
+
+TEST_CASE("verification options are usage errors without --verify or --compare", "[e2e][verify]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  CHECK(run_cli(in.string() + " -o " + (dir.path / "o.onnx").string() + " --input-shape image=1x8x4x4", dir).exit_code == 2);
+  CHECK(run_cli(in.string() + " --compare " + in.string() + " -o x.onnx", dir).exit_code == 2);
+  CHECK(run_cli(in.string() + " --dry-run --verify", dir).exit_code == 2);
+  const auto bad_shape = run_cli(in.string() + " --compare " + in.string() + " --input-shape image=1xAx4", dir);
+  CHECK(bad_shape.exit_code == 2);
+  const auto missing = run_cli(in.string() + " --compare " + in.string() + " --input image=" + (dir.path / "nope.npy").string(), dir);
+  CHECK(missing.exit_code == 3);
+  CHECK_THAT(missing.err, Catch::Contains("nope.npy"));
+}
