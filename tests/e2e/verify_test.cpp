@@ -186,3 +186,35 @@ TEST_CASE("verification options are usage errors without --verify or --compare",
   CHECK(missing.exit_code == 3);
   CHECK_THAT(missing.err, Catch::Contains("nope.npy"));
 }
+
+TEST_CASE("an input file is fed instead of random values", "[e2e][verify]") {
+  // With no bias, an all-zero input makes every output zero whatever the weights, so a planted weight error
+  // is invisible with the file and visible with random inputs: the file really is what runs.
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
+      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", bad = dir.path / "bad.onnx";
+  save(m, in);
+  REQUIRE(run_cli(in.string() + " -o " + out.string(), dir).exit_code == 0);
+  auto rewritten = load(out);
+  plant_error(rewritten, "W_s2", 0.5f);
+  save(rewritten, bad);
+
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3, 3), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // magic+version+length is 10 bytes; align to 64
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size() & 0xff);
+  npy += static_cast<char>(header.size() >> 8);
+  npy += header + std::string(18 * 4, '\0');  // 18 float zeros
+  std::ofstream(dir.path / "zeros.npy", std::ios::binary) << npy;
+
+  const auto with_file = run_cli(in.string() + " --compare " + bad.string() + " --input X=" + (dir.path / "zeros.npy").string(), dir);
+  INFO(with_file.err);
+  CHECK(with_file.exit_code == 0);
+  CHECK(run_cli(in.string() + " --compare " + bad.string(), dir).exit_code == 1);
+}
