@@ -34,35 +34,50 @@ class Migan {
     b_.input("image", {"1", "4", std::to_string(r_), std::to_string(r_)});
     b_.output("rgb", {"1", "3", std::to_string(r_), std::to_string(r_)});
 
-    // Encoder: separable blocks down to 4x4, keeping each resolution's features for the skips.
+    // Encoder: from_rgb, then per resolution two separable convs, the second one downsampling. The first
+    // one's output is the skip feature for the synthesis block of that resolution.
     std::string h = act("enc.from_rgb", b_.conv("enc.from_rgb", "image", 4, ch(r_), 1, 1, {0, 0, 0, 0}, 1));
-    std::map<int64_t, std::string> skips;
-    for (int64_t r = r_; r > 4; r /= 2) {
+    std::map<int64_t, std::string> feats;
+    for (int64_t r = r_; r >= 4; r /= 2) {
       const std::string p = "enc." + std::to_string(r);
-      skips[r] = h;
-      h = act(p + ".dw", b_.conv(p + ".dw", h, ch(r), ch(r), 3, 1, {1, 1, 1, 1}, ch(r)));
-      h = b_.depthwise_conv(p + ".down", h, ch(r), binomial_plane(64.0), 4, 2, {1, 1, 1, 1});
-      h = act(p + ".pw", b_.conv(p + ".pw", h, ch(r), ch(r / 2), 1, 1, {0, 0, 0, 0}, 1));
+      feats[r] = separable(p + ".conv1", h, ch(r), ch(r), r, Resample::kNone);
+      h = separable(p + ".conv2", feats[r], ch(r), r > 4 ? ch(r / 2) : ch(r), r, r > 4 ? Resample::kDown : Resample::kNone);
     }
 
-    // Synthesis: upsample features and the image path, add the encoder skips.
-    std::string img = b_.conv("syn.4.to_rgb", h, ch(4), 3, 1, 1, {0, 0, 0, 0}, 1);
-    for (int64_t r = 4; r < r_; r *= 2) {
-      const std::string p = "syn." + std::to_string(2 * r);
-      h = upsample(p + ".up", h, ch(r), r);
-      h = act(p + ".pw", b_.conv(p + ".pw", h, ch(r), ch(2 * r), 1, 1, {0, 0, 0, 0}, 1));
-      b_.node("Add", p + ".skip", {h, skips.at(2 * r)}, p + ".skip_out");
-      h = act(p + ".dw", b_.conv(p + ".dw", p + ".skip_out", ch(2 * r), ch(2 * r), 3, 1, {1, 1, 1, 1}, ch(2 * r)));
-      const std::string img_up = upsample(p + ".img_up", img, 3, r);
-      const std::string rgb = b_.conv(p + ".to_rgb", h, ch(2 * r), 3, 1, 1, {0, 0, 0, 0}, 1);
-      img = 2 * r == r_ ? "rgb" : p + ".img";
+    // Synthesis: per resolution a separable conv that upsamples after its pointwise conv, the encoder skip,
+    // a second separable conv, and the image path: upsampled image plus to_rgb.
+    std::string x = separable("syn.4.conv1", h, ch(4), ch(4), 4, Resample::kNone);
+    b_.node("Add", "syn.4.skip", {x, feats.at(4)}, "syn.4.skip_out");
+    x = separable("syn.4.conv2", "syn.4.skip_out", ch(4), ch(4), 4, Resample::kNone);
+    std::string img = b_.conv("syn.4.to_rgb", x, ch(4), 3, 1, 1, {0, 0, 0, 0}, 1);
+    for (int64_t r = 8; r <= r_; r *= 2) {
+      const std::string p = "syn." + std::to_string(r);
+      x = separable(p + ".conv1", x, ch(r / 2), ch(r), r / 2, Resample::kUp);
+      b_.node("Add", p + ".skip", {x, feats.at(r)}, p + ".skip_out");
+      x = separable(p + ".conv2", p + ".skip_out", ch(r), ch(r), r, Resample::kNone);
+      const std::string img_up = upsample(p + ".img_up", img, 3, r / 2);
+      const std::string rgb = b_.conv(p + ".to_rgb", x, ch(r), 3, 1, 1, {0, 0, 0, 0}, 1);
+      img = r == r_ ? "rgb" : p + ".img";
       b_.node("Add", p + ".img_add", {img_up, rgb}, img);
     }
     return b_.model();
   }
 
  private:
+  enum class Resample { kNone, kDown, kUp };
+
   int64_t ch(int64_t r) const { return std::max<int64_t>(1, std::min<int64_t>(32768 / r, 512) / divisor_); }
+
+  // MI-GAN's separable conv at resolution r: depthwise 3x3, activation, [4x4 blur downsample], pointwise
+  // cin -> cout, [2x upsample of the cout channels], activation. Upsampling after the pointwise conv keeps
+  // the 1x1 conv at the low resolution.
+  std::string separable(const std::string& name, const std::string& x, int64_t cin, int64_t cout, int64_t r, Resample resample) {
+    std::string h = act(name + ".dw", b_.conv(name + ".dw", x, cin, cin, 3, 1, {1, 1, 1, 1}, cin));
+    if (resample == Resample::kDown) h = b_.depthwise_conv(name + ".down", h, cin, binomial_plane(64.0), 4, 2, {1, 1, 1, 1});
+    h = b_.conv(name + ".pw", h, cin, cout, 1, 1, {0, 0, 0, 0}, 1);
+    if (resample == Resample::kUp) h = upsample(name + ".up", h, cout, r);
+    return act(name, h);
+  }
 
   // LeakyRelu(0.2) * sqrt(2), clipped to [-256, 256].
   std::string act(const std::string& name, const std::string& x) {

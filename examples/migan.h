@@ -1,4 +1,6 @@
-// An MI-GAN-like inpainting generator: separable-conv encoder, upsampling synthesis with skip Adds.
+// An MI-GAN-like inpainting generator, following MI-GAN's block structure: a separable-conv encoder
+// (depthwise 3x3, activation, blur downsample, pointwise) and a synthesis path whose separable convs
+// upsample after the pointwise conv, with skip Adds from the encoder and an upsampled image path.
 #pragma once
 
 #include <cstdint>
