@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -21,6 +23,7 @@
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
 #include "rewrite/rewriter.h"
+#include "runtime_check/bench.h"
 #include "runtime_check/tensor_io.h"
 #include "runtime_check/verify.h"
 
@@ -36,6 +39,8 @@ struct Options {
   bool dry_run = false;
   bool check = false;
   bool verify = false;
+  bool bench = false;
+  size_t runs = 10;
   bool explicit_pad = false;
   std::vector<std::string> only;
   std::vector<std::string> skip;
@@ -54,6 +59,7 @@ const char* kExamples = R"(Examples:
   dwdeconv-rewrite model.onnx --check                      CI gate: exit 1 if any node would be rewritten
   dwdeconv-rewrite model.onnx -o out.onnx --verify         rewrite, then run both through XNNPACK and diff
   dwdeconv-rewrite model.onnx --compare out.onnx           verify any pair without rewriting
+  dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20 time both models on XNNPACK
   dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image=1x4x256x256 --report r.json
 
 Exit codes: 0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid
@@ -85,16 +91,20 @@ int exit_code_for(const core::Error& e) {
   }
 }
 
-// The verifier's settings from the command line; errors are usage errors or unreadable input files.
-core::Result<runtime_check::VerifyOptions> verify_options(const Options& opt) {
-  runtime_check::VerifyOptions vo;
-  vo.seed = opt.seed;
-  vo.threads = opt.threads;
-  vo.tolerances = {opt.atol, opt.rtol};
+// What the executor needs from the command line, shared by --verify, --compare and --bench.
+struct RuntimeSetup {
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::vector<runtime_check::NamedTensor> inputs;
+  std::function<void(const std::string&)> progress;  // empty unless stderr is a terminal
+};
+
+// Parses --input-shape and loads --input files; errors are usage errors or unreadable input files.
+core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
+  RuntimeSetup setup;
   for (const auto& text : opt.input_shapes) {
     auto parsed = runtime_check::parse_input_shape(text);
     if (!parsed) return core::Error{core::ErrorKind::kUsage, "--input-shape: " + parsed.error().message};
-    vo.input_shapes[parsed->first] = parsed->second;
+    setup.input_shapes[parsed->first] = parsed->second;
   }
   for (const auto& text : opt.input_files) {
     const auto eq = text.find('=');
@@ -102,22 +112,33 @@ core::Result<runtime_check::VerifyOptions> verify_options(const Options& opt) {
     auto tensor = runtime_check::load_tensor_file(path);
     if (!tensor) return tensor.error();
     if (eq != std::string::npos) tensor->name = text.substr(0, eq);
-    vo.inputs.push_back(std::move(*tensor));
+    setup.inputs.push_back(std::move(*tensor));
   }
   // A progress line on stderr, only for a person watching a terminal.
   if (opt.verbosity >= 0 && isatty(STDERR_FILENO)) {
-    vo.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+    setup.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
   }
-  return vo;
+  return setup;
+}
+
+void clear_progress(const RuntimeSetup& setup) {
+  if (setup.progress) std::fprintf(stderr, "\r\033[K");
 }
 
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                                      const Options& opt) {
-  auto vo = verify_options(opt);
-  if (!vo) return vo.error();
-  auto result = runtime_check::verify_models(original, rewritten, *vo);
-  if (vo->progress) std::fprintf(stderr, "\r\033[K");
+  auto setup = runtime_setup(opt);
+  if (!setup) return setup.error();
+  runtime_check::VerifyOptions vo;
+  vo.input_shapes = setup->input_shapes;
+  vo.inputs = setup->inputs;
+  vo.seed = opt.seed;
+  vo.threads = opt.threads;
+  vo.tolerances = {opt.atol, opt.rtol};
+  vo.progress = setup->progress;
+  auto result = runtime_check::verify_models(original, rewritten, vo);
+  clear_progress(*setup);
   if (!result) return result;
   std::istringstream lines(result->summary());
   for (std::string line; std::getline(lines, line);) {
@@ -129,6 +150,35 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   }
   spdlog::debug("placement:\n{}", result->placement);
   return result;
+}
+
+// Times both models on the executor and logs medians and the speedup.
+core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                   const Options& opt) {
+  auto setup = runtime_setup(opt);
+  if (!setup) return setup.error();
+  runtime_check::BenchOptions bo;
+  bo.input_shapes = setup->input_shapes;
+  bo.inputs = setup->inputs;
+  bo.seed = opt.seed;
+  bo.threads = opt.threads;
+  bo.runs = opt.runs;
+  bo.progress = setup->progress;
+  auto result = runtime_check::bench_models(original, rewritten, bo);
+  clear_progress(*setup);
+  if (!result) return result;
+  spdlog::info("bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
+               result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
+               result->speedup);
+  spdlog::debug("bench placement, original: {}", result->original_placement);
+  spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
+  return result;
+}
+
+std::string speedup_text(double speedup) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "; %.2fx faster on XNNPACK", speedup);
+  return buf;
 }
 
 int write_report(const Options& opt, const cli::RunInfo& info, const rewrite::RewriteResult& result) {
@@ -147,7 +197,12 @@ int run_compare(const Options& opt) {
   if (!other) return fail(exit_code_for(other.error()), other.error().message);
   auto verified = run_verify(*original, *other, opt);
   if (!verified) return fail(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
-  cli::RunInfo info{opt.input, "", onnx_io::default_opset(*original), "", opt.compare, *verified};
+  cli::RunInfo info{opt.input, "", onnx_io::default_opset(*original), "", opt.compare, *verified, std::nullopt};
+  if (verified->passed && opt.bench) {
+    auto timed = run_bench(*original, *other, opt);
+    if (!timed) return fail(exit_code_for(timed.error()), timed.error().message);
+    info.bench = *timed;
+  }
   if (int code = write_report(opt, info, {}); code != cli::kExitOk) return code;
   return verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
 }
@@ -166,7 +221,7 @@ int run(const Options& opt) {
   timer.mark("validate input");
 
   std::optional<onnx::ModelProto> original;
-  if (opt.verify) original = model;  // the verifier runs the model as it was
+  if (opt.verify || opt.bench) original = model;  // verify and bench run the model as it was
 
   rewrite::RewriteOptions ro;
   ro.emit.explicit_pad = opt.explicit_pad;
@@ -189,7 +244,7 @@ int run(const Options& opt) {
   }
   if (opt.dry_run) std::cout << cli::plan_text(result) << std::flush;
 
-  cli::RunInfo info{opt.input, "", onnx_io::default_opset(model), "", "", std::nullopt};
+  cli::RunInfo info{opt.input, "", onnx_io::default_opset(model), "", "", std::nullopt, std::nullopt};
   const bool writes_model = !opt.dry_run && !opt.check;
   std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
                         std::to_string(result.nodes.size()) + " ConvTranspose nodes (kept " + std::to_string(result.kept) + ")";
@@ -203,7 +258,7 @@ int run(const Options& opt) {
     info.validation = validation->detail;
     timer.mark("validate output");
 
-    if (original) {
+    if (opt.verify) {
       auto verified = run_verify(*original, model, opt);
       timer.mark("verify");
       if (!verified) return fail(exit_code_for(verified.error()), "cannot verify the rewrite, nothing written: " + verified.error().message);
@@ -215,6 +270,13 @@ int run(const Options& opt) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2g", verified->max_abs_error());
       summary += std::string("; verified: max abs error ") + buf;
+    }
+    if (opt.bench) {
+      auto timed = run_bench(*original, model, opt);
+      timer.mark("bench");
+      if (!timed) return fail(exit_code_for(timed.error()), "--bench: " + timed.error().message);
+      info.bench = *timed;
+      summary += speedup_text(timed->speedup);
     }
 
     auto bytes = onnx_io::serialize_model(model);
@@ -242,16 +304,18 @@ int run(const Options& opt) {
 std::string usage_problem(const Options& opt) {
   if (!opt.compare.empty()) {
     if (!opt.output.empty() || opt.dry_run || opt.check || opt.verify) return "--compare runs alone: drop -o, --dry-run, --check and --verify";
+    if (opt.runs < 1) return "--runs must be at least 1";
     return "";
   }
   if (opt.dry_run && opt.check) return "--dry-run and --check cannot be combined";
   if ((opt.dry_run || opt.check) && !opt.output.empty()) return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o";
-  if ((opt.dry_run || opt.check) && opt.verify) return "--verify needs a rewritten model: use -o OUT, not --dry-run or --check";
+  if ((opt.dry_run || opt.check) && (opt.verify || opt.bench)) return "--verify and --bench need a rewritten model: use -o OUT, not --dry-run or --check";
   if (!opt.dry_run && !opt.check && opt.output.empty()) return "no output: give -o OUT, --dry-run, --check or --compare OTHER";
-  const bool verifying = opt.verify || !opt.compare.empty();
-  if (!verifying && (!opt.input_shapes.empty() || !opt.input_files.empty() || opt.atol || opt.rtol)) {
-    return "--input-shape, --input, --atol and --rtol apply to --verify and --compare";
+  const bool running = opt.verify || opt.bench || !opt.compare.empty();
+  if (!running && (!opt.input_shapes.empty() || !opt.input_files.empty())) {
+    return "--input-shape and --input apply to --verify, --bench and --compare";
   }
+  if (!opt.verify && opt.compare.empty() && (opt.atol || opt.rtol)) return "--atol and --rtol apply to --verify and --compare";
   return "";
 }
 
@@ -279,7 +343,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
   app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(CLI::NonNegativeNumber);
   app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", opt.threads, "XNNPACK threads for --verify and --compare (default 1)")->check(CLI::Range(1, 256));
+  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
+  app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
+  app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
   app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
   app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
   try {

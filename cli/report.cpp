@@ -84,6 +84,11 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   o << "  \"validation\": " << (run.validation.empty() ? "null" : json_string(run.validation));
   if (!run.compared.empty()) o << ",\n  \"compared\": " << json_string(run.compared);
   if (run.verify) o << ",\n  \"verify\": " << verify_json(*run.verify);
+  if (run.bench) {
+    const auto& b = *run.bench;
+    o << ",\n  \"bench\": {\"threads\": " << b.threads << ", \"runs\": " << b.runs << ", \"original_ms\": " << json_number(b.original_ms)
+      << ", \"rewritten_ms\": " << json_number(b.rewritten_ms) << ", \"speedup\": " << json_number(b.speedup) << "}";
+  }
   o << "\n}\n";
   return o.str();
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "rewrite/rewriter.h"
+#include "runtime_check/bench.h"
 #include "runtime_check/verify.h"
 
 namespace dwdeconv::cli {
@@ -16,10 +17,11 @@ struct RunInfo {
   std::string validation;  // what the output validation checked; empty when nothing is written
   std::string compared;    // the other model of --compare; empty otherwise
   std::optional<runtime_check::VerifyResult> verify;
+  std::optional<runtime_check::BenchResult> bench;
 };
 
 // {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
-// "compared" and "verify" when verification ran. The README documents the schema.
+// "compared" and "verify" when verification ran, and "bench" with --bench. The README documents the schema.
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result);
 
 // One line per ConvTranspose: decision, name, C, k, s, resolved pads, output_padding, and the reason if kept.
