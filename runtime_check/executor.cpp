@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <map>
 #include <cmath>
 #include <cstring>
@@ -162,12 +163,37 @@ core::Status check_dims(const onnx::NodeProto& node, const Tensor& t, const std:
 
 // ---------------------------------------------------------------- Conv / ConvTranspose
 
+// Tap counts this XNNPACK (Debian 0.0~git20220216, x86-64) has depthwise microkernels for. A depthwise Conv with
+// any other count (1x2, 2x3, 4x4, or 1x1 with padding) falls back to a grouped GEMM per channel, 25 to 70 times
+// slower (measured, C=64, 64x64). Newer XNNPACK runs every count on its multipass depthwise microkernels.
+constexpr std::array<int64_t, 4> kDwconvTaps = {3, 4, 9, 25};
+
+// The smallest kernel [kh', kw'] >= [kh, kw] whose tap count has a depthwise microkernel, or {kh, kw} when
+// [kh, kw] already has one or nothing up to 25 taps does. A 1x1 kernel without padding is left alone (XNNPACK
+// runs it as a per-channel multiply-add).
+std::array<int64_t, 2> dwconv_kernel(int64_t kh, int64_t kw, bool padded) {
+  const auto has_kernel = [](int64_t taps) {
+    return std::find(kDwconvTaps.begin(), kDwconvTaps.end(), taps) != kDwconvTaps.end();
+  };
+  if (has_kernel(kh * kw) || (kh * kw == 1 && !padded)) return {kh, kw};
+  std::array<int64_t, 2> best = {kh, kw};
+  for (int64_t h = kh; h <= kDwconvTaps.back(); ++h) {
+    for (int64_t w = kw; h * w <= kDwconvTaps.back(); ++w) {
+      if (has_kernel(h * w) && (best == std::array<int64_t, 2>{kh, kw} || h * w < best[0] * best[1])) best = {h, w};
+    }
+  }
+  return best;
+}
+
 class ConvStep : public Step {
  public:
   ConvStep(const onnx::NodeProto& node, bool transpose, int x, int w, int b, int y)
       : node_(node), transpose_(transpose), x_(x), w_(w), b_(b), y_(y) {}
 
-  core::Status plan(Values& v) {
+  // zero_extend: a depthwise Conv whose tap count has no XNNPACK depthwise microkernel runs with its kernel
+  // zero-extended at the bottom/right to one that has (dwconv_kernel), and its end pads grown to match, so the
+  // output is unchanged (except that 0 * inf in the extra taps turns an infinite input into NaN).
+  core::Status plan(Values& v, bool zero_extend) {
     const Tensor& x = v.peek(x_);
     const Tensor& w = v.peek(w_);
     x_dims_ = x.dims;
@@ -184,6 +210,33 @@ class ConvStep : public Step {
       if (g_.pads_begin[a] < 0 || (!transpose_ && g_.pads_end[a] < 0)) return node_error(node_, "negative begin pads");
     }
     y_dims_ = {x.dims[0], transpose_ ? w.dims[1] * g_.group : w.dims[0], g_.output_size[0], g_.output_size[1]};
+    kernel_ = {g_.kernel[0], g_.kernel[1]};
+    const bool depthwise = !transpose_ && w.dims[1] == 1 && w.dims[0] == g_.group && g_.group > 1;
+    if (zero_extend && depthwise) {
+      const bool padded = g_.pads_begin[0] != 0 || g_.pads_begin[1] != 0 || g_.pads_end[0] != 0 || g_.pads_end[1] != 0;
+      kernel_ = dwconv_kernel(g_.kernel[0], g_.kernel[1], padded);
+    }
+    return create(v);
+  }
+
+  // "1x2 kernel zero-extended to 1x3 ..." when plan() extended the kernel; empty otherwise.
+  std::string kernel_note() const {
+    if (kernel_[0] == g_.kernel[0] && kernel_[1] == g_.kernel[1]) return {};
+    return std::to_string(g_.kernel[0]) + "x" + std::to_string(g_.kernel[1]) + " kernel zero-extended to " +
+           std::to_string(kernel_[0]) + "x" + std::to_string(kernel_[1]) + " for an XNNPACK depthwise microkernel";
+  }
+
+  bool transpose() const { return transpose_; }
+
+  // From now on writes channels [offset, offset + C_out) of `target` (NHWC, logical dims `target_dims`) instead
+  // of its own output: XNNPACK's output pixel stride becomes target_dims[1] and the output pointer moves by
+  // `offset`. The caller sizes `target` before the next run() and guarantees nothing else reads this Conv's output.
+  core::Status write_into(Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset) {
+    assert(!transpose_);  // only the convolution path passes the target's pixel stride to XNNPACK
+    target_ = target;
+    target_dims_ = target_dims;
+    target_offset_ = offset;
+    cache_ = {};
     return create(v);
   }
 
@@ -199,17 +252,25 @@ class ConvStep : public Step {
         cache_ = {};
       }
     }
-    Tensor& y = v.write(y_, Layout::kNhwc, x.dtype, y_dims_);
-    if (cache_.changed({x.f.data(), y.f.data(), op_.get()})) {
+    float* y_data = nullptr;
+    if (target_ < 0) {
+      y_data = v.write(y_, Layout::kNhwc, x.dtype, y_dims_).f.data();
+    } else {
+      // Fused: the Concat step sized the target and marks it written.
+      Tensor& target = v.slots[static_cast<size_t>(target_)].t;
+      assert(target.dims == target_dims_ && target.f.size() == static_cast<size_t>(target.numel()));
+      y_data = target.f.data() + target_offset_;
+    }
+    if (cache_.changed({x.f.data(), y_data, op_.get()})) {
       xnn_status status;
       if (transpose_) {
         status = xnn_setup_deconvolution2d_nhwc_f32(op_.get(), static_cast<size_t>(x_dims_[0]), static_cast<size_t>(x_dims_[2]),
                                                     static_cast<size_t>(x_dims_[3]), static_cast<uint32_t>(adjustment_[0]),
-                                                    static_cast<uint32_t>(adjustment_[1]), x.f.data(), y.f.data(),
+                                                    static_cast<uint32_t>(adjustment_[1]), x.f.data(), y_data,
                                                     v.threadpool);
       } else {
         status = xnn_setup_convolution2d_nhwc_f32(op_.get(), static_cast<size_t>(x_dims_[0]), static_cast<size_t>(x_dims_[2]),
-                                                  static_cast<size_t>(x_dims_[3]), x.f.data(), y.f.data(), v.threadpool);
+                                                  static_cast<size_t>(x_dims_[3]), x.f.data(), y_data, v.threadpool);
       }
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_setup_(de)convolution2d_nhwc_f32", status);
     }
@@ -223,6 +284,9 @@ class ConvStep : public Step {
     const Tensor& w = v.peek(w_);
     const int64_t groups = g_.group;
     const int64_t kh = g_.kernel[0], kw = g_.kernel[1];
+    // The kernel XNNPACK gets (kernel_ >= [kh, kw], see plan()); the extra end pads keep the output size.
+    const int64_t xkh = kernel_[0], xkw = kernel_[1];
+    const int64_t extra_bottom = (xkh - kh) * g_.dilations[0], extra_right = (xkw - kw) * g_.dilations[1];
     std::vector<float> bias;
     if (b_ >= 0) bias = v.peek(b_).f;
     xnn_operator_t raw = nullptr;
@@ -249,22 +313,27 @@ class ConvStep : public Step {
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_deconvolution2d_nhwc_f32", status);
     } else {
       const int64_t cog = w.dims[0] / groups, cig = w.dims[1];
-      // ONNX [C_out, C_in/g, kH, kW] -> XNNPACK [g, C_out/g, kH, kW, C_in/g] (the same bytes when C_in/g == 1)
-      packed_.assign(w.f.size(), 0.0f);
+      // Output pixels are C_out apart, or the target's channel count apart when writing into a Concat's slice.
+      const int64_t output_pixel_stride = target_ < 0 ? cog * groups : target_dims_[1];
+      // ONNX [C_out, C_in/g, kH, kW] -> XNNPACK [g, C_out/g, kH', kW', C_in/g] (the same bytes when C_in/g == 1 and
+      // the kernel is not extended; extended taps stay zero)
+      packed_.assign(static_cast<size_t>(cog * groups * xkh * xkw * cig), 0.0f);
       for (int64_t oc = 0; oc < cog * groups; ++oc)
         for (int64_t ky = 0; ky < kh; ++ky)
           for (int64_t kx = 0; kx < kw; ++kx)
             for (int64_t ic = 0; ic < cig; ++ic) {
-              packed_[static_cast<size_t>(((oc * kh + ky) * kw + kx) * cig + ic)] =
+              packed_[static_cast<size_t>(((oc * xkh + ky) * xkw + kx) * cig + ic)] =
                   w.f[static_cast<size_t>(((oc * cig + ic) * kh + ky) * kw + kx)];
             }
       status = xnn_create_convolution2d_nhwc_f32(
-          static_cast<uint32_t>(g_.pads_begin[0]), static_cast<uint32_t>(g_.pads_end[1]),
-          static_cast<uint32_t>(g_.pads_end[0]), static_cast<uint32_t>(g_.pads_begin[1]), static_cast<uint32_t>(kh),
-          static_cast<uint32_t>(kw), static_cast<uint32_t>(g_.strides[0]), static_cast<uint32_t>(g_.strides[1]),
+          static_cast<uint32_t>(g_.pads_begin[0]), static_cast<uint32_t>(g_.pads_end[1] + extra_right),
+          static_cast<uint32_t>(g_.pads_end[0] + extra_bottom), static_cast<uint32_t>(g_.pads_begin[1]),
+          static_cast<uint32_t>(xkh), static_cast<uint32_t>(xkw), static_cast<uint32_t>(g_.strides[0]),
+          static_cast<uint32_t>(g_.strides[1]),
           static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
           static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
-          static_cast<size_t>(cog * groups), packed_.data(), bias.empty() ? nullptr : bias.data(), kNoMin, kNoMax, 0, &raw);
+          static_cast<size_t>(output_pixel_stride), packed_.data(), bias.empty() ? nullptr : bias.data(), kNoMin, kNoMax, 0,
+          &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_convolution2d_nhwc_f32", status);
     }
     op_ = XnnOperator(raw, &xnn_delete_operator);
@@ -275,12 +344,16 @@ class ConvStep : public Step {
   bool transpose_;
   int x_, w_, b_, y_;
   ConvGeometry g_;
+  std::array<int64_t, 2> kernel_{};      // the kernel XNNPACK runs (a zero-extended depthwise kernel, see plan())
   std::array<int64_t, 2> adjustment_{};  // deconvolution: output_padding plus any extra end output
   std::vector<int64_t> x_dims_, w_dims_, y_dims_;
   std::vector<float> packed_;
   XnnOperator op_{nullptr, &xnn_delete_operator};
   uint64_t weights_stamp_ = ~uint64_t{0};
   SetupCache cache_;
+  int target_ = -1;  // fused: the Concat output slot this Conv writes into (-1: its own output y_)
+  std::vector<int64_t> target_dims_;
+  int64_t target_offset_ = 0;  // first channel of this Conv's slice in the target
 };
 
 // ---------------------------------------------------------------- elementwise
@@ -587,6 +660,20 @@ class ConcatChannelsStep : public Step {
   SetupCache cache_;
 };
 
+// A channel Concat whose every input is written into its slice by the Conv producing it (ConvStep::write_into):
+// nothing is left to copy, so run() only marks the output as written.
+class FusedConcatStep : public Step {
+ public:
+  explicit FusedConcatStep(int y) : y_(y) {}
+  core::Status run(Values& v) override {
+    v.touch(y_, Layout::kNhwc);
+    return core::Ok{};
+  }
+
+ private:
+  int y_;
+};
+
 // DepthToSpace in DCR order (XNNPACK's order): NHWC [N, H, W, b*b*C] -> [N, H*b, W*b, C].
 class DepthToSpaceStep : public Step {
  public:
@@ -735,6 +822,7 @@ class FullyConnectedStep : public Step {
 struct Built {
   std::unique_ptr<Step> step;
   std::string declined;  // why XNNPACK was not used; empty when it was
+  std::string note;      // how the step differs from the node as written (NodePlacement::note)
 };
 
 float attr_float_or(const onnx::NodeProto& node, const std::string& name, float fallback) {
@@ -744,9 +832,9 @@ float attr_float_or(const onnx::NodeProto& node, const std::string& name, float 
 
 // Tries to build an XNNPACK step for `node`; returns a null step with a reason when XNNPACK cannot run it.
 core::Result<Built> build_xnnpack_step(const onnx::NodeProto& node, int64_t opset, const std::vector<int>& in,
-                                       const std::vector<int>& out, Values& v) {
+                                       const std::vector<int>& out, Values& v, const ExecutorOptions& options) {
   const std::string& op = node.op_type();
-  auto declined = [](std::string why) { return Built{nullptr, std::move(why)}; };
+  auto declined = [](std::string why) { return Built{nullptr, std::move(why), {}}; };
   static const std::unordered_set<std::string> kXnnpackOps = {
       "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
       "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm"};
@@ -758,15 +846,16 @@ core::Result<Built> build_xnnpack_step(const onnx::NodeProto& node, int64_t opse
   for (size_t k = 1; k < out.size(); ++k) {
     if (out[k] >= 0) return declined("extra outputs");
   }
-  auto built = [](std::unique_ptr<Step> step) { return Built{std::move(step), {}}; };
+  auto built = [](std::unique_ptr<Step> step) { return Built{std::move(step), {}, {}}; };
 
   if (op == "Conv" || op == "ConvTranspose") {
     if (x.dims.size() != 4) return declined("only 2-D convolutions run on XNNPACK");
     if (input(1) < 0 || !v.peek(input(1)).is_float()) return declined("missing W");
     auto step = std::make_unique<ConvStep>(node, op == "ConvTranspose", input(0), input(1), input(2), out[0]);
-    auto planned = step->plan(v);
+    auto planned = step->plan(v, options.zero_extend_depthwise);
     if (!planned.ok()) return declined(planned.error().message);
-    return built(std::move(step));
+    std::string note = step->kernel_note();
+    return Built{std::move(step), {}, std::move(note)};
   }
   if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Clip") {
     float lo = op == "Relu" ? 0.0f : kNoMin, hi = kNoMax;
@@ -961,6 +1050,63 @@ core::Result<Built> build_xnnpack_step(const onnx::NodeProto& node, int64_t opse
   return declined("");
 }
 
+constexpr const char* kFusedConcatNote = "fused: input Convs write into its channel slices";
+
+// A Conv step already built, with the index of its node's placement.
+struct ConvProducer {
+  ConvStep* step = nullptr;
+  size_t placement = 0;
+};
+
+// Before: y_k = Conv(...) for each k;  y = Concat(y_0 .. y_n, axis=1)   (one strided copy per input)
+// After:  each Conv writes channels [offset_k, offset_k + C_k) of y;  Concat does nothing
+// Applies when every Concat input comes from an XNNPACK Conv (not ConvTranspose) and is read by nothing else (not
+// another node, not twice by this Concat, not a graph output). Returns null, changing nothing, when it does not.
+// Re-runs the redirected Convs once, so y holds the creation-time values like every other planned step's output.
+core::Result<std::unique_ptr<Step>> try_fuse_concat(const onnx::NodeProto& node, const std::vector<int>& in,
+                                                    const std::vector<int>& out,
+                                                    const std::unordered_map<int, ConvProducer>& conv_producers,
+                                                    const std::unordered_map<std::string, int>& readers, Values& v,
+                                                    std::vector<NodePlacement>& placements) {
+  const auto axis_attr = onnx_io::get_int(node, "axis", 0);
+  if (!axis_attr.ok() || in.empty() || out.empty() || out[0] < 0) return std::unique_ptr<Step>{};
+  for (size_t k = 1; k < out.size(); ++k) {
+    if (out[k] >= 0) return std::unique_ptr<Step>{};
+  }
+  int64_t axis = axis_attr.value();
+  if (!detail::normalize_axis(axis, 4) || axis != 1) return std::unique_ptr<Step>{};
+  std::vector<ConvProducer> producers;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const auto found = conv_producers.find(in[k]);
+    const auto read = readers.find(node.input(static_cast<int>(k)));
+    if (in[k] < 0 || found == conv_producers.end() || found->second.step->transpose()) return std::unique_ptr<Step>{};
+    if (read == readers.end() || read->second != 1) return std::unique_ptr<Step>{};
+    const Tensor& t = v.peek(in[k]);
+    const Tensor& first = v.peek(in[0]);
+    if (!t.is_float() || t.dims.size() != 4 || t.dtype != first.dtype || t.dims[0] != first.dims[0] ||
+        t.dims[2] != first.dims[2] || t.dims[3] != first.dims[3]) {
+      return std::unique_ptr<Step>{};
+    }
+    producers.push_back(found->second);
+  }
+  std::vector<int64_t> y_dims = v.peek(in[0]).dims;
+  y_dims[1] = 0;
+  for (int id : in) y_dims[1] += v.peek(id).dims[1];
+  v.write(out[0], Layout::kNhwc, v.peek(in[0]).dtype, y_dims);
+  int64_t offset = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t channels = v.peek(in[k]).dims[1];
+    RC_CHECK(producers[k].step->write_into(v, out[0], y_dims, offset));
+    RC_CHECK(producers[k].step->run(v));
+    placements[producers[k].placement].fusion = "fused: writes into " + onnx_io::describe_node(node) + " channels [" +
+                                                std::to_string(offset) + ", " + std::to_string(offset + channels) + ")";
+    offset += channels;
+    std::vector<float>().swap(v.slots[static_cast<size_t>(in[k])].t.f);  // never written or read again
+  }
+  std::unique_ptr<Step> step = std::make_unique<FusedConcatStep>(out[0]);
+  return step;
+}
+
 bool layout_preserving(const std::string& op) {
   return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Identity";
 }
@@ -999,7 +1145,9 @@ core::Status Executor::Impl::load_inputs(const std::vector<NamedTensor>& given, 
       }
     }
     Tensor& dst = values.write(id, Layout::kNchw, t.dtype, t.dims);
-    if (t.is_float()) {
+    if (t.dtype == onnx::TensorProto::FLOAT || t.dtype == onnx::TensorProto::DOUBLE) {
+      std::copy(t.f.begin(), t.f.end(), dst.f.begin());  // already what f32 holds
+    } else if (t.is_float()) {
       for (size_t e = 0; e < t.f.size(); ++e) dst.f[e] = round_to_type(t.f[e], t.dtype);
     } else {
       std::copy(t.i.begin(), t.i.end(), dst.i.begin());
@@ -1041,6 +1189,14 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
   }
   impl->values.slots.resize(slot_of.size());
   Values& v = impl->values;
+
+  // How many times each value is read (a graph output counts as a read), for fusion.
+  std::unordered_map<std::string, int> readers;
+  for (const auto& node : graph.node()) {
+    for (const auto& name : node.input()) ++readers[name];
+  }
+  for (const auto& o : graph.output()) ++readers[o.name()];
+  std::unordered_map<int, ConvProducer> conv_producers;  // by output slot
 
   if (options.threads > 1) {
     impl->threadpool = ThreadPool(pthreadpool_create(options.threads), &pthreadpool_destroy);
@@ -1086,7 +1242,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
       all_constant = all_constant && v.constant(it->second);
     }
     for (const auto& name : node.output()) out.push_back(name.empty() ? -1 : slot_of.at(name));
-    NodePlacement placement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}};
+    NodePlacement placement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}, {}, {}};
     const bool shape_only = node.op_type() == "Shape";  // input dims are fixed at creation
     if (all_constant || shape_only) {
       std::vector<const Tensor*> inputs;
@@ -1104,10 +1260,25 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
       continue;
     }
     std::unique_ptr<Step> step;
+    if (options.use_xnnpack && options.fuse_concat && node.op_type() == "Concat") {
+      RC_ASSIGN(auto fused, try_fuse_concat(node, in, out, conv_producers, readers, v, impl->placements));
+      if (fused) {
+        placement.placement = Placement::kXnnpack;
+        placement.fusion = kFusedConcatNote;
+        RC_CHECK(fused->run(v));
+        impl->steps.push_back(std::move(fused));
+        impl->placements.push_back(std::move(placement));
+        continue;
+      }
+    }
     if (options.use_xnnpack) {
-      RC_ASSIGN(Built built, build_xnnpack_step(node, opset, in, out, v));
+      RC_ASSIGN(Built built, build_xnnpack_step(node, opset, in, out, v, options));
       step = std::move(built.step);
       placement.reason = std::move(built.declined);
+      placement.note = std::move(built.note);
+      if (auto* conv = dynamic_cast<ConvStep*>(step.get()); conv != nullptr && !out.empty() && out[0] >= 0) {
+        conv_producers[out[0]] = ConvProducer{conv, impl->placements.size()};
+      }
     } else {
       placement.reason = "XNNPACK disabled";
     }
@@ -1145,10 +1316,17 @@ core::Result<std::vector<NamedTensor>> Executor::run(const std::vector<NamedTens
   std::vector<NamedTensor> result;
   for (const auto& [name, id] : impl_->outputs) {
     NamedTensor t{name, impl_->values.read(id, Layout::kNchw)};
-    for (float& x : t.tensor.f) x = round_to_type(x, t.tensor.dtype);
+    if (t.tensor.dtype == onnx::TensorProto::FLOAT16 || t.tensor.dtype == onnx::TensorProto::BFLOAT16) {
+      for (float& x : t.tensor.f) x = round_to_type(x, t.tensor.dtype);
+    }
     result.push_back(std::move(t));
   }
   return result;
+}
+
+core::Status Executor::run_steps() {
+  for (auto& step : impl_->steps) RC_CHECK(step->run(impl_->values));
+  return core::Ok{};
 }
 
 const std::vector<NamedTensor>& Executor::creation_inputs() const { return impl_->creation_inputs; }
@@ -1164,6 +1342,20 @@ size_t Executor::count(const std::string& op_type, Placement placement) const {
   return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
     return p.placement == placement && p.op_type == op_type;
   }));
+}
+
+size_t Executor::count_fused(const std::string& op_type) const {
+  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
+    return !p.fusion.empty() && p.op_type == op_type;
+  }));
+}
+
+std::string describe_placement(const NodePlacement& placement) {
+  std::string text = placement_name(placement.placement);
+  std::string details = placement.fusion;
+  if (!placement.note.empty()) details += (details.empty() ? "" : "; ") + placement.note;
+  if (!details.empty()) text += " (" + details + ")";
+  return text;
 }
 
 std::string Executor::placement_summary() const {
@@ -1184,6 +1376,12 @@ std::string Executor::placement_summary() const {
     }
     text += ")";
   }
+  if (const size_t fused = count_fused("Concat"); fused > 0) {
+    text += "; fused " + std::to_string(fused) + " (Concat " + std::to_string(fused) + ": input Convs write into its channel slices)";
+  }
+  const auto extended = static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
+                                                          [](const NodePlacement& p) { return !p.note.empty(); }));
+  if (extended > 0) text += "; zero-extended depthwise kernels " + std::to_string(extended);
   return text;
 }
 

@@ -9,6 +9,12 @@
 // and output shapes are fixed. run() requires inputs of the creation shapes. Graph inputs and outputs are NCHW;
 // inside, XNNPACK steps keep rank-4 activations in NHWC and convert only where a consumer needs NCHW.
 // Every floating type computes in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
+//
+// Speed: the original graph runs exactly as a stock XNNPACK runtime would run it (a ConvTranspose is one XNNPACK
+// deconvolution). The rewritten graph runs as fast as XNNPACK allows: when every input of a channel Concat comes
+// from a Conv that nothing else reads, each Conv writes straight into its channel slice of the Concat's buffer
+// (XNNPACK's output pixel stride = total channels, output pointer = channel offset) and the Concat copies nothing.
+// Placements record it (NodePlacement::fusion), so a benchmark can say so.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +39,13 @@ struct ExecutorOptions {
   uint64_t seed = 0;
   size_t threads = 1;        // pthreadpool workers; 1 runs XNNPACK on the calling thread
   bool use_xnnpack = true;   // false runs every node on the reference kernels (to isolate an XNNPACK problem)
+  // Convs feeding only a channel Concat write into its slices (see above); false keeps one copy per input.
+  bool fuse_concat = true;
+  // A depthwise Conv whose tap count has no depthwise microkernel in this XNNPACK (only 3, 4, 9 and 25 taps do;
+  // 1x2, 2x3, 4x4 fall back to a per-channel GEMM, 25-70x slower) runs with its kernel zero-extended to one that
+  // has, as newer XNNPACK's multipass microkernels would run it. Applies to every depthwise Conv in any graph,
+  // never to ConvTranspose. false runs each Conv's kernel as written.
+  bool zero_extend_depthwise = true;
 };
 
 enum class Placement {
@@ -50,7 +63,16 @@ struct NodePlacement {
   std::string op_type;
   Placement placement = Placement::kReference;
   std::string reason;   // why a node that could have run on XNNPACK did not (empty otherwise)
+  // How the node was fused with its neighbours (empty when it was not): on a Concat
+  // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)".
+  std::string fusion;
+  // Any other way the node runs differently from how it is written, e.g.
+  // "1x2 kernel zero-extended to 1x3 for an XNNPACK depthwise microkernel" (empty otherwise).
+  std::string note;
 };
+
+// "xnnpack", or with the fusion and note: "xnnpack (fused: writes into Concat 'cat' channels [0, 8); 1x2 kernel ...)".
+std::string describe_placement(const NodePlacement& placement);
 
 class Executor {
  public:
@@ -66,6 +88,11 @@ class Executor {
   // graph output order.
   core::Result<std::vector<NamedTensor>> run(const std::vector<NamedTensor>& inputs);
 
+  // Runs the plan's steps again on the inputs already loaded (by create() or the last run()), without copying
+  // inputs in or outputs out. NHWC copies of NCHW graph inputs are cached, so this times the operators alone, as
+  // a runtime holding NHWC activations between layers would run them. For benchmarks; outputs are not returned.
+  core::Status run_steps();
+
   // The inputs create() used (explicit ones, else seeded random values), in graph input order.
   const std::vector<NamedTensor>& creation_inputs() const;
 
@@ -74,7 +101,11 @@ class Executor {
   size_t count(Placement placement) const;
   // Nodes of `op_type` that ran with `placement`.
   size_t count(const std::string& op_type, Placement placement) const;
-  // "xnnpack 5 (Concat 1, Conv 4); reference 1 (Pad 1); folded 2 (Constant 2)".
+  // Nodes of `op_type` with a non-empty fusion note.
+  size_t count_fused(const std::string& op_type) const;
+  // "xnnpack 5 (Concat 1, Conv 4); reference 1 (Pad 1); folded 2 (Constant 2)", followed by
+  // "; fused 1 (Concat 1: input Convs write into its channel slices)" when a Concat was fused, and
+  // "; zero-extended depthwise kernels 2" when some were.
   std::string placement_summary() const;
 
  private:

@@ -920,18 +920,34 @@ std::vector<int64_t> int_values(const Tensor& tensor) {
   return v;
 }
 
+namespace {
+
+// dst[col][row] = src[row][col] for a rows x cols matrix, in square tiles so that both sides stream through the
+// cache (a plain double loop walks one side with a stride and reloads each cache line per element when large).
+void transpose_2d(const float* src, float* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    const int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
+    }
+  }
+}
+
+}  // namespace
+
 void nchw_to_nhwc(const float* src, float* dst, int64_t n, int64_t c, int64_t h, int64_t w) {
+  // Per image, [C, H*W] -> [H*W, C].
   const int64_t hw = h * w;
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ic = 0; ic < c; ++ic)
-      for (int64_t p = 0; p < hw; ++p) dst[(in * hw + p) * c + ic] = src[(in * c + ic) * hw + p];
+  for (int64_t in = 0; in < n; ++in) transpose_2d(src + in * c * hw, dst + in * c * hw, c, hw);
 }
 
 void nhwc_to_nchw(const float* src, float* dst, int64_t n, int64_t c, int64_t h, int64_t w) {
+  // Per image, [H*W, C] -> [C, H*W].
   const int64_t hw = h * w;
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ic = 0; ic < c; ++ic)
-      for (int64_t p = 0; p < hw; ++p) dst[(in * c + ic) * hw + p] = src[(in * hw + p) * c + ic];
+  for (int64_t in = 0; in < n; ++in) transpose_2d(src + in * c * hw, dst + in * c * hw, hw, c);
 }
 
 core::Result<std::vector<int64_t>> broadcast_dims(const onnx::NodeProto& node, const std::vector<int64_t>& a,

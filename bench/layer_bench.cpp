@@ -1,0 +1,278 @@
+// Layer-level benchmark (issue 4): one depthwise ConvTranspose run as a stock XNNPACK runtime runs it (one XNNPACK
+// deconvolution) against the same layer after rewrite::rewrite_model (phase Convs writing into the Concat's
+// channel slices, then DepthToSpace), both under the runtime_check executor, 1 thread by default.
+//
+// Each benchmark is one layer. Its single Google Benchmark iteration runs a warm-up, checks once that both graphs
+// give the same output (a mismatch skips the layer with an error, so a broken rewrite is never timed), then runs
+// interleaved pairs A B A B so drift hits both, and reports medians and their ratio, measured in the same run:
+//   steps: Executor::run_steps(), the XNNPACK operators alone on NHWC data (the layer as XNNPACK runs it);
+//   run:   Executor::run(), which adds loading the NCHW input, converting the output to NCHW and copying it out.
+// A table of every layer is printed at the end.
+//
+//   build/bench/dwdeconv-layer-bench                                  # the full sweep, a few minutes
+//   build/bench/dwdeconv-layer-bench --benchmark_filter='k4s2p1op0/'  # one geometry (a regex over the names)
+//   build/bench/dwdeconv-layer-bench --budget=0.5 --threads=2 --no_fusion
+//   perf record -g build/bench/dwdeconv-layer-bench --benchmark_filter='k4s2p1op0/C16/H128' --only=rewritten
+// --budget is the seconds of timed pairs per layer (at least --min_pairs pairs, at most --max_pairs). --only times
+// one side alone and --steps_only skips timing run(), so that a profile shows only what is asked for.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <onnx/onnx_pb.h>
+
+#include "examples/model_builder.h"
+#include "rewrite/rewriter.h"
+#include "runtime_check/compare.h"
+#include "runtime_check/executor.h"
+
+namespace {
+
+using dwdeconv::runtime_check::Executor;
+using dwdeconv::runtime_check::ExecutorOptions;
+using dwdeconv::runtime_check::NamedTensor;
+
+struct Settings {
+  double budget_seconds = 0.5;  // timed pairs per layer
+  int min_pairs = 5;
+  int max_pairs = 200;
+  size_t threads = 1;
+  bool fusion = true;
+  std::string only;  // "stock" or "rewritten": time one side alone (for a profiler); empty times both
+  bool steps_only = false;  // skip timing Executor::run() (for a profiler)
+};
+Settings g_settings;
+
+// One depthwise ConvTranspose layer: x [1, C, H, H], weight [C, 1, k, k], bias [C].
+struct Layer {
+  int64_t channels, size, kernel, stride, pad, output_padding;
+
+  std::string geometry() const {
+    return "k" + std::to_string(kernel) + "s" + std::to_string(stride) + "p" + std::to_string(pad) + "op" +
+           std::to_string(output_padding);
+  }
+  std::string name() const { return geometry() + "/C" + std::to_string(channels) + "/H" + std::to_string(size); }
+};
+
+struct Row {
+  Layer layer;
+  bool ok = false;
+  std::string error;
+  double steps_stock_ms = 0, steps_rewritten_ms = 0, run_stock_ms = 0, run_rewritten_ms = 0;
+  double max_abs_diff = 0, max_rel_diff = 0;
+  int pairs = 0;
+  std::string placement;  // the rewritten graph's placement summary
+};
+std::vector<Row> g_rows;
+
+onnx::ModelProto make_layer_model(const Layer& l) {
+  const auto seed = static_cast<uint32_t>(l.channels * 7919 + l.size * 104729 + l.kernel * 31 + l.stride * 7 + l.pad);
+  dwdeconv::examples::ModelBuilder b("layer_" + l.geometry(), 17, seed);
+  const std::string c = std::to_string(l.channels), h = std::to_string(l.size);
+  const int64_t out = l.stride * (l.size - 1) + l.output_padding + l.kernel - 2 * l.pad;
+  b.input("x", {"1", c, h, h});
+  b.output("y", {"1", c, std::to_string(out), std::to_string(out)});
+  const std::string w = b.random("w", {l.channels, 1, l.kernel, l.kernel}, 0.5);
+  const std::string bias = b.random("b", {l.channels}, 0.1);
+  auto& node = b.node("ConvTranspose", "up", {"x", w, bias}, "y");
+  dwdeconv::examples::set_int(node, "group", l.channels);
+  dwdeconv::examples::set_ints(node, "kernel_shape", {l.kernel, l.kernel});
+  dwdeconv::examples::set_ints(node, "strides", {l.stride, l.stride});
+  dwdeconv::examples::set_ints(node, "pads", {l.pad, l.pad, l.pad, l.pad});
+  dwdeconv::examples::set_ints(node, "output_padding", {l.output_padding, l.output_padding});
+  return b.model();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Seconds one call of `f` takes; aborts the process if it fails (a benchmark must not time a failing run).
+template <typename F>
+double timed(F&& f) {
+  const auto start = Clock::now();
+  const bool ok = f();
+  const double elapsed = seconds_since(start);
+  if (!ok) {
+    std::fprintf(stderr, "layer bench: an executor run failed while timing\n");
+    std::exit(1);
+  }
+  return elapsed;
+}
+
+void bench_layer(benchmark::State& state, Layer layer) {
+  Row row;
+  row.layer = layer;
+  auto fail = [&](const std::string& message) {
+    row.error = message;
+    g_rows.push_back(row);
+    state.SkipWithError(message.c_str());
+  };
+
+  const onnx::ModelProto original = make_layer_model(layer);
+  onnx::ModelProto rewritten = original;
+  const auto rewrite = dwdeconv::rewrite::rewrite_model(rewritten, {});
+  if (!rewrite.ok()) return fail("rewrite failed: " + rewrite.error().message);
+  if (rewrite->rewritten != 1) return fail("the rewrite kept the layer: " + rewrite->nodes.at(0).reason);
+
+  ExecutorOptions options;
+  options.threads = g_settings.threads;
+  options.fuse_concat = g_settings.fusion;
+  options.seed = 1;
+  auto stock = Executor::create(original, options);
+  if (!stock.ok()) return fail("stock executor: " + stock.error().message);
+  options.inputs = stock->creation_inputs();
+  auto polyphase = Executor::create(rewritten, options);
+  if (!polyphase.ok()) return fail("rewritten executor: " + polyphase.error().message);
+  row.placement = polyphase->placement_summary();
+  if (g_settings.fusion && polyphase->count_fused("Concat") != 1) return fail("the Concat was not fused: " + row.placement);
+  if (stock->count("ConvTranspose", dwdeconv::runtime_check::Placement::kXnnpack) != 1) {
+    return fail("the stock ConvTranspose did not run on XNNPACK: " + stock->placement_summary());
+  }
+
+  // Both graphs must agree before anything is timed.
+  const std::vector<NamedTensor> inputs = stock->creation_inputs();
+  auto y_stock = stock->run(inputs);
+  auto y_polyphase = polyphase->run(inputs);
+  if (!y_stock.ok() || !y_polyphase.ok()) return fail("a verification run failed");
+  const auto comparison = dwdeconv::runtime_check::compare_outputs(y_polyphase.value(), y_stock.value(), {});
+  row.max_abs_diff = comparison.outputs.empty() ? 0.0 : comparison.outputs[0].max_abs_error;
+  row.max_rel_diff = comparison.outputs.empty() ? 0.0 : comparison.outputs[0].max_rel_error;
+  if (!comparison.passed) return fail("outputs differ: " + comparison.summary());
+
+  const bool time_stock = g_settings.only != "rewritten", time_polyphase = g_settings.only != "stock";
+  auto run_stock = [&] { return !time_stock || g_settings.steps_only || stock->run(inputs).ok(); };
+  auto run_polyphase = [&] { return !time_polyphase || g_settings.steps_only || polyphase->run(inputs).ok(); };
+  auto steps_stock = [&] { return !time_stock || stock->run_steps().ok(); };
+  auto steps_polyphase = [&] { return !time_polyphase || polyphase->run_steps().ok(); };
+
+  std::vector<double> a_steps, b_steps, a_run, b_run;
+  for (auto _ : state) {
+    // Warm-up (a second round only for quick layers), which also sizes the number of pairs to the budget.
+    double pair = 0.0;
+    for (int k = 0; k < 2 && (k == 0 || pair < 0.1 * g_settings.budget_seconds); ++k) {
+      pair = timed(steps_stock) + timed(steps_polyphase) + timed(run_stock) + timed(run_polyphase);
+    }
+    const int pairs = std::clamp(static_cast<int>(std::ceil(g_settings.budget_seconds / std::max(pair, 1e-9))),
+                                 g_settings.min_pairs, g_settings.max_pairs);
+    for (int k = 0; k < pairs; ++k) {
+      a_steps.push_back(timed(steps_stock));
+      b_steps.push_back(timed(steps_polyphase));
+      a_run.push_back(timed(run_stock));
+      b_run.push_back(timed(run_polyphase));
+    }
+    row.pairs = pairs;
+    // The reported time is one median pair of operator runs (stock + rewritten).
+    state.SetIterationTime(median(a_steps) + median(b_steps));
+  }
+  row.ok = true;
+  row.steps_stock_ms = 1e3 * median(a_steps);
+  row.steps_rewritten_ms = 1e3 * median(b_steps);
+  row.run_stock_ms = 1e3 * median(a_run);
+  row.run_rewritten_ms = 1e3 * median(b_run);
+  state.counters["stock_ms"] = row.steps_stock_ms;
+  state.counters["rewr_ms"] = row.steps_rewritten_ms;
+  state.counters["speedup"] = row.steps_stock_ms / row.steps_rewritten_ms;
+  state.counters["run_speedup"] = row.run_stock_ms / row.run_rewritten_ms;
+  state.counters["max_abs_diff"] = row.max_abs_diff;
+  state.counters["pairs"] = row.pairs;
+  g_rows.push_back(row);
+}
+
+void print_table() {
+  std::printf("\nLayer sweep: depthwise ConvTranspose, stock XNNPACK deconvolution vs rewritten, %zu thread(s), "
+              "Concat fusion %s.\nMedians of interleaved pairs measured in one run; speedup = stock / rewritten.\n"
+              "steps = XNNPACK operators on NHWC data (Executor::run_steps); run = Executor::run with NCHW I/O.\n\n",
+              g_settings.threads, g_settings.fusion ? "on" : "off");
+  std::printf("%5s %4s %-10s | %10s %12s %8s | %10s %12s %8s | %9s %5s\n", "C", "H", "k/s/p/op", "stock ms",
+              "rewritten ms", "speedup", "run stock", "run rewr.", "speedup", "max|diff|", "pairs");
+  std::map<std::string, std::string> placements;
+  for (const Row& r : g_rows) {
+    const Layer& l = r.layer;
+    const std::string geometry = std::to_string(l.kernel) + "/" + std::to_string(l.stride) + "/" +
+                                 std::to_string(l.pad) + "/" + std::to_string(l.output_padding);
+    if (!r.ok) {
+      std::printf("%5lld %4lld %-10s | FAILED: %s\n", static_cast<long long>(l.channels), static_cast<long long>(l.size),
+                  geometry.c_str(), r.error.c_str());
+      continue;
+    }
+    std::printf("%5lld %4lld %-10s | %10.3f %12.3f %7.1fx | %10.3f %12.3f %7.1fx | %9.2e %5d\n",
+                static_cast<long long>(l.channels), static_cast<long long>(l.size), geometry.c_str(), r.steps_stock_ms,
+                r.steps_rewritten_ms, r.steps_stock_ms / r.steps_rewritten_ms, r.run_stock_ms, r.run_rewritten_ms,
+                r.run_stock_ms / r.run_rewritten_ms, r.max_abs_diff, r.pairs);
+    placements.emplace(geometry, r.placement);
+  }
+  std::printf("\nRewritten graph placements (the stock graph is one XNNPACK deconvolution):\n");
+  for (const auto& [geometry, placement] : placements) std::printf("  %-10s %s\n", geometry.c_str(), placement.c_str());
+}
+
+// Takes this program's own flags out of argv; Google Benchmark parses the rest.
+bool parse_own_flags(int& argc, char** argv) {
+  int kept = 1;
+  for (int k = 1; k < argc; ++k) {
+    const std::string arg = argv[k];
+    auto value = [&](const char* flag) -> const char* {
+      const size_t n = std::strlen(flag);
+      return arg.compare(0, n, flag) == 0 ? argv[k] + n : nullptr;
+    };
+    if (const char* v = value("--budget=")) g_settings.budget_seconds = std::atof(v);
+    else if (const char* v2 = value("--min_pairs=")) g_settings.min_pairs = std::atoi(v2);
+    else if (const char* v3 = value("--max_pairs=")) g_settings.max_pairs = std::atoi(v3);
+    else if (const char* v4 = value("--threads=")) g_settings.threads = static_cast<size_t>(std::atoi(v4));
+    else if (const char* v5 = value("--only=")) g_settings.only = v5;
+    else if (arg == "--no_fusion") g_settings.fusion = false;
+    else if (arg == "--steps_only") g_settings.steps_only = true;
+    else argv[kept++] = argv[k];
+  }
+  argc = kept;
+  if (g_settings.budget_seconds <= 0 || g_settings.min_pairs < 1 || g_settings.max_pairs < g_settings.min_pairs ||
+      g_settings.threads < 1 || (!g_settings.only.empty() && g_settings.only != "stock" && g_settings.only != "rewritten")) {
+    std::fprintf(stderr, "layer bench: need --budget > 0, 1 <= --min_pairs <= --max_pairs, --threads >= 1, "
+                         "--only=stock|rewritten\n");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!parse_own_flags(argc, argv)) return 2;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+
+  // The sweep of issue 4: (k, s, p, op) x C x H.
+  const std::vector<std::array<int64_t, 4>> geometries = {{4, 2, 1, 0}, {3, 2, 1, 1}, {2, 2, 0, 0}, {6, 3, 2, 1}};
+  for (const auto& g : geometries) {
+    for (int64_t c : {16, 64, 256, 512}) {
+      for (int64_t h : {32, 64, 128}) {
+        const Layer layer{c, h, g[0], g[1], g[2], g[3]};
+        benchmark::RegisterBenchmark(layer.name().c_str(), bench_layer, layer)
+            ->Iterations(1)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_table();
+  bool all_ok = true;
+  for (const Row& r : g_rows) all_ok = all_ok && r.ok;
+  return all_ok ? 0 : 1;
+}
