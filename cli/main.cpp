@@ -279,13 +279,8 @@ int run(const Options& opt) {
       summary += speedup_text(timed->speedup);
     }
 
-    auto bytes = onnx_io::serialize_model(model);
-    if (!bytes) return fail(cli::kExitInvalidModel, opt.output + ": " + bytes.error().message);
-    timer.mark("serialize");
-    if (auto written = onnx_io::write_file_atomic(opt.output, *bytes); !written) {
-      return fail(cli::kExitInvalidModel, written.error().message);
-    }
-    timer.mark("write");
+    if (auto saved = onnx_io::save_model(model, opt.output); !saved) return fail(cli::kExitInvalidModel, saved.error().message);
+    timer.mark("save");
     info.output = opt.output;
   }
   if (int code = write_report(opt, info, result); code != cli::kExitOk) return code;

@@ -2,6 +2,9 @@
 //
 //   dwdeconv-make-examples examples/                      the small models that ship in examples/
 //   dwdeconv-make-examples --migan 256 --form deconv -o migan_256_a.onnx     a large one, on demand
+//   dwdeconv-make-examples --large-mb 500 -o large.onnx        about 500 MB, for the tool-cost measurement
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <string>
 
@@ -52,17 +55,32 @@ onnx::ModelProto upsampler_small() {
   return b.model();
 }
 
+// About `megabytes` MB of weights for measuring the tool's own cost: 8 blocks of a dense 1x1 Conv (C x C) and a
+// depthwise ConvTranspose k4 s2 p1, with C chosen so the 1x1 weights add up to the size asked for.
+onnx::ModelProto large_model(int64_t megabytes) {
+  const auto c = std::max<int64_t>(64, static_cast<int64_t>(std::sqrt(megabytes * 1048576.0 / 32.0)) / 64 * 64);
+  ModelBuilder b("large_" + std::to_string(megabytes) + "mb", 13, 7);
+  b.input("x", {"1", std::to_string(c), "H", "W"});
+  std::string x = "x";
+  for (int i = 0; i < 8; ++i) {
+    const std::string p = "block" + std::to_string(i);
+    x = b.conv(p + ".pw", x, c, c, 1, 1, {0, 0, 0, 0}, 1);
+    auto& up = b.node("ConvTranspose", p + ".up", {x, b.random(p + ".up.w", {c, 1, 4, 4}, 0.5)}, p + ".up_out");
+    set_int(up, "group", c);
+    set_ints(up, "strides", {2, 2});
+    set_ints(up, "pads", {1, 1, 1, 1});
+    x = p + ".up_out";
+  }
+  b.output(x, {"1", std::to_string(c), "H256", "W256"});
+  return b.model();
+}
+
 bool write(const onnx::ModelProto& model, const std::string& path) {
-  auto bytes = dwdeconv::onnx_io::serialize_model(model);
-  if (!bytes) {
-    std::cerr << "dwdeconv-make-examples: " << path << ": " << bytes.error().message << "\n";
+  if (auto saved = dwdeconv::onnx_io::save_model(model, path); !saved) {
+    std::cerr << "dwdeconv-make-examples: " << saved.error().message << "\n";
     return false;
   }
-  if (auto written = dwdeconv::onnx_io::write_file_atomic(path, *bytes); !written) {
-    std::cerr << "dwdeconv-make-examples: " << written.error().message << "\n";
-    return false;
-  }
-  std::cout << "wrote " << path << " (" << bytes->size() << " bytes)\n";
+  std::cout << "wrote " << path << " (" << model.ByteSizeLong() << " bytes)\n";
   return true;
 }
 
@@ -71,16 +89,25 @@ bool write(const onnx::ModelProto& model, const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"Writes the example models of dwdeconv-rewrite with seeded random weights.", "dwdeconv-make-examples"};
   std::string dir, output, form = "deconv";
-  int64_t resolution = 0, divisor = 1;
+  int64_t resolution = 0, divisor = 1, large_mb = 0;
   uint32_t seed = 1;
   app.add_option("dir", dir, "Write the small shipped examples into this directory");
   app.add_option("--migan", resolution, "Write one MI-GAN-like generator of this resolution (power of two >= 8)");
   app.add_option("--form", form, "Upsampling form: deconv (a) or handwritten (b)")->check(CLI::IsMember({"deconv", "handwritten"}));
   app.add_option("--width-divisor", divisor, "Divide every channel count by this")->check(CLI::PositiveNumber);
   app.add_option("--seed", seed, "Weight seed");
-  app.add_option("-o,--output", output, "Output file for --migan");
+  app.add_option("--large-mb", large_mb, "Write a model of about this many MB (8 dense 1x1 Convs + depthwise deconvs)")
+      ->check(CLI::Range(1, 1900));
+  app.add_option("-o,--output", output, "Output file for --migan and --large-mb");
   CLI11_PARSE(app, argc, argv);
 
+  if (large_mb > 0) {
+    if (output.empty()) {
+      std::cerr << "dwdeconv-make-examples: --large-mb needs -o FILE\n";
+      return 2;
+    }
+    return write(large_model(large_mb), output) ? 0 : 3;
+  }
   if (resolution > 0) {
     if (output.empty() || (resolution & (resolution - 1)) != 0 || resolution < 8) {
       std::cerr << "dwdeconv-make-examples: --migan needs a power-of-two resolution >= 8 and -o FILE\n";

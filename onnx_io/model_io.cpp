@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 namespace dwdeconv::onnx_io {
@@ -40,12 +41,34 @@ core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::
 }
 
 core::Result<onnx::ModelProto> load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::io_error(path + ": cannot open for reading: " + errno_text());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return core::io_error(path + ": read failed: " + errno_text());
-  return parse_model(buffer.str(), path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return core::io_error(path + ": cannot open for reading: " + errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return core::io_error(path + ": not a regular file");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return core::invalid_model(path + ": the file is empty, not an ONNX model");
+  }
+  onnx::ModelProto model;
+  bool parsed = false;
+  int read_errno = 0;
+  {
+    google::protobuf::io::FileInputStream file(fd);
+    google::protobuf::io::CodedInputStream coded(&file);
+    coded.SetTotalBytesLimit(INT32_MAX);
+    parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+    read_errno = file.GetErrno();
+  }
+  ::close(fd);
+  if (read_errno != 0) return core::io_error(path + ": read failed: " + std::strerror(read_errno));
+  if (!parsed) {
+    return core::invalid_model(path + ": not a valid ONNX ModelProto (protobuf parse failed; truncated or not a model)");
+  }
+  if (!model.has_graph()) return core::invalid_model(path + ": the model has no graph");
+  return model;
 }
 
 core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
@@ -65,28 +88,20 @@ core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
   return bytes;
 }
 
-core::Status write_file_atomic(const std::string& path, const std::string& bytes) {
+core::Status write_file_atomic(const std::string& path, const std::function<core::Status(int fd)>& fill) {
   const std::string dir = directory_of(path);
   std::string temp = dir + "/.dwdeconv-XXXXXX";
   const int fd = mkstemp(temp.data());
   if (fd < 0) return core::io_error(path + ": cannot create a temporary file in '" + dir + "': " + errno_text());
   auto fail = [&](const std::string& what) {
-    const std::string message = path + ": " + what + ": " + errno_text();
+    const std::string message = path + ": " + what;
     ::close(fd);
     ::unlink(temp.c_str());
     return core::io_error(message);
   };
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fchmod(fd, 0644) != 0) return fail("chmod failed");
-  if (::fsync(fd) != 0) return fail("fsync failed");
+  if (auto filled = fill(fd); !filled) return fail(filled.error().message);
+  if (::fchmod(fd, 0644) != 0) return fail(std::string("chmod failed: ") + errno_text());
+  if (::fsync(fd) != 0) return fail(std::string("fsync failed: ") + errno_text());
   if (::close(fd) != 0) {
     const std::string message = path + ": close failed: " + errno_text();
     ::unlink(temp.c_str());
@@ -98,6 +113,41 @@ core::Status write_file_atomic(const std::string& path, const std::string& bytes
     return core::io_error(message);
   }
   return core::Ok{};
+}
+
+core::Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  return write_file_atomic(path, [&bytes](int fd) -> core::Status {
+    size_t written = 0;
+    while (written < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return core::io_error(std::string("write failed: ") + errno_text());
+      }
+      written += static_cast<size_t>(n);
+    }
+    return core::Ok{};
+  });
+}
+
+core::Status save_model(const onnx::ModelProto& model, const std::string& path) {
+  const size_t size = model.ByteSizeLong();
+  if (size > static_cast<size_t>(INT32_MAX)) {
+    return core::invalid_model(path + ": the model serializes to " + std::to_string(size) + " bytes, over protobuf's 2 GB limit");
+  }
+  return write_file_atomic(path, [&model](int fd) -> core::Status {
+    google::protobuf::io::FileOutputStream file(fd);
+    bool ok = false;
+    {
+      google::protobuf::io::CodedOutputStream coded(&file);
+      coded.SetSerializationDeterministic(true);
+      model.SerializeToCodedStream(&coded);
+      ok = !coded.HadError();
+    }
+    ok = file.Flush() && ok;
+    if (!ok) return core::io_error(std::string("write failed: ") + std::strerror(file.GetErrno() ? file.GetErrno() : EIO));
+    return core::Ok{};
+  });
 }
 
 int64_t default_opset(const onnx::ModelProto& model) {

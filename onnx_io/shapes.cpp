@@ -6,9 +6,80 @@
 #include "onnx_io/graph_walk.h"
 
 namespace dwdeconv::onnx_io {
+namespace {
+
+// Moves the data of large tensors out of a model and back again. Only the data fields move (std::string moves
+// and RepeatedField swaps, no copies); every other field stays, so a copy taken in between is a skeleton.
+class LargeDataDetacher {
+ public:
+  LargeDataDetacher(onnx::ModelProto& model, size_t max_bytes) : max_bytes_(max_bytes) { visit(*model.mutable_graph()); }
+  ~LargeDataDetacher() {
+    for (auto& d : detached_) {
+      if (d.had_raw) *d.tensor->mutable_raw_data() = std::move(d.raw);
+      swap_typed(*d.tensor, d.typed);
+    }
+  }
+  LargeDataDetacher(const LargeDataDetacher&) = delete;
+  LargeDataDetacher& operator=(const LargeDataDetacher&) = delete;
+
+ private:
+  struct Detached {
+    onnx::TensorProto* tensor;
+    bool had_raw;
+    std::string raw;
+    onnx::TensorProto typed;  // holds the typed data fields while they are out
+  };
+
+  static void swap_typed(onnx::TensorProto& a, onnx::TensorProto& b) {
+    a.mutable_float_data()->Swap(b.mutable_float_data());
+    a.mutable_int32_data()->Swap(b.mutable_int32_data());
+    a.mutable_int64_data()->Swap(b.mutable_int64_data());
+    a.mutable_double_data()->Swap(b.mutable_double_data());
+    a.mutable_uint64_data()->Swap(b.mutable_uint64_data());
+  }
+
+  static size_t data_bytes(const onnx::TensorProto& t) {
+    return t.raw_data().size() + 4 * static_cast<size_t>(t.float_data_size() + t.int32_data_size()) +
+           8 * static_cast<size_t>(t.int64_data_size() + t.double_data_size() + t.uint64_data_size());
+  }
+
+  void detach(onnx::TensorProto& t) {
+    if (data_bytes(t) <= max_bytes_) return;
+    Detached d{&t, t.has_raw_data(), {}, {}};
+    if (d.had_raw) {
+      d.raw = std::move(*t.mutable_raw_data());
+      t.clear_raw_data();
+    }
+    swap_typed(t, d.typed);
+    detached_.push_back(std::move(d));
+  }
+
+  void visit(onnx::GraphProto& g) {
+    for (auto& t : *g.mutable_initializer()) detach(t);
+    for (auto& node : *g.mutable_node()) {
+      for (auto& attr : *node.mutable_attribute()) {
+        if (attr.has_t()) detach(*attr.mutable_t());
+        for (auto& t : *attr.mutable_tensors()) detach(t);
+        if (attr.has_g()) visit(*attr.mutable_g());
+        for (auto& sub : *attr.mutable_graphs()) visit(sub);
+      }
+    }
+  }
+
+  size_t max_bytes_;
+  std::vector<Detached> detached_;
+};
+
+}  // namespace
+
+onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes) {
+  // The data is moved out and back, never changed, so the model is logically const throughout.
+  LargeDataDetacher detached(const_cast<onnx::ModelProto&>(model), max_bytes);
+  return model;
+}
 
 std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model) {
-  onnx::ModelProto copy = model;
+  onnx::ModelProto copy = skeleton_copy(model);
   try {
     onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{false, 0, true});
   } catch (const std::exception&) {

@@ -1,12 +1,20 @@
 // What ONNX shape inference knows about a model's tensors.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
 namespace dwdeconv::onnx_io {
+
+// A copy of `model` in which every tensor (initializers and Constant-like attributes, in every graph) holding more
+// than `max_bytes` of data keeps its name, type and dims but no data. Shape inference needs no more, and the
+// copy costs a fraction of a full one. `model` is observably unchanged: its large data is moved out and back
+// (O(1) swaps, no copies), so no other thread may use it meanwhile.
+onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes = 4096);
 
 // The type of every tensor that shape inference (with data propagation) can tell, from all graphs: inputs,
 // outputs, value_info and initializers. Inference errors are ignored: what was inferred before them is kept.

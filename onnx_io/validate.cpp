@@ -7,6 +7,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/graph_walk.h"
 #include "onnx_io/model_io.h"
+#include "onnx_io/shapes.h"
 
 namespace dwdeconv::onnx_io {
 namespace {
@@ -76,7 +77,7 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
     v.detail = std::string("the checker could not judge it (") + e.what() + "); ";
   }
   if (!newer) {
-    onnx::ModelProto copy = model;
+    onnx::ModelProto copy = skeleton_copy(model);  // inference needs types and dims, not weight data
     try {
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{true, 1, false});
     } catch (const std::exception& e) {
