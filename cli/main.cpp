@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "cli/exit_codes.h"
 #include "cli/report.h"
 #include "cli/version.h"
+#include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
 #include "rewrite/rewriter.h"
@@ -50,6 +52,8 @@ struct Options {
   std::optional<double> atol;
   std::optional<double> rtol;
   size_t threads = 1;
+  std::string external_data;                 // --external-data NAME
+  std::optional<uint64_t> external_threshold;  // --external-data-threshold BYTES
   int verbosity = 0;  // -1 quiet, 0 info, 1+ debug
 };
 
@@ -207,11 +211,29 @@ int run_compare(const Options& opt) {
   return verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
 }
 
+// Where the output's tensors go: external data when the input had it or the command line asks for it. Every
+// tensor that was external stays external, and each phase weight follows the weight it was gathered from.
+onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std::set<std::string>& loaded_external,
+                                                   const rewrite::RewriteResult& result) {
+  onnx_io::ExternalSaveOptions ext;
+  if (loaded_external.empty() && opt.external_data.empty() && !opt.external_threshold) return ext;
+  ext.data_name = opt.external_data.empty() ? std::filesystem::path(opt.output).filename().string() + ".data" : opt.external_data;
+  ext.tensor_names = loaded_external;
+  for (const auto& [derived, source] : result.derived_tensors) {
+    if (loaded_external.count(source) != 0) ext.tensor_names.insert(derived);
+  }
+  if (!opt.external_data.empty() || opt.external_threshold) ext.threshold_bytes = opt.external_threshold.value_or(1024);
+  return ext;
+}
+
 int run(const Options& opt) {
   PhaseTimer timer;
-  auto loaded = onnx_io::load_model(opt.input);
+  auto loaded = onnx_io::load_model_with_external_data(opt.input);
   if (!loaded) return fail(exit_code_for(loaded.error()), loaded.error().message);
-  onnx::ModelProto& model = *loaded;
+  onnx::ModelProto& model = loaded->model;
+  if (!loaded->external_tensors.empty()) {
+    spdlog::debug("{}: {} tensors read from external data", opt.input, loaded->external_tensors.size());
+  }
   timer.mark("load");
 
   // Judge the input first, so a broken input is blamed on the input and not on the rewrite.
@@ -279,7 +301,11 @@ int run(const Options& opt) {
       summary += speedup_text(timed->speedup);
     }
 
-    if (auto saved = onnx_io::save_model(model, opt.output); !saved) return fail(cli::kExitInvalidModel, saved.error().message);
+    const auto ext = external_save_options(opt, loaded->external_tensors, result);
+    if (auto saved = onnx_io::save_model_with_external_data(model, opt.output, ext); !saved) {
+      return fail(exit_code_for(saved.error()), saved.error().message);
+    }
+    if (!ext.data_name.empty()) spdlog::debug("tensor data written to {}", ext.data_name);
     timer.mark("save");
     info.output = opt.output;
   }
@@ -311,6 +337,8 @@ std::string usage_problem(const Options& opt) {
     return "--input-shape and --input apply to --verify, --bench and --compare";
   }
   if (!opt.verify && opt.compare.empty() && (opt.atol || opt.rtol)) return "--atol and --rtol apply to --verify and --compare";
+  if (opt.output.empty() && (!opt.external_data.empty() || opt.external_threshold)) return "--external-data options need -o OUT";
+  if (opt.external_data.find('/') != std::string::npos) return "--external-data takes a file name (written next to OUT), not a path";
   return "";
 }
 
@@ -341,6 +369,10 @@ int main(int argc, char** argv) {
   app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
   app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
+  app.add_option("--external-data", opt.external_data,
+                 "Store tensors in this file next to OUT (default OUT.data when the input had external data)");
+  app.add_option("--external-data-threshold", opt.external_threshold,
+                 "With --external-data: store every tensor of at least this many bytes outside (default 1024)");
   app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
   app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
   try {

@@ -14,6 +14,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "onnx_io/external_data.h"
+
 namespace dwdeconv::onnx_io {
 namespace {
 
@@ -40,7 +42,10 @@ core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::
   return model;
 }
 
-core::Result<onnx::ModelProto> load_model(const std::string& path) {
+namespace {
+
+// Streams and parses the model file itself, without its external data.
+core::Result<onnx::ModelProto> parse_model_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return core::io_error(path + ": cannot open for reading: " + errno_text());
   struct stat st {};
@@ -71,6 +76,24 @@ core::Result<onnx::ModelProto> load_model(const std::string& path) {
   return model;
 }
 
+}  // namespace
+
+core::Result<LoadedModel> load_model_with_external_data(const std::string& path) {
+  auto model = parse_model_file(path);
+  if (!model) return model.error();
+  LoadedModel loaded{std::move(*model), {}};
+  auto external = load_external_data(loaded.model, directory_of(path), path);
+  if (!external) return external.error();
+  loaded.external_tensors = std::move(*external);
+  return loaded;
+}
+
+core::Result<onnx::ModelProto> load_model(const std::string& path) {
+  auto loaded = load_model_with_external_data(path);
+  if (!loaded) return loaded.error();
+  return std::move(loaded->model);
+}
+
 core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
   const size_t size = model.ByteSizeLong();
   if (size > static_cast<size_t>(INT32_MAX)) {
@@ -88,31 +111,51 @@ core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
   return bytes;
 }
 
-core::Status write_file_atomic(const std::string& path, const std::function<core::Status(int fd)>& fill) {
-  const std::string dir = directory_of(path);
-  std::string temp = dir + "/.dwdeconv-XXXXXX";
-  const int fd = mkstemp(temp.data());
-  if (fd < 0) return core::io_error(path + ": cannot create a temporary file in '" + dir + "': " + errno_text());
-  auto fail = [&](const std::string& what) {
-    const std::string message = path + ": " + what;
-    ::close(fd);
-    ::unlink(temp.c_str());
-    return core::io_error(message);
+core::Status write_files_atomic(const std::vector<PendingFile>& files) {
+  struct Temp {
+    std::string path;
+    std::string temp;
   };
-  if (auto filled = fill(fd); !filled) return fail(filled.error().message);
-  if (::fchmod(fd, 0644) != 0) return fail(std::string("chmod failed: ") + errno_text());
-  if (::fsync(fd) != 0) return fail(std::string("fsync failed: ") + errno_text());
-  if (::close(fd) != 0) {
-    const std::string message = path + ": close failed: " + errno_text();
-    ::unlink(temp.c_str());
-    return core::io_error(message);
+  std::vector<Temp> temps;
+  auto remove_temps = [&temps](size_t from) {
+    for (size_t i = from; i < temps.size(); ++i) ::unlink(temps[i].temp.c_str());
+  };
+  for (const auto& file : files) {
+    const std::string dir = directory_of(file.path);
+    std::string temp = dir + "/.dwdeconv-XXXXXX";
+    const int fd = mkstemp(temp.data());
+    if (fd < 0) {
+      const std::string message = file.path + ": cannot create a temporary file in '" + dir + "': " + errno_text();
+      remove_temps(0);
+      return core::io_error(message);
+    }
+    temps.push_back({file.path, temp});
+    std::string failure;
+    if (auto filled = file.fill(fd); !filled) {
+      failure = filled.error().message;
+    } else if (::fchmod(fd, 0644) != 0) {
+      failure = std::string("chmod failed: ") + errno_text();
+    } else if (::fsync(fd) != 0) {
+      failure = std::string("fsync failed: ") + errno_text();
+    }
+    if (::close(fd) != 0 && failure.empty()) failure = std::string("close failed: ") + errno_text();
+    if (!failure.empty()) {
+      remove_temps(0);
+      return core::io_error(file.path + ": " + failure);
+    }
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string message = path + ": rename failed: " + errno_text();
-    ::unlink(temp.c_str());
-    return core::io_error(message);
+  for (size_t i = 0; i < temps.size(); ++i) {
+    if (std::rename(temps[i].temp.c_str(), temps[i].path.c_str()) != 0) {
+      const std::string message = temps[i].path + ": rename failed: " + errno_text();
+      remove_temps(i);
+      return core::io_error(message);
+    }
   }
   return core::Ok{};
+}
+
+core::Status write_file_atomic(const std::string& path, const std::function<core::Status(int fd)>& fill) {
+  return write_files_atomic({{path, fill}});
 }
 
 core::Status write_file_atomic(const std::string& path, const std::string& bytes) {
@@ -130,24 +173,27 @@ core::Status write_file_atomic(const std::string& path, const std::string& bytes
   });
 }
 
+core::Status serialize_to_fd(const onnx::ModelProto& model, int fd) {
+  google::protobuf::io::FileOutputStream file(fd);
+  bool ok = false;
+  {
+    google::protobuf::io::CodedOutputStream coded(&file);
+    coded.SetSerializationDeterministic(true);
+    model.SerializeToCodedStream(&coded);
+    ok = !coded.HadError();
+  }
+  ok = file.Flush() && ok;
+  if (!ok) return core::io_error(std::string("write failed: ") + std::strerror(file.GetErrno() ? file.GetErrno() : EIO));
+  return core::Ok{};
+}
+
 core::Status save_model(const onnx::ModelProto& model, const std::string& path) {
   const size_t size = model.ByteSizeLong();
   if (size > static_cast<size_t>(INT32_MAX)) {
-    return core::invalid_model(path + ": the model serializes to " + std::to_string(size) + " bytes, over protobuf's 2 GB limit");
+    return core::invalid_model(path + ": the model serializes to " + std::to_string(size) +
+                               " bytes, over protobuf's 2 GB limit; store its tensors outside with --external-data");
   }
-  return write_file_atomic(path, [&model](int fd) -> core::Status {
-    google::protobuf::io::FileOutputStream file(fd);
-    bool ok = false;
-    {
-      google::protobuf::io::CodedOutputStream coded(&file);
-      coded.SetSerializationDeterministic(true);
-      model.SerializeToCodedStream(&coded);
-      ok = !coded.HadError();
-    }
-    ok = file.Flush() && ok;
-    if (!ok) return core::io_error(std::string("write failed: ") + std::strerror(file.GetErrno() ? file.GetErrno() : EIO));
-    return core::Ok{};
-  });
+  return write_file_atomic(path, [&model](int fd) { return serialize_to_fd(model, fd); });
 }
 
 int64_t default_opset(const onnx::ModelProto& model) {

@@ -77,6 +77,7 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
     add_initializer(*src.scope, std::move(tensor));
   }
   phase_weights_.emplace(key, name);
+  derived_.emplace(name, src.name);
   return name;
 }
 

@@ -35,6 +35,10 @@ class Emitter {
   // The nodes that replace m.node, in order. New initializers and value_info are added to the graphs now.
   core::Result<std::vector<onnx::NodeProto>> emit(const DeconvMatch& m);
 
+  // Every phase weight emitted, by name, with the name of the weight it was gathered from; the save uses it to
+  // store a phase weight wherever its source was stored (inline or external data).
+  const std::map<std::string, std::string>& derived_tensors() const { return derived_; }
+
   // Constant nodes to insert right after a source Constant node (phase weights of Constant-held weights).
   const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& constants_after() const { return constants_after_; }
 
@@ -51,6 +55,7 @@ class Emitter {
   int64_t opset_;
   std::map<std::string, std::string> phase_weights_;  // key -> tensor name, see phase_weight()
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> constants_after_;
+  std::map<std::string, std::string> derived_;
 };
 
 }  // namespace dwdeconv::rewrite

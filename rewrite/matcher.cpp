@@ -186,7 +186,6 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     return fail(declined("unsupported element type " + onnx_io::data_type_name(w.data_type()) +
                          " (float, float16, bfloat16 and double are rewritten)"));
   }
-  if (onnx_io::is_external(w)) return fail(declined("weight '" + weight->name + "' is stored in external data"));
   if (auto status = onnx_io::validate_tensor_data(w, who + ": weight '" + weight->name + "'"); !status) return fail(status.error());
 
   // Resolve the pads of each axis from pads / output_shape / auto_pad.

@@ -130,6 +130,7 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     rebuild(*it->graph, replacements, emitter.constants_after());
   }
   remove_orphans(model, candidates);
+  result.derived_tensors = emitter.derived_tensors();
 
   for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;
   return result;

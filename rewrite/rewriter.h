@@ -1,6 +1,7 @@
 // The pass over a whole model: match every ConvTranspose first, then emit, rebuild and clean up.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct RewriteResult {
   int rewritten = 0;
   int kept = 0;
   std::vector<std::string> unmatched_names;  // --only/--skip names that name no ConvTranspose
+  std::map<std::string, std::string> derived_tensors;  // new phase weight -> the weight it came from
 };
 
 // Rewrites `model` in place. Fails (kInvalidModel) without touching the model's meaning when any

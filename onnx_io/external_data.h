@@ -1,0 +1,38 @@
+// Tensors stored outside the model file (data_location = EXTERNAL), on load and on save.
+//
+// On load, external data is read into raw_data and the tensor is made inline, so every other part of the tool
+// sees ordinary tensors; the names of those tensors are returned so the save can put them back outside.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/result.h"
+
+namespace dwdeconv::onnx_io {
+
+// Reads every EXTERNAL tensor of `model` (initializers and tensor attributes, in every graph) from files
+// relative to `model_dir`, and returns the names of the tensors that were external. Refuses, naming the tensor:
+// an absolute `location`, one that leaves `model_dir` (through `..` or a symlink), a missing file, and an
+// `offset`/`length` past the end of the file or disagreeing with the tensor's dims and type.
+core::Result<std::set<std::string>> load_external_data(onnx::ModelProto& model, const std::string& model_dir,
+                                                       const std::string& model_path);
+
+struct ExternalSaveOptions {
+  std::string data_name;                // file name, next to the model; empty: no external data at all
+  std::set<std::string> tensor_names;   // tensors to store in it
+  size_t threshold_bytes = SIZE_MAX;    // also store every tensor at least this large in it
+};
+
+// Saves `model` atomically; with external data, the data file and the model are both written to temporary
+// files first and renamed only when both are complete. `model` is unchanged on return.
+core::Status save_model_with_external_data(onnx::ModelProto& model, const std::string& path,
+                                           const ExternalSaveOptions& options);
+
+// A tensor's data as little-endian bytes, whatever its storage form (raw_data or a typed field).
+core::Result<std::string> raw_bytes_of(const onnx::TensorProto& tensor);
+
+}  // namespace dwdeconv::onnx_io

@@ -1,0 +1,198 @@
+// End-to-end tests of external data: loading, refusing unsafe or broken references, keeping each tensor's
+// storage on write, and models over protobuf's 2 GB limit.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "onnx_io/external_data.h"
+#include "tests/e2e/cli_runner.h"
+#include "tests/support/model_builder.h"
+
+using namespace dwdeconv::test;
+
+namespace {
+
+// A clean k4 s2 p1 depthwise deconv with an inline bias and a weight `W` to be moved outside.
+onnx::ModelProto deconv_model() {
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    ext (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
+      Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 4, 4}, 41);
+  set_random_initializer(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT, {3}, 42);
+  return m;
+}
+
+onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() == name) return t;
+  }
+  FAIL("no initializer " << name);
+  throw;
+}
+
+// Moves tensor `name` into `data_file` at `offset` and points the tensor at it with the given entries.
+void externalize(onnx::ModelProto& m, const std::string& name, const fs::path& data_file, int64_t offset,
+                 const std::string& location, const std::string& length = "") {
+  auto& t = initializer(m, name);
+  std::string bytes(static_cast<size_t>(offset), 'z');
+  bytes += t.raw_data();
+  std::ofstream(data_file, std::ios::binary) << bytes;
+  const std::string real_length = std::to_string(t.raw_data().size());
+  t.clear_raw_data();
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", location}, {"offset", std::to_string(offset)},
+                             {"length", length.empty() ? real_length : length}}) {
+    auto* e = t.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  }
+}
+
+std::string location_of(const onnx::TensorProto& t) {
+  for (const auto& e : t.external_data()) {
+    if (e.key() == "location") return e.value();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("external weights stay external, phase weights follow their source, inline stays inline", "[e2e][external]") {
+  TempDir dir;
+  auto m = deconv_model();
+  externalize(m, "W", dir.path / "weights.bin", 128, "weights.bin");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(fs::exists(dir.path / "out.onnx.data"));
+
+  // Read the output's proto as written, without resolving its external data.
+  onnx::ModelProto written;
+  std::ifstream stream(out, std::ios::binary);
+  REQUIRE(written.ParseFromIstream(&stream));
+  int external_phase = 0;
+  for (const auto& t : written.graph().initializer()) {
+    CHECK(t.name() != "W");  // the orphaned original is gone
+    if (t.name().rfind("W_s2", 0) == 0) {
+      CHECK(t.data_location() == onnx::TensorProto::EXTERNAL);
+      CHECK(location_of(t) == "out.onnx.data");
+      CHECK_FALSE(t.has_raw_data());
+      ++external_phase;
+    }
+    if (t.name() == "B") CHECK(t.data_location() != onnx::TensorProto::EXTERNAL);
+  }
+  CHECK(external_phase == 4);
+  // The output loads back with its data and computes the same function (compare runs both).
+  CHECK(run_cli(in.string() + " --compare " + out.string(), dir).exit_code == 0);
+}
+
+TEST_CASE("inline models can move large tensors out with --external-data", "[e2e][external]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx";
+  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --external-data weights.bin --external-data-threshold 4096", dir).exit_code == 0);
+  onnx::ModelProto written;
+  std::ifstream stream(out, std::ios::binary);
+  REQUIRE(written.ParseFromIstream(&stream));
+  int external = 0, inline_small = 0;
+  for (const auto& t : written.graph().initializer()) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      ++external;
+      CHECK(location_of(t) == "weights.bin");
+    } else {
+      CHECK(t.raw_data().size() < 4096);
+      ++inline_small;
+    }
+  }
+  CHECK(external > 0);
+  CHECK(inline_small > 0);
+  CHECK(fs::file_size(out) < fs::file_size(in) / 2);  // the large weights went to weights.bin
+  CHECK(run_cli(in.string() + " --compare " + out.string(), dir).exit_code == 0);
+}
+
+TEST_CASE("unsafe or broken external data references are refused with exit 3", "[e2e][external]") {
+  TempDir dir;
+  fs::create_directories(dir.path / "model");
+  const auto in = dir.path / "model" / "model.onnx", out = dir.path / "model" / "out.onnx";
+  struct Case {
+    std::string name, location, length, message;
+    int64_t offset;
+  };
+  std::ofstream(dir.path / "outside.bin", std::ios::binary) << std::string(4096, 'x');
+  fs::create_symlink(dir.path / "outside.bin", dir.path / "model" / "link.bin");
+  const std::vector<Case> cases = {
+      {"absolute", (dir.path / "model" / "w.bin").string(), "", "is absolute", 0},
+      {"dot-dot", "../w.bin", "", "leaves the model's directory", 0},
+      {"symlink", "link.bin", "", "resolves outside the model's directory", 0},
+      {"missing", "nope.bin", "", "is missing", 0},
+      {"length past end", "w.bin", "100000", "past the end", 0},
+      {"length disagrees", "w.bin", "8", "disagrees with its dims", 0},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto m = deconv_model();
+    externalize(m, "W", dir.path / "model" / "w.bin", c.offset, c.location, c.length);
+    save(m, in);
+    const auto r = run_cli(in.string() + " -o " + out.string(), dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains(c.message));
+    CHECK_THAT(r.err, Catch::Contains("tensor 'W'"));
+    CHECK_THAT(r.err, Catch::Contains("model.onnx"));
+    CHECK_FALSE(fs::exists(out));
+    CHECK_FALSE(fs::exists(dir.path / "model" / "out.onnx.data"));
+  }
+  // An offset past the end of the file.
+  auto m = deconv_model();
+  externalize(m, "W", dir.path / "model" / "w.bin", 0, "w.bin");
+  for (auto& e : *initializer(m, "W").mutable_external_data()) {
+    if (e.key() == "offset") e.set_value("999999");
+  }
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string(), dir);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("offset 999999 is past the end"));
+  // Nothing is left behind: no output, no data file, no temporary files.
+  for (const auto& entry : fs::directory_iterator(dir.path / "model")) {
+    CHECK(entry.path().filename().string().rfind(".dwdeconv-", 0) != 0);
+  }
+}
+
+TEST_CASE("a model over 2 GB loads and saves through external data", "[e2e][external][large]") {
+  TempDir dir;
+  auto m = deconv_model();
+  // An extra initializer of 2^29 + 2^20 floats (just over 2 GB), stored in a sparse file of zeros.
+  const int64_t count = (int64_t{1} << 29) + (int64_t{1} << 20);
+  auto* big = m.mutable_graph()->add_initializer();
+  big->set_name("big");
+  big->set_data_type(onnx::TensorProto::FLOAT);
+  big->add_dims(count);
+  big->set_data_location(onnx::TensorProto::EXTERNAL);
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", "model.onnx.data"}, {"offset", "0"},
+                             {"length", std::to_string(count * 4)}}) {
+    auto* e = big->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  {
+    std::ofstream data(dir.path / "model.onnx.data", std::ios::binary);
+  }
+  REQUIRE(::truncate((dir.path / "model.onnx.data").c_str(), count * 4) == 0);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::file_size(out) < 100000);
+  CHECK(fs::file_size(dir.path / "out.onnx.data") >= static_cast<uintmax_t>(count * 4));
+  onnx::ModelProto written;
+  std::ifstream stream(out, std::ios::binary);
+  REQUIRE(written.ParseFromIstream(&stream));
+  CHECK(count_ops(written, "ConvTranspose") == 0);
+  CHECK(count_ops(written, "DepthToSpace") == 1);
+}
