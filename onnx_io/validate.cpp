@@ -8,11 +8,48 @@
 #include "onnx_io/graph_walk.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/shapes.h"
+#include "onnx_io/tensor.h"
 
 namespace dwdeconv::onnx_io {
 namespace {
 
 core::Error check_failed(std::string message) { return {core::ErrorKind::kCheckFailed, std::move(message)}; }
+
+// ONNX's messages span lines; a CI log reads better with one line per error.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    const bool blank = c == '\n' || c == '\r' || c == ' ' || c == '\t';
+    if (blank) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+// Dims whose product overflows would make the checker report a misleading "0-element" tensor; say it plainly.
+core::Status check_tensor_dims(const onnx::GraphProto& graph) {
+  core::Status status = core::Ok{};
+  for_each_graph(graph, [&status](const onnx::GraphProto& g) {
+    auto check = [&status](const onnx::TensorProto& t) {
+      if (!status) return;
+      if (auto count = element_count(t); !count) status = check_failed(count.error().message);
+    };
+    for (const auto& t : g.initializer()) check(t);
+    for (const auto& node : g.node()) {
+      for (const auto& attr : node.attribute()) {
+        if (attr.has_t()) check(attr.t());
+        for (const auto& t : attr.tensors()) check(t);
+      }
+    }
+  });
+  return status;
+}
 
 core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> visible, const std::string& path) {
   std::set<std::string> defined;
@@ -69,19 +106,20 @@ core::Status check_structure(const onnx::GraphProto& graph) { return check_scope
 core::Result<Validation> validate_model(const onnx::ModelProto& model, const std::set<std::string>& emitted) {
   const bool newer = default_opset(model) > library_max_opset() || model.ir_version() > library_ir_version();
   Validation v;
+  if (auto dims = check_tensor_dims(model.graph()); !dims) return dims.error();
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    if (!newer) return check_failed(std::string("ONNX checker: ") + e.what());
+    if (!newer) return check_failed("ONNX checker: " + one_line(e.what()));
     v.full = false;
-    v.detail = std::string("the checker could not judge it (") + e.what() + "); ";
+    v.detail = "the checker could not judge it (" + one_line(e.what()) + "); ";
   }
   if (!newer) {
     onnx::ModelProto copy = skeleton_copy(model);  // inference needs types and dims, not weight data
     try {
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{true, 1, false});
     } catch (const std::exception& e) {
-      return check_failed(std::string("ONNX shape inference: ") + e.what());
+      return check_failed("ONNX shape inference: " + one_line(e.what()));
     }
     v.detail = "ONNX checker and strict shape inference passed";
     return v;
@@ -103,7 +141,7 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
         onnx::checker::check_node(node, ctx, lex);
         ++checked;
       } catch (const std::exception& e) {
-        failure = describe_node(node) + ": " + e.what();
+        failure = describe_node(node) + ": " + one_line(e.what());
       }
     }
   });
