@@ -3,7 +3,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <thread>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -34,8 +39,10 @@ namespace {
 using namespace dwdeconv;
 
 struct Options {
-  std::string input;
+  std::vector<std::string> models;  // one, or several for a batch
   std::string output;
+  std::string out_dir;               // batch output directory
+  size_t jobs = 1;
   std::string report;
   std::string compare;  // --compare OTHER: verify OTHER against the input, no rewrite
   bool dry_run = false;
@@ -185,39 +192,44 @@ std::string speedup_text(double speedup) {
   return buf;
 }
 
-int write_report(const Options& opt, const cli::RunInfo& info, const rewrite::RewriteResult& result) {
+int write_report(const Options& opt, const std::string& json) {
   if (opt.report.empty()) return cli::kExitOk;
-  if (auto written = onnx_io::write_file_atomic(opt.report, cli::report_json(info, result)); !written) {
-    return fail(cli::kExitInvalidModel, written.error().message);
-  }
+  if (auto written = onnx_io::write_file_atomic(opt.report, json); !written) return fail(cli::kExitInvalidModel, written.error().message);
   return cli::kExitOk;
 }
 
 // --compare: verify OTHER against MODEL without rewriting anything.
 int run_compare(const Options& opt) {
-  auto original = onnx_io::load_model(opt.input);
+  const std::string& input = opt.models.front();
+  auto original = onnx_io::load_model(input);
   if (!original) return fail(exit_code_for(original.error()), original.error().message);
   auto other = onnx_io::load_model(opt.compare);
   if (!other) return fail(exit_code_for(other.error()), other.error().message);
   auto verified = run_verify(*original, *other, opt);
   if (!verified) return fail(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
-  cli::RunInfo info{opt.input, "", onnx_io::default_opset(*original), "", opt.compare, *verified, std::nullopt};
+  cli::RunInfo info;
+  info.input = input;
+  info.opset = onnx_io::default_opset(*original);
+  info.compared = opt.compare;
+  info.verify = *verified;
   if (verified->passed && opt.bench) {
     auto timed = run_bench(*original, *other, opt);
     if (!timed) return fail(exit_code_for(timed.error()), timed.error().message);
     info.bench = *timed;
   }
-  if (int code = write_report(opt, info, {}); code != cli::kExitOk) return code;
-  return verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
+  info.exit_code = verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
+  if (int code = write_report(opt, cli::report_json(info, {})); code != cli::kExitOk) return code;
+  return info.exit_code;
 }
 
 // Where the output's tensors go: external data when the input had it or the command line asks for it. Every
 // tensor that was external stays external, and each phase weight follows the weight it was gathered from.
-onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std::set<std::string>& loaded_external,
+onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std::string& output,
+                                                   const std::set<std::string>& loaded_external,
                                                    const rewrite::RewriteResult& result) {
   onnx_io::ExternalSaveOptions ext;
   if (loaded_external.empty() && opt.external_data.empty() && !opt.external_threshold) return ext;
-  ext.data_name = opt.external_data.empty() ? std::filesystem::path(opt.output).filename().string() + ".data" : opt.external_data;
+  ext.data_name = opt.external_data.empty() ? std::filesystem::path(output).filename().string() + ".data" : opt.external_data;
   ext.tensor_names = loaded_external;
   for (const auto& [derived, source] : result.derived_tensors) {
     if (loaded_external.count(source) != 0) ext.tensor_names.insert(derived);
@@ -226,20 +238,53 @@ onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std
   return ext;
 }
 
-int run(const Options& opt) {
-  PhaseTimer timer;
-  auto loaded = onnx_io::load_model_with_external_data(opt.input);
-  if (!loaded) return fail(exit_code_for(loaded.error()), loaded.error().message);
-  onnx::ModelProto& model = loaded->model;
-  if (!loaded->external_tensors.empty()) {
-    spdlog::debug("{}: {} tensors read from external data", opt.input, loaded->external_tensors.size());
+// "-" reads the model from stdin: it must fit in memory and cannot have external data (there is no directory).
+core::Result<onnx_io::LoadedModel> load_input(const std::string& input) {
+  if (input != "-") return onnx_io::load_model_with_external_data(input);
+  std::string bytes{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  auto model = onnx_io::parse_model(bytes, "<stdin>");
+  if (!model) return model.error();
+  if (auto refused = onnx_io::refuse_external_data(*model, "<stdin>"); !refused) return refused.error();
+  return onnx_io::LoadedModel{std::move(*model), {}};
+}
+
+// Writes the output model: a file (atomically, with its external data if any), or stdout for "-".
+core::Status save_output(onnx::ModelProto& model, const std::string& output, const onnx_io::ExternalSaveOptions& ext) {
+  if (output != "-") return onnx_io::save_model_with_external_data(model, output, ext);
+  if (!ext.data_name.empty()) {
+    return core::Error{core::ErrorKind::kUsage, "-o -: a model with external data cannot be written to stdout; give a file path"};
   }
+  return onnx_io::serialize_to_fd(model, STDOUT_FILENO);
+}
+
+// The outcome of one model: its exit code (0 when it succeeded), and what the report says about it.
+struct ModelOutcome {
+  cli::RunInfo info;
+  rewrite::RewriteResult result;
+};
+
+// Loads, validates, rewrites, checks and writes one model. Errors are logged here and end in info.exit_code.
+ModelOutcome process_model(const Options& opt, const std::string& input, const std::string& output, bool batch) {
+  ModelOutcome out;
+  cli::RunInfo& info = out.info;
+  info.input = input;
+  auto finish = [&out](int code, const std::string& message) {
+    out.info.exit_code = fail(code, message);
+    out.info.error = message;
+    return out;
+  };
+  PhaseTimer timer;
+  auto loaded = load_input(input);
+  if (!loaded) return finish(exit_code_for(loaded.error()), loaded.error().message);
+  onnx::ModelProto& model = loaded->model;
+  if (!loaded->external_tensors.empty()) spdlog::debug("{}: {} tensors read from external data", input, loaded->external_tensors.size());
+  info.opset = onnx_io::default_opset(model);
   timer.mark("load");
 
   // Judge the input first, so a broken input is blamed on the input and not on the rewrite.
   auto input_check = onnx_io::validate_model(model, {});
-  if (!input_check) return fail(cli::kExitInvalidModel, opt.input + ": invalid model: " + input_check.error().message);
-  if (!input_check->full) spdlog::warn("{}: {}", opt.input, input_check->detail);
+  if (!input_check) return finish(cli::kExitInvalidModel, input + ": invalid model: " + input_check.error().message);
+  if (!input_check->full) spdlog::warn("{}: {}", input, input_check->detail);
   timer.mark("validate input");
 
   std::optional<onnx::ModelProto> original;
@@ -250,45 +295,44 @@ int run(const Options& opt) {
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
   auto rewritten = rewrite::rewrite_model(model, ro);
-  if (!rewritten) return fail(exit_code_for(rewritten.error()), opt.input + ": " + rewritten.error().message);
-  const rewrite::RewriteResult& result = *rewritten;
+  if (!rewritten) return finish(exit_code_for(rewritten.error()), input + ": " + rewritten.error().message);
+  out.result = std::move(*rewritten);
+  const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
-  if (!result.unmatched_names.empty()) {
-    return fail(cli::kExitUsage, "--only/--skip name '" + result.unmatched_names.front() + "' matches no ConvTranspose in " + opt.input);
+  for (const auto& name : result.unmatched_names) {
+    const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose in " + input;
+    // In a batch, each model has its own node names; a name missing from one model is not an error.
+    if (!batch) return finish(cli::kExitUsage, message);
+    spdlog::debug("{}", message);
   }
 
   for (const auto& n : result.nodes) {
     if (n.rewritten) {
-      spdlog::debug("rewrote '{}' into {} nodes", n.summary.name, n.emitted_nodes.size());
+      spdlog::debug("{}: rewrote '{}' into {} nodes", input, n.summary.name, n.emitted_nodes.size());
     } else {
-      spdlog::info("kept ConvTranspose '{}': {}", n.summary.name, n.reason);
+      spdlog::info("{}: kept ConvTranspose '{}': {}", input, n.summary.name, n.reason);
     }
   }
-  if (opt.dry_run) std::cout << cli::plan_text(result) << std::flush;
+  if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << cli::plan_text(result) << std::flush;
 
-  cli::RunInfo info{opt.input, "", onnx_io::default_opset(model), "", "", std::nullopt, std::nullopt};
   const bool writes_model = !opt.dry_run && !opt.check;
   std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
                         std::to_string(result.nodes.size()) + " ConvTranspose nodes (kept " + std::to_string(result.kept) + ")";
   if (writes_model) {
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
     if (!validation) {
-      return fail(cli::kExitInvalidModel, opt.input + ": the rewritten model failed validation, nothing written: " +
-                                              validation.error().message);
+      return finish(cli::kExitInvalidModel, input + ": the rewritten model failed validation, nothing written: " + validation.error().message);
     }
-    if (!validation->full) spdlog::warn("{}", validation->detail);
+    if (!validation->full) spdlog::warn("{}: {}", input, validation->detail);
     info.validation = validation->detail;
     timer.mark("validate output");
 
     if (opt.verify) {
       auto verified = run_verify(*original, model, opt);
       timer.mark("verify");
-      if (!verified) return fail(exit_code_for(verified.error()), "cannot verify the rewrite, nothing written: " + verified.error().message);
+      if (!verified) return finish(exit_code_for(verified.error()), input + ": cannot verify the rewrite, nothing written: " + verified.error().message);
       info.verify = *verified;
-      if (!verified->passed) {
-        write_report(opt, info, result);
-        return fail(cli::kExitCheckFailed, "verification failed, nothing written");
-      }
+      if (!verified->passed) return finish(cli::kExitCheckFailed, input + ": verification failed, nothing written");
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2g", verified->max_abs_error());
       summary += std::string("; verified: max abs error ") + buf;
@@ -296,49 +340,105 @@ int run(const Options& opt) {
     if (opt.bench) {
       auto timed = run_bench(*original, model, opt);
       timer.mark("bench");
-      if (!timed) return fail(exit_code_for(timed.error()), "--bench: " + timed.error().message);
+      if (!timed) return finish(exit_code_for(timed.error()), input + ": --bench: " + timed.error().message);
       info.bench = *timed;
       summary += speedup_text(timed->speedup);
     }
 
-    const auto ext = external_save_options(opt, loaded->external_tensors, result);
-    if (auto saved = onnx_io::save_model_with_external_data(model, opt.output, ext); !saved) {
-      return fail(exit_code_for(saved.error()), saved.error().message);
-    }
-    if (!ext.data_name.empty()) spdlog::debug("tensor data written to {}", ext.data_name);
+    const auto ext = external_save_options(opt, output, loaded->external_tensors, result);
+    if (auto saved = save_output(model, output, ext); !saved) return finish(exit_code_for(saved.error()), saved.error().message);
+    if (!ext.data_name.empty()) spdlog::debug("{}: tensor data written to {}", output, ext.data_name);
     timer.mark("save");
-    info.output = opt.output;
+    info.output = output;
   }
-  if (int code = write_report(opt, info, result); code != cli::kExitOk) return code;
   if (opt.check && result.rewritten > 0) {
     for (const auto& n : result.nodes) {
-      if (n.rewritten) spdlog::error("{}: ConvTranspose '{}' would be rewritten", opt.input, n.summary.name);
+      if (n.rewritten) spdlog::error("{}: ConvTranspose '{}' would be rewritten", input, n.summary.name);
     }
-    spdlog::error("check failed: {} of {} ConvTranspose nodes would be rewritten", result.rewritten, result.nodes.size());
-    return cli::kExitCheckFailed;
+    return finish(cli::kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +
+                                             std::to_string(result.nodes.size()) + " ConvTranspose nodes would be rewritten");
   }
-  spdlog::info("{}{}", summary, writes_model ? " -> " + opt.output : std::string());
-  return cli::kExitOk;
+  spdlog::info("{}{}{}", batch ? input + ": " : std::string(), summary, writes_model ? " -> " + output : std::string());
+  return out;
+}
+
+// One model, as `dwdeconv-rewrite MODEL -o OUT` (or --dry-run / --check).
+int run_single(const Options& opt) {
+  const ModelOutcome out = process_model(opt, opt.models.front(), opt.output, /*batch=*/false);
+  if (int code = write_report(opt, cli::report_json(out.info, out.result)); code != cli::kExitOk) return code;
+  return out.info.exit_code;
+}
+
+// Several models: each is processed on its own (one failing does not stop the others), -j at a time. The exit
+// code is the highest of the models' codes, and the report is a list with one entry per model.
+int run_batch(const Options& opt) {
+  std::vector<ModelOutcome> outcomes(opt.models.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (size_t i = next++; i < opt.models.size(); i = next++) {
+      const std::string& input = opt.models[i];
+      const std::string output = opt.out_dir.empty() ? std::string() : (std::filesystem::path(opt.out_dir) / std::filesystem::path(input).filename()).string();
+      outcomes[i] = process_model(opt, input, output, /*batch=*/true);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t j = 1; j < std::min(opt.jobs, opt.models.size()); ++j) workers.emplace_back(worker);
+  worker();
+  for (auto& t : workers) t.join();
+
+  std::vector<std::string> entries;
+  int code = cli::kExitOk;
+  size_t failed = 0;
+  for (const auto& o : outcomes) {
+    entries.push_back(cli::report_json(o.info, o.result));
+    code = std::max(code, o.info.exit_code);
+    failed += o.info.exit_code != cli::kExitOk;
+  }
+  if (int written = write_report(opt, cli::report_list_json(entries)); written != cli::kExitOk) return written;
+  const std::string line = "batch: " + std::to_string(opt.models.size()) + " models, " + std::to_string(opt.models.size() - failed) +
+                           " ok, " + std::to_string(failed) + " failed";
+  if (failed) {
+    spdlog::error("{}", line);
+  } else {
+    spdlog::info("{}", line);
+  }
+  return code;
 }
 
 // Combinations that cannot mean anything; an empty string when the options make sense.
 std::string usage_problem(const Options& opt) {
+  const bool batch = opt.models.size() > 1 || !opt.out_dir.empty();
   if (!opt.compare.empty()) {
-    if (!opt.output.empty() || opt.dry_run || opt.check || opt.verify) return "--compare runs alone: drop -o, --dry-run, --check and --verify";
-    if (opt.runs < 1) return "--runs must be at least 1";
+    if (batch || !opt.output.empty() || opt.dry_run || opt.check || opt.verify) {
+      return "--compare runs alone on one MODEL: drop -o, --out-dir, --dry-run, --check and --verify";
+    }
     return "";
   }
   if (opt.dry_run && opt.check) return "--dry-run and --check cannot be combined";
-  if ((opt.dry_run || opt.check) && !opt.output.empty()) return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o";
+  if (batch && !opt.output.empty()) return "several models take --out-dir DIR, not -o";
+  if ((opt.dry_run || opt.check) && (!opt.output.empty() || !opt.out_dir.empty())) {
+    return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o/--out-dir";
+  }
   if ((opt.dry_run || opt.check) && (opt.verify || opt.bench)) return "--verify and --bench need a rewritten model: use -o OUT, not --dry-run or --check";
-  if (!opt.dry_run && !opt.check && opt.output.empty()) return "no output: give -o OUT, --dry-run, --check or --compare OTHER";
+  if (!opt.dry_run && !opt.check && opt.output.empty() && opt.out_dir.empty()) {
+    return batch ? "several models need --out-dir DIR, --dry-run or --check" : "no output: give -o OUT, --dry-run, --check or --compare OTHER";
+  }
   const bool running = opt.verify || opt.bench || !opt.compare.empty();
   if (!running && (!opt.input_shapes.empty() || !opt.input_files.empty())) {
     return "--input-shape and --input apply to --verify, --bench and --compare";
   }
   if (!opt.verify && opt.compare.empty() && (opt.atol || opt.rtol)) return "--atol and --rtol apply to --verify and --compare";
-  if (opt.output.empty() && (!opt.external_data.empty() || opt.external_threshold)) return "--external-data options need -o OUT";
+  if (opt.output.empty() && opt.out_dir.empty() && (!opt.external_data.empty() || opt.external_threshold)) {
+    return "--external-data options need -o OUT or --out-dir";
+  }
   if (opt.external_data.find('/') != std::string::npos) return "--external-data takes a file name (written next to OUT), not a path";
+  std::set<std::string> names;
+  for (const auto& m : opt.models) {
+    if (m == "-" && batch) return "'-' (stdin) reads a single model";
+    if (!opt.out_dir.empty() && !names.insert(std::filesystem::path(m).filename().string()).second) {
+      return "two models are named '" + std::filesystem::path(m).filename().string() + "': their outputs in --out-dir would collide";
+    }
+  }
   return "";
 }
 
@@ -351,8 +451,10 @@ int main(int argc, char** argv) {
                "dwdeconv-rewrite"};
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + cli::kVersion);
-  app.add_option("model", opt.input, "Input ONNX model")->required();
-  app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input)");
+  app.add_option("models", opt.models, "Input ONNX model(s); - reads one model from stdin")->required();
+  app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input); - writes to stdout");
+  app.add_option("--out-dir", opt.out_dir, "With several models: write each one here, under its own file name");
+  app.add_option("-j,--jobs", opt.jobs, "With several models: how many to process at once (default 1)")->check(CLI::Range(1, 256));
   app.add_flag("--dry-run", opt.dry_run, "Print the plan, one line per ConvTranspose, and write no model");
   app.add_flag("--check", opt.check, "Exit 1 if any node would be rewritten; write no model");
   app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
@@ -384,15 +486,24 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
 
-  auto logger = spdlog::stderr_color_mt("dwdeconv");
+  // Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+  const char* no_color = std::getenv("NO_COLOR");
+  auto logger = spdlog::stderr_color_mt("dwdeconv", no_color != nullptr && *no_color != '\0' ? spdlog::color_mode::never
+                                                                                            : spdlog::color_mode::automatic);
   logger->set_pattern("dwdeconv-rewrite: %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(opt.verbosity < 0 ? spdlog::level::err : opt.verbosity > 0 ? spdlog::level::debug : spdlog::level::info);
 
   if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(cli::kExitUsage, problem);
+  if (!opt.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opt.out_dir, ec);
+    if (ec) return fail(cli::kExitInvalidModel, opt.out_dir + ": cannot create the output directory: " + ec.message());
+  }
   try {
-    return opt.compare.empty() ? run(opt) : run_compare(opt);
+    if (!opt.compare.empty()) return run_compare(opt);
+    return opt.models.size() > 1 || !opt.out_dir.empty() ? run_batch(opt) : run_single(opt);
   } catch (const std::exception& e) {
-    return fail(cli::kExitInvalidModel, opt.input + ": " + e.what());
+    return fail(cli::kExitInvalidModel, opt.models.front() + ": " + e.what());
   }
 }

@@ -67,6 +67,8 @@ std::string json_string(const std::string& s) {
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result) {
   std::ostringstream o;
   o << "{\n  \"tool_version\": " << json_string(kVersion) << ",\n";
+  o << "  \"exit_code\": " << run.exit_code << ",\n";
+  o << "  \"error\": " << (run.error.empty() ? "null" : json_string(run.error)) << ",\n";
   o << "  \"input\": " << json_string(run.input) << ",\n";
   o << "  \"output\": " << (run.output.empty() ? "null" : json_string(run.output)) << ",\n";
   o << "  \"opset\": " << run.opset << ",\n";
@@ -91,6 +93,16 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   }
   o << "\n}\n";
   return o.str();
+}
+
+std::string report_list_json(const std::vector<std::string>& entries) {
+  std::string out = "[";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string entry = entries[i];
+    while (!entry.empty() && entry.back() == '\n') entry.pop_back();
+    out += (i ? ",\n" : "\n") + entry;
+  }
+  return out + "\n]\n";
 }
 
 std::string plan_text(const rewrite::RewriteResult& result) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "rewrite/rewriter.h"
@@ -11,6 +12,8 @@
 namespace dwdeconv::cli {
 
 struct RunInfo {
+  int exit_code = 0;   // this model's exit code
+  std::string error;   // why it failed; empty when it succeeded
   std::string input;
   std::string output;  // empty when nothing is written (--dry-run, --check)
   int64_t opset = 0;
@@ -23,6 +26,9 @@ struct RunInfo {
 // {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
 // "compared" and "verify" when verification ran, and "bench" with --bench. The README documents the schema.
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result);
+
+// A batch report: the per-model objects of report_json, as a JSON list.
+std::string report_list_json(const std::vector<std::string>& entries);
 
 // One line per ConvTranspose: decision, name, C, k, s, resolved pads, output_padding, and the reason if kept.
 std::string plan_text(const rewrite::RewriteResult& result);

@@ -13,6 +13,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
+#include "onnx_io/graph_walk.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/tensor.h"
 
@@ -170,6 +171,26 @@ core::Result<std::set<std::string>> load_external_data(onnx::ModelProto& model, 
   });
   if (!status) return status.error();
   return names;
+}
+
+core::Status refuse_external_data(const onnx::ModelProto& model, const std::string& origin) {
+  core::Status status = core::Ok{};
+  auto check = [&](const onnx::TensorProto& t) {
+    if (status && t.data_location() == onnx::TensorProto::EXTERNAL) {
+      status = core::invalid_model(origin + ": " + label(t) + " stores its data in an external file, which a model read from "
+                                   "stdin cannot reach; give the model's file path instead");
+    }
+  };
+  for_each_graph(model.graph(), [&](const onnx::GraphProto& g) {
+    for (const auto& t : g.initializer()) check(t);
+    for (const auto& node : g.node()) {
+      for (const auto& attr : node.attribute()) {
+        if (attr.has_t()) check(attr.t());
+        for (const auto& t : attr.tensors()) check(t);
+      }
+    }
+  });
+  return status;
 }
 
 core::Status save_model_with_external_data(onnx::ModelProto& model, const std::string& path, const ExternalSaveOptions& options) {

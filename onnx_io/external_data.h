@@ -21,6 +21,10 @@ namespace dwdeconv::onnx_io {
 core::Result<std::set<std::string>> load_external_data(onnx::ModelProto& model, const std::string& model_dir,
                                                        const std::string& model_path);
 
+// Errors (naming `origin` and the tensor) if any tensor of `model` stores its data externally: for a model read
+// from stdin, which has no directory to find the data in.
+core::Status refuse_external_data(const onnx::ModelProto& model, const std::string& origin);
+
 struct ExternalSaveOptions {
   std::string data_name;                // file name, next to the model; empty: no external data at all
   std::set<std::string> tensor_names;   // tensors to store in it
