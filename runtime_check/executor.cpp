@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
-#include <map>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -63,22 +64,32 @@ struct Slot {
 
 bool layout_applies(const Tensor& t) { return t.is_float() && t.dims.size() == 4; }
 
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point start, Clock::time_point stop) {
+  return std::chrono::duration<double, std::milli>(stop - start).count();
+}
+
 // The graph's values, indexed by slot id. The vector is sized once, so Tensor storage pointers stay put.
 class Values {
  public:
   std::vector<Slot> slots;
   pthreadpool_t threadpool = nullptr;
+  bool time_conversions = false;  // profiling: add each conversion's time to conversion_ms
+  double conversion_ms = 0;
 
   // The value stored in `want` order (a cached conversion when the producer wrote the other one).
   const Tensor& read(int id, Layout want) {
     Slot& s = slots[static_cast<size_t>(id)];
     if (!layout_applies(s.t) || s.layout == want) return s.t;
     if (s.converted_version != s.version) {
+      const Clock::time_point start = time_conversions ? Clock::now() : Clock::time_point{};
       const auto& d = s.t.dims;
       s.converted.reshape(s.t.dtype, d);
       if (want == Layout::kNhwc) nchw_to_nhwc(s.t.f.data(), s.converted.f.data(), d[0], d[1], d[2], d[3]);
       else nhwc_to_nchw(s.t.f.data(), s.converted.f.data(), d[0], d[1], d[2], d[3]);
       s.converted_version = s.version;
+      if (time_conversions) conversion_ms += ms_between(start, Clock::now());
     }
     return s.converted;
   }
@@ -817,6 +828,124 @@ class FullyConnectedStep : public Step {
   SetupCache cache_;
 };
 
+// ---------------------------------------------------------------- nearest upsample
+
+constexpr const char* kNearestUpsampleNote = "optimized nearest upsample";
+
+// One nearest upsample over the storage [outer, h, w, inner]: NHWC is [N, H, W, C], NCHW is [N*C, H, W, 1].
+struct NearestUpsampleJob {
+  const float* x = nullptr;
+  float* y = nullptr;
+  size_t h = 0, w = 0, inner = 0;  // input rows per image, pixels per row, floats per pixel
+  size_t fh = 1, fw = 1;           // integer factors on H and W
+};
+
+// Writes the fh output rows of input row `row` (in [0, outer * h)): the first by replicating each pixel fw
+// times, the others as copies of the first.
+void nearest_upsample_row(void* context, size_t row) {
+  const auto& job = *static_cast<const NearestUpsampleJob*>(context);
+  const size_t out_row = job.w * job.fw * job.inner;  // floats per output row
+  const float* src = job.x + row * job.w * job.inner;
+  float* dst = job.y + row * job.fh * out_row;          // image * h * fh + iy * fh == row * fh
+  if (job.fw == 1) {
+    std::memcpy(dst, src, out_row * sizeof(float));
+  } else if (job.inner == 1) {
+    for (size_t ix = 0; ix < job.w; ++ix) {
+      for (size_t k = 0; k < job.fw; ++k) dst[ix * job.fw + k] = src[ix];
+    }
+  } else {
+    const size_t pixel_bytes = job.inner * sizeof(float);
+    for (size_t ix = 0; ix < job.w; ++ix) {
+      for (size_t k = 0; k < job.fw; ++k) std::memcpy(dst + (ix * job.fw + k) * job.inner, src + ix * job.inner, pixel_bytes);
+    }
+  }
+  for (size_t r = 1; r < job.fh; ++r) std::memcpy(dst + r * out_row, dst, out_row * sizeof(float));
+}
+
+// Before: Resize(mode=nearest) whose every output pixel (y, x) reads input (y / fh, x / fw), e.g. 2x with
+//         asymmetric/floor or half_pixel/round_prefer_floor (checked index by index against the reference mapping).
+// After:  row and pixel replication with memcpy, in the input's layout (no conversion around it), split by input
+//         rows over the threadpool. Exact: it only copies values.
+class NearestUpsampleStep : public Step {
+ public:
+  NearestUpsampleStep(const onnx::NodeProto& node, int x, int y, int64_t fh, int64_t fw)
+      : node_(node), x_(x), y_(y), fh_(fh), fw_(fw) {}
+
+  void plan(Values& v) {
+    x_dims_ = v.peek(x_).dims;
+    y_dims_ = {x_dims_[0], x_dims_[1], x_dims_[2] * fh_, x_dims_[3] * fw_};
+  }
+
+  // "optimized nearest upsample (2x2 replication, NHWC)", with the layout the step saw at creation.
+  std::string note(const Values& v) const {
+    return std::string(kNearestUpsampleNote) + " (" + std::to_string(fh_) + "x" + std::to_string(fw_) + " replication, " +
+           (v.layout(x_) == Layout::kNhwc ? "NHWC" : "NCHW") + ")";
+  }
+
+  core::Status run(Values& v) override {
+    const Layout layout = v.layout(x_);
+    const Tensor& x = v.read(x_, layout);
+    RC_CHECK(check_dims(node_, x, x_dims_));
+    Tensor& y = v.write(y_, layout, x.dtype, y_dims_);
+    const auto n = static_cast<size_t>(x_dims_[0]), c = static_cast<size_t>(x_dims_[1]);
+    NearestUpsampleJob job;
+    job.x = x.f.data();
+    job.y = y.f.data();
+    job.h = static_cast<size_t>(x_dims_[2]);
+    job.w = static_cast<size_t>(x_dims_[3]);
+    job.inner = layout == Layout::kNhwc ? c : 1;
+    job.fh = static_cast<size_t>(fh_);
+    job.fw = static_cast<size_t>(fw_);
+    const size_t outer = layout == Layout::kNhwc ? n : n * c;
+    pthreadpool_parallelize_1d(v.threadpool, &nearest_upsample_row, &job, outer * job.h, 0);
+    return core::Ok{};
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int x_, y_;
+  int64_t fh_, fw_;
+  std::vector<int64_t> x_dims_, y_dims_;
+};
+
+// A NearestUpsampleStep for `node` when it is a rank-4 float nearest Resize with constant parameters that keeps N
+// and C and maps output (y, x) to input (y / fh, x / fw) for integer fh, fw; null otherwise (the reference step
+// then runs it, and reports any error in the node).
+std::unique_ptr<NearestUpsampleStep> try_nearest_upsample(const onnx::NodeProto& node, int64_t opset,
+                                                          const std::vector<int>& in, const std::vector<int>& out,
+                                                          Values& v) {
+  std::unique_ptr<NearestUpsampleStep> none;
+  const auto mode = onnx_io::get_string(node, "mode", "nearest");
+  if (!mode.ok() || mode.value() != "nearest" || in.empty() || in[0] < 0 || out.empty() || out[0] < 0) return none;
+  for (size_t k = 1; k < out.size(); ++k) {
+    if (out[k] >= 0) return none;
+  }
+  const Tensor& x = v.peek(in[0]);
+  if (!x.is_float() || x.dims.size() != 4 || x.numel() == 0) return none;
+  for (size_t k = 1; k < in.size(); ++k) {
+    if (in[k] >= 0 && !v.constant(in[k])) return none;
+  }
+  std::vector<const Tensor*> inputs;
+  for (int id : in) inputs.push_back(id < 0 ? nullptr : &v.peek(id));
+  auto sources = nearest_resize_sources(node, opset, inputs);
+  if (!sources.ok()) return none;
+  // Output index o of each axis must read o / factor (factor 1 on N and C).
+  std::array<int64_t, 4> factor{};
+  for (size_t a = 0; a < 4; ++a) {
+    const auto& axis = sources.value()[a];
+    const auto extent = static_cast<int64_t>(axis.size());
+    if (extent == 0 || extent % x.dims[a] != 0) return none;
+    factor[a] = extent / x.dims[a];
+    for (int64_t o = 0; o < extent; ++o) {
+      if (axis[static_cast<size_t>(o)] != o / factor[a]) return none;
+    }
+  }
+  if (factor[0] != 1 || factor[1] != 1) return none;
+  auto step = std::make_unique<NearestUpsampleStep>(node, in[0], out[0], factor[2], factor[3]);
+  step->plan(v);
+  return step;
+}
+
 // ---------------------------------------------------------------- step selection
 
 struct Built {
@@ -1119,14 +1248,45 @@ struct Executor::Impl {
   Values values;
   ThreadPool threadpool{nullptr, &pthreadpool_destroy};
   std::vector<std::unique_ptr<Step>> steps;
+  std::vector<size_t> step_node;  // per step, the index of its node in placements
   std::vector<NodePlacement> placements;
   std::vector<NamedTensor> creation_inputs;
   std::vector<std::pair<std::string, int>> inputs;   // graph inputs (name, slot)
   std::vector<std::pair<std::string, int>> outputs;  // graph outputs (name, slot)
   std::unordered_map<std::string, int> slot_of;
 
+  // Profiling (ExecutorProfile): per step, its own time and its input conversions, summed over profiled runs.
+  bool profiling = false;
+  size_t profiled_runs = 0;
+  double profiled_ms = 0;
+  std::vector<double> step_ms, step_convert_ms;
+
   core::Status load_inputs(const std::vector<NamedTensor>& given, bool check_against_creation);
+  core::Status run_steps();
+  void add_step(std::unique_ptr<Step> step) {
+    steps.push_back(std::move(step));
+    step_node.push_back(placements.size());  // its placement is pushed next
+  }
 };
+
+core::Status Executor::Impl::run_steps() {
+  if (!profiling) {
+    for (auto& step : steps) RC_CHECK(step->run(values));
+    return core::Ok{};
+  }
+  step_ms.resize(steps.size(), 0.0);
+  step_convert_ms.resize(steps.size(), 0.0);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const double converted_before = values.conversion_ms;
+    const Clock::time_point start = Clock::now();
+    RC_CHECK(steps[k]->run(values));
+    const double wall = ms_between(start, Clock::now());
+    const double converting = values.conversion_ms - converted_before;
+    step_ms[k] += wall - converting;
+    step_convert_ms[k] += converting;
+  }
+  return core::Ok{};
+}
 
 core::Status Executor::Impl::load_inputs(const std::vector<NamedTensor>& given, bool check_against_creation) {
   for (size_t k = 0; k < inputs.size(); ++k) {
@@ -1266,7 +1426,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
         placement.placement = Placement::kXnnpack;
         placement.fusion = kFusedConcatNote;
         RC_CHECK(fused->run(v));
-        impl->steps.push_back(std::move(fused));
+        impl->add_step(std::move(fused));
         impl->placements.push_back(std::move(placement));
         continue;
       }
@@ -1286,7 +1446,12 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
       placement.placement = Placement::kXnnpack;
     } else {
       const bool preserving = layout_preserving(node.op_type());
-      if (node.op_type() == "BatchNormalization" && in.size() >= 5 && v.peek(in[0]).is_float() &&
+      std::unique_ptr<NearestUpsampleStep> upsample;
+      if (options.use_xnnpack && node.op_type() == "Resize") upsample = try_nearest_upsample(node, opset, in, out, v);
+      if (upsample) {
+        placement.note = upsample->note(v);
+        step = std::move(upsample);
+      } else if (node.op_type() == "BatchNormalization" && in.size() >= 5 && v.peek(in[0]).is_float() &&
           v.peek(in[0]).dims.size() >= 2 && std::all_of(in.begin() + 1, in.begin() + 5, [](int id) { return id >= 0; }) &&
           (out.size() < 2 || std::all_of(out.begin() + 1, out.end(), [](int id) { return id < 0; })) &&
           onnx_io::get_int(node, "training_mode", 0).ok() && onnx_io::get_int(node, "training_mode", 0).value() == 0) {
@@ -1296,7 +1461,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
       }
     }
     RC_CHECK(step->run(v));
-    impl->steps.push_back(std::move(step));
+    impl->add_step(std::move(step));
     impl->placements.push_back(std::move(placement));
   }
 
@@ -1307,12 +1472,16 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
     }
     impl->outputs.emplace_back(out.name(), it->second);
   }
+  // Profiling starts now, so the creation run (first touches, one-time setup) is never counted.
+  impl->profiling = options.profile;
+  impl->values.time_conversions = options.profile;
   return Executor(std::move(impl));
 }
 
 core::Result<std::vector<NamedTensor>> Executor::run(const std::vector<NamedTensor>& inputs) {
+  const Clock::time_point start = impl_->profiling ? Clock::now() : Clock::time_point{};
   RC_CHECK(impl_->load_inputs(inputs, true));
-  for (auto& step : impl_->steps) RC_CHECK(step->run(impl_->values));
+  RC_CHECK(impl_->run_steps());
   std::vector<NamedTensor> result;
   for (const auto& [name, id] : impl_->outputs) {
     NamedTensor t{name, impl_->values.read(id, Layout::kNchw)};
@@ -1321,12 +1490,71 @@ core::Result<std::vector<NamedTensor>> Executor::run(const std::vector<NamedTens
     }
     result.push_back(std::move(t));
   }
+  if (impl_->profiling) {
+    impl_->profiled_ms += ms_between(start, Clock::now());
+    ++impl_->profiled_runs;
+  }
   return result;
 }
 
 core::Status Executor::run_steps() {
-  for (auto& step : impl_->steps) RC_CHECK(step->run(impl_->values));
+  const Clock::time_point start = impl_->profiling ? Clock::now() : Clock::time_point{};
+  RC_CHECK(impl_->run_steps());
+  if (impl_->profiling) {
+    impl_->profiled_ms += ms_between(start, Clock::now());
+    ++impl_->profiled_runs;
+  }
   return core::Ok{};
+}
+
+void Executor::set_profiling(bool on) {
+  impl_->profiling = on;
+  impl_->values.time_conversions = on;
+}
+
+void Executor::reset_profile() {
+  impl_->profiled_runs = 0;
+  impl_->profiled_ms = 0;
+  impl_->step_ms.assign(impl_->steps.size(), 0.0);
+  impl_->step_convert_ms.assign(impl_->steps.size(), 0.0);
+}
+
+ExecutorProfile Executor::profile(size_t top_nodes) const {
+  const Impl& impl = *impl_;
+  ExecutorProfile p;
+  p.runs = impl.profiled_runs;
+  p.total_ms = impl.profiled_ms;
+  const auto share = [&](double ms) { return p.total_ms > 0 ? ms / p.total_ms : 0.0; };
+  std::map<std::string, OpTime> by_op;
+  OpTime conversion{kLayoutConversionRow, 0, 0, 0};
+  double in_steps = 0;
+  std::vector<NodeTime> nodes;
+  for (size_t k = 0; k < impl.steps.size(); ++k) {
+    const NodePlacement& placement = impl.placements[impl.step_node[k]];
+    const double ms = k < impl.step_ms.size() ? impl.step_ms[k] : 0.0;
+    const double convert_ms = k < impl.step_convert_ms.size() ? impl.step_convert_ms[k] : 0.0;
+    OpTime& op = by_op[placement.op_type];
+    op.op_type = placement.op_type;
+    op.ms += ms;
+    ++op.nodes;
+    if (convert_ms > 0) {
+      conversion.ms += convert_ms;
+      ++conversion.nodes;
+    }
+    in_steps += ms + convert_ms;
+    nodes.push_back(NodeTime{placement.node, placement.op_type, placement.placement, ms, convert_ms, share(ms)});
+  }
+  for (auto& [name, op] : by_op) p.by_op.push_back(op);
+  if (conversion.nodes > 0) p.by_op.push_back(conversion);
+  // What run() did outside the steps: the clock's total minus every step's wall time.
+  if (p.runs > 0) p.by_op.push_back(OpTime{kGraphIoRow, std::max(0.0, p.total_ms - in_steps), 0, 0});
+  for (auto& op : p.by_op) op.share = share(op.ms);
+  const auto slower = [](const auto& a, const auto& b) { return a.ms > b.ms; };
+  std::stable_sort(p.by_op.begin(), p.by_op.end(), slower);
+  std::stable_sort(nodes.begin(), nodes.end(), slower);
+  if (nodes.size() > top_nodes) nodes.resize(top_nodes);
+  p.top_nodes = std::move(nodes);
+  return p;
 }
 
 const std::vector<NamedTensor>& Executor::creation_inputs() const { return impl_->creation_inputs; }
@@ -1379,9 +1607,17 @@ std::string Executor::placement_summary() const {
   if (const size_t fused = count_fused("Concat"); fused > 0) {
     text += "; fused " + std::to_string(fused) + " (Concat " + std::to_string(fused) + ": input Convs write into its channel slices)";
   }
-  const auto extended = static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
-                                                          [](const NodePlacement& p) { return !p.note.empty(); }));
-  if (extended > 0) text += "; zero-extended depthwise kernels " + std::to_string(extended);
+  const auto noted = [&](const char* what) {
+    return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
+      return p.note.find(what) != std::string::npos;
+    }));
+  };
+  if (const size_t extended = noted("zero-extended"); extended > 0) {
+    text += "; zero-extended depthwise kernels " + std::to_string(extended);
+  }
+  if (const size_t upsamples = noted(kNearestUpsampleNote); upsamples > 0) {
+    text += "; " + std::string(kNearestUpsampleNote) + " " + std::to_string(upsamples);
+  }
   return text;
 }
 

@@ -14,7 +14,9 @@
 // deconvolution). The rewritten graph runs as fast as XNNPACK allows: when every input of a channel Concat comes
 // from a Conv that nothing else reads, each Conv writes straight into its channel slice of the Concat's buffer
 // (XNNPACK's output pixel stride = total channels, output pointer = channel offset) and the Concat copies nothing.
-// Placements record it (NodePlacement::fusion), so a benchmark can say so.
+// Placements record it (NodePlacement::fusion), so a benchmark can say so. This XNNPACK has no nearest resize, so
+// a real XNNPACK runtime runs nearest Resize in its host's optimized kernel; likewise an integer-factor nearest
+// upsample here runs on a row/pixel replication kernel in the input's layout (placed as reference, with a note).
 #pragma once
 
 #include <cstddef>
@@ -38,7 +40,9 @@ struct ExecutorOptions {
   std::vector<NamedTensor> inputs;
   uint64_t seed = 0;
   size_t threads = 1;        // pthreadpool workers; 1 runs XNNPACK on the calling thread
-  bool use_xnnpack = true;   // false runs every node on the reference kernels (to isolate an XNNPACK problem)
+  // false runs every node on the plain reference kernels, including nearest Resize (to isolate an XNNPACK
+  // problem, or to check a faster kernel against them).
+  bool use_xnnpack = true;
   // Convs feeding only a channel Concat write into its slices (see above); false keeps one copy per input.
   bool fuse_concat = true;
   // A depthwise Conv whose tap count has no depthwise microkernel in this XNNPACK (only 3, 4, 9 and 25 taps do;
@@ -46,6 +50,9 @@ struct ExecutorOptions {
   // has, as newer XNNPACK's multipass microkernels would run it. Applies to every depthwise Conv in any graph,
   // never to ConvTranspose. false runs each Conv's kernel as written.
   bool zero_extend_depthwise = true;
+  // Times every step of each run() / run_steps() (see Executor::profile()). Off, run() reads no clock at all;
+  // Executor::set_profiling() switches it later.
+  bool profile = false;
 };
 
 enum class Placement {
@@ -67,12 +74,44 @@ struct NodePlacement {
   // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)".
   std::string fusion;
   // Any other way the node runs differently from how it is written, e.g.
-  // "1x2 kernel zero-extended to 1x3 for an XNNPACK depthwise microkernel" (empty otherwise).
+  // "1x2 kernel zero-extended to 1x3 for an XNNPACK depthwise microkernel" or, on a reference Resize,
+  // "optimized nearest upsample (2x2 replication, NHWC)" (empty otherwise).
   std::string note;
 };
 
 // "xnnpack", or with the fusion and note: "xnnpack (fused: writes into Concat 'cat' channels [0, 8); 1x2 kernel ...)".
 std::string describe_placement(const NodePlacement& placement);
+
+// Rows of ExecutorProfile::by_op that are not an op type: NCHW<->NHWC conversions of step inputs, and the work of
+// run() outside the steps (copying graph inputs in, converting and copying outputs out).
+inline constexpr const char* kLayoutConversionRow = "(layout conversion)";
+inline constexpr const char* kGraphIoRow = "(graph inputs/outputs)";
+
+// Time of one op type (or one of the rows above), summed over the profiled runs.
+struct OpTime {
+  std::string op_type;
+  double ms = 0;      // summed over ExecutorProfile::runs
+  size_t nodes = 0;   // nodes of this type that run as steps; for the conversion row, nodes that trigger one
+  double share = 0;   // ms / ExecutorProfile::total_ms, in [0, 1]
+};
+
+// Time of one node, summed over the profiled runs.
+struct NodeTime {
+  std::string node;  // describe_node()
+  std::string op_type;
+  Placement placement = Placement::kReference;
+  double ms = 0;          // the node's own work, excluding convert_ms
+  double convert_ms = 0;  // converting its inputs to the layout it reads (counted in the conversion row)
+  double share = 0;       // ms / ExecutorProfile::total_ms
+};
+
+// Where the time of the profiled runs went. by_op rows add up to total_ms (up to clock rounding).
+struct ExecutorProfile {
+  size_t runs = 0;        // run() and run_steps() calls made while profiling
+  double total_ms = 0;    // their wall time, summed
+  std::vector<OpTime> by_op;        // slowest first
+  std::vector<NodeTime> top_nodes;  // the slowest nodes, slowest first
+};
 
 class Executor {
  public:
@@ -105,8 +144,15 @@ class Executor {
   size_t count_fused(const std::string& op_type) const;
   // "xnnpack 5 (Concat 1, Conv 4); reference 1 (Pad 1); folded 2 (Constant 2)", followed by
   // "; fused 1 (Concat 1: input Convs write into its channel slices)" when a Concat was fused, and
-  // "; zero-extended depthwise kernels 2" when some were.
+  // "; zero-extended depthwise kernels 2" when some were, and "; optimized nearest upsample 1" when a nearest
+  // Resize runs on the replication kernel.
   std::string placement_summary() const;
+
+  // Starts or stops timing the steps of later runs (ExecutorProfile). Totals accumulate until reset_profile().
+  void set_profiling(bool on);
+  // Per-op-type totals and the `top_nodes` slowest nodes over the runs profiled so far (all zero if none were).
+  ExecutorProfile profile(size_t top_nodes = 10) const;
+  void reset_profile();
 
  private:
   struct Impl;

@@ -794,6 +794,17 @@ double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out
   return x / scale;  // asymmetric
 }
 
+// The input index nearest mode reads for source coordinate `src` on an axis of `in` elements.
+int64_t nearest_index(const ResizeMode& m, double src, int64_t in) {
+  double r;
+  const double frac = src - std::floor(src);
+  if (m.nearest == "floor") r = std::floor(src);
+  else if (m.nearest == "ceil") r = std::ceil(src);
+  else if (m.nearest == "round_prefer_ceil") r = frac == 0.5 ? std::ceil(src) : std::round(src);
+  else r = frac == 0.5 ? std::floor(src) : std::round(src);  // round_prefer_floor
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
 // Resizes one axis of `x` (row-major, logical order): the ONNX Resize is separable per axis.
 void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out, double scale, double roi_start,
                  double roi_end, Tensor& y) {
@@ -814,13 +825,7 @@ void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out,
       continue;
     }
     if (m.mode == "nearest") {
-      double r;
-      const double frac = src - std::floor(src);
-      if (m.nearest == "floor") r = std::floor(src);
-      else if (m.nearest == "ceil") r = std::ceil(src);
-      else if (m.nearest == "round_prefer_ceil") r = frac == 0.5 ? std::ceil(src) : std::round(src);
-      else r = frac == 0.5 ? std::floor(src) : std::round(src);  // round_prefer_floor
-      t.push_back({std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1), 1.0});
+      t.push_back({nearest_index(m, src, in), 1.0});
       continue;
     }
     const auto base = static_cast<int64_t>(std::floor(src));
@@ -857,7 +862,8 @@ void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out,
       }
 }
 
-core::Status run_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+// Resize's attributes with the defaults of `opset`.
+core::Result<ResizeMode> resize_mode(const onnx::NodeProto& node, int64_t opset) {
   ResizeMode m;
   RC_ASSIGN(m.mode, onnx_io::get_string(node, "mode", "nearest"));
   RC_ASSIGN(m.coordinate, onnx_io::get_string(node, "coordinate_transformation_mode",
@@ -868,6 +874,16 @@ core::Status run_resize(const onnx::NodeProto& node, int64_t opset, const std::v
   m.exclude_outside = exclude != 0;
   m.extrapolation = attr_float(node, "extrapolation_value", 0.0f);
   if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic") return node_error(node, "mode '" + m.mode + "' is not supported");
+  return m;
+}
+
+// run_resize leaves an axis alone when its size and scale are unchanged (tf_crop_and_resize still crops it).
+bool resize_skips_axis(const ResizeMode& m, const ResizeGeometry& g, int64_t in, size_t axis) {
+  return g.output_dims[axis] == in && g.scales[axis] == 1.0 && m.coordinate != "tf_crop_and_resize";
+}
+
+core::Status run_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+  RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
   RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, in));
   const Tensor& x = *in[0];
   const size_t rank = x.dims.size();
@@ -875,8 +891,7 @@ core::Status run_resize(const onnx::NodeProto& node, int64_t opset, const std::v
   for (size_t a = 0; a < rank; ++a) {
     const double roi_start = g.roi.empty() ? 0.0 : g.roi[a];
     const double roi_end = g.roi.empty() ? 1.0 : g.roi[a + rank];
-    const bool identity = g.output_dims[a] == x.dims[a] && g.scales[a] == 1.0 && m.coordinate != "tf_crop_and_resize";
-    if (identity) continue;
+    if (resize_skips_axis(m, g, x.dims[a], a)) continue;
     resize_axis(m, current, a, g.output_dims[a], g.scales[a], roi_start, roi_end, next);
     std::swap(current, next);
   }
@@ -1120,6 +1135,33 @@ core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t
     return node_error(node, "needs scales or sizes");
   }
   return g;
+}
+
+core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onnx::NodeProto& node, int64_t opset,
+                                                                       const std::vector<const Tensor*>& inputs) {
+  RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
+  if (m.mode != "nearest") return node_error(node, "mode '" + m.mode + "' is not nearest");
+  RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, inputs));
+  const Tensor& x = *inputs[0];
+  const size_t rank = x.dims.size();
+  std::vector<std::vector<int64_t>> sources(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    const int64_t in = x.dims[a], out = g.output_dims[a];
+    auto& axis = sources[a];
+    if (resize_skips_axis(m, g, in, a)) {
+      for (int64_t o = 0; o < out; ++o) axis.push_back(o);
+      continue;
+    }
+    const double roi_start = g.roi.empty() ? 0.0 : g.roi[a];
+    const double roi_end = g.roi.empty() ? 1.0 : g.roi[a + rank];
+    // The same mapping as resize_axis: source coordinate, extrapolation outside a crop, then the rounding.
+    for (int64_t o = 0; o < out; ++o) {
+      const double src = source_coordinate(m, o, in, out, g.scales[a], roi_start, roi_end);
+      const bool outside = m.coordinate == "tf_crop_and_resize" && (src < 0.0 || src > static_cast<double>(in - 1));
+      axis.push_back(outside ? -1 : nearest_index(m, src, in));
+    }
+  }
+  return sources;
 }
 
 core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in,

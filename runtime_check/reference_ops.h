@@ -64,6 +64,12 @@ struct ResizeGeometry {
 core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset,
                                             const std::vector<const Tensor*>& inputs);
 
+// For a nearest Resize: per axis, the input index each output index reads, exactly as run_resize maps it (-1 where
+// tf_crop_and_resize writes extrapolation_value). Lets a faster kernel prove it computes the same thing. Error
+// unless mode is nearest.
+core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onnx::NodeProto& node, int64_t opset,
+                                                                       const std::vector<const Tensor*>& inputs);
+
 // Reads an int64 tensor's values as a vector (for pads, shapes, axes inputs).
 std::vector<int64_t> int_values(const Tensor& tensor);
 

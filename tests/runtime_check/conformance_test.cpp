@@ -73,6 +73,8 @@ const std::map<std::string, std::string> kKnownSkips = {
 using Tally = std::map<std::string, std::pair<size_t, size_t>>;
 // Why ops with an XNNPACK path ran on the reference: "op: reason" -> count.
 std::map<std::string, size_t> g_declines;
+// Runs of nearest Resize on the replication kernel (NodePlacement::note), which must match the data exactly too.
+size_t g_nearest_upsamples = 0;
 
 fs::path find_data_dir() {
   if (const char* env = std::getenv("DWDECONV_ONNX_NODE_TESTDATA")) return env;
@@ -154,6 +156,7 @@ std::string run_case(const fs::path& dir, onnx::ModelProto model, bool frozen, T
     if (p.placement == Placement::kXnnpack) ++tally[p.op_type].first;
     if (p.placement == Placement::kReference) ++tally[p.op_type].second;
     if (p.placement == Placement::kReference && !p.reason.empty()) ++g_declines[p.op_type + ": " + p.reason];
+    if (p.note.rfind("optimized nearest upsample", 0) == 0) ++g_nearest_upsamples;
   }
   return {};
 }
@@ -208,6 +211,8 @@ TEST_CASE("ONNX node conformance data passes for every supported op", "[conforma
   for (const auto& [op, counts] : tally) std::cout << " " << op << " " << counts.first << "/" << counts.second;
   std::cout << "\n";
   for (const auto& [reason, n] : g_declines) std::cout << "  reference because " << reason << " (" << n << ")\n";
+  std::cout << "  nearest Resize on the replication kernel: " << g_nearest_upsamples << " runs\n";
+  CHECK(g_nearest_upsamples > 0);
   // The XNNPACK paths must really have been exercised by this independent data.
   for (const char* op : {"Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Add", "Sub", "Mul", "Div",
                          "Pad", "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize",

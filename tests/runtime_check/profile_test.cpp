@@ -1,0 +1,160 @@
+// The executor's per-node profile (Executor::profile) and the benchmark's use of it (bench_models, format_profile):
+// the rows add up to the run time, a known dominant op comes out on top, and profiling is off unless asked for.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "runtime_check/bench.h"
+#include "runtime_check/executor.h"
+#include "tests/runtime_check/test_models.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::runtime_check;
+using namespace dwdeconv::runtime_check::testing;
+
+namespace {
+
+// A dense 3x3 Conv (64 -> 64 channels on 48x48, ~80 MFLOP) that dominates a Relu and a Reshape after it. The
+// Reshape reads NCHW, so it converts the Conv's NHWC output.
+onnx::ModelProto conv_heavy_model() {
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,64,48,48] x) => (float y, float[1,64,2304] z) {\n"
+      "  c = Conv <pads = [1, 1, 1, 1]> (x, w, b)\n"
+      "  y = Relu (c)\n"
+      "  z = Reshape (y, shape)\n"
+      "}");
+  auto* graph = model.mutable_graph();
+  graph->mutable_node(0)->set_name("big");
+  graph->mutable_node(1)->set_name("act");
+  graph->mutable_node(2)->set_name("flat");
+  add_initializer(model, "w", {64, 64, 3, 3}, 1);
+  add_initializer(model, "b", {64}, 2);
+  add_int64_initializer(model, "shape", {1, 64, 2304});
+  return model;
+}
+
+double sum_of_rows(const ExecutorProfile& p) {
+  double sum = 0;
+  for (const auto& op : p.by_op) sum += op.ms;
+  return sum;
+}
+
+const OpTime* row(const ExecutorProfile& p, const std::string& op_type) {
+  for (const auto& op : p.by_op) {
+    if (op.op_type == op_type) return &op;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("Executor profile: rows add up to the run time and the dominant op comes first", "[profile]") {
+  auto ran = create_and_run(conv_heavy_model());
+  Executor& exec = ran.executor;
+  const auto inputs = exec.creation_inputs();
+
+  // Off by default: nothing is recorded, not even the creation run.
+  REQUIRE(exec.run(inputs).ok());
+  CHECK(exec.profile().runs == 0);
+  CHECK(exec.profile().total_ms == 0.0);
+
+  // Unprofiled timing of the same runs, to check the profile's total against.
+  std::vector<double> plain_ms;
+  for (int k = 0; k < 3; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(exec.run(inputs).ok());
+    plain_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  exec.set_profiling(true);
+  for (int k = 0; k < 3; ++k) REQUIRE(exec.run(inputs).ok());
+  REQUIRE(exec.run_steps().ok());
+  const ExecutorProfile p = exec.profile(2);
+  CHECK(p.runs == 4);
+  REQUIRE(p.total_ms > 0);
+  // The rows (ops, conversions, graph I/O) account for the whole time, and the total is what run() takes.
+  CHECK(sum_of_rows(p) == Approx(p.total_ms).epsilon(0.01));
+  const double per_run = p.total_ms / static_cast<double>(p.runs);
+  const double plain = *std::min_element(plain_ms.begin(), plain_ms.end());
+  CHECK(per_run > 0.5 * plain);
+  CHECK(per_run < 3.0 * plain + 1.0);
+
+  REQUIRE(!p.by_op.empty());
+  CHECK(p.by_op.front().op_type == "Conv");
+  CHECK(p.by_op.front().nodes == 1);
+  CHECK(p.by_op.front().share > 0.5);
+  CHECK(std::is_sorted(p.by_op.begin(), p.by_op.end(), [](const OpTime& a, const OpTime& b) { return a.ms > b.ms; }));
+  double shares = 0;
+  for (const auto& op : p.by_op) shares += op.share;
+  CHECK(shares == Approx(1.0).epsilon(0.01));
+  REQUIRE(row(p, "Relu") != nullptr);
+  CHECK(row(p, "Relu")->nodes == 1);
+  REQUIRE(row(p, kLayoutConversionRow) != nullptr);
+  CHECK(row(p, kLayoutConversionRow)->ms > 0);
+  CHECK(row(p, kGraphIoRow) != nullptr);
+
+  REQUIRE(p.top_nodes.size() == 2);
+  CHECK(p.top_nodes[0].node == "Conv 'big'");
+  CHECK(p.top_nodes[0].placement == Placement::kXnnpack);
+  CHECK(p.top_nodes[0].share > 0.5);
+  const ExecutorProfile all = exec.profile(10);
+  REQUIRE(all.top_nodes.size() == 3);
+  for (const auto& n : all.top_nodes) {
+    INFO(n.node);
+    // Only the Reshape reads the other layout (the Conv converts the graph input: NCHW -> NHWC).
+    if (n.node == "Reshape 'flat'" || n.node == "Conv 'big'") CHECK(n.convert_ms > 0);
+    else CHECK(n.convert_ms == 0.0);
+  }
+
+  // Stopped: later runs add nothing. Reset: back to zero.
+  exec.set_profiling(false);
+  REQUIRE(exec.run(inputs).ok());
+  CHECK(exec.profile().runs == 4);
+  exec.reset_profile();
+  CHECK(exec.profile().runs == 0);
+  CHECK(sum_of_rows(exec.profile()) == 0.0);
+}
+
+TEST_CASE("ExecutorOptions::profile profiles from the first run() after creation", "[profile]") {
+  ExecutorOptions options;
+  options.profile = true;
+  auto ran = create_and_run(conv_heavy_model(), options);
+  const ExecutorProfile p = ran.executor.profile();
+  CHECK(p.runs == 1);
+  CHECK(p.by_op.front().op_type == "Conv");
+}
+
+TEST_CASE("bench_models profiles each model in extra runs after the timed ones", "[profile][bench]") {
+  const auto model = conv_heavy_model();
+  BenchOptions options;
+  options.warmup = 0;
+  options.runs = 1;
+  options.profile_runs = 2;
+  auto r = bench_models(model, model, options);
+  INFO((r.ok() ? std::string() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->original_samples_ms.size() == 1);
+  for (const ExecutorProfile* p : {&r->original_profile, &r->rewritten_profile}) {
+    CHECK(p->runs == 2);
+    REQUIRE(!p->by_op.empty());
+    CHECK(p->by_op.front().op_type == "Conv");
+    CHECK(p->top_nodes.size() == 3);
+  }
+  const std::string table = format_profile(r->original_profile, 2, 1);
+  INFO(table);
+  CHECK_THAT(table, Catch::StartsWith("  op type"));
+  CHECK_THAT(table, Catch::Contains("\n  Conv "));
+  CHECK_THAT(table, Catch::Contains("more)"));  // rows past the first two are summed into one
+  CHECK_THAT(table, Catch::Contains("\n  total "));
+  CHECK_THAT(table, Catch::Contains("\n  slowest: Conv 'big' "));
+  CHECK(std::count(table.begin(), table.end(), '\n') == 6);  // header, 2 ops, "more", total, 1 node
+
+  options.profile_runs = 0;
+  auto unprofiled = bench_models(model, model, options);
+  REQUIRE(unprofiled.ok());
+  CHECK(unprofiled->original_profile.runs == 0);
+  CHECK(format_profile(unprofiled->original_profile) == "  (no profiled runs)\n");
+}

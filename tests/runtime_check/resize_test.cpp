@@ -1,0 +1,182 @@
+// Nearest Resize by integer factors runs on the executor's replication kernel (executor.h). It must give exactly
+// the generic reference kernel's values, take only the mappings that really are replication, stay in the
+// producer's layout, and keep MI-GAN's hand-written upsampler (Resize, mask Mul, Pad, Conv) free of conversions.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "onnx_io/model_io.h"
+#include "onnx_io/tensor.h"
+#include "runtime_check/compare.h"
+#include "runtime_check/executor.h"
+#include "tests/runtime_check/test_models.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::runtime_check;
+using namespace dwdeconv::runtime_check::testing;
+
+namespace {
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
+  return s + "]";
+}
+
+struct ResizeCase {
+  std::vector<int64_t> x_dims;
+  std::vector<double> scales;   // empty: sizes are given
+  std::vector<int64_t> sizes;
+  const char* coordinate;       // coordinate_transformation_mode
+  const char* nearest;          // nearest_mode
+  const char* fast;             // expected "FHxFW" replication, or "" when the generic kernel must run it
+};
+
+// x -> [depthwise 1x1 Conv with weights 1, an exact copy into NHWC] -> Resize(nearest) -> y, at opset 13.
+onnx::ModelProto resize_model(const ResizeCase& c, bool nhwc_input) {
+  const std::string channels = std::to_string(c.x_dims[1]);
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 13]> g (float" + ints(c.x_dims) + " x) => (float y) {\n";
+  if (nhwc_input) text += "  h = Conv <group = " + channels + "> (x, ones)\n";
+  text += std::string("  y = Resize <mode = \"nearest\", coordinate_transformation_mode = \"") + c.coordinate +
+          "\", nearest_mode = \"" + c.nearest + "\"> (" + (nhwc_input ? "h" : "x") + ", roi, scales" +
+          (c.sizes.empty() ? "" : ", sizes") + ")\n}";
+  auto model = parse_model_text(text);
+  auto* graph = model.mutable_graph();
+  graph->mutable_node(graph->node_size() - 1)->set_name("up");
+  if (nhwc_input) {
+    *graph->add_initializer() = onnx_io::make_tensor("ones", onnx::TensorProto::FLOAT, {c.x_dims[1], 1, 1, 1},
+                                                     std::vector<double>(static_cast<size_t>(c.x_dims[1]), 1.0), true);
+  }
+  *graph->add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
+  *graph->add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT,
+                                                   {static_cast<int64_t>(c.scales.size())}, c.scales, true);
+  if (!c.sizes.empty()) add_int64_initializer(model, "sizes", c.sizes);
+  return model;
+}
+
+Executor make(const onnx::ModelProto& model, bool use_xnnpack, size_t threads, const std::vector<NamedTensor>& inputs) {
+  ExecutorOptions options;
+  options.use_xnnpack = use_xnnpack;
+  options.threads = threads;
+  options.inputs = inputs;
+  options.seed = 3;
+  auto executor = Executor::create(model, options);
+  INFO((executor.ok() ? std::string() : executor.error().message));
+  REQUIRE(executor.ok());
+  return std::move(executor.value());
+}
+
+std::vector<NamedTensor> run(Executor& executor, const std::vector<NamedTensor>& inputs) {
+  auto outputs = executor.run(inputs);
+  INFO((outputs.ok() ? std::string() : outputs.error().message));
+  REQUIRE(outputs.ok());
+  return std::move(outputs.value());
+}
+
+const NodePlacement& placement_of(const Executor& executor, const std::string& node) {
+  for (const auto& p : executor.placements()) {
+    if (p.node == node) return p;
+  }
+  FAIL("no node " << node);
+  return executor.placements().front();
+}
+
+}  // namespace
+
+TEST_CASE("Nearest Resize by integer factors replicates exactly what the generic kernel computes", "[resize]") {
+  const ResizeCase c = GENERATE(
+      ResizeCase{{1, 3, 4, 5}, {1, 1, 2, 2}, {}, "asymmetric", "floor", "2x2"},             // the MI-GAN form
+      ResizeCase{{2, 16, 3, 3}, {1, 1, 2, 2}, {}, "half_pixel", "round_prefer_floor", "2x2"}, // exporters' default
+      ResizeCase{{1, 4, 3, 2}, {1, 1, 3, 2}, {}, "half_pixel", "round_prefer_ceil", "3x2"},
+      ResizeCase{{1, 2, 5, 4}, {}, {1, 2, 10, 4}, "pytorch_half_pixel", "round_prefer_floor", "2x1"},  // sizes
+      ResizeCase{{1, 3, 2, 3}, {1, 1, 4, 3}, {}, "tf_half_pixel_for_nn", "floor", "4x3"},
+      ResizeCase{{1, 3, 4, 4}, {1, 1, 1, 1}, {}, "asymmetric", "floor", "1x1"},             // a plain copy
+      // round(o * 3/7) is o / 2 for o < 8: replication too, found by the index-by-index check.
+      ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "align_corners", "round_prefer_floor", "2x2"},
+      // Not replication: these must stay on the generic kernel.
+      ResizeCase{{1, 5, 3, 4}, {1, 1, 4, 4}, {}, "asymmetric", "round_prefer_floor", ""},  // round(3/4) = 1
+      ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "half_pixel", "floor", ""},               // floor(0.75 - ...) = 0
+      ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "align_corners", "floor", ""},            // floor(6/7) = 0
+      ResizeCase{{1, 3, 4, 4}, {1, 1, 1.5, 2}, {}, "asymmetric", "floor", ""},             // non-integer factor
+      ResizeCase{{2, 2, 3, 3}, {2, 1, 2, 2}, {}, "asymmetric", "floor", ""});              // resizes N
+  const bool nhwc = GENERATE(true, false);
+  const size_t threads = GENERATE(1, 2);
+  INFO("x " << ints(c.x_dims) << " " << c.coordinate << "/" << c.nearest << (nhwc ? " after a Conv (NHWC)" : " (NCHW)")
+            << " threads " << threads);
+  const auto model = resize_model(c, nhwc);
+  auto fast = make(model, true, threads, {});
+  auto generic = make(model, false, 1, fast.creation_inputs());
+
+  const NodePlacement& up = placement_of(fast, "Resize 'up'");
+  CHECK(up.placement == Placement::kReference);
+  CHECK(placement_of(generic, "Resize 'up'").note.empty());
+  if (std::string(c.fast).empty()) {
+    CHECK(up.note.empty());
+    CHECK_THAT(fast.placement_summary(), !Catch::Contains("nearest upsample"));
+  } else {
+    CHECK(up.note == std::string("optimized nearest upsample (") + c.fast + " replication, " + (nhwc ? "NHWC" : "NCHW") + ")");
+    CHECK_THAT(fast.placement_summary(), Catch::EndsWith("; optimized nearest upsample 1"));
+  }
+
+  // Twice, the second time on new values, so reused buffers are checked too. Exact: both only copy values.
+  std::vector<NamedTensor> inputs = fast.creation_inputs();
+  for (int round = 0; round < 2; ++round) {
+    const auto y_fast = run(fast, inputs);
+    const auto y_generic = run(generic, inputs);
+    REQUIRE(y_fast.size() == 1);
+    REQUIRE(y_fast[0].tensor.dims == y_generic[0].tensor.dims);
+    CHECK(y_fast[0].tensor.f == y_generic[0].tensor.f);
+    for (float& v : inputs[0].tensor.f) v = 2.0f * v + 0.5f;
+  }
+}
+
+TEST_CASE("MI-GAN's hand-written upsampler stays NHWC from Resize to Conv, with no layout conversion",
+          "[resize][examples]") {
+  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
+  REQUIRE(source_dir != nullptr);
+  auto model = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_handwritten.onnx");
+  REQUIRE(model.ok());
+  size_t resizes = 0;
+  for (const auto& node : model->graph().node()) resizes += node.op_type() == "Resize" ? 1 : 0;
+  REQUIRE(resizes > 0);
+
+  ExecutorOptions options;
+  options.profile = true;
+  auto executor = Executor::create(model.value(), options);
+  REQUIRE(executor.ok());
+  for (const auto& p : executor->placements()) {
+    INFO(p.node);
+    if (p.op_type == "Resize") {
+      CHECK(p.placement == Placement::kReference);
+      CHECK(p.note == "optimized nearest upsample (2x2 replication, NHWC)");
+    } else {
+      CHECK(p.placement == Placement::kXnnpack);  // the mask Mul and the Pad included
+    }
+  }
+  CHECK_THAT(executor->placement_summary(), Catch::Contains("; optimized nearest upsample " + std::to_string(resizes)));
+
+  REQUIRE(executor->run(executor->creation_inputs()).ok());
+  const ExecutorProfile profile = executor->profile(executor->placements().size());
+  REQUIRE(profile.top_nodes.size() == executor->placements().size());
+  for (const auto& n : profile.top_nodes) {
+    INFO(n.node);
+    // Only the first Conv converts: it reads the NCHW graph input.
+    if (n.node != "Conv 'enc.from_rgb'") CHECK(n.convert_ms == 0.0);
+  }
+
+  // The same function as form (a), the depthwise ConvTranspose, run on XNNPACK's deconvolution.
+  auto deconv_form = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
+  REQUIRE(deconv_form.ok());
+  ExecutorOptions same_inputs;
+  same_inputs.inputs = executor->creation_inputs();
+  auto stock = Executor::create(deconv_form.value(), same_inputs);
+  REQUIRE(stock.ok());
+  const auto y = executor->run(executor->creation_inputs());
+  const auto y_stock = stock->run(executor->creation_inputs());
+  REQUIRE((y.ok() && y_stock.ok()));
+  const ComparisonReport report = compare_outputs(y.value(), y_stock.value(), {});
+  INFO(report.summary());
+  CHECK(report.passed);
+}
