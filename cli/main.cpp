@@ -174,6 +174,7 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   bo.seed = opt.seed;
   bo.threads = opt.threads;
   bo.runs = opt.runs;
+  bo.profile_runs = opt.verbosity > 0 ? 3 : 0;  // extra profiled runs only when -v will print them
   bo.progress = setup->progress;
   auto result = runtime_check::bench_models(original, rewritten, bo);
   clear_progress(*setup);
@@ -183,6 +184,10 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
                result->speedup);
   spdlog::debug("bench placement, original: {}", result->original_placement);
   spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
+  if (bo.profile_runs > 0) {
+    spdlog::debug("profile of the original model (separate runs):\n{}", runtime_check::format_profile(result->original_profile));
+    spdlog::debug("profile of the rewritten model (separate runs):\n{}", runtime_check::format_profile(result->rewritten_profile));
+  }
   return result;
 }
 
