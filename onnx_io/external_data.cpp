@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <vector>
 
@@ -21,19 +20,6 @@ namespace dwdeconv::onnx_io {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Calls fn on every tensor of a graph that can hold data: initializers and tensor attributes, recursively.
-void for_each_tensor(onnx::GraphProto& graph, const std::function<void(onnx::TensorProto&)>& fn) {
-  for (auto& t : *graph.mutable_initializer()) fn(t);
-  for (auto& node : *graph.mutable_node()) {
-    for (auto& attr : *node.mutable_attribute()) {
-      if (attr.has_t()) fn(*attr.mutable_t());
-      for (auto& t : *attr.mutable_tensors()) fn(t);
-      if (attr.has_g()) for_each_tensor(*attr.mutable_g(), fn);
-      for (auto& g : *attr.mutable_graphs()) for_each_tensor(g, fn);
-    }
-  }
-}
 
 std::string label(const onnx::TensorProto& t) { return t.name().empty() ? std::string("an unnamed tensor") : "tensor '" + t.name() + "'"; }
 
@@ -164,7 +150,7 @@ core::Result<std::set<std::string>> load_external_data(onnx::ModelProto& model, 
   const fs::path canonical_dir = fs::canonical(dir, ec);
   if (ec) return core::io_error(model_path + ": cannot resolve the model's directory: " + ec.message());
   core::Status status = core::Ok{};
-  for_each_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t) {
+  for_each_mutable_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t) {
     if (!status || t.data_location() != onnx::TensorProto::EXTERNAL) return;
     status = load_one(t, dir, canonical_dir, model_path);
     if (status && !t.name().empty()) names.insert(t.name());
@@ -175,19 +161,10 @@ core::Result<std::set<std::string>> load_external_data(onnx::ModelProto& model, 
 
 core::Status refuse_external_data(const onnx::ModelProto& model, const std::string& origin) {
   core::Status status = core::Ok{};
-  auto check = [&](const onnx::TensorProto& t) {
+  for_each_tensor(model.graph(), [&](const onnx::TensorProto& t) {
     if (status && t.data_location() == onnx::TensorProto::EXTERNAL) {
       status = core::invalid_model(origin + ": " + label(t) + " stores its data in an external file, which a model read from "
                                    "stdin cannot reach; give the model's file path instead");
-    }
-  };
-  for_each_graph(model.graph(), [&](const onnx::GraphProto& g) {
-    for (const auto& t : g.initializer()) check(t);
-    for (const auto& node : g.node()) {
-      for (const auto& attr : node.attribute()) {
-        if (attr.has_t()) check(attr.t());
-        for (const auto& t : attr.tensors()) check(t);
-      }
     }
   });
   return status;
@@ -209,7 +186,7 @@ core::Status save_model_with_external_data(onnx::ModelProto& model, const std::s
   std::vector<Moved> moved;
   int64_t offset = 0;
   core::Status status = core::Ok{};
-  for_each_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t) {
+  for_each_mutable_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t) {
     if (!status || element_size(t.data_type()) == 0) return;
     const bool chosen = (!t.name().empty() && options.tensor_names.count(t.name()) != 0) || data_bytes(t) >= options.threshold_bytes;
     if (!chosen) return;

@@ -12,7 +12,9 @@ namespace {
 // and RepeatedField swaps, no copies); every other field stays, so a copy taken in between is a skeleton.
 class LargeDataDetacher {
  public:
-  LargeDataDetacher(onnx::ModelProto& model, size_t max_bytes) : max_bytes_(max_bytes) { visit(*model.mutable_graph()); }
+  LargeDataDetacher(onnx::ModelProto& model, size_t max_bytes) : max_bytes_(max_bytes) {
+    for_each_mutable_tensor(*model.mutable_graph(), [this](onnx::TensorProto& t) { detach(t); });
+  }
   ~LargeDataDetacher() {
     for (auto& d : detached_) {
       if (d.had_raw) *d.tensor->mutable_raw_data() = std::move(d.raw);
@@ -52,18 +54,6 @@ class LargeDataDetacher {
     }
     swap_typed(t, d.typed);
     detached_.push_back(std::move(d));
-  }
-
-  void visit(onnx::GraphProto& g) {
-    for (auto& t : *g.mutable_initializer()) detach(t);
-    for (auto& node : *g.mutable_node()) {
-      for (auto& attr : *node.mutable_attribute()) {
-        if (attr.has_t()) detach(*attr.mutable_t());
-        for (auto& t : *attr.mutable_tensors()) detach(t);
-        if (attr.has_g()) visit(*attr.mutable_g());
-        for (auto& sub : *attr.mutable_graphs()) visit(sub);
-      }
-    }
   }
 
   size_t max_bytes_;

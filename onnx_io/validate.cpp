@@ -35,18 +35,9 @@ std::string one_line(const std::string& text) {
 // Dims whose product overflows would make the checker report a misleading "0-element" tensor; say it plainly.
 core::Status check_tensor_dims(const onnx::GraphProto& graph) {
   core::Status status = core::Ok{};
-  for_each_graph(graph, [&status](const onnx::GraphProto& g) {
-    auto check = [&status](const onnx::TensorProto& t) {
-      if (!status) return;
-      if (auto count = element_count(t); !count) status = check_failed(count.error().message);
-    };
-    for (const auto& t : g.initializer()) check(t);
-    for (const auto& node : g.node()) {
-      for (const auto& attr : node.attribute()) {
-        if (attr.has_t()) check(attr.t());
-        for (const auto& t : attr.tensors()) check(t);
-      }
-    }
+  for_each_tensor(graph, [&status](const onnx::TensorProto& t) {
+    if (!status) return;
+    if (auto count = element_count(t); !count) status = check_failed(count.error().message);
   });
   return status;
 }
