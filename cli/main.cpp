@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <onnx/defs/schema.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -386,6 +387,8 @@ int run_batch(const Options& opt) {
       outcomes[i] = process_model(opt, input, output, /*batch=*/true);
     }
   };
+  // Shape inference forks a child; build libonnx's schema registry now, before there are other threads.
+  (void)onnx::OpSchemaRegistry::Instance();
   std::vector<std::thread> workers;
   for (size_t j = 1; j < std::min(opt.jobs, opt.models.size()); ++j) workers.emplace_back(worker);
   worker();

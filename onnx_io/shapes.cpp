@@ -1,5 +1,12 @@
 #include "onnx_io/shapes.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -68,13 +75,67 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes) 
   return model;
 }
 
+core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation) {
+  int fds[2];
+  if (::pipe(fds) != 0) return core::io_error(std::string("shape inference: pipe failed: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return core::io_error(std::string("shape inference: fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    // Child: infer, send 'O' and the inferred skeleton (or 'E' and the message), and leave without cleanup.
+    ::close(fds[0]);
+    std::string reply;
+    try {
+      onnx::shape_inference::InferShapes(skeleton, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions{strict, strict ? 1 : 0, data_propagation});
+      reply = "O" + skeleton.SerializeAsString();
+    } catch (const std::exception& e) {
+      reply = std::string("E") + e.what();
+    }
+    size_t done = 0;
+    while (done < reply.size()) {
+      const ssize_t n = ::write(fds[1], reply.data() + done, reply.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) ::_exit(2);
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const core::ErrorKind kind = core::ErrorKind::kCheckFailed;
+  if (WIFSIGNALED(status)) {
+    return core::Error{kind, "ONNX shape inference crashed (signal " + std::to_string(WTERMSIG(status)) + ", " +
+                                 strsignal(WTERMSIG(status)) + ") on this model, which is malformed in a way libonnx " +
+                                 "1.12 does not check (e.g. a Conv or ConvTranspose weight whose rank disagrees with its input)"};
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty()) return core::Error{kind, "ONNX shape inference failed"};
+  if (reply[0] == 'E') return core::Error{kind, reply.substr(1)};
+  onnx::ModelProto inferred;
+  if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1))) return core::Error{kind, "ONNX shape inference: bad reply"};
+  skeleton = std::move(inferred);
+  return core::Ok{};
+}
+
 std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model) {
   onnx::ModelProto copy = skeleton_copy(model);
-  try {
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{false, 0, true});
-  } catch (const std::exception&) {
-    // Partial information is still useful; whatever was inferred before the error stays in `copy`.
-  }
+  // Non-strict: partial information is still useful, and a crash only means there is none.
+  (void)infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true);
   std::map<std::string, onnx::TypeProto> types;
   for_each_graph(copy.graph(), [&types](const onnx::GraphProto& g) {
     for (const auto& v : g.input()) types.emplace(v.name(), v.type());

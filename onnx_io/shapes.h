@@ -8,6 +8,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/result.h"
+
 namespace dwdeconv::onnx_io {
 
 // A copy of `model` in which every tensor (initializers and Constant-like attributes, in every graph) holding more
@@ -15,6 +17,12 @@ namespace dwdeconv::onnx_io {
 // copy costs a fraction of a full one. `model` is observably unchanged: its large data is moved out and back
 // (O(1) swaps, no copies), so no other thread may use it meanwhile.
 onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes = 4096);
+
+// Runs ONNX shape inference on `skeleton` (see skeleton_copy) in a forked child process and replaces it with the
+// result. libonnx 1.12's inference dereferences null on some malformed models (e.g. a ConvTranspose weight of
+// lower rank than its input); isolated, such a crash becomes an error (kCheckFailed) naming the signal, and an
+// exception from inference becomes one with its message.
+core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation);
 
 // The type of every tensor that shape inference (with data propagation) can tell, from all graphs: inputs,
 // outputs, value_info and initializers. Inference errors are ignored: what was inferred before them is kept.

@@ -107,10 +107,8 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   }
   if (!newer) {
     onnx::ModelProto copy = skeleton_copy(model);  // inference needs types and dims, not weight data
-    try {
-      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions{true, 1, false});
-    } catch (const std::exception& e) {
-      return check_failed("ONNX shape inference: " + one_line(e.what()));
+    if (auto inferred = infer_shapes_isolated(copy, /*strict=*/true, /*data_propagation=*/false); !inferred) {
+      return check_failed("ONNX shape inference: " + one_line(inferred.error().message));
     }
     v.detail = "ONNX checker and strict shape inference passed";
     return v;

@@ -90,6 +90,15 @@ int main(int argc, char** argv) {
   write_model("output_padding_too_big.onnx", deconv("group=4, strides=[2,2], pads=[1,1,1,1], output_padding=[2,2]"));
   write_model("group_not_dividing.onnx", deconv("group=3, strides=[2,2], pads=[1,1,1,1]"));
   write_model("attribute_wrong_type.onnx", deconv("group=4, strides=2, pads=[1,1,1,1]"));
+  // Found by fuzzing: libonnx 1.12's ConvTranspose shape inference dereferences null when the weight's rank is
+  // below the input's. The tool runs inference in a child process, so this is an error, not a crash.
+  auto low_rank = test::parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,3] X, float[1,3] W) => (float[1,1,5] Y) {
+      Y = ConvTranspose (X, W)
+    })");
+  test::name_node(low_rank, "Y", "up1");
+  write_model("weight_rank_below_input.onnx", low_rank);
   std::cout << "wrote the bad-input corpus to " << dir << "\n";
   return 0;
 }
