@@ -66,16 +66,18 @@ struct Options {
 };
 
 const char* kExamples = R"(Examples:
-  dwdeconv-rewrite model.onnx -o model.xnn.onnx            rewrite every clean depthwise ConvTranspose
-  dwdeconv-rewrite model.onnx --dry-run                    print the plan, write nothing
-  dwdeconv-rewrite model.onnx --check                      CI gate: exit 1 if any node would be rewritten
-  dwdeconv-rewrite model.onnx -o out.onnx --verify         rewrite, then run both through XNNPACK and diff
-  dwdeconv-rewrite model.onnx --compare out.onnx           verify any pair without rewriting
-  dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20 time both models on XNNPACK
-  dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image=1x4x256x256 --report r.json
+  dwdeconv-rewrite model.onnx -o model.xnn.onnx    rewrite every clean depthwise ConvTranspose
+  dwdeconv-rewrite model.onnx --dry-run            print the plan, write nothing
+  dwdeconv-rewrite model.onnx --check              CI gate: exit 1 if any node would be rewritten
+  dwdeconv-rewrite model.onnx -o out.onnx --verify    rewrite, then run both through XNNPACK and diff
+  dwdeconv-rewrite model.onnx --compare out.onnx   verify any pair without rewriting
+  dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20    time both models on XNNPACK
+  dwdeconv-rewrite a.onnx b.onnx --out-dir out/ -j 2    a batch; one failure does not stop the others
+  dwdeconv-rewrite - -o - < in.onnx > out.onnx     stdin to stdout
 
-Exit codes: 0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid
-model, failed output validation, or I/O error. Nothing is written unless the run succeeds.)";
+Exit status:
+  0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid model, failed
+  output validation, or I/O error. Nothing is written unless the run succeeds.)";
 
 int fail(int code, const std::string& message) {
   spdlog::error("{}", message);
@@ -458,7 +460,7 @@ int main(int argc, char** argv) {
                "DepthToSpace(DCR), which XNNPACK runs many times faster, and checks the result on XNNPACK.",
                "dwdeconv-rewrite"};
   app.footer(kExamples);
-  app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + cli::kVersion);
+  app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + cli::kFullVersion);
   app.add_option("models", opt.models, "Input ONNX model(s); - reads one model from stdin")->required();
   app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input); - writes to stdout");
   app.add_option("--out-dir", opt.out_dir, "With several models: write each one here, under its own file name");

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Checks what `cmake --install` puts in a prefix, and what --version prints. ctest supplies DWDECONV_BUILD_DIR,
+# DWDECONV_SOURCE_DIR, DWDECONV_REWRITE, DWDECONV_PROJECT_VERSION and DWDECONV_MAN_PAGE_EXPECTED.
+set -euo pipefail
+case_name=$1
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+case $case_name in
+  install)
+    prefix=$(mktemp -d)
+    trap 'rm -rf "$prefix"' EXIT
+    # --install writes install_manifest.txt into the build tree; nothing else there changes.
+    cmake --install "$DWDECONV_BUILD_DIR" --prefix "$prefix"
+    (cd "$prefix" && find . -type f | sort)
+    [ -x "$prefix/bin/dwdeconv-rewrite" ] || die "bin/dwdeconv-rewrite missing or not executable"
+    "$prefix/bin/dwdeconv-rewrite" --version | grep -q "^dwdeconv-rewrite $DWDECONV_PROJECT_VERSION" \
+      || die "the installed binary does not report version $DWDECONV_PROJECT_VERSION"
+    for f in LICENSE README.md; do
+      cmp "$DWDECONV_SOURCE_DIR/$f" "$prefix/share/doc/dwdeconv-rewrite/$f" || die "share/doc/dwdeconv-rewrite/$f"
+    done
+    man_page=$prefix/share/man/man1/dwdeconv-rewrite.1
+    if [ "$DWDECONV_MAN_PAGE_EXPECTED" = 1 ]; then
+      [ -s "$man_page" ] || die "share/man/man1/dwdeconv-rewrite.1 missing"
+      grep -q '^\.TH DWDECONV-REWRITE "1"' "$man_page" || die "no .TH header in the man page"
+      # Every long option --help lists is in the page (help2man escapes '-' as '\-').
+      options=$("$DWDECONV_REWRITE" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u)
+      [ -n "$options" ] || die "--help lists no options"
+      for opt in $options; do
+        grep -qF -- "${opt//-/\\-}" "$man_page" || die "$opt is in --help but not in the man page"
+      done
+    else
+      echo "help2man was not found at configure time: no man page expected"
+    fi
+    ;;
+  version)
+    line=$("$DWDECONV_REWRITE" --version)
+    echo "$line"
+    v=${DWDECONV_PROJECT_VERSION//./\\.}
+    if git -C "$DWDECONV_SOURCE_DIR" rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
+       [ "$(cd "$(git -C "$DWDECONV_SOURCE_DIR" rev-parse --show-toplevel)" && pwd -P)" = "$(cd "$DWDECONV_SOURCE_DIR" && pwd -P)" ]; then
+      # Built from a checkout: the revision is that of HEAD when the binary was last built.
+      [[ $line =~ ^dwdeconv-rewrite\ $v\ \(git\ ([0-9a-f]{7,})(,\ dirty)?\)$ ]] \
+        || die "expected 'dwdeconv-rewrite $DWDECONV_PROJECT_VERSION (git <rev>[, dirty])'"
+      rev=${BASH_REMATCH[1]}
+      git -C "$DWDECONV_SOURCE_DIR" rev-parse --verify --quiet "$rev^{commit}" >/dev/null \
+        || die "$rev is not a commit of $DWDECONV_SOURCE_DIR"
+    else
+      [[ $line =~ ^dwdeconv-rewrite\ $v$ ]] || die "expected 'dwdeconv-rewrite $DWDECONV_PROJECT_VERSION'"
+    fi
+    ;;
+  *) die "unknown case $case_name" ;;
+esac
+echo "PASS: $case_name"
