@@ -119,12 +119,14 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const core::ErrorKind kind = core::ErrorKind::kCheckFailed;
-  if (WIFSIGNALED(status)) {
-    return core::Error{kind, "ONNX shape inference crashed (signal " + std::to_string(WTERMSIG(status)) + ", " +
-                                 strsignal(WTERMSIG(status)) + ") on this model, which is malformed in a way libonnx " +
+  // A crash kills the child by a signal, or, under a sanitizer, ends it with a non-zero status and no reply.
+  const bool crashed = WIFSIGNALED(status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty();
+  if (crashed) {
+    const std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status)) + ", " + strsignal(WTERMSIG(status))
+                                                : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return core::Error{kind, "ONNX shape inference crashed on this model (" + how + "); the model is malformed in a way libonnx " +
                                  "1.12 does not check (e.g. a Conv or ConvTranspose weight whose rank disagrees with its input)"};
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty()) return core::Error{kind, "ONNX shape inference failed"};
   if (reply[0] == 'E') return core::Error{kind, reply.substr(1)};
   onnx::ModelProto inferred;
   if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1))) return core::Error{kind, "ONNX shape inference: bad reply"};

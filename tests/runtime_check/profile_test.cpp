@@ -17,11 +17,12 @@ using namespace dwdeconv::runtime_check::testing;
 
 namespace {
 
-// A dense 3x3 Conv (64 -> 64 channels on 48x48, ~80 MFLOP) that dominates a Relu and a Reshape after it. The
-// Reshape reads NCHW, so it converts the Conv's NHWC output.
+// A dense 3x3 Conv (256 -> 64 channels on 24x24, ~170 MFLOP, about 4600 FLOPs per output element) that dominates
+// a Relu and a Reshape after it by far, even in a -O0 sanitizer build of the executor's own kernels. The Reshape
+// reads NCHW, so it converts the Conv's NHWC output.
 onnx::ModelProto conv_heavy_model() {
   auto model = parse_model_text(
-      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,64,48,48] x) => (float y, float[1,64,2304] z) {\n"
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,256,24,24] x) => (float y, float[1,64,576] z) {\n"
       "  c = Conv <pads = [1, 1, 1, 1]> (x, w, b)\n"
       "  y = Relu (c)\n"
       "  z = Reshape (y, shape)\n"
@@ -30,9 +31,9 @@ onnx::ModelProto conv_heavy_model() {
   graph->mutable_node(0)->set_name("big");
   graph->mutable_node(1)->set_name("act");
   graph->mutable_node(2)->set_name("flat");
-  add_initializer(model, "w", {64, 64, 3, 3}, 1);
+  add_initializer(model, "w", {64, 256, 3, 3}, 1);
   add_initializer(model, "b", {64}, 2);
-  add_int64_initializer(model, "shape", {1, 64, 2304});
+  add_int64_initializer(model, "shape", {1, 64, 576});
   return model;
 }
 
