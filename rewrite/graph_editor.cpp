@@ -1,7 +1,5 @@
 #include "rewrite/graph_editor.h"
 
-#include <functional>
-
 #include "onnx_io/attributes.h"
 #include "onnx_io/graph_walk.h"
 
@@ -18,7 +16,6 @@ size_t count_graphs(const onnx::GraphProto& graph) {
   }
   return n;
 }
-
 
 bool is_graph_input(const onnx::GraphProto& graph, const std::string& name) {
   for (const auto& input : graph.input()) {
