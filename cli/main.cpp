@@ -112,7 +112,7 @@ struct RuntimeSetup {
   std::function<void(const std::string&)> progress;  // empty unless stderr is a terminal
 };
 
-// Parses --input-shape and loads --input files; errors are usage errors or unreadable input files.
+// Parses --input-shape and loads --input files, once per run; errors are usage errors or unreadable input files.
 core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
   RuntimeSetup setup;
   for (const auto& text : opt.input_shapes) {
@@ -141,18 +141,16 @@ void clear_progress(const RuntimeSetup& setup) {
 
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                     const Options& opt) {
-  auto setup = runtime_setup(opt);
-  if (!setup) return setup.error();
+                                                     const Options& opt, const RuntimeSetup& setup) {
   runtime_check::VerifyOptions vo;
-  vo.input_shapes = setup->input_shapes;
-  vo.inputs = setup->inputs;
+  vo.input_shapes = setup.input_shapes;
+  vo.inputs = setup.inputs;
   vo.seed = opt.seed;
   vo.threads = opt.threads;
   vo.tolerances = {opt.atol, opt.rtol};
-  vo.progress = setup->progress;
+  vo.progress = setup.progress;
   auto result = runtime_check::verify_models(original, rewritten, vo);
-  clear_progress(*setup);
+  clear_progress(setup);
   if (!result) return result;
   std::istringstream lines(result->summary());
   for (std::string line; std::getline(lines, line);) {
@@ -168,19 +166,17 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
 
 // Times both models on the executor and logs medians and the speedup.
 core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                   const Options& opt) {
-  auto setup = runtime_setup(opt);
-  if (!setup) return setup.error();
+                                                   const Options& opt, const RuntimeSetup& setup) {
   runtime_check::BenchOptions bo;
-  bo.input_shapes = setup->input_shapes;
-  bo.inputs = setup->inputs;
+  bo.input_shapes = setup.input_shapes;
+  bo.inputs = setup.inputs;
   bo.seed = opt.seed;
   bo.threads = opt.threads;
   bo.runs = opt.runs;
   bo.profile_runs = opt.verbosity > 0 ? 3 : 0;  // extra profiled runs only when -v will print them
-  bo.progress = setup->progress;
+  bo.progress = setup.progress;
   auto result = runtime_check::bench_models(original, rewritten, bo);
-  clear_progress(*setup);
+  clear_progress(setup);
   if (!result) return result;
   spdlog::info("bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
                result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
@@ -207,13 +203,13 @@ int write_report(const Options& opt, const std::string& json) {
 }
 
 // --compare: verify OTHER against MODEL without rewriting anything.
-int run_compare(const Options& opt) {
+int run_compare(const Options& opt, const RuntimeSetup& setup) {
   const std::string& input = opt.models.front();
   auto original = onnx_io::load_model(input);
   if (!original) return fail(exit_code_for(original.error()), original.error().message);
   auto other = onnx_io::load_model(opt.compare);
   if (!other) return fail(exit_code_for(other.error()), other.error().message);
-  auto verified = run_verify(*original, *other, opt);
+  auto verified = run_verify(*original, *other, opt, setup);
   if (!verified) return fail(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   cli::RunInfo info;
   info.input = input;
@@ -221,7 +217,7 @@ int run_compare(const Options& opt) {
   info.compared = opt.compare;
   info.verify = *verified;
   if (verified->passed && opt.bench) {
-    auto timed = run_bench(*original, *other, opt);
+    auto timed = run_bench(*original, *other, opt, setup);
     if (!timed) return fail(exit_code_for(timed.error()), timed.error().message);
     info.bench = *timed;
   }
@@ -272,7 +268,8 @@ struct ModelOutcome {
 };
 
 // Loads, validates, rewrites, checks and writes one model. Errors are logged here and end in info.exit_code.
-ModelOutcome process_model(const Options& opt, const std::string& input, const std::string& output, bool batch) {
+ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output,
+                           bool batch) {
   ModelOutcome out;
   cli::RunInfo& info = out.info;
   info.input = input;
@@ -336,7 +333,7 @@ ModelOutcome process_model(const Options& opt, const std::string& input, const s
     timer.mark("validate output");
 
     if (opt.verify) {
-      auto verified = run_verify(*original, model, opt);
+      auto verified = run_verify(*original, model, opt, setup);
       timer.mark("verify");
       if (!verified) return finish(exit_code_for(verified.error()), input + ": cannot verify the rewrite, nothing written: " + verified.error().message);
       info.verify = *verified;
@@ -346,7 +343,7 @@ ModelOutcome process_model(const Options& opt, const std::string& input, const s
       summary += std::string("; verified: max abs error ") + buf;
     }
     if (opt.bench) {
-      auto timed = run_bench(*original, model, opt);
+      auto timed = run_bench(*original, model, opt, setup);
       timer.mark("bench");
       if (!timed) return finish(exit_code_for(timed.error()), input + ": --bench: " + timed.error().message);
       info.bench = *timed;
@@ -371,22 +368,22 @@ ModelOutcome process_model(const Options& opt, const std::string& input, const s
 }
 
 // One model, as `dwdeconv-rewrite MODEL -o OUT` (or --dry-run / --check).
-int run_single(const Options& opt) {
-  const ModelOutcome out = process_model(opt, opt.models.front(), opt.output, /*batch=*/false);
+int run_single(const Options& opt, const RuntimeSetup& setup) {
+  const ModelOutcome out = process_model(opt, setup, opt.models.front(), opt.output, /*batch=*/false);
   if (int code = write_report(opt, cli::report_json(out.info, out.result)); code != cli::kExitOk) return code;
   return out.info.exit_code;
 }
 
 // Several models: each is processed on its own (one failing does not stop the others), -j at a time. The exit
 // code is the highest of the models' codes, and the report is a list with one entry per model.
-int run_batch(const Options& opt) {
+int run_batch(const Options& opt, const RuntimeSetup& setup) {
   std::vector<ModelOutcome> outcomes(opt.models.size());
   std::atomic<size_t> next{0};
   auto worker = [&]() {
     for (size_t i = next++; i < opt.models.size(); i = next++) {
       const std::string& input = opt.models[i];
       const std::string output = opt.out_dir.empty() ? std::string() : (std::filesystem::path(opt.out_dir) / std::filesystem::path(input).filename()).string();
-      outcomes[i] = process_model(opt, input, output, /*batch=*/true);
+      outcomes[i] = process_model(opt, setup, input, output, /*batch=*/true);
     }
   };
   // Shape inference forks a child; build libonnx's schema registry now, before there are other threads.
@@ -510,9 +507,12 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(opt.out_dir, ec);
     if (ec) return fail(cli::kExitInvalidModel, opt.out_dir + ": cannot create the output directory: " + ec.message());
   }
+  // --input files and --input-shape are read once, for every model and for both --verify and --bench.
+  auto setup = runtime_setup(opt);
+  if (!setup) return fail(exit_code_for(setup.error()), setup.error().message);
   try {
-    if (!opt.compare.empty()) return run_compare(opt);
-    return opt.models.size() > 1 || !opt.out_dir.empty() ? run_batch(opt) : run_single(opt);
+    if (!opt.compare.empty()) return run_compare(opt, *setup);
+    return opt.models.size() > 1 || !opt.out_dir.empty() ? run_batch(opt, *setup) : run_single(opt, *setup);
   } catch (const std::exception& e) {
     return fail(cli::kExitInvalidModel, opt.models.front() + ": " + e.what());
   }
