@@ -61,7 +61,14 @@ void Emitter::add_initializer(const GraphScope& scope, onnx::TensorProto tensor)
 }
 
 std::string Emitter::keep_reason(const DeconvMatch& m) const {
+  // A stride s emits s*s phases: each a Concat input, most a Conv. Compared without computing s*s, which
+  // can overflow for a huge stride with a matching output_padding.
   const int64_t s = m.y.stride;
+  if (s > options_.max_phases / s) {
+    const std::string phases = s <= 3037000499 ? std::to_string(s * s) : std::to_string(s) + "*" + std::to_string(s);
+    return "stride " + std::to_string(s) + " would emit " + phases + " phases, over --max-phases " +
+           std::to_string(options_.max_phases);
+  }
   // Taps split by residue mod s, so some phase has none exactly when k < s on an axis.
   if ((m.y.kernel < s || m.x.kernel < s) && opset_ < 9) {
     return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(s) +

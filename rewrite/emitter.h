@@ -23,8 +23,12 @@
 
 namespace dwdeconv::rewrite {
 
+// The default of EmitOptions::max_phases: strides up to 8.
+constexpr int64_t kDefaultMaxPhases = 64;
+
 struct EmitOptions {
   bool explicit_pad = false;  // every phase pad as a Pad node instead of folding non-negative pads into Conv
+  int64_t max_phases = kDefaultMaxPhases;  // a node of stride s emits s*s phases; more than this keeps it
 };
 
 // Emits replacements for matched nodes of one model. Phase weights are shared between nodes exactly when
@@ -34,8 +38,8 @@ class Emitter {
  public:
   Emitter(onnx::ModelProto& model, NameAllocator& names, EmitOptions options);
 
-  // Why m must be kept although it matched, or "" when it can be emitted: phases without taps at an opset
-  // without ConstantOfShape. Reads only the match, so it is cheap.
+  // Why m must be kept although it matched, or "" when it can be emitted: more than options.max_phases
+  // phases, or phases without taps at an opset without ConstantOfShape. Reads only the match, so it is cheap.
   std::string keep_reason(const DeconvMatch& m) const;
 
   // The nodes that replace m.node, in order. New initializers and value_info are added to the graphs now.

@@ -1,11 +1,28 @@
 // End-to-end tests of what one node may emit: bias-only phases that do not read x (checked by --verify in
-// both modes).
+// both modes), and --max-phases, which keeps a node whose stride would emit too many phases.
 #include <catch2/catch.hpp>
+
+#include <chrono>
 
 #include "tests/e2e/cli_runner.h"
 #include "tests/support/model_builder.h"
 
 using namespace dwdeconv::test;
+
+namespace {
+
+// k1 stride s with output_padding s-1, C=1, 2x2 input: the smallest model of stride s.
+onnx::ModelProto k1_model(int64_t s) {
+  const std::string ss = std::to_string(s), op = std::to_string(s - 1), out = std::to_string(2 * s);
+  auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,1,2,2] X) => (float[1,1," + out + "," + out +
+                       "] Y) {\n  Y = ConvTranspose <group=1, strides=[" + ss + "," + ss + "], output_padding=[" + op + "," + op +
+                       "]> (X, W)\n}\n");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {1, 1, 1, 1}, 3);
+  name_node(m, "Y", "up");
+  return m;
+}
+
+}  // namespace
 
 TEST_CASE("verify passes on k < s models in both modes for float, float16 and double", "[e2e][verify][bias_only]") {
   const int32_t dtype = GENERATE(onnx::TensorProto::FLOAT, onnx::TensorProto::FLOAT16, onnx::TensorProto::DOUBLE);
@@ -43,4 +60,57 @@ TEST_CASE("verify passes on k < s models in both modes for float, float16 and do
   CHECK_THAT(json, Catch::Contains(per_node ? "\"mode\": \"per-node\"" : "\"mode\": \"whole-model\""));
   CHECK_THAT(json, Catch::Contains("\"passed\": true"));
   CHECK_THAT(json, !Catch::Contains("\"passed\": false"));
+}
+
+TEST_CASE("k1 s512 op511 is kept at once and the output stays tiny", "[e2e][max_phases]") {
+  TempDir dir;
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(k1_model(512), in);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --report " + report.string(), dir);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string reason = "stride 512 would emit 262144 phases, over --max-phases 64";
+  CHECK_THAT(r.err, Catch::Contains("kept ConvTranspose 'up': " + reason));
+  CHECK(count_ops(load(out), "ConvTranspose") == 1);
+  CHECK(fs::file_size(out) < 1024);  // was 72 MB
+  CHECK(seconds < 10.0);             // was 29 s
+  CHECK_THAT(read_file(report), Catch::Contains("\"decision\": \"kept\", \"reason\": \"" + reason + "\""));
+
+  const auto plan = run_cli(in.string() + " --dry-run", dir);
+  CHECK(plan.exit_code == 0);
+  CHECK_THAT(plan.out, Catch::Contains(reason));
+  CHECK(run_cli(in.string() + " --check", dir).exit_code == 0);  // a kept node is nothing left to rewrite
+}
+
+TEST_CASE("the max-phases option sets the limit exactly and bad values are usage errors", "[e2e][max_phases]") {
+  TempDir dir;
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(k1_model(9), in);  // 81 phases
+  const auto kept = run_cli(in.string() + " -o " + out.string(), dir);
+  REQUIRE(kept.exit_code == 0);
+  CHECK_THAT(kept.err, Catch::Contains("stride 9 would emit 81 phases, over --max-phases 64"));
+  CHECK(count_ops(load(out), "ConvTranspose") == 1);
+
+  const auto at_80 = run_cli(in.string() + " -o " + out.string() + " --max-phases 80", dir);
+  REQUIRE(at_80.exit_code == 0);
+  CHECK_THAT(at_80.err, Catch::Contains("stride 9 would emit 81 phases, over --max-phases 80"));
+  CHECK(count_ops(load(out), "ConvTranspose") == 1);
+
+  const auto at_81 = run_cli(in.string() + " -o " + out.string() + " --max-phases 81 --verify", dir);
+  INFO(at_81.err);
+  REQUIRE(at_81.exit_code == 0);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "ConvTranspose") == 0);
+  CHECK(count_ops(rewritten, "DepthToSpace") == 1);
+  CHECK_THAT(at_81.err, Catch::Contains("rewrote 1 of 1"));
+  CHECK(run_cli(in.string() + " --check --max-phases 81", dir).exit_code == 1);
+
+  for (const std::string bad : {"0", "-1", "abc", "1.5", ""}) {
+    CAPTURE(bad);
+    const auto r = run_cli(in.string() + " --dry-run --max-phases '" + bad + "'", dir);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("max-phases"));
+  }
 }
