@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <limits>
 
 #include "rewrite_fixtures.h"
 
@@ -103,4 +104,15 @@ TEST_CASE("a node kept for its phase count keeps its weight while another node s
   CHECK(count_ops(out.model.graph(), "ConvTranspose") == 1);
   CHECK(checker_error(out.model).empty());
   CHECK(output_diff(m, out.model, {{"X", random_tensor4(1, 2, 3, 3, 9)}}, "Z") < kTolerance);
+}
+
+TEST_CASE("a stride whose square overflows int64 is kept under any max_phases", "[rewrite][limits]") {
+  // s = 2^32 with output_padding s-1 is a valid clean upscale; s*s does not fit in int64.
+  DeconvSpec spec = k1_spec(4294967296);
+  spec.h = spec.w = 0;  // symbolic: the output size would not fit either
+  const auto out = rewrite_copy(deconv_model(spec), with_max_phases(std::numeric_limits<int64_t>::max()));
+  CHECK(out.result.rewritten == 0);
+  REQUIRE(out.result.kept == 1);
+  CHECK(out.result.nodes[0].reason ==
+        "stride 4294967296 would emit 4294967296*4294967296 phases, over --max-phases 9223372036854775807");
 }
