@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <limits>
 #include <thread>
 #include <filesystem>
 #include <functional>
@@ -52,6 +53,7 @@ struct Options {
   bool bench = false;
   size_t runs = 10;
   bool explicit_pad = false;
+  int64_t max_phases = rewrite::kDefaultMaxPhases;
   std::vector<std::string> only;
   std::vector<std::string> skip;
   std::vector<std::string> input_shapes;  // NAME=1x4x256x256
@@ -297,6 +299,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
 
   rewrite::RewriteOptions ro;
   ro.emit.explicit_pad = opt.explicit_pad;
+  ro.emit.max_phases = opt.max_phases;
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
   auto rewritten = rewrite::rewrite_model(model, ro);
@@ -467,6 +470,8 @@ int main(int argc, char** argv) {
   app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
+  app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   app.add_option("--report", opt.report, "Write a JSON report to this file");
   app.add_flag("--verify", opt.verify, "Run the original and the rewritten model through XNNPACK and compare outputs");
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");

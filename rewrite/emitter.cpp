@@ -24,6 +24,25 @@ onnx::NodeProto make_node(const std::string& op, const std::string& name, std::v
   return node;
 }
 
+onnx::AttributeProto tensor_attribute(const std::string& name, onnx::TensorProto value) {
+  onnx::AttributeProto attribute;
+  attribute.set_name(name);
+  attribute.set_type(onnx::AttributeProto::TENSOR);
+  *attribute.mutable_t() = std::move(value);
+  return attribute;
+}
+
+// A depthwise stride-1 Conv: group = channels, its own kernel and pads.
+onnx::NodeProto conv_node(const std::string& name, std::vector<std::string> inputs, const std::string& output, int64_t channels,
+                          const std::array<int64_t, 2>& kernel, const std::array<int64_t, 4>& pads) {
+  onnx::NodeProto conv = make_node("Conv", name, std::move(inputs), {output});
+  *conv.add_attribute() = onnx_io::make_int_attribute("group", channels);
+  *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
+  *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {pads[0], pads[1], pads[2], pads[3]});
+  *conv.add_attribute() = onnx_io::make_ints_attribute("strides", {1, 1});
+  return conv;
+}
+
 }  // namespace
 
 Emitter::Emitter(onnx::ModelProto& model, NameAllocator& names, EmitOptions options)
@@ -41,6 +60,36 @@ void Emitter::add_initializer(const GraphScope& scope, onnx::TensorProto tensor)
   *scope.graph->add_initializer() = std::move(tensor);
 }
 
+std::string Emitter::keep_reason(const DeconvMatch& m) const {
+  // A stride s emits s*s phases: each a Concat input, most a Conv. Compared without computing s*s, which
+  // can overflow for a huge stride with a matching output_padding.
+  const int64_t s = m.y.stride;
+  if (s > options_.max_phases / s) {
+    const std::string phases = s <= 3037000499 ? std::to_string(s * s) : std::to_string(s) + "*" + std::to_string(s);
+    return "stride " + std::to_string(s) + " would emit " + phases + " phases, over --max-phases " +
+           std::to_string(options_.max_phases);
+  }
+  // Taps split by residue mod s, so some phase has none exactly when k < s on an axis.
+  if ((m.y.kernel < s || m.x.kernel < s) && opset_ < 9) {
+    return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(s) +
+           " leaves phases that see only the bias; emitting them without reading x needs ConstantOfShape (opset 9), "
+           "the model is opset " + std::to_string(opset_);
+  }
+  return "";
+}
+
+void Emitter::store_like_source(const ConstantSource& src, onnx::TensorProto tensor) {
+  const std::string name = tensor.name();
+  if (src.constant_node != nullptr) {
+    onnx::NodeProto constant = make_node("Constant", names_.fresh(name + "_constant"), {}, {name});
+    *constant.add_attribute() = tensor_attribute("value", std::move(tensor));
+    constants_after_[src.constant_node].push_back(std::move(constant));
+  } else {
+    add_initializer(*src.scope, std::move(tensor));
+  }
+  derived_.emplace(name, src.name);
+}
+
 core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index) {
   const ConstantSource& src = m.weight;
   // Phase kernels depend on the stride and pads as well as the weight: key on all of them (the reference
@@ -55,30 +104,53 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
                                         std::to_string(plan.x.pad_begin) + "_" + std::to_string(plan.y.pad_end) + "_" +
                                         std::to_string(plan.x.pad_end) + "_phase_" + std::to_string(phase_index / s) + "_" +
                                         std::to_string(phase_index % s));
-  onnx::TensorProto tensor;
-  if (phase.bias_only()) {
-    tensor = onnx_io::zeros_like_storage(*src.tensor, {m.channels, 1, 1, 1});  // a 1x1 zero kernel: bias only
-  } else {
-    auto gathered = onnx_io::gather_elements(*src.tensor, core::phase_weight_indices(plan, phase, m.channels),
-                                             {m.channels, 1, phase.y.taps, phase.x.taps});
-    if (!gathered) return gathered.error();
-    tensor = std::move(*gathered);
-  }
-  tensor.set_name(name);
-  if (src.constant_node != nullptr) {
-    onnx::NodeProto constant = make_node("Constant", names_.fresh(name + "_constant"), {}, {name});
-    *constant.add_attribute() = onnx::AttributeProto();
-    auto* value = constant.mutable_attribute(0);
-    value->set_name("value");
-    value->set_type(onnx::AttributeProto::TENSOR);
-    *value->mutable_t() = std::move(tensor);
-    constants_after_[src.constant_node].push_back(std::move(constant));
-  } else {
-    add_initializer(*src.scope, std::move(tensor));
-  }
+  auto gathered = onnx_io::gather_elements(*src.tensor, core::phase_weight_indices(plan, phase, m.channels),
+                                           {m.channels, 1, phase.y.taps, phase.x.taps});
+  if (!gathered) return gathered.error();
+  gathered->set_name(name);
+  store_like_source(src, std::move(*gathered));
   phase_weights_.emplace(key, name);
-  derived_.emplace(name, src.name);
   return name;
+}
+
+std::string Emitter::zero_kernel(const DeconvMatch& m) {
+  const ConstantSource& src = m.weight;
+  // One per source weight: it depends only on C and the element type, which the weight fixes.
+  const std::string key = src.scope->path + "\n" + src.name + "\nzero";
+  if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
+  const std::string name = names_.fresh(src.name + "_zero_1x1");
+  onnx::TensorProto tensor = onnx_io::zeros_like_storage(*src.tensor, {m.channels, 1, 1, 1});
+  tensor.set_name(name);
+  store_like_source(src, std::move(tensor));
+  phase_weights_.emplace(key, name);
+  return name;
+}
+
+std::string Emitter::zeros_like(const DeconvMatch& m, const std::string& like, const std::string& base,
+                                std::vector<onnx::NodeProto>& nodes) {
+  const std::string shape_name = names_.fresh(base + "_shape");
+  const std::string shape_out = names_.fresh(shape_name + "_out");
+  nodes.push_back(make_node("Shape", shape_name, {like}, {shape_out}));
+  const std::string zeros_name = names_.fresh(base + "_zeros");
+  const std::string zeros_out = names_.fresh(zeros_name + "_out");
+  onnx::NodeProto zeros = make_node("ConstantOfShape", zeros_name, {shape_out}, {zeros_out});
+  // One 0 of the weight's element type (ConstantOfShape's default is a float 0, wrong for float16 and double).
+  *zeros.add_attribute() = tensor_attribute("value", onnx_io::zeros_like_storage(*m.weight.tensor, {1}));
+  nodes.push_back(std::move(zeros));
+  add_value_info(m, zeros_out, m.channels, {0, 0, 0, 0});
+  return zeros_out;
+}
+
+std::string Emitter::bias_only_phase(const DeconvMatch& m, const std::string& base, const std::string& bias,
+                                     std::vector<onnx::NodeProto>& nodes) {
+  const std::string zeros = zeros_like(m, m.node->input(0), base, nodes);
+  if (bias.empty()) return zeros;
+  // 0 * 0 + bias[c]: a 1x1 zero-kernel Conv over the zeros adds the bias as it is stored, in any form.
+  const std::string name = names_.fresh(base + "_bias_only");
+  const std::string output = names_.fresh(name + "_out");
+  nodes.push_back(conv_node(name, {zeros, zero_kernel(m), bias}, output, m.channels, {1, 1}, {0, 0, 0, 0}));
+  add_value_info(m, output, m.channels, {0, 0, 0, 0});
+  return output;
 }
 
 std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
@@ -136,46 +208,46 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   std::map<std::array<int64_t, 4>, std::string> pad_outputs;  // identical Pads within one node are emitted once
   std::vector<std::string> phase_outputs;
 
+  std::string bias_only;  // the output every phase without taps shares, made on first use
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const core::PhasePlan& phase = plan.phases[i];
+    if (phase.bias_only()) {
+      // Only with s >= 2: the single phase of s == 1 has all k >= 1 taps.
+      if (bias_only.empty()) bias_only = bias_only_phase(m, base, bias, nodes);
+      phase_outputs.push_back(bias_only);
+      continue;
+    }
     const std::string suffix = "_" + std::to_string(i / static_cast<size_t>(s)) + "_" + std::to_string(i % static_cast<size_t>(s));
     auto weight = phase_weight(m, plan, i);
     if (!weight) return weight.error();
 
     std::string input = node.input(0);
+    const std::array<int64_t, 2> kernel{phase.y.taps, phase.x.taps};
+    const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
     std::array<int64_t, 4> conv_pads{0, 0, 0, 0};
-    std::array<int64_t, 2> kernel{1, 1};
-    if (!phase.bias_only()) {
-      kernel = {phase.y.taps, phase.x.taps};
-      const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
-      std::array<int64_t, 4> pad_pads{0, 0, 0, 0};
-      if (options_.explicit_pad) {
-        pad_pads = all;
-      } else {
-        // Conv pads cannot be negative: a negative begin is a crop done by Pad, the rest folds into the Conv.
-        pad_pads = {std::min<int64_t>(all[0], 0), std::min<int64_t>(all[1], 0), 0, 0};
-        conv_pads = {std::max<int64_t>(all[0], 0), std::max<int64_t>(all[1], 0), all[2], all[3]};
+    std::array<int64_t, 4> pad_pads{0, 0, 0, 0};
+    if (options_.explicit_pad) {
+      pad_pads = all;
+    } else {
+      // Conv pads cannot be negative: a negative begin is a crop done by Pad, the rest folds into the Conv.
+      pad_pads = {std::min<int64_t>(all[0], 0), std::min<int64_t>(all[1], 0), 0, 0};
+      conv_pads = {std::max<int64_t>(all[0], 0), std::max<int64_t>(all[1], 0), all[2], all[3]};
+    }
+    if (pad_pads != std::array<int64_t, 4>{0, 0, 0, 0}) {
+      auto it = pad_outputs.find(pad_pads);
+      if (it == pad_outputs.end()) {
+        const bool crop_only = !options_.explicit_pad;
+        it = pad_outputs.emplace(pad_pads, pad_node(m, base + (crop_only ? "_crop" : "_pad") + suffix, pad_pads, nodes)).first;
       }
-      if (pad_pads != std::array<int64_t, 4>{0, 0, 0, 0}) {
-        auto it = pad_outputs.find(pad_pads);
-        if (it == pad_outputs.end()) {
-          const bool crop_only = !options_.explicit_pad;
-          it = pad_outputs.emplace(pad_pads, pad_node(m, base + (crop_only ? "_crop" : "_pad") + suffix, pad_pads, nodes)).first;
-        }
-        input = it->second;
-      }
+      input = it->second;
     }
     // With s == 1 the single Conv takes the node's place: its name (if any) and its output.
     const bool last = s == 1;
     const std::string conv_name = last && !node.name().empty() ? node.name() : names_.fresh(base + "_phase" + suffix);
     const std::string output = last ? node.output(0) : names_.fresh(conv_name + "_out");
-    onnx::NodeProto conv = make_node("Conv", conv_name, {input, *weight}, {output});
-    if (!bias.empty()) conv.add_input(bias);
-    *conv.add_attribute() = onnx_io::make_int_attribute("group", m.channels);
-    *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
-    *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {conv_pads[0], conv_pads[1], conv_pads[2], conv_pads[3]});
-    *conv.add_attribute() = onnx_io::make_ints_attribute("strides", {1, 1});
-    nodes.push_back(std::move(conv));
+    std::vector<std::string> inputs{input, *weight};
+    if (!bias.empty()) inputs.push_back(bias);
+    nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.channels, kernel, conv_pads));
     if (!last) {
       add_value_info(m, output, m.channels, {0, 0, 0, 0});
       phase_outputs.push_back(output);

@@ -2,7 +2,9 @@
 //
 // Before:  y = ConvTranspose(x, W, B)            group=C, strides=[s,s], pads=[t,l,b,r], output_padding=[oy,ox]
 // After:   x_crop = Pad(x, [0,0,cy,cx,0,0,0,0])   only for phases whose window starts inside x (cy, cx < 0)
-//          y_p    = Conv(x | x_crop, W_p, B)      one per phase p = ay*s + ax; group=C, kernel [My,Mx], own pads
+//          y_p    = Conv(x | x_crop, W_p, B)      one per phase p = ay*s + ax with taps; group=C, kernel [My,Mx]
+//          zeros  = ConstantOfShape(Shape(x))     only when k < s: the phases without taps read x's shape, not
+//          y_b    = Conv(zeros, 0_1x1, B)         its values, and share y_b (zeros itself without a bias)
 //          y_cat  = Concat(y_0 .. y_{s*s-1})      axis=1, row-major (ay, ax) order
 //          y      = DepthToSpace(y_cat)           blocksize=s, mode=DCR (attribute from opset 11 on)
 // With s == 1 the single Conv writes y itself.
@@ -21,8 +23,12 @@
 
 namespace dwdeconv::rewrite {
 
+// The default of EmitOptions::max_phases: strides up to 8.
+constexpr int64_t kDefaultMaxPhases = 64;
+
 struct EmitOptions {
   bool explicit_pad = false;  // every phase pad as a Pad node instead of folding non-negative pads into Conv
+  int64_t max_phases = kDefaultMaxPhases;  // a node of stride s emits s*s phases; more than this keeps it
 };
 
 // Emits replacements for matched nodes of one model. Phase weights are shared between nodes exactly when
@@ -31,6 +37,10 @@ struct EmitOptions {
 class Emitter {
  public:
   Emitter(onnx::ModelProto& model, NameAllocator& names, EmitOptions options);
+
+  // Why m must be kept although it matched, or "" when it can be emitted: more than options.max_phases
+  // phases, or phases without taps at an opset without ConstantOfShape. Reads only the match, so it is cheap.
+  std::string keep_reason(const DeconvMatch& m) const;
 
   // The nodes that replace m.node, in order. New initializers and value_info are added to the graphs now.
   core::Result<std::vector<onnx::NodeProto>> emit(const DeconvMatch& m);
@@ -44,6 +54,17 @@ class Emitter {
 
  private:
   core::Result<std::string> phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index);
+  // A [C,1,1,1] zero kernel, one per source weight, stored the way the weight is.
+  std::string zero_kernel(const DeconvMatch& m);
+  // A phase that reads nothing: zeros with the shape of `like`, made from its shape alone (Shape, then
+  // ConstantOfShape, opset 9+), so no value of `like`, inf or NaN included, can reach them.
+  std::string zeros_like(const DeconvMatch& m, const std::string& like, const std::string& base,
+                         std::vector<onnx::NodeProto>& nodes);
+  // The output of every phase without taps: bias[c] at every pixel of x's shape, or zeros without a bias.
+  std::string bias_only_phase(const DeconvMatch& m, const std::string& base, const std::string& bias,
+                              std::vector<onnx::NodeProto>& nodes);
+  // Stores a derived tensor where `src` is stored: an initializer in its graph, or a Constant after its Constant.
+  void store_like_source(const ConstantSource& src, onnx::TensorProto tensor);
   std::string pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
                        std::vector<onnx::NodeProto>& nodes);
   void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);

@@ -113,6 +113,10 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   for (auto& [index, m] : matches) {
+    if (std::string reason = emitter.keep_reason(m); !reason.empty()) {
+      result.nodes[index].reason = std::move(reason);  // decided before emitting anything: a kept node costs nothing
+      continue;
+    }
     auto nodes = emitter.emit(m);
     if (!nodes) return nodes.error();
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());

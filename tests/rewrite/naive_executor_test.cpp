@@ -38,7 +38,8 @@ TEST_CASE("naive executor matches ONNX conformance data for every op it claims",
                                     "test_convtranspose_dilations", "test_conv_with_strides_and_asymmetric_padding",
                                     "test_conv_with_strides_padding", "test_conv_with_strides_no_padding",
                                     "test_depthtospace_crd_mode", "test_depthtospace_dcr_mode", "test_depthtospace_example",
-                                    "test_depthtospace_crd_mode_example", "test_relu", "test_identity", "test_if", "test_constant");
+                                    "test_depthtospace_crd_mode_example", "test_relu", "test_identity", "test_if", "test_constant",
+                                    "test_shape", "test_constantofshape_float_ones", "test_constantofshape_int_zeros");
   const std::string dir = kNodeData + name + "/";
   if (!std::filesystem::exists(dir + "model.onnx")) {
     WARN("libonnx-testdata is not installed; skipping " << name);

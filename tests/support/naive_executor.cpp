@@ -251,6 +251,20 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     outputs.push_back(run_concat(node, env));
   } else if (op == "DepthToSpace") {
     outputs.push_back(run_depth_to_space(node, env, opset));
+  } else if (op == "Shape") {
+    if (attr(node, "start") != nullptr || attr(node, "end") != nullptr) fail(node, "start and end are not implemented");
+    const auto& dims = input(node, env, 0).dims;
+    outputs.push_back(NaiveTensor({static_cast<int64_t>(dims.size())}, std::vector<double>(dims.begin(), dims.end())));
+  } else if (op == "ConstantOfShape") {
+    const auto* value = attr(node, "value");
+    const NaiveTensor fill = value != nullptr ? from_proto(value->t()) : NaiveTensor({1}, {0.0});
+    if (fill.data.size() != 1) fail(node, "value must hold one element");
+    const auto& shape = input(node, env, 0).data;
+    NaiveTensor t(std::vector<int64_t>(shape.begin(), shape.end()), {});
+    int64_t count = 1;
+    for (int64_t d : t.dims) count *= d;
+    t.data.assign(static_cast<size_t>(count), fill.data[0]);
+    outputs.push_back(std::move(t));
   } else if (op == "If") {
     outputs = run_if(node, env, opset);
   } else if (op == "Loop") {

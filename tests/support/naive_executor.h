@@ -2,8 +2,9 @@
 //
 // It walks a graph in node order and evaluates each node with the obvious loops (core/reference.h), so that the
 // original and the rewritten model can be compared on the same inputs. It knows only the ops the rewrite
-// reads or emits: ConvTranspose, Conv, Pad, Concat, DepthToSpace, Relu, Identity, Constant, If and Loop. Anything
-// else, or an attribute value it does not implement, throws std::runtime_error naming the node.
+// reads or emits: ConvTranspose, Conv, Pad, Concat, DepthToSpace, Shape, ConstantOfShape, Relu, Identity,
+// Constant, If and Loop. Anything else, or an attribute value it does not implement, throws std::runtime_error
+// naming the node.
 #pragma once
 
 #include <cstdint>
