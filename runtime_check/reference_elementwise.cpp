@@ -1,4 +1,5 @@
-// Elementwise reference kernels: activations, Clip, broadcasting arithmetic and Cast.
+// Elementwise reference kernels: activations and other unary math, Clip, broadcasting arithmetic, Pow, Equal,
+// Where and Cast.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,6 +12,44 @@ namespace dwdeconv::runtime_check::detail {
 
 using onnx::TensorProto;
 
+namespace {
+
+// Visits every element k of the broadcast output `out_dims` with the flat offset each operand (of dims
+// `operands[o]`) reads there.
+template <typename F>
+void for_each_broadcast(const std::vector<int64_t>& out_dims, const std::vector<std::vector<int64_t>>& operands,
+                        F&& visit) {
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& dims : operands) strides.push_back(broadcast_strides(dims, out_dims.size()));
+  std::vector<size_t> at(operands.size());
+  for_each_index(out_dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    for (size_t o = 0; o < strides.size(); ++o) {
+      int64_t offset = 0;
+      for (size_t a = 0; a < idx.size(); ++a) offset += idx[a] * strides[o][a];
+      at[o] = static_cast<size_t>(offset);
+    }
+    visit(static_cast<size_t>(k), at);
+  });
+}
+
+// base^exponent in two's complement (wrapping, as integer arithmetic of the type would); a negative exponent
+// gives 1/base^-exponent truncated toward zero.
+int64_t integer_power(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return exponent % 2 == 0 ? 1 : -1;
+    return 0;
+  }
+  uint64_t result = 1, factor = static_cast<uint64_t>(base);
+  for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= factor;
+    factor *= factor;
+  }
+  return static_cast<int64_t>(result);
+}
+
+}  // namespace
+
 core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
   const std::string& op = node.op_type();
   y.reshape(x.dtype, x.dims);
@@ -21,8 +60,8 @@ core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) 
     return core::Ok{};
   }
   if (!x.is_float()) {
-    if (op != "Relu") return node_error(node, "integer input is not supported");
-    for (size_t k = 0; k < n; ++k) y.i[k] = std::max<int64_t>(0, x.i[k]);
+    if (op != "Relu" && op != "Neg") return node_error(node, "integer input is not supported");
+    for (size_t k = 0; k < n; ++k) y.i[k] = op == "Neg" ? wrap_to_type(-x.i[k], x.dtype) : std::max<int64_t>(0, x.i[k]);
     return core::Ok{};
   }
   const float alpha = attr_float(node, "alpha", 0.01f);
@@ -33,6 +72,9 @@ core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) 
     else if (op == "LeakyRelu") r = v >= 0.0f ? v : v * alpha;
     else if (op == "Sigmoid") r = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
     else if (op == "Tanh") r = std::tanh(v);
+    else if (op == "Neg") r = -v;
+    else if (op == "Sqrt") r = std::sqrt(v);
+    else if (op == "Erf") r = std::erf(v);
     y.f[k] = round_to_type(r, x.dtype);
   }
   return core::Ok{};
@@ -133,6 +175,46 @@ core::Status run_cast(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
       y.i[k] = wrap_to_type(x.i[k], type);
     }
   }
+  return core::Ok{};
+}
+
+core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor& e, Tensor& y) {
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, x.dims, e.dims));
+  y.reshape(x.dtype, out_dims);
+  for_each_broadcast(out_dims, {x.dims, e.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    if (x.is_float()) {
+      y.f[k] = round_to_type(static_cast<float>(std::pow(x.get(at[0]), e.get(at[1]))), x.dtype);
+    } else if (!e.is_float()) {
+      y.i[k] = wrap_to_type(integer_power(x.i[at[0]], e.i[at[1]]), x.dtype);
+    } else {
+      y.i[k] = wrap_to_type(truncate_to_int64(std::pow(x.get(at[0]), e.get(at[1]))), x.dtype);
+    }
+  });
+  return core::Ok{};
+}
+
+core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.dtype != b.dtype) return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) + "; their types must match");
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
+  y.reshape(TensorProto::BOOL, out_dims);
+  for_each_broadcast(out_dims, {a.dims, b.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    y.i[k] = a.is_float() ? a.f[at[0]] == b.f[at[1]] : a.i[at[0]] == b.i[at[1]];
+  });
+  return core::Ok{};
+}
+
+core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, const Tensor& x, const Tensor& other,
+                       Tensor& y) {
+  if (condition.dtype != TensorProto::BOOL) return node_error(node, "condition is " + describe_tensor(condition) + ", not BOOL");
+  if (x.dtype != other.dtype) return node_error(node, "X is " + describe_tensor(x) + " but Y is " + describe_tensor(other) + "; their types must match");
+  RC_ASSIGN(const auto xy_dims, broadcast_dims(node, x.dims, other.dims));
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, condition.dims, xy_dims));
+  y.reshape(x.dtype, out_dims);
+  for_each_broadcast(out_dims, {condition.dims, x.dims, other.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    const bool take_x = condition.i[at[0]] != 0;
+    if (y.is_float()) y.f[k] = take_x ? x.f[at[1]] : other.f[at[2]];
+    else y.i[k] = take_x ? x.i[at[1]] : other.i[at[2]];
+  });
   return core::Ok{};
 }
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -63,14 +65,53 @@ inline void copy_data(const Tensor& x, Tensor& y, std::vector<int64_t> dims) {
   else std::copy(x.i.begin(), x.i.end(), y.i.begin());
 }
 
+// The most elements a reference kernel creates from a shape or repeats input (8 GiB of float): a hostile shape
+// gets an error naming the node instead of an allocation failure.
+constexpr int64_t kMaxReferenceElements = int64_t{1} << 31;
+
+// Errors naming the node when `dims` (an output shape computed from input values) has a negative dimension, an
+// element count that overflows int64, or more than kMaxReferenceElements elements.
+inline core::Status check_element_count(const onnx::NodeProto& node, const std::vector<int64_t>& dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return node_error(node, "output shape " + format_dims(dims) + " has a negative dimension");
+  }
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(count, d, &count)) {
+      return node_error(node, "output shape " + format_dims(dims) + " has more elements than int64 holds (the count overflows)");
+    }
+  }
+  if (count > kMaxReferenceElements) {
+    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(count) + " elements, more than the " +
+                                std::to_string(kMaxReferenceElements) + " a reference kernel allocates");
+  }
+  return core::Ok{};
+}
+
+// A double truncated toward zero into int64, saturating outside its range (NaN gives 0): a float result stored
+// in an integer tensor, defined for any value.
+inline int64_t truncate_to_int64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
 // ---------------------------------------------------------------- elementwise (reference_elementwise.cpp)
 
-// Relu, LeakyRelu, Sigmoid, Tanh, Identity.
+// Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf.
 core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
 core::Status run_clip(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
 // Add, Sub, Mul, Div with numpy broadcasting.
 core::Status run_binary(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y);
 core::Status run_cast(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
+// Pow: the base's type wins (from opset 12 the exponent may be any numeric type); integer results truncate
+// toward zero, as the ONNX reference's astype does.
+core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor& e, Tensor& y);
+// Equal gives BOOL; Where picks X where the BOOL condition holds, else Y. Both broadcast, numpy style.
+core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y);
+core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, const Tensor& x, const Tensor& other,
+                       Tensor& y);
 
 // ---------------------------------------------------------------- shape and data movement (reference_shape.cpp)
 

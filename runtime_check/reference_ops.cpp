@@ -11,11 +11,10 @@ using namespace detail;  // the kernels and helpers of reference_kernels.h
 namespace {
 
 const std::vector<std::string> kSupportedOps = {
-    "Add",      "AveragePool", "BatchNormalization", "Cast",    "Clip",     "Concat",  "Constant",
-    "ConstantOfShape", "Conv", "ConvTranspose", "DepthToSpace", "Div", "Flatten", "Gather", "Gemm",
-    "GlobalAveragePool", "Identity", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Pad", "Relu", "Reshape",
-    "Resize",   "Shape",       "Sigmoid",            "Slice",   "Squeeze",  "Sub",     "Tanh",
-    "Transpose", "Unsqueeze"};
+    "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv",
+    "ConvTranspose", "DepthToSpace", "Div", "Equal", "Erf", "Flatten", "Gather", "Gemm", "GlobalAveragePool",
+    "Identity", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Neg", "Pad", "Pow", "Relu", "Reshape", "Resize", "Shape",
+    "Sigmoid", "Slice", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where"};
 
 }  // namespace
 
@@ -90,9 +89,15 @@ core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, cons
     if (k >= in.size() || in[k] == nullptr) return node_error(node, "missing input " + std::to_string(k));
     return core::Ok{};
   };
-  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Identity") return run_unary(node, x, y);
+  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Identity" || op == "Neg" ||
+      op == "Sqrt" || op == "Erf") {
+    return run_unary(node, x, y);
+  }
   if (op == "Clip") return run_clip(node, in, y);
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") { RC_CHECK(need(1)); return run_binary(node, x, *in[1], y); }
+  if (op == "Pow") { RC_CHECK(need(1)); return run_pow(node, x, *in[1], y); }
+  if (op == "Equal") { RC_CHECK(need(1)); return run_equal(node, x, *in[1], y); }
+  if (op == "Where") { RC_CHECK(need(1)); RC_CHECK(need(2)); return run_where(node, x, *in[1], *in[2], y); }
   if (op == "Cast") return run_cast(node, x, y);
   if (op == "Reshape") { RC_CHECK(need(1)); return run_reshape(node, x, *in[1], y); }
   if (op == "Flatten") return run_flatten(node, x, y);
