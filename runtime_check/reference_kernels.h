@@ -129,6 +129,13 @@ core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Ten
 // ONNX Pad on any rank: constant, reflect or edge. Negative pads crop.
 core::Status run_pad(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
 core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
+// Expand: numpy broadcast of x against the `shape` input (a 1 there keeps x's dimension).
+core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y);
+// Tile: `repeats` copies per axis; before opset 6, `tiles` copies along the `axis` input.
+core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
+// Split into every output of `out` (a nullptr output is computed and dropped), sizes as split_sizes reads them.
+core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
+                       const std::vector<Tensor*>& out);
 
 // ---------------------------------------------------------------- conv, pool, matmul (reference_conv.cpp)
 

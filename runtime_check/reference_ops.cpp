@@ -12,9 +12,9 @@ namespace {
 
 const std::vector<std::string> kSupportedOps = {
     "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv",
-    "ConvTranspose", "DepthToSpace", "Div", "Equal", "Erf", "Flatten", "Gather", "Gemm", "GlobalAveragePool",
+    "ConvTranspose", "DepthToSpace", "Div", "Equal", "Erf", "Expand", "Flatten", "Gather", "Gemm", "GlobalAveragePool",
     "Identity", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Neg", "Pad", "Pow", "Relu", "Reshape", "Resize", "Shape",
-    "Sigmoid", "Slice", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where"};
+    "Sigmoid", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where"};
 
 }  // namespace
 
@@ -111,6 +111,9 @@ core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, cons
   if (op == "Concat") return run_concat(node, in, y);
   if (op == "Pad") return run_pad(node, in, y);
   if (op == "DepthToSpace") return run_depth_to_space(node, x, y);
+  if (op == "Expand") { RC_CHECK(need(1)); return run_expand(node, x, *in[1], y); }
+  if (op == "Tile") return run_tile(node, opset, in, y);
+  if (op == "Split") return run_split(node, in, out);
   if (op == "BatchNormalization") {
     for (size_t k = 1; k < out.size(); ++k) {
       if (out[k] != nullptr) return node_error(node, "training outputs (mean, var) are not supported");

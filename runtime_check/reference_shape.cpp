@@ -8,6 +8,51 @@ namespace dwdeconv::runtime_check::detail {
 
 using onnx::TensorProto;
 
+namespace {
+
+// The length of each Split output along the axis of `extent` elements, for the opset forms: a `split` input
+// (13+, and opset 1's optional input), a `split` attribute (2 to 12), `num_outputs` (18+: ceil-sized chunks, the
+// last one smaller), else equal parts.
+core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
+                                               int64_t extent, size_t outputs) {
+  const auto parts = static_cast<int64_t>(outputs);
+  std::vector<int64_t> sizes;
+  if (const Tensor* t = input_or_null(in, 1)) {
+    sizes = int_values(*t);
+  } else if (onnx_io::find_attribute(node, "split") != nullptr) {
+    RC_ASSIGN(sizes, onnx_io::get_ints(node, "split", {}));
+  } else if (onnx_io::find_attribute(node, "num_outputs") != nullptr) {
+    RC_ASSIGN(const int64_t n, attr_int(node, "num_outputs", 0));
+    if (n != parts) return node_error(node, "num_outputs is " + std::to_string(n) + " but the node has " + std::to_string(parts) + " outputs");
+    const int64_t chunk = (extent + n - 1) / n;
+    sizes.assign(outputs, chunk);
+    sizes.back() = extent - chunk * (n - 1);
+    if (sizes.back() < 0) {
+      return node_error(node, "num_outputs " + std::to_string(n) + " leaves a negative last chunk of an axis of " + std::to_string(extent));
+    }
+  } else {
+    if (extent % parts != 0) {
+      return node_error(node, "axis of " + std::to_string(extent) + " does not split into " + std::to_string(parts) + " equal parts");
+    }
+    sizes.assign(outputs, extent / parts);
+  }
+  if (sizes.size() != outputs) {
+    return node_error(node, "split has " + std::to_string(sizes.size()) + " sizes but the node has " + std::to_string(parts) + " outputs");
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    // Each size is checked against the extent first, so the running total cannot overflow.
+    if (s < 0 || s > extent) return node_error(node, "split size " + std::to_string(s) + " is outside [0, " + std::to_string(extent) + "]");
+    total += s;
+  }
+  if (total != extent) {
+    return node_error(node, "split sizes sum to " + std::to_string(total) + ", not the axis's " + std::to_string(extent));
+  }
+  return sizes;
+}
+
+}  // namespace
+
 core::Status run_reshape(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
   RC_ASSIGN(const int64_t allowzero, attr_int(node, "allowzero", 0));
   std::vector<int64_t> dims = int_values(shape);
@@ -362,6 +407,94 @@ core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Te
           if (x.is_float()) y.f[dst] = x.f[src];
           else y.i[dst] = x.i[src];
         }
+  return core::Ok{};
+}
+
+
+core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
+  // numpy broadcast of the input against the requested shape: a 1 in `shape` keeps the input's dimension.
+  RC_ASSIGN(const auto dims, broadcast_dims(node, x.dims, int_values(shape)));
+  RC_CHECK(check_element_count(node, dims));
+  y.reshape(x.dtype, dims);
+  const auto strides = broadcast_strides(x.dims, dims.size());
+  for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;
+    for (size_t a = 0; a < idx.size(); ++a) src += idx[a] * strides[a];
+    if (x.is_float()) y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(src)];
+    else y.i[static_cast<size_t>(k)] = x.i[static_cast<size_t>(src)];
+  });
+  return core::Ok{};
+}
+
+core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  const Tensor* repeats_in = input_or_null(in, 1);
+  if (repeats_in == nullptr) return node_error(node, "needs repeats");
+  std::vector<int64_t> repeats = int_values(*repeats_in);
+  if (opset < 6) {  // Tile-1: inputs `tiles` and `axis`, one copy count for one axis
+    const Tensor* axis_in = input_or_null(in, 2);
+    if (axis_in == nullptr || axis_in->numel() != 1 || repeats.size() != 1) return node_error(node, "needs scalar tiles and axis");
+    int64_t axis = int_values(*axis_in)[0];
+    const int64_t given = axis;
+    if (!normalize_axis(axis, rank)) {
+      return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
+    }
+    const int64_t tiles = repeats[0];
+    repeats.assign(static_cast<size_t>(rank), 1);
+    repeats[static_cast<size_t>(axis)] = tiles;
+  }
+  if (static_cast<int64_t>(repeats.size()) != rank) {
+    return node_error(node, "repeats has " + std::to_string(repeats.size()) + " values for a rank-" + std::to_string(rank) + " input");
+  }
+  std::vector<int64_t> dims(static_cast<size_t>(rank));
+  for (size_t a = 0; a < dims.size(); ++a) {
+    if (repeats[a] < 0) return node_error(node, "repeats must not be negative (axis " + std::to_string(a) + " has " + std::to_string(repeats[a]) + ")");
+    if (__builtin_mul_overflow(x.dims[a], repeats[a], &dims[a])) return node_error(node, "output dimension overflows on axis " + std::to_string(a));
+  }
+  RC_CHECK(check_element_count(node, dims));
+  y.reshape(x.dtype, dims);
+  const auto in_strides = strides_of(x.dims);
+  for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;  // an empty output visits nothing, so x.dims[a] is never 0 here
+    for (size_t a = 0; a < idx.size(); ++a) src += (idx[a] % x.dims[a]) * in_strides[a];
+    if (x.is_float()) y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(src)];
+    else y.i[static_cast<size_t>(k)] = x.i[static_cast<size_t>(src)];
+  });
+  return core::Ok{};
+}
+
+core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
+  const int64_t given = axis;
+  if (!normalize_axis(axis, rank)) {
+    return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
+  }
+  const int64_t extent = x.dims[static_cast<size_t>(axis)];
+  RC_ASSIGN(const auto sizes, split_sizes(node, in, extent, out.size()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
+  for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+  int64_t offset = 0;  // along the axis
+  for (size_t p = 0; p < out.size(); ++p) {
+    const int64_t len = sizes[p];
+    if (Tensor* y = out[p]) {
+      std::vector<int64_t> dims = x.dims;
+      dims[static_cast<size_t>(axis)] = len;
+      y->reshape(x.dtype, dims);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t k = 0; k < len * inner; ++k) {
+          const auto from = static_cast<size_t>((o * extent + offset) * inner + k);
+          const auto to = static_cast<size_t>(o * len * inner + k);
+          if (x.is_float()) y->f[to] = x.f[from];
+          else y->i[to] = x.i[from];
+        }
+      }
+    }
+    offset += len;
+  }
   return core::Ok{};
 }
 

@@ -58,6 +58,128 @@ constexpr int64_t kHuge = int64_t{1} << 62;
 
 }  // namespace
 
+TEST_CASE("Expand with a shape whose element count overflows is an error naming the node", "[reference][expand]") {
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1, 1] x) => (float y) {\n"
+      "  y = Expand (x, shape)\n}");
+  add_int64_initializer(model, "shape", {kHuge, 4});
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("Expand producing 'y'"));
+  CHECK_THAT(error, Catch::Contains("overflows"));
+}
+
+TEST_CASE("Expand with a negative or non-broadcasting shape is an error naming the node", "[reference][expand]") {
+  using Case = std::pair<std::vector<int64_t>, std::string>;  // shape, expected message
+  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{2, 5}, "do not broadcast"},
+                          Case{{3, -4}, "do not broadcast"}, Case{{int64_t{1} << 40, 1, 3}, "more than"});
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1, 3] x) => (float y) {\n"
+      "  y = Expand (x, shape)\n}");
+  add_int64_initializer(model, "shape", c.first);
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("Expand producing 'y'"));
+  CHECK_THAT(error, Catch::Contains(c.second));
+}
+
+TEST_CASE("Tile with overflowing, negative or mis-sized repeats is an error naming the node", "[reference][tile]") {
+  using Case = std::pair<std::vector<int64_t>, std::string>;  // repeats, expected message
+  const Case c = GENERATE(Case{{kHuge, 1}, "overflows on axis 0"}, Case{{kHuge / 4, kHuge / 4}, "overflows"},
+                          Case{{-1, 2}, "must not be negative"}, Case{{2}, "repeats has 1 values for a rank-2"});
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
+      "  y = Tile (x, repeats)\n}");
+  add_int64_initializer(model, "repeats", c.first);
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("Tile producing 'y'"));
+  CHECK_THAT(error, Catch::Contains(c.second));
+}
+
+TEST_CASE("Tile-1 repeats one axis given by an input", "[reference][tile]") {
+  auto model = parse_model_text(
+      "<ir_version: 3, opset_import: [\"\" : 1]> g (float[2, 2] x) => (float y) {\n"
+      "  y = Tile (x, tiles, axis)\n}");
+  add_int64_initializer(model, "tiles", {3});
+  add_int64_initializer(model, "axis", {1});
+  const auto out = run_model(model, {float_tensor("x", {2, 2}, {1, 2, 3, 4})});
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].tensor.dims == std::vector<int64_t>{2, 6});
+  CHECK(out[0].tensor.f == std::vector<float>{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
+}
+
+TEST_CASE("Split with sizes that do not sum to the axis is an error naming the node", "[reference][split]") {
+  using Case = std::pair<std::vector<int64_t>, std::string>;  // split, expected message
+  const Case c = GENERATE(Case{{2, 2}, "sum to 4, not the axis's 6"}, Case{{7, -1}, "outside [0, 6]"},
+                          Case{{6}, "1 sizes but the node has 2 outputs"}, Case{{kHuge, kHuge}, "outside [0, 6]"});
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[6] x) => (float a, float b) {\n"
+      "  a, b = Split (x, split)\n}");
+  add_int64_initializer(model, "split", c.first);
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("Split producing 'a'"));
+  CHECK_THAT(error, Catch::Contains(c.second));
+}
+
+TEST_CASE("Split with an axis out of range is an error naming the node", "[reference][split]") {
+  const int64_t axis = GENERATE(-3, 2, 100);
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 6] x) => (float a, float b) {\n"
+      "  a, b = Split <axis = " + std::to_string(axis) + "> (x)\n}");
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("Split producing 'a'"));
+  CHECK_THAT(error, Catch::Contains("axis " + std::to_string(axis) + " is out of range for a rank-2 input"));
+}
+
+TEST_CASE("Split into equal parts that do not divide the axis is an error before opset 18", "[reference][split]") {
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[7] x) => (float a, float b) {\n"
+      "  a, b = Split (x)\n}");
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("Split producing 'a'"));
+  CHECK_THAT(error, Catch::Contains("does not split into 2 equal parts"));
+}
+
+TEST_CASE("Split-11 takes sizes from its attribute and a negative axis", "[reference][split]") {
+  auto model = parse_model_text(
+      "<ir_version: 6, opset_import: [\"\" : 11]> g (float[2, 3] x) => (float a, float b) {\n"
+      "  a, b = Split <axis = -1, split = [1, 2]> (x)\n}");
+  const auto out = run_model(model, {float_tensor("x", {2, 3}, {1, 2, 3, 4, 5, 6})});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].tensor.dims == std::vector<int64_t>{2, 1});
+  CHECK(out[0].tensor.f == std::vector<float>{1, 4});
+  CHECK(out[1].tensor.dims == std::vector<int64_t>{2, 2});
+  CHECK(out[1].tensor.f == std::vector<float>{2, 3, 5, 6});
+}
+
+TEST_CASE("Split-18 num_outputs makes ceil-sized chunks with a smaller last one", "[reference][split]") {
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2, 8] x) => (float a, float b, float c) {\n"
+      "  a, b, c = Split <axis = 1, num_outputs = 3> (x)\n}");
+  std::vector<float> x(16);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k + 1);
+  const auto out = run_model(model, {float_tensor("x", {2, 8}, x)});
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].tensor.dims == std::vector<int64_t>{2, 3});
+  CHECK(out[0].tensor.f == std::vector<float>{1, 2, 3, 9, 10, 11});
+  CHECK(out[1].tensor.f == std::vector<float>{4, 5, 6, 12, 13, 14});
+  CHECK(out[2].tensor.dims == std::vector<int64_t>{2, 2});
+  CHECK(out[2].tensor.f == std::vector<float>{7, 8, 15, 16});
+}
+
+TEST_CASE("Split-18 num_outputs must match the node's outputs and leave no negative chunk", "[reference][split]") {
+  using Case = std::pair<std::string, std::string>;  // model, expected message
+  const Case c = GENERATE(
+      Case{"<ir_version: 8, opset_import: [\"\" : 18]> g (float[6] x) => (float a, float b) {\n"
+           "  a, b = Split <num_outputs = 3> (x)\n}",
+           "num_outputs is 3 but the node has 2 outputs"},
+      // ceil(5 / 4) = 2 gives chunks 2, 2, 2 and -1.
+      Case{"<ir_version: 8, opset_import: [\"\" : 18]> g (float[5] x) => (float a, float b, float c, float d) {\n"
+           "  a, b, c, d = Split <num_outputs = 4> (x)\n}",
+           "negative last chunk"});
+  const std::string error = creation_error(parse_model_text(c.first));
+  CHECK_THAT(error, Catch::Contains("Split producing 'a'"));
+  CHECK_THAT(error, Catch::Contains(c.second));
+}
+
 TEST_CASE("Pow keeps the base's type, and integer results that overflow are defined", "[reference][pow]") {
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 15]> g (int64[4] x, float[4] e) => (int64 y) {\n"
