@@ -149,6 +149,12 @@ core::Status run_gemm(const onnx::NodeProto& node, const std::vector<const Tenso
 // ---------------------------------------------------------------- normalization and reduction (reference_norm.cpp)
 
 core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
+// InstanceNormalization: per image and channel, scale * (x - mean) / sqrt(var + epsilon) + B.
+core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
+// ReduceMean: axes from the attribute before opset 18, from the optional input (with noop_with_empty_axes) from 18.
+core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
+// Softmax: before opset 13 over the input coerced to 2-D at axis (default 1); from 13 along one axis (default -1).
+core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tensor& x, Tensor& y);
 
 // ---------------------------------------------------------------- resize (reference_resize.cpp)
 

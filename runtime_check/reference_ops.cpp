@@ -13,8 +13,8 @@ namespace {
 const std::vector<std::string> kSupportedOps = {
     "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv",
     "ConvTranspose", "DepthToSpace", "Div", "Equal", "Erf", "Expand", "Flatten", "Gather", "Gemm", "GlobalAveragePool",
-    "Identity", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Neg", "Pad", "Pow", "Relu", "Reshape", "Resize", "Shape",
-    "Sigmoid", "Slice", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where"};
+    "Identity", "InstanceNormalization", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Neg", "Pad", "Pow", "ReduceMean", "Relu", "Reshape", "Resize", "Shape",
+    "Sigmoid", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where"};
 
 }  // namespace
 
@@ -120,6 +120,9 @@ core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, cons
     }
     return run_batch_norm(node, in, y);
   }
+  if (op == "InstanceNormalization") return run_instance_norm(node, in, y);
+  if (op == "ReduceMean") return run_reduce(node, opset, in, y);
+  if (op == "Softmax") return run_softmax(node, opset, x, y);
   if (op == "Conv") return run_conv(node, in, y, false);
   if (op == "ConvTranspose") return run_conv(node, in, y, true);
   if (op == "MaxPool" || op == "AveragePool") {

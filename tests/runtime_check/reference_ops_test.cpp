@@ -180,6 +180,88 @@ TEST_CASE("Split-18 num_outputs must match the node's outputs and leave no negat
   CHECK_THAT(error, Catch::Contains(c.second));
 }
 
+TEST_CASE("ReduceMean-18 takes axes from an input and honours noop_with_empty_axes", "[reference][reducemean]") {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  SECTION("axes input") {
+    auto model = parse_model_text(
+        "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2, 3] x) => (float y) {\n"
+        "  y = ReduceMean <keepdims = 0> (x, axes)\n}");
+    add_int64_initializer(model, "axes", {-1});
+    const auto out = run_model(model, {float_tensor("x", {2, 3}, x)});
+    CHECK(out[0].tensor.dims == std::vector<int64_t>{2});
+    CHECK(out[0].tensor.f == std::vector<float>{2, 5});
+  }
+  SECTION("no axes: every axis") {
+    auto model = parse_model_text(
+        "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2, 3] x) => (float y) {\n"
+        "  y = ReduceMean (x)\n}");
+    const auto out = run_model(model, {float_tensor("x", {2, 3}, x)});
+    CHECK(out[0].tensor.dims == std::vector<int64_t>{1, 1});
+    CHECK(out[0].tensor.f == std::vector<float>{3.5f});
+  }
+  SECTION("no axes and noop_with_empty_axes: identity") {
+    auto model = parse_model_text(
+        "<ir_version: 8, opset_import: [\"\" : 18]> g (float[2, 3] x) => (float y) {\n"
+        "  y = ReduceMean <noop_with_empty_axes = 1> (x)\n}");
+    const auto out = run_model(model, {float_tensor("x", {2, 3}, x)});
+    CHECK(out[0].tensor.dims == std::vector<int64_t>{2, 3});
+    CHECK(out[0].tensor.f == x);
+  }
+}
+
+TEST_CASE("ReduceMean with a repeated or out-of-range axis is an error naming the node", "[reference][reducemean]") {
+  using Case = std::pair<std::string, std::string>;  // axes, expected message
+  const Case c = GENERATE(Case{"[1, -1]", "axis -1 is repeated"}, Case{"[2]", "axis 2 is out of range"},
+                          Case{"[-3]", "axis -3 is out of range"});
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
+      "  y = ReduceMean <axes = " + c.first + "> (x)\n}");
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("ReduceMean producing 'y'"));
+  CHECK_THAT(error, Catch::Contains(c.second));
+}
+
+TEST_CASE("Softmax before opset 13 normalizes over the input coerced to 2-D at axis", "[reference][softmax]") {
+  // [1, 2, 2] at axis 1: one row of four before opset 13, two rows of two (along axis 1) from 13.
+  const std::vector<float> x = {0, 1, 2, 3};
+  auto model_at = [](int opset) {
+    return parse_model_text("<ir_version: 7, opset_import: [\"\" : " + std::to_string(opset) +
+                            "]> g (float[1, 2, 2] x) => (float y) {\n  y = Softmax <axis = 1> (x)\n}");
+  };
+  const auto old_out = run_model(model_at(11), {float_tensor("x", {1, 2, 2}, x)});
+  const auto new_out = run_model(model_at(13), {float_tensor("x", {1, 2, 2}, x)});
+  double total = 0.0;
+  for (float v : x) total += std::exp(static_cast<double>(v));
+  for (size_t k = 0; k < x.size(); ++k) {
+    CHECK(old_out[0].tensor.f[k] == Approx(std::exp(static_cast<double>(x[k])) / total));
+    // From 13, each (x[j], x[j+2]) pair along axis 1 sums to one.
+    const size_t other = (k + 2) % 4;
+    CHECK(new_out[0].tensor.f[k] ==
+          Approx(1.0 / (1.0 + std::exp(static_cast<double>(x[other]) - static_cast<double>(x[k])))));
+  }
+}
+
+TEST_CASE("Softmax on a scalar or with an axis out of range is an error naming the node", "[reference][softmax]") {
+  const std::string text = GENERATE(
+      std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
+                  "  y = Softmax <axis = 2> (x)\n}"),
+      std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
+                  "  y = Softmax <axis = -3> (x)\n}"));
+  const std::string error = creation_error(parse_model_text(text));
+  CHECK_THAT(error, Catch::Contains("Softmax producing 'y'"));
+  CHECK_THAT(error, Catch::Contains("is out of range for a rank-2 input"));
+}
+
+TEST_CASE("InstanceNormalization with scale or B not of C values is an error naming the node", "[reference][norm]") {
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 6]> g (float[1, 3, 2, 2] x) => (float y) {\n"
+      "  y = InstanceNormalization (x, s, b)\n}");
+  add_initializer(model, "s", {2}, 1);
+  add_initializer(model, "b", {3}, 2);
+  CHECK_THAT(creation_error(model), Catch::Contains("InstanceNormalization producing 'y': scale FLOAT[2] and B FLOAT[3] "
+                                                    "must hold one value per channel (3)"));
+}
+
 TEST_CASE("Pow keeps the base's type, and integer results that overflow are defined", "[reference][pow]") {
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 15]> g (int64[4] x, float[4] e) => (int64 y) {\n"
