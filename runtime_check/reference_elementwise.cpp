@@ -75,6 +75,7 @@ core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) 
     else if (op == "Neg") r = -v;
     else if (op == "Sqrt") r = std::sqrt(v);
     else if (op == "Erf") r = std::erf(v);
+    else if (op == "Exp") r = std::exp(v);
     y.f[k] = round_to_type(r, x.dtype);
   }
   return core::Ok{};

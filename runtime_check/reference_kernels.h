@@ -99,7 +99,7 @@ inline int64_t truncate_to_int64(double v) {
 
 // ---------------------------------------------------------------- elementwise (reference_elementwise.cpp)
 
-// Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf.
+// Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp.
 core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
 core::Status run_clip(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
 // Add, Sub, Mul, Div with numpy broadcasting.
@@ -151,7 +151,8 @@ core::Status run_gemm(const onnx::NodeProto& node, const std::vector<const Tenso
 core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
 // InstanceNormalization: per image and channel, scale * (x - mean) / sqrt(var + epsilon) + B.
 core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-// ReduceMean: axes from the attribute before opset 18, from the optional input (with noop_with_empty_axes) from 18.
+// ReduceMean, ReduceSum, ReduceMax: axes from the attribute, or from the optional input (with
+// noop_with_empty_axes) from opset 18 (ReduceSum: 13).
 core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
 // Softmax: before opset 13 over the input coerced to 2-D at axis (default 1); from 13 along one axis (default -1).
 core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tensor& x, Tensor& y);

@@ -62,10 +62,12 @@ core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<co
 
 core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
   const Tensor& x = *in[0];
+  const std::string& op = node.op_type();
+  const bool is_max = op == "ReduceMax", is_sum = op == "ReduceSum";
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(const int64_t keepdims, attr_int(node, "keepdims", 1));
   std::vector<int64_t> axes;
-  if (opset >= 18) {  // axes moved from an attribute to an optional input
+  if (opset >= (is_sum ? 13 : 18)) {  // axes moved from an attribute to an optional input
     if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
     RC_ASSIGN(const int64_t noop, attr_int(node, "noop_with_empty_axes", 0));
     if (axes.empty() && noop != 0) {
@@ -79,7 +81,10 @@ core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::v
   std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
   for (int64_t a : axes) {
     const int64_t given = a;
-    if (!normalize_axis(a, rank)) return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
+    if (!normalize_axis(a, rank)) {
+      return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) +
+                                  " input");
+    }
     if (reduced[static_cast<size_t>(a)]) return node_error(node, "axis " + std::to_string(given) + " is repeated");
     reduced[static_cast<size_t>(a)] = true;
   }
@@ -96,17 +101,33 @@ core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::v
   int64_t out_count = 1;
   for (int64_t d : kept) out_count *= d;
   const auto kept_strides = strides_of(kept);
-  std::vector<double> sums(static_cast<size_t>(out_count), 0.0);
+  // Integer sums and maxima stay exact in int64 (sums wrap, as the type's arithmetic would); the rest is double.
+  const bool exact = !x.is_float() && (is_max || is_sum);
+  std::vector<double> acc(static_cast<size_t>(out_count), is_max ? -std::numeric_limits<double>::infinity() : 0.0);
+  std::vector<int64_t> exact_acc(exact ? static_cast<size_t>(out_count) : 0,
+                                 is_max ? std::numeric_limits<int64_t>::min() : 0);
   for_each_index(x.dims, [&](int64_t k, const std::vector<int64_t>& idx) {
     int64_t dst = 0;
     for (size_t a = 0; a < idx.size(); ++a) dst += (reduced[a] ? 0 : idx[a]) * kept_strides[a];
-    sums[static_cast<size_t>(dst)] += x.get(k);
+    const auto o = static_cast<size_t>(dst);
+    if (exact) {
+      const int64_t v = x.i[static_cast<size_t>(k)];
+      exact_acc[o] = is_max ? std::max(exact_acc[o], v)
+                            : static_cast<int64_t>(static_cast<uint64_t>(exact_acc[o]) + static_cast<uint64_t>(v));
+    } else {
+      acc[o] = is_max ? std::max(acc[o], x.get(k)) : acc[o] + x.get(k);
+    }
   });
   y.reshape(x.dtype, dims);
-  for (size_t k = 0; k < sums.size(); ++k) {
-    const double mean = sums[k] / static_cast<double>(count);  // NaN over an empty axis, as numpy gives
-    if (y.is_float()) y.f[k] = round_to_type(static_cast<float>(mean), x.dtype);
-    else y.i[k] = wrap_to_type(truncate_to_int64(mean), x.dtype);
+  for (size_t k = 0; k < acc.size(); ++k) {
+    if (exact) {
+      y.i[k] = wrap_to_type(exact_acc[k], x.dtype);
+      continue;
+    }
+    // A mean over an empty axis is NaN, as numpy gives.
+    const double r = is_max || is_sum ? acc[k] : acc[k] / static_cast<double>(count);
+    if (y.is_float()) y.f[k] = round_to_type(static_cast<float>(r), x.dtype);
+    else y.i[k] = wrap_to_type(truncate_to_int64(r), x.dtype);
   }
   return core::Ok{};
 }

@@ -12,9 +12,10 @@ namespace {
 
 const std::vector<std::string> kSupportedOps = {
     "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv",
-    "ConvTranspose", "DepthToSpace", "Div", "Equal", "Erf", "Expand", "Flatten", "Gather", "Gemm", "GlobalAveragePool",
-    "Identity", "InstanceNormalization", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Neg", "Pad", "Pow", "ReduceMean", "Relu", "Reshape", "Resize", "Shape",
-    "Sigmoid", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where"};
+    "ConvTranspose", "DepthToSpace", "Div", "Equal", "Erf", "Exp", "Expand", "Flatten", "Gather", "Gemm",
+    "GlobalAveragePool", "Identity", "InstanceNormalization", "LeakyRelu", "MatMul", "MaxPool", "Mul", "Neg", "Pad",
+    "Pow", "ReduceMax", "ReduceMean", "ReduceSum", "Relu", "Reshape", "Resize", "Shape", "Sigmoid", "Slice",
+    "Softmax", "Split", "Sqrt", "Squeeze", "Sub", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where"};
 
 }  // namespace
 
@@ -90,7 +91,7 @@ core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, cons
     return core::Ok{};
   };
   if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Identity" || op == "Neg" ||
-      op == "Sqrt" || op == "Erf") {
+      op == "Sqrt" || op == "Erf" || op == "Exp") {
     return run_unary(node, x, y);
   }
   if (op == "Clip") return run_clip(node, in, y);
@@ -121,7 +122,7 @@ core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, cons
     return run_batch_norm(node, in, y);
   }
   if (op == "InstanceNormalization") return run_instance_norm(node, in, y);
-  if (op == "ReduceMean") return run_reduce(node, opset, in, y);
+  if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax") return run_reduce(node, opset, in, y);
   if (op == "Softmax") return run_softmax(node, opset, x, y);
   if (op == "Conv") return run_conv(node, in, y, false);
   if (op == "ConvTranspose") return run_conv(node, in, y, true);

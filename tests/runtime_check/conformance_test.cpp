@@ -32,7 +32,6 @@ const std::string kBfloat16AsUint16 =
     "the 1.12 data stores the bfloat16 tensor as UINT16, disagreeing with the model's declared type";
 const std::string kString = "STRING tensors are not supported";
 const std::string kCastLike = "CastLike is not a supported op (the case matches the test_cast prefix)";
-const std::string kSoftmaxExpanded = "the expanded form uses Exp, ReduceMax and ReduceSum, which are not supported ops";
 const std::map<std::string, std::string> kKnownSkips = {
     {"test_batchnorm_epsilon_training_mode", "training_mode=1 (running mean/var outputs) is not supported"},
     {"test_batchnorm_example_training_mode", "training_mode=1 (running mean/var outputs) is not supported"},
@@ -68,13 +67,6 @@ const std::map<std::string, std::string> kKnownSkips = {
     {"test_matmulinteger", "MatMulInteger is not a supported op (matches the test_matmul prefix)"},
     {"test_maxpool_with_argmax_2d_precomputed_pads", "MaxPool's Indices output is not supported"},
     {"test_maxpool_with_argmax_2d_precomputed_strides", "MaxPool's Indices output is not supported"},
-    {"test_softmax_axis_0_expanded", kSoftmaxExpanded},
-    {"test_softmax_axis_1_expanded", kSoftmaxExpanded},
-    {"test_softmax_axis_2_expanded", kSoftmaxExpanded},
-    {"test_softmax_default_axis_expanded", kSoftmaxExpanded},
-    {"test_softmax_example_expanded", kSoftmaxExpanded},
-    {"test_softmax_large_number_expanded", kSoftmaxExpanded},
-    {"test_softmax_negative_axis_expanded", kSoftmaxExpanded},
 };
 
 // Where nodes ran, summed over all cases: op -> (xnnpack, reference).

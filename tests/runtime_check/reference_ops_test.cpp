@@ -209,6 +209,19 @@ TEST_CASE("ReduceMean-18 takes axes from an input and honours noop_with_empty_ax
   }
 }
 
+TEST_CASE("ReduceSum and ReduceMax of int64 stay exact beyond 2^53", "[reference][reducemean]") {
+  // 2^53 + 1 is not a double: summing or comparing in double would lose the 1.
+  const int64_t big = (int64_t{1} << 53) + 1;
+  for (const char* op : {"ReduceSum", "ReduceMax"}) {
+    INFO(op);
+    auto model = parse_model_text(std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (int64[2, 2] x) => (int64 y) {\n"
+                                              "  y = ") + op + " <keepdims = 0> (x)\n}");
+    const auto out = run_model(model, {int_tensor("x", onnx::TensorProto::INT64, {2, 2}, {big, 0, big, 2})});
+    REQUIRE(out[0].tensor.dims.empty());
+    CHECK(out[0].tensor.i[0] == (std::string(op) == "ReduceSum" ? 2 * big + 2 : big));
+  }
+}
+
 TEST_CASE("ReduceMean with a repeated or out-of-range axis is an error naming the node", "[reference][reducemean]") {
   using Case = std::pair<std::string, std::string>;  // axes, expected message
   const Case c = GENERATE(Case{"[1, -1]", "axis -1 is repeated"}, Case{"[2]", "axis 2 is out of range"},
