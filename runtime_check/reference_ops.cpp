@@ -28,7 +28,7 @@ bool is_supported_op(const std::string& op_type) {
 std::vector<int64_t> int_values(const Tensor& tensor) {
   if (!tensor.is_float()) return tensor.i;
   std::vector<int64_t> v;
-  for (float x : tensor.f) v.push_back(static_cast<int64_t>(x));
+  for (float x : tensor.f) v.push_back(truncate_to_int64(x));  // defined for any float, unlike a cast
   return v;
 }
 

@@ -9,8 +9,10 @@ namespace dwdeconv::runtime_check {
 
 using detail::attr_float;
 using detail::attr_int;
+using detail::check_element_count;
 using detail::input_or_null;
 using detail::node_error;
+using detail::truncate_to_int64;
 
 namespace {
 
@@ -175,12 +177,15 @@ core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t
     if (static_cast<size_t>(scales->numel()) != rank) return node_error(node, "scales has the wrong length");
     for (size_t a = 0; a < rank; ++a) {
       const double s = scales->get(static_cast<int64_t>(a));
+      if (!std::isfinite(s)) return node_error(node, "scale " + std::to_string(s) + " is not a finite number");
       g.scales.push_back(s);
-      g.output_dims.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.dims[a]) * s)));
+      g.output_dims.push_back(truncate_to_int64(std::floor(static_cast<double>(x.dims[a]) * s)));
     }
   } else {
     return node_error(node, "needs scales or sizes");
   }
+  // Scales and sizes are input values: a hostile one must not reach an allocation.
+  RC_CHECK(check_element_count(node, g.output_dims));
   return g;
 }
 

@@ -193,7 +193,9 @@ core::Status run_constant_of_shape(const onnx::NodeProto& node, const Tensor& sh
     RC_ASSIGN(value, tensor_from_proto(a->t(), onnx_io::describe_node(node)));
   }
   if (value.numel() != 1) return node_error(node, "value must hold one element");
-  y.reshape(value.dtype, int_values(shape));
+  const std::vector<int64_t> dims = int_values(shape);
+  RC_CHECK(check_element_count(node, dims));
+  y.reshape(value.dtype, dims);
   if (y.is_float()) std::fill(y.f.begin(), y.f.end(), value.f[0]);
   else std::fill(y.i.begin(), y.i.end(), value.i[0]);
   return core::Ok{};

@@ -315,3 +315,36 @@ TEST_CASE("Equal and Where refuse operands of different element types, naming th
            "Where producing 'y': shapes 3 and 2 do not broadcast"});
   CHECK_THAT(creation_error(parse_model_text(c.first)), Catch::Contains(c.second));
 }
+
+TEST_CASE("ConstantOfShape with a negative or huge shape is an error naming the node", "[reference][hostile]") {
+  using Case = std::pair<std::vector<int64_t>, std::string>;  // shape, expected message
+  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{kHuge, 4}, "overflows"},
+                          Case{{int64_t{1} << 40}, "more than"});
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
+      "  c = ConstantOfShape (shape)\n"
+      "  y = Add (x, c)\n}");
+  add_int64_initializer(model, "shape", c.first);
+  const std::string error = creation_error(model);
+  CHECK_THAT(error, Catch::Contains("ConstantOfShape producing 'c'"));
+  CHECK_THAT(error, Catch::Contains(c.second));
+}
+
+TEST_CASE("Resize to a negative, huge or non-finite size is an error naming the node", "[reference][hostile]") {
+  using Case = std::pair<std::vector<double>, std::string>;  // scales, expected message
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Case c = GENERATE_COPY(Case{{1, 1, -2, 2}, "negative dimension"}, Case{{1, 1, 1e30, 1e30}, "overflows"},
+                               Case{{1, 1, 1e5, 1e5}, "more than"}, Case{{1, 1, nan, 2}, "not a finite"});
+  const bool use_xnnpack = GENERATE(false, true);
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1, 1, 4, 4] x) => (float y) {\n"
+      "  y = Resize <mode = \"nearest\"> (x, roi, scales)\n}");
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, c.first, true);
+  ExecutorOptions options;
+  options.use_xnnpack = use_xnnpack;
+  auto executor = Executor::create(model, options);
+  REQUIRE_FALSE(executor.ok());
+  CHECK_THAT(executor.error().message, Catch::Contains("Resize producing 'y'"));
+  CHECK_THAT(executor.error().message, Catch::Contains(c.second));
+}
