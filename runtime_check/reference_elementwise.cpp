@@ -195,7 +195,10 @@ core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor&
 }
 
 core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y) {
-  if (a.dtype != b.dtype) return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) + "; their types must match");
+  if (a.dtype != b.dtype) {
+    return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) +
+                                "; their types must match");
+  }
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
   y.reshape(TensorProto::BOOL, out_dims);
   for_each_broadcast(out_dims, {a.dims, b.dims}, [&](size_t k, const std::vector<size_t>& at) {
@@ -206,8 +209,13 @@ core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tenso
 
 core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, const Tensor& x, const Tensor& other,
                        Tensor& y) {
-  if (condition.dtype != TensorProto::BOOL) return node_error(node, "condition is " + describe_tensor(condition) + ", not BOOL");
-  if (x.dtype != other.dtype) return node_error(node, "X is " + describe_tensor(x) + " but Y is " + describe_tensor(other) + "; their types must match");
+  if (condition.dtype != TensorProto::BOOL) {
+    return node_error(node, "condition is " + describe_tensor(condition) + ", not BOOL");
+  }
+  if (x.dtype != other.dtype) {
+    return node_error(node, "X is " + describe_tensor(x) + " but Y is " + describe_tensor(other) +
+                                "; their types must match");
+  }
   RC_ASSIGN(const auto xy_dims, broadcast_dims(node, x.dims, other.dims));
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, condition.dims, xy_dims));
   y.reshape(x.dtype, out_dims);

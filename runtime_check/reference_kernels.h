@@ -65,6 +65,14 @@ inline void copy_data(const Tensor& x, Tensor& y, std::vector<int64_t> dims) {
   else std::copy(x.i.begin(), x.i.end(), y.i.begin());
 }
 
+// normalize_axis, or an error naming the node and the axis as given ("axis -3 is out of range for a rank-2 input").
+inline core::Status resolve_axis(const onnx::NodeProto& node, int64_t& axis, int64_t rank) {
+  const int64_t given = axis;
+  if (normalize_axis(axis, rank)) return core::Ok{};
+  return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) +
+                              " input");
+}
+
 // The most elements a reference kernel creates from a shape or repeats input (8 GiB of float): a hostile shape
 // gets an error naming the node instead of an allocation failure.
 constexpr int64_t kMaxReferenceElements = int64_t{1} << 31;
@@ -78,12 +86,14 @@ inline core::Status check_element_count(const onnx::NodeProto& node, const std::
   }
   for (int64_t d : dims) {
     if (__builtin_mul_overflow(count, d, &count)) {
-      return node_error(node, "output shape " + format_dims(dims) + " has more elements than int64 holds (the count overflows)");
+      return node_error(node, "output shape " + format_dims(dims) +
+                                  " has more elements than int64 holds (the count overflows)");
     }
   }
   if (count > kMaxReferenceElements) {
-    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(count) + " elements, more than the " +
-                                std::to_string(kMaxReferenceElements) + " a reference kernel allocates");
+    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(count) +
+                                " elements, more than the " + std::to_string(kMaxReferenceElements) +
+                                " a reference kernel allocates");
   }
   return core::Ok{};
 }

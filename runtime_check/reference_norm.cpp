@@ -28,16 +28,18 @@ core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const
   return core::Ok{};
 }
 
-
 core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
   if (in.size() < 3 || in[1] == nullptr || in[2] == nullptr) return node_error(node, "needs input, scale and B");
   const Tensor& x = *in[0];
   const Tensor& scale = *in[1];
   const Tensor& bias = *in[2];
-  if (!x.is_float() || x.dims.size() < 3) return node_error(node, "needs a float input of rank >= 3, not " + describe_tensor(x));
+  if (!x.is_float() || x.dims.size() < 3) {
+    return node_error(node, "needs a float input of rank >= 3, not " + describe_tensor(x));
+  }
   const int64_t c = x.dims[1];
   if (scale.numel() != c || bias.numel() != c) {
-    return node_error(node, "scale " + describe_tensor(scale) + " and B " + describe_tensor(bias) + " must hold one value per channel (" + std::to_string(c) + ")");
+    return node_error(node, "scale " + describe_tensor(scale) + " and B " + describe_tensor(bias) +
+                                " must hold one value per channel (" + std::to_string(c) + ")");
   }
   const double epsilon = attr_float(node, "epsilon", 1e-5f);
   int64_t inner = 1;
@@ -54,7 +56,8 @@ core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<co
     const double var = inner > 0 ? sum_sq / static_cast<double>(inner) : 0.0;
     const double gain = scale.get(ch) / std::sqrt(var + epsilon);
     for (int64_t k = 0; k < inner; ++k) {
-      y.f[static_cast<size_t>(plane * inner + k)] = round_to_type(static_cast<float>((src[k] - mean) * gain + bias.get(ch)), x.dtype);
+      const double r = (src[k] - mean) * gain + bias.get(ch);
+      y.f[static_cast<size_t>(plane * inner + k)] = round_to_type(static_cast<float>(r), x.dtype);
     }
   }
   return core::Ok{};
@@ -81,10 +84,7 @@ core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::v
   std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
   for (int64_t a : axes) {
     const int64_t given = a;
-    if (!normalize_axis(a, rank)) {
-      return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) +
-                                  " input");
-    }
+    RC_CHECK(resolve_axis(node, a, rank));
     if (reduced[static_cast<size_t>(a)]) return node_error(node, "axis " + std::to_string(given) + " is repeated");
     reduced[static_cast<size_t>(a)] = true;
   }
@@ -136,10 +136,7 @@ core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tenso
   if (!x.is_float()) return node_error(node, "needs a float input, not " + describe_tensor(x));
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", opset < 13 ? 1 : -1));
-  const int64_t given = axis;
-  if (!normalize_axis(axis, rank)) {
-    return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
-  }
+  RC_CHECK(resolve_axis(node, axis, rank));
   // Before opset 13 the input is coerced to 2-D [outer, everything from axis on]; from 13, one axis.
   int64_t outer = 1, length = 1, inner = 1;
   for (int64_t a = 0; a < rank; ++a) {
@@ -156,7 +153,9 @@ core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tenso
       for (int64_t j = 0; j < length; ++j) top = std::max(top, static_cast<double>(x.f[at(j)]));
       double total = 0.0;
       for (int64_t j = 0; j < length; ++j) total += std::exp(x.f[at(j)] - top);
-      for (int64_t j = 0; j < length; ++j) y.f[at(j)] = round_to_type(static_cast<float>(std::exp(x.f[at(j)] - top) / total), x.dtype);
+      for (int64_t j = 0; j < length; ++j) {
+        y.f[at(j)] = round_to_type(static_cast<float>(std::exp(x.f[at(j)] - top) / total), x.dtype);
+      }
     }
   return core::Ok{};
 }

@@ -23,30 +23,39 @@ core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, cons
     RC_ASSIGN(sizes, onnx_io::get_ints(node, "split", {}));
   } else if (onnx_io::find_attribute(node, "num_outputs") != nullptr) {
     RC_ASSIGN(const int64_t n, attr_int(node, "num_outputs", 0));
-    if (n != parts) return node_error(node, "num_outputs is " + std::to_string(n) + " but the node has " + std::to_string(parts) + " outputs");
+    if (n != parts) {
+      return node_error(node, "num_outputs is " + std::to_string(n) + " but the node has " + std::to_string(parts) +
+                                  " outputs");
+    }
     const int64_t chunk = (extent + n - 1) / n;
     sizes.assign(outputs, chunk);
     sizes.back() = extent - chunk * (n - 1);
     if (sizes.back() < 0) {
-      return node_error(node, "num_outputs " + std::to_string(n) + " leaves a negative last chunk of an axis of " + std::to_string(extent));
+      return node_error(node, "num_outputs " + std::to_string(n) + " leaves a negative last chunk of an axis of " +
+                                  std::to_string(extent));
     }
   } else {
     if (extent % parts != 0) {
-      return node_error(node, "axis of " + std::to_string(extent) + " does not split into " + std::to_string(parts) + " equal parts");
+      return node_error(node, "axis of " + std::to_string(extent) + " does not split into " + std::to_string(parts) +
+                                  " equal parts");
     }
     sizes.assign(outputs, extent / parts);
   }
   if (sizes.size() != outputs) {
-    return node_error(node, "split has " + std::to_string(sizes.size()) + " sizes but the node has " + std::to_string(parts) + " outputs");
+    return node_error(node, "split has " + std::to_string(sizes.size()) + " sizes but the node has " +
+                                std::to_string(parts) + " outputs");
   }
   int64_t total = 0;
   for (int64_t s : sizes) {
     // Each size is checked against the extent first, so the running total cannot overflow.
-    if (s < 0 || s > extent) return node_error(node, "split size " + std::to_string(s) + " is outside [0, " + std::to_string(extent) + "]");
+    if (s < 0 || s > extent) {
+      return node_error(node, "split size " + std::to_string(s) + " is outside [0, " + std::to_string(extent) + "]");
+    }
     total += s;
   }
   if (total != extent) {
-    return node_error(node, "split sizes sum to " + std::to_string(total) + ", not the axis's " + std::to_string(extent));
+    return node_error(node, "split sizes sum to " + std::to_string(total) + ", not the axis's " +
+                                std::to_string(extent));
   }
   return sizes;
 }
@@ -412,7 +421,6 @@ core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Te
   return core::Ok{};
 }
 
-
 core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
   // numpy broadcast of the input against the requested shape: a 1 in `shape` keeps the input's dimension.
   RC_ASSIGN(const auto dims, broadcast_dims(node, x.dims, int_values(shape)));
@@ -436,23 +444,28 @@ core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vec
   std::vector<int64_t> repeats = int_values(*repeats_in);
   if (opset < 6) {  // Tile-1: inputs `tiles` and `axis`, one copy count for one axis
     const Tensor* axis_in = input_or_null(in, 2);
-    if (axis_in == nullptr || axis_in->numel() != 1 || repeats.size() != 1) return node_error(node, "needs scalar tiles and axis");
-    int64_t axis = int_values(*axis_in)[0];
-    const int64_t given = axis;
-    if (!normalize_axis(axis, rank)) {
-      return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
+    if (axis_in == nullptr || axis_in->numel() != 1 || repeats.size() != 1) {
+      return node_error(node, "needs scalar tiles and axis");
     }
+    int64_t axis = int_values(*axis_in)[0];
+    RC_CHECK(resolve_axis(node, axis, rank));
     const int64_t tiles = repeats[0];
     repeats.assign(static_cast<size_t>(rank), 1);
     repeats[static_cast<size_t>(axis)] = tiles;
   }
   if (static_cast<int64_t>(repeats.size()) != rank) {
-    return node_error(node, "repeats has " + std::to_string(repeats.size()) + " values for a rank-" + std::to_string(rank) + " input");
+    return node_error(node, "repeats has " + std::to_string(repeats.size()) + " values for a rank-" +
+                                std::to_string(rank) + " input");
   }
   std::vector<int64_t> dims(static_cast<size_t>(rank));
   for (size_t a = 0; a < dims.size(); ++a) {
-    if (repeats[a] < 0) return node_error(node, "repeats must not be negative (axis " + std::to_string(a) + " has " + std::to_string(repeats[a]) + ")");
-    if (__builtin_mul_overflow(x.dims[a], repeats[a], &dims[a])) return node_error(node, "output dimension overflows on axis " + std::to_string(a));
+    if (repeats[a] < 0) {
+      return node_error(node, "repeats must not be negative (axis " + std::to_string(a) + " has " +
+                                  std::to_string(repeats[a]) + ")");
+    }
+    if (__builtin_mul_overflow(x.dims[a], repeats[a], &dims[a])) {
+      return node_error(node, "output dimension overflows on axis " + std::to_string(a));
+    }
   }
   RC_CHECK(check_element_count(node, dims));
   y.reshape(x.dtype, dims);
@@ -466,14 +479,12 @@ core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vec
   return core::Ok{};
 }
 
-core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
+                       const std::vector<Tensor*>& out) {
   const Tensor& x = *in[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
-  const int64_t given = axis;
-  if (!normalize_axis(axis, rank)) {
-    return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
-  }
+  RC_CHECK(resolve_axis(node, axis, rank));
   const int64_t extent = x.dims[static_cast<size_t>(axis)];
   RC_ASSIGN(const auto sizes, split_sizes(node, in, extent, out.size()));
   int64_t outer = 1, inner = 1;
