@@ -130,10 +130,24 @@ TEST_CASE("Split into equal parts that do not divide the axis is an error before
   check_creation_error(model, "Split producing 'a'", "does not split into 2 equal parts");
 }
 
-TEST_CASE("Split-11 takes sizes from its attribute and a negative axis", "[reference][split]") {
-  auto model = parse_model_text(
-      "<ir_version: 6, opset_import: [\"\" : 11]> g (float[2, 3] x) => (float a, float b) {\n"
-      "  a, b = Split <axis = -1, split = [1, 2]> (x)\n}");
+TEST_CASE("Split takes sizes from opset 1's input, the attribute of 2 to 12 and the input of 13",
+          "[reference][split]") {
+  // The same split of [2, 3] into [2, 1] and [2, 2] in each form (axis -1 from opset 11, where it became legal).
+  const int opset = GENERATE(1, 2, 11, 13);
+  const std::string header = "<ir_version: 6, opset_import: [\"\" : " + std::to_string(opset) +
+                             "]> g (float[2, 3] x) => (float a, float b) {\n";
+  onnx::ModelProto model;
+  if (opset == 2 || opset == 11) {
+    const std::string axis = opset == 2 ? "1" : "-1";
+    model = parse_model_text(header + "  a, b = Split <axis = " + axis + ", split = [1, 2]> (x)\n}");
+  } else if (opset == 1) {  // opset 1's split input has the data's (float) type
+    model = parse_model_text(header + "  a, b = Split <axis = 1> (x, split)\n}");
+    *model.mutable_graph()->add_initializer() =
+        onnx_io::make_tensor("split", onnx::TensorProto::FLOAT, {2}, {1.0, 2.0}, true);
+  } else {
+    model = parse_model_text(header + "  a, b = Split <axis = 1> (x, split)\n}");
+    add_int64_initializer(model, "split", {1, 2});
+  }
   const auto out = run_model(model, {float_tensor("x", {2, 3}, {1, 2, 3, 4, 5, 6})});
   REQUIRE(out.size() == 2);
   CHECK(out[0].tensor.dims == std::vector<int64_t>{2, 1});
@@ -223,14 +237,16 @@ TEST_CASE("ReduceMean with a repeated or out-of-range axis is an error naming th
 }
 
 TEST_CASE("Softmax before opset 13 normalizes over the input coerced to 2-D at axis", "[reference][softmax]") {
-  // [1, 2, 2] at axis 1: one row of four before opset 13, two rows of two (along axis 1) from 13.
+  // [1, 2, 2] at axis 1: one row of four before opset 13, two rows of two (along axis 1) from 13. Before 13 the
+  // axis defaults to 1.
   const std::vector<float> x = {0, 1, 2, 3};
-  auto model_at = [](int opset) {
+  auto model_at = [](int opset, const std::string& attributes) {
     return parse_model_text("<ir_version: 7, opset_import: [\"\" : " + std::to_string(opset) +
-                            "]> g (float[1, 2, 2] x) => (float y) {\n  y = Softmax <axis = 1> (x)\n}");
+                            "]> g (float[1, 2, 2] x) => (float y) {\n  y = Softmax" + attributes + " (x)\n}");
   };
-  const auto old_out = run_model(model_at(11), {float_tensor("x", {1, 2, 2}, x)});
-  const auto new_out = run_model(model_at(13), {float_tensor("x", {1, 2, 2}, x)});
+  const std::string old_attributes = GENERATE(std::string(" <axis = 1>"), std::string());
+  const auto old_out = run_model(model_at(11, old_attributes), {float_tensor("x", {1, 2, 2}, x)});
+  const auto new_out = run_model(model_at(13, " <axis = 1>"), {float_tensor("x", {1, 2, 2}, x)});
   double total = 0.0;
   for (float v : x) total += std::exp(static_cast<double>(v));
   for (size_t k = 0; k < x.size(); ++k) {
@@ -242,7 +258,7 @@ TEST_CASE("Softmax before opset 13 normalizes over the input coerced to 2-D at a
   }
 }
 
-TEST_CASE("Softmax on a scalar or with an axis out of range is an error naming the node", "[reference][softmax]") {
+TEST_CASE("Softmax with an axis out of range is an error naming the node", "[reference][softmax]") {
   const std::string text = GENERATE(
       std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
                   "  y = Softmax <axis = 2> (x)\n}"),
