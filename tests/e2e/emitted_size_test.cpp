@@ -30,11 +30,11 @@ TEST_CASE("verify passes on k < s models in both modes for float, float16 and do
   const std::string t = dtype == onnx::TensorProto::FLOAT ? "float" : dtype == onnx::TensorProto::FLOAT16 ? "float16" : "double";
   CAPTURE(t, per_node);
   TempDir dir;
-  // k1 s2 with a bias, then k2 s3 without: bias-only phases of both kinds. A Softmax (not in the executor's
+  // k1 s2 with a bias, then k2 s3 without: bias-only phases of both kinds. A Hardmax (not in the executor's
   // set) between them makes --verify fall back to per-node mode.
   auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\nbias_only (" + t + "[1,3,4,5] X) => (" + t +
                        "[1,3,24,30] Y) {\n  A = ConvTranspose <group=3, strides=[2,2], output_padding=[1,1]> (X, W1, B1)\n" +
-                       (per_node ? "  S = Softmax <axis=1> (A)\n" : "  S = Identity (A)\n") +
+                       (per_node ? "  S = Hardmax <axis=1> (A)\n" : "  S = Identity (A)\n") +
                        "  Y = ConvTranspose <group=3, strides=[3,3], output_padding=[1,1]> (S, W2)\n}\n");
   set_random_initializer(*m.mutable_graph(), "W1", dtype, {3, 1, 1, 1}, 41);
   set_random_initializer(*m.mutable_graph(), "B1", dtype, {3}, 42);

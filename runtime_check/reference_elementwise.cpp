@@ -1,0 +1,230 @@
+// Elementwise reference kernels: activations and other unary math, Clip, broadcasting arithmetic, Pow, Equal,
+// Where and Cast.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
+#include "runtime_check/reference_kernels.h"
+
+namespace dwdeconv::runtime_check::detail {
+
+using onnx::TensorProto;
+
+namespace {
+
+// Visits every element k of the broadcast output `out_dims` with the flat offset each operand (of dims
+// `operands[o]`) reads there.
+template <typename F>
+void for_each_broadcast(const std::vector<int64_t>& out_dims, const std::vector<std::vector<int64_t>>& operands,
+                        F&& visit) {
+  std::vector<std::vector<int64_t>> strides;
+  for (const auto& dims : operands) strides.push_back(broadcast_strides(dims, out_dims.size()));
+  std::vector<size_t> at(operands.size());
+  for_each_index(out_dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    for (size_t o = 0; o < strides.size(); ++o) {
+      int64_t offset = 0;
+      for (size_t a = 0; a < idx.size(); ++a) offset += idx[a] * strides[o][a];
+      at[o] = static_cast<size_t>(offset);
+    }
+    visit(static_cast<size_t>(k), at);
+  });
+}
+
+// base^exponent in two's complement (wrapping, as integer arithmetic of the type would); a negative exponent
+// gives 1/base^-exponent truncated toward zero.
+int64_t integer_power(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return exponent % 2 == 0 ? 1 : -1;
+    return 0;
+  }
+  uint64_t result = 1, factor = static_cast<uint64_t>(base);
+  for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= factor;
+    factor *= factor;
+  }
+  return static_cast<int64_t>(result);
+}
+
+}  // namespace
+
+core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+  const std::string& op = node.op_type();
+  y.reshape(x.dtype, x.dims);
+  const auto n = static_cast<size_t>(x.numel());
+  if (op == "Identity") {
+    y.f = x.f;
+    y.i = x.i;
+    return core::Ok{};
+  }
+  if (!x.is_float()) {
+    if (op != "Relu" && op != "Neg") return node_error(node, "integer input is not supported");
+    for (size_t k = 0; k < n; ++k) y.i[k] = op == "Neg" ? wrap_to_type(-x.i[k], x.dtype) : std::max<int64_t>(0, x.i[k]);
+    return core::Ok{};
+  }
+  const float alpha = attr_float(node, "alpha", 0.01f);
+  for (size_t k = 0; k < n; ++k) {
+    const float v = x.f[k];
+    float r = v;
+    if (op == "Relu") r = v > 0.0f ? v : 0.0f;
+    else if (op == "LeakyRelu") r = v >= 0.0f ? v : v * alpha;
+    else if (op == "Sigmoid") r = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
+    else if (op == "Tanh") r = std::tanh(v);
+    else if (op == "Neg") r = -v;
+    else if (op == "Sqrt") r = std::sqrt(v);
+    else if (op == "Erf") r = std::erf(v);
+    else if (op == "Exp") r = std::exp(v);
+    y.f[k] = round_to_type(r, x.dtype);
+  }
+  return core::Ok{};
+}
+
+core::Status run_clip(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  if (onnx_io::find_attribute(node, "min") != nullptr || onnx_io::find_attribute(node, "max") != nullptr) {
+    lo = attr_float(node, "min", -std::numeric_limits<float>::max());
+    hi = attr_float(node, "max", std::numeric_limits<float>::max());
+  }
+  if (const Tensor* t = input_or_null(in, 1); t != nullptr && t->numel() > 0) lo = t->get(0);
+  if (const Tensor* t = input_or_null(in, 2); t != nullptr && t->numel() > 0) hi = t->get(0);
+  y.reshape(x.dtype, x.dims);
+  const auto n = static_cast<size_t>(x.numel());
+  for (size_t k = 0; k < n; ++k) {
+    if (x.is_float()) {
+      y.f[k] = static_cast<float>(std::min(std::max(static_cast<double>(x.f[k]), lo), hi));
+    } else {
+      y.i[k] = static_cast<int64_t>(std::min(std::max(static_cast<double>(x.i[k]), lo), hi));
+    }
+  }
+  return core::Ok{};
+}
+
+core::Status run_binary(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.is_float() != b.is_float()) return node_error(node, "inputs have different element types");
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
+  y.reshape(a.dtype, out_dims);
+  const char op = node.op_type()[0];  // A, S, M, D
+  const auto sa = broadcast_strides(a.dims, out_dims.size());
+  const auto sb = broadcast_strides(b.dims, out_dims.size());
+  const bool same = a.dims == b.dims;
+  auto offsets = [&](const std::vector<int64_t>& idx, int64_t& oa, int64_t& ob) {
+    oa = ob = 0;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      oa += idx[k] * sa[k];
+      ob += idx[k] * sb[k];
+    }
+  };
+  if (a.is_float()) {
+    auto apply = [op](float x, float z) {
+      switch (op) {
+        case 'A': return x + z;
+        case 'S': return x - z;
+        case 'M': return x * z;
+        default: return x / z;
+      }
+    };
+    if (same) {
+      for (size_t k = 0; k < y.f.size(); ++k) y.f[k] = round_to_type(apply(a.f[k], b.f[k]), a.dtype);
+    } else {
+      for_each_index(out_dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+        int64_t oa, ob;
+        offsets(idx, oa, ob);
+        y.f[static_cast<size_t>(k)] = round_to_type(apply(a.f[static_cast<size_t>(oa)], b.f[static_cast<size_t>(ob)]), a.dtype);
+      });
+    }
+    return core::Ok{};
+  }
+  bool divide_by_zero = false;
+  auto apply = [op, &divide_by_zero](int64_t x, int64_t z) -> int64_t {
+    switch (op) {
+      case 'A': return x + z;
+      case 'S': return x - z;
+      case 'M': return x * z;
+      default:
+        if (z == 0) { divide_by_zero = true; return 0; }
+        return x / z;  // integer Div truncates toward zero, as C++ does
+    }
+  };
+  for_each_index(out_dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t oa, ob;
+    offsets(idx, oa, ob);
+    y.i[static_cast<size_t>(k)] = wrap_to_type(apply(a.i[static_cast<size_t>(oa)], b.i[static_cast<size_t>(ob)]), a.dtype);
+  });
+  if (divide_by_zero) return node_error(node, "integer division by zero");
+  return core::Ok{};
+}
+
+core::Status run_cast(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+  RC_ASSIGN(const int64_t to, attr_int(node, "to", 0));
+  const auto type = static_cast<int32_t>(to);
+  if (!is_float_type(type) && !is_integer_type(type)) {
+    return node_error(node, "cast to " + onnx_io::data_type_name(type) + " is not supported");
+  }
+  y.reshape(type, x.dims);
+  const auto n = static_cast<size_t>(x.numel());
+  for (size_t k = 0; k < n; ++k) {
+    if (y.is_float()) {
+      y.f[k] = round_to_type(x.is_float() ? x.f[k] : static_cast<float>(x.i[k]), type);
+    } else if (x.is_float()) {
+      const float v = x.f[k];
+      y.i[k] = type == TensorProto::BOOL ? (v != 0.0f) : wrap_to_type(static_cast<int64_t>(std::trunc(v)), type);
+    } else {
+      y.i[k] = wrap_to_type(x.i[k], type);
+    }
+  }
+  return core::Ok{};
+}
+
+core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor& e, Tensor& y) {
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, x.dims, e.dims));
+  y.reshape(x.dtype, out_dims);
+  for_each_broadcast(out_dims, {x.dims, e.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    if (x.is_float()) {
+      y.f[k] = round_to_type(static_cast<float>(std::pow(x.get(at[0]), e.get(at[1]))), x.dtype);
+    } else if (!e.is_float()) {
+      y.i[k] = wrap_to_type(integer_power(x.i[at[0]], e.i[at[1]]), x.dtype);
+    } else {
+      y.i[k] = wrap_to_type(truncate_to_int64(std::pow(x.get(at[0]), e.get(at[1]))), x.dtype);
+    }
+  });
+  return core::Ok{};
+}
+
+core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y) {
+  if (a.dtype != b.dtype) {
+    return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) +
+                                "; their types must match");
+  }
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
+  y.reshape(TensorProto::BOOL, out_dims);
+  for_each_broadcast(out_dims, {a.dims, b.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    y.i[k] = a.is_float() ? a.f[at[0]] == b.f[at[1]] : a.i[at[0]] == b.i[at[1]];
+  });
+  return core::Ok{};
+}
+
+core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, const Tensor& x, const Tensor& other,
+                       Tensor& y) {
+  if (condition.dtype != TensorProto::BOOL) {
+    return node_error(node, "condition is " + describe_tensor(condition) + ", not BOOL");
+  }
+  if (x.dtype != other.dtype) {
+    return node_error(node, "X is " + describe_tensor(x) + " but Y is " + describe_tensor(other) +
+                                "; their types must match");
+  }
+  RC_ASSIGN(const auto xy_dims, broadcast_dims(node, x.dims, other.dims));
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, condition.dims, xy_dims));
+  y.reshape(x.dtype, out_dims);
+  for_each_broadcast(out_dims, {condition.dims, x.dims, other.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    const bool take_x = condition.i[at[0]] != 0;
+    if (y.is_float()) y.f[k] = take_x ? x.f[at[1]] : other.f[at[2]];
+    else y.i[k] = take_x ? x.i[at[1]] : other.i[at[2]];
+  });
+  return core::Ok{};
+}
+
+}  // namespace dwdeconv::runtime_check::detail

@@ -1,0 +1,163 @@
+// Normalization and reduction reference kernels.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime_check/reference_kernels.h"
+
+namespace dwdeconv::runtime_check::detail {
+
+core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  RC_ASSIGN(const int64_t training, attr_int(node, "training_mode", 0));
+  if (training != 0) return node_error(node, "training_mode=1 is not supported");
+  if (in.size() < 5 || std::any_of(in.begin(), in.begin() + 5, [](const Tensor* t) { return t == nullptr; })) {
+    return node_error(node, "needs X, scale, B, mean and var");
+  }
+  const Tensor& x = *in[0];
+  const float epsilon = attr_float(node, "epsilon", 1e-5f);
+  if (x.dims.size() < 2) return node_error(node, "input rank below 2");
+  const int64_t c = x.dims[1];
+  int64_t inner = 1;
+  for (size_t a = 2; a < x.dims.size(); ++a) inner *= x.dims[a];
+  y.reshape(x.dtype, x.dims);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    const int64_t ch = (k / inner) % c;
+    const double scale = in[1]->get(ch) / std::sqrt(in[4]->get(ch) + epsilon);
+    y.f[static_cast<size_t>(k)] = static_cast<float>((x.f[static_cast<size_t>(k)] - in[3]->get(ch)) * scale + in[2]->get(ch));
+  }
+  return core::Ok{};
+}
+
+core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  if (in.size() < 3 || in[1] == nullptr || in[2] == nullptr) return node_error(node, "needs input, scale and B");
+  const Tensor& x = *in[0];
+  const Tensor& scale = *in[1];
+  const Tensor& bias = *in[2];
+  if (!x.is_float() || x.dims.size() < 3) {
+    return node_error(node, "needs a float input of rank >= 3, not " + describe_tensor(x));
+  }
+  const int64_t c = x.dims[1];
+  if (scale.numel() != c || bias.numel() != c) {
+    return node_error(node, "scale " + describe_tensor(scale) + " and B " + describe_tensor(bias) +
+                                " must hold one value per channel (" + std::to_string(c) + ")");
+  }
+  const double epsilon = attr_float(node, "epsilon", 1e-5f);
+  int64_t inner = 1;
+  for (size_t a = 2; a < x.dims.size(); ++a) inner *= x.dims[a];
+  y.reshape(x.dtype, x.dims);
+  // Mean and (population) variance per image and channel, then scale * (x - mean) / sqrt(var + epsilon) + B.
+  for (int64_t plane = 0; plane < x.dims[0] * c; ++plane) {
+    const int64_t ch = plane % c;
+    const float* src = x.f.data() + plane * inner;
+    double sum = 0.0, sum_sq = 0.0;
+    for (int64_t k = 0; k < inner; ++k) sum += src[k];
+    const double mean = inner > 0 ? sum / static_cast<double>(inner) : 0.0;
+    for (int64_t k = 0; k < inner; ++k) sum_sq += (src[k] - mean) * (src[k] - mean);
+    const double var = inner > 0 ? sum_sq / static_cast<double>(inner) : 0.0;
+    const double gain = scale.get(ch) / std::sqrt(var + epsilon);
+    for (int64_t k = 0; k < inner; ++k) {
+      const double r = (src[k] - mean) * gain + bias.get(ch);
+      y.f[static_cast<size_t>(plane * inner + k)] = round_to_type(static_cast<float>(r), x.dtype);
+    }
+  }
+  return core::Ok{};
+}
+
+core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  const std::string& op = node.op_type();
+  const bool is_max = op == "ReduceMax", is_sum = op == "ReduceSum";
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(const int64_t keepdims, attr_int(node, "keepdims", 1));
+  std::vector<int64_t> axes;
+  if (opset >= (is_sum ? 13 : 18)) {  // axes moved from an attribute to an optional input
+    if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
+    RC_ASSIGN(const int64_t noop, attr_int(node, "noop_with_empty_axes", 0));
+    if (axes.empty() && noop != 0) {
+      copy_data(x, y, x.dims);
+      return core::Ok{};
+    }
+  } else {
+    RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {}));
+  }
+  // No axes: reduce every axis.
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t given = a;
+    RC_CHECK(resolve_axis(node, a, rank));
+    if (reduced[static_cast<size_t>(a)]) return node_error(node, "axis " + std::to_string(given) + " is repeated");
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  // The output indexed with the input's rank (reduced axes of size 1), and its strides.
+  std::vector<int64_t> kept(x.dims), dims;
+  int64_t count = 1;
+  for (size_t a = 0; a < kept.size(); ++a) {
+    if (reduced[a]) {
+      count *= kept[a];
+      kept[a] = 1;
+    }
+    if (!reduced[a] || keepdims != 0) dims.push_back(kept[a]);
+  }
+  int64_t out_count = 1;
+  for (int64_t d : kept) out_count *= d;
+  const auto kept_strides = strides_of(kept);
+  // Integer sums and maxima stay exact in int64 (sums wrap, as the type's arithmetic would); the rest is double.
+  const bool exact = !x.is_float() && (is_max || is_sum);
+  std::vector<double> acc(static_cast<size_t>(out_count), is_max ? -std::numeric_limits<double>::infinity() : 0.0);
+  std::vector<int64_t> exact_acc(exact ? static_cast<size_t>(out_count) : 0,
+                                 is_max ? std::numeric_limits<int64_t>::min() : 0);
+  for_each_index(x.dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t dst = 0;
+    for (size_t a = 0; a < idx.size(); ++a) dst += (reduced[a] ? 0 : idx[a]) * kept_strides[a];
+    const auto o = static_cast<size_t>(dst);
+    if (exact) {
+      const int64_t v = x.i[static_cast<size_t>(k)];
+      exact_acc[o] = is_max ? std::max(exact_acc[o], v)
+                            : static_cast<int64_t>(static_cast<uint64_t>(exact_acc[o]) + static_cast<uint64_t>(v));
+    } else {
+      acc[o] = is_max ? std::max(acc[o], x.get(k)) : acc[o] + x.get(k);
+    }
+  });
+  y.reshape(x.dtype, dims);
+  for (size_t k = 0; k < acc.size(); ++k) {
+    if (exact) {
+      y.i[k] = wrap_to_type(exact_acc[k], x.dtype);
+      continue;
+    }
+    // A mean over an empty axis is NaN, as numpy gives.
+    const double r = is_max || is_sum ? acc[k] : acc[k] / static_cast<double>(count);
+    if (y.is_float()) y.f[k] = round_to_type(static_cast<float>(r), x.dtype);
+    else y.i[k] = wrap_to_type(truncate_to_int64(r), x.dtype);
+  }
+  return core::Ok{};
+}
+
+core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tensor& x, Tensor& y) {
+  if (!x.is_float()) return node_error(node, "needs a float input, not " + describe_tensor(x));
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", opset < 13 ? 1 : -1));
+  RC_CHECK(resolve_axis(node, axis, rank));
+  // Before opset 13 the input is coerced to 2-D [outer, everything from axis on]; from 13, one axis.
+  int64_t outer = 1, length = 1, inner = 1;
+  for (int64_t a = 0; a < rank; ++a) {
+    const int64_t d = x.dims[static_cast<size_t>(a)];
+    if (a < axis) outer *= d;
+    else if (a == axis || opset < 13) length *= d;
+    else inner *= d;
+  }
+  y.reshape(x.dtype, x.dims);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return static_cast<size_t>((o * length + j) * inner + i); };
+      double top = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < length; ++j) top = std::max(top, static_cast<double>(x.f[at(j)]));
+      double total = 0.0;
+      for (int64_t j = 0; j < length; ++j) total += std::exp(x.f[at(j)] - top);
+      for (int64_t j = 0; j < length; ++j) {
+        y.f[at(j)] = round_to_type(static_cast<float>(std::exp(x.f[at(j)] - top) / total), x.dtype);
+      }
+    }
+  return core::Ok{};
+}
+
+}  // namespace dwdeconv::runtime_check::detail

@@ -1,0 +1,219 @@
+// Resize: its geometry (shared with the XNNPACK nearest-upsample step) and its separable reference kernel.
+#include <algorithm>
+#include <cmath>
+
+#include "onnx_io/attributes.h"
+#include "runtime_check/reference_kernels.h"
+
+namespace dwdeconv::runtime_check {
+
+using detail::attr_float;
+using detail::attr_int;
+using detail::check_element_count;
+using detail::input_or_null;
+using detail::node_error;
+using detail::truncate_to_int64;
+
+namespace {
+
+struct ResizeMode {
+  std::string mode, coordinate, nearest;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+};
+
+// The source coordinate of output index `o` on one axis.
+double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out, double scale, double roi_start,
+                         double roi_end) {
+  const double x = static_cast<double>(o);
+  if (m.coordinate == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (m.coordinate == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  // length_resized is in*scale, unfloored, as the ONNX reference uses it (sizes given: scale = out/in).
+  if (m.coordinate == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (static_cast<double>(in) * scale - 1.0);
+  if (m.coordinate == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (m.coordinate == "tf_crop_and_resize") {
+    return out > 1 ? roi_start * static_cast<double>(in - 1) +
+                         x * (roi_end - roi_start) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
+                   : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
+  }
+  return x / scale;  // asymmetric
+}
+
+// The input index nearest mode reads for source coordinate `src` on an axis of `in` elements.
+int64_t nearest_index(const ResizeMode& m, double src, int64_t in) {
+  double r;
+  const double frac = src - std::floor(src);
+  if (m.nearest == "floor") r = std::floor(src);
+  else if (m.nearest == "ceil") r = std::ceil(src);
+  else if (m.nearest == "round_prefer_ceil") r = frac == 0.5 ? std::ceil(src) : std::round(src);
+  else r = frac == 0.5 ? std::floor(src) : std::round(src);  // round_prefer_floor
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+// Resizes one axis of `x` (row-major, logical order): the ONNX Resize is separable per axis.
+void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out, double scale, double roi_start,
+                 double roi_end, Tensor& y) {
+  std::vector<int64_t> dims = x.dims;
+  const int64_t in = dims[axis];
+  dims[axis] = out;
+  y.reshape(x.dtype, dims);
+  int64_t outer = 1, inner = 1;
+  for (size_t a = 0; a < axis; ++a) outer *= dims[a];
+  for (size_t a = axis + 1; a < dims.size(); ++a) inner *= dims[a];
+  // Per output index: source indices and weights (-1 index: extrapolation value).
+  std::vector<std::vector<std::pair<int64_t, double>>> taps(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    auto& t = taps[static_cast<size_t>(o)];
+    const double src = source_coordinate(m, o, in, out, scale, roi_start, roi_end);
+    if (m.coordinate == "tf_crop_and_resize" && (src < 0.0 || src > static_cast<double>(in - 1))) {
+      t.push_back({-1, 1.0});
+      continue;
+    }
+    if (m.mode == "nearest") {
+      t.push_back({nearest_index(m, src, in), 1.0});
+      continue;
+    }
+    const auto base = static_cast<int64_t>(std::floor(src));
+    const double r = src - static_cast<double>(base);
+    std::vector<std::pair<int64_t, double>> raw;
+    if (m.mode == "linear") {
+      raw = {{base, 1.0 - r}, {base + 1, r}};
+    } else {  // cubic, Keys with coefficient A
+      const double a = m.cubic_a;
+      auto c_far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < d < 2
+      auto c_near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };      // d <= 1
+      raw = {{base - 1, c_far(r + 1)}, {base, c_near(r)}, {base + 1, c_near(1 - r)}, {base + 2, c_far(2 - r)}};
+    }
+    double total = 0.0;
+    for (auto& [i, wgt] : raw) {
+      if (m.exclude_outside && (i < 0 || i >= in)) wgt = 0.0;
+      total += wgt;
+    }
+    for (auto& [i, wgt] : raw) {
+      if (m.exclude_outside && total != 0.0) wgt /= total;
+      t.push_back({std::clamp<int64_t>(i, 0, in - 1), wgt});  // edge padding outside the input
+    }
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < out; ++j)
+      for (int64_t q = 0; q < inner; ++q) {
+        double v = 0.0;
+        for (const auto& [i, wgt] : taps[static_cast<size_t>(j)]) {
+          v += i < 0 ? m.extrapolation * wgt : wgt * x.get((o * in + i) * inner + q);
+        }
+        const auto dst = static_cast<size_t>((o * out + j) * inner + q);
+        if (y.is_float()) y.f[dst] = static_cast<float>(v);
+        else y.i[dst] = static_cast<int64_t>(std::llround(v));
+      }
+}
+
+// Resize's attributes with the defaults of `opset`.
+core::Result<ResizeMode> resize_mode(const onnx::NodeProto& node, int64_t opset) {
+  ResizeMode m;
+  RC_ASSIGN(m.mode, onnx_io::get_string(node, "mode", "nearest"));
+  RC_ASSIGN(m.coordinate, onnx_io::get_string(node, "coordinate_transformation_mode",
+                                              opset < 11 ? "asymmetric" : "half_pixel"));
+  RC_ASSIGN(m.nearest, onnx_io::get_string(node, "nearest_mode", opset < 11 ? "floor" : "round_prefer_floor"));
+  m.cubic_a = attr_float(node, "cubic_coeff_a", -0.75f);
+  RC_ASSIGN(const int64_t exclude, attr_int(node, "exclude_outside", 0));
+  m.exclude_outside = exclude != 0;
+  m.extrapolation = attr_float(node, "extrapolation_value", 0.0f);
+  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic") return node_error(node, "mode '" + m.mode + "' is not supported");
+  return m;
+}
+
+// run_resize leaves an axis alone when its size and scale are unchanged (tf_crop_and_resize still crops it).
+bool resize_skips_axis(const ResizeMode& m, const ResizeGeometry& g, int64_t in, size_t axis) {
+  return g.output_dims[axis] == in && g.scales[axis] == 1.0 && m.coordinate != "tf_crop_and_resize";
+}
+
+}  // namespace
+
+core::Status detail::run_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+  RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
+  RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, in));
+  const Tensor& x = *in[0];
+  const size_t rank = x.dims.size();
+  Tensor current = x, next;
+  for (size_t a = 0; a < rank; ++a) {
+    const double roi_start = g.roi.empty() ? 0.0 : g.roi[a];
+    const double roi_end = g.roi.empty() ? 1.0 : g.roi[a + rank];
+    if (resize_skips_axis(m, g, x.dims[a], a)) continue;
+    resize_axis(m, current, a, g.output_dims[a], g.scales[a], roi_start, roi_end, next);
+    std::swap(current, next);
+  }
+  y.reshape(x.dtype, current.dims);
+  y.f = current.f;
+  y.i = current.i;
+  for (float& v : y.f) v = round_to_type(v, x.dtype);
+  return core::Ok{};
+}
+
+core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset,
+                                            const std::vector<const Tensor*>& inputs) {
+  const Tensor& x = *inputs[0];
+  const size_t rank = x.dims.size();
+  const Tensor* roi = nullptr;
+  const Tensor* scales = nullptr;
+  const Tensor* sizes = nullptr;
+  if (opset < 11 || inputs.size() == 2) {
+    scales = input_or_null(inputs, 1);
+  } else {
+    roi = input_or_null(inputs, 1);
+    scales = input_or_null(inputs, 2);
+    sizes = input_or_null(inputs, 3);
+  }
+  if (scales != nullptr && scales->numel() == 0) scales = nullptr;
+  if (sizes != nullptr && sizes->numel() == 0) sizes = nullptr;
+  ResizeGeometry g;
+  if (roi != nullptr) for (int64_t k = 0; k < roi->numel(); ++k) g.roi.push_back(roi->get(k));
+  if (!g.roi.empty() && g.roi.size() != 2 * rank) g.roi.clear();
+  if (sizes != nullptr) {
+    g.output_dims = int_values(*sizes);
+    if (g.output_dims.size() != rank) return node_error(node, "sizes has the wrong length");
+    for (size_t a = 0; a < rank; ++a) g.scales.push_back(static_cast<double>(g.output_dims[a]) / static_cast<double>(x.dims[a]));
+  } else if (scales != nullptr) {
+    if (static_cast<size_t>(scales->numel()) != rank) return node_error(node, "scales has the wrong length");
+    for (size_t a = 0; a < rank; ++a) {
+      const double s = scales->get(static_cast<int64_t>(a));
+      if (!std::isfinite(s)) return node_error(node, "scale " + std::to_string(s) + " is not a finite number");
+      g.scales.push_back(s);
+      g.output_dims.push_back(truncate_to_int64(std::floor(static_cast<double>(x.dims[a]) * s)));
+    }
+  } else {
+    return node_error(node, "needs scales or sizes");
+  }
+  // Scales and sizes are input values: a hostile one must not reach an allocation.
+  RC_CHECK(check_element_count(node, g.output_dims));
+  return g;
+}
+
+core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onnx::NodeProto& node, int64_t opset,
+                                                                       const std::vector<const Tensor*>& inputs) {
+  RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
+  if (m.mode != "nearest") return node_error(node, "mode '" + m.mode + "' is not nearest");
+  RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, inputs));
+  const Tensor& x = *inputs[0];
+  const size_t rank = x.dims.size();
+  std::vector<std::vector<int64_t>> sources(rank);
+  for (size_t a = 0; a < rank; ++a) {
+    const int64_t in = x.dims[a], out = g.output_dims[a];
+    auto& axis = sources[a];
+    if (resize_skips_axis(m, g, in, a)) {
+      for (int64_t o = 0; o < out; ++o) axis.push_back(o);
+      continue;
+    }
+    const double roi_start = g.roi.empty() ? 0.0 : g.roi[a];
+    const double roi_end = g.roi.empty() ? 1.0 : g.roi[a + rank];
+    // The same mapping as resize_axis: source coordinate, extrapolation outside a crop, then the rounding.
+    for (int64_t o = 0; o < out; ++o) {
+      const double src = source_coordinate(m, o, in, out, g.scales[a], roi_start, roi_end);
+      const bool outside = m.coordinate == "tf_crop_and_resize" && (src < 0.0 || src > static_cast<double>(in - 1));
+      axis.push_back(outside ? -1 : nearest_index(m, src, in));
+    }
+  }
+  return sources;
+}
+
+}  // namespace dwdeconv::runtime_check

@@ -1,0 +1,514 @@
+// Shape and data-movement reference kernels: they move or pick elements and never compute new values.
+#include <algorithm>
+
+#include "onnx_io/attributes.h"
+#include "runtime_check/reference_kernels.h"
+
+namespace dwdeconv::runtime_check::detail {
+
+using onnx::TensorProto;
+
+namespace {
+
+// The length of each Split output along the axis of `extent` elements, for the opset forms: a `split` input
+// (13+, and opset 1's optional input), a `split` attribute (2 to 12), `num_outputs` (18+: ceil-sized chunks, the
+// last one smaller), else equal parts.
+core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
+                                               int64_t extent, size_t outputs) {
+  const auto parts = static_cast<int64_t>(outputs);
+  std::vector<int64_t> sizes;
+  if (const Tensor* t = input_or_null(in, 1)) {
+    sizes = int_values(*t);
+  } else if (onnx_io::find_attribute(node, "split") != nullptr) {
+    RC_ASSIGN(sizes, onnx_io::get_ints(node, "split", {}));
+  } else if (onnx_io::find_attribute(node, "num_outputs") != nullptr) {
+    RC_ASSIGN(const int64_t n, attr_int(node, "num_outputs", 0));
+    if (n != parts) {
+      return node_error(node, "num_outputs is " + std::to_string(n) + " but the node has " + std::to_string(parts) +
+                                  " outputs");
+    }
+    const int64_t chunk = (extent + n - 1) / n;
+    sizes.assign(outputs, chunk);
+    sizes.back() = extent - chunk * (n - 1);
+    if (sizes.back() < 0) {
+      return node_error(node, "num_outputs " + std::to_string(n) + " leaves a negative last chunk of an axis of " +
+                                  std::to_string(extent));
+    }
+  } else {
+    if (extent % parts != 0) {
+      return node_error(node, "axis of " + std::to_string(extent) + " does not split into " + std::to_string(parts) +
+                                  " equal parts");
+    }
+    sizes.assign(outputs, extent / parts);
+  }
+  if (sizes.size() != outputs) {
+    return node_error(node, "split has " + std::to_string(sizes.size()) + " sizes but the node has " +
+                                std::to_string(parts) + " outputs");
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    // Each size is checked against the extent first, so the running total cannot overflow.
+    if (s < 0 || s > extent) {
+      return node_error(node, "split size " + std::to_string(s) + " is outside [0, " + std::to_string(extent) + "]");
+    }
+    total += s;
+  }
+  if (total != extent) {
+    return node_error(node, "split sizes sum to " + std::to_string(total) + ", not the axis's " +
+                                std::to_string(extent));
+  }
+  return sizes;
+}
+
+}  // namespace
+
+core::Status run_reshape(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
+  RC_ASSIGN(const int64_t allowzero, attr_int(node, "allowzero", 0));
+  std::vector<int64_t> dims = int_values(shape);
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 0 && allowzero == 0) {
+      if (k >= x.dims.size()) return node_error(node, "shape copies a dimension the input does not have");
+      dims[k] = x.dims[k];
+    }
+    if (dims[k] == -1) {
+      if (infer >= 0) return node_error(node, "shape has more than one -1");
+      infer = static_cast<int>(k);
+    } else {
+      known *= dims[k];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0) return node_error(node, "cannot infer -1 next to a zero dimension");
+    dims[static_cast<size_t>(infer)] = x.numel() / known;
+  }
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  if (count != x.numel()) {
+    return node_error(node, "cannot reshape " + describe_tensor(x) + " to " + format_dims(dims));
+  }
+  copy_data(x, y, dims);
+  return core::Ok{};
+}
+
+core::Status run_flatten(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", 1));
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) return node_error(node, "axis out of range");
+  int64_t outer = 1;
+  for (int64_t k = 0; k < axis; ++k) outer *= x.dims[static_cast<size_t>(k)];
+  copy_data(x, y, {outer, outer == 0 ? 0 : x.numel() / std::max<int64_t>(outer, 1)});
+  return core::Ok{};
+}
+
+core::Status run_transpose(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+  const size_t rank = x.dims.size();
+  std::vector<int64_t> reverse(rank);
+  for (size_t k = 0; k < rank; ++k) reverse[k] = static_cast<int64_t>(rank - 1 - k);
+  RC_ASSIGN(const auto perm, onnx_io::get_ints(node, "perm", reverse));
+  if (perm.size() != rank) return node_error(node, "perm has the wrong length");
+  std::vector<int64_t> out_dims(rank);
+  for (size_t k = 0; k < rank; ++k) out_dims[k] = x.dims[static_cast<size_t>(perm[k])];
+  y.reshape(x.dtype, out_dims);
+  const auto in_strides = strides_of(x.dims);
+  for_each_index(out_dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;
+    for (size_t a = 0; a < rank; ++a) src += idx[a] * in_strides[static_cast<size_t>(perm[a])];
+    if (x.is_float()) y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(src)];
+    else y.i[static_cast<size_t>(k)] = x.i[static_cast<size_t>(src)];
+  });
+  return core::Ok{};
+}
+
+core::Status run_squeeze(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  std::vector<int64_t> axes;
+  if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
+  else { RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {})); }
+  std::vector<bool> drop(static_cast<size_t>(rank), false);
+  if (axes.empty()) {
+    for (int64_t a = 0; a < rank; ++a) drop[static_cast<size_t>(a)] = x.dims[static_cast<size_t>(a)] == 1;
+  }
+  for (int64_t a : axes) {
+    if (!normalize_axis(a, rank) || x.dims[static_cast<size_t>(a)] != 1) return node_error(node, "cannot squeeze axis");
+    drop[static_cast<size_t>(a)] = true;
+  }
+  std::vector<int64_t> dims;
+  for (int64_t a = 0; a < rank; ++a) if (!drop[static_cast<size_t>(a)]) dims.push_back(x.dims[static_cast<size_t>(a)]);
+  copy_data(x, y, dims);
+  return core::Ok{};
+}
+
+core::Status run_unsqueeze(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  std::vector<int64_t> axes;
+  if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
+  else { RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {})); }
+  const auto rank = static_cast<int64_t>(x.dims.size() + axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    if (!normalize_axis(a, rank) || inserted[static_cast<size_t>(a)]) return node_error(node, "bad unsqueeze axes");
+    inserted[static_cast<size_t>(a)] = true;
+  }
+  std::vector<int64_t> dims;
+  size_t next = 0;
+  for (int64_t a = 0; a < rank; ++a) dims.push_back(inserted[static_cast<size_t>(a)] ? 1 : x.dims[next++]);
+  copy_data(x, y, dims);
+  return core::Ok{};
+}
+
+core::Status run_shape(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t start, attr_int(node, "start", 0));
+  RC_ASSIGN(int64_t end, attr_int(node, "end", rank));
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  y.reshape(TensorProto::INT64, {std::max<int64_t>(0, end - start)});
+  for (int64_t k = start; k < end; ++k) y.i[static_cast<size_t>(k - start)] = x.dims[static_cast<size_t>(k)];
+  return core::Ok{};
+}
+
+core::Status run_constant(const onnx::NodeProto& node, Tensor& y) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == "value") {
+      RC_ASSIGN(y, tensor_from_proto(a.t(), onnx_io::describe_node(node)));
+      return core::Ok{};
+    }
+    if (a.name() == "value_float") { y.reshape(TensorProto::FLOAT, {}); y.f[0] = a.f(); return core::Ok{}; }
+    if (a.name() == "value_int") { y.reshape(TensorProto::INT64, {}); y.i[0] = a.i(); return core::Ok{}; }
+    if (a.name() == "value_floats") {
+      y.reshape(TensorProto::FLOAT, {a.floats_size()});
+      std::copy(a.floats().begin(), a.floats().end(), y.f.begin());
+      return core::Ok{};
+    }
+    if (a.name() == "value_ints") {
+      y.reshape(TensorProto::INT64, {a.ints_size()});
+      std::copy(a.ints().begin(), a.ints().end(), y.i.begin());
+      return core::Ok{};
+    }
+  }
+  return node_error(node, "has no supported value attribute (sparse and string constants are not supported)");
+}
+
+core::Status run_constant_of_shape(const onnx::NodeProto& node, const Tensor& shape, Tensor& y) {
+  Tensor value;
+  value.reshape(TensorProto::FLOAT, {1});
+  if (const auto* a = onnx_io::find_attribute(node, "value")) {
+    RC_ASSIGN(value, tensor_from_proto(a->t(), onnx_io::describe_node(node)));
+  }
+  if (value.numel() != 1) return node_error(node, "value must hold one element");
+  const std::vector<int64_t> dims = int_values(shape);
+  RC_CHECK(check_element_count(node, dims));
+  y.reshape(value.dtype, dims);
+  if (y.is_float()) std::fill(y.f.begin(), y.f.end(), value.f[0]);
+  else std::fill(y.i.begin(), y.i.end(), value.i[0]);
+  return core::Ok{};
+}
+
+core::Status run_gather(const onnx::NodeProto& node, const Tensor& x, const Tensor& indices, Tensor& y) {
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  if (!normalize_axis(axis, rank)) return node_error(node, "axis out of range");
+  std::vector<int64_t> dims(x.dims.begin(), x.dims.begin() + axis);
+  dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
+  dims.insert(dims.end(), x.dims.begin() + axis + 1, x.dims.end());
+  y.reshape(x.dtype, dims);
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
+  for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+  const int64_t extent = x.dims[static_cast<size_t>(axis)];
+  const auto idx = int_values(indices);
+  const auto count = static_cast<int64_t>(idx.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t src = idx[static_cast<size_t>(j)];
+      if (src < 0) src += extent;
+      if (src < 0 || src >= extent) return node_error(node, "index " + std::to_string(idx[static_cast<size_t>(j)]) + " out of range");
+      for (int64_t k = 0; k < inner; ++k) {
+        const auto from = static_cast<size_t>((o * extent + src) * inner + k);
+        const auto to = static_cast<size_t>((o * count + j) * inner + k);
+        if (x.is_float()) y.f[to] = x.f[from];
+        else y.i[to] = x.i[from];
+      }
+    }
+  }
+  return core::Ok{};
+}
+
+core::Status run_slice(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (onnx_io::find_attribute(node, "starts") != nullptr) {  // opset < 10: attributes
+    RC_ASSIGN(starts, onnx_io::get_ints(node, "starts", {}));
+    RC_ASSIGN(ends, onnx_io::get_ints(node, "ends", {}));
+    RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {}));
+  } else {
+    if (input_or_null(in, 1) == nullptr || input_or_null(in, 2) == nullptr) return node_error(node, "needs starts and ends");
+    starts = int_values(*in[1]);
+    ends = int_values(*in[2]);
+    if (const Tensor* t = input_or_null(in, 3)) axes = int_values(*t);
+    if (const Tensor* t = input_or_null(in, 4)) steps = int_values(*t);
+  }
+  if (axes.empty()) for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    return node_error(node, "starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> first(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1), dims = x.dims;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t a = axes[k];
+    if (!normalize_axis(a, rank)) return node_error(node, "axis out of range");
+    const int64_t extent = x.dims[static_cast<size_t>(a)];
+    const int64_t s = steps[k];
+    if (s == 0) return node_error(node, "step 0");
+    int64_t b = starts[k], e = ends[k];
+    if (b < 0) b += extent;
+    if (e < 0) e += extent;
+    if (s > 0) {
+      b = std::clamp<int64_t>(b, 0, extent);
+      e = std::clamp<int64_t>(e, 0, extent);
+    } else {
+      b = std::clamp<int64_t>(b, -1, extent - 1);
+      e = std::clamp<int64_t>(e, -1, extent - 1);
+    }
+    const int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e + (-s) - 1) / (-s) : 0);
+    first[static_cast<size_t>(a)] = b;
+    step[static_cast<size_t>(a)] = s;
+    dims[static_cast<size_t>(a)] = len;
+  }
+  y.reshape(x.dtype, dims);
+  const auto in_strides = strides_of(x.dims);
+  for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;
+    for (size_t a = 0; a < idx.size(); ++a) src += (first[a] + idx[a] * step[a]) * in_strides[a];
+    if (x.is_float()) y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(src)];
+    else y.i[static_cast<size_t>(k)] = x.i[static_cast<size_t>(src)];
+  });
+  return core::Ok{};
+}
+
+core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
+  const Tensor& first = *in[0];
+  const auto rank = static_cast<int64_t>(first.dims.size());
+  if (!normalize_axis(axis, rank)) return node_error(node, "axis out of range");
+  std::vector<int64_t> dims = first.dims;
+  dims[static_cast<size_t>(axis)] = 0;
+  for (const Tensor* t : in) {
+    if (t == nullptr || t->dims.size() != first.dims.size()) return node_error(node, "inputs differ in rank");
+    for (int64_t a = 0; a < rank; ++a) {
+      if (a != axis && t->dims[static_cast<size_t>(a)] != first.dims[static_cast<size_t>(a)]) {
+        return node_error(node, "inputs differ outside the concat axis");
+      }
+    }
+    dims[static_cast<size_t>(axis)] += t->dims[static_cast<size_t>(axis)];
+  }
+  y.reshape(first.dtype, dims);
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= dims[static_cast<size_t>(a)];
+  for (int64_t a = axis + 1; a < rank; ++a) inner *= dims[static_cast<size_t>(a)];
+  const int64_t out_row = dims[static_cast<size_t>(axis)] * inner;
+  int64_t offset = 0;
+  for (const Tensor* t : in) {
+    const int64_t row = t->dims[static_cast<size_t>(axis)] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t k = 0; k < row; ++k) {
+        const auto from = static_cast<size_t>(o * row + k);
+        const auto to = static_cast<size_t>(o * out_row + offset + k);
+        if (y.is_float()) y.f[to] = t->f[from];
+        else y.i[to] = t->i[from];
+      }
+    }
+    offset += row;
+  }
+  return core::Ok{};
+}
+
+// ONNX Pad on any rank: constant, reflect or edge. Negative pads crop.
+core::Status run_pad(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "constant"));
+  std::vector<int64_t> pads;
+  double value = 0.0;
+  std::vector<int64_t> axes;
+  if (onnx_io::find_attribute(node, "pads") != nullptr) {  // opset < 11: attributes
+    RC_ASSIGN(pads, onnx_io::get_ints(node, "pads", {}));
+    value = attr_float(node, "value", 0.0f);
+  } else {
+    if (input_or_null(in, 1) == nullptr) return node_error(node, "needs pads");
+    pads = int_values(*in[1]);
+    if (const Tensor* t = input_or_null(in, 2); t != nullptr && t->numel() > 0) value = t->get(0);
+    if (const Tensor* t = input_or_null(in, 3)) axes = int_values(*t);
+  }
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0), end(static_cast<size_t>(rank), 0);
+  if (axes.empty()) {
+    if (static_cast<int64_t>(pads.size()) != 2 * rank) return node_error(node, "pads length is not 2*rank");
+    for (int64_t a = 0; a < rank; ++a) {
+      begin[static_cast<size_t>(a)] = pads[static_cast<size_t>(a)];
+      end[static_cast<size_t>(a)] = pads[static_cast<size_t>(a + rank)];
+    }
+  } else {
+    const auto n = axes.size();
+    if (pads.size() != 2 * n) return node_error(node, "pads length is not 2*len(axes)");
+    for (size_t k = 0; k < n; ++k) {
+      int64_t a = axes[k];
+      if (!normalize_axis(a, rank)) return node_error(node, "axis out of range");
+      begin[static_cast<size_t>(a)] = pads[k];
+      end[static_cast<size_t>(a)] = pads[k + n];
+    }
+  }
+  if (mode != "constant" && mode != "reflect" && mode != "edge") return node_error(node, "mode '" + mode + "' is not supported");
+  std::vector<int64_t> dims(static_cast<size_t>(rank));
+  for (int64_t a = 0; a < rank; ++a) {
+    const auto k = static_cast<size_t>(a);
+    dims[k] = x.dims[k] + begin[k] + end[k];
+    if (dims[k] < 0) return node_error(node, "pads crop more than the input holds");
+  }
+  y.reshape(x.dtype, dims);
+  const auto in_strides = strides_of(x.dims);
+  for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;
+    bool inside = true;
+    for (size_t a = 0; a < idx.size(); ++a) {
+      int64_t p = idx[a] - begin[a];
+      const int64_t n = x.dims[a];
+      if (p < 0 || p >= n) {
+        if (mode == "constant" || n == 0) { inside = false; break; }
+        if (mode == "edge") {
+          p = std::clamp<int64_t>(p, 0, n - 1);
+        } else {  // reflect without repeating the edge
+          const int64_t period = std::max<int64_t>(1, 2 * (n - 1));
+          p = ((p % period) + period) % period;
+          if (p >= n) p = period - p;
+        }
+      }
+      src += p * in_strides[a];
+    }
+    const auto o = static_cast<size_t>(k);
+    if (y.is_float()) y.f[o] = inside ? x.f[static_cast<size_t>(src)] : static_cast<float>(value);
+    else y.i[o] = inside ? x.i[static_cast<size_t>(src)] : static_cast<int64_t>(value);
+  });
+  return core::Ok{};
+}
+
+core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+  if (x.dims.size() != 4) return node_error(node, "needs a rank-4 input");
+  RC_ASSIGN(const int64_t b, attr_int(node, "blocksize", 0));
+  RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "DCR"));
+  if (b <= 0 || x.dims[1] % (b * b) != 0) return node_error(node, "channels are not a multiple of blocksize^2");
+  const int64_t n = x.dims[0], c = x.dims[1] / (b * b), h = x.dims[2], w = x.dims[3];
+  y.reshape(x.dtype, {n, c, h * b, w * b});
+  const bool dcr = mode != "CRD";
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t oc = 0; oc < c; ++oc)
+      for (int64_t oy = 0; oy < h * b; ++oy)
+        for (int64_t ox = 0; ox < w * b; ++ox) {
+          const int64_t by = oy % b, bx = ox % b;
+          // DCR: channel (by*b + bx)*C + c; CRD: c*b*b + by*b + bx.
+          const int64_t ic = dcr ? (by * b + bx) * c + oc : oc * b * b + by * b + bx;
+          const auto src = static_cast<size_t>(((in * c * b * b + ic) * h + oy / b) * w + ox / b);
+          const auto dst = static_cast<size_t>(((in * c + oc) * h * b + oy) * w * b + ox);
+          if (x.is_float()) y.f[dst] = x.f[src];
+          else y.i[dst] = x.i[src];
+        }
+  return core::Ok{};
+}
+
+core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
+  // numpy broadcast of the input against the requested shape: a 1 in `shape` keeps the input's dimension.
+  RC_ASSIGN(const auto dims, broadcast_dims(node, x.dims, int_values(shape)));
+  RC_CHECK(check_element_count(node, dims));
+  y.reshape(x.dtype, dims);
+  const auto strides = broadcast_strides(x.dims, dims.size());
+  for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;
+    for (size_t a = 0; a < idx.size(); ++a) src += idx[a] * strides[a];
+    if (x.is_float()) y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(src)];
+    else y.i[static_cast<size_t>(k)] = x.i[static_cast<size_t>(src)];
+  });
+  return core::Ok{};
+}
+
+core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  const Tensor* repeats_in = input_or_null(in, 1);
+  if (repeats_in == nullptr) return node_error(node, "needs repeats");
+  std::vector<int64_t> repeats = int_values(*repeats_in);
+  if (opset < 6) {  // Tile-1: inputs `tiles` and `axis`, one copy count for one axis
+    const Tensor* axis_in = input_or_null(in, 2);
+    if (axis_in == nullptr || axis_in->numel() != 1 || repeats.size() != 1) {
+      return node_error(node, "needs scalar tiles and axis");
+    }
+    int64_t axis = int_values(*axis_in)[0];
+    RC_CHECK(resolve_axis(node, axis, rank));
+    const int64_t tiles = repeats[0];
+    repeats.assign(static_cast<size_t>(rank), 1);
+    repeats[static_cast<size_t>(axis)] = tiles;
+  }
+  if (static_cast<int64_t>(repeats.size()) != rank) {
+    return node_error(node, "repeats has " + std::to_string(repeats.size()) + " values for a rank-" +
+                                std::to_string(rank) + " input");
+  }
+  std::vector<int64_t> dims(static_cast<size_t>(rank));
+  for (size_t a = 0; a < dims.size(); ++a) {
+    if (repeats[a] < 0) {
+      return node_error(node, "repeats must not be negative (axis " + std::to_string(a) + " has " +
+                                  std::to_string(repeats[a]) + ")");
+    }
+    if (__builtin_mul_overflow(x.dims[a], repeats[a], &dims[a])) {
+      return node_error(node, "output dimension overflows on axis " + std::to_string(a));
+    }
+  }
+  RC_CHECK(check_element_count(node, dims));
+  y.reshape(x.dtype, dims);
+  const auto in_strides = strides_of(x.dims);
+  for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
+    int64_t src = 0;  // an empty output visits nothing, so x.dims[a] is never 0 here
+    for (size_t a = 0; a < idx.size(); ++a) src += (idx[a] % x.dims[a]) * in_strides[a];
+    if (x.is_float()) y.f[static_cast<size_t>(k)] = x.f[static_cast<size_t>(src)];
+    else y.i[static_cast<size_t>(k)] = x.i[static_cast<size_t>(src)];
+  });
+  return core::Ok{};
+}
+
+core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
+                       const std::vector<Tensor*>& out) {
+  const Tensor& x = *in[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
+  RC_CHECK(resolve_axis(node, axis, rank));
+  const int64_t extent = x.dims[static_cast<size_t>(axis)];
+  RC_ASSIGN(const auto sizes, split_sizes(node, in, extent, out.size()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
+  for (int64_t a = axis + 1; a < rank; ++a) inner *= x.dims[static_cast<size_t>(a)];
+  int64_t offset = 0;  // along the axis
+  for (size_t p = 0; p < out.size(); ++p) {
+    const int64_t len = sizes[p];
+    if (Tensor* y = out[p]) {
+      std::vector<int64_t> dims = x.dims;
+      dims[static_cast<size_t>(axis)] = len;
+      y->reshape(x.dtype, dims);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t k = 0; k < len * inner; ++k) {
+          const auto from = static_cast<size_t>((o * extent + offset) * inner + k);
+          const auto to = static_cast<size_t>(o * len * inner + k);
+          if (x.is_float()) y->f[to] = x.f[from];
+          else y->i[to] = x.i[from];
+        }
+      }
+    }
+    offset += len;
+  }
+  return core::Ok{};
+}
+
+}  // namespace dwdeconv::runtime_check::detail
