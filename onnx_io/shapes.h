@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,28 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes =
 // exception from inference becomes one with its message.
 core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation);
 
-// The type of every tensor that shape inference (with data propagation) can tell, from all graphs: inputs,
-// outputs, value_info and initializers. Inference errors are ignored: what was inferred before them is kept.
-std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model);
+// What shape inference knows about the tensors of each graph of a model, looked up as ONNX scopes names.
+class ScopedTypes {
+ public:
+  // The type of `name` as graph number `scope` reads it: from the graph that defines it (as an input,
+  // initializer, sparse initializer, node output, value_info or output entry), the nearest enclosing one.
+  // nullptr when that graph does not know the type, or no graph defines the name: an outer graph's tensor of
+  // the same name is hidden, never used. Graphs are numbered in for_each_graph's order, the main graph 0.
+  const onnx::TypeProto* find(size_t scope, const std::string& name) const;
+  size_t size() const { return scopes_.size(); }
+
+ private:
+  friend ScopedTypes infer_types(const onnx::ModelProto& model);
+  struct Scope {
+    size_t parent = 0;  // the main graph is its own parent
+    std::map<std::string, std::optional<onnx::TypeProto>> names;  // every name defined here, typed when known
+  };
+  std::vector<Scope> scopes_;
+};
+
+// Runs shape inference (with data propagation) on a skeleton of `model` and collects the types of every graph.
+// Inference errors are ignored: what was inferred before them is kept.
+ScopedTypes infer_types(const onnx::ModelProto& model);
 
 // The tensor type's dims as numbers when every dim is known; empty otherwise.
 std::vector<int64_t> known_dims(const onnx::TypeProto& type);

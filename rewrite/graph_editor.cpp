@@ -32,7 +32,7 @@ GraphTree::GraphTree(onnx::ModelProto& model) {
 }
 
 void GraphTree::collect(onnx::GraphProto* graph, const GraphScope* parent, const std::string& path) {
-  scopes_.push_back({graph, parent, path});
+  scopes_.push_back({graph, parent, path, scopes_.size()});
   const GraphScope* self = &scopes_.back();
   for (auto& node : *graph->mutable_node()) {
     for (auto& attr : *node.mutable_attribute()) {

@@ -18,6 +18,7 @@ struct GraphScope {
   onnx::GraphProto* graph = nullptr;
   const GraphScope* parent = nullptr;  // nullptr for the main graph
   std::string path;                    // "main", "main/If 'cond'/then_branch", ... for messages
+  size_t index = 0;                    // position in GraphTree::scopes(), the numbering onnx_io::infer_types uses
 };
 
 // Every graph of a model, parents before children. Pointers stay valid while the graphs' node lists are not

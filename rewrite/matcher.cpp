@@ -95,7 +95,7 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
 }  // namespace
 
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const std::map<std::string, onnx::TypeProto>& types) {
+                          const onnx_io::ScopedTypes& types) {
   MatchOutcome out{{}, core::declined("not matched")};
   NodeSummary& sum = out.summary;
   sum.name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string()) : node.name();
@@ -128,7 +128,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (d < 1) return fail(invalid_model(who + ": weight '" + weight->name + "' has dims " + join(w_dims)));
   }
   std::optional<onnx::TypeProto> input_type;
-  if (auto it = types.find(node.input(0)); it != types.end()) input_type = it->second;
+  if (const auto* type = types.find(scope.index, node.input(0))) input_type = *type;
   if (auto rank = known_rank(input_type); rank && *rank != 4) {
     return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) +
                               " but the weight has rank 4"));
