@@ -34,8 +34,8 @@ class GraphTree {
   std::vector<GraphScope> scopes_;  // reserved up front, so parent pointers never dangle
 };
 
-// Hands out names that appear nowhere in the model (nodes, tensors, any graph). Deterministic: the same
-// model and the same requests give the same names.
+// Hands out names that appear nowhere in the model (nodes, tensors, any graph, training_info's graphs and
+// bindings included). Deterministic: the same model and the same requests give the same names.
 class NameAllocator {
  public:
   explicit NameAllocator(const onnx::ModelProto& model);
@@ -60,8 +60,8 @@ struct ConstantSource {
 // reason when the tensor is not constant: a graph input, an overridable initializer, a DequantizeLinear, ...
 core::Result<ConstantSource> resolve_constant(const std::string& name, const GraphScope& scope, int64_t ir_version);
 
-// How many times each tensor name is read: node inputs in every graph (subgraphs read outer names) and
-// graph outputs.
+// How many times each tensor name is read: node inputs in every graph (subgraphs read outer names), graph
+// outputs, and training_info (its graphs read the main graph's initializers, its bindings name them).
 std::map<std::string, int> count_uses(const onnx::ModelProto& model);
 
 }  // namespace dwdeconv::rewrite
