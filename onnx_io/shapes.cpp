@@ -67,14 +67,37 @@ class LargeDataDetacher {
   std::vector<Detached> detached_;
 };
 
+// Replaces each sparse initializer of `graph` and its subgraphs by a dense initializer with its name, type and
+// dims, and no data.
+void densify_sparse_initializers(onnx::GraphProto& graph) {
+  for (const auto& sparse : graph.sparse_initializer()) {
+    auto& dense = *graph.add_initializer();
+    dense.set_name(sparse.values().name());
+    dense.set_data_type(sparse.values().data_type());
+    for (int64_t d : sparse.dims()) dense.add_dims(d);
+  }
+  graph.clear_sparse_initializer();
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) densify_sparse_initializers(*attr.mutable_g());
+      for (auto& g : *attr.mutable_graphs()) densify_sparse_initializers(g);
+    }
+  }
+}
+
 bool has_type(const onnx::ValueInfoProto& v) { return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET; }
 
 }  // namespace
 
 onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes) {
-  // The data is moved out and back, never changed, so the model is logically const throughout.
-  LargeDataDetacher detached(const_cast<onnx::ModelProto&>(model), max_bytes);
-  return model;
+  onnx::ModelProto copy;
+  {
+    // The data is moved out and back, never changed, so the model is logically const throughout.
+    LargeDataDetacher detached(const_cast<onnx::ModelProto&>(model), max_bytes);
+    copy = model;
+  }
+  densify_sparse_initializers(*copy.mutable_graph());
+  return copy;
 }
 
 core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation) {

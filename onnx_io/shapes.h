@@ -15,8 +15,10 @@ namespace dwdeconv::onnx_io {
 
 // A copy of `model` in which every tensor (initializers and Constant-like attributes, in every graph) holding more
 // than `max_bytes` of data keeps its name, type and dims but no data. Shape inference needs no more, and the
-// copy costs a fraction of a full one. `model` is observably unchanged: its large data is moved out and back
-// (O(1) swaps, no copies), so no other thread may use it meanwhile.
+// copy costs a fraction of a full one. Each sparse initializer becomes a dense initializer with its name, type
+// and dims and no data: libonnx 1.12 types a sparse initializer as a sparse tensor, which no dense op accepts
+// (and ConvTranspose's inference crashes on), although it stands for a dense tensor. `model` is observably
+// unchanged: its large data is moved out and back (O(1) swaps, no copies), so no other thread may use it meanwhile.
 onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes = 4096);
 
 // Runs ONNX shape inference on `skeleton` (see skeleton_copy) in a forked child process and replaces it with the

@@ -57,6 +57,9 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
     if (defined.count(t.name()) != 0) continue;  // IR < 4 lists initializers as inputs too
     if (auto s = define(t.name(), "initializer"); !s) return s;
   }
+  for (const auto& t : graph.sparse_initializer()) {
+    if (auto s = define(t.values().name(), "sparse initializer"); !s) return s;
+  }
   for (const auto& node : graph.node()) {
     for (const auto& in : node.input()) {
       if (!in.empty() && visible.count(in) == 0) {

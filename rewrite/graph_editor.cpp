@@ -122,6 +122,13 @@ core::Result<ConstantSource> resolve_constant(const std::string& name, const Gra
       source.name = current;
       return source;
     }
+    for (const auto& sparse : at->graph->sparse_initializer()) {
+      if (sparse.values().name() != current) continue;
+      source.scope = at;
+      source.sparse = &sparse;
+      source.name = current;
+      return source;
+    }
     if (is_graph_input(*at->graph, current)) return core::declined("'" + current + "' is a graph input, not constant");
     if (at->parent == nullptr) return core::invalid_model("tensor '" + current + "' is read but never defined");
     at = at->parent;  // an outer-scope value

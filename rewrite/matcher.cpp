@@ -119,6 +119,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (weight.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + weight.error().message));
     return fail(declined("weight not constant: " + weight.error().message));
   }
+  if (weight->sparse != nullptr) {
+    return fail(declined("weight '" + weight->name + "' is a sparse initializer, which is not supported by this tool"));
+  }
   const onnx::TensorProto& w = *weight->tensor;
   const auto w_dims = onnx_io::dims_of(w);
   if (w_dims.size() != 4) {
@@ -220,6 +223,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (!bias) {
       if (bias.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + bias.error().message));
       return fail(declined("bias not constant: " + bias.error().message));
+    }
+    if (bias->sparse != nullptr) {
+      return fail(declined("bias '" + bias->name + "' is a sparse initializer, which is not supported by this tool"));
     }
     const auto b_dims = onnx_io::dims_of(*bias->tensor);
     if (b_dims.size() != 1 || b_dims[0] != c_in) {
