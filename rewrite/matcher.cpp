@@ -106,6 +106,14 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     return out;
   };
 
+  // Validation counts them too, but a model newer than libonnx gets only a partial check: never read an output
+  // that is not there, nor drop an extra input or output.
+  if (node.output_size() != 1 || node.output(0).empty()) {
+    return fail(invalid_model(who + ": has " + std::to_string(node.output_size()) + " outputs, but ConvTranspose has 1"));
+  }
+  if (node.input_size() > 3) {
+    return fail(invalid_model(who + ": has " + std::to_string(node.input_size()) + " inputs, but ConvTranspose takes 2 to 3"));
+  }
   if (node.input_size() < 2 || node.input(0).empty() || node.input(1).empty()) {
     return fail(invalid_model(who + ": needs inputs X and W"));
   }
