@@ -67,12 +67,37 @@ class LargeDataDetacher {
   std::vector<Detached> detached_;
 };
 
+// Replaces each sparse initializer of `graph` and its subgraphs by a dense initializer with its name, type and
+// dims, and no data.
+void densify_sparse_initializers(onnx::GraphProto& graph) {
+  for (const auto& sparse : graph.sparse_initializer()) {
+    auto& dense = *graph.add_initializer();
+    dense.set_name(sparse.values().name());
+    dense.set_data_type(sparse.values().data_type());
+    for (int64_t d : sparse.dims()) dense.add_dims(d);
+  }
+  graph.clear_sparse_initializer();
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) densify_sparse_initializers(*attr.mutable_g());
+      for (auto& g : *attr.mutable_graphs()) densify_sparse_initializers(g);
+    }
+  }
+}
+
+bool has_type(const onnx::ValueInfoProto& v) { return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET; }
+
 }  // namespace
 
 onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes) {
-  // The data is moved out and back, never changed, so the model is logically const throughout.
-  LargeDataDetacher detached(const_cast<onnx::ModelProto&>(model), max_bytes);
-  return model;
+  onnx::ModelProto copy;
+  {
+    // The data is moved out and back, never changed, so the model is logically const throughout.
+    LargeDataDetacher detached(const_cast<onnx::ModelProto&>(model), max_bytes);
+    copy = model;
+  }
+  densify_sparse_initializers(*copy.mutable_graph());
+  return copy;
 }
 
 core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation) {
@@ -134,22 +159,52 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
   return core::Ok{};
 }
 
-std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model) {
+const onnx::TypeProto* ScopedTypes::find(size_t scope, const std::string& name) const {
+  for (size_t s = scope; s < scopes_.size(); s = scopes_[s].parent) {
+    const auto it = scopes_[s].names.find(name);
+    if (it != scopes_[s].names.end()) return it->second ? &*it->second : nullptr;
+    if (s == 0) break;
+  }
+  return nullptr;
+}
+
+ScopedTypes infer_types(const onnx::ModelProto& model) {
   onnx::ModelProto copy = skeleton_copy(model);
   // Non-strict: partial information is still useful, and a crash only means there is none.
   (void)infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true);
-  std::map<std::string, onnx::TypeProto> types;
-  for_each_graph(copy.graph(), [&types](const onnx::GraphProto& g) {
-    for (const auto& v : g.input()) types.emplace(v.name(), v.type());
-    for (const auto& v : g.output()) types.emplace(v.name(), v.type());
-    for (const auto& v : g.value_info()) types.emplace(v.name(), v.type());
+  // The copy has the model's graphs in the same places, so numbering them in for_each_graph's order (as the
+  // rewrite's GraphTree does) maps each graph of the copy to the same graph of the model.
+  ScopedTypes types;
+  const auto collect = [&types](const onnx::GraphProto& g, size_t parent, const auto& self) -> void {
+    const size_t index = types.scopes_.size();
+    types.scopes_.push_back({parent, {}});
+    auto& names = types.scopes_[index].names;
+    // Every name this graph defines hides an outer one; the first known type wins, most specific first.
+    auto define = [&names](const std::string& name, const onnx::TypeProto* type) {
+      if (name.empty()) return;
+      auto& slot = names[name];
+      if (!slot && type != nullptr) slot = *type;
+    };
+    for (const auto& v : g.value_info()) define(v.name(), has_type(v) ? &v.type() : nullptr);
+    for (const auto& v : g.output()) define(v.name(), has_type(v) ? &v.type() : nullptr);
+    for (const auto& v : g.input()) define(v.name(), has_type(v) ? &v.type() : nullptr);
     for (const auto& t : g.initializer()) {
       onnx::TypeProto type;
       type.mutable_tensor_type()->set_elem_type(t.data_type());
       for (int64_t d : t.dims()) type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
-      types.emplace(t.name(), type);
+      define(t.name(), &type);
     }
-  });
+    for (const auto& node : g.node()) {
+      for (const auto& out : node.output()) define(out, nullptr);
+    }
+    for (const auto& node : g.node()) {
+      for (const auto& attr : node.attribute()) {
+        if (attr.has_g()) self(attr.g(), index, self);
+        for (const auto& sub : attr.graphs()) self(sub, index, self);
+      }
+    }
+  };
+  collect(copy.graph(), 0, collect);
   return types;
 }
 

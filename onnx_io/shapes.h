@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,10 @@ namespace dwdeconv::onnx_io {
 
 // A copy of `model` in which every tensor (initializers and Constant-like attributes, in every graph) holding more
 // than `max_bytes` of data keeps its name, type and dims but no data. Shape inference needs no more, and the
-// copy costs a fraction of a full one. `model` is observably unchanged: its large data is moved out and back
-// (O(1) swaps, no copies), so no other thread may use it meanwhile.
+// copy costs a fraction of a full one. Each sparse initializer becomes a dense initializer with its name, type
+// and dims and no data: libonnx 1.12 types a sparse initializer as a sparse tensor, which no dense op accepts
+// (and ConvTranspose's inference crashes on), although it stands for a dense tensor. `model` is observably
+// unchanged: its large data is moved out and back (O(1) swaps, no copies), so no other thread may use it meanwhile.
 onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes = 4096);
 
 // Runs ONNX shape inference on `skeleton` (see skeleton_copy) in a forked child process and replaces it with the
@@ -24,9 +27,28 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes =
 // exception from inference becomes one with its message.
 core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation);
 
-// The type of every tensor that shape inference (with data propagation) can tell, from all graphs: inputs,
-// outputs, value_info and initializers. Inference errors are ignored: what was inferred before them is kept.
-std::map<std::string, onnx::TypeProto> infer_types(const onnx::ModelProto& model);
+// What shape inference knows about the tensors of each graph of a model, looked up as ONNX scopes names.
+class ScopedTypes {
+ public:
+  // The type of `name` as graph number `scope` reads it: from the graph that defines it (as an input,
+  // initializer, sparse initializer, node output, value_info or output entry), the nearest enclosing one.
+  // nullptr when that graph does not know the type, or no graph defines the name: an outer graph's tensor of
+  // the same name is hidden, never used. Graphs are numbered in for_each_graph's order, the main graph 0.
+  const onnx::TypeProto* find(size_t scope, const std::string& name) const;
+  size_t size() const { return scopes_.size(); }
+
+ private:
+  friend ScopedTypes infer_types(const onnx::ModelProto& model);
+  struct Scope {
+    size_t parent = 0;  // the main graph is its own parent
+    std::map<std::string, std::optional<onnx::TypeProto>> names;  // every name defined here, typed when known
+  };
+  std::vector<Scope> scopes_;
+};
+
+// Runs shape inference (with data propagation) on a skeleton of `model` and collects the types of every graph.
+// Inference errors are ignored: what was inferred before them is kept.
+ScopedTypes infer_types(const onnx::ModelProto& model);
 
 // The tensor type's dims as numbers when every dim is known; empty otherwise.
 std::vector<int64_t> known_dims(const onnx::TypeProto& type);

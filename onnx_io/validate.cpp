@@ -1,5 +1,7 @@
 #include "onnx_io/validate.h"
 
+#include <limits>
+
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -57,6 +59,9 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
     if (defined.count(t.name()) != 0) continue;  // IR < 4 lists initializers as inputs too
     if (auto s = define(t.name(), "initializer"); !s) return s;
   }
+  for (const auto& t : graph.sparse_initializer()) {
+    if (auto s = define(t.values().name(), "sparse initializer"); !s) return s;
+  }
   for (const auto& node : graph.node()) {
     for (const auto& in : node.input()) {
       if (!in.empty() && visible.count(in) == 0) {
@@ -81,6 +86,52 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
   return core::Ok{};
 }
 
+// Default-domain ops whose versions after opset 17 (the newest libonnx 1.12 knows) take more inputs than their
+// newest schema there: Pad-18 (`axes`), the Reduce ops of opset 18 (`axes` became an input), DFT-20
+// (`dft_length` and `axis` became inputs). Their maximum input count is not checked.
+const std::set<std::string> kInputsAddedAfterLibrary = {"Pad",        "ReduceL1",        "ReduceL2",  "ReduceLogSum",
+                                                        "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+                                                        "ReduceProd", "ReduceSumSquare", "DFT"};
+
+// "2", "2 to 3" or "at least 1".
+std::string count_range(int lo, int hi) {
+  if (hi == std::numeric_limits<int>::max()) return "at least " + std::to_string(lo);
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+std::string counted(int n, const std::string& what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); }
+
+// Every default-domain node of `graph` and its subgraphs has as many inputs and outputs as the newest schema
+// this library has for its op at `opset` allows. The checker does this for models it accepts.
+core::Status check_arity(const onnx::GraphProto& graph, int opset, const std::string& path) {
+  for (const auto& node : graph.node()) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    const auto* schema = default_domain ? onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "") : nullptr;
+    if (schema != nullptr && !schema->Deprecated()) {
+      const std::string& op = node.op_type();
+      const bool max_known = kInputsAddedAfterLibrary.count(op) == 0;
+      if (node.input_size() < schema->min_input() || (max_known && node.input_size() > schema->max_input())) {
+        return check_failed(path + ": " + describe_node(node) + " has " + counted(node.input_size(), "input") + ", but " + op +
+                            " takes " + count_range(schema->min_input(), schema->max_input()) + " (opset " +
+                            std::to_string(opset) + " schema)");
+      }
+      if (node.output_size() < schema->min_output() || node.output_size() > schema->max_output()) {
+        return check_failed(path + ": " + describe_node(node) + " has " + counted(node.output_size(), "output") + ", but " + op +
+                            " has " + count_range(schema->min_output(), schema->max_output()) + " (opset " +
+                            std::to_string(opset) + " schema)");
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) {
+        if (auto s = check_arity(attr.g(), opset, path + "/" + describe_node(node)); !s) return s;
+      }
+      for (const auto& g : attr.graphs()) {
+        if (auto s = check_arity(g, opset, path + "/" + describe_node(node)); !s) return s;
+      }
+    }
+  }
+  return core::Ok{};
+}
 
 }  // namespace
 
@@ -117,9 +168,11 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   // A model newer than the library: check what it can, and say so.
   v.full = false;
   if (auto s = check_structure(model.graph()); !s) return s.error();
+  const int schema_opset = static_cast<int>(std::min(default_opset(model), library_max_opset()));
+  if (auto s = check_arity(model.graph(), schema_opset, "main graph"); !s) return s.error();
   onnx::checker::CheckerContext ctx;
   ctx.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), library_ir_version())));
-  ctx.set_opset_imports({{onnx::ONNX_DOMAIN, static_cast<int>(std::min(default_opset(model), library_max_opset()))}});
+  ctx.set_opset_imports({{onnx::ONNX_DOMAIN, schema_opset}});
   onnx::checker::LexicalScopeContext lex;
   size_t checked = 0;
   std::string failure;
@@ -137,7 +190,7 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   if (!failure.empty()) return check_failed("ONNX checker on an emitted node: " + failure);
   v.detail += "the model (opset " + std::to_string(default_opset(model)) + ", IR " + std::to_string(model.ir_version()) +
               ") is newer than this ONNX library (opset " + std::to_string(library_max_opset()) + ", IR " +
-              std::to_string(library_ir_version()) + "): checked graph structure and the " + std::to_string(checked) +
+              std::to_string(library_ir_version()) + "): checked graph structure, every node's input and output counts, and the " + std::to_string(checked) +
               " emitted nodes against opset " + std::to_string(library_max_opset()) + " schemas";
   return v;
 }

@@ -32,7 +32,7 @@ GraphTree::GraphTree(onnx::ModelProto& model) {
 }
 
 void GraphTree::collect(onnx::GraphProto* graph, const GraphScope* parent, const std::string& path) {
-  scopes_.push_back({graph, parent, path});
+  scopes_.push_back({graph, parent, path, scopes_.size()});
   const GraphScope* self = &scopes_.back();
   for (auto& node : *graph->mutable_node()) {
     for (auto& attr : *node.mutable_attribute()) {
@@ -44,7 +44,7 @@ void GraphTree::collect(onnx::GraphProto* graph, const GraphScope* parent, const
 }
 
 NameAllocator::NameAllocator(const onnx::ModelProto& model) {
-  onnx_io::for_each_graph(model.graph(), [this](const onnx::GraphProto& g) {
+  const auto take = [this](const onnx::GraphProto& g) {
     if (!g.name().empty()) taken_.insert(g.name());
     for (const auto& v : g.input()) taken_.insert(v.name());
     for (const auto& v : g.output()) taken_.insert(v.name());
@@ -56,7 +56,18 @@ NameAllocator::NameAllocator(const onnx::ModelProto& model) {
       for (const auto& s : n.input()) taken_.insert(s);
       for (const auto& s : n.output()) taken_.insert(s);
     }
-  });
+  };
+  onnx_io::for_each_graph(model.graph(), take);
+  for (const auto& training : model.training_info()) {
+    onnx_io::for_each_graph(training.initialization(), take);
+    onnx_io::for_each_graph(training.algorithm(), take);
+    for (const auto* bindings : {&training.initialization_binding(), &training.update_binding()}) {
+      for (const auto& b : *bindings) {
+        taken_.insert(b.key());
+        taken_.insert(b.value());
+      }
+    }
+  }
 }
 
 std::string NameAllocator::fresh(const std::string& base) {
@@ -111,6 +122,13 @@ core::Result<ConstantSource> resolve_constant(const std::string& name, const Gra
       source.name = current;
       return source;
     }
+    for (const auto& sparse : at->graph->sparse_initializer()) {
+      if (sparse.values().name() != current) continue;
+      source.scope = at;
+      source.sparse = &sparse;
+      source.name = current;
+      return source;
+    }
     if (is_graph_input(*at->graph, current)) return core::declined("'" + current + "' is a graph input, not constant");
     if (at->parent == nullptr) return core::invalid_model("tensor '" + current + "' is read but never defined");
     at = at->parent;  // an outer-scope value
@@ -120,14 +138,24 @@ core::Result<ConstantSource> resolve_constant(const std::string& name, const Gra
 
 std::map<std::string, int> count_uses(const onnx::ModelProto& model) {
   std::map<std::string, int> uses;
-  onnx_io::for_each_graph(model.graph(), [&uses](const onnx::GraphProto& g) {
+  const auto count = [&uses](const onnx::GraphProto& g) {
     for (const auto& n : g.node()) {
       for (const auto& s : n.input()) {
         if (!s.empty()) ++uses[s];
       }
     }
     for (const auto& out : g.output()) ++uses[out.name()];
-  });
+  };
+  onnx_io::for_each_graph(model.graph(), count);
+  // Training graphs read the main graph's initializers by name, and the bindings name the initializers that
+  // training initializes or updates: all of them must stay.
+  for (const auto& training : model.training_info()) {
+    onnx_io::for_each_graph(training.initialization(), count);
+    onnx_io::for_each_graph(training.algorithm(), count);
+    for (const auto* bindings : {&training.initialization_binding(), &training.update_binding()}) {
+      for (const auto& b : *bindings) ++uses[b.key()];
+    }
+  }
   return uses;
 }
 

@@ -18,6 +18,7 @@ struct GraphScope {
   onnx::GraphProto* graph = nullptr;
   const GraphScope* parent = nullptr;  // nullptr for the main graph
   std::string path;                    // "main", "main/If 'cond'/then_branch", ... for messages
+  size_t index = 0;                    // position in GraphTree::scopes(), the numbering onnx_io::infer_types uses
 };
 
 // Every graph of a model, parents before children. Pointers stay valid while the graphs' node lists are not
@@ -33,8 +34,8 @@ class GraphTree {
   std::vector<GraphScope> scopes_;  // reserved up front, so parent pointers never dangle
 };
 
-// Hands out names that appear nowhere in the model (nodes, tensors, any graph). Deterministic: the same
-// model and the same requests give the same names.
+// Hands out names that appear nowhere in the model (nodes, tensors, any graph, training_info's graphs and
+// bindings included). Deterministic: the same model and the same requests give the same names.
 class NameAllocator {
  public:
   explicit NameAllocator(const onnx::ModelProto& model);
@@ -48,7 +49,8 @@ class NameAllocator {
 // Where a constant tensor comes from: an initializer or a Constant node, possibly behind Identity nodes.
 struct ConstantSource {
   const GraphScope* scope = nullptr;              // the graph that holds the initializer or Constant node
-  const onnx::TensorProto* tensor = nullptr;
+  const onnx::TensorProto* tensor = nullptr;      // null when the source is a sparse initializer
+  const onnx::SparseTensorProto* sparse = nullptr;  // set instead of `tensor` for a sparse initializer
   const onnx::NodeProto* constant_node = nullptr;  // set when the tensor is a Constant node's `value`
   std::string name;                               // the initializer's name or the Constant's output
   // Identity nodes between the use and the source, use first, each with the graph that holds it.
@@ -59,8 +61,8 @@ struct ConstantSource {
 // reason when the tensor is not constant: a graph input, an overridable initializer, a DequantizeLinear, ...
 core::Result<ConstantSource> resolve_constant(const std::string& name, const GraphScope& scope, int64_t ir_version);
 
-// How many times each tensor name is read: node inputs in every graph (subgraphs read outer names) and
-// graph outputs.
+// How many times each tensor name is read: node inputs in every graph (subgraphs read outer names), graph
+// outputs, and training_info (its graphs read the main graph's initializers, its bindings name them).
 std::map<std::string, int> count_uses(const onnx::ModelProto& model);
 
 }  // namespace dwdeconv::rewrite

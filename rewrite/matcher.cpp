@@ -95,7 +95,7 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
 }  // namespace
 
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const std::map<std::string, onnx::TypeProto>& types) {
+                          const onnx_io::ScopedTypes& types) {
   MatchOutcome out{{}, core::declined("not matched")};
   NodeSummary& sum = out.summary;
   sum.name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string()) : node.name();
@@ -106,6 +106,14 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     return out;
   };
 
+  // Validation counts them too, but a model newer than libonnx gets only a partial check: never read an output
+  // that is not there, nor drop an extra input or output.
+  if (node.output_size() != 1 || node.output(0).empty()) {
+    return fail(invalid_model(who + ": has " + std::to_string(node.output_size()) + " outputs, but ConvTranspose has 1"));
+  }
+  if (node.input_size() > 3) {
+    return fail(invalid_model(who + ": has " + std::to_string(node.input_size()) + " inputs, but ConvTranspose takes 2 to 3"));
+  }
   if (node.input_size() < 2 || node.input(0).empty() || node.input(1).empty()) {
     return fail(invalid_model(who + ": needs inputs X and W"));
   }
@@ -119,6 +127,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (weight.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + weight.error().message));
     return fail(declined("weight not constant: " + weight.error().message));
   }
+  if (weight->sparse != nullptr) {
+    return fail(declined("weight '" + weight->name + "' is a sparse initializer, which is not supported by this tool"));
+  }
   const onnx::TensorProto& w = *weight->tensor;
   const auto w_dims = onnx_io::dims_of(w);
   if (w_dims.size() != 4) {
@@ -128,7 +139,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (d < 1) return fail(invalid_model(who + ": weight '" + weight->name + "' has dims " + join(w_dims)));
   }
   std::optional<onnx::TypeProto> input_type;
-  if (auto it = types.find(node.input(0)); it != types.end()) input_type = it->second;
+  if (const auto* type = types.find(scope.index, node.input(0))) input_type = *type;
   if (auto rank = known_rank(input_type); rank && *rank != 4) {
     return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) +
                               " but the weight has rank 4"));
@@ -220,6 +231,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (!bias) {
       if (bias.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + bias.error().message));
       return fail(declined("bias not constant: " + bias.error().message));
+    }
+    if (bias->sparse != nullptr) {
+      return fail(declined("bias '" + bias->name + "' is a sparse initializer, which is not supported by this tool"));
     }
     const auto b_dims = onnx_io::dims_of(*bias->tensor);
     if (b_dims.size() != 1 || b_dims[0] != c_in) {

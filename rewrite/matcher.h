@@ -2,7 +2,6 @@
 #pragma once
 
 #include <array>
-#include <map>
 #include <optional>
 #include <string>
 
@@ -10,6 +9,7 @@
 
 #include "core/geometry.h"
 #include "core/result.h"
+#include "onnx_io/shapes.h"
 #include "rewrite/graph_editor.h"
 
 namespace dwdeconv::rewrite {
@@ -45,7 +45,8 @@ struct MatchOutcome {
 
 // Matches a default-domain ConvTranspose. An error of kind kInvalidModel means the node breaks the ONNX spec
 // (stride 0, negative pads, group not dividing channels, ...) and the model must be refused.
+// `types` are looked up in the node's scope (scope.index).
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const std::map<std::string, onnx::TypeProto>& types);
+                          const onnx_io::ScopedTypes& types);
 
 }  // namespace dwdeconv::rewrite

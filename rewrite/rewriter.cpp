@@ -12,6 +12,28 @@ bool is_deconv(const onnx::NodeProto& node) {
   return node.op_type() == "ConvTranspose" && (node.domain().empty() || node.domain() == "ai.onnx");
 }
 
+// Lists every ConvTranspose of a model-local function body, and of the subgraphs inside it, as kept: the body
+// is a template that each call instantiates, and this tool rewrites graphs only.
+void list_function_deconvs(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, const std::string& path,
+                           std::vector<NodeReport>& reports) {
+  for (const auto& node : nodes) {
+    if (is_deconv(node)) {
+      NodeReport report;
+      report.summary.name = node.name().empty() ? (node.output_size() > 0 ? node.output(0) : std::string()) : node.name();
+      report.summary.graph_path = path;
+      report.reason = "inside a model-local function";
+      reports.push_back(std::move(report));
+    }
+    for (const auto& attr : node.attribute()) {
+      const std::string prefix = path + "/" + onnx_io::describe_node(node) + "/" + attr.name();
+      if (attr.has_g()) list_function_deconvs(attr.g().node(), prefix, reports);
+      for (int i = 0; i < attr.graphs_size(); ++i) {
+        list_function_deconvs(attr.graphs(i).node(), prefix + "[" + std::to_string(i) + "]", reports);
+      }
+    }
+  }
+}
+
 // Replaces each matched node by its emitted nodes and inserts phase Constants after their source Constant.
 void rebuild(onnx::GraphProto& graph, const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& replacements,
              const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& constants_after) {
@@ -102,6 +124,11 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
       }
       result.nodes.push_back(std::move(report));
     }
+  }
+  for (const auto& function : model.functions()) {
+    const size_t first = result.nodes.size();
+    list_function_deconvs(function.node(), "function '" + function.domain() + "." + function.name() + "'", result.nodes);
+    for (size_t i = first; i < result.nodes.size(); ++i) seen_names.insert(result.nodes[i].summary.name);
   }
   for (const auto* selection : {&options.only, &options.skip}) {
     for (const auto& name : *selection) {

@@ -69,10 +69,10 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
 }
 
 // The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed.
-std::vector<int64_t> node_input_shape(const std::string& input, const std::map<std::string, onnx::TypeProto>& types,
+std::vector<int64_t> node_input_shape(const std::string& input, const onnx_io::ScopedTypes& types,
                                       const VerifyOptions& options) {
   if (auto it = options.input_shapes.find(input); it != options.input_shapes.end()) return it->second;
-  if (auto it = types.find(input); it != types.end()) return onnx_io::known_dims(it->second);
+  if (const auto* type = types.find(0, input)) return onnx_io::known_dims(*type);  // nodes of the main graph
   return {};
 }
 

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "onnx_io/model_io.h"
 #include "tests/support/model_builder.h"
@@ -23,9 +25,9 @@ void write_model(const std::string& name, const onnx::ModelProto& m) {
 }
 
 // A valid k4 s2 p1 depthwise deconv "up1" with weight "W"; `attrs` replaces its attributes.
-onnx::ModelProto deconv(const std::string& attrs, const std::string& w_shape = "4, 1, 4, 4") {
+onnx::ModelProto deconv(const std::string& attrs, const std::string& w_shape = "4, 1, 4, 4", int opset = 13) {
   auto m = test::parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
+    <ir_version: 8, opset_import: ["" : )" + std::to_string(opset) + R"(]>
     g (float[1,4,5,5] X) => (float[1,4,?,?] Y) {
       Y = ConvTranspose <)" + attrs + R"(> (X, W)
     })");
@@ -99,6 +101,45 @@ int main(int argc, char** argv) {
     })");
   test::name_node(low_rank, "Y", "up1");
   write_model("weight_rank_below_input.onnx", low_rank);
+  // Opset 18 is newer than libonnx 1.12, so only the partial check runs; it must still count inputs and outputs.
+  auto two_outputs = deconv("group=4, strides=[2,2], pads=[1,1,1,1]", "4, 1, 4, 4", 18);
+  two_outputs.mutable_graph()->mutable_node(0)->add_output("Y_extra");
+  write_model("deconv_two_outputs_opset18.onnx", two_outputs);
+  auto four_inputs = deconv("group=4, strides=[2,2], pads=[1,1,1,1]", "4, 1, 4, 4", 18);
+  test::set_random_initializer(*four_inputs.mutable_graph(), "B", onnx::TensorProto::FLOAT, {4}, 2);
+  four_inputs.mutable_graph()->mutable_node(0)->add_input("B");
+  four_inputs.mutable_graph()->mutable_node(0)->add_input("B");
+  write_model("deconv_four_inputs_opset18.onnx", four_inputs);
+  auto no_output = deconv("group=4, strides=[2,2], pads=[1,1,1,1]", "4, 1, 4, 4", 18);
+  no_output.mutable_graph()->mutable_node(0)->clear_output();
+  no_output.mutable_graph()->mutable_output(0)->set_name("X");
+  write_model("deconv_no_output_opset18.onnx", no_output);
+
+  // Not bad: a valid model with sparse initializers (a Conv weight, and a deconv weight, which is kept).
+  auto sparse = test::parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,5,5] X) => (float[1,4,10,10] Y, float[1,4,10,10] Y2, float[1,4,10,10] Z) {
+      Y = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, W)
+      Y2 = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, SW)
+      Z = Conv <group=4, pads=[1,1,1,1]> (Y, SC)
+    })");
+  test::set_random_initializer(*sparse.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 3);
+  for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{{"SW", {4, 1, 4, 4}}, {"SC", {4, 1, 3, 3}}}) {
+    auto& sp = *sparse.mutable_graph()->add_sparse_initializer();
+    for (int64_t d : dims) sp.add_dims(d);
+    sp.mutable_values()->set_name(name);
+    sp.mutable_values()->set_data_type(onnx::TensorProto::FLOAT);
+    sp.mutable_values()->add_dims(2);
+    sp.mutable_values()->add_float_data(0.5F);
+    sp.mutable_values()->add_float_data(-2.0F);
+    sp.mutable_indices()->set_data_type(onnx::TensorProto::INT64);
+    sp.mutable_indices()->add_dims(2);
+    sp.mutable_indices()->add_int64_data(3);
+    sp.mutable_indices()->add_int64_data(20);
+  }
+  test::name_node(sparse, "Y", "up1");
+  test::name_node(sparse, "Y2", "up_sparse");
+  write_model("sparse_initializer.onnx", sparse);
   std::cout << "wrote the bad-input corpus to " << dir << "\n";
   return 0;
 }

@@ -1,0 +1,143 @@
+// Validation and type lookup corners: node arity in the partial check of models newer than the library,
+// sparse initializers, and types resolved per graph scope.
+#include <catch2/catch.hpp>
+
+#include <onnx/defs/parser.h>
+
+#include "onnx_io/shapes.h"
+#include "onnx_io/tensor.h"
+#include "onnx_io/validate.h"
+
+using namespace dwdeconv;
+
+namespace {
+
+onnx::ModelProto parse(const std::string& text) {
+  onnx::ModelProto model;
+  const auto status = onnx::OnnxParser::Parse(model, text.c_str());
+  if (!status.IsOK()) FAIL("parse error: " << status.ErrorMessage());
+  return model;
+}
+
+// An opset-18 model (newer than libonnx 1.12, so the partial check runs) with a depthwise deconv "up1".
+onnx::ModelProto opset18_deconv() {
+  auto m = parse(R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[1,2,4,3] X) => (float[1,2,8,6] Y) {
+  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
+})");
+  *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 0.5), true);
+  *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("B", onnx::TensorProto::FLOAT, {2}, {1.0, 2.0}, true);
+  m.mutable_graph()->mutable_node(0)->set_name("up1");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the partial check refuses nodes with more or fewer inputs or outputs than their schema", "[onnx_io][validate]") {
+  auto model = opset18_deconv();
+  REQUIRE(onnx_io::validate_model(model, {}).ok());
+  auto& node = *model.mutable_graph()->mutable_node(0);
+  std::string expected;
+  SECTION("four inputs") {
+    node.add_input("B");
+    expected = "main graph: ConvTranspose 'up1' has 4 inputs, but ConvTranspose takes 2 to 3";
+  }
+  SECTION("two outputs") {
+    node.add_output("Y2");
+    expected = "main graph: ConvTranspose 'up1' has 2 outputs, but ConvTranspose has 1";
+  }
+  SECTION("no output") {
+    node.clear_output();
+    model.mutable_graph()->clear_output();
+    expected = "main graph: ConvTranspose 'up1' has 0 outputs, but ConvTranspose has 1";
+  }
+  SECTION("one input") {
+    node.mutable_input()->DeleteSubrange(1, 2);
+    expected = "main graph: ConvTranspose 'up1' has 1 input, but ConvTranspose takes 2 to 3";
+  }
+  const auto result = onnx_io::validate_model(model, {});
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK_THAT(result.error().message, Catch::Contains(expected));
+}
+
+TEST_CASE("the partial check counts inputs and outputs inside subgraphs too", "[onnx_io][validate]") {
+  auto model = parse(R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[1,2,4,3] X, bool c) => (float[1,2,4,3] Y) {
+  Y = If (c) <
+    then_branch = t () => (float[1,2,4,3] A) { A = Relu (X, X) },
+    else_branch = e () => (float[1,2,4,3] B) { B = Identity (X) }>
+})");
+  const auto result = onnx_io::validate_model(model, {});
+  REQUIRE_FALSE(result.ok());
+  CHECK_THAT(result.error().message, Catch::Contains("Relu producing 'A' has 2 inputs, but Relu takes 1"));
+}
+
+TEST_CASE("the partial check accepts inputs that ops gained after the library's newest opset", "[onnx_io][validate]") {
+  // Pad-18 takes an `axes` input and the Reduce ops take `axes` as an input from opset 18: libonnx 1.12's
+  // newest schemas (Pad-13, ReduceMean-13) have fewer inputs, but the model is valid.
+  auto model = parse(R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[1,2,4,3] X) => (float[1,2,6,3] P, float[1,1,6,3] R) {
+  pads = Constant <value = int64[2] {1, 1}> ()
+  zero = Constant <value = float {0}> ()
+  axes = Constant <value = int64[1] {2}> ()
+  P = Pad (X, pads, zero, axes)
+  axis1 = Constant <value = int64[1] {1}> ()
+  R = ReduceMean (P, axis1)
+})");
+  const auto result = onnx_io::validate_model(model, {});
+  INFO((result ? result->detail : result.error().message));
+  CHECK(result.ok());
+}
+
+TEST_CASE("sparse initializers are defined names for the structure check and shape inference", "[onnx_io][validate][sparse]") {
+  auto model = parse(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,3] A) => (float[2,3] Z) {
+  Z = Add (A, S)
+})");
+  auto& sp = *model.mutable_graph()->add_sparse_initializer();
+  sp.add_dims(2);
+  sp.add_dims(3);
+  *sp.mutable_values() = onnx_io::make_tensor("S", onnx::TensorProto::FLOAT, {2}, {1.0, 2.0}, false);
+  *sp.mutable_indices() = onnx_io::make_int64_tensor("", {2}, {0, 4});
+  const std::string before = model.SerializeAsString();
+
+  CHECK(onnx_io::check_structure(model.graph()).ok());
+  const auto full = onnx_io::validate_model(model, {});
+  INFO((full ? full->detail : full.error().message));
+  CHECK(full.ok());
+  const auto types = onnx_io::infer_types(model);
+  const auto* z = types.find(0, "Z");
+  REQUIRE(z != nullptr);
+  CHECK(onnx_io::known_dims(*z) == std::vector<int64_t>{2, 3});
+  const auto* s = types.find(0, "S");
+  REQUIRE(s != nullptr);
+  CHECK(s->has_tensor_type());
+  CHECK(onnx_io::known_dims(*s) == std::vector<int64_t>{2, 3});
+  CHECK(model.SerializeAsString() == before);
+
+  model.mutable_opset_import(0)->set_version(18);  // the partial check
+  CHECK(onnx_io::validate_model(model, {}).ok());
+}
+
+TEST_CASE("types are looked up per scope, with ONNX's shadowing", "[onnx_io][shapes]") {
+  auto model = parse(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5,5] X, float[1,2,4,4] Z, int64 n) => (float[1,2,4,4] V) {
+  V = Loop (n, , Z) <
+    body = b (int64 i, bool c, float[1,2,4,4] X) => (bool c2, float[1,2,4,4] v) {
+      c2 = Identity (c)
+      v = Relu (X)
+      u = Relu (Z)
+    }>
+})");
+  const auto types = onnx_io::infer_types(model);
+  REQUIRE(types.size() == 2);
+  REQUIRE(types.find(0, "X") != nullptr);
+  CHECK(onnx_io::known_dims(*types.find(0, "X")) == std::vector<int64_t>{1, 2, 5, 5});
+  REQUIRE(types.find(1, "X") != nullptr);
+  CHECK(onnx_io::known_dims(*types.find(1, "X")) == std::vector<int64_t>{1, 2, 4, 4});  // the body's own X
+  REQUIRE(types.find(1, "Z") != nullptr);  // not defined in the body: the main graph's
+  CHECK(onnx_io::known_dims(*types.find(1, "Z")) == std::vector<int64_t>{1, 2, 4, 4});
+  CHECK(types.find(0, "u") == nullptr);  // a body tensor is not visible outside
+  CHECK(types.find(1, "nowhere") == nullptr);
+}
