@@ -570,6 +570,29 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
   return code;
 }
 
+// Creates --out-dir and its missing parents (nothing when `dir` is empty); the directories it made, innermost
+// first, for remove_made_dirs.
+core::Result<std::vector<std::filesystem::path>> create_out_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> made;
+  if (dir.empty()) return made;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec) && !ec; p = p.parent_path()) {
+    made.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return core::io_error(dir + ": cannot create the output directory: " + ec.message());
+  return made;
+}
+
+// Takes away the directories create_out_dir made, if they are still empty: a run that stops before writing
+// anything leaves nothing behind.
+void remove_made_dirs(const std::vector<std::filesystem::path>& made) {
+  std::error_code ec;
+  for (const auto& d : made) std::filesystem::remove(d, ec);  // rmdir: only when empty
+}
+
 // Combinations that cannot mean anything; an empty string when the options make sense.
 std::string usage_problem(const Options& opt) {
   const bool batch = opt.models.size() > 1 || !opt.out_dir.empty();
@@ -666,16 +689,17 @@ int main(int argc, char** argv) {
   spdlog::set_level(opt.verbosity < 0 ? spdlog::level::err : opt.verbosity > 0 ? spdlog::level::debug : spdlog::level::info);
 
   if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(cli::kExitUsage, problem);
-  auto report = stage_report(opt);
-  if (!report) return fail(exit_code_for(report.error()), report.error().message);
   const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty());
   if (batch) {
     if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
   }
-  if (!opt.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opt.out_dir, ec);
-    if (ec) return fail(cli::kExitInvalidModel, opt.out_dir + ": cannot create the output directory: " + ec.message());
+  // The output directory first, since the report may go into it; taken away again if the report cannot be staged.
+  auto made_dirs = create_out_dir(opt.out_dir);
+  if (!made_dirs) return fail(exit_code_for(made_dirs.error()), made_dirs.error().message);
+  auto report = stage_report(opt);
+  if (!report) {
+    remove_made_dirs(*made_dirs);
+    return fail(exit_code_for(report.error()), report.error().message);
   }
   // --input files and --input-shape are read once, for every model and for both --verify and --bench.
   auto setup = runtime_setup(opt);
