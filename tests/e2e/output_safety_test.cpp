@@ -44,11 +44,11 @@ void write_external_model(const fs::path& model_path, const std::string& data_na
   save(m, model_path);
 }
 
-// Every file under `root` with its bytes, to show that a refused run changed nothing.
+// Every file under `root` with its bytes, to show that a refused run changed nothing and left no temporary file.
 std::map<std::string, std::string> snapshot(const fs::path& root) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file() && e.path().filename().string()[0] != '.') files[e.path().string()] = read_file(e.path());
+    if (e.is_regular_file()) files[e.path().string()] = read_file(e.path());
   }
   return files;
 }
