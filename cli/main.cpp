@@ -198,34 +198,135 @@ std::string speedup_text(double speedup) {
   return buf;
 }
 
-int write_report(const Options& opt, const std::string& json) {
-  if (opt.report.empty()) return cli::kExitOk;
-  if (auto written = onnx_io::write_file_atomic(opt.report, json); !written) return fail(cli::kExitInvalidModel, written.error().message);
+// The --report file, staged before anything else is written (see stage_report); empty without --report.
+using ReportFile = std::optional<onnx_io::StagedFile>;
+
+// Creates the report's temporary file up front, so an unwritable --report fails (exit 3) before any model is
+// written; write_report renames it into place at the end.
+core::Result<ReportFile> stage_report(const Options& opt) {
+  if (opt.report.empty()) return ReportFile{};
+  auto staged = onnx_io::StagedFile::create(opt.report);
+  if (!staged) return staged.error();
+  return ReportFile{std::move(*staged)};
+}
+
+int write_report(ReportFile& report, const std::string& json) {
+  if (!report) return cli::kExitOk;
+  if (auto written = report->commit(json); !written) return fail(cli::kExitInvalidModel, written.error().message);
   return cli::kExitOk;
 }
 
+// A file the run reads or writes, for refusing to write over an input.
+enum class FileRole { kInputModel, kInputData, kInputTensor, kOutputModel, kOutputData, kReport };
+struct RunFile {
+  std::string path;
+  FileRole role;
+  std::string model;  // the input model it belongs to; empty for the report and --input files
+};
+
+std::string describe(const RunFile& f) {
+  switch (f.role) {
+    case FileRole::kInputModel: return "the input model";
+    case FileRole::kInputData: return "external data that " + f.model + " reads";
+    case FileRole::kInputTensor: return "an --input file";
+    case FileRole::kOutputModel: return "the output model of " + f.model;
+    case FileRole::kOutputData: return "the data file of " + f.model + "'s output";
+    case FileRole::kReport: return "the report";
+  }
+  return "";
+}
+
+// A usage error when a file the run writes is a file it reads, or another file it writes, compared by resolved
+// path and by identity. The one overlap allowed is -o naming its own input model: an atomic in-place rewrite.
+core::Status refuse_overwrites(const std::vector<RunFile>& reads, const std::vector<RunFile>& writes, bool batch) {
+  auto refusal = [batch](const RunFile& w, const RunFile& other, const char* relation) {
+    std::string hint = "; choose another path";
+    if (w.role == FileRole::kOutputData) {
+      hint = batch ? "; write the batch to another --out-dir" : "; give the output's data file another name with --external-data NEW";
+    }
+    return core::Error{core::ErrorKind::kUsage, "refusing to write " + w.path + " (" + describe(w) + "): it " + relation + " " +
+                                                    other.path + " (" + describe(other) + "), nothing written" + hint};
+  };
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const RunFile& w = writes[i];
+    for (const RunFile& r : reads) {
+      const bool in_place = w.role == FileRole::kOutputModel && r.role == FileRole::kInputModel && w.model == r.model;
+      if (!in_place && onnx_io::same_file(w.path, r.path)) return refusal(w, r, "is");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (onnx_io::same_file(w.path, writes[j].path)) return refusal(w, writes[j], "is also");
+    }
+  }
+  return core::Ok{};
+}
+
+// The --input files, which the run reads too.
+void add_input_tensor_files(const Options& opt, std::vector<RunFile>& reads) {
+  for (const auto& text : opt.input_files) {
+    const auto eq = text.find('=');
+    reads.push_back({eq == std::string::npos ? text : text.substr(eq + 1), FileRole::kInputTensor, ""});
+  }
+}
+
+// The model file and the data files of one loaded input, as reads.
+void add_model_reads(const std::string& input, const std::set<std::string>& data_files, std::vector<RunFile>& reads) {
+  if (input != "-") reads.push_back({input, FileRole::kInputModel, input});
+  for (const auto& f : data_files) reads.push_back({f, FileRole::kInputData, input});
+}
+
 // --compare: verify OTHER against MODEL without rewriting anything.
-int run_compare(const Options& opt, const RuntimeSetup& setup) {
+int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
   const std::string& input = opt.models.front();
-  auto original = onnx_io::load_model(input);
-  if (!original) return fail(exit_code_for(original.error()), original.error().message);
-  auto other = onnx_io::load_model(opt.compare);
-  if (!other) return fail(exit_code_for(other.error()), other.error().message);
-  auto verified = run_verify(*original, *other, opt, setup);
+  auto loaded_original = onnx_io::load_model_with_external_data(input);
+  if (!loaded_original) return fail(exit_code_for(loaded_original.error()), loaded_original.error().message);
+  auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
+  if (!loaded_other) return fail(exit_code_for(loaded_other.error()), loaded_other.error().message);
+  // The report must not land on either model or their data.
+  std::vector<RunFile> reads;
+  add_model_reads(input, loaded_original->data_files, reads);
+  add_model_reads(opt.compare, loaded_other->data_files, reads);
+  add_input_tensor_files(opt, reads);
+  std::vector<RunFile> writes;
+  if (report) writes.push_back({report->path(), FileRole::kReport, ""});
+  if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
+  const onnx::ModelProto& original = loaded_original->model;
+  const onnx::ModelProto& other = loaded_other->model;
+  auto verified = run_verify(original, other, opt, setup);
   if (!verified) return fail(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   cli::RunInfo info;
   info.input = input;
-  info.opset = onnx_io::default_opset(*original);
+  info.opset = onnx_io::default_opset(original);
   info.compared = opt.compare;
   info.verify = *verified;
   if (verified->passed && opt.bench) {
-    auto timed = run_bench(*original, *other, opt, setup);
+    auto timed = run_bench(original, other, opt, setup);
     if (!timed) return fail(exit_code_for(timed.error()), timed.error().message);
     info.bench = *timed;
   }
   info.exit_code = verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
-  if (int code = write_report(opt, cli::report_json(info, {})); code != cli::kExitOk) return code;
+  if (int code = write_report(report, cli::report_json(info, {})); code != cli::kExitOk) return code;
   return info.exit_code;
+}
+
+// The name of the output's data file (next to it): --external-data NAME, else OUT.data when the input had
+// external data or --external-data-threshold asks for it; empty when the output keeps every tensor inline.
+std::string data_file_name(const Options& opt, const std::string& output, bool input_had_external) {
+  if (!opt.external_data.empty()) return opt.external_data;
+  if (!input_had_external && !opt.external_threshold) return "";
+  return std::filesystem::path(output).filename().string() + ".data";
+}
+
+// The files one model's run writes: the output model and its data file (when it writes a model) and the report.
+std::vector<RunFile> model_writes(const Options& opt, const std::string& input, const std::string& output, bool input_had_external) {
+  std::vector<RunFile> writes;
+  if (!opt.dry_run && !opt.check && output != "-") {
+    writes.push_back({output, FileRole::kOutputModel, input});
+    if (const std::string name = data_file_name(opt, output, input_had_external); !name.empty()) {
+      writes.push_back({(std::filesystem::path(output).parent_path() / name).string(), FileRole::kOutputData, input});
+    }
+  }
+  if (!opt.report.empty()) writes.push_back({opt.report, FileRole::kReport, ""});
+  return writes;
 }
 
 // Where the output's tensors go: external data when the input had it or the command line asks for it. Every
@@ -234,8 +335,8 @@ onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std
                                                    const std::set<std::string>& loaded_external,
                                                    const rewrite::RewriteResult& result) {
   onnx_io::ExternalSaveOptions ext;
-  if (loaded_external.empty() && opt.external_data.empty() && !opt.external_threshold) return ext;
-  ext.data_name = opt.external_data.empty() ? std::filesystem::path(output).filename().string() + ".data" : opt.external_data;
+  ext.data_name = data_file_name(opt, output, !loaded_external.empty());
+  if (ext.data_name.empty()) return ext;
   ext.tensor_names = loaded_external;
   for (const auto& [derived, source] : result.derived_tensors) {
     if (loaded_external.count(source) != 0) ext.tensor_names.insert(derived);
@@ -251,7 +352,7 @@ core::Result<onnx_io::LoadedModel> load_input(const std::string& input) {
   auto model = onnx_io::parse_model(bytes, "<stdin>");
   if (!model) return model.error();
   if (auto refused = onnx_io::refuse_external_data(*model, "<stdin>"); !refused) return refused.error();
-  return onnx_io::LoadedModel{std::move(*model), {}};
+  return onnx_io::LoadedModel{std::move(*model), {}, {}};
 }
 
 // Writes the output model: a file (atomically, with its external data if any), or stdout for "-".
@@ -267,6 +368,7 @@ core::Status save_output(onnx::ModelProto& model, const std::string& output, con
 struct ModelOutcome {
   cli::RunInfo info;
   rewrite::RewriteResult result;
+  bool overwrite_refused = false;  // a file it would write is one it reads: write nothing, not even the report
 };
 
 // Loads, validates, rewrites, checks and writes one model. Errors are logged here and end in info.exit_code.
@@ -285,6 +387,16 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (!loaded) return finish(exit_code_for(loaded.error()), loaded.error().message);
   onnx::ModelProto& model = loaded->model;
   if (!loaded->external_tensors.empty()) spdlog::debug("{}: {} tensors read from external data", input, loaded->external_tensors.size());
+  {
+    std::vector<RunFile> reads;
+    add_model_reads(input, loaded->data_files, reads);
+    add_input_tensor_files(opt, reads);
+    const auto writes = model_writes(opt, input, output, !loaded->external_tensors.empty());
+    if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
+      out.overwrite_refused = true;
+      return finish(exit_code_for(safe.error()), safe.error().message);
+    }
+  }
   info.opset = onnx_io::default_opset(model);
   timer.mark("load");
 
@@ -371,21 +483,64 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
 }
 
 // One model, as `dwdeconv-rewrite MODEL -o OUT` (or --dry-run / --check).
-int run_single(const Options& opt, const RuntimeSetup& setup) {
+int run_single(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
   const ModelOutcome out = process_model(opt, setup, opt.models.front(), opt.output, /*batch=*/false);
-  if (int code = write_report(opt, cli::report_json(out.info, out.result)); code != cli::kExitOk) return code;
+  // A refused overwrite writes nothing at all, not even the report (it may be the file in question).
+  if (out.overwrite_refused) return out.info.exit_code;
+  if (int code = write_report(report, cli::report_json(out.info, out.result)); code != cli::kExitOk) return code;
   return out.info.exit_code;
+}
+
+// Where a batch writes `input`: OUT_DIR/<its file name>.
+std::string batch_output(const Options& opt, const std::string& input) {
+  return opt.out_dir.empty() ? std::string() : (std::filesystem::path(opt.out_dir) / std::filesystem::path(input).filename()).string();
+}
+
+// Before a batch writes anything: no file one model writes (its output, its data file, the report) may be a
+// file another model writes or reads. Every output may get a data file (OUT.data), whether or not its model
+// turns out to need one.
+core::Status check_batch_files(const Options& opt) {
+  namespace fs = std::filesystem;
+  std::vector<RunFile> reads, writes;
+  for (const auto& input : opt.models) {
+    const std::string output = batch_output(opt, input);
+    if (!output.empty() && !opt.dry_run && !opt.check) {
+      writes.push_back({output, FileRole::kOutputModel, input});
+      writes.push_back({output + ".data", FileRole::kOutputData, input});
+    }
+  }
+  if (!opt.report.empty()) writes.push_back({opt.report, FileRole::kReport, ""});
+  add_input_tensor_files(opt, reads);
+  // A model's data files lie in its directory (load refuses others). Parsing a model to list them is only
+  // needed when a written file could be one: it exists already, or the outputs go below that directory.
+  const bool any_exists = std::any_of(writes.begin(), writes.end(), [](const RunFile& f) {
+    std::error_code ec;
+    return fs::exists(f.path, ec);
+  });
+  std::error_code ec;
+  const fs::path out_dir = fs::weakly_canonical(fs::absolute(opt.out_dir, ec), ec);
+  for (const auto& input : opt.models) {
+    std::set<std::string> data_files;
+    const fs::path dir = fs::weakly_canonical(fs::absolute(input, ec).parent_path(), ec);
+    const bool outputs_below = !opt.out_dir.empty() && std::mismatch(dir.begin(), dir.end(), out_dir.begin(), out_dir.end()).first == dir.end();
+    if (any_exists || outputs_below) {
+      // A model that cannot be read fails on its own later, and is never written.
+      if (auto listed = onnx_io::model_data_files(input)) data_files = std::move(*listed);
+    }
+    add_model_reads(input, data_files, reads);
+  }
+  return refuse_overwrites(reads, writes, /*batch=*/true);
 }
 
 // Several models: each is processed on its own (one failing does not stop the others), -j at a time. The exit
 // code is the highest of the models' codes, and the report is a list with one entry per model.
-int run_batch(const Options& opt, const RuntimeSetup& setup) {
+int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
   std::vector<ModelOutcome> outcomes(opt.models.size());
   std::atomic<size_t> next{0};
   auto worker = [&]() {
     for (size_t i = next++; i < opt.models.size(); i = next++) {
       const std::string& input = opt.models[i];
-      const std::string output = opt.out_dir.empty() ? std::string() : (std::filesystem::path(opt.out_dir) / std::filesystem::path(input).filename()).string();
+      const std::string output = batch_output(opt, input);
       outcomes[i] = process_model(opt, setup, input, output, /*batch=*/true);
     }
   };
@@ -404,7 +559,7 @@ int run_batch(const Options& opt, const RuntimeSetup& setup) {
     code = std::max(code, o.info.exit_code);
     failed += o.info.exit_code != cli::kExitOk;
   }
-  if (int written = write_report(opt, cli::report_list_json(entries)); written != cli::kExitOk) return written;
+  if (int written = write_report(report, cli::report_list_json(entries)); written != cli::kExitOk) return written;
   const std::string line = "batch: " + std::to_string(opt.models.size()) + " models, " + std::to_string(opt.models.size() - failed) +
                            " ok, " + std::to_string(failed) + " failed";
   if (failed) {
@@ -413,6 +568,29 @@ int run_batch(const Options& opt, const RuntimeSetup& setup) {
     spdlog::info("{}", line);
   }
   return code;
+}
+
+// Creates --out-dir and its missing parents (nothing when `dir` is empty); the directories it made, innermost
+// first, for remove_made_dirs.
+core::Result<std::vector<std::filesystem::path>> create_out_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> made;
+  if (dir.empty()) return made;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec) && !ec; p = p.parent_path()) {
+    made.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return core::io_error(dir + ": cannot create the output directory: " + ec.message());
+  return made;
+}
+
+// Takes away the directories create_out_dir made, if they are still empty: a run that stops before writing
+// anything leaves nothing behind.
+void remove_made_dirs(const std::vector<std::filesystem::path>& made) {
+  std::error_code ec;
+  for (const auto& d : made) std::filesystem::remove(d, ec);  // rmdir: only when empty
 }
 
 // Combinations that cannot mean anything; an empty string when the options make sense.
@@ -442,6 +620,10 @@ std::string usage_problem(const Options& opt) {
     return "--external-data options need -o OUT or --out-dir";
   }
   if (opt.external_data.find('/') != std::string::npos) return "--external-data takes a file name (written next to OUT), not a path";
+  if (batch && !opt.external_data.empty()) {
+    return "--external-data NAME names one file, which every model of a batch would write; drop it: "
+           "--external-data-threshold alone still moves tensors out, into each output's own <output file name>.data";
+  }
   std::set<std::string> names;
   for (const auto& m : opt.models) {
     if (m == "-" && batch) return "'-' (stdin) reads a single model";
@@ -484,9 +666,9 @@ int main(int argc, char** argv) {
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
   app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--external-data", opt.external_data,
-                 "Store tensors in this file next to OUT (default OUT.data when the input had external data)");
+                 "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
   app.add_option("--external-data-threshold", opt.external_threshold,
-                 "With --external-data: store every tensor of at least this many bytes outside (default 1024)");
+                 "Store every tensor of at least this many bytes outside, in NAME or OUT.data (default 1024 with --external-data)");
   app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
   app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
   try {
@@ -507,17 +689,24 @@ int main(int argc, char** argv) {
   spdlog::set_level(opt.verbosity < 0 ? spdlog::level::err : opt.verbosity > 0 ? spdlog::level::debug : spdlog::level::info);
 
   if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(cli::kExitUsage, problem);
-  if (!opt.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opt.out_dir, ec);
-    if (ec) return fail(cli::kExitInvalidModel, opt.out_dir + ": cannot create the output directory: " + ec.message());
+  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty());
+  if (batch) {
+    if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
+  }
+  // The output directory first, since the report may go into it; taken away again if the report cannot be staged.
+  auto made_dirs = create_out_dir(opt.out_dir);
+  if (!made_dirs) return fail(exit_code_for(made_dirs.error()), made_dirs.error().message);
+  auto report = stage_report(opt);
+  if (!report) {
+    remove_made_dirs(*made_dirs);
+    return fail(exit_code_for(report.error()), report.error().message);
   }
   // --input files and --input-shape are read once, for every model and for both --verify and --bench.
   auto setup = runtime_setup(opt);
   if (!setup) return fail(exit_code_for(setup.error()), setup.error().message);
   try {
-    if (!opt.compare.empty()) return run_compare(opt, *setup);
-    return opt.models.size() > 1 || !opt.out_dir.empty() ? run_batch(opt, *setup) : run_single(opt, *setup);
+    if (!opt.compare.empty()) return run_compare(opt, *setup, *report);
+    return batch ? run_batch(opt, *setup, *report) : run_single(opt, *setup, *report);
   } catch (const std::exception& e) {
     return fail(cli::kExitInvalidModel, opt.models.front() + ": " + e.what());
   }

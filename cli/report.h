@@ -33,7 +33,8 @@ std::string report_list_json(const std::vector<std::string>& entries);
 // One line per ConvTranspose: decision, name, C, k, s, resolved pads, output_padding, and the reason if kept.
 std::string plan_text(const rewrite::RewriteResult& result);
 
-// JSON string literal with escapes.
+// JSON string literal with escapes. Bytes that are not part of well-formed UTF-8 become U+FFFD, one per
+// byte, so the text is valid UTF-8 whatever a model's names hold.
 std::string json_string(const std::string& s);
 
 }  // namespace dwdeconv::cli

@@ -33,8 +33,32 @@ bool parse_int(const std::string& text, int64_t& out) {
   return true;
 }
 
-// Reads one external tensor into raw_data and makes it inline.
-core::Status load_one(onnx::TensorProto& t, const fs::path& dir, const fs::path& canonical_dir, const std::string& origin) {
+// Calls fn(tensor, key) for every tensor for_each_mutable_tensor visits, with the key ExternalDataRead
+// describes: how the tensor is known across a rewrite. An empty key: the tensor cannot be told apart.
+template <typename Fn>
+void for_each_keyed_tensor(onnx::GraphProto& graph, const Fn& fn) {
+  for (auto& t : *graph.mutable_initializer()) fn(t, t.name());
+  for (auto& node : *graph.mutable_node()) {
+    const bool constant = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx") &&
+                          node.output_size() == 1;
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_t()) fn(*attr.mutable_t(), constant && attr.name() == "value" ? node.output(0) : attr.t().name());
+      for (auto& t : *attr.mutable_tensors()) fn(t, t.name());
+      if (attr.has_g()) for_each_keyed_tensor(*attr.mutable_g(), fn);
+      for (auto& g : *attr.mutable_graphs()) for_each_keyed_tensor(g, fn);
+    }
+  }
+}
+
+std::string location_of(const onnx::TensorProto& t) {
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") return kv.value();
+  }
+  return "";
+}
+
+// Reads one external tensor into raw_data and makes it inline; the file it read, as `dir/location`.
+core::Result<std::string> load_one(onnx::TensorProto& t, const fs::path& dir, const fs::path& canonical_dir, const std::string& origin) {
   const std::string who = origin + ": " + label(t);
   std::map<std::string, std::string> entries;
   for (const auto& kv : t.external_data()) entries[kv.key()] = kv.value();
@@ -99,7 +123,7 @@ core::Status load_one(onnx::TensorProto& t, const fs::path& dir, const fs::path&
   t.set_raw_data(std::move(bytes));
   t.clear_external_data();
   t.clear_data_location();
-  return core::Ok{};
+  return full.string();
 }
 
 size_t data_bytes(const onnx::TensorProto& t) {
@@ -142,21 +166,39 @@ core::Result<std::string> raw_bytes_of(const onnx::TensorProto& t) {
   return bytes;
 }
 
-core::Result<std::set<std::string>> load_external_data(onnx::ModelProto& model, const std::string& model_dir,
-                                                       const std::string& model_path) {
-  std::set<std::string> names;
+core::Result<ExternalDataRead> load_external_data(onnx::ModelProto& model, const std::string& model_dir,
+                                                  const std::string& model_path) {
+  ExternalDataRead read;
   std::error_code ec;
   const fs::path dir = model_dir.empty() ? fs::path(".") : fs::path(model_dir);
   const fs::path canonical_dir = fs::canonical(dir, ec);
   if (ec) return core::io_error(model_path + ": cannot resolve the model's directory: " + ec.message());
   core::Status status = core::Ok{};
-  for_each_mutable_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t) {
+  for_each_keyed_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t, const std::string& key) {
     if (!status || t.data_location() != onnx::TensorProto::EXTERNAL) return;
-    status = load_one(t, dir, canonical_dir, model_path);
-    if (status && !t.name().empty()) names.insert(t.name());
+    auto file = load_one(t, dir, canonical_dir, model_path);
+    if (!file) {
+      status = file.error();
+      return;
+    }
+    read.files.insert(*file);
+    if (!key.empty()) read.tensors.insert(key);
   });
   if (!status) return status.error();
-  return names;
+  return read;
+}
+
+std::set<std::string> external_data_files(const onnx::ModelProto& model, const std::string& model_dir) {
+  std::set<std::string> files;
+  const fs::path dir = model_dir.empty() ? fs::path(".") : fs::path(model_dir);
+  for_each_tensor(model.graph(), [&](const onnx::TensorProto& t) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+    const fs::path normal = fs::path(location_of(t)).lexically_normal();
+    // What load_external_data refuses is never read, so it cannot be overwritten either.
+    if (normal.empty() || normal.is_absolute() || *normal.begin() == "..") return;
+    files.insert((dir / normal).string());
+  });
+  return files;
 }
 
 core::Status refuse_external_data(const onnx::ModelProto& model, const std::string& origin) {
@@ -186,9 +228,9 @@ core::Status save_model_with_external_data(onnx::ModelProto& model, const std::s
   std::vector<Moved> moved;
   int64_t offset = 0;
   core::Status status = core::Ok{};
-  for_each_mutable_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t) {
+  for_each_keyed_tensor(*model.mutable_graph(), [&](onnx::TensorProto& t, const std::string& key) {
     if (!status || element_size(t.data_type()) == 0) return;
-    const bool chosen = (!t.name().empty() && options.tensor_names.count(t.name()) != 0) || data_bytes(t) >= options.threshold_bytes;
+    const bool chosen = (!key.empty() && options.tensor_names.count(key) != 0) || data_bytes(t) >= options.threshold_bytes;
     if (!chosen) return;
     auto bytes = raw_bytes_of(t);
     if (!bytes) {
@@ -226,6 +268,7 @@ core::Status save_model_with_external_data(onnx::ModelProto& model, const std::s
     restore();
     return status;
   }
+  if (moved.empty()) return save_model(model, path);  // nothing goes outside: no (empty) data file
   const std::string dir = fs::path(path).parent_path().empty() ? std::string(".") : fs::path(path).parent_path().string();
   const std::string data_path = dir + "/" + options.data_name;
   if (fs::path(data_path).lexically_normal() == fs::path(path).lexically_normal()) {

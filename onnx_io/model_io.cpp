@@ -4,9 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cassert>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +22,8 @@
 
 namespace dwdeconv::onnx_io {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -81,11 +87,37 @@ core::Result<onnx::ModelProto> parse_model_file(const std::string& path) {
 core::Result<LoadedModel> load_model_with_external_data(const std::string& path) {
   auto model = parse_model_file(path);
   if (!model) return model.error();
-  LoadedModel loaded{std::move(*model), {}};
+  LoadedModel loaded{std::move(*model), {}, {}};
   auto external = load_external_data(loaded.model, directory_of(path), path);
   if (!external) return external.error();
-  loaded.external_tensors = std::move(*external);
+  loaded.external_tensors = std::move(external->tensors);
+  loaded.data_files = std::move(external->files);
   return loaded;
+}
+
+core::Result<std::set<std::string>> model_data_files(const std::string& path) {
+  auto model = parse_model_file(path);
+  if (!model) return model.error();
+  return external_data_files(*model, directory_of(path));
+}
+
+namespace {
+
+// The directory entry `p` names: its directory resolved (`..`, symlinks), its own name as given.
+fs::path entry_of(const std::string& p) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(p, ec);  // not lexically_normal: `..` after a symlink is the kernel's to resolve
+  fs::path dir = fs::weakly_canonical(absolute.parent_path(), ec);
+  if (ec) dir = absolute.parent_path();
+  return dir / absolute.filename();
+}
+
+}  // namespace
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (entry_of(a) == entry_of(b)) return true;
+  std::error_code ec;
+  return fs::equivalent(a, b, ec);  // false, with ec set, when either does not exist
 }
 
 core::Result<onnx::ModelProto> load_model(const std::string& path) {
@@ -111,6 +143,53 @@ core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
   return bytes;
 }
 
+namespace {
+
+// Creates a new temporary file in `dir` with mode 0666, which the kernel narrows by the umask (so new files
+// follow it, default ACLs included); -1 with errno set on failure.
+int create_temp(const std::string& dir, std::string& temp) {
+  static std::atomic<uint64_t> counter{0};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint64_t salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                          (static_cast<uint64_t>(::getpid()) << 32) ^ (counter++ * 0x9e3779b97f4a7c15ULL);
+    char name[32];
+    std::snprintf(name, sizeof name, "/.dwdeconv-%012llx", static_cast<unsigned long long>(salt & 0xffffffffffffULL));
+    temp = dir + name;
+    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+// Gives the temporary file the mode of the file it will replace, if there is one; then fsync and close.
+// An error message, or "" on success.
+std::string finish_temp(int fd, const std::string& path) {
+  std::string failure;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::fchmod(fd, st.st_mode & 0777) != 0) {
+    failure = std::string("chmod failed: ") + errno_text();
+  } else if (::fsync(fd) != 0) {
+    failure = std::string("fsync failed: ") + errno_text();
+  }
+  if (::close(fd) != 0 && failure.empty()) failure = std::string("close failed: ") + errno_text();
+  return failure;
+}
+
+core::Status write_all(int fd, const std::string& bytes) {
+  size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return core::io_error(std::string("write failed: ") + errno_text());
+    }
+    written += static_cast<size_t>(n);
+  }
+  return core::Ok{};
+}
+
+}  // namespace
+
 core::Status write_files_atomic(const std::vector<PendingFile>& files) {
   struct Temp {
     std::string path;
@@ -122,8 +201,8 @@ core::Status write_files_atomic(const std::vector<PendingFile>& files) {
   };
   for (const auto& file : files) {
     const std::string dir = directory_of(file.path);
-    std::string temp = dir + "/.dwdeconv-XXXXXX";
-    const int fd = mkstemp(temp.data());
+    std::string temp;
+    const int fd = create_temp(dir, temp);
     if (fd < 0) {
       const std::string message = file.path + ": cannot create a temporary file in '" + dir + "': " + errno_text();
       remove_temps(0);
@@ -133,12 +212,10 @@ core::Status write_files_atomic(const std::vector<PendingFile>& files) {
     std::string failure;
     if (auto filled = file.fill(fd); !filled) {
       failure = filled.error().message;
-    } else if (::fchmod(fd, 0644) != 0) {
-      failure = std::string("chmod failed: ") + errno_text();
-    } else if (::fsync(fd) != 0) {
-      failure = std::string("fsync failed: ") + errno_text();
+      ::close(fd);
+    } else {
+      failure = finish_temp(fd, file.path);
     }
-    if (::close(fd) != 0 && failure.empty()) failure = std::string("close failed: ") + errno_text();
     if (!failure.empty()) {
       remove_temps(0);
       return core::io_error(file.path + ": " + failure);
@@ -159,19 +236,60 @@ core::Status write_file_atomic(const std::string& path, const std::function<core
 }
 
 core::Status write_file_atomic(const std::string& path, const std::string& bytes) {
-  return write_file_atomic(path, [&bytes](int fd) -> core::Status {
-    size_t written = 0;
-    while (written < bytes.size()) {
-      const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return core::io_error(std::string("write failed: ") + errno_text());
-      }
-      written += static_cast<size_t>(n);
-    }
-    return core::Ok{};
-  });
+  return write_file_atomic(path, [&bytes](int fd) { return write_all(fd, bytes); });
 }
+
+core::Result<StagedFile> StagedFile::create(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return core::io_error(path + ": is a directory, not a file");
+  const std::string dir = directory_of(path);
+  std::string temp;
+  const int fd = create_temp(dir, temp);
+  if (fd < 0) return core::io_error(path + ": cannot create a temporary file in '" + dir + "': " + errno_text());
+  return StagedFile(path, temp, fd);
+}
+
+core::Status StagedFile::commit(const std::string& bytes) {
+  assert(fd_ >= 0);
+  std::string failure;
+  if (auto written = write_all(fd_, bytes); !written) {
+    failure = written.error().message;
+    ::close(fd_);
+  } else {
+    failure = finish_temp(fd_, path_);
+  }
+  fd_ = -1;
+  if (failure.empty() && std::rename(temp_.c_str(), path_.c_str()) != 0) failure = std::string("rename failed: ") + errno_text();
+  if (!failure.empty()) {
+    ::unlink(temp_.c_str());
+    temp_.clear();
+    return core::io_error(path_ + ": " + failure);
+  }
+  temp_.clear();
+  return core::Ok{};
+}
+
+void StagedFile::discard() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+  fd_ = -1;
+  temp_.clear();
+}
+
+StagedFile::StagedFile(StagedFile&& other) noexcept
+    : path_(std::move(other.path_)), temp_(std::exchange(other.temp_, std::string())), fd_(std::exchange(other.fd_, -1)) {}
+
+StagedFile& StagedFile::operator=(StagedFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temp_ = std::exchange(other.temp_, std::string());
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+StagedFile::~StagedFile() { discard(); }
 
 core::Status serialize_to_fd(const onnx::ModelProto& model, int fd) {
   google::protobuf::io::FileOutputStream file(fd);

@@ -12,10 +12,12 @@
 
 namespace dwdeconv::onnx_io {
 
-// A model read from disk, with the names of the tensors whose data lived in external files (now inline).
+// A model read from disk, with the keys of the tensors whose data lived in external files (now inline; see
+// ExternalDataRead in external_data.h) and the data files it read.
 struct LoadedModel {
   onnx::ModelProto model;
   std::set<std::string> external_tensors;
+  std::set<std::string> data_files;
 };
 
 // Parses a model file, streaming from the file (no second copy of its bytes in memory), and reads its external
@@ -26,6 +28,13 @@ core::Result<LoadedModel> load_model_with_external_data(const std::string& path)
 // load_model_with_external_data for callers that do not write the model back.
 core::Result<onnx::ModelProto> load_model(const std::string& path);
 
+// The external data files the model at `path` names (see external_data_files), without reading them.
+core::Result<std::set<std::string>> model_data_files(const std::string& path);
+
+// True when writing `a` would write over the file `b`: both name the same directory entry once `..` and the
+// symlinks of their directories are resolved, or both exist and are the same file (a symlink or hard link).
+bool same_file(const std::string& a, const std::string& b);
+
 // Parses a model from bytes; `origin` names the source in errors.
 core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& origin);
 
@@ -34,7 +43,8 @@ core::Result<std::string> serialize_model(const onnx::ModelProto& model);
 
 // Writes `path` atomically: `fill` writes to a temporary file in the target directory (by its descriptor), then
 // fsync and rename. On any failure the temporary file is removed and `path` is untouched, so `path` may be the
-// input file. `fill` returns false on error (with errno set) or an Error.
+// input file. A new file gets 0666 less the umask; a replaced file keeps its mode. `fill` returns an Error on
+// failure.
 core::Status write_file_atomic(const std::string& path, const std::function<core::Status(int fd)>& fill);
 
 // One file of write_files_atomic: its final path and what writes it.
@@ -47,6 +57,29 @@ struct PendingFile {
 // first; only when all are written and synced are they renamed, in the order given. On failure no temporary
 // file is left behind.
 core::Status write_files_atomic(const std::vector<PendingFile>& files);
+
+// A file written atomically in two steps: create() makes its temporary file in the target directory at once,
+// so an unwritable path fails before anything else is written; commit() fills it and renames it over the path
+// (with write_file_atomic's modes). Until commit(), destroying it removes the temporary file.
+class StagedFile {
+ public:
+  static core::Result<StagedFile> create(const std::string& path);
+  core::Status commit(const std::string& bytes);
+  const std::string& path() const { return path_; }
+
+  StagedFile(StagedFile&& other) noexcept;
+  StagedFile& operator=(StagedFile&& other) noexcept;
+  StagedFile(const StagedFile&) = delete;
+  StagedFile& operator=(const StagedFile&) = delete;
+  ~StagedFile();
+
+ private:
+  StagedFile(std::string path, std::string temp, int fd) : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
+  void discard();
+  std::string path_;
+  std::string temp_;
+  int fd_ = -1;
+};
 
 // Serializes `model` deterministically to an open file descriptor.
 core::Status serialize_to_fd(const onnx::ModelProto& model, int fd);

@@ -196,3 +196,71 @@ TEST_CASE("a model over 2 GB loads and saves through external data", "[e2e][exte
   CHECK(count_ops(written, "ConvTranspose") == 0);
   CHECK(count_ops(written, "DepthToSpace") == 1);
 }
+
+TEST_CASE("a Constant's external weight stays external in its phase weights", "[e2e][external]") {
+  for (const std::string value_name : {"", "w_value"}) {  // the Constant's value tensor, unnamed or named apart
+    INFO("value tensor name '" << value_name << "'");
+    TempDir dir;
+    auto m = deconv_model();
+    // Move W into a Constant node in front of the ConvTranspose, its value stored in weights.bin.
+    onnx::TensorProto value = initializer(m, "W");
+    m.mutable_graph()->mutable_initializer()->erase(m.mutable_graph()->mutable_initializer()->begin());
+    REQUIRE(m.graph().initializer(0).name() == "B");
+    value.set_name(value_name);
+    std::ofstream(dir.path / "weights.bin", std::ios::binary) << value.raw_data();
+    const std::string length = std::to_string(value.raw_data().size());
+    value.clear_raw_data();
+    value.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", "weights.bin"}, {"length", length}}) {
+      auto* e = value.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    }
+    onnx::NodeProto constant;
+    constant.set_op_type("Constant");
+    constant.add_output("W");
+    auto* attr = constant.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    *attr->mutable_t() = value;
+    auto* nodes = m.mutable_graph()->mutable_node();
+    *nodes->Add() = nodes->Get(0);
+    *nodes->Mutable(0) = constant;
+    const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+    save(m, in);
+    const auto r = run_cli(in.string() + " -o " + out.string(), dir);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+
+    onnx::ModelProto written;
+    std::ifstream stream(out, std::ios::binary);
+    REQUIRE(written.ParseFromIstream(&stream));
+    int external_phase = 0;
+    for (const auto& n : written.graph().node()) {
+      if (n.op_type() != "Constant") continue;
+      CHECK(n.output(0).rfind("W_s2", 0) == 0);  // the original Constant is gone, only phase weights remain
+      const auto& t = n.attribute(0).t();
+      CHECK(t.data_location() == onnx::TensorProto::EXTERNAL);
+      CHECK(location_of(t) == "out.onnx.data");
+      ++external_phase;
+    }
+    CHECK(external_phase == 4);
+    CHECK(fs::file_size(dir.path / "out.onnx.data") >= 4 * 3 * 4 * sizeof(float));
+    CHECK(run_cli(in.string() + " --compare " + out.string(), dir).exit_code == 0);
+  }
+}
+
+TEST_CASE("no data file is written when no tensor ends up outside", "[e2e][external]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto out = dir.path / "out.onnx";
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --external-data-threshold 1000000000", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(dir.path / "out.onnx.data"));
+  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --external-data big.bin --external-data-threshold 1000000000", dir).exit_code == 0);
+  CHECK_FALSE(fs::exists(dir.path / "big.bin"));
+  CHECK(dir.file_count() == 2);  // the input and the output, nothing else
+  const auto written = load(out);
+  for (const auto& t : written.graph().initializer()) CHECK(t.data_location() != onnx::TensorProto::EXTERNAL);
+}
