@@ -29,10 +29,15 @@ bool is_graph_input(const onnx::GraphProto& graph, const std::string& name) {
 GraphTree::GraphTree(onnx::ModelProto& model) {
   scopes_.reserve(count_graphs(model.graph()));
   collect(model.mutable_graph(), nullptr, "main");
+  for (const auto& training : model.training_info()) {
+    for (const auto* bindings : {&training.initialization_binding(), &training.update_binding()}) {
+      for (const auto& b : *bindings) scopes_.front().trained.insert(b.key());
+    }
+  }
 }
 
 void GraphTree::collect(onnx::GraphProto* graph, const GraphScope* parent, const std::string& path) {
-  scopes_.push_back({graph, parent, path, scopes_.size()});
+  scopes_.push_back({graph, parent, path, scopes_.size(), {}});
   const GraphScope* self = &scopes_.back();
   for (auto& node : *graph->mutable_node()) {
     for (auto& attr : *node.mutable_attribute()) {
@@ -116,6 +121,10 @@ core::Result<ConstantSource> resolve_constant(const std::string& name, const Gra
       // From IR 4 on, an initializer that is also a graph input is only a default: the caller may feed it.
       if (ir_version >= 4 && is_graph_input(*at->graph, current)) {
         return core::declined("'" + current + "' is an initializer that is also a graph input, so it can be overridden");
+      }
+      // A phase weight gathered from it would stay behind when training writes a new value.
+      if (at->trained.count(current) != 0) {
+        return core::declined("'" + current + "' is written by training (a training_info binding), so it is not constant");
       }
       source.scope = at;
       source.tensor = &init;

@@ -19,6 +19,9 @@ struct GraphScope {
   const GraphScope* parent = nullptr;  // nullptr for the main graph
   std::string path;                    // "main", "main/If 'cond'/then_branch", ... for messages
   size_t index = 0;                    // position in GraphTree::scopes(), the numbering onnx_io::infer_types uses
+  // Main graph only: the initializers that training_info's bindings write (update_binding, and
+  // initialization_binding). They change when the model is trained, so they are not constants to fold.
+  std::set<std::string> trained;
 };
 
 // Every graph of a model, parents before children. Pointers stay valid while the graphs' node lists are not
