@@ -52,8 +52,9 @@ struct VerifyResult {
   std::string summary() const;
 };
 
-// Verifies `rewritten` against `original`. Errors (kCheckFailed) only when nothing could be verified: the whole
-// models cannot run and no rewritten node can be checked on its own. A numeric mismatch is passed == false.
+// Verifies `rewritten` against `original`. Errors (kCheckFailed) when nothing could be verified: the whole
+// models cannot run and no rewritten node can be checked on its own; errors (kInvalidModel) when a graph input,
+// or the input of a node checked on its own, is too large to hold. A numeric mismatch is passed == false.
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options);
 

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "tests/e2e/cli_runner.h"
 #include "tests/support/model_builder.h"
@@ -25,6 +27,18 @@ void plant_error(onnx::ModelProto& model, const std::string& fragment, float del
     return;
   }
   FAIL("no initializer named like " << fragment);
+}
+
+// Writes a float32 .npy file (version 1.0) with the header's `shape` text as given and `data` as its bytes.
+void write_npy(const fs::path& path, const std::string& shape, const std::string& data) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // magic+version+length is 10 bytes; align to 64
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size() & 0xff);
+  npy += static_cast<char>(header.size() >> 8);
+  npy += header + data;
+  std::ofstream(path, std::ios::binary) << npy;
 }
 
 // A chain that makes the rewriter emit every kind of node: a rectangular kernel with asymmetric x pads,
@@ -204,17 +218,80 @@ TEST_CASE("an input file is fed instead of random values", "[e2e][verify]") {
   plant_error(rewritten, "W_s2", 0.5f);
   save(rewritten, bad);
 
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3, 3), }";
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // magic+version+length is 10 bytes; align to 64
-  header += '\n';
-  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
-  npy += static_cast<char>(header.size() & 0xff);
-  npy += static_cast<char>(header.size() >> 8);
-  npy += header + std::string(18 * 4, '\0');  // 18 float zeros
-  std::ofstream(dir.path / "zeros.npy", std::ios::binary) << npy;
+  write_npy(dir.path / "zeros.npy", "(1, 2, 3, 3)", std::string(18 * 4, '\0'));  // 18 float zeros
 
   const auto with_file = run_cli(in.string() + " --compare " + bad.string() + " --input X=" + (dir.path / "zeros.npy").string(), dir);
   INFO(with_file.err);
   CHECK(with_file.exit_code == 0);
   CHECK(run_cli(in.string() + " --compare " + bad.string(), dir).exit_code == 1);
 }
+
+// Sizes the executor cannot allocate or index are refused with a message naming the value: exit 2 when the
+// command line gave them, 3 when the model or an input file did, never a crash, and no output is written.
+TEST_CASE("a model input too large to hold is refused by --verify and --compare, naming the input", "[e2e][verify][sizes]") {
+  // [1,4,2^31,2^31] has 2^64 elements, which overflows; [1,1024,2^20,2^20] does not, but needs 4 PiB.
+  for (const auto& [channels, h] : {std::pair<int64_t, std::string>{4, "2147483648"}, {1024, "1048576"}}) {
+    const std::string dims = "1x" + std::to_string(channels) + "x" + h + "x" + h;
+    INFO(dims);
+    TempDir dir;
+    auto m = parse_model(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      huge (float[1,)" + std::to_string(channels) + "," + h + "," + h + R"(] X) => (float[n,c,h,w] Y) {
+        Y = ConvTranspose <group=)" + std::to_string(channels) + R"(, strides=[2,2], pads=[1,1,1,1]> (X, W)
+      })");
+    set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {channels, 1, 4, 4}, 41);
+    const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", plain = dir.path / "plain.onnx";
+    save(m, in);
+    REQUIRE(run_cli(in.string() + " -o " + plain.string(), dir).exit_code == 0);  // rewriting alone needs no values
+
+    const auto verified = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
+    CHECK(verified.exit_code == 3);
+    CHECK_THAT(verified.err, Catch::Contains("graph input 'X'"));
+    CHECK_THAT(verified.err, Catch::Contains(dims));
+    CHECK_FALSE(fs::exists(out));
+
+    const auto compared = run_cli(in.string() + " --compare " + plain.string(), dir);
+    CHECK(compared.exit_code == 3);
+    CHECK_THAT(compared.err, Catch::Contains("graph input 'X'"));
+    CHECK_THAT(compared.err, Catch::Contains(dims));
+  }
+}
+
+TEST_CASE("an --input-shape dim or element count out of range is a usage error naming the value", "[e2e][verify][sizes]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto out = dir.path / "out.onnx";
+  for (const std::string shape : {"image=99999999999999999999x4x5x6", "image=4294967296x4294967296x4x1"}) {
+    INFO(shape);
+    const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --input-shape " + shape, dir);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(shape));
+    CHECK_FALSE(fs::exists(out));
+  }
+  const auto huge = run_cli(in.string() + " --compare " + in.string() + " --input-shape image=99999999999999999999x4x5x6", dir);
+  CHECK(huge.exit_code == 2);
+  CHECK_THAT(huge.err, Catch::Contains("99999999999999999999"));
+}
+
+TEST_CASE("an .npy input with a negative dim, or dims that overflow to 0 elements, is refused naming the file", "[e2e][verify][sizes]") {
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
+      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  write_npy(dir.path / "neg.npy", "(1, -2, 3, 3)", std::string(18 * 4, '\0'));
+  write_npy(dir.path / "wraps.npy", "(4294967296, 4294967296, 3, 3)", "");  // 2^64 * 9 elements wrap to 0 bytes
+  for (const auto& [file, problem] : {std::pair<std::string, std::string>{"neg.npy", "-2"}, {"wraps.npy", "overflow"}}) {
+    INFO(file);
+    const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --input X=" + (dir.path / file).string(), dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains(file));
+    CHECK_THAT(r.err, Catch::Contains(problem));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
