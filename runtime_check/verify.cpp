@@ -7,6 +7,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
+#include "runtime_check/graph_match.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
@@ -105,7 +106,10 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
   VerifyResult r;
   r.mode = VerifyMode::kPerNode;
   r.mode_reason = reason;
-  r.passed = true;
+  // Only the rewritten nodes are checked below, so everything else must be the same in both models.
+  r.difference = difference_outside_replacements(original, rewritten, nodes);
+  r.passed = r.difference.empty();
+  if (!r.passed) return r;
   size_t index = 0;
   for (const auto* node : nodes) {
     ++index;
@@ -156,6 +160,7 @@ std::string VerifyResult::summary() const {
       << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";
+  if (!difference.empty()) s << "  the models differ outside the rewritten nodes: " << difference << "\n";
   s << (passed ? "verification passed" : "verification FAILED");
   return s.str();
 }

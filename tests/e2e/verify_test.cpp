@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -295,3 +296,65 @@ TEST_CASE("an .npy input with a negative dim, or dims that overflow to 0 element
   }
 }
 
+// Per-node mode checks only the rewritten ConvTranspose nodes numerically, so it may pass only when everything
+// else is identical in both models; --compare matches the two graphs first.
+TEST_CASE("per-node compare fails a model that differs outside the rewritten nodes and names the difference", "[e2e][verify]") {
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    two_outputs (float[1,6,5,7] X) => (float[1,6,10,14] Y, float[1,6,10,14] Z) {
+      A = ConvTranspose <group=6, strides=[2,2], pads=[1,1,1,1]> (X, W1, B1)
+      Y = Hardmax <axis=1> (A)
+      M = Abs (A)
+      Z = Add (M, K)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W1", onnx::TensorProto::FLOAT, {6, 1, 4, 4}, 51);
+  set_random_initializer(*m.mutable_graph(), "B1", onnx::TensorProto::FLOAT, {6}, 52);
+  set_random_initializer(*m.mutable_graph(), "K", onnx::TensorProto::FLOAT, {1, 6, 1, 1}, 53);
+  name_node(m, "A", "up1");
+  name_node(m, "M", "abs1");
+  name_node(m, "Z", "add1");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", other = dir.path / "other.onnx";
+  const auto report = dir.path / "r.json";
+  save(m, in);
+  REQUIRE(run_cli(in.string() + " -o " + out.string(), dir).exit_code == 0);
+  const auto honest = load(out);
+  REQUIRE(count_ops(honest, "ConvTranspose") == 0);
+  REQUIRE(count_ops(honest, "Abs") == 1);
+
+  // The honest rewrite passes, in per-node mode (Hardmax is outside the executor's set).
+  const auto passed = run_cli(in.string() + " --compare " + out.string() + " --report " + report.string(), dir);
+  INFO(passed.err);
+  CHECK(passed.exit_code == 0);
+  CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": true"));
+
+  auto neg = honest;
+  for (auto& node : *neg.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "Abs") node.set_op_type("Neg");
+  }
+  auto changed_constant = honest;
+  plant_error(changed_constant, "K", 0.5f);
+  auto renamed_output = honest;
+  renamed_output.mutable_graph()->mutable_output(1)->set_name("Z2");
+  for (auto& node : *renamed_output.mutable_graph()->mutable_node()) {
+    if (node.output(0) == "Z") node.set_output(0, "Z2");
+  }
+  const std::vector<std::tuple<std::string, onnx::ModelProto, std::vector<std::string>>> cases = {
+      {"Abs changed to Neg", neg, {"Abs 'abs1'", "Neg"}},
+      {"a changed constant", changed_constant, {"initializer 'K'"}},
+      {"a renamed graph output", renamed_output, {"graph output", "'Z2'"}},
+  };
+  for (const auto& [what, model, fragments] : cases) {
+    INFO(what);
+    save(model, other);
+    const auto r = run_cli(in.string() + " --compare " + other.string() + " --report " + report.string(), dir);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("differ outside the rewritten nodes"));
+    for (const auto& fragment : fragments) CHECK_THAT(r.err, Catch::Contains(fragment));
+    CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
+    CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+    CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
+  }
+}
