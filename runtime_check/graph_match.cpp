@@ -83,26 +83,37 @@ std::vector<bool> outside_regions(const onnx::GraphProto& graph, const std::vect
 // Equal element values (bit for bit), whatever the storage form (raw_data or a typed field). Names are not compared.
 bool same_tensor(const onnx::TensorProto& a, const onnx::TensorProto& b) {
   if (a.data_type() != b.data_type() || onnx_io::dims_of(a) != onnx_io::dims_of(b)) return false;
-  onnx::TensorProto a_unnamed = a, b_unnamed = b;
-  a_unnamed.clear_name();
-  b_unnamed.clear_name();
-  if (a_unnamed.SerializeAsString() == b_unnamed.SerializeAsString()) return true;
-  if (onnx_io::is_external(a) || onnx_io::is_external(b)) return false;  // different files or places: unknown
+  if (onnx_io::is_external(a) || onnx_io::is_external(b)) {
+    // Not loaded here: the same only when both name the same bytes of the same file.
+    if (!onnx_io::is_external(a) || !onnx_io::is_external(b) || a.external_data_size() != b.external_data_size()) return false;
+    for (int k = 0; k < a.external_data_size(); ++k) {
+      if (a.external_data(k).key() != b.external_data(k).key() || a.external_data(k).value() != b.external_data(k).value()) return false;
+    }
+    return true;
+  }
+  if (a.has_raw_data() && b.has_raw_data()) return a.raw_data() == b.raw_data();
   if (is_integer_type(a.data_type())) {
     const auto va = tensor_from_proto(a, "a"), vb = tensor_from_proto(b, "b");
     return va.ok() && vb.ok() && va->i == vb->i;
   }
-  const auto va = onnx_io::to_doubles(a), vb = onnx_io::to_doubles(b);
-  return va.ok() && vb.ok() && va->size() == vb->size() &&
-         std::memcmp(va->data(), vb->data(), va->size() * sizeof(double)) == 0;
+  if (is_float_type(a.data_type())) {
+    const auto va = onnx_io::to_doubles(a), vb = onnx_io::to_doubles(b);
+    return va.ok() && vb.ok() && va->size() == vb->size() &&
+           std::memcmp(va->data(), vb->data(), va->size() * sizeof(double)) == 0;
+  }
+  onnx::TensorProto a_unnamed = a, b_unnamed = b;  // strings and other types: the same message
+  a_unnamed.clear_name();
+  b_unnamed.clear_name();
+  return a_unnamed.SerializeAsString() == b_unnamed.SerializeAsString();
 }
 
 std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::vector<bool>& a_compared,
-                       const std::vector<bool>& b_compared, const std::string& where);
+                       const std::vector<bool>& b_compared, const std::string& where, bool initializers_listed);
 
+// A subgraph, node for node.
 std::string all_of_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::string& where) {
   return same_graph(a, b, std::vector<bool>(static_cast<size_t>(a.node_size()), true),
-                    std::vector<bool>(static_cast<size_t>(b.node_size()), true), where);
+                    std::vector<bool>(static_cast<size_t>(b.node_size()), true), where, false);
 }
 
 // How an attribute differs ("" when it does not); subgraphs are matched node for node.
@@ -130,7 +141,7 @@ std::string attribute_difference(const onnx::AttributeProto& a, const onnx::Attr
   return a_value.SerializeAsString() == b_value.SerializeAsString() ? "" : "has another value";
 }
 
-std::string list(const google::protobuf::RepeatedPtrField<std::string>& names) {
+std::string quoted_list(const google::protobuf::RepeatedPtrField<std::string>& names) {
   std::string s;
   for (const auto& name : names) s += (s.empty() ? "'" : ", '") + name + "'";
   return "(" + s + ")";
@@ -149,7 +160,7 @@ std::string node_difference(const onnx::NodeProto& a, const onnx::NodeProto& b, 
            " in the rewritten model" + subgraph_hint(a, where);
   }
   if (!std::equal(a.input().begin(), a.input().end(), b.input().begin(), b.input().end())) {
-    return describe_node(a) + where + " reads " + list(a.input()) + " in the original, " + list(b.input()) + " in the rewritten model";
+    return describe_node(a) + where + " reads " + quoted_list(a.input()) + " in the original, " + quoted_list(b.input()) + " in the rewritten model";
   }
   std::map<std::string, const onnx::AttributeProto*> a_attrs, b_attrs;
   for (const auto& attr : a.attribute()) a_attrs[attr.name()] = &attr;
@@ -169,23 +180,43 @@ std::string node_difference(const onnx::NodeProto& a, const onnx::NodeProto& b, 
   return "";
 }
 
-std::string value_info_difference(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& a,
-                                  const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& b, const std::string& what,
-                                  const std::string& where) {
+using ValueInfos = std::vector<const onnx::ValueInfoProto*>;
+
+std::string value_info_difference(const ValueInfos& a, const ValueInfos& b, const std::string& what, const std::string& where) {
   if (a.size() != b.size()) {
     return std::to_string(a.size()) + " " + what + "s" + where + " in the original, " + std::to_string(b.size()) +
            " in the rewritten model";
   }
-  for (int k = 0; k < a.size(); ++k) {
-    if (a[k].name() != b[k].name()) {
-      return what + " " + std::to_string(k) + where + " is '" + a[k].name() + "' in the original, '" + b[k].name() +
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k]->name() != b[k]->name()) {
+      return what + " " + std::to_string(k) + where + " is '" + a[k]->name() + "' in the original, '" + b[k]->name() +
              "' in the rewritten model";
     }
-    if (a[k].type().SerializeAsString() != b[k].type().SerializeAsString()) {
-      return what + " '" + a[k].name() + "'" + where + " has another type in the rewritten model";
+    if (a[k]->type().SerializeAsString() != b[k]->type().SerializeAsString()) {
+      return what + " '" + a[k]->name() + "'" + where + " has another type in the rewritten model";
     }
   }
   return "";
+}
+
+// The graph's inputs; before IR 4, where every initializer is also listed as an input, only the others (the
+// initializers are compared by content where the compared nodes read them).
+ValueInfos real_inputs(const onnx::GraphProto& graph, bool initializers_listed) {
+  std::set<std::string> initializers;
+  if (initializers_listed) {
+    for (const auto& init : graph.initializer()) initializers.insert(init.name());
+  }
+  ValueInfos inputs;
+  for (const auto& in : graph.input()) {
+    if (initializers.count(in.name()) == 0) inputs.push_back(&in);
+  }
+  return inputs;
+}
+
+ValueInfos infos_of(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& list) {
+  ValueInfos infos;
+  for (const auto& vi : list) infos.push_back(&vi);
+  return infos;
 }
 
 // The outputs a node is known by; a node without outputs by its position.
@@ -196,9 +227,10 @@ std::string node_key(const onnx::NodeProto& node, int index) {
 }
 
 std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::vector<bool>& a_compared,
-                       const std::vector<bool>& b_compared, const std::string& where) {
-  if (auto d = value_info_difference(a.input(), b.input(), "graph input", where); !d.empty()) return d;
-  if (auto d = value_info_difference(a.output(), b.output(), "graph output", where); !d.empty()) return d;
+                       const std::vector<bool>& b_compared, const std::string& where, bool initializers_listed) {
+  const ValueInfos a_inputs = real_inputs(a, initializers_listed);
+  if (auto d = value_info_difference(a_inputs, real_inputs(b, initializers_listed), "graph input", where); !d.empty()) return d;
+  if (auto d = value_info_difference(infos_of(a.output()), infos_of(b.output()), "graph output", where); !d.empty()) return d;
 
   std::map<std::string, const onnx::NodeProto*> b_nodes;
   for (int k = 0; k < b.node_size(); ++k) {
@@ -206,7 +238,7 @@ std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, con
   }
   std::set<std::string> reads;  // by the compared nodes of either side
   for (const auto& o : a.output()) reads.insert(o.name());
-  for (const auto& i : a.input()) reads.insert(i.name());
+  for (const auto* i : a_inputs) reads.insert(i->name());
   for (int k = 0; k < a.node_size(); ++k) {
     if (!a_compared[static_cast<size_t>(k)]) continue;
     const onnx::NodeProto& node = a.node(k);
@@ -244,6 +276,7 @@ std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, con
 
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                             const std::vector<const onnx::NodeProto*>& replaced) {
+  if (original.ir_version() != rewritten.ir_version()) return "the IR versions differ";
   std::map<std::string, int64_t> a_opsets, b_opsets;
   for (const auto& o : original.opset_import()) a_opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
   for (const auto& o : rewritten.opset_import()) b_opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
@@ -257,7 +290,7 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
   std::vector<std::pair<std::string, std::string>> regions;  // (output y, input X) of each replaced ConvTranspose
   for (const auto* node : replaced) regions.emplace_back(node->output(0), node->input(0));
   return same_graph(original.graph(), rewritten.graph(), outside_regions(original.graph(), regions),
-                    outside_regions(rewritten.graph(), regions), "");
+                    outside_regions(rewritten.graph(), regions), "", original.ir_version() < 4);
 }
 
 }  // namespace dwdeconv::runtime_check

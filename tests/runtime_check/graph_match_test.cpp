@@ -16,9 +16,9 @@ using namespace dwdeconv::runtime_check::testing;
 
 namespace {
 
-onnx::ModelProto rewritten(const onnx::ModelProto& original) {
+onnx::ModelProto rewritten(const onnx::ModelProto& original, const rewrite::RewriteOptions& options = {}) {
   onnx::ModelProto model = original;
-  auto result = rewrite::rewrite_model(model, {});
+  auto result = rewrite::rewrite_model(model, options);
   INFO((result.ok() ? std::string() : result.error().message));
   REQUIRE(result.ok());
   REQUIRE(result->rewritten > 0);
@@ -85,6 +85,31 @@ TEST_CASE("The tool's own rewrite matches outside its rewritten nodes, even wher
     if (init.name() == "k") init = onnx_io::make_tensor("k", onnx::TensorProto::FLOAT, {1, 2, 1, 1}, k_values, /*raw=*/false);
   }
   CHECK(difference(k_model, k_other).empty());
+
+  // Before IR 4 every initializer is a graph input too, so the rewrite lists its phase weights as inputs.
+  auto ir3 = parse_model_text("<ir_version: 3, opset_import: [\"\" : 9]>\n"
+                              "g (float[1,2,3,3] x, float[2,1,4,4] w) => (float[1,2,6,6] y) {\n"
+                              "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                              "}");
+  add_initializer(ir3, "w", {2, 1, 4, 4}, 5);
+  const auto ir3_other = rewritten(ir3);
+  REQUIRE(ir3_other.graph().input_size() > 2);
+  CHECK(difference(ir3, ir3_other).empty());
+
+  // A ConvTranspose the rewrite kept is an ordinary node, compared like any other.
+  auto two = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                              "g (float[1,2,3,3] x) => (float[1,2,12,12] y) {\n"
+                              "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                              "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (u, w)\n"
+                              "}");
+  add_initializer(two, "w", {2, 1, 4, 4}, 4);
+  rewrite::RewriteOptions skip_y;
+  skip_y.skip = {"y"};
+  auto one_kept = rewritten(two, skip_y);
+  REQUIRE(replaced(two, one_kept).size() == 1);
+  CHECK(difference(two, one_kept).empty());
+  producer_of(one_kept, "y").mutable_attribute(0)->set_i(1);  // the kept node's group
+  CHECK_THAT(difference(two, one_kept), Catch::Contains("ConvTranspose producing 'y': attribute"));
 }
 
 TEST_CASE("A change outside the rewritten nodes is named", "[graph_match]") {
