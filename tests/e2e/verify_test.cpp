@@ -42,6 +42,17 @@ void write_npy(const fs::path& path, const std::string& shape, const std::string
   std::ofstream(path, std::ios::binary) << npy;
 }
 
+// One depthwise x2 ConvTranspose without bias: X [1,2,3,3] -> Y [1,2,6,6].
+onnx::ModelProto single_deconv_model() {
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
+      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  return m;
+}
+
 // A chain that makes the rewriter emit every kind of node: a rectangular kernel with asymmetric x pads,
 // crop phases (k3 s3 op2), bias-only phases (k1 s3 op2) and stride 4.
 onnx::ModelProto every_kind_model() {
@@ -206,12 +217,7 @@ TEST_CASE("an input file is fed instead of random values", "[e2e][verify]") {
   // With no bias, an all-zero input makes every output zero whatever the weights, so a planted weight error
   // is invisible with the file and visible with random inputs: the file really is what runs.
   TempDir dir;
-  auto m = parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
-      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
-    })");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  const auto m = single_deconv_model();
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", bad = dir.path / "bad.onnx";
   save(m, in);
   REQUIRE(run_cli(in.string() + " -o " + out.string(), dir).exit_code == 0);
@@ -276,12 +282,7 @@ TEST_CASE("an --input-shape dim or element count out of range is a usage error n
 
 TEST_CASE("an .npy input with a negative dim, or dims that overflow to 0 elements, is refused naming the file", "[e2e][verify][sizes]") {
   TempDir dir;
-  auto m = parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
-      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
-    })");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  const auto m = single_deconv_model();
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
   save(m, in);
   write_npy(dir.path / "neg.npy", "(1, -2, 3, 3)", std::string(18 * 4, '\0'));
