@@ -300,15 +300,16 @@ TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[
 }
 
 TEST_CASE("A value too large to hold is refused naming its node and dims, folded or computed", "[executor][sizes]") {
-  // Folded at creation: 2^50 floats fit int64 but need 4 PiB.
+  // Folded at creation (a constant padded): about 2^44 floats fit int64 but need 64 TiB.
   auto folded = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
-                                 "  y = ConstantOfShape (s)\n}");
-  add_int64_initializer(folded, "s", {1024, 1048576, 1048576});
+                                 "  y = Pad (c, pads)\n}");
+  add_initializer(folded, "c", {1, 4, 2, 2}, 5);
+  add_int64_initializer(folded, "pads", {0, 0, 1048576, 1048576, 0, 0, 1048576, 1048576});
   folded.mutable_graph()->mutable_node(0)->set_name("big");
   auto refused = Executor::create(folded, {});
   REQUIRE_FALSE(refused.ok());
-  CHECK_THAT(refused.error().message, Catch::Contains("ConstantOfShape 'big'") &&
-                                          Catch::Contains("FLOAT[1024x1048576x1048576]") && Catch::Contains("physical memory"));
+  CHECK_THAT(refused.error().message, Catch::Contains("Pad 'big'") && Catch::Contains("FLOAT[1x4x2097154x2097154]") &&
+                                          Catch::Contains("physical memory"));
 
   // A step's output from its input's size: padding [1, 4, 2, 2] by 2^31 on each side gives 2^66 elements.
   auto padded = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
