@@ -1322,6 +1322,18 @@ Executor& Executor::operator=(Executor&&) noexcept = default;
 Executor::~Executor() = default;
 
 core::Result<Executor> Executor::create(const onnx::ModelProto& model, const ExecutorOptions& options) {
+  const onnx::NodeProto* planning = nullptr;
+  try {
+    return plan(model, options, planning);
+  } catch (const TensorSizeError& e) {
+    // A value too large to hold (Tensor::reshape checks every one): refused with its node, never a crash.
+    if (planning == nullptr) return core::invalid_model(e.what());
+    return node_error(*planning, std::string("a value of ") + e.what());
+  }
+}
+
+core::Result<Executor> Executor::plan(const onnx::ModelProto& model, const ExecutorOptions& options,
+                                      const onnx::NodeProto*& planning) {
   RC_CHECK(ensure_xnnpack_initialized());
   auto impl = std::make_unique<Impl>();
   const onnx::GraphProto& graph = model.graph();
@@ -1390,6 +1402,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
 
   // Plan: fold constants, build a step per remaining node and run it once to fix shapes.
   for (const auto& node : graph.node()) {
+    planning = &node;
     std::vector<int> in, out;
     bool all_constant = true;
     for (const auto& name : node.input()) {
@@ -1465,6 +1478,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
     impl->placements.push_back(std::move(placement));
   }
 
+  planning = nullptr;
   for (const auto& out : graph.output()) {
     const auto it = slot_of.find(out.name());
     if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {

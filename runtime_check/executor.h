@@ -116,7 +116,7 @@ struct ExecutorProfile {
 class Executor {
  public:
   // Plans `model` and runs it once on the creation inputs. Errors name the node and op (unsupported op,
-  // bad attribute, shape mismatch, missing input dims).
+  // bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
   static core::Result<Executor> create(const onnx::ModelProto& model, const ExecutorOptions& options);
 
   Executor(Executor&&) noexcept;
@@ -157,6 +157,9 @@ class Executor {
  private:
   struct Impl;
   explicit Executor(std::unique_ptr<Impl> impl);
+  // create() without the size guard; `planning` is the node being planned, for the guard's message.
+  static core::Result<Executor> plan(const onnx::ModelProto& model, const ExecutorOptions& options,
+                                     const onnx::NodeProto*& planning);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,6 +1,10 @@
 #include "runtime_check/tensor.h"
 
+#include <unistd.h>
+
 #include <cstring>
+#include <limits>
+#include <new>
 
 #include "onnx_io/tensor.h"
 
@@ -28,6 +32,31 @@ bool is_integer_type(int32_t data_type) {
   }
 }
 
+size_t storage_bytes(int32_t data_type) { return is_float_type(data_type) ? sizeof(float) : sizeof(int64_t); }
+
+core::Result<size_t> checked_element_count(const std::vector<int64_t>& dims, size_t element_bytes, const std::string& what) {
+  // Negative dims and int64 overflow, as for any tensor of the model.
+  const auto count = onnx_io::element_count(dims, what);
+  if (!count) return count.error();
+  const auto elements = static_cast<size_t>(*count);
+  if (element_bytes != 0 && elements > std::numeric_limits<size_t>::max() / element_bytes) {
+    return core::invalid_model(what + ": " + std::to_string(elements) + " elements of " + std::to_string(element_bytes) +
+                               " bytes overflow a byte count");
+  }
+  // Without this, a size that fits but can never be allocated ends in std::bad_alloc, or with overcommit in the
+  // kernel's OOM killer once the storage is zero-filled.
+  static const uint64_t physical = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : ~uint64_t{0};
+  }();
+  const size_t bytes = elements * element_bytes;
+  if (bytes > physical) {
+    return core::invalid_model(what + ": needs " + std::to_string(bytes) + " bytes, more than this machine's " +
+                               std::to_string(physical) + " bytes of physical memory");
+  }
+  return elements;
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
@@ -35,15 +64,23 @@ int64_t Tensor::numel() const {
 }
 
 void Tensor::reshape(int32_t data_type, std::vector<int64_t> new_dims) {
+  // The executor reshapes every step's output on every run; an unchanged value keeps its storage untouched.
+  if (data_type == dtype && new_dims == dims && (is_float() ? f.size() : i.size()) == static_cast<size_t>(numel())) return;
+  const std::string what = onnx_io::data_type_name(data_type) + "[" + format_dims(new_dims) + "]";
+  const auto n = checked_element_count(new_dims, storage_bytes(data_type), what);
+  if (!n) throw TensorSizeError(n.error().message);
   dtype = data_type;
   dims = std::move(new_dims);
-  const auto n = static_cast<size_t>(numel());
-  if (is_float()) {
-    f.resize(n);
-    i.clear();
-  } else {
-    i.resize(n);
-    f.clear();
+  try {
+    if (is_float()) {
+      f.resize(*n);
+      i.clear();
+    } else {
+      i.resize(*n);
+      f.clear();
+    }
+  } catch (const std::bad_alloc&) {
+    throw TensorSizeError(what + ": cannot allocate " + std::to_string(*n * storage_bytes(data_type)) + " bytes");
   }
 }
 
@@ -93,23 +130,27 @@ core::Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std
   }
   if (onnx_io::is_external(proto)) return core::invalid_model(what + ": external data is not supported here");
   if (auto status = onnx_io::validate_tensor_data(proto, what); !status.ok()) return status.error();
+  // The data is there, but held as float or int64 it may need several times its size (INT8 as int64: 8x).
+  const auto dims = onnx_io::dims_of(proto);
+  const std::string label = what + " " + onnx_io::data_type_name(type) + "[" + format_dims(dims) + "]";
+  const auto n = checked_element_count(dims, storage_bytes(type), label);
+  if (!n) return n.error();
   Tensor t;
-  t.reshape(type, onnx_io::dims_of(proto));
-  const auto n = static_cast<size_t>(t.numel());
+  t.reshape(type, dims);
   if (t.is_float()) {
     auto values = onnx_io::to_doubles(proto);
     if (!values.ok()) return values.error();
-    for (size_t k = 0; k < n; ++k) t.f[k] = static_cast<float>(values.value()[k]);
+    for (size_t k = 0; k < *n; ++k) t.f[k] = static_cast<float>(values.value()[k]);
     return t;
   }
   if (proto.has_raw_data()) {
-    for (size_t k = 0; k < n; ++k) t.i[k] = read_raw_integer(proto.raw_data(), k, type);
+    for (size_t k = 0; k < *n; ++k) t.i[k] = read_raw_integer(proto.raw_data(), k, type);
   } else if (type == onnx::TensorProto::INT64) {
-    for (size_t k = 0; k < n; ++k) t.i[k] = proto.int64_data(static_cast<int>(k));
+    for (size_t k = 0; k < *n; ++k) t.i[k] = proto.int64_data(static_cast<int>(k));
   } else if (type == onnx::TensorProto::UINT32 || type == onnx::TensorProto::UINT64) {
-    for (size_t k = 0; k < n; ++k) t.i[k] = static_cast<int64_t>(proto.uint64_data(static_cast<int>(k)));
+    for (size_t k = 0; k < *n; ++k) t.i[k] = static_cast<int64_t>(proto.uint64_data(static_cast<int>(k)));
   } else {
-    for (size_t k = 0; k < n; ++k) t.i[k] = wrap_to_type(proto.int32_data(static_cast<int>(k)), type);
+    for (size_t k = 0; k < *n; ++k) t.i[k] = wrap_to_type(proto.int32_data(static_cast<int>(k)), type);
   }
   return t;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,22 @@ bool is_float_type(int32_t data_type);
 // True for the integer types and BOOL: the types held in Tensor::i.
 bool is_integer_type(int32_t data_type);
 
+// Bytes one element of `data_type` takes in a Tensor: 4 for the float types (held as float), 8 for the others.
+size_t storage_bytes(int32_t data_type);
+
+// The element count of a tensor of `dims` with `element_bytes`-byte elements: the one size check that every
+// shape the executor holds goes through (input files, --input-shape, graph inputs, every value it sizes). Errors
+// name `what` (the tensor and its dims) on a negative dim, an element or byte count that overflows, or more
+// bytes than this machine's physical memory.
+core::Result<size_t> checked_element_count(const std::vector<int64_t>& dims, size_t element_bytes, const std::string& what);
+
+// Thrown by Tensor::reshape when checked_element_count refuses the dims or the allocation fails. Executor::create
+// turns it into an error naming the node; code that sizes a tensor from its input checks the dims first instead.
+class TensorSizeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct Tensor {
   int32_t dtype = onnx::TensorProto::FLOAT;  // the ONNX element type this tensor stands for
   std::vector<int64_t> dims;
@@ -30,6 +47,7 @@ struct Tensor {
   bool is_float() const { return is_float_type(dtype); }
   int64_t numel() const;
   // Sets type and dims and sizes the matching storage. Storage is reused (same pointer) when the size is unchanged.
+  // Throws TensorSizeError (naming type and dims) when the dims cannot be held.
   void reshape(int32_t data_type, std::vector<int64_t> new_dims);
   // Element k as a double, whatever the storage.
   double get(int64_t k) const { return is_float() ? f[static_cast<size_t>(k)] : static_cast<double>(i[static_cast<size_t>(k)]); }

@@ -1,9 +1,13 @@
 #include "runtime_check/tensor_io.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "onnx_io/tensor.h"
@@ -34,6 +38,43 @@ core::Result<std::vector<int64_t>> resolve_input_dims(const onnx::ValueInfoProto
   return dims;
 }
 
+namespace {
+
+// "graph input 'x' FLOAT[1x4x8x8]": how size errors name a graph input.
+std::string input_label(const std::string& name, int32_t type, const std::vector<int64_t>& dims) {
+  return "graph input '" + name + "' " + onnx_io::data_type_name(type) + "[" + format_dims(dims) + "]";
+}
+
+// The element type the executor gives a graph input (FLOAT when undeclared).
+int32_t input_type(const onnx::ValueInfoProto& input) {
+  const int32_t type = input.type().tensor_type().elem_type();
+  return type == onnx::TensorProto::UNDEFINED ? onnx::TensorProto::FLOAT : type;
+}
+
+// A decimal integer that is the whole text and fits int64. A '-' sign parses, so the size check can name the dim.
+std::optional<int64_t> parse_dim(const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+core::Status check_input_sizes(const onnx::ModelProto& model, const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name()) != 0) continue;
+    const auto dims = resolve_input_dims(input, input_shapes);
+    if (!dims) continue;  // unknown dims: make_random_inputs says what to pass
+    const int32_t type = input_type(input);
+    RC_CHECK(checked_element_count(*dims, storage_bytes(type), input_label(input.name(), type, *dims)));
+  }
+  return core::Ok{};
+}
+
 core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto& model,
                                                           const std::map<std::string, std::vector<int64_t>>& input_shapes,
                                                           uint64_t seed) {
@@ -45,14 +86,11 @@ core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto
   for (const auto& input : model.graph().input()) {
     if (std::find(initializers.begin(), initializers.end(), input.name()) != initializers.end()) continue;
     RC_ASSIGN(const auto dims, resolve_input_dims(input, input_shapes));
-    int32_t type = input.type().tensor_type().elem_type();
-    if (type == onnx::TensorProto::UNDEFINED) type = onnx::TensorProto::FLOAT;
+    const int32_t type = input_type(input);
     if (!is_float_type(type) && !is_integer_type(type)) {
       return core::invalid_model("graph input '" + input.name() + "' has unsupported type " + onnx_io::data_type_name(type));
     }
-    for (int64_t d : dims) {
-      if (d < 0) return core::invalid_model("graph input '" + input.name() + "' has a negative dim");
-    }
+    RC_CHECK(checked_element_count(dims, storage_bytes(type), input_label(input.name(), type, dims)));
     NamedTensor t{input.name(), {}};
     t.tensor.reshape(type, dims);
     for (float& x : t.tensor.f) x = round_to_type(uniform(rng), type);
@@ -124,20 +162,21 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
   std::string item;
   while (std::getline(parts, item, ',')) {
     if (item.find_first_not_of(' ') == std::string::npos) continue;
-    try {
-      dims.push_back(std::stoll(item));
-    } catch (...) {
-      return core::io_error(origin + ": bad shape in .npy header");
-    }
+    const auto first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    const auto dim = parse_dim(item.substr(first, last - first + 1));
+    if (!dim) return core::io_error(origin + ": bad dim '" + item + "' in the .npy shape " + shape);
+    dims.push_back(*dim);
   }
-  Tensor t;
-  t.reshape(type, dims);
+  const std::string label = origin + ": shape " + shape;
+  RC_ASSIGN(const size_t n, checked_element_count(dims, storage_bytes(type), label));
+  // n * 4 bytes fit in physical memory, so n * size (at most 8) cannot overflow.
   const size_t data = offset + header_len;
-  const auto n = static_cast<size_t>(t.numel());
   if (bytes.size() != data + n * size) {
     return core::io_error(origin + ": holds " + std::to_string(bytes.size() - data) + " data bytes, shape needs " +
                           std::to_string(n * size));
   }
+  Tensor t;
+  t.reshape(type, dims);
   const char* p = bytes.data() + data;
   for (size_t k = 0; k < n; ++k) {
     if (type == onnx::TensorProto::FLOAT) { float v; std::memcpy(&v, p + 4 * k, 4); t.f[k] = v; }
@@ -178,7 +217,16 @@ core::Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(con
     if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) {
       return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' has a bad dim '" + item + "'"};
     }
-    dims.push_back(std::stoll(item));
+    const auto dim = parse_dim(item);
+    if (!dim) {
+      return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' has a dim '" + item + "' beyond int64's " +
+                                                      std::to_string(std::numeric_limits<int64_t>::max())};
+    }
+    dims.push_back(*dim);
+  }
+  // The type is not known yet: size as float, the smallest storage; the executor checks again with the type.
+  if (auto count = checked_element_count(dims, storage_bytes(onnx::TensorProto::FLOAT), "input shape '" + text + "'"); !count) {
+    return core::Error{core::ErrorKind::kUsage, count.error().message};
   }
   return std::make_pair(text.substr(0, eq), dims);
 }

@@ -21,6 +21,10 @@ core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto
                                                           const std::map<std::string, std::vector<int64_t>>& input_shapes,
                                                           uint64_t seed);
 
+// Checks that each graph input whose dims are known (`input_shapes`, else declared) can be held, with
+// checked_element_count; an error names the input and its dims. Inputs with unknown dims are skipped.
+core::Status check_input_sizes(const onnx::ModelProto& model, const std::map<std::string, std::vector<int64_t>>& input_shapes);
+
 // Dims of one graph input: `input_shapes` entry, else declared dims (errors as make_random_inputs).
 core::Result<std::vector<int64_t>> resolve_input_dims(const onnx::ValueInfoProto& input,
                                                       const std::map<std::string, std::vector<int64_t>>& input_shapes);

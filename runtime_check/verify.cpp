@@ -4,8 +4,11 @@
 #include <set>
 #include <sstream>
 
+#include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
+#include "runtime_check/graph_match.h"
+#include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
 namespace {
@@ -40,6 +43,13 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   eo.inputs = options.inputs;
   eo.seed = options.seed;
   eo.threads = options.threads;
+  // Graph inputs too large to hold make both models unrunnable, on their own or per node: an error, not a
+  // reason to fall back to per-node mode.
+  auto shapes = options.input_shapes;
+  for (const auto& given : options.inputs) shapes[given.name] = given.tensor.dims;
+  for (const auto* model : {&original, &rewritten}) {
+    if (auto sized = check_input_sizes(*model, shapes); !sized) return sized.error();
+  }
   if (options.progress) options.progress("verify: running the original model");
   auto a = Executor::create(original, eo);
   if (!a) {
@@ -96,7 +106,10 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
   VerifyResult r;
   r.mode = VerifyMode::kPerNode;
   r.mode_reason = reason;
-  r.passed = true;
+  // Only the rewritten nodes are checked below, so everything else must be the same in both models.
+  r.difference = difference_outside_replacements(original, rewritten, nodes);
+  r.passed = r.difference.empty();
+  if (!r.passed) return r;
   size_t index = 0;
   for (const auto* node : nodes) {
     ++index;
@@ -105,6 +118,8 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
       return cannot_verify(reason + "; and the input shape of ConvTranspose '" + node->name() + "' is unknown: pass --input-shape " +
                            node->input(0) + "=NxCxHxW");
     }
+    const std::string label = "input '" + node->input(0) + "' of " + onnx_io::describe_node(*node) + " [" + format_dims(shape) + "]";
+    if (auto sized = checked_element_count(shape, storage_bytes(onnx::TensorProto::FLOAT), label); !sized) return sized.error();
     if (options.progress) {
       options.progress("verify: node " + std::to_string(index) + "/" + std::to_string(nodes.size()) + " '" + node->name() + "'");
     }
@@ -145,6 +160,7 @@ std::string VerifyResult::summary() const {
       << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";
+  if (!difference.empty()) s << "  the models differ outside the rewritten nodes: " << difference << "\n";
   s << (passed ? "verification passed" : "verification FAILED");
   return s.str();
 }

@@ -43,6 +43,9 @@ struct VerifyResult {
   // the node's output, holding the worse of its two comparisons against the double reference.
   std::vector<OutputComparison> outputs;
   std::vector<NodeVerification> nodes;  // per-node mode only
+  // Per-node mode: the first difference between the models outside the rewritten nodes (it fails the check
+  // before any node runs); empty when there is none.
+  std::string difference;
   size_t xnnpack_ops = 0;               // nodes of the rewritten side that ran on XNNPACK / reference kernels
   size_t reference_ops = 0;
   std::string placement;                // where the rewritten side's nodes ran, for the log
@@ -52,8 +55,9 @@ struct VerifyResult {
   std::string summary() const;
 };
 
-// Verifies `rewritten` against `original`. Errors (kCheckFailed) only when nothing could be verified: the whole
-// models cannot run and no rewritten node can be checked on its own. A numeric mismatch is passed == false.
+// Verifies `rewritten` against `original`. Errors (kCheckFailed) when nothing could be verified: the whole
+// models cannot run and no rewritten node can be checked on its own; errors (kInvalidModel) when a graph input,
+// or the input of a node checked on its own, is too large to hold. A numeric mismatch is passed == false.
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options);
 

@@ -134,7 +134,10 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   result.rewritten_xnnpack_ops = rewritten_exec.count(Placement::kXnnpack);
   result.rewritten_reference_ops = rewritten_exec.count(Placement::kReference);
 
-  // The double reference, from the same input and the weights as the original graph computes them.
+  // The double reference, from the same input and the weights as the original graph computes them. It holds its
+  // output in double, twice the bytes the executor needed.
+  RC_CHECK(checked_element_count(original_out[0].tensor.dims, sizeof(double), result.node + ": the double reference's output " +
+                                                                                  format_dims(original_out[0].tensor.dims)));
   const Tensor& x_value = inputs[0].tensor;
   const Tensor& w_value = original_out[1].tensor;
   RC_ASSIGN(const ConvGeometry g, resolve_conv_transpose(*node, x_value.dims, w_value.dims));

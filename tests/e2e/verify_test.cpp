@@ -2,6 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "tests/e2e/cli_runner.h"
 #include "tests/support/model_builder.h"
@@ -25,6 +28,29 @@ void plant_error(onnx::ModelProto& model, const std::string& fragment, float del
     return;
   }
   FAIL("no initializer named like " << fragment);
+}
+
+// Writes a float32 .npy file (version 1.0) with the header's `shape` text as given and `data` as its bytes.
+void write_npy(const fs::path& path, const std::string& shape, const std::string& data) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // magic+version+length is 10 bytes; align to 64
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size() & 0xff);
+  npy += static_cast<char>(header.size() >> 8);
+  npy += header + data;
+  std::ofstream(path, std::ios::binary) << npy;
+}
+
+// One depthwise x2 ConvTranspose without bias: X [1,2,3,3] -> Y [1,2,6,6].
+onnx::ModelProto single_deconv_model() {
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
+      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  return m;
 }
 
 // A chain that makes the rewriter emit every kind of node: a rectangular kernel with asymmetric x pads,
@@ -191,12 +217,7 @@ TEST_CASE("an input file is fed instead of random values", "[e2e][verify]") {
   // With no bias, an all-zero input makes every output zero whatever the weights, so a planted weight error
   // is invisible with the file and visible with random inputs: the file really is what runs.
   TempDir dir;
-  auto m = parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    single (float[1,2,3,3] X) => (float[1,2,6,6] Y) {
-      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
-    })");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 31);
+  const auto m = single_deconv_model();
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", bad = dir.path / "bad.onnx";
   save(m, in);
   REQUIRE(run_cli(in.string() + " -o " + out.string(), dir).exit_code == 0);
@@ -204,17 +225,137 @@ TEST_CASE("an input file is fed instead of random values", "[e2e][verify]") {
   plant_error(rewritten, "W_s2", 0.5f);
   save(rewritten, bad);
 
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3, 3), }";
-  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // magic+version+length is 10 bytes; align to 64
-  header += '\n';
-  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
-  npy += static_cast<char>(header.size() & 0xff);
-  npy += static_cast<char>(header.size() >> 8);
-  npy += header + std::string(18 * 4, '\0');  // 18 float zeros
-  std::ofstream(dir.path / "zeros.npy", std::ios::binary) << npy;
+  write_npy(dir.path / "zeros.npy", "(1, 2, 3, 3)", std::string(18 * 4, '\0'));  // 18 float zeros
 
   const auto with_file = run_cli(in.string() + " --compare " + bad.string() + " --input X=" + (dir.path / "zeros.npy").string(), dir);
   INFO(with_file.err);
   CHECK(with_file.exit_code == 0);
   CHECK(run_cli(in.string() + " --compare " + bad.string(), dir).exit_code == 1);
+}
+
+// Sizes the executor cannot allocate or index are refused with a message naming the value: exit 2 when the
+// command line gave them, 3 when the model or an input file did, never a crash, and no output is written.
+TEST_CASE("a model input too large to hold is refused by --verify and --compare, naming the input", "[e2e][verify][sizes]") {
+  // [1,4,2^31,2^31] has 2^64 elements, which overflows; [1,1024,2^20,2^20] does not, but needs 4 PiB.
+  for (const auto& [channels, h] : {std::pair<int64_t, std::string>{4, "2147483648"}, {1024, "1048576"}}) {
+    const std::string dims = "1x" + std::to_string(channels) + "x" + h + "x" + h;
+    INFO(dims);
+    TempDir dir;
+    auto m = parse_model(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      huge (float[1,)" + std::to_string(channels) + "," + h + "," + h + R"(] X) => (float[n,c,h,w] Y) {
+        Y = ConvTranspose <group=)" + std::to_string(channels) + R"(, strides=[2,2], pads=[1,1,1,1]> (X, W)
+      })");
+    set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {channels, 1, 4, 4}, 41);
+    const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", plain = dir.path / "plain.onnx";
+    save(m, in);
+    REQUIRE(run_cli(in.string() + " -o " + plain.string(), dir).exit_code == 0);  // rewriting alone needs no values
+
+    const auto verified = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
+    CHECK(verified.exit_code == 3);
+    CHECK_THAT(verified.err, Catch::Contains("graph input 'X'"));
+    CHECK_THAT(verified.err, Catch::Contains(dims));
+    CHECK_FALSE(fs::exists(out));
+
+    const auto compared = run_cli(in.string() + " --compare " + plain.string(), dir);
+    CHECK(compared.exit_code == 3);
+    CHECK_THAT(compared.err, Catch::Contains("graph input 'X'"));
+    CHECK_THAT(compared.err, Catch::Contains(dims));
+  }
+}
+
+TEST_CASE("an --input-shape dim or element count out of range is a usage error naming the value", "[e2e][verify][sizes]") {
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto out = dir.path / "out.onnx";
+  for (const std::string shape : {"image=99999999999999999999x4x5x6", "image=4294967296x4294967296x4x1"}) {
+    INFO(shape);
+    const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --input-shape " + shape, dir);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(shape));
+    CHECK_FALSE(fs::exists(out));
+  }
+  const auto huge = run_cli(in.string() + " --compare " + in.string() + " --input-shape image=99999999999999999999x4x5x6", dir);
+  CHECK(huge.exit_code == 2);
+  CHECK_THAT(huge.err, Catch::Contains("99999999999999999999"));
+}
+
+TEST_CASE("an .npy input with a negative dim, or dims that overflow to 0 elements, is refused naming the file", "[e2e][verify][sizes]") {
+  TempDir dir;
+  const auto m = single_deconv_model();
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  write_npy(dir.path / "neg.npy", "(1, -2, 3, 3)", std::string(18 * 4, '\0'));
+  write_npy(dir.path / "wraps.npy", "(4294967296, 4294967296, 3, 3)", "");  // 2^64 * 9 elements wrap to 0 bytes
+  for (const auto& [file, problem] : {std::pair<std::string, std::string>{"neg.npy", "-2"}, {"wraps.npy", "overflow"}}) {
+    INFO(file);
+    const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --input X=" + (dir.path / file).string(), dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains(file));
+    CHECK_THAT(r.err, Catch::Contains(problem));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+// Per-node mode checks only the rewritten ConvTranspose nodes numerically, so it may pass only when everything
+// else is identical in both models; --compare matches the two graphs first.
+TEST_CASE("per-node compare fails a model that differs outside the rewritten nodes and names the difference", "[e2e][verify]") {
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    two_outputs (float[1,6,5,7] X) => (float[1,6,10,14] Y, float[1,6,10,14] Z) {
+      A = ConvTranspose <group=6, strides=[2,2], pads=[1,1,1,1]> (X, W1, B1)
+      Y = Hardmax <axis=1> (A)
+      M = Abs (A)
+      Z = Add (M, K)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W1", onnx::TensorProto::FLOAT, {6, 1, 4, 4}, 51);
+  set_random_initializer(*m.mutable_graph(), "B1", onnx::TensorProto::FLOAT, {6}, 52);
+  set_random_initializer(*m.mutable_graph(), "K", onnx::TensorProto::FLOAT, {1, 6, 1, 1}, 53);
+  name_node(m, "A", "up1");
+  name_node(m, "M", "abs1");
+  name_node(m, "Z", "add1");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", other = dir.path / "other.onnx";
+  const auto report = dir.path / "r.json";
+  save(m, in);
+  REQUIRE(run_cli(in.string() + " -o " + out.string(), dir).exit_code == 0);
+  const auto honest = load(out);
+  REQUIRE(count_ops(honest, "ConvTranspose") == 0);
+  REQUIRE(count_ops(honest, "Abs") == 1);
+
+  // The honest rewrite passes, in per-node mode (Hardmax is outside the executor's set).
+  const auto passed = run_cli(in.string() + " --compare " + out.string() + " --report " + report.string(), dir);
+  INFO(passed.err);
+  CHECK(passed.exit_code == 0);
+  CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": true"));
+
+  auto neg = honest;
+  for (auto& node : *neg.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "Abs") node.set_op_type("Neg");
+  }
+  auto changed_constant = honest;
+  plant_error(changed_constant, "K", 0.5f);
+  auto renamed_output = honest;
+  renamed_output.mutable_graph()->mutable_output(1)->set_name("Z2");
+  for (auto& node : *renamed_output.mutable_graph()->mutable_node()) {
+    if (node.output(0) == "Z") node.set_output(0, "Z2");
+  }
+  const std::vector<std::tuple<std::string, onnx::ModelProto, std::vector<std::string>>> cases = {
+      {"Abs changed to Neg", neg, {"Abs 'abs1'", "Neg"}},
+      {"a changed constant", changed_constant, {"initializer 'K'"}},
+      {"a renamed graph output", renamed_output, {"graph output", "'Z2'"}},
+  };
+  for (const auto& [what, model, fragments] : cases) {
+    INFO(what);
+    save(model, other);
+    const auto r = run_cli(in.string() + " --compare " + other.string() + " --report " + report.string(), dir);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("differ outside the rewritten nodes"));
+    for (const auto& fragment : fragments) CHECK_THAT(r.err, Catch::Contains(fragment));
+    CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
+    CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+    CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
+  }
 }

@@ -299,6 +299,40 @@ TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[
   CHECK_FALSE(fixed->run(other.value()).ok());
 }
 
+TEST_CASE("A value too large to hold is refused naming its node and dims, folded or computed", "[executor][sizes]") {
+  // Folded at creation (a constant padded): about 2^44 floats fit int64 but need 64 TiB.
+  auto folded = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
+                                 "  y = Pad (c, pads)\n}");
+  add_initializer(folded, "c", {1, 4, 2, 2}, 5);
+  add_int64_initializer(folded, "pads", {0, 0, 1048576, 1048576, 0, 0, 1048576, 1048576});
+  folded.mutable_graph()->mutable_node(0)->set_name("big");
+  auto refused = Executor::create(folded, {});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("Pad 'big'") && Catch::Contains("FLOAT[1x4x2097154x2097154]") &&
+                                          Catch::Contains("physical memory"));
+
+  // A step's output from its input's size: padding [1, 4, 2, 2] by 2^31 on each side gives 2^66 elements.
+  auto padded = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
+                                 "  y = Pad (x, pads)\n}");
+  add_int64_initializer(padded, "pads", {0, 0, 2147483648, 2147483648, 0, 0, 2147483648, 2147483648});
+  padded.mutable_graph()->mutable_node(0)->set_name("pad");
+  auto huge_pad = Executor::create(padded, {});
+  REQUIRE_FALSE(huge_pad.ok());
+  CHECK_THAT(huge_pad.error().message, Catch::Contains("Pad 'pad'") && Catch::Contains("4x4294967298x4294967298") &&
+                                           Catch::Contains("overflow"));
+
+  // Resize sizes index tables from its output dims, so it checks them first: 2^31 x 2^31 of [1, 4, 2, 2].
+  auto computed = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
+                                   "  y = Resize <mode = \"nearest\"> (x, , scales)\n}");
+  *computed.mutable_graph()->add_initializer() =
+      onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 2147483648.0, 2147483648.0}, /*raw=*/true);
+  computed.mutable_graph()->mutable_node(0)->set_name("up");
+  auto overflow = Executor::create(computed, {});
+  REQUIRE_FALSE(overflow.ok());
+  CHECK_THAT(overflow.error().message, Catch::Contains("Resize 'up'") && Catch::Contains("4x4294967296x4294967296") &&
+                                           Catch::Contains("overflow"));
+}
+
 TEST_CASE("Input files: .npy and TensorProto .pb", "[tensor_io]") {
   // A float32 [2, 3] array as numpy writes it (format 1.0).
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";

@@ -1,0 +1,164 @@
+// difference_outside_replacements: the structural match per-node verification relies on. The tool's own rewrite
+// matches; any change outside the rewritten nodes, or a rewritten node per-node mode cannot check, is named.
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "onnx_io/tensor.h"
+#include "rewrite/rewriter.h"
+#include "runtime_check/graph_match.h"
+#include "tests/runtime_check/test_models.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::runtime_check;
+using namespace dwdeconv::runtime_check::testing;
+
+namespace {
+
+onnx::ModelProto rewritten(const onnx::ModelProto& original, const rewrite::RewriteOptions& options = {}) {
+  onnx::ModelProto model = original;
+  auto result = rewrite::rewrite_model(model, options);
+  INFO((result.ok() ? std::string() : result.error().message));
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten > 0);
+  return model;
+}
+
+// The original's main-graph ConvTranspose nodes whose outputs `other` computes some other way, as per-node mode
+// finds them.
+std::vector<const onnx::NodeProto*> replaced(const onnx::ModelProto& original, const onnx::ModelProto& other) {
+  std::vector<const onnx::NodeProto*> nodes;
+  for (const auto& node : original.graph().node()) {
+    if (node.op_type() != "ConvTranspose") continue;
+    bool still = false;
+    for (const auto& n : other.graph().node()) still = still || (n.op_type() == "ConvTranspose" && n.output(0) == node.output(0));
+    if (!still) nodes.push_back(&node);
+  }
+  return nodes;
+}
+
+std::string difference(const onnx::ModelProto& original, const onnx::ModelProto& other) {
+  return difference_outside_replacements(original, other, replaced(original, other));
+}
+
+onnx::NodeProto& producer_of(onnx::ModelProto& model, const std::string& output) {
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.output_size() > 0 && node.output(0) == output) return node;
+  }
+  FAIL("no node produces " << output);
+  throw;
+}
+
+// The weight is a Constant node that another node reads too, so it stays; the rewrite adds its phase weights
+// as Constant nodes and keeps the original one for the Abs.
+onnx::ModelProto shared_constant_model() {
+  std::string values;
+  for (int k = 0; k < 32; ++k) values += (k ? ", " : "") + std::to_string(0.03125 * k - 0.5);
+  return parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                          "g (float[1,2,3,3] x) => (float[1,2,6,6] y, float[2,1,4,4] w_abs, float[1,2,6,6] s) {\n"
+                          "  w = Constant <value = float[2,1,4,4] {" + values + "}> ()\n"
+                          "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                          "  w_abs = Abs (w)\n"
+                          "  s = Softmax <axis = 1> (y)\n"
+                          "}");
+}
+
+}  // namespace
+
+TEST_CASE("The tool's own rewrite matches outside its rewritten nodes, even where it keeps a shared weight", "[graph_match]") {
+  const auto original = shared_constant_model();
+  const auto other = rewritten(original);
+  REQUIRE(replaced(original, other).size() == 1);
+  CHECK(difference(original, other).empty());
+
+  // The same values in another storage form (typed field instead of raw_data) are the same constant.
+  auto k_model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                  "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
+                                  "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                                  "  y = Add (u, k)\n"
+                                  "}");
+  add_initializer(k_model, "w", {2, 1, 4, 4}, 1);
+  const auto k_values = add_initializer(k_model, "k", {1, 2, 1, 1}, 2);
+  auto k_other = rewritten(k_model);
+  for (auto& init : *k_other.mutable_graph()->mutable_initializer()) {
+    if (init.name() == "k") init = onnx_io::make_tensor("k", onnx::TensorProto::FLOAT, {1, 2, 1, 1}, k_values, /*raw=*/false);
+  }
+  CHECK(difference(k_model, k_other).empty());
+
+  // Before IR 4 every initializer is a graph input too, so the rewrite lists its phase weights as inputs.
+  auto ir3 = parse_model_text("<ir_version: 3, opset_import: [\"\" : 9]>\n"
+                              "g (float[1,2,3,3] x, float[2,1,4,4] w) => (float[1,2,6,6] y) {\n"
+                              "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                              "}");
+  add_initializer(ir3, "w", {2, 1, 4, 4}, 5);
+  const auto ir3_other = rewritten(ir3);
+  REQUIRE(ir3_other.graph().input_size() > 2);
+  CHECK(difference(ir3, ir3_other).empty());
+
+  // A ConvTranspose the rewrite kept is an ordinary node, compared like any other.
+  auto two = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                              "g (float[1,2,3,3] x) => (float[1,2,12,12] y) {\n"
+                              "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                              "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (u, w)\n"
+                              "}");
+  add_initializer(two, "w", {2, 1, 4, 4}, 4);
+  rewrite::RewriteOptions skip_y;
+  skip_y.skip = {"y"};
+  auto one_kept = rewritten(two, skip_y);
+  REQUIRE(replaced(two, one_kept).size() == 1);
+  CHECK(difference(two, one_kept).empty());
+  producer_of(one_kept, "y").mutable_attribute(0)->set_i(1);  // the kept node's group
+  CHECK_THAT(difference(two, one_kept), Catch::Contains("ConvTranspose producing 'y': attribute"));
+}
+
+TEST_CASE("A change outside the rewritten nodes is named", "[graph_match]") {
+  const auto original = shared_constant_model();
+  const auto honest = rewritten(original);
+
+  auto axis = honest;
+  producer_of(axis, "s").mutable_attribute(0)->set_i(-1);
+  CHECK_THAT(difference(original, axis), Catch::Contains("Softmax producing 's'") && Catch::Contains("attribute 'axis'"));
+
+  auto kept_weight = honest;  // the Constant the Abs still reads
+  producer_of(kept_weight, "w").mutable_attribute(0)->mutable_t()->set_raw_data(std::string(32 * 4, '\0'));
+  producer_of(kept_weight, "w").mutable_attribute(0)->mutable_t()->clear_float_data();
+  CHECK_THAT(difference(original, kept_weight), Catch::Contains("Constant producing 'w'") && Catch::Contains("attribute 'value'"));
+
+  auto extra = honest;
+  auto* dead = extra.mutable_graph()->add_node();
+  dead->set_op_type("Relu");
+  dead->add_input("x");
+  dead->add_output("dead");
+  CHECK_THAT(difference(original, extra), Catch::Contains("has a node the original lacks") && Catch::Contains("Relu producing 'dead'"));
+
+  auto rewired = honest;
+  producer_of(rewired, "w_abs").set_input(0, "x");
+  CHECK_THAT(difference(original, rewired), Catch::Contains("Abs producing 'w_abs' reads ('w') in the original, ('x')"));
+
+  auto input_type = honest;
+  input_type.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::DOUBLE);
+  CHECK_THAT(difference(original, input_type), Catch::Contains("graph input 'x' has another type"));
+
+  auto opset = honest;
+  opset.mutable_opset_import(0)->set_version(17);
+  CHECK_THAT(difference(original, opset), Catch::Contains("opset imports"));
+}
+
+TEST_CASE("A ConvTranspose rewritten inside a subgraph is a difference: per-node mode cannot check it", "[graph_match]") {
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x, bool c) => (float[1,2,6,6] y, float[1,2,6,6] z) {\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  z = If (c) <then_branch = g1 () => (float[1,2,6,6] t) {\n"
+      "                t = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "              }, else_branch = g2 () => (float[1,2,6,6] e) {\n"
+      "                e = Identity (y)\n"
+      "              }>\n"
+      "}");
+  add_initializer(original, "w", {2, 1, 4, 4}, 3);
+  const auto other = rewritten(original);
+  REQUIRE(replaced(original, other).size() == 1);  // the main graph's only
+  CHECK_THAT(difference(original, other), Catch::Contains("ConvTranspose producing 't' in attribute 'then_branch' of If producing 'z'") &&
+                                              Catch::Contains("per-node mode checks only the main graph's ConvTranspose nodes"));
+}
