@@ -14,6 +14,7 @@
 
 #include "core/result.h"
 #include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
 #include "runtime_check/internal.h"
 #include "runtime_check/reference_ops.h"
 #include "runtime_check/tensor.h"
@@ -78,20 +79,12 @@ inline core::Status resolve_axis(const onnx::NodeProto& node, int64_t& axis, int
 constexpr int64_t kMaxReferenceElements = int64_t{1} << 31;
 
 // Errors naming the node when `dims` (an output shape computed from input values) has a negative dimension, an
-// element count that overflows int64, or more than kMaxReferenceElements elements.
+// element count that overflows int64 (onnx_io's one check for both), or more than kMaxReferenceElements elements.
 inline core::Status check_element_count(const onnx::NodeProto& node, const std::vector<int64_t>& dims) {
-  int64_t count = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return node_error(node, "output shape " + format_dims(dims) + " has a negative dimension");
-  }
-  for (int64_t d : dims) {
-    if (__builtin_mul_overflow(count, d, &count)) {
-      return node_error(node, "output shape " + format_dims(dims) +
-                                  " has more elements than int64 holds (the count overflows)");
-    }
-  }
-  if (count > kMaxReferenceElements) {
-    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(count) +
+  const auto count = onnx_io::element_count(dims, "output shape " + format_dims(dims));
+  if (!count) return node_error(node, count.error().message);
+  if (*count > kMaxReferenceElements) {
+    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(*count) +
                                 " elements, more than the " + std::to_string(kMaxReferenceElements) +
                                 " a reference kernel allocates");
   }

@@ -66,7 +66,7 @@ TEST_CASE("Expand with a shape whose element count overflows is an error naming 
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1, 1] x) => (float y) {\n"
       "  y = Expand (x, shape)\n}");
   add_int64_initializer(model, "shape", {kHuge, 4});
-  check_creation_error(model, "Expand producing 'y'", "overflows");
+  check_creation_error(model, "Expand producing 'y'", "overflow when multiplied");
 }
 
 TEST_CASE("Expand with a negative or non-broadcasting shape is an error naming the node", "[reference][expand]") {
@@ -82,7 +82,7 @@ TEST_CASE("Expand with a negative or non-broadcasting shape is an error naming t
 
 TEST_CASE("Tile with overflowing, negative or mis-sized repeats is an error naming the node", "[reference][tile]") {
   using Case = std::pair<std::vector<int64_t>, std::string>;  // repeats, expected message
-  const Case c = GENERATE(Case{{kHuge, 1}, "overflows on axis 0"}, Case{{kHuge / 4, kHuge / 4}, "overflows"},
+  const Case c = GENERATE(Case{{kHuge, 1}, "overflows on axis 0"}, Case{{kHuge / 4, kHuge / 4}, "overflow when multiplied"},
                           Case{{-1, 2}, "must not be negative"}, Case{{2}, "repeats has 1 values for a rank-2"});
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
@@ -322,7 +322,7 @@ TEST_CASE("Equal and Where refuse operands of different element types, naming th
 
 TEST_CASE("ConstantOfShape with a negative or huge shape is an error naming the node", "[reference][hostile]") {
   using Case = std::pair<std::vector<int64_t>, std::string>;  // shape, expected message
-  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{kHuge, 4}, "overflows"},
+  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{kHuge, 4}, "overflow when multiplied"},
                           Case{{int64_t{1} << 40}, "more than"});
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
@@ -335,7 +335,7 @@ TEST_CASE("ConstantOfShape with a negative or huge shape is an error naming the 
 TEST_CASE("Resize to a negative, huge or non-finite size is an error naming the node", "[reference][hostile]") {
   using Case = std::pair<std::vector<double>, std::string>;  // scales, expected message
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const Case c = GENERATE_COPY(Case{{1, 1, -2, 2}, "negative dimension"}, Case{{1, 1, 1e30, 1e30}, "overflows"},
+  const Case c = GENERATE_COPY(Case{{1, 1, -2, 2}, "negative dimension"}, Case{{1, 1, 1e30, 1e30}, "overflow when multiplied"},
                                Case{{1, 1, 1e5, 1e5}, "more than"}, Case{{1, 1, nan, 2}, "not a finite"});
   const bool use_xnnpack = GENERATE(false, true);
   auto model = parse_model_text(
