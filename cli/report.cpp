@@ -29,6 +29,7 @@ std::string verify_json(const runtime_check::VerifyResult& v) {
   o << "{\n    \"mode\": \"" << runtime_check::verify_mode_name(v.mode) << "\",\n";
   o << "    \"reason\": " << json_string(v.mode_reason) << ",\n";
   o << "    \"passed\": " << (v.passed ? "true" : "false") << ",\n";
+  o << "    \"difference\": " << (v.difference.empty() ? std::string("null") : json_string(v.difference)) << ",\n";
   o << "    \"outputs\": [";
   for (size_t i = 0; i < v.outputs.size(); ++i) {
     const auto& out = v.outputs[i];

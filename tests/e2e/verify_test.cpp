@@ -329,6 +329,7 @@ TEST_CASE("per-node compare fails a model that differs outside the rewritten nod
   CHECK(passed.exit_code == 0);
   CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
   CHECK_THAT(read_file(report), Catch::Contains("\"passed\": true"));
+  CHECK_THAT(read_file(report), Catch::Contains("\"difference\": null"));
 
   auto neg = honest;
   for (auto& node : *neg.mutable_graph()->mutable_node()) {
@@ -357,5 +358,7 @@ TEST_CASE("per-node compare fails a model that differs outside the rewritten nod
     CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
     CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
     CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
+    // A CI step that reads only the report learns what differs too.
+    for (const auto& fragment : fragments) CHECK_THAT(read_file(report), Catch::Contains("\"difference\": \"") && Catch::Contains(fragment));
   }
 }
