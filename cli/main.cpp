@@ -81,6 +81,25 @@ Exit status:
   0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid model, failed
   output validation, or I/O error. Nothing is written unless the run succeeds.)";
 
+// Passes every log message through cli::printable before the terminal sink formats and colours it: messages
+// quote node and tensor names straight from the model, and those are untrusted bytes.
+class PrintableSink : public spdlog::sinks::sink {
+ public:
+  explicit PrintableSink(std::shared_ptr<spdlog::sinks::sink> inner) : inner_(std::move(inner)) {}
+  void log(const spdlog::details::log_msg& msg) override {
+    const std::string text = cli::printable(std::string(msg.payload.data(), msg.payload.size()));
+    spdlog::details::log_msg safe = msg;
+    safe.payload = text;
+    inner_->log(safe);
+  }
+  void flush() override { inner_->flush(); }
+  void set_pattern(const std::string& pattern) override { inner_->set_pattern(pattern); }
+  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override { inner_->set_formatter(std::move(formatter)); }
+
+ private:
+  std::shared_ptr<spdlog::sinks::sink> inner_;
+};
+
 int fail(int code, const std::string& message) {
   spdlog::error("{}", message);
   return code;
@@ -682,8 +701,9 @@ int main(int argc, char** argv) {
 
   // Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
   const char* no_color = std::getenv("NO_COLOR");
-  auto logger = spdlog::stderr_color_mt("dwdeconv", no_color != nullptr && *no_color != '\0' ? spdlog::color_mode::never
-                                                                                            : spdlog::color_mode::automatic);
+  auto terminal = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(
+      no_color != nullptr && *no_color != '\0' ? spdlog::color_mode::never : spdlog::color_mode::automatic);
+  auto logger = std::make_shared<spdlog::logger>("dwdeconv", std::make_shared<PrintableSink>(terminal));
   logger->set_pattern("dwdeconv-rewrite: %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(opt.verbosity < 0 ? spdlog::level::err : opt.verbosity > 0 ? spdlog::level::debug : spdlog::level::info);

@@ -85,7 +85,7 @@ std::string json_string(const std::string& s) {
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
       default:
-        if (c < 0x20) {
+        if (c < 0x20 || c == 0x7f) {  // DEL too: JSON allows it raw, but a terminal showing the plan does not show it
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
@@ -95,6 +95,31 @@ std::string json_string(const std::string& s) {
     }
   }
   return out + "\"";
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const size_t len = utf8_sequence_length(s, i);
+      out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
+      i += len == 0 ? 1 : len;
+      continue;
+    }
+    ++i;
+    if (c == '\n') {
+      out += "\n  ";  // a continuation, never a line of its own: a name cannot forge a log line
+    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result) {

@@ -301,3 +301,22 @@ TEST_CASE("the report is valid UTF-8 whatever bytes a node name holds", "[e2e][s
     CHECK_THAT(json, Catch::Contains("{\"name\": \"" + c.expected + "\", \"graph\": \"main\", \"decision\": \"rewritten\""));
   }
 }
+
+TEST_CASE("log lines carry node names without terminal controls, ill-formed UTF-8 or forged lines", "[e2e][safety]") {
+  TempDir dir;
+  const auto in = dir.path / "model.onnx";
+  auto m = deconv_model();
+  // Colour, a window title (OSC ... BEL), DEL, a byte that is not UTF-8, and a newline that starts a fake line.
+  name_node(m, "Y", "up\x1b[31mRED\x1b]0;title\x07\x7f\xff\ndwdeconv-rewrite: error: forged");
+  save(m, in);
+  const auto run = run_cli(in.string() + " --check", dir);  // logs the name on stderr: "would be rewritten"
+  REQUIRE(run.exit_code == 1);
+  INFO(run.err);
+  CHECK(valid_utf8(run.err));
+  for (const char control : {'\x1b', '\x07', '\x7f'}) CHECK(run.err.find(control) == std::string::npos);
+  CHECK_THAT(run.err, Catch::Contains("ConvTranspose 'up\\x1b[31mRED\\x1b]0;title\\x07\\x7f\xEF\xBF\xBD"));
+  // The newline in the name continues the line, indented; no line of the log is the forged one.
+  CHECK_THAT(run.err, Catch::Contains("\n  dwdeconv-rewrite: error: forged"));
+  std::istringstream lines(run.err);
+  for (std::string line; std::getline(lines, line);) CHECK(line.rfind("dwdeconv-rewrite: error: forged", 0) != 0);
+}
