@@ -196,6 +196,13 @@ std::string Executor::placement_summary() const {
   if (const size_t fused = count_fused("Concat"); fused > 0) {
     text += "; fused " + std::to_string(fused) + " (Concat " + std::to_string(fused) + ": input Convs write into its channel slices)";
   }
+  std::string activations;
+  size_t fused_activations = 0;
+  for (const auto& n : impl_->placements) {
+    if (n.fusion.rfind(detail::kFusedIntoNote, 0) != 0) continue;
+    activations += (fused_activations++ == 0 ? "" : ", ") + n.node + " " + n.fusion;
+  }
+  if (fused_activations > 0) text += "; fused activations " + std::to_string(fused_activations) + " (" + activations + ")";
   const auto noted = [&](const char* what) {
     return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
       return p.note.find(what) != std::string::npos;

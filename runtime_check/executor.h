@@ -14,7 +14,8 @@
 // deconvolution). The rewritten graph runs as fast as XNNPACK allows: when every input of a channel Concat comes
 // from a Conv that nothing else reads, each Conv writes straight into its channel slice of the Concat's buffer
 // (XNNPACK's output pixel stride = total channels, output pointer = channel offset) and the Concat copies nothing.
-// Placements record it (NodePlacement::fusion), so a benchmark can say so. This XNNPACK has no nearest resize, so
+// Placements record it (NodePlacement::fusion), so a benchmark can say so. Both graphs fuse activations as a real
+// XNNPACK runtime does: a Relu or Clip that alone reads a Conv's output becomes the Conv's output range. This XNNPACK has no nearest resize, so
 // a real XNNPACK runtime runs nearest Resize in its host's optimized kernel; likewise an integer-factor nearest
 // upsample here runs on a row/pixel replication kernel in the input's layout (placed as reference, with a note).
 #pragma once
@@ -45,6 +46,9 @@ struct ExecutorOptions {
   bool use_xnnpack = true;
   // Convs feeding only a channel Concat write into its slices (see above); false keeps one copy per input.
   bool fuse_concat = true;
+  // A Relu or Clip (Relu6 is Clip 0..6) that is the only reader of a Conv's or ConvTranspose's output becomes that
+  // Conv's output range, as XNNPACK's own runtime and the TFLite delegate fuse it; false runs it as its own step.
+  bool fuse_activations = true;
   // A depthwise Conv whose tap count has no depthwise microkernel in this XNNPACK (only 3, 4, 9 and 25 taps do;
   // 1x2, 2x3, 4x4 fall back to a per-channel GEMM, 25-70x slower) runs with its kernel zero-extended to one that
   // has, as newer XNNPACK's multipass microkernels would run it. Applies to every depthwise Conv in any graph,
@@ -71,7 +75,8 @@ struct NodePlacement {
   Placement placement = Placement::kReference;
   std::string reason;   // why a node that could have run on XNNPACK did not (empty otherwise)
   // How the node was fused with its neighbours (empty when it was not): on a Concat
-  // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)".
+  // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)";
+  // on a Relu or Clip "fused into Conv 'c'", and on that Conv "fused: Relu 'r' is its output range".
   std::string fusion;
   // Any other way the node runs differently from how it is written, e.g.
   // "1x2 kernel zero-extended to 1x3 for an XNNPACK depthwise microkernel" or, on a reference Resize,
@@ -143,7 +148,8 @@ class Executor {
   // Nodes of `op_type` with a non-empty fusion note.
   size_t count_fused(const std::string& op_type) const;
   // "xnnpack 5 (Concat 1, Conv 4); reference 1 (Pad 1); folded 2 (Constant 2)", followed by
-  // "; fused 1 (Concat 1: input Convs write into its channel slices)" when a Concat was fused, and
+  // "; fused 1 (Concat 1: input Convs write into its channel slices)" when a Concat was fused,
+  // "; fused activations 1 (Relu 'r' fused into Conv 'c')" when an activation became a Conv's output range, and
   // "; zero-extended depthwise kernels 2" when some were, and "; optimized nearest upsample 1" when a nearest
   // Resize runs on the replication kernel.
   std::string placement_summary() const;

@@ -161,12 +161,23 @@ float attr_float_or(const onnx::NodeProto& node, const std::string& name, float 
 class ConvStep;
 core::Result<Built> make_conv_step(const NodeIo& io, Values& v, bool zero_extend_depthwise, ConvStep** conv);
 bool is_transpose(const ConvStep& conv);
+// True once fuse_activation() gave the Conv an output range.
+bool has_output_range(const ConvStep& conv);
+// From now on `conv` clamps its output to [lo, hi] in the microkernel and writes the value `y` (the output of the
+// Relu or Clip that was the only reader of its own output) instead.
+core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float hi);
 // From now on `conv` writes channels [offset, offset + C_out) of `target` (NHWC, logical dims `target_dims`); the
 // caller sizes `target` before the next run and guarantees nothing else reads the Conv's own output.
 core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset);
 
 // Relu, LeakyRelu, Sigmoid, Clip; Add, Sub, Mul, Div (step_elementwise.cpp).
 core::Result<Built> make_unary_step(const NodeIo& io, Values& v);
+// What Relu ([0, inf]) or Clip (its constant bounds) clamps to; `declined` says why there is no such range.
+struct ClampRange {
+  float lo = kNoMin, hi = kNoMax;
+  std::string declined;
+};
+ClampRange clamp_range(const NodeIo& io, const Values& v);
 core::Result<Built> make_binary_step(const NodeIo& io, Values& v);
 // BatchNormalization in inference mode, as a per-channel affine map in either layout; null when it does not apply.
 std::unique_ptr<Step> make_batch_norm_step(const NodeIo& io, const Values& v);
@@ -182,6 +193,9 @@ core::Result<Built> make_pool_step(const NodeIo& io, Values& v);
 core::Result<Built> make_global_average_pool_step(const NodeIo& io, Values& v);
 core::Result<Built> make_resize_step(const NodeIo& io, Values& v);
 core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v);
+
+// NodePlacement::fusion of a Relu or Clip that became its Conv's output range: "fused into Conv 'c'".
+inline constexpr const char* kFusedIntoNote = "fused into";
 
 inline constexpr const char* kNearestUpsampleNote = "optimized nearest upsample";
 // An integer-factor nearest Resize as row/pixel replication in the input's layout, with its placement note

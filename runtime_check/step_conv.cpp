@@ -78,6 +78,15 @@ class ConvStep : public XnnStep {
   }
 
   bool transpose() const { return transpose_; }
+  bool has_output_range() const { return min_ != kNoMin || max_ != kNoMax; }
+
+  core::Status fuse_activation(Values& v, int y, float lo, float hi) {
+    y_ = y;
+    min_ = lo;
+    max_ = hi;
+    invalidate_setup();
+    return create(v);
+  }
 
   core::Status write_into(Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset) {
     assert(!transpose_);  // only the convolution path passes the target's pixel stride to XNNPACK
@@ -151,7 +160,7 @@ class ConvStep : public XnnStep {
           static_cast<uint32_t>(kw), static_cast<uint32_t>(g_.strides[0]), static_cast<uint32_t>(g_.strides[1]),
           static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
           static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
-          static_cast<size_t>(cog * groups), packed_.data(), bias.empty() ? nullptr : bias.data(), kNoMin, kNoMax, 0, &raw);
+          static_cast<size_t>(cog * groups), packed_.data(), bias.empty() ? nullptr : bias.data(), min_, max_, 0, &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_deconvolution2d_nhwc_f32", status);
     } else {
       const int64_t cog = w.dims[0] / groups, cig = w.dims[1];
@@ -174,7 +183,7 @@ class ConvStep : public XnnStep {
           static_cast<uint32_t>(g_.strides[1]),
           static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
           static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
-          static_cast<size_t>(output_pixel_stride), packed_.data(), bias.empty() ? nullptr : bias.data(), kNoMin, kNoMax, 0,
+          static_cast<size_t>(output_pixel_stride), packed_.data(), bias.empty() ? nullptr : bias.data(), min_, max_, 0,
           &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_convolution2d_nhwc_f32", status);
     }
@@ -190,6 +199,7 @@ class ConvStep : public XnnStep {
   std::array<int64_t, 2> adjustment_{};  // deconvolution: output_padding plus any extra end output
   std::vector<float> packed_;
   uint64_t weights_stamp_ = ~uint64_t{0};
+  float min_ = kNoMin, max_ = kNoMax;  // output range: a fused Relu or Clip (fuse_activation)
   int target_ = -1;  // fused: the Concat output slot this Conv writes into (-1: its own output y_)
   std::vector<int64_t> target_dims_;
   int64_t target_offset_ = 0;  // first channel of this Conv's slice in the target
@@ -209,6 +219,12 @@ core::Result<Built> make_conv_step(const NodeIo& io, Values& v, bool zero_extend
 }
 
 bool is_transpose(const ConvStep& conv) { return conv.transpose(); }
+
+bool has_output_range(const ConvStep& conv) { return conv.has_output_range(); }
+
+core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float hi) {
+  return conv.fuse_activation(v, y, lo, hi);
+}
 
 core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset) {
   return conv.write_into(v, target, target_dims, offset);

@@ -156,24 +156,33 @@ class BatchNormStep : public Step {
 
 }  // namespace
 
+ClampRange clamp_range(const NodeIo& io, const Values& v) {
+  ClampRange r;
+  if (io.node.op_type() == "Relu") {
+    r.lo = 0.0f;
+    return r;
+  }
+  if (onnx_io::find_attribute(io.node, "min") != nullptr || onnx_io::find_attribute(io.node, "max") != nullptr) {
+    r.lo = attr_float_or(io.node, "min", -std::numeric_limits<float>::max());
+    r.hi = attr_float_or(io.node, "max", std::numeric_limits<float>::max());
+  }
+  for (size_t k = 1; k < 3; ++k) {
+    if (io.input(k) < 0) continue;
+    if (!v.constant(io.input(k))) return ClampRange{kNoMin, kNoMax, "non-constant bounds"};
+    if (v.peek(io.input(k)).numel() > 0) (k == 1 ? r.lo : r.hi) = static_cast<float>(v.peek(io.input(k)).get(0));
+  }
+  if (!(r.lo < r.hi)) return ClampRange{kNoMin, kNoMax, "min >= max"};
+  return r;
+}
+
 core::Result<Built> make_unary_step(const NodeIo& io, Values& v) {
   const std::string& op = io.node.op_type();
-  float lo = op == "Relu" ? 0.0f : kNoMin, hi = kNoMax;
-  if (op == "Clip") {
-    if (onnx_io::find_attribute(io.node, "min") != nullptr || onnx_io::find_attribute(io.node, "max") != nullptr) {
-      lo = attr_float_or(io.node, "min", -std::numeric_limits<float>::max());
-      hi = attr_float_or(io.node, "max", std::numeric_limits<float>::max());
-    }
-    for (size_t k = 1; k < 3; ++k) {
-      if (io.input(k) < 0) continue;
-      if (!v.constant(io.input(k))) return declined("non-constant bounds");
-      if (v.peek(io.input(k)).numel() > 0) (k == 1 ? lo : hi) = static_cast<float>(v.peek(io.input(k)).get(0));
-    }
-    if (!(lo < hi)) return declined("min >= max");
-  }
+  ClampRange range;
+  if (op == "Relu" || op == "Clip") range = clamp_range(io, v);
+  if (!range.declined.empty()) return declined(range.declined);
   if (v.peek(io.input(0)).numel() == 0) return declined("empty tensor");
   auto step = std::make_unique<UnaryStep>(io.node, io.out[0]);
-  RC_CHECK(step->plan(v, io.input(0), lo, hi));
+  RC_CHECK(step->plan(v, io.input(0), range.lo, range.hi));
   return built(std::move(step));
 }
 

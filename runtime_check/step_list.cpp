@@ -96,12 +96,42 @@ core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io,
     const int64_t channels = v.peek(in[k]).dims[1];
     RC_CHECK(write_into(*producers[k].conv, v, out[0], y_dims, offset));
     RC_CHECK(producers[k].step->run(v));
-    placements[producers[k].placement].fusion = "fused: writes into " + onnx_io::describe_node(io.node) + " channels [" +
-                                                std::to_string(offset) + ", " + std::to_string(offset + channels) + ")";
+    std::string& fusion = placements[producers[k].placement].fusion;
+    fusion += (fusion.empty() ? "fused: writes into " : "; writes into ") + onnx_io::describe_node(io.node) + " channels [" +
+              std::to_string(offset) + ", " + std::to_string(offset + channels) + ")";
     offset += channels;
     std::vector<float>().swap(v.slots[static_cast<size_t>(in[k])].t.f);  // never written or read again
   }
   return make_fused_concat_step(out[0]);
+}
+
+// Before: y = Conv(x, ...);  z = Relu(y)  (or Clip, e.g. Clip(y, 0, 6) for Relu6)
+// After:  z = Conv(x, ...) with output range [0, inf] (or the Clip's bounds);  the Relu runs no step
+// As XNNPACK's xnn_subgraph_fusion and the TFLite delegate do. Applies when the activation's data input comes
+// from an XNNPACK Conv or ConvTranspose without a range yet and nothing else reads it (not another node, not a
+// graph output), and the bounds are constant. Returns the Conv's description ("Conv 'c'"), or empty, changing
+// nothing, when it does not apply. Re-runs the Conv once, so z holds its creation-time values.
+core::Result<std::string> try_fuse_activation(const NodeIo& io, std::unordered_map<int, ConvProducer>& conv_producers,
+                                              const std::unordered_map<std::string, int>& readers, Values& v,
+                                              std::vector<NodePlacement>& placements) {
+  const auto& in = io.in;
+  const auto& out = io.out;
+  if (in.empty() || in[0] < 0 || out.size() != 1 || out[0] < 0) return std::string();
+  const auto found = conv_producers.find(in[0]);
+  const auto read = readers.find(io.node.input(0));
+  if (found == conv_producers.end() || has_output_range(*found->second.conv)) return std::string();
+  if (read == readers.end() || read->second != 1) return std::string();
+  const ClampRange range = clamp_range(io, v);
+  if (!range.declined.empty()) return std::string();
+  const ConvProducer producer = found->second;
+  RC_CHECK(fuse_activation(*producer.conv, v, out[0], range.lo, range.hi));
+  RC_CHECK(producer.step->run(v));
+  NodePlacement& conv_placement = placements[producer.placement];
+  conv_placement.fusion = "fused: " + onnx_io::describe_node(io.node) + " is its output range";
+  conv_producers.erase(found);
+  conv_producers[out[0]] = producer;
+  std::vector<float>().swap(v.slots[static_cast<size_t>(in[0])].t.f);  // never written or read again
+  return conv_placement.node;
 }
 
 bool layout_preserving(const std::string& op) {
@@ -248,6 +278,15 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.fusion = kFusedConcatNote;
         RC_CHECK(fused->run(v));
         add_step(std::move(fused), std::move(placement));
+        continue;
+      }
+    }
+    if (options.use_xnnpack && options.fuse_activations && (node.op_type() == "Relu" || node.op_type() == "Clip")) {
+      RC_ASSIGN(const std::string conv, try_fuse_activation(io, conv_producers, readers, v, list.placements));
+      if (!conv.empty()) {
+        placement.placement = Placement::kXnnpack;
+        placement.fusion = std::string(kFusedIntoNote) + " " + conv;
+        list.placements.push_back(std::move(placement));
         continue;
       }
     }
