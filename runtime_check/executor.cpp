@@ -4,6 +4,7 @@
 #include <map>
 
 #include "runtime_check/internal.h"
+#include "runtime_check/memory_plan.h"
 #include "runtime_check/step_list.h"
 
 namespace dwdeconv::runtime_check {
@@ -61,6 +62,7 @@ Executor::~Executor() = default;
 core::Result<Executor> Executor::create(const onnx::ModelProto& model, const ExecutorOptions& options) {
   auto impl = std::make_unique<Impl>();
   RC_CHECK(detail::build_step_list(model, options, *impl));
+  if (options.plan_memory) detail::place_in_arena(*impl);
   // Profiling starts now, so the creation run (first touches, one-time setup) is never counted.
   impl->profiling = options.profile;
   impl->values.time_conversions = options.profile;
@@ -147,6 +149,8 @@ ExecutorProfile Executor::profile(size_t top_nodes) const {
 }
 
 const std::vector<NamedTensor>& Executor::creation_inputs() const { return impl_->creation_inputs; }
+
+const MemoryPlan& Executor::memory_plan() const { return impl_->memory; }
 
 const std::vector<NodePlacement>& Executor::placements() const { return impl_->placements; }
 

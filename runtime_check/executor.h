@@ -54,6 +54,10 @@ struct ExecutorOptions {
   // has, as newer XNNPACK's multipass microkernels would run it. Applies to every depthwise Conv in any graph,
   // never to ConvTranspose. false runs each Conv's kernel as written.
   bool zero_extend_depthwise = true;
+  // Places activations in one arena, allocated once at creation, at offsets shared by values whose lifetimes do
+  // not overlap (see MemoryPlan); creation frees each value after its last reader. false gives every value its own
+  // buffer for the executor's lifetime (a debug switch: the outputs are bit-identical either way).
+  bool plan_memory = true;
   // Times every step of each run() / run_steps() (see Executor::profile()). Off, run() reads no clock at all;
   // Executor::set_profiling() switches it later.
   bool profile = false;
@@ -118,6 +122,14 @@ struct ExecutorProfile {
   std::vector<NodeTime> top_nodes;  // the slowest nodes, slowest first
 };
 
+// How an executor holds its activations (ExecutorOptions::plan_memory); all zero when memory is not planned.
+struct MemoryPlan {
+  size_t arena_bytes = 0;       // the one arena every activation lives in
+  size_t value_bytes = 0;       // the activations in it, summed as if each had a buffer of its own
+  size_t conversion_bytes = 0;  // their NCHW<->NHWC conversions, summed likewise
+  size_t values = 0;            // activations and conversions placed
+};
+
 class Executor {
  public:
   // Plans `model` and runs it once on the creation inputs. Errors name the node and op (unsupported op,
@@ -153,6 +165,9 @@ class Executor {
   // "; zero-extended depthwise kernels 2" when some were, and "; optimized nearest upsample 1" when a nearest
   // Resize runs on the replication kernel.
   std::string placement_summary() const;
+
+  // How the activations are held.
+  const MemoryPlan& memory_plan() const;
 
   // Starts or stops timing the steps of later runs (ExecutorProfile). Totals accumulate until reset_profile().
   void set_profiling(bool on);

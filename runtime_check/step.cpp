@@ -56,6 +56,11 @@ core::Status check_dims(const onnx::NodeProto& node, const Tensor& t, const std:
   return core::Ok{};
 }
 
+void XnnStep::accesses(const Values&, std::vector<Access>& out) const {
+  for (const Input& in : inputs_) out.push_back(Access{in.id, in.layout, false});
+  out.push_back(Access{y_, y_layout_, true});
+}
+
 float* XnnStep::output(Values& v, int32_t dtype) { return v.write(y_, y_layout_, dtype, y_dims_).f.data(); }
 
 core::Status XnnStep::run(Values& v) {
@@ -107,6 +112,18 @@ class ReferenceStep : public Step {
       if (id >= 0) v.touch(id, layout);
     }
     return core::Ok{};
+  }
+
+  void accesses(const Values& v, std::vector<Access>& out) const override {
+    const Layout layout = preserving_ && in_[0] >= 0 ? v.layout(in_[0]) : Layout::kNchw;
+    bool first = true;
+    for (int id : in_) {
+      if (id >= 0) out.push_back(Access{id, first ? layout : Layout::kNchw, false});
+      first = false;
+    }
+    for (int id : out_) {
+      if (id >= 0) out.push_back(Access{id, layout, true});
+    }
   }
 
  private:

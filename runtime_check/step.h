@@ -76,10 +76,19 @@ class Values {
   void touch(int id, Layout layout);
 };
 
+// A value a step reads or writes on every run: what the memory plan places values by.
+struct Access {
+  int id = -1;
+  Layout layout = Layout::kNchw;  // the layout it is read in: a conversion when the value is stored in the other one
+  bool write = false;
+};
+
 class Step {
  public:
   virtual ~Step() = default;
   virtual core::Status run(Values& v) = 0;
+  // Appends every value run() reads or writes (`v` as planned, for the layouts values are stored in).
+  virtual void accesses(const Values& v, std::vector<Access>& out) const = 0;
 };
 
 core::Error xnn_failure(const onnx::NodeProto& node, const char* call, xnn_status status);
@@ -91,6 +100,8 @@ core::Status check_dims(const onnx::NodeProto& node, const Tensor& t, const std:
 class XnnStep : public Step {
  public:
   core::Status run(Values& v) final;
+  // The inputs, and y_ as written.
+  void accesses(const Values& v, std::vector<Access>& out) const override;
 
  protected:
   struct Input {

@@ -78,6 +78,14 @@ class ConvStep : public XnnStep {
   }
 
   bool transpose() const { return transpose_; }
+
+  // x, and the weights and bias as stored (a graph input or computed weights are read on every run, see prepare()).
+  void accesses(const Values& v, std::vector<Access>& out) const override {
+    out.push_back(Access{x_, Layout::kNhwc, false});
+    out.push_back(Access{w_, v.layout(w_), false});
+    if (b_ >= 0) out.push_back(Access{b_, v.layout(b_), false});
+    out.push_back(Access{target_ < 0 ? y_ : target_, Layout::kNhwc, true});
+  }
   bool has_output_range() const { return min_ != kNoMin || max_ != kNoMax; }
 
   core::Status fuse_activation(Values& v, int y, float lo, float hi) {
@@ -113,9 +121,10 @@ class ConvStep : public XnnStep {
 
   float* output(Values& v, int32_t dtype) override {
     if (target_ < 0) return XnnStep::output(v, dtype);
-    // Fused: the Concat step sized the target and marks it written.
+    // Fused: the Concat step marks the target written. Its storage was sized at creation (or placed in the arena).
     Tensor& target = v.slots[static_cast<size_t>(target_)].t;
-    assert(target.dims == target_dims_ && target.f.size() == static_cast<size_t>(target.numel()));
+    assert(target.dims == target_dims_);
+    if (target.f.size() != static_cast<size_t>(target.numel())) target.reshape(dtype, target_dims_);
     return target.f.data() + target_offset_;
   }
 

@@ -101,6 +101,7 @@ class FusedConcatStep : public Step {
     v.touch(y_, Layout::kNhwc);
     return core::Ok{};
   }
+  void accesses(const Values&, std::vector<Access>& out) const override { out.push_back(Access{y_, Layout::kNhwc, true}); }
 
  private:
   int y_;

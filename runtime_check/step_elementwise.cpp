@@ -146,6 +146,12 @@ class BatchNormStep : public Step {
     return core::Ok{};
   }
 
+  void accesses(const Values& v, std::vector<Access>& out) const override {
+    out.push_back(Access{x_, v.layout(x_), false});
+    for (int id : params_) out.push_back(Access{id, v.layout(id), false});
+    out.push_back(Access{y_, v.layout(x_), true});
+  }
+
  private:
   onnx::NodeProto node_;
   int x_;

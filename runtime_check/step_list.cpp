@@ -100,7 +100,7 @@ core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io,
     fusion += (fusion.empty() ? "fused: writes into " : "; writes into ") + onnx_io::describe_node(io.node) + " channels [" +
               std::to_string(offset) + ", " + std::to_string(offset + channels) + ")";
     offset += channels;
-    std::vector<float>().swap(v.slots[static_cast<size_t>(in[k])].t.f);  // never written or read again
+    v.slots[static_cast<size_t>(in[k])].t.f.release();  // never written or read again
   }
   return make_fused_concat_step(out[0]);
 }
@@ -130,8 +130,60 @@ core::Result<std::string> try_fuse_activation(const NodeIo& io, std::unordered_m
   conv_placement.fusion = "fused: " + onnx_io::describe_node(io.node) + " is its output range";
   conv_producers.erase(found);
   conv_producers[out[0]] = producer;
-  std::vector<float>().swap(v.slots[static_cast<size_t>(in[0])].t.f);  // never written or read again
+  v.slots[static_cast<size_t>(in[0])].t.f.release();  // never written or read again
   return conv_placement.node;
+}
+
+// Per node, the values no later node needs: the node's inputs it reads last, and outputs nothing reads. A Conv's
+// inputs stay until its output's only reader (and that one's only reader, after a Relu or Clip) has been planned,
+// since fusing them re-runs the Conv. Graph inputs and outputs and initializers are never listed.
+std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& slot_of,
+                                         const std::unordered_map<std::string, int>& readers) {
+  const int nodes = graph.node_size();
+  std::unordered_map<std::string, std::vector<int>> reader_nodes;
+  for (int n = 0; n < nodes; ++n) {
+    for (const auto& name : graph.node(n).input()) {
+      if (!name.empty()) reader_nodes[name].push_back(n);
+    }
+  }
+  // The only node reading `name`, or -1 (none, several, or also a graph output).
+  const auto only_reader = [&](const std::string& name) {
+    const auto it = reader_nodes.find(name);
+    const auto read = readers.find(name);
+    return it != reader_nodes.end() && it->second.size() == 1 && read != readers.end() && read->second == 1 ? it->second[0] : -1;
+  };
+  std::vector<int> last_use(slot_of.size(), -1);
+  for (int n = 0; n < nodes; ++n) {
+    const auto& node = graph.node(n);
+    int hold = n;
+    if ((node.op_type() == "Conv" || node.op_type() == "ConvTranspose") && node.output_size() > 0) {
+      const int r = only_reader(node.output(0));
+      if (r >= 0) {
+        hold = r;
+        const auto& act = graph.node(r);
+        if ((act.op_type() == "Relu" || act.op_type() == "Clip") && act.output_size() > 0 && only_reader(act.output(0)) >= 0) {
+          hold = only_reader(act.output(0));
+        }
+      }
+    }
+    const auto use = [&](const std::string& name, int until) {
+      const auto it = slot_of.find(name);  // a missing input is reported when its node is planned
+      if (it != slot_of.end()) last_use[static_cast<size_t>(it->second)] = std::max(last_use[static_cast<size_t>(it->second)], until);
+    };
+    for (const auto& name : node.input()) use(name, hold);
+    for (const auto& name : node.output()) use(name, n);
+  }
+  std::unordered_set<int> kept;
+  for (const auto& init : graph.initializer()) kept.insert(slot_of.at(init.name()));
+  for (const auto& in : graph.input()) kept.insert(slot_of.at(in.name()));
+  for (const auto& out : graph.output()) {
+    if (const auto it = slot_of.find(out.name()); it != slot_of.end()) kept.insert(it->second);
+  }
+  std::vector<std::vector<int>> dead(static_cast<size_t>(nodes));
+  for (size_t id = 0; id < last_use.size(); ++id) {
+    if (last_use[id] >= 0 && kept.count(static_cast<int>(id)) == 0) dead[static_cast<size_t>(last_use[id])].push_back(static_cast<int>(id));
+  }
+  return dead;
 }
 
 bool layout_preserving(const std::string& op) {
@@ -240,7 +292,20 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     list.step_node.push_back(list.placements.size());
     list.placements.push_back(std::move(placement));
   };
-  for (const auto& node : graph.node()) {
+  // With a memory plan, creation frees each activation after its last reader, so it holds about what a run holds.
+  std::vector<std::vector<int>> dead;
+  if (options.plan_memory) dead = dead_after(graph, slot_of, readers);
+  for (int n = 0; n < graph.node_size(); ++n) {
+    if (n > 0 && options.plan_memory) {
+      for (int id : dead[static_cast<size_t>(n - 1)]) {
+        Slot& s = v.slots[static_cast<size_t>(id)];
+        if (s.constant) continue;
+        s.t.f.release();
+        s.converted.f.release();
+        s.converted_version = ~uint64_t{0};
+      }
+    }
+    const onnx::NodeProto& node = graph.node(n);
     std::vector<int> in, out;
     bool all_constant = true;
     for (const auto& name : node.input()) {

@@ -30,6 +30,8 @@ struct StepList {
   std::vector<std::pair<std::string, int>> inputs;   // graph inputs (name, slot)
   std::vector<std::pair<std::string, int>> outputs;  // graph outputs (name, slot)
   std::unordered_map<std::string, int> slot_of;
+  std::vector<float> arena;  // every activation when memory is planned (place_in_arena)
+  MemoryPlan memory;
 
   // Copies every graph input into its slot (NCHW). With check_against_creation, dims and kind must match the
   // creation inputs.

@@ -150,6 +150,11 @@ class NearestUpsampleStep : public Step {
     return core::Ok{};
   }
 
+  void accesses(const Values& v, std::vector<Access>& out) const override {
+    out.push_back(Access{x_, v.layout(x_), false});
+    out.push_back(Access{y_, v.layout(x_), true});
+  }
+
  private:
   onnx::NodeProto node_;
   int x_, y_;
