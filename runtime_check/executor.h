@@ -10,6 +10,10 @@
 // inside, XNNPACK steps keep rank-4 activations in NHWC and convert only where a consumer needs NCHW.
 // Every floating type computes in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
 //
+// Memory: activations live in one arena allocated at creation, at offsets shared by values whose lifetimes (first
+// step writing, last step reading) do not overlap, layout conversions included (MemoryPlan). A run allocates
+// nothing for them. Graph inputs, constants and integer values keep their own storage.
+//
 // Speed: the original graph runs exactly as a stock XNNPACK runtime would run it (a ConvTranspose is one XNNPACK
 // deconvolution). The rewritten graph runs as fast as XNNPACK allows: when every input of a channel Concat comes
 // from a Conv that nothing else reads, each Conv writes straight into its channel slice of the Concat's buffer
