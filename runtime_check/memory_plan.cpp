@@ -113,6 +113,8 @@ void place_in_arena(StepList& list) {
     s.converted.f.release();
     s.converted_version = ~uint64_t{0};
   }
+  v.reuse_spare = false;
+  std::vector<std::vector<float>>().swap(v.spare);
   const size_t arena = plan_arena(placed);
   // XNNPACK kernels may read a few bytes past an input's end (XNN_EXTRA_BYTES): keep them inside the arena. Filling
   // the arena touches its pages now, so no run faults in fresh ones.

@@ -20,6 +20,7 @@ const Tensor& Values::read(int id, Layout want) {
   if (s.converted_version != s.version) {
     const Clock::time_point start = time_conversions ? Clock::now() : Clock::time_point{};
     const auto& d = s.t.dims;
+    reuse(s.converted, static_cast<size_t>(s.t.numel()));
     s.converted.reshape(s.t.dtype, d);
     if (want == Layout::kNhwc) nchw_to_nhwc(s.t.f.data(), s.converted.f.data(), d[0], d[1], d[2], d[3]);
     else nhwc_to_nchw(s.t.f.data(), s.converted.f.data(), d[0], d[1], d[2], d[3]);
@@ -32,6 +33,11 @@ const Tensor& Values::read(int id, Layout want) {
 Tensor& Values::write(int id, Layout layout, int32_t dtype, const std::vector<int64_t>& dims) {
   Slot& s = slots[static_cast<size_t>(id)];
   s.layout = layout;
+  if (is_float_type(dtype)) {
+    size_t size = 1;
+    for (int64_t d : dims) size *= static_cast<size_t>(d);
+    reuse(s.t, size);
+  }
   s.t.reshape(dtype, dims);
   s.defined = true;
   ++s.version;
@@ -43,6 +49,27 @@ void Values::touch(int id, Layout layout) {
   s.layout = layout;
   s.defined = true;
   ++s.version;
+}
+
+void Values::retire(int id) {
+  Slot& s = slots[static_cast<size_t>(id)];
+  for (Tensor* t : {&s.t, &s.converted}) {
+    std::vector<float> buffer = t->f.take_owned();
+    if (reuse_spare && buffer.capacity() > 0) spare.push_back(std::move(buffer));
+  }
+  s.converted_version = ~uint64_t{0};
+}
+
+void Values::reuse(Tensor& t, size_t size) {
+  if (!reuse_spare || !t.f.empty() || t.f.is_view() || size == 0) return;
+  size_t best = spare.size();
+  for (size_t k = 0; k < spare.size(); ++k) {
+    if (spare[k].capacity() >= size && (best == spare.size() || spare[k].capacity() < spare[best].capacity())) best = k;
+  }
+  if (best == spare.size()) return;
+  t.f = FloatStorage(std::move(spare[best]));  // keeps its old size: shrinking to `size` writes nothing
+  spare[best] = std::move(spare.back());
+  spare.pop_back();
 }
 
 core::Error xnn_failure(const onnx::NodeProto& node, const char* call, xnn_status status) {

@@ -74,6 +74,17 @@ class Values {
   Tensor& write(int id, Layout layout, int32_t dtype, const std::vector<int64_t>& dims);
   // Marks `id` as written in place (by a reference kernel, or into slices by its producers).
   void touch(int id, Layout layout);
+
+  // Frees the storage of `id` and of its conversion, which no later step reads. While reuse_spare is set (creation
+  // with a memory plan) the buffers are kept in `spare` and handed to the next values written, so the creation run
+  // does not fault in fresh pages for every activation.
+  void retire(int id);
+  bool reuse_spare = false;
+  std::vector<std::vector<float>> spare;
+
+ private:
+  // Gives an empty owned `t` the smallest spare buffer that holds `size` floats, if reuse_spare and there is one.
+  void reuse(Tensor& t, size_t size);
 };
 
 // A value a step reads or writes on every run: what the memory plan places values by.

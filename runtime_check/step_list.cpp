@@ -100,7 +100,7 @@ core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io,
     fusion += (fusion.empty() ? "fused: writes into " : "; writes into ") + onnx_io::describe_node(io.node) + " channels [" +
               std::to_string(offset) + ", " + std::to_string(offset + channels) + ")";
     offset += channels;
-    v.slots[static_cast<size_t>(in[k])].t.f.release();  // never written or read again
+    v.retire(in[k]);  // never written or read again
   }
   return make_fused_concat_step(out[0]);
 }
@@ -130,7 +130,7 @@ core::Result<std::string> try_fuse_activation(const NodeIo& io, std::unordered_m
   conv_placement.fusion = "fused: " + onnx_io::describe_node(io.node) + " is its output range";
   conv_producers.erase(found);
   conv_producers[out[0]] = producer;
-  v.slots[static_cast<size_t>(in[0])].t.f.release();  // never written or read again
+  v.retire(in[0]);  // never written or read again
   return conv_placement.node;
 }
 
@@ -295,14 +295,11 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
   // With a memory plan, creation frees each activation after its last reader, so it holds about what a run holds.
   std::vector<std::vector<int>> dead;
   if (options.plan_memory) dead = dead_after(graph, slot_of, readers);
+  v.reuse_spare = options.plan_memory;
   for (int n = 0; n < graph.node_size(); ++n) {
     if (n > 0 && options.plan_memory) {
       for (int id : dead[static_cast<size_t>(n - 1)]) {
-        Slot& s = v.slots[static_cast<size_t>(id)];
-        if (s.constant) continue;
-        s.t.f.release();
-        s.converted.f.release();
-        s.converted_version = ~uint64_t{0};
+        if (!v.slots[static_cast<size_t>(id)].constant) v.retire(id);
       }
     }
     const onnx::NodeProto& node = graph.node(n);

@@ -85,6 +85,12 @@ void FloatStorage::view(float* memory, size_t size) {
   size_ = capacity_ = size;
 }
 
+std::vector<float> FloatStorage::take_owned() {
+  std::vector<float> taken = std::move(owned_);
+  release();
+  return taken;
+}
+
 void FloatStorage::release() {
   std::vector<float>().swap(owned_);
   view_ = nullptr;

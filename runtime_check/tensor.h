@@ -62,6 +62,8 @@ class FloatStorage {
   bool is_view() const { return view_ != nullptr; }
   // Frees owned storage and drops any view: empty, with no memory held.
   void release();
+  // Moves the owned buffer out (its size and capacity as they were) and drops any view: empty afterwards.
+  std::vector<float> take_owned();
 
   friend bool operator==(const FloatStorage& a, const FloatStorage& b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
