@@ -23,10 +23,7 @@ Executor make_executor(const onnx::ModelProto& model, bool fuse, bool xnnpack = 
   options.use_xnnpack = xnnpack;
   options.inputs = inputs;
   options.seed = 9;
-  auto executor = Executor::create(model, options);
-  INFO((executor.ok() ? std::string() : executor.error().message));
-  REQUIRE(executor.ok());
-  return std::move(executor.value());
+  return std::move(create_and_run(model, options).executor);
 }
 
 const NodePlacement& placement_of(const Executor& executor, const std::string& node) {

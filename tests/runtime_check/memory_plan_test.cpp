@@ -25,10 +25,7 @@ Executor make_executor(const onnx::ModelProto& model, bool plan, const std::vect
   options.plan_memory = plan;
   options.inputs = inputs;
   options.seed = 3;
-  auto executor = Executor::create(model, options);
-  INFO((executor.ok() ? std::string() : executor.error().message));
-  REQUIRE(executor.ok());
-  return std::move(executor.value());
+  return std::move(create_and_run(model, options).executor);
 }
 
 // Runs both executors on the same fresh inputs, twice over (and once more through run_steps), and requires
