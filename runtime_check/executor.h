@@ -10,11 +10,16 @@
 // inside, XNNPACK steps keep rank-4 activations in NHWC and convert only where a consumer needs NCHW.
 // Every floating type computes in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
 //
+// Memory: activations live in one arena allocated at creation, at offsets shared by values whose lifetimes (first
+// step writing, last step reading) do not overlap, layout conversions included (MemoryPlan). A run allocates
+// nothing for them. Graph inputs, constants and integer values keep their own storage.
+//
 // Speed: the original graph runs exactly as a stock XNNPACK runtime would run it (a ConvTranspose is one XNNPACK
 // deconvolution). The rewritten graph runs as fast as XNNPACK allows: when every input of a channel Concat comes
 // from a Conv that nothing else reads, each Conv writes straight into its channel slice of the Concat's buffer
 // (XNNPACK's output pixel stride = total channels, output pointer = channel offset) and the Concat copies nothing.
-// Placements record it (NodePlacement::fusion), so a benchmark can say so. This XNNPACK has no nearest resize, so
+// Placements record it (NodePlacement::fusion), so a benchmark can say so. Both graphs fuse activations as a real
+// XNNPACK runtime does: a Relu or Clip that alone reads a Conv's output becomes the Conv's output range. This XNNPACK has no nearest resize, so
 // a real XNNPACK runtime runs nearest Resize in its host's optimized kernel; likewise an integer-factor nearest
 // upsample here runs on a row/pixel replication kernel in the input's layout (placed as reference, with a note).
 #pragma once
@@ -45,11 +50,18 @@ struct ExecutorOptions {
   bool use_xnnpack = true;
   // Convs feeding only a channel Concat write into its slices (see above); false keeps one copy per input.
   bool fuse_concat = true;
+  // A Relu or Clip (Relu6 is Clip 0..6) that is the only reader of a Conv's or ConvTranspose's output becomes that
+  // Conv's output range, as XNNPACK's own runtime and the TFLite delegate fuse it; false runs it as its own step.
+  bool fuse_activations = true;
   // A depthwise Conv whose tap count has no depthwise microkernel in this XNNPACK (only 3, 4, 9 and 25 taps do;
   // 1x2, 2x3, 4x4 fall back to a per-channel GEMM, 25-70x slower) runs with its kernel zero-extended to one that
   // has, as newer XNNPACK's multipass microkernels would run it. Applies to every depthwise Conv in any graph,
   // never to ConvTranspose. false runs each Conv's kernel as written.
   bool zero_extend_depthwise = true;
+  // Places activations in one arena, allocated once at creation, at offsets shared by values whose lifetimes do
+  // not overlap (see MemoryPlan); creation frees each value after its last reader. false gives every value its own
+  // buffer for the executor's lifetime (a debug switch: the outputs are bit-identical either way).
+  bool plan_memory = true;
   // Times every step of each run() / run_steps() (see Executor::profile()). Off, run() reads no clock at all;
   // Executor::set_profiling() switches it later.
   bool profile = false;
@@ -71,7 +83,8 @@ struct NodePlacement {
   Placement placement = Placement::kReference;
   std::string reason;   // why a node that could have run on XNNPACK did not (empty otherwise)
   // How the node was fused with its neighbours (empty when it was not): on a Concat
-  // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)".
+  // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)";
+  // on a Relu or Clip "fused into Conv 'c'", and on that Conv "fused: Relu 'r' is its output range".
   std::string fusion;
   // Any other way the node runs differently from how it is written, e.g.
   // "1x2 kernel zero-extended to 1x3 for an XNNPACK depthwise microkernel" or, on a reference Resize,
@@ -113,6 +126,14 @@ struct ExecutorProfile {
   std::vector<NodeTime> top_nodes;  // the slowest nodes, slowest first
 };
 
+// How an executor holds its activations (ExecutorOptions::plan_memory); all zero when memory is not planned.
+struct MemoryPlan {
+  size_t arena_bytes = 0;       // the one arena every activation lives in
+  size_t value_bytes = 0;       // the activations in it, summed as if each had a buffer of its own
+  size_t conversion_bytes = 0;  // their NCHW<->NHWC conversions, summed likewise
+  size_t values = 0;            // activations and conversions placed
+};
+
 class Executor {
  public:
   // Plans `model` and runs it once on the creation inputs. Errors name the node and op (unsupported op,
@@ -143,10 +164,14 @@ class Executor {
   // Nodes of `op_type` with a non-empty fusion note.
   size_t count_fused(const std::string& op_type) const;
   // "xnnpack 5 (Concat 1, Conv 4); reference 1 (Pad 1); folded 2 (Constant 2)", followed by
-  // "; fused 1 (Concat 1: input Convs write into its channel slices)" when a Concat was fused, and
+  // "; fused 1 (Concat 1: input Convs write into its channel slices)" when a Concat was fused,
+  // "; fused activations 1 (Relu 'r' fused into Conv 'c')" when an activation became a Conv's output range, and
   // "; zero-extended depthwise kernels 2" when some were, and "; optimized nearest upsample 1" when a nearest
   // Resize runs on the replication kernel.
   std::string placement_summary() const;
+
+  // How the activations are held.
+  const MemoryPlan& memory_plan() const;
 
   // Starts or stops timing the steps of later runs (ExecutorProfile). Totals accumulate until reset_profile().
   void set_profiling(bool on);
@@ -157,9 +182,6 @@ class Executor {
  private:
   struct Impl;
   explicit Executor(std::unique_ptr<Impl> impl);
-  // create() without the size guard; `planning` is the node being planned, for the guard's message.
-  static core::Result<Executor> plan(const onnx::ModelProto& model, const ExecutorOptions& options,
-                                     const onnx::NodeProto*& planning);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -57,6 +57,75 @@ core::Result<size_t> checked_element_count(const std::vector<int64_t>& dims, siz
   return elements;
 }
 
+FloatStorage::FloatStorage(FloatStorage&& other) noexcept
+    : owned_(std::move(other.owned_)), view_(other.view_), size_(other.size_), capacity_(other.capacity_) {
+  other.release();
+}
+
+FloatStorage& FloatStorage::operator=(const FloatStorage& other) {
+  if (this == &other) return *this;
+  if (view_ != nullptr && other.size() <= capacity_) {
+    std::copy(other.begin(), other.end(), view_);  // stays in its span
+    size_ = other.size();
+  } else {
+    release();
+    owned_.assign(other.begin(), other.end());
+  }
+  return *this;
+}
+
+FloatStorage& FloatStorage::operator=(FloatStorage&& other) noexcept {
+  if (this == &other) return *this;
+  owned_ = std::move(other.owned_);
+  view_ = other.view_;
+  size_ = other.size_;
+  capacity_ = other.capacity_;
+  other.release();
+  return *this;
+}
+
+void FloatStorage::resize(size_t n) {
+  if (view_ == nullptr) {
+    owned_.resize(n);
+  } else if (n <= capacity_) {
+    if (n > size_) std::fill(view_ + size_, view_ + n, 0.0f);
+    size_ = n;
+  } else {
+    std::vector<float> grown(view_, view_ + size_);
+    grown.resize(n);
+    release();
+    owned_ = std::move(grown);
+  }
+}
+
+void FloatStorage::assign(size_t n, float value) {
+  resize(n);
+  std::fill(begin(), end(), value);
+}
+
+void FloatStorage::push_back(float value) {
+  resize(size() + 1);
+  data()[size() - 1] = value;
+}
+
+void FloatStorage::view(float* memory, size_t size) {
+  std::vector<float>().swap(owned_);
+  view_ = memory;
+  size_ = capacity_ = size;
+}
+
+std::vector<float> FloatStorage::take_owned() {
+  std::vector<float> taken = std::move(owned_);
+  release();
+  return taken;
+}
+
+void FloatStorage::release() {
+  std::vector<float>().swap(owned_);
+  view_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;

@@ -2,11 +2,15 @@
 //
 // Floating types (FLOAT, FLOAT16, BFLOAT16, DOUBLE) are held as float: every float model computes in f32, and
 // FLOAT16/BFLOAT16 values are rounded to their type at Cast and at the graph boundary. Integer types and BOOL
-// are held as int64 so that exporter shape subgraphs evaluate exactly.
+// are held as int64 so that exporter shape subgraphs evaluate exactly. Inside an executor, float storage may view
+// the executor's arena (FloatStorage); every copy owns its elements.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -38,10 +42,62 @@ class TensorSizeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Float elements: owned, as in a std::vector<float>, or a view of memory owned elsewhere (an executor's arena). Copies
+// always own. A view stays a view while sizes stay within its span; growing past the span moves the elements to owned
+// storage, so resizing code never writes outside the span.
+class FloatStorage {
+ public:
+  FloatStorage() = default;
+  FloatStorage(std::initializer_list<float> values) : owned_(values) {}
+  FloatStorage(const std::vector<float>& values) : owned_(values) {}  // NOLINT: implicit, as a vector assigns
+  FloatStorage(std::vector<float>&& values) noexcept : owned_(std::move(values)) {}  // NOLINT
+  FloatStorage(const FloatStorage& other) : owned_(other.begin(), other.end()) {}
+  FloatStorage(FloatStorage&& other) noexcept;
+  FloatStorage& operator=(const FloatStorage& other);
+  FloatStorage& operator=(FloatStorage&& other) noexcept;
+  ~FloatStorage() = default;
+
+  float* data() { return view_ != nullptr ? view_ : owned_.data(); }
+  const float* data() const { return view_ != nullptr ? view_ : owned_.data(); }
+  size_t size() const { return view_ != nullptr ? size_ : owned_.size(); }
+  bool empty() const { return size() == 0; }
+  float& operator[](size_t k) { return data()[k]; }
+  const float& operator[](size_t k) const { return data()[k]; }
+  float* begin() { return data(); }
+  float* end() { return data() + size(); }
+  const float* begin() const { return data(); }
+  const float* end() const { return data() + size(); }
+  operator std::vector<float>() const { return std::vector<float>(begin(), end()); }  // NOLINT: as a vector copies
+
+  // New elements are zero, as in std::vector.
+  void resize(size_t n);
+  void assign(size_t n, float value);
+  void push_back(float value);
+  void clear() { resize(0); }
+  // From now on the elements are the `size` floats at `memory` (not owned; the caller keeps it alive).
+  void view(float* memory, size_t size);
+  bool is_view() const { return view_ != nullptr; }
+  // Frees owned storage and drops any view: empty, with no memory held.
+  void release();
+  // Moves the owned buffer out (its size and capacity as they were) and drops any view: empty afterwards.
+  std::vector<float> take_owned();
+
+  friend bool operator==(const FloatStorage& a, const FloatStorage& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const FloatStorage& a, const FloatStorage& b) { return !(a == b); }
+
+ private:
+  std::vector<float> owned_;  // the elements, unless view_ is set
+  float* view_ = nullptr;
+  size_t size_ = 0;      // view: elements in use
+  size_t capacity_ = 0;  // view: floats in the span
+};
+
 struct Tensor {
   int32_t dtype = onnx::TensorProto::FLOAT;  // the ONNX element type this tensor stands for
   std::vector<int64_t> dims;
-  std::vector<float> f;    // storage when is_float_type(dtype)
+  FloatStorage f;          // storage when is_float_type(dtype)
   std::vector<int64_t> i;  // storage otherwise
 
   bool is_float() const { return is_float_type(dtype); }

@@ -51,19 +51,26 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
     if (auto sized = check_input_sizes(*model, shapes); !sized) return sized.error();
   }
   if (options.progress) options.progress("verify: running the original model");
-  auto a = Executor::create(original, eo);
-  if (!a) {
-    why_not = "the original model cannot run whole: " + a.error().message;
-    return a.error();
+  // One model at a time: the original's outputs are kept and its executor released before the rewritten one is
+  // created, so the two arenas are never held at once.
+  std::string original_placement;
+  core::Result<std::vector<NamedTensor>> ya = core::invalid_model("not run");
+  {
+    auto a = Executor::create(original, eo);
+    if (!a) {
+      why_not = "the original model cannot run whole: " + a.error().message;
+      return a.error();
+    }
+    eo.inputs = a->creation_inputs();  // the very same inputs for both
+    ya = a->run(eo.inputs);
+    original_placement = a->placement_summary();
   }
-  eo.inputs = a->creation_inputs();  // the very same inputs for both
   if (options.progress) options.progress("verify: running the rewritten model");
   auto b = Executor::create(rewritten, eo);
   if (!b) {
     why_not = "the rewritten model cannot run whole: " + b.error().message;
     return b.error();
   }
-  auto ya = a->run(eo.inputs);
   if (!ya) return ya.error();
   auto yb = b->run(eo.inputs);
   if (!yb) return yb.error();
@@ -74,7 +81,7 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   r.passed = cmp.passed;
   r.xnnpack_ops = b->count(Placement::kXnnpack);
   r.reference_ops = b->count(Placement::kReference);
-  r.placement = "original: " + a->placement_summary() + "\nrewritten: " + b->placement_summary();
+  r.placement = "original: " + original_placement + "\nrewritten: " + b->placement_summary();
   return r;
 }
 

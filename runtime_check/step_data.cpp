@@ -1,0 +1,206 @@
+// Data movement steps: constant Pad, channel Concat (copied or fused), DepthToSpace.
+#include <cstring>
+
+#include "onnx_io/attributes.h"
+#include "runtime_check/internal.h"
+#include "runtime_check/reference_ops.h"
+#include "runtime_check/step.h"
+
+namespace dwdeconv::runtime_check::detail {
+namespace {
+
+// Constant-mode Pad with non-negative pads on XNNPACK's constant_pad_nd_x32, in the input's layout.
+class PadStep : public XnnStep {
+ public:
+  PadStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_constant_pad_nd_x32") { y_ = y; }
+
+  core::Status plan(Values& v, int x_id, const std::vector<int64_t>& begin, const std::vector<int64_t>& end, float value) {
+    const Tensor& x = v.peek(x_id);
+    if (x.dims.empty() || x.dims.size() > XNN_MAX_TENSOR_DIMS || x.numel() == 0) return node_error(node_, "rank or size");
+    y_layout_ = v.layout(x_id);
+    for (size_t a = 0; a < x.dims.size(); ++a) y_dims_.push_back(x.dims[a] + begin[a] + end[a]);
+    std::vector<size_t> b, e;
+    for (size_t a = 0; a < begin.size(); ++a) { b.push_back(static_cast<size_t>(begin[a])); e.push_back(static_cast<size_t>(end[a])); }
+    if (y_layout_ == Layout::kNhwc) {
+      b = {b[0], b[2], b[3], b[1]};
+      e = {e[0], e[2], e[3], e[1]};
+    }
+    pre_ = b;
+    post_ = e;
+    shape_ = storage_shape(x.dims, y_layout_);
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_constant_pad_nd_x32(&bits, 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_constant_pad_nd_x32", status);
+    add_operator(raw);
+    add_input(v, x_id, y_layout_);
+    return core::Ok{};
+  }
+
+ protected:
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    return xnn_setup_constant_pad_nd_x32(ops_[0].get(), shape_.size(), shape_.data(), pre_.data(), post_.data(), x[0], y,
+                                         threadpool);
+  }
+
+ private:
+  std::vector<size_t> shape_, pre_, post_;
+};
+
+// Concat on the channel axis of NHWC values: one strided copy_nc_x32 per input, each writing its channel slice
+// (pixel stride C_total, offset = channels before it) of the output.
+class ConcatChannelsStep : public XnnStep {
+ public:
+  ConcatChannelsStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_copy_nc_x32") { y_ = y; }
+
+  core::Status plan(Values& v, const std::vector<int>& in) {
+    const Tensor& first = v.peek(in[0]);
+    y_dims_ = first.dims;
+    y_dims_[1] = 0;
+    for (int id : in) {
+      const Tensor& t = v.peek(id);
+      if (!t.is_float() || t.dims.size() != 4 || t.dims[0] != first.dims[0] || t.dims[2] != first.dims[2] ||
+          t.dims[3] != first.dims[3]) {
+        return node_error(node_, "inputs differ outside the channel axis");
+      }
+      offsets_.push_back(y_dims_[1]);
+      y_dims_[1] += t.dims[1];
+    }
+    for (int id : in) {
+      const auto c = static_cast<size_t>(v.peek(id).dims[1]);
+      xnn_operator_t raw = nullptr;
+      const xnn_status status = xnn_create_copy_nc_x32(c, c, static_cast<size_t>(y_dims_[1]), 0, &raw);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_copy_nc_x32", status);
+      add_operator(raw);
+      add_input(v, id, Layout::kNhwc);
+    }
+    return core::Ok{};
+  }
+
+ protected:
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    const auto pixels = static_cast<size_t>(y_dims_[0] * y_dims_[2] * y_dims_[3]);
+    for (size_t k = 0; k < ops_.size(); ++k) {
+      const xnn_status status = xnn_setup_copy_nc_x32(ops_[k].get(), pixels, x[k], y + offsets_[k], threadpool);
+      if (status != xnn_status_success) return status;
+    }
+    return xnn_status_success;
+  }
+
+ private:
+  std::vector<int64_t> offsets_;
+};
+
+// A channel Concat whose every input is written into its slice by the Conv producing it (write_into): nothing is
+// left to copy, so run() only marks the output as written.
+class FusedConcatStep : public Step {
+ public:
+  explicit FusedConcatStep(int y) : y_(y) {}
+  core::Status run(Values& v) override {
+    v.touch(y_, Layout::kNhwc);
+    return core::Ok{};
+  }
+  void accesses(const Values&, std::vector<Access>& out) const override { out.push_back(Access{y_, Layout::kNhwc, true}); }
+
+ private:
+  int y_;
+};
+
+// DepthToSpace in DCR order (XNNPACK's order): NHWC [N, H, W, b*b*C] -> [N, H*b, W*b, C].
+class DepthToSpaceStep : public XnnStep {
+ public:
+  DepthToSpaceStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_depth_to_space_nhwc_x32") { y_ = y; }
+
+  core::Status plan(Values& v, int x_id, int64_t block) {
+    const Tensor& x = v.peek(x_id);
+    const int64_t c = x.dims[1] / (block * block);
+    y_dims_ = {x.dims[0], c, x.dims[2] * block, x.dims[3] * block};
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_depth_to_space_nhwc_x32(static_cast<size_t>(c), static_cast<size_t>(x.dims[1]),
+                                                                 static_cast<size_t>(c), static_cast<uint32_t>(block), 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_depth_to_space_nhwc_x32", status);
+    add_operator(raw);
+    add_input(v, x_id, Layout::kNhwc);
+    return core::Ok{};
+  }
+
+ protected:
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    const auto& d = inputs_[0].dims;
+    return xnn_setup_depth_to_space_nhwc_x32(ops_[0].get(), static_cast<size_t>(d[0]), static_cast<size_t>(d[2]),
+                                             static_cast<size_t>(d[3]), x[0], y, threadpool);
+  }
+};
+
+}  // namespace
+
+core::Result<Built> make_pad_step(const NodeIo& io, Values& v) {
+  RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "constant"));
+  if (mode != "constant") return declined("mode " + mode);
+  const auto rank = v.peek(io.input(0)).dims.size();
+  std::vector<int64_t> pads, axes;
+  float value = 0.0f;
+  if (onnx_io::find_attribute(io.node, "pads") != nullptr) {
+    RC_ASSIGN(pads, onnx_io::get_ints(io.node, "pads", {}));
+    value = attr_float_or(io.node, "value", 0.0f);
+  } else {
+    for (size_t k = 1; k < 4; ++k) {
+      if (io.input(k) >= 0 && !v.constant(io.input(k))) return declined("non-constant pads");
+    }
+    if (io.input(1) < 0) return declined("no pads");
+    pads = int_values(v.peek(io.input(1)));
+    if (io.input(2) >= 0 && v.peek(io.input(2)).numel() > 0) value = static_cast<float>(v.peek(io.input(2)).get(0));
+    if (io.input(3) >= 0) axes = int_values(v.peek(io.input(3)));
+  }
+  std::vector<int64_t> begin(rank, 0), end(rank, 0);
+  if (axes.empty()) {
+    if (pads.size() != 2 * rank) return declined("pads length");
+    for (size_t a = 0; a < rank; ++a) { begin[a] = pads[a]; end[a] = pads[a + rank]; }
+  } else {
+    if (pads.size() != 2 * axes.size()) return declined("pads length");
+    for (size_t k = 0; k < axes.size(); ++k) {
+      int64_t a = axes[k];
+      if (!normalize_axis(a, static_cast<int64_t>(rank))) return declined("axis");
+      begin[static_cast<size_t>(a)] = pads[k];
+      end[static_cast<size_t>(a)] = pads[k + axes.size()];
+    }
+  }
+  for (size_t a = 0; a < rank; ++a) {
+    if (begin[a] < 0 || end[a] < 0) return declined("negative pads (a crop) have no XNNPACK operator");
+  }
+  auto step = std::make_unique<PadStep>(io.node, io.out[0]);
+  auto planned = step->plan(v, io.input(0), begin, end, value);
+  if (!planned.ok()) return declined(planned.error().message);
+  return built(std::move(step));
+}
+
+core::Result<Built> make_concat_step(const NodeIo& io, Values& v) {
+  RC_ASSIGN(int64_t axis, onnx_io::get_int(io.node, "axis", 0));
+  if (v.peek(io.input(0)).dims.size() != 4 || !normalize_axis(axis, 4) || axis != 1) {
+    return declined("not the channel axis of a rank-4 tensor");
+  }
+  if (v.layout(io.input(0)) != Layout::kNhwc) return declined("inputs are NCHW (a plain block copy)");
+  for (int id : io.in) {
+    if (id < 0) return declined("missing input");
+  }
+  auto step = std::make_unique<ConcatChannelsStep>(io.node, io.out[0]);
+  auto planned = step->plan(v, io.in);
+  if (!planned.ok()) return declined(planned.error().message);
+  return built(std::move(step));
+}
+
+core::Result<Built> make_depth_to_space_step(const NodeIo& io, Values& v) {
+  const Tensor& x = v.peek(io.input(0));
+  RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "DCR"));
+  if (mode != "DCR") return declined("CRD order has no XNNPACK operator");
+  RC_ASSIGN(const int64_t block, onnx_io::get_int(io.node, "blocksize", 0));
+  if (x.dims.size() != 4 || block <= 0 || x.dims[1] % (block * block) != 0) return declined("shape");
+  auto step = std::make_unique<DepthToSpaceStep>(io.node, io.out[0]);
+  RC_CHECK(step->plan(v, io.input(0), block));
+  return built(std::move(step));
+}
+
+std::unique_ptr<Step> make_fused_concat_step(int y) { return std::make_unique<FusedConcatStep>(y); }
+
+}  // namespace dwdeconv::runtime_check::detail

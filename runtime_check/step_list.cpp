@@ -1,0 +1,396 @@
+#include "runtime_check/step_list.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/model_io.h"
+#include "runtime_check/internal.h"
+#include "runtime_check/reference_ops.h"
+#include "runtime_check/tensor_io.h"
+
+namespace dwdeconv::runtime_check::detail {
+namespace {
+
+core::Status ensure_xnnpack_initialized() {
+  static const xnn_status status = xnn_initialize(nullptr);
+  if (status != xnn_status_success) {
+    return core::invalid_model("xnn_initialize failed with status " + std::to_string(static_cast<int>(status)));
+  }
+  return core::Ok{};
+}
+
+// Tries to build an XNNPACK step for `node`; returns a null step with a reason when XNNPACK cannot run it. `conv` is
+// set when the step is a Conv or ConvTranspose.
+core::Result<Built> build_xnnpack_step(const NodeIo& io, Values& v, const ExecutorOptions& options, ConvStep** conv) {
+  const std::string& op = io.node.op_type();
+  static const std::unordered_set<std::string> kXnnpackOps = {
+      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
+      "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm"};
+  if (kXnnpackOps.count(op) == 0) return declined("");  // no XNNPACK operator for this op
+  if (io.input(0) < 0) return declined("no data input");
+  if (!v.peek(io.input(0)).is_float()) return declined("integer data");
+  for (size_t k = 1; k < io.out.size(); ++k) {
+    if (io.out[k] >= 0) return declined("extra outputs");
+  }
+  if (op == "Conv" || op == "ConvTranspose") return make_conv_step(io, v, options.zero_extend_depthwise, conv);
+  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Clip") return make_unary_step(io, v);
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return make_binary_step(io, v);
+  if (op == "Pad") return make_pad_step(io, v);
+  if (op == "Concat") return make_concat_step(io, v);
+  if (op == "DepthToSpace") return make_depth_to_space_step(io, v);
+  if (op == "MaxPool" || op == "AveragePool") return make_pool_step(io, v);
+  if (op == "GlobalAveragePool") return make_global_average_pool_step(io, v);
+  if (op == "Resize") return make_resize_step(io, v);
+  return make_fully_connected_step(io, v);  // MatMul, Gemm
+}
+
+constexpr const char* kFusedConcatNote = "fused: input Convs write into its channel slices";
+
+// A Conv step already built, with the index of its node's placement.
+struct ConvProducer {
+  ConvStep* conv = nullptr;
+  Step* step = nullptr;  // the same step
+  size_t placement = 0;
+};
+
+// Before: y_k = Conv(...) for each k;  y = Concat(y_0 .. y_n, axis=1)   (one strided copy per input)
+// After:  each Conv writes channels [offset_k, offset_k + C_k) of y;  Concat does nothing
+// Applies when every Concat input comes from an XNNPACK Conv (not ConvTranspose) and is read by nothing else (not
+// another node, not twice by this Concat, not a graph output). Returns null, changing nothing, when it does not.
+// Re-runs the redirected Convs once, so y holds the creation-time values like every other planned step's output.
+core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io,
+                                                    const std::unordered_map<int, ConvProducer>& conv_producers,
+                                                    const std::unordered_map<std::string, int>& readers, Values& v,
+                                                    std::vector<NodePlacement>& placements) {
+  const auto& in = io.in;
+  const auto& out = io.out;
+  const auto axis_attr = onnx_io::get_int(io.node, "axis", 0);
+  if (!axis_attr.ok() || in.empty() || out.empty() || out[0] < 0) return std::unique_ptr<Step>{};
+  for (size_t k = 1; k < out.size(); ++k) {
+    if (out[k] >= 0) return std::unique_ptr<Step>{};
+  }
+  int64_t axis = axis_attr.value();
+  if (!normalize_axis(axis, 4) || axis != 1) return std::unique_ptr<Step>{};
+  std::vector<ConvProducer> producers;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const auto found = conv_producers.find(in[k]);
+    const auto read = readers.find(io.node.input(static_cast<int>(k)));
+    if (in[k] < 0 || found == conv_producers.end() || is_transpose(*found->second.conv)) return std::unique_ptr<Step>{};
+    if (read == readers.end() || read->second != 1) return std::unique_ptr<Step>{};
+    const Tensor& t = v.peek(in[k]);
+    const Tensor& first = v.peek(in[0]);
+    if (!t.is_float() || t.dims.size() != 4 || t.dtype != first.dtype || t.dims[0] != first.dims[0] ||
+        t.dims[2] != first.dims[2] || t.dims[3] != first.dims[3]) {
+      return std::unique_ptr<Step>{};
+    }
+    producers.push_back(found->second);
+  }
+  std::vector<int64_t> y_dims = v.peek(in[0]).dims;
+  y_dims[1] = 0;
+  for (int id : in) y_dims[1] += v.peek(id).dims[1];
+  v.write(out[0], Layout::kNhwc, v.peek(in[0]).dtype, y_dims);
+  int64_t offset = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t channels = v.peek(in[k]).dims[1];
+    RC_CHECK(write_into(*producers[k].conv, v, out[0], y_dims, offset));
+    RC_CHECK(producers[k].step->run(v));
+    std::string& fusion = placements[producers[k].placement].fusion;
+    fusion += (fusion.empty() ? "fused: writes into " : "; writes into ") + onnx_io::describe_node(io.node) + " channels [" +
+              std::to_string(offset) + ", " + std::to_string(offset + channels) + ")";
+    offset += channels;
+    v.retire(in[k]);  // never written or read again
+  }
+  return make_fused_concat_step(out[0]);
+}
+
+// Before: y = Conv(x, ...);  z = Relu(y)  (or Clip, e.g. Clip(y, 0, 6) for Relu6)
+// After:  z = Conv(x, ...) with output range [0, inf] (or the Clip's bounds);  the Relu runs no step
+// As XNNPACK's xnn_subgraph_fusion and the TFLite delegate do. Applies when the activation's data input comes
+// from an XNNPACK Conv or ConvTranspose without a range yet and nothing else reads it (not another node, not a
+// graph output), and the bounds are constant. Returns the Conv's description ("Conv 'c'"), or empty, changing
+// nothing, when it does not apply. Re-runs the Conv once, so z holds its creation-time values.
+core::Result<std::string> try_fuse_activation(const NodeIo& io, std::unordered_map<int, ConvProducer>& conv_producers,
+                                              const std::unordered_map<std::string, int>& readers, Values& v,
+                                              std::vector<NodePlacement>& placements) {
+  const auto& in = io.in;
+  const auto& out = io.out;
+  if (in.empty() || in[0] < 0 || out.size() != 1 || out[0] < 0) return std::string();
+  const auto found = conv_producers.find(in[0]);
+  const auto read = readers.find(io.node.input(0));
+  if (found == conv_producers.end() || has_output_range(*found->second.conv)) return std::string();
+  if (read == readers.end() || read->second != 1) return std::string();
+  const ClampRange range = clamp_range(io, v);
+  if (!range.declined.empty()) return std::string();
+  const ConvProducer producer = found->second;
+  RC_CHECK(fuse_activation(*producer.conv, v, out[0], range.lo, range.hi));
+  RC_CHECK(producer.step->run(v));
+  NodePlacement& conv_placement = placements[producer.placement];
+  conv_placement.fusion = "fused: " + onnx_io::describe_node(io.node) + " is its output range";
+  conv_producers.erase(found);
+  conv_producers[out[0]] = producer;
+  v.retire(in[0]);  // never written or read again
+  return conv_placement.node;
+}
+
+// Per node, the values no later node needs: the node's inputs it reads last, and outputs nothing reads. A Conv's
+// inputs stay until its output's only reader (and that one's only reader, after a Relu or Clip) has been planned,
+// since fusing them re-runs the Conv. Graph inputs and outputs and initializers are never listed.
+std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& slot_of,
+                                         const std::unordered_map<std::string, int>& readers) {
+  const int nodes = graph.node_size();
+  std::unordered_map<std::string, std::vector<int>> reader_nodes;
+  for (int n = 0; n < nodes; ++n) {
+    for (const auto& name : graph.node(n).input()) {
+      if (!name.empty()) reader_nodes[name].push_back(n);
+    }
+  }
+  // The only node reading `name`, or -1 (none, several, or also a graph output).
+  const auto only_reader = [&](const std::string& name) {
+    const auto it = reader_nodes.find(name);
+    const auto read = readers.find(name);
+    return it != reader_nodes.end() && it->second.size() == 1 && read != readers.end() && read->second == 1 ? it->second[0] : -1;
+  };
+  std::vector<int> last_use(slot_of.size(), -1);
+  for (int n = 0; n < nodes; ++n) {
+    const auto& node = graph.node(n);
+    int hold = n;
+    if ((node.op_type() == "Conv" || node.op_type() == "ConvTranspose") && node.output_size() > 0) {
+      const int r = only_reader(node.output(0));
+      if (r >= 0) {
+        hold = r;
+        const auto& act = graph.node(r);
+        if ((act.op_type() == "Relu" || act.op_type() == "Clip") && act.output_size() > 0 && only_reader(act.output(0)) >= 0) {
+          hold = only_reader(act.output(0));
+        }
+      }
+    }
+    const auto use = [&](const std::string& name, int until) {
+      const auto it = slot_of.find(name);  // a missing input is reported when its node is planned
+      if (it != slot_of.end()) last_use[static_cast<size_t>(it->second)] = std::max(last_use[static_cast<size_t>(it->second)], until);
+    };
+    for (const auto& name : node.input()) use(name, hold);
+    for (const auto& name : node.output()) use(name, n);
+  }
+  std::unordered_set<int> kept;
+  for (const auto& init : graph.initializer()) kept.insert(slot_of.at(init.name()));
+  for (const auto& in : graph.input()) kept.insert(slot_of.at(in.name()));
+  for (const auto& out : graph.output()) {
+    if (const auto it = slot_of.find(out.name()); it != slot_of.end()) kept.insert(it->second);
+  }
+  std::vector<std::vector<int>> dead(static_cast<size_t>(nodes));
+  for (size_t id = 0; id < last_use.size(); ++id) {
+    if (last_use[id] >= 0 && kept.count(static_cast<int>(id)) == 0) dead[static_cast<size_t>(last_use[id])].push_back(static_cast<int>(id));
+  }
+  return dead;
+}
+
+bool layout_preserving(const std::string& op) {
+  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Identity";
+}
+
+}  // namespace
+
+core::Status StepList::load_inputs(const std::vector<NamedTensor>& given, bool check_against_creation) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const auto& [name, id] = inputs[k];
+    const NamedTensor* found = nullptr;
+    for (const auto& g : given) {
+      if (g.name == name) found = &g;
+    }
+    if (found == nullptr) return core::invalid_model("no value given for graph input '" + name + "'");
+    const Tensor& t = found->tensor;
+    if (check_against_creation) {
+      const Tensor& want = creation_inputs[k].tensor;
+      if (t.dims != want.dims || t.is_float() != want.is_float()) {
+        return core::invalid_model("input '" + name + "' is " + describe_tensor(t) + " but the executor was planned for " +
+                                   describe_tensor(want));
+      }
+    }
+    Tensor& dst = values.write(id, Layout::kNchw, t.dtype, t.dims);
+    if (t.dtype == onnx::TensorProto::FLOAT || t.dtype == onnx::TensorProto::DOUBLE) {
+      std::copy(t.f.begin(), t.f.end(), dst.f.begin());  // already what f32 holds
+    } else if (t.is_float()) {
+      for (size_t e = 0; e < t.f.size(); ++e) dst.f[e] = round_to_type(t.f[e], t.dtype);
+    } else {
+      std::copy(t.i.begin(), t.i.end(), dst.i.begin());
+    }
+  }
+  return core::Ok{};
+}
+
+core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOptions& options, StepList& list) {
+  RC_CHECK(ensure_xnnpack_initialized());
+  const onnx::GraphProto& graph = model.graph();
+  const int64_t opset = onnx_io::default_opset(model);
+
+  // Every value gets a slot up front, so slot storage never moves.
+  auto& slot_of = list.slot_of;
+  auto add_slot = [&](const std::string& name) {
+    if (!name.empty() && slot_of.find(name) == slot_of.end()) slot_of.emplace(name, static_cast<int>(slot_of.size()));
+  };
+  std::unordered_set<std::string> initializer_names;
+  for (const auto& init : graph.initializer()) {
+    add_slot(init.name());
+    initializer_names.insert(init.name());
+  }
+  for (const auto& in : graph.input()) add_slot(in.name());
+  for (const auto& node : graph.node()) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      return node_error(node, "op " + node.domain() + "::" + node.op_type() + " is not supported by the executor");
+    }
+    if (!is_supported_op(node.op_type())) {
+      return node_error(node, "op " + node.op_type() + " is not supported by the executor");
+    }
+    for (const auto& name : node.output()) add_slot(name);
+  }
+  list.values.slots.resize(slot_of.size());
+  Values& v = list.values;
+
+  // How many times each value is read (a graph output counts as a read), for fusion.
+  std::unordered_map<std::string, int> readers;
+  for (const auto& node : graph.node()) {
+    for (const auto& name : node.input()) ++readers[name];
+  }
+  for (const auto& o : graph.output()) ++readers[o.name()];
+  std::unordered_map<int, ConvProducer> conv_producers;  // by output slot
+
+  if (options.threads > 1) {
+    list.threadpool = ThreadPool(pthreadpool_create(options.threads), &pthreadpool_destroy);
+    if (!list.threadpool) return core::invalid_model("pthreadpool_create failed");
+  }
+  v.threadpool = list.threadpool.get();
+
+  for (const auto& init : graph.initializer()) {
+    RC_ASSIGN(Tensor t, tensor_from_proto(init, "initializer '" + init.name() + "'"));
+    Slot& s = v.slots[static_cast<size_t>(slot_of.at(init.name()))];
+    s.t = std::move(t);
+    s.defined = s.constant = true;
+  }
+
+  // Creation inputs: explicit ones, the rest seeded random.
+  std::map<std::string, std::vector<int64_t>> shapes = options.input_shapes;
+  for (const auto& given : options.inputs) shapes[given.name] = given.tensor.dims;
+  onnx::ModelProto inputs_only;
+  for (const auto& in : graph.input()) {
+    if (initializer_names.count(in.name()) == 0) *inputs_only.mutable_graph()->add_input() = in;
+  }
+  RC_ASSIGN(auto random, make_random_inputs(inputs_only, shapes, options.seed));
+  for (auto& r : random) {
+    for (const auto& given : options.inputs) {
+      if (given.name == r.name) r.tensor = given.tensor;
+    }
+    list.inputs.emplace_back(r.name, slot_of.at(r.name));
+  }
+  list.creation_inputs = std::move(random);
+  RC_CHECK(list.load_inputs(list.creation_inputs, false));
+
+  // Plan: fold constants, build a step per remaining node and run it once to fix shapes.
+  auto add_step = [&](std::unique_ptr<Step> step, NodePlacement placement) {
+    list.steps.push_back(std::move(step));
+    list.step_node.push_back(list.placements.size());
+    list.placements.push_back(std::move(placement));
+  };
+  // With a memory plan, creation frees each activation after its last reader, so it holds about what a run holds.
+  std::vector<std::vector<int>> dead;
+  if (options.plan_memory) dead = dead_after(graph, slot_of, readers);
+  v.reuse_spare = options.plan_memory;
+  for (int n = 0; n < graph.node_size(); ++n) {
+    if (n > 0 && options.plan_memory) {
+      for (int id : dead[static_cast<size_t>(n - 1)]) {
+        if (!v.slots[static_cast<size_t>(id)].constant) v.retire(id);
+      }
+    }
+    const onnx::NodeProto& node = graph.node(n);
+    list.planning = &node;
+    std::vector<int> in, out;
+    bool all_constant = true;
+    for (const auto& name : node.input()) {
+      if (name.empty()) { in.push_back(-1); continue; }
+      const auto it = slot_of.find(name);
+      if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
+        return node_error(node, "input '" + name + "' is not produced by any earlier node, initializer or graph input");
+      }
+      in.push_back(it->second);
+      all_constant = all_constant && v.constant(it->second);
+    }
+    for (const auto& name : node.output()) out.push_back(name.empty() ? -1 : slot_of.at(name));
+    const NodeIo io{node, opset, in, out};
+    NodePlacement placement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}, {}, {}};
+    const bool shape_only = node.op_type() == "Shape";  // input dims are fixed at creation
+    if (all_constant || shape_only) {
+      std::vector<const Tensor*> inputs;
+      for (int id : in) inputs.push_back(id < 0 ? nullptr : &v.read(id, Layout::kNchw));
+      std::vector<Tensor*> outputs;
+      for (int id : out) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
+      RC_CHECK(run_reference_node(node, opset, inputs, outputs));
+      for (int id : out) {
+        if (id < 0) continue;
+        v.touch(id, Layout::kNchw);
+        v.slots[static_cast<size_t>(id)].constant = true;
+      }
+      placement.placement = Placement::kFolded;
+      list.placements.push_back(std::move(placement));
+      continue;
+    }
+    if (options.use_xnnpack && options.fuse_concat && node.op_type() == "Concat") {
+      RC_ASSIGN(auto fused, try_fuse_concat(io, conv_producers, readers, v, list.placements));
+      if (fused) {
+        placement.placement = Placement::kXnnpack;
+        placement.fusion = kFusedConcatNote;
+        RC_CHECK(fused->run(v));
+        add_step(std::move(fused), std::move(placement));
+        continue;
+      }
+    }
+    if (options.use_xnnpack && options.fuse_activations && (node.op_type() == "Relu" || node.op_type() == "Clip")) {
+      RC_ASSIGN(const std::string conv, try_fuse_activation(io, conv_producers, readers, v, list.placements));
+      if (!conv.empty()) {
+        placement.placement = Placement::kXnnpack;
+        placement.fusion = std::string(kFusedIntoNote) + " " + conv;
+        list.placements.push_back(std::move(placement));
+        continue;
+      }
+    }
+    std::unique_ptr<Step> step;
+    if (options.use_xnnpack) {
+      ConvStep* conv = nullptr;
+      RC_ASSIGN(Built built, build_xnnpack_step(io, v, options, &conv));
+      step = std::move(built.step);
+      placement.reason = std::move(built.declined);
+      placement.note = std::move(built.note);
+      if (step && conv != nullptr && !out.empty() && out[0] >= 0) {
+        conv_producers[out[0]] = ConvProducer{conv, step.get(), list.placements.size()};
+      }
+    } else {
+      placement.reason = "XNNPACK disabled";
+    }
+    if (step) {
+      placement.placement = Placement::kXnnpack;
+    } else {
+      Built upsample;
+      if (options.use_xnnpack && node.op_type() == "Resize") upsample = make_nearest_upsample_step(io, v);
+      if (upsample.step) {
+        placement.note = std::move(upsample.note);
+        step = std::move(upsample.step);
+      } else if (node.op_type() == "BatchNormalization") {
+        step = make_batch_norm_step(io, v);
+      }
+      if (!step) step = make_reference_step(node, opset, in, out, layout_preserving(node.op_type()));
+    }
+    RC_CHECK(step->run(v));
+    add_step(std::move(step), std::move(placement));
+  }
+
+  for (const auto& out : graph.output()) {
+    const auto it = slot_of.find(out.name());
+    if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
+      return core::invalid_model("graph output '" + out.name() + "' is never produced");
+    }
+    list.outputs.emplace_back(out.name(), it->second);
+  }
+  return core::Ok{};
+}
+
+}  // namespace dwdeconv::runtime_check::detail
