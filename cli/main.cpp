@@ -466,7 +466,16 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     info.validation = validation->detail;
     timer.mark("validate output");
 
-    if (opt.verify) {
+    if (opt.verify && result.rewritten == 0) {
+      // The output is the input: running both would only test the executor, and fail on ops it lacks.
+      runtime_check::VerifyResult nothing;
+      nothing.mode = runtime_check::VerifyMode::kNone;
+      nothing.mode_reason = "nothing was rewritten: the output is the input";
+      nothing.passed = true;
+      info.verify = nothing;
+      spdlog::info("{}: nothing to verify: no node was rewritten, so the output is the input", input);
+      summary += "; nothing to verify";
+    } else if (opt.verify) {
       auto verified = run_verify(*original, model, opt, setup);
       timer.mark("verify");
       if (!verified) return finish(exit_code_for(verified.error()), input + ": cannot verify the rewrite, nothing written: " + verified.error().message);

@@ -149,7 +149,14 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
 
 }  // namespace
 
-const char* verify_mode_name(VerifyMode mode) { return mode == VerifyMode::kWholeModel ? "whole-model" : "per-node"; }
+const char* verify_mode_name(VerifyMode mode) {
+  switch (mode) {
+    case VerifyMode::kWholeModel: return "whole-model";
+    case VerifyMode::kPerNode: return "per-node";
+    case VerifyMode::kNone: return "none";
+  }
+  return "";
+}
 
 double VerifyResult::max_abs_error() const {
   double worst = 0;

@@ -30,9 +30,11 @@ struct VerifyOptions {
   std::function<void(const std::string&)> progress;  // short status lines for long runs; may be empty
 };
 
-enum class VerifyMode { kWholeModel, kPerNode };
+// kNone: nothing was rewritten, so the output is the input and there is nothing to verify (the caller decides
+// this; verify_models never returns it).
+enum class VerifyMode { kWholeModel, kPerNode, kNone };
 
-// "whole-model" or "per-node".
+// "whole-model", "per-node" or "none".
 const char* verify_mode_name(VerifyMode mode);
 
 struct VerifyResult {

@@ -362,3 +362,29 @@ TEST_CASE("per-node compare fails a model that differs outside the rewritten nod
     for (const auto& fragment : fragments) CHECK_THAT(read_file(report), Catch::Contains("\"difference\": \"") && Catch::Contains(fragment));
   }
 }
+
+TEST_CASE("verify with nothing rewritten writes the model and reports mode none, even with ops the executor lacks",
+          "[e2e][verify]") {
+  TempDir dir;
+  // The only ConvTranspose is dense (kept), and Hardmax is outside the executor's set: running both models fails.
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    kept (float[1,4,5,5] X) => (float[1,4,10,10] Y) {
+      A = ConvTranspose <strides=[2,2], pads=[1,1,1,1]> (X, W)
+      Y = Hardmax <axis=1> (A)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 4, 4, 4}, 61);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("nothing to verify"));
+  REQUIRE(fs::exists(out));
+  CHECK(read_file(out) == read_file(in));  // nothing rewritten: the same model, byte for byte
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"rewritten\": 0"));
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"none\""));
+  CHECK_THAT(json, Catch::Contains("\"reason\": \"nothing was rewritten: the output is the input\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+}
