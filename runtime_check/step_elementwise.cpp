@@ -1,4 +1,4 @@
-// Elementwise steps: Relu, LeakyRelu, Sigmoid and Clip; Add, Sub, Mul and Div; inference BatchNormalization.
+// Elementwise steps: Relu, LeakyRelu, Sigmoid, Clip, Neg and Sqrt; Add, Sub, Mul and Div; inference BatchNormalization.
 #include <algorithm>
 #include <cmath>
 
@@ -10,7 +10,7 @@
 namespace dwdeconv::runtime_check::detail {
 namespace {
 
-// Relu, LeakyRelu, Sigmoid and Clip as one flat [numel, 1] batch, in whatever layout the input has.
+// Relu, LeakyRelu, Sigmoid, Clip, Neg and Sqrt as one flat [numel, 1] batch, in whatever layout the input has.
 class UnaryStep : public XnnStep {
  public:
   UnaryStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup (unary)") { y_ = y; }
@@ -24,6 +24,10 @@ class UnaryStep : public XnnStep {
       status = xnn_create_leaky_relu_nc_f32(1, 1, 1, a != nullptr ? a->f() : 0.01f, 0, &raw);
     } else if (op == "Sigmoid") {
       status = xnn_create_sigmoid_nc_f32(1, 1, 1, 0, &raw);
+    } else if (op == "Neg") {
+      status = xnn_create_negate_nc_f32(1, 1, 1, 0, &raw);
+    } else if (op == "Sqrt") {
+      status = xnn_create_square_root_nc_f32(1, 1, 1, 0, &raw);
     } else {
       status = xnn_create_clamp_nc_f32(1, 1, 1, lo, hi, 0, &raw);
     }
@@ -42,6 +46,8 @@ class UnaryStep : public XnnStep {
     for (int64_t d : y_dims_) n *= static_cast<size_t>(d);
     if (op == "LeakyRelu") return xnn_setup_leaky_relu_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Sigmoid") return xnn_setup_sigmoid_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
+    if (op == "Neg") return xnn_setup_negate_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
+    if (op == "Sqrt") return xnn_setup_square_root_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     return xnn_setup_clamp_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
   }
 };

@@ -26,7 +26,7 @@ core::Status ensure_xnnpack_initialized() {
 core::Result<Built> build_xnnpack_step(const NodeIo& io, Values& v, const ExecutorOptions& options, ConvStep** conv) {
   const std::string& op = io.node.op_type();
   static const std::unordered_set<std::string> kXnnpackOps = {
-      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
+      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Neg", "Sqrt", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
       "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm"};
   if (kXnnpackOps.count(op) == 0) return declined("");  // no XNNPACK operator for this op
   if (io.input(0) < 0) return declined("no data input");
@@ -35,7 +35,9 @@ core::Result<Built> build_xnnpack_step(const NodeIo& io, Values& v, const Execut
     if (io.out[k] >= 0) return declined("extra outputs");
   }
   if (op == "Conv" || op == "ConvTranspose") return make_conv_step(io, v, options.zero_extend_depthwise, conv);
-  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Clip") return make_unary_step(io, v);
+  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Clip" || op == "Neg" || op == "Sqrt") {
+    return make_unary_step(io, v);
+  }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return make_binary_step(io, v);
   if (op == "Pad") return make_pad_step(io, v);
   if (op == "Concat") return make_concat_step(io, v);
@@ -187,7 +189,8 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
 }
 
 bool layout_preserving(const std::string& op) {
-  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Identity";
+  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Identity" ||
+         op == "Neg" || op == "Sqrt" || op == "Erf" || op == "Exp";
 }
 
 }  // namespace

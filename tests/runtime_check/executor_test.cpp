@@ -396,3 +396,38 @@ TEST_CASE("compare_outputs: errors relative to the output scale, per-dtype defau
   CHECK_FALSE(compare_outputs({{"y", actual}}, {{"y", expected}}, {}).passed);  // shape mismatch
   CHECK(default_tolerance(onnx::TensorProto::FLOAT16).rtol > default_tolerance(onnx::TensorProto::FLOAT).rtol);
 }
+
+TEST_CASE("Neg and Sqrt run on XNNPACK in the producer's layout and match the reference kernels", "[xnnpack][unary]") {
+  // The Conv leaves NHWC; Sqrt (of a Relu, so defined) and Neg keep it, and Erf (reference only) keeps it too.
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,6] x) => (float[1,4,6,6] y) {\n"
+      "  c = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+      "  r = Relu (c)\n"
+      "  s = Sqrt (r)\n"
+      "  n = Neg (s)\n"
+      "  y = Erf (n)\n"
+      "}");
+  add_initializer(model, "w", {4, 3, 3, 3}, 7);
+  ExecutorOptions reference_only;
+  reference_only.use_xnnpack = false;
+  ExecutorOptions unfused;  // keep the Relu a step of its own, so the Sqrt reads a Relu and not a fused Conv
+  unfused.fuse_activations = false;
+  unfused.profile = true;  // the profile says which steps converted their input's layout
+  auto fast = create_and_run(model, unfused);
+  auto slow = create_and_run(model, reference_only);
+  CHECK(fast.executor.count("Sqrt", Placement::kXnnpack) == 1);
+  CHECK(fast.executor.count("Neg", Placement::kXnnpack) == 1);
+  CHECK(fast.executor.count("Erf", Placement::kReference) == 1);
+  REQUIRE(fast.outputs.size() == 1);
+  CHECK(max_abs_diff(fast.outputs[0].tensor, to_tensor4(slow.outputs[0].tensor)) < 1e-5);
+  // No layout conversion between the Conv and the graph output: each of these reads its producer's NHWC as is.
+  const ExecutorProfile p = fast.executor.profile(10);
+  size_t seen = 0;
+  for (const auto& n : p.top_nodes) {
+    if (n.op_type != "Sqrt" && n.op_type != "Neg" && n.op_type != "Erf") continue;
+    INFO(n.node);
+    CHECK(n.convert_ms == 0.0);
+    ++seen;
+  }
+  CHECK(seen == 3);
+}
