@@ -2,7 +2,9 @@
 // DepthToSpace. This file only parses options, sets up logging, prints errors and picks exit codes.
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -118,6 +120,39 @@ class PhaseTimer {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// A whole decimal number in [low, INT64_MAX]; the message names the range in words, not a 19-digit bound.
+CLI::Validator whole_number_from(int64_t low) {
+  const std::string range = std::to_string(low) + " to 2^63-1";
+  return CLI::Validator(
+      [low, range](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || ptr != end || value < low) return "'" + text + "' is not a whole number from " + range;
+        return "";
+      },
+      "INT in " + range);
+}
+
+// A finite number >= 0: NaN would fail every comparison and an infinite tolerance would pass every one.
+CLI::Validator finite_non_negative() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) {
+          return "'" + text + "' is not a finite number >= 0";
+        }
+        return "";
+      },
+      "finite NUMBER >= 0");
+}
+
+// Said instead of a bare std::bad_alloc.
+std::string out_of_memory(const std::string& input, const std::string& doing) {
+  return "out of memory while " + doing + " " + input + "; lower --max-phases if it was raised, or free memory";
+}
+
 int exit_code_for(const core::Error& e) {
   switch (e.kind) {
     case core::ErrorKind::kUsage: return cli::kExitUsage;
@@ -147,6 +182,17 @@ core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
     auto tensor = runtime_check::load_tensor_file(path);
     if (!tensor) return tensor.error();
     if (eq != std::string::npos) tensor->name = text.substr(0, eq);
+    // XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: each path turns it into -inf or +inf its own
+    // way, so NaN inputs would fail a correct rewrite element by element. --bench only times, so it may run them.
+    const bool compares = opt.verify || !opt.compare.empty();
+    for (int64_t k = 0; compares && tensor->tensor.is_float() && k < tensor->tensor.numel(); ++k) {
+      if (std::isnan(tensor->tensor.get(k))) {
+        return core::Error{core::ErrorKind::kUsage,
+                           "--input " + path + ": element " + std::to_string(k) + " is NaN; --verify and --compare cannot compare "
+                           "NaN inputs, since XNNPACK's output clamps do not keep NaN (each model turns it into -inf or +inf "
+                           "its own way): give an input without NaN"};
+      }
+    }
     setup.inputs.push_back(std::move(*tensor));
   }
   // A progress line on stderr, only for a person watching a terminal.
@@ -433,7 +479,14 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ro.emit.max_phases = opt.max_phases;
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
-  auto rewritten = rewrite::rewrite_model(model, ro);
+  std::optional<core::Result<rewrite::RewriteResult>> attempt;
+  try {
+    attempt.emplace(rewrite::rewrite_model(model, ro));
+  } catch (const std::bad_alloc&) {
+    // A raised --max-phases can plan more phases than memory holds.
+    return finish(cli::kExitInvalidModel, out_of_memory(input, "rewriting"));
+  }
+  auto& rewritten = *attempt;
   if (!rewritten) return finish(exit_code_for(rewritten.error()), input + ": " + rewritten.error().message);
   out.result = std::move(*rewritten);
   const rewrite::RewriteResult& result = out.result;
@@ -681,22 +734,23 @@ int main(int argc, char** argv) {
   app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
   app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+      ->check(whole_number_from(1));
   app.add_option("--report", opt.report, "Write a JSON report to this file");
   app.add_flag("--verify", opt.verify, "Run the original and the rewritten model through XNNPACK and compare outputs");
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
   app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims, e.g. image=1x4x256x256 (repeatable)")->allow_extra_args(false);
   app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")->allow_extra_args(false);
   app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
-  app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(CLI::NonNegativeNumber);
-  app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(CLI::NonNegativeNumber);
+  app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(finite_non_negative());
+  app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(finite_non_negative());
   app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
   app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--external-data", opt.external_data,
                  "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
   app.add_option("--external-data-threshold", opt.external_threshold,
-                 "Store every tensor of at least this many bytes outside, in NAME or OUT.data (default 1024 with --external-data)");
+                 "Store every tensor of at least this many bytes outside, in NAME or OUT.data (default 1024 with --external-data)")
+      ->check(whole_number_from(0));
   app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
   app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
   try {
@@ -736,6 +790,8 @@ int main(int argc, char** argv) {
   try {
     if (!opt.compare.empty()) return run_compare(opt, *setup, *report);
     return batch ? run_batch(opt, *setup, *report) : run_single(opt, *setup, *report);
+  } catch (const std::bad_alloc&) {
+    return fail(cli::kExitInvalidModel, out_of_memory(opt.models.front(), "processing"));
   } catch (const std::exception& e) {
     return fail(cli::kExitInvalidModel, opt.models.front() + ": " + e.what());
   }

@@ -49,10 +49,16 @@ std::map<std::string, int> producers(const onnx::GraphProto& graph) {
   return producer;
 }
 
-// Per node of `graph`: true unless it belongs only to the region that computes a replaced output y from its input x.
-// A region is everything y depends on, back to x; a node the rest of the graph also needs (back from the graph
+// A replaced ConvTranspose, as its region in the rewritten model is found and checked.
+struct Region {
+  std::string y, x, bias;  // its output, input X and bias input ("" without one)
+  std::string label;       // describe_node() of the ConvTranspose
+};
+
+// Per node of `graph`: the index of the region it belongs to only, or -1 when it stays compared. A region is
+// everything its output y depends on, back to its x; a node the rest of the graph also needs (back from the graph
 // outputs and from each x, never through a y) stays compared.
-std::vector<bool> outside_regions(const onnx::GraphProto& graph, const std::vector<std::pair<std::string, std::string>>& regions) {
+std::vector<int> region_of(const onnx::GraphProto& graph, const std::vector<Region>& regions) {
   const auto producer = producers(graph);
   const auto walk = [&](std::vector<std::string> pending, const std::set<std::string>& stop, std::vector<bool>& marked) {
     while (!pending.empty()) {
@@ -65,19 +71,100 @@ std::vector<bool> outside_regions(const onnx::GraphProto& graph, const std::vect
     }
   };
   const size_t n = static_cast<size_t>(graph.node_size());
-  std::vector<bool> needed(n, false), in_region(n, false);
+  std::vector<bool> needed(n, false);
   std::vector<std::string> roots;
   std::set<std::string> replaced_outputs;
   for (const auto& o : graph.output()) roots.push_back(o.name());
-  for (const auto& [y, x] : regions) {
-    roots.push_back(x);
-    replaced_outputs.insert(y);
+  for (const auto& r : regions) {
+    roots.push_back(r.x);
+    replaced_outputs.insert(r.y);
   }
   walk(roots, replaced_outputs, needed);
-  for (const auto& [y, x] : regions) walk({y}, {x}, in_region);
-  std::vector<bool> outside(n);
-  for (size_t k = 0; k < n; ++k) outside[k] = needed[k] || !in_region[k];
-  return outside;
+  std::vector<int> region(n, -1);
+  for (size_t k = 0; k < regions.size(); ++k) {
+    std::vector<bool> in_region(n, false);
+    walk({regions[k].y}, {regions[k].x}, in_region);
+    for (size_t j = 0; j < n; ++j) {
+      if (in_region[j] && !needed[j] && region[j] < 0) region[j] = static_cast<int>(k);
+    }
+  }
+  return region;
+}
+
+std::vector<bool> outside(const std::vector<int>& region) {
+  std::vector<bool> out(region.size());
+  for (size_t k = 0; k < region.size(); ++k) out[k] = region[k] < 0;
+  return out;
+}
+
+// Whether `attr` is a list of ints that are all `value`.
+bool ints_all(const onnx::AttributeProto& attr, int64_t value) {
+  return attr.type() == onnx::AttributeProto::INTS &&
+         std::all_of(attr.ints().begin(), attr.ints().end(), [value](int64_t v) { return v == value; });
+}
+
+bool all_zero(const onnx::TensorProto& t) {
+  const auto values = onnx_io::to_doubles(t);
+  return values.ok() && std::all_of(values->begin(), values->end(), [](double v) { return v == 0; });
+}
+
+// Whether `attr` of a region node has a form the emitter writes (rewrite/emitter.cpp). Sizes such as kernel_shape,
+// pads, group and blocksize are left to the numeric check; what is refused would make the region not affine in
+// x, or affine in a way the small random inputs of per-node mode might not show.
+bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) {
+  const std::string& name = attr.name();
+  if (op == "Conv") {
+    if (name == "group" || name == "kernel_shape" || name == "pads") return true;
+    if (name == "strides" || name == "dilations") return ints_all(attr, 1);
+    return name == "auto_pad" && attr.s() == "NOTSET";
+  }
+  if (op == "Pad") {
+    if (name == "pads" || name == "paddings") return true;
+    if (name == "mode") return attr.s() == "constant";
+    return name == "value" && attr.type() == onnx::AttributeProto::FLOAT && attr.f() == 0;
+  }
+  if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && attr.i() == 1;
+  if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && attr.s() == "DCR");
+  if (op == "ConstantOfShape") return name == "value" && attr.type() == onnx::AttributeProto::TENSOR && all_zero(attr.t());
+  return op == "Constant";  // a constant, whatever it holds; Shape has no attribute the emitter writes
+}
+
+// How a node inside the region of `region` differs from what the emitter writes ("" when it does not). Per-node mode
+// checks a region numerically on random inputs in [-1, 1); that says something about all inputs only because the
+// emitted ops are affine in x (constant Pad, Conv with constant weights, Concat, DepthToSpace) or ignore its values
+// (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
+std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Region& region) {
+  static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Shape", "ConstantOfShape", "Constant"};
+  const std::string where = describe_node(node) + " in the region that replaces " + region.label;
+  const bool standard = node.domain().empty() || node.domain() == "ai.onnx";
+  if (!standard || kEmitted.count(node.op_type()) == 0) {
+    return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Shape, ConstantOfShape, Constant)";
+  }
+  for (const auto& attr : node.attribute()) {
+    if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
+  }
+  // A constant here: an initializer or a Constant node's output.
+  const auto constant = [&graph](const std::string& name) {
+    for (const auto& init : graph.initializer()) {
+      if (init.name() == name) return true;
+    }
+    for (const auto& n : graph.node()) {
+      if (n.op_type() == "Constant" && n.output_size() > 0 && n.output(0) == name) return true;
+    }
+    return false;
+  };
+  if (node.op_type() == "Conv") {
+    if (node.input_size() < 2 || node.input_size() > 3 || !constant(node.input(1))) {
+      return where + " reads its weight from something other than a constant";
+    }
+    if (node.input_size() == 3 && node.input(2) != region.bias) {
+      return where + " reads bias '" + node.input(2) + "', not the ConvTranspose's bias";
+    }
+  }
+  if (node.op_type() == "Pad" && (node.input_size() > 2 || (node.input_size() == 2 && !constant(node.input(1))))) {
+    return where + " has inputs the rewrite does not emit (only the data and constant pads)";
+  }
+  return "";
 }
 
 // Equal element values (bit for bit), whatever the storage form (raw_data or a typed field). Names are not compared.
@@ -287,10 +374,24 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
       return "model-local function '" + original.functions(k).name() + "' differs";
     }
   }
-  std::vector<std::pair<std::string, std::string>> regions;  // (output y, input X) of each replaced ConvTranspose
-  for (const auto* node : replaced) regions.emplace_back(node->output(0), node->input(0));
-  return same_graph(original.graph(), rewritten.graph(), outside_regions(original.graph(), regions),
-                    outside_regions(rewritten.graph(), regions), "", original.ir_version() < 4);
+  std::vector<Region> regions;
+  for (const auto* node : replaced) {
+    regions.push_back({node->output(0), node->input(0), node->input_size() > 2 ? node->input(2) : "", describe_node(*node)});
+  }
+  const auto rewritten_regions = region_of(rewritten.graph(), regions);
+  if (auto d = same_graph(original.graph(), rewritten.graph(), outside(region_of(original.graph(), regions)),
+                          outside(rewritten_regions), "", original.ir_version() < 4);
+      !d.empty()) {
+    return d;
+  }
+  for (int k = 0; k < rewritten.graph().node_size(); ++k) {
+    const int r = rewritten_regions[static_cast<size_t>(k)];
+    if (r < 0) continue;
+    if (auto d = region_node_difference(rewritten.graph().node(k), rewritten.graph(), regions[static_cast<size_t>(r)]); !d.empty()) {
+      return d;
+    }
+  }
+  return "";
 }
 
 }  // namespace dwdeconv::runtime_check

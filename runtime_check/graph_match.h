@@ -6,7 +6,10 @@
 // constants. Every node outside those regions must be in both models with the same op, domain, attributes
 // (subgraphs included), inputs and outputs; the initializers those nodes read must hold the same values; the
 // graph inputs and outputs, the opset imports and the model's functions must be the same; and every subgraph
-// must match node for node.
+// must match node for node. Inside a region only the ops the emitter writes may appear, in its forms (Pad with
+// constant zero padding, Conv with constant weights and stride and dilation 1, Concat on axis 1, DCR
+// DepthToSpace, Shape, ConstantOfShape of zeros, Constant): these are affine in X, so the numeric check on small
+// random inputs speaks for every input, where e.g. a Clip(-1, 1) would pass unseen.
 #pragma once
 
 #include <string>
@@ -18,7 +21,7 @@ namespace dwdeconv::runtime_check {
 
 // The first difference between `original` and `rewritten` outside the regions that replace `replaced` (ConvTranspose
 // nodes of the original's main graph whose outputs the rewritten model computes some other way), as a phrase naming
-// the node or tensor and what differs; "" when there is none. Node names and doc strings are not compared.
+// the node or tensor and what differs, or naming a region node the rewrite does not emit; "" when there is none. Node names and doc strings are not compared.
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                             const std::vector<const onnx::NodeProto*>& replaced);
 

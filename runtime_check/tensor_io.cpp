@@ -210,8 +210,12 @@ core::Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(con
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
     return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' is not NAME=D0xD1x..."};
   }
+  const std::string dims_text = text.substr(eq + 1);
+  if (dims_text.front() == 'x' || dims_text.back() == 'x') {
+    return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' is not NAME=D0xD1x...: it has an empty dim"};
+  }
   std::vector<int64_t> dims;
-  std::stringstream parts(text.substr(eq + 1));
+  std::stringstream parts(dims_text);
   std::string item;
   while (std::getline(parts, item, 'x')) {
     if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) {
@@ -222,6 +226,8 @@ core::Result<std::pair<std::string, std::vector<int64_t>>> parse_input_shape(con
       return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' has a dim '" + item + "' beyond int64's " +
                                                       std::to_string(std::numeric_limits<int64_t>::max())};
     }
+    // A 0 dim leaves nothing to compare, and a verifier must not pass what it did not check.
+    if (*dim == 0) return core::Error{core::ErrorKind::kUsage, "input shape '" + text + "' has a 0 dim: there would be nothing to run"};
     dims.push_back(*dim);
   }
   // The type is not known yet: size as float, the smallest storage; the executor checks again with the type.

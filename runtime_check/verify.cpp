@@ -36,6 +36,58 @@ std::vector<const onnx::NodeProto*> replaced_deconvs(const onnx::ModelProto& ori
   return replaced;
 }
 
+core::Error usage(const std::string& message) { return {core::ErrorKind::kUsage, message}; }
+
+// The given input names and dims checked against `model` before anything runs: a name that matches nothing would
+// otherwise be ignored and the run verify random data, and a dim that contradicts a declared one would verify
+// another model than the one given. --input names a graph input; --input-shape a graph input, or in per-node mode
+// the input of a main-graph ConvTranspose, and fixes symbolic dims only.
+core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptions& options) {
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::map<std::string, const onnx::ValueInfoProto*> inputs;
+  std::string listed;
+  for (const auto& in : model.graph().input()) {
+    if (initializers.count(in.name()) != 0) continue;
+    inputs[in.name()] = &in;
+    listed += (listed.empty() ? "" : ", ") + in.name();
+  }
+  std::set<std::string> deconv_inputs;
+  for (const auto& node : model.graph().node()) {
+    if (is_deconv(node) && node.input_size() > 0) deconv_inputs.insert(node.input(0));
+  }
+  for (const auto& given : options.inputs) {
+    if (!given.name.empty() && inputs.count(given.name) == 0) {
+      return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
+    }
+  }
+  for (const auto& [name, dims] : options.input_shapes) {
+    const auto it = inputs.find(name);
+    if (it == inputs.end()) {
+      if (deconv_inputs.count(name) != 0) continue;
+      return usage("--input-shape '" + name + "' names neither a graph input of the model (" + listed +
+                   ") nor the input of a ConvTranspose in its main graph");
+    }
+    const auto& type = it->second->type().tensor_type();
+    if (!type.has_shape()) continue;
+    std::string given = "--input-shape " + name + "=";
+    for (size_t k = 0; k < dims.size(); ++k) given += (k ? "x" : "") + std::to_string(dims[k]);
+    if (type.shape().dim_size() != static_cast<int>(dims.size())) {
+      return usage(given + ": input '" + name + "' is declared with " + std::to_string(type.shape().dim_size()) + " dims, not " +
+                   std::to_string(dims.size()));
+    }
+    for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
+      const auto& d = type.shape().dim(axis);
+      if (d.has_dim_value() && d.dim_value() != dims[static_cast<size_t>(axis)]) {
+        return usage(given + ": axis " + std::to_string(axis) + " of input '" + name + "' is declared " +
+                     std::to_string(d.dim_value()) + ", not " + std::to_string(dims[static_cast<size_t>(axis)]) +
+                     " (--input-shape fixes symbolic dims only)");
+      }
+    }
+  }
+  return core::Ok{};
+}
+
 core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                        const VerifyOptions& options, std::string& why_not) {
   ExecutorOptions eo;
@@ -74,7 +126,17 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   if (!ya) return ya.error();
   auto yb = b->run(eo.inputs);
   if (!yb) return yb.error();
-  const ComparisonReport cmp = compare_outputs(*yb, *ya, options.tolerances);
+  ComparisonReport cmp = compare_outputs(*yb, *ya, options.tolerances);
+  // Outputs with no elements at all (a 0 dim) check nothing, and a verifier must not pass what it did not check.
+  int64_t elements = 0;
+  for (const auto& y : *ya) elements += y.tensor.numel();
+  if (elements == 0 && cmp.passed) {
+    for (auto& o : cmp.outputs) {
+      o.passed = false;
+      o.message = "0 elements: nothing compared";
+    }
+    cmp.passed = false;
+  }
   VerifyResult r;
   r.mode = VerifyMode::kWholeModel;
   r.outputs = cmp.outputs;
@@ -181,6 +243,7 @@ std::string VerifyResult::summary() const {
 
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options) {
+  if (auto given = check_given_inputs(original, options); !given) return given.error();
   std::string why_not;
   auto whole = whole_model(original, rewritten, options, why_not);
   if (whole) return whole;

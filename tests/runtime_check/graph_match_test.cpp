@@ -1,10 +1,12 @@
 // difference_outside_replacements: the structural match per-node verification relies on. The tool's own rewrite
 // matches; any change outside the rewritten nodes, or a rewritten node per-node mode cannot check, is named.
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/graph_match.h"
@@ -161,4 +163,116 @@ TEST_CASE("A ConvTranspose rewritten inside a subgraph is a difference: per-node
   REQUIRE(replaced(original, other).size() == 1);  // the main graph's only
   CHECK_THAT(difference(original, other), Catch::Contains("ConvTranspose producing 't' in attribute 'then_branch' of If producing 'z'") &&
                                               Catch::Contains("per-node mode checks only the main graph's ConvTranspose nodes"));
+}
+
+namespace {
+
+// A lone stride-2 deconv whose rewrite has phase Convs, a Concat and a DepthToSpace, plus `extra` nodes after it.
+onnx::ModelProto lone_deconv(const std::string& extra = "") {
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
+                                "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n" +
+                                extra + "}");
+  add_initializer(model, "w", {2, 1, 4, 4}, 6);
+  return model;
+}
+
+void add_scalar(onnx::ModelProto& model, const std::string& name, float value) {
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor(name, onnx::TensorProto::FLOAT, {}, {value}, /*raw=*/true);
+}
+
+}  // namespace
+
+TEST_CASE("A rewritten region holds only the ops the emitter writes, in its forms", "[graph_match]") {
+  const auto original = lone_deconv();
+  const auto honest = rewritten(original);
+  REQUIRE(difference(original, honest).empty());
+
+  // The reviewer's cases: a Clip on x before the phase Convs, and one between DepthToSpace and y. Per-node mode
+  // feeds small inputs, on which a Clip(-1, 1) or Clip(-20, 20) changes nothing, so only the structure shows them.
+  auto clip_in = honest;
+  for (auto& node : *clip_in.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "Conv" && node.input(0) == "x") node.set_input(0, "x_clipped");
+  }
+  auto* clip = clip_in.mutable_graph()->add_node();
+  clip->set_op_type("Clip");
+  clip->set_name("up_guard");
+  clip->add_input("x");
+  clip->add_input("lo");
+  clip->add_input("hi");
+  clip->add_output("x_clipped");
+  add_scalar(clip_in, "lo", -1);
+  add_scalar(clip_in, "hi", 1);
+  CHECK_THAT(difference(original, clip_in), Catch::Contains("Clip 'up_guard'") && Catch::Contains("ConvTranspose producing 'y'") &&
+                                                Catch::Contains("not one the rewrite emits"));
+
+  auto clip_out = honest;
+  producer_of(clip_out, "y").set_output(0, "d2s");
+  auto* clip2 = clip_out.mutable_graph()->add_node();
+  clip2->set_op_type("Clip");
+  clip2->add_input("d2s");
+  clip2->add_input("lo");
+  clip2->add_input("hi");
+  clip2->add_output("y");
+  add_scalar(clip_out, "lo", -20);
+  add_scalar(clip_out, "hi", 20);
+  CHECK_THAT(difference(original, clip_out), Catch::Contains("Clip producing 'y'") && Catch::Contains("not one the rewrite emits"));
+
+  // Emitted ops in forms the emitter never writes.
+  auto crd = honest;
+  for (auto& attr : *producer_of(crd, "y").mutable_attribute()) {
+    if (attr.name() == "mode") attr.set_s("CRD");
+  }
+  CHECK_THAT(difference(original, crd), Catch::Contains("DepthToSpace") && Catch::Contains("replaces ConvTranspose producing 'y'") && Catch::Contains("'mode'"));
+
+  auto dilated = honest;
+  for (auto& node : *dilated.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "Conv") *node.add_attribute() = onnx_io::make_ints_attribute("dilations", {2, 2});
+  }
+  CHECK_THAT(difference(original, dilated), Catch::Contains("Conv") && Catch::Contains("'dilations'"));
+
+  auto strided = honest;
+  for (auto& node : *strided.mutable_graph()->mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (node.op_type() == "Conv" && attr.name() == "strides") attr.set_ints(0, 2);
+    }
+  }
+  CHECK_THAT(difference(original, strided), Catch::Contains("Conv") && Catch::Contains("'strides'"));
+
+  // A Conv whose weight is computed from x is not linear in x.
+  auto square = honest;
+  for (auto& node : *square.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "Conv") node.set_input(1, node.input(0));
+  }
+  CHECK_THAT(difference(original, square), Catch::Contains("Conv") && Catch::Contains("weight"));
+
+  // --explicit-pad's Pad nodes are emitted ones; a reflecting Pad is not.
+  rewrite::RewriteOptions explicit_pad;
+  explicit_pad.emit.explicit_pad = true;
+  const auto padded = rewritten(original, explicit_pad);
+  REQUIRE(std::any_of(padded.graph().node().begin(), padded.graph().node().end(), [](const auto& n) { return n.op_type() == "Pad"; }));
+  CHECK(difference(original, padded).empty());
+  auto reflect = padded;
+  for (auto& node : *reflect.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "Pad") *node.add_attribute() = onnx_io::make_string_attribute("mode", "reflect");
+  }
+  CHECK_THAT(difference(original, reflect), Catch::Contains("Pad") && Catch::Contains("'mode'"));
+}
+
+TEST_CASE("Bias-only phases' Shape and ConstantOfShape are emitted ops", "[graph_match]") {
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
+                                   "  y = ConvTranspose <group = 2, strides = [2, 2], output_padding = [1, 1]> (x, w, b)\n"
+                                   "}");
+  add_initializer(original, "w", {2, 1, 1, 1}, 7);
+  add_initializer(original, "b", {2}, 8);
+  const auto other = rewritten(original);
+  REQUIRE(std::any_of(other.graph().node().begin(), other.graph().node().end(),
+                      [](const auto& n) { return n.op_type() == "ConstantOfShape"; }));
+  CHECK(difference(original, other).empty());
+  auto ones = other;
+  for (auto& node : *ones.mutable_graph()->mutable_node()) {
+    if (node.op_type() == "ConstantOfShape") node.mutable_attribute(0)->mutable_t()->set_raw_data(std::string("\0\0\x80\x3f", 4));
+  }
+  CHECK_THAT(difference(original, ones), Catch::Contains("ConstantOfShape") && Catch::Contains("'value'"));
 }
