@@ -540,6 +540,37 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   return out;
 }
 
+// A run that fails before any model is processed (on its --input files): logs the error, and the report says
+// it for every model (a list in a batch), so a job that reads only the report sees it too.
+int fail_before_run(const Options& opt, ReportFile& report, const core::Error& error, bool batch) {
+  const int code = fail(exit_code_for(error), error.message);
+  // Not over a file the run reads, which the per-model checks would have refused.
+  std::vector<RunFile> reads, writes;
+  if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
+  std::vector<std::string> models = opt.models;
+  if (!opt.compare.empty()) models.push_back(opt.compare);
+  for (const auto& input : models) {
+    auto data_files = onnx_io::model_data_files(input);
+    add_model_reads(input, data_files ? *data_files : std::set<std::string>{}, reads);
+  }
+  add_input_tensor_files(opt, reads);
+  if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
+    fail(exit_code_for(safe.error()), safe.error().message);
+    return code;
+  }
+  std::vector<std::string> entries;
+  for (const auto& input : opt.models) {
+    cli::RunInfo info;
+    info.exit_code = code;
+    info.error = error.message;
+    info.input = input;
+    info.compared = opt.compare;
+    entries.push_back(cli::report_json(info, {}));
+  }
+  if (int written = write_report(report, batch ? cli::report_list_json(entries) : entries.front()); written != cli::kExitOk) return written;
+  return code;
+}
+
 // One model, as `dwdeconv-rewrite MODEL -o OUT` (or --dry-run / --check).
 int run_single(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
   const ModelOutcome out = process_model(opt, setup, opt.models.front(), opt.output, /*batch=*/false);
@@ -777,7 +808,7 @@ int main(int argc, char** argv) {
   }
   // --input files and --input-shape are read once, for every model and for both --verify and --bench.
   auto setup = runtime_setup(opt);
-  if (!setup) return fail(exit_code_for(setup.error()), setup.error().message);
+  if (!setup) return fail_before_run(opt, *report, setup.error(), batch);
   try {
     if (!opt.compare.empty()) return run_compare(opt, *setup, *report);
     return batch ? run_batch(opt, *setup, *report) : run_single(opt, *setup, *report);

@@ -300,3 +300,37 @@ TEST_CASE("a batch whose models all fail leaves no --out-dir it created", "[e2e]
   CHECK(run_sh("$B a.onnx b.onnx --out-dir nd2 --report nd2/r.json", dir).exit_code == 3);
   CHECK_THAT(read_file(dir.path / "nd2" / "r.json"), Catch::Contains("\"exit_code\": 3"));
 }
+
+TEST_CASE("a run that fails on its --input files still writes its report", "[e2e][safety][targets]") {
+  TempDir dir;
+  save(deconv_model(), dir.path / "m.onnx");
+  save(deconv_model(), dir.path / "b.onnx");
+  struct Case {
+    std::string args;
+    size_t entries;  // a batch report has one per model
+  };
+  for (const auto& c : std::vector<Case>{{"m.onnx -o out.onnx --verify", 1}, {"m.onnx --compare b.onnx", 1}, {"m.onnx b.onnx --out-dir od --verify", 2}}) {
+    INFO(c.args);
+    const auto r = run_sh("$B " + c.args + " --input X=missing.npy --report r.json", dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains("missing.npy"));
+    CHECK_FALSE(fs::exists(dir.path / "out.onnx"));
+    CHECK_FALSE(fs::exists(dir.path / "od"));
+    REQUIRE(fs::exists(dir.path / "r.json"));
+    const std::string json = read_file(dir.path / "r.json");
+    size_t codes = 0;
+    for (size_t at = json.find("\"exit_code\": 3"); at != std::string::npos; at = json.find("\"exit_code\": 3", at + 1)) ++codes;
+    CHECK(codes == c.entries);
+    CHECK_THAT(json, Catch::Contains("\"error\": \"") && Catch::Contains("missing.npy") && Catch::Contains("\"output\": null"));
+    fs::remove(dir.path / "r.json");
+  }
+  // Never over a file the run reads, though the checks of a model's files come later in a run.
+  const std::string before = read_file(dir.path / "b.onnx");
+  for (const std::string args : {"m.onnx --compare b.onnx --report b.onnx", "b.onnx -o out.onnx --verify --report b.onnx"}) {
+    INFO(args);
+    const auto r = run_sh("$B " + args + " --input X=missing.npy", dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains("refusing to write b.onnx"));
+    CHECK(read_file(dir.path / "b.onnx") == before);
+  }
+}
