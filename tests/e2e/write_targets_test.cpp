@@ -94,7 +94,7 @@ bool make_socket_file(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("-o and --report refuse a device, FIFO, socket or directory, also through a symlink", "[e2e][safety][targets]") {
+TEST_CASE("an output or report path that is a device, FIFO, socket or directory is refused, also through a symlink", "[e2e][safety][targets]") {
   TempDir dir;
   save(deconv_model(), dir.path / "m.onnx");
   REQUIRE(::mkfifo((dir.path / "fifo").c_str(), 0644) == 0);
@@ -140,7 +140,7 @@ TEST_CASE("-o and --report refuse a device, FIFO, socket or directory, also thro
   CHECK(fs::is_regular_file(dir.path / "od" / "m.onnx"));
 }
 
-TEST_CASE("-o and --report naming stdout or stderr through /proc/self/fd refuse a pipe", "[e2e][safety][targets]") {
+TEST_CASE("an output or report path naming stdout or stderr through /proc/self/fd is refused on a pipe", "[e2e][safety][targets]") {
   TempDir dir;
   save(deconv_model(), dir.path / "m.onnx");
   fs::create_symlink("/proc/self/fd/1", dir.path / "stdout");
@@ -159,7 +159,7 @@ TEST_CASE("-o and --report naming stdout or stderr through /proc/self/fd refuse 
   CHECK(snapshot(dir.path) == before);
 }
 
-TEST_CASE("-o and --report through a symlink write the file it points to and keep the link", "[e2e][safety][targets]") {
+TEST_CASE("an output or report path through a symlink writes the file it points to and keeps the link", "[e2e][safety][targets]") {
   TempDir dir;
   save(deconv_model(), dir.path / "m.onnx");
   fs::create_directory(dir.path / "real");
@@ -192,7 +192,7 @@ TEST_CASE("-o and --report through a symlink write the file it points to and kee
   for (const auto& e : fs::recursive_directory_iterator(dir.path)) CHECK(e.path().filename().string().rfind(".dwdeconv-", 0) != 0);
 }
 
-TEST_CASE("--report - writes the report to stdout, unless stdout carries the model or the plan", "[e2e][safety][targets]") {
+TEST_CASE("a report named - goes to stdout, unless stdout carries the model or the plan", "[e2e][safety][targets]") {
   TempDir dir;
   save(deconv_model(), dir.path / "m.onnx");
   const auto r = run_sh("$B m.onnx -o out.onnx --report -", dir);
@@ -218,7 +218,7 @@ TEST_CASE("--report - writes the report to stdout, unless stdout carries the mod
   }
 }
 
-TEST_CASE("-o naming a directory writes no data file either", "[e2e][safety][targets]") {
+TEST_CASE("an output path that is a directory gets no data file either", "[e2e][safety][targets]") {
   TempDir dir;
   save(deconv_model(), dir.path / "inl.onnx");
   fs::create_directory(dir.path / "E");
@@ -257,7 +257,7 @@ TEST_CASE("a failed run's report has null output and validation", "[e2e][safety]
   CHECK_THAT(json, Catch::Contains("\"validation\": null"));
 }
 
-TEST_CASE("--compare writes its report when it cannot verify or cannot load a model", "[e2e][safety][targets]") {
+TEST_CASE("a compare run writes its report when it cannot verify or cannot load a model", "[e2e][safety][targets]") {
   TempDir dir;
   save(unverifiable_model(), dir.path / "nv.onnx");
   REQUIRE(run_sh("$B nv.onnx -o nv.out.onnx", dir).exit_code == 0);
