@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -263,21 +264,21 @@ std::string speedup_text(double speedup) {
   return buf;
 }
 
-// The --report file, staged before anything else is written (see stage_report); empty without --report.
-using ReportFile = std::optional<onnx_io::StagedFile>;
-
-// Creates the report's temporary file up front, so an unwritable --report fails (exit 3) before any model is
-// written; write_report renames it into place at the end.
-core::Result<ReportFile> stage_report(const Options& opt) {
-  if (opt.report.empty()) return ReportFile{};
-  auto staged = onnx_io::StagedFile::create(opt.report);
-  if (!staged) return staged.error();
-  return ReportFile{std::move(*staged)};
-}
+// Where the report goes: nowhere (no --report), stdout (--report -), or a file staged before anything else is
+// written (see stage_report).
+struct ReportFile {
+  bool to_stdout = false;
+  std::optional<onnx_io::StagedFile> file;
+};
 
 int write_report(ReportFile& report, const std::string& json) {
-  if (!report) return cli::kExitOk;
-  if (auto written = report->commit(json); !written) return fail(cli::kExitInvalidModel, written.error().message);
+  if (report.to_stdout) {
+    std::cout << json << std::flush;
+    if (!std::cout) return fail(cli::kExitInvalidModel, "--report -: cannot write the report to stdout");
+    return cli::kExitOk;
+  }
+  if (!report.file) return cli::kExitOk;
+  if (auto written = report.file->commit(json); !written) return fail(cli::kExitInvalidModel, written.error().message);
   return cli::kExitOk;
 }
 
@@ -325,6 +326,41 @@ core::Status refuse_overwrites(const std::vector<RunFile>& reads, const std::vec
   return core::Ok{};
 }
 
+// A usage error when a file the run writes exists and is not a regular file once symlinks are followed (a
+// directory, a device, a FIFO or a socket): an atomic write would replace it with a regular file. A symlink to
+// a regular file is fine: the write goes to the file it points to, and the link stays.
+core::Status check_write_targets(const std::vector<RunFile>& writes) {
+  for (const RunFile& w : writes) {
+    if (auto target = onnx_io::resolve_write_target(w.path); !target) {
+      return core::Error{target.error().kind, "refusing to write " + describe(w) + ": " + target.error().message +
+                                                  "; nothing written (`-o -` writes the model to stdout, `--report -` the report)"};
+    }
+  }
+  return core::Ok{};
+}
+
+// Checks the report's path and creates its temporary file up front, so a report that cannot be written fails
+// before any model is written: exit 2 for a path that is not a regular file, or for `--report -` when stdout
+// already carries the model or the plan; exit 3 for an unwritable one. write_report puts it in place at the end.
+core::Result<ReportFile> stage_report(const Options& opt) {
+  ReportFile report;
+  if (opt.report.empty()) return report;
+  if (opt.report == "-") {
+    if (opt.output == "-" || opt.dry_run) {
+      return core::Error{core::ErrorKind::kUsage, std::string("--report -: stdout already carries the ") +
+                                                      (opt.output == "-" ? "model (-o -)" : "plan (--dry-run)") +
+                                                      "; give the report a file"};
+    }
+    report.to_stdout = true;
+    return report;
+  }
+  if (auto safe = check_write_targets({{opt.report, FileRole::kReport, ""}}); !safe) return safe.error();
+  auto staged = onnx_io::StagedFile::create(opt.report);
+  if (!staged) return staged.error();
+  report.file = std::move(*staged);
+  return report;
+}
+
 // The --input files, which the run reads too.
 void add_input_tensor_files(const Options& opt, std::vector<RunFile>& reads) {
   for (const auto& text : opt.input_files) {
@@ -339,38 +375,57 @@ void add_model_reads(const std::string& input, const std::set<std::string>& data
   for (const auto& f : data_files) reads.push_back({f, FileRole::kInputData, input});
 }
 
-// --compare: verify OTHER against MODEL without rewriting anything.
+// The files a --compare model reads: the model and its data files, as far as they can be known when it failed
+// to load (its data files are then listed from the model alone, when it parses).
+void add_compare_reads(const std::string& path, const core::Result<onnx_io::LoadedModel>& loaded, std::vector<RunFile>& reads) {
+  std::set<std::string> data_files;
+  if (loaded) {
+    data_files = loaded->data_files;
+  } else if (auto listed = onnx_io::model_data_files(path)) {
+    data_files = std::move(*listed);
+  }
+  add_model_reads(path, data_files, reads);
+}
+
+// --compare: verify OTHER against MODEL without rewriting anything. The report is written however it ends,
+// except when it would be a file the run reads.
 int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
   const std::string& input = opt.models.front();
-  auto loaded_original = onnx_io::load_model_with_external_data(input);
-  if (!loaded_original) return fail(exit_code_for(loaded_original.error()), loaded_original.error().message);
-  auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
-  if (!loaded_other) return fail(exit_code_for(loaded_other.error()), loaded_other.error().message);
-  // The report must not land on either model or their data.
-  std::vector<RunFile> reads;
-  add_model_reads(input, loaded_original->data_files, reads);
-  add_model_reads(opt.compare, loaded_other->data_files, reads);
-  add_input_tensor_files(opt, reads);
-  std::vector<RunFile> writes;
-  if (report) writes.push_back({report->path(), FileRole::kReport, ""});
-  if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
-  const onnx::ModelProto& original = loaded_original->model;
-  const onnx::ModelProto& other = loaded_other->model;
-  auto verified = run_verify(original, other, opt, setup);
-  if (!verified) return fail(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   cli::RunInfo info;
   info.input = input;
-  info.opset = onnx_io::default_opset(original);
   info.compared = opt.compare;
+  auto finish = [&](int code, const std::string& message) {
+    if (!message.empty()) fail(code, message);
+    info.exit_code = code;
+    info.error = message;
+    if (int written = write_report(report, cli::report_json(info, {})); written != cli::kExitOk) return written;
+    return code;
+  };
+  auto loaded_original = onnx_io::load_model_with_external_data(input);
+  auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
+  // The report must not land on either model or their data.
+  std::vector<RunFile> reads;
+  add_compare_reads(input, loaded_original, reads);
+  add_compare_reads(opt.compare, loaded_other, reads);
+  add_input_tensor_files(opt, reads);
+  std::vector<RunFile> writes;
+  if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
+  if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
+  if (!loaded_original) return finish(exit_code_for(loaded_original.error()), loaded_original.error().message);
+  if (!loaded_other) return finish(exit_code_for(loaded_other.error()), loaded_other.error().message);
+  const onnx::ModelProto& original = loaded_original->model;
+  const onnx::ModelProto& other = loaded_other->model;
+  info.opset = onnx_io::default_opset(original);
+  auto verified = run_verify(original, other, opt, setup);
+  if (!verified) return finish(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   info.verify = *verified;
   if (verified->passed && opt.bench) {
     auto timed = run_bench(original, other, opt, setup);
-    if (!timed) return fail(exit_code_for(timed.error()), timed.error().message);
+    if (!timed) return finish(exit_code_for(timed.error()), timed.error().message);
     info.bench = *timed;
   }
-  info.exit_code = verified->passed ? cli::kExitOk : cli::kExitCheckFailed;
-  if (int code = write_report(report, cli::report_json(info, {})); code != cli::kExitOk) return code;
-  return info.exit_code;
+  if (!verified->passed) return finish(cli::kExitCheckFailed, opt.compare + ": verification failed");
+  return finish(cli::kExitOk, "");
 }
 
 // The name of the output's data file (next to it): --external-data NAME, else OUT.data when the input had
@@ -390,7 +445,7 @@ std::vector<RunFile> model_writes(const Options& opt, const std::string& input, 
       writes.push_back({(std::filesystem::path(output).parent_path() / name).string(), FileRole::kOutputData, input});
     }
   }
-  if (!opt.report.empty()) writes.push_back({opt.report, FileRole::kReport, ""});
+  if (!opt.report.empty() && opt.report != "-") writes.push_back({opt.report, FileRole::kReport, ""});
   return writes;
 }
 
@@ -445,6 +500,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   auto finish = [&out](int code, const std::string& message) {
     out.info.exit_code = fail(code, message);
     out.info.error = message;
+    out.info.output.clear();  // a failed run wrote no model: the report says null for both
+    out.info.validation.clear();
     return out;
   };
   PhaseTimer timer;
@@ -461,6 +518,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       out.overwrite_refused = true;
       return finish(exit_code_for(safe.error()), safe.error().message);
     }
+    if (auto safe = check_write_targets(writes); !safe) return finish(exit_code_for(safe.error()), safe.error().message);
   }
   info.opset = onnx_io::default_opset(model);
   timer.mark("load");
@@ -563,6 +621,37 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   return out;
 }
 
+// A run that fails before any model is processed (on its --input files): logs the error, and the report says
+// it for every model (a list in a batch), so a job that reads only the report sees it too.
+int fail_before_run(const Options& opt, ReportFile& report, const core::Error& error, bool batch) {
+  const int code = fail(exit_code_for(error), error.message);
+  // Not over a file the run reads, which the per-model checks would have refused.
+  std::vector<RunFile> reads, writes;
+  if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
+  std::vector<std::string> models = opt.models;
+  if (!opt.compare.empty()) models.push_back(opt.compare);
+  for (const auto& input : models) {
+    auto data_files = onnx_io::model_data_files(input);
+    add_model_reads(input, data_files ? *data_files : std::set<std::string>{}, reads);
+  }
+  add_input_tensor_files(opt, reads);
+  if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
+    fail(exit_code_for(safe.error()), safe.error().message);
+    return code;
+  }
+  std::vector<std::string> entries;
+  for (const auto& input : opt.models) {
+    cli::RunInfo info;
+    info.exit_code = code;
+    info.error = error.message;
+    info.input = input;
+    info.compared = opt.compare;
+    entries.push_back(cli::report_json(info, {}));
+  }
+  if (int written = write_report(report, batch ? cli::report_list_json(entries) : entries.front()); written != cli::kExitOk) return written;
+  return code;
+}
+
 // One model, as `dwdeconv-rewrite MODEL -o OUT` (or --dry-run / --check).
 int run_single(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
   const ModelOutcome out = process_model(opt, setup, opt.models.front(), opt.output, /*batch=*/false);
@@ -590,7 +679,7 @@ core::Status check_batch_files(const Options& opt) {
       writes.push_back({output + ".data", FileRole::kOutputData, input});
     }
   }
-  if (!opt.report.empty()) writes.push_back({opt.report, FileRole::kReport, ""});
+  if (!opt.report.empty() && opt.report != "-") writes.push_back({opt.report, FileRole::kReport, ""});
   add_input_tensor_files(opt, reads);
   // A model's data files lie in its directory (load refuses others). Parsing a model to list them is only
   // needed when a written file could be one: it exists already, or the outputs go below that directory.
@@ -651,12 +740,25 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
   return code;
 }
 
-// Creates --out-dir and its missing parents (nothing when `dir` is empty); the directories it made, innermost
-// first, for remove_made_dirs.
-core::Result<std::vector<std::filesystem::path>> create_out_dir(const std::string& dir) {
+// The directories create_out_dir made, innermost first. However the run ends, those still empty then are
+// removed again (see remove_made_dirs), so a batch whose models all failed leaves no empty --out-dir behind.
+class MadeDirs {
+ public:
+  explicit MadeDirs(std::vector<std::filesystem::path> dirs) : dirs_(std::move(dirs)) {}
+  MadeDirs(MadeDirs&& other) noexcept : dirs_(std::exchange(other.dirs_, {})) {}
+  MadeDirs& operator=(MadeDirs&&) = delete;
+  ~MadeDirs();
+  friend void remove_made_dirs(MadeDirs& made);
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
+// Creates --out-dir and its missing parents (nothing when `dir` is empty), and remembers which it made.
+core::Result<MadeDirs> create_out_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<fs::path> made;
-  if (dir.empty()) return made;
+  if (dir.empty()) return MadeDirs(std::move(made));
   std::error_code ec;
   for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec) && !ec; p = p.parent_path()) {
     made.push_back(p);
@@ -664,15 +766,18 @@ core::Result<std::vector<std::filesystem::path>> create_out_dir(const std::strin
   }
   fs::create_directories(dir, ec);
   if (ec) return core::io_error(dir + ": cannot create the output directory: " + ec.message());
-  return made;
+  return MadeDirs(std::move(made));
 }
 
 // Takes away the directories create_out_dir made, if they are still empty: a run that stops before writing
-// anything leaves nothing behind.
-void remove_made_dirs(const std::vector<std::filesystem::path>& made) {
+// anything, or whose models all failed, leaves nothing behind.
+void remove_made_dirs(MadeDirs& made) {
   std::error_code ec;
-  for (const auto& d : made) std::filesystem::remove(d, ec);  // rmdir: only when empty
+  for (const auto& d : made.dirs_) std::filesystem::remove(d, ec);  // rmdir: only when empty
+  made.dirs_.clear();
 }
+
+MadeDirs::~MadeDirs() { remove_made_dirs(*this); }
 
 // Combinations that cannot mean anything; an empty string when the options make sense.
 std::string usage_problem(const Options& opt) {
@@ -786,7 +891,7 @@ int main(int argc, char** argv) {
   }
   // --input files and --input-shape are read once, for every model and for both --verify and --bench.
   auto setup = runtime_setup(opt);
-  if (!setup) return fail(exit_code_for(setup.error()), setup.error().message);
+  if (!setup) return fail_before_run(opt, *report, setup.error(), batch);
   try {
     if (!opt.compare.empty()) return run_compare(opt, *setup, *report);
     return batch ? run_batch(opt, *setup, *report) : run_single(opt, *setup, *report);

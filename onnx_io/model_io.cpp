@@ -145,20 +145,71 @@ core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
 
 namespace {
 
+// A fresh name for a temporary file in `dir`; whether it is free is for the caller's O_EXCL or link() to find.
+std::string temp_name(const std::string& dir) {
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                        (static_cast<uint64_t>(::getpid()) << 32) ^ (counter++ * 0x9e3779b97f4a7c15ULL);
+  char name[32];
+  std::snprintf(name, sizeof name, "/.dwdeconv-%012llx", static_cast<unsigned long long>(salt & 0xffffffffffffULL));
+  return dir + name;
+}
+
 // Creates a new temporary file in `dir` with mode 0666, which the kernel narrows by the umask (so new files
 // follow it, default ACLs included); -1 with errno set on failure.
 int create_temp(const std::string& dir, std::string& temp) {
-  static std::atomic<uint64_t> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const uint64_t salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                          (static_cast<uint64_t>(::getpid()) << 32) ^ (counter++ * 0x9e3779b97f4a7c15ULL);
-    char name[32];
-    std::snprintf(name, sizeof name, "/.dwdeconv-%012llx", static_cast<unsigned long long>(salt & 0xffffffffffffULL));
-    temp = dir + name;
+    temp = temp_name(dir);
     const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   return -1;
+}
+
+// Makes `backup`, a new hard link to the regular file `target` in its directory, so that the file can be put
+// back after a rename replaced it; false with errno set on failure.
+bool link_aside(const std::string& target, std::string& backup) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    backup = temp_name(directory_of(target));
+    if (::link(target.c_str(), backup.c_str()) == 0) return true;
+    if (errno != EEXIST) break;
+  }
+  backup.clear();
+  return false;
+}
+
+// What a file that is not a regular file is, for messages.
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symlink";
+  return "not a regular file";
+}
+
+// Why the rename may not replace `target` (links not followed: resolve_write_target followed them already), or
+// "" when it is missing or a regular file. Checked again just before the rename, since the file may have
+// changed since the run began.
+std::string replace_refusal(const std::string& target) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return target + " is now " + kind_of(st.st_mode) + ", not a regular file; refusing to replace it";
+}
+
+// The text of the symlink `path`; empty with errno set on failure.
+std::string read_link(const std::string& path) {
+  std::string text(256, '\0');
+  for (;;) {
+    const ssize_t n = ::readlink(path.c_str(), text.data(), text.size());
+    if (n < 0) return "";
+    if (static_cast<size_t>(n) < text.size()) {
+      text.resize(static_cast<size_t>(n));
+      return text;
+    }
+    text.resize(text.size() * 2);
+  }
 }
 
 // Gives the temporary file the mode of the file it will replace, if there is one; then fsync and close.
@@ -190,43 +241,115 @@ core::Status write_all(int fd, const std::string& bytes) {
 
 }  // namespace
 
+core::Result<std::string> resolve_write_target(const std::string& path) {
+  constexpr int kMaxLinks = 40;  // the kernel's limit too
+  auto refuse = [&path](const std::string& what) {
+    return core::Error{core::ErrorKind::kUsage, path + " is " + what + ", not a regular file"};
+  };
+  // Follow the chain of links by hand, to name the file it ends at (a relative link is relative to its own
+  // directory).
+  std::string target = path, last_text;
+  struct stat st {};
+  for (int links = 0; ::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode); ++links) {
+    if (links == kMaxLinks) return refuse("a symlink loop");
+    last_text = read_link(target);
+    if (last_text.empty()) return core::io_error(path + ": cannot read the symlink " + target + ": " + errno_text());
+    target = last_text.front() == '/' ? last_text : directory_of(target) + "/" + last_text;
+  }
+  if (target == path) {
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return refuse(kind_of(st.st_mode));
+    return target;  // a regular file, or none yet (or one the write will fail to reach, with its own message)
+  }
+  // The kernel's view decides what the link leads to: links such as /proc/self/fd/1 name a pipe or a terminal
+  // by a text ("pipe:[123]") that is not a path.
+  struct stat followed {};
+  if (::stat(path.c_str(), &followed) != 0) {
+    if (errno == ELOOP) return refuse("a symlink loop");
+    return target;  // the end of a dangling link: the write creates it
+  }
+  struct stat end {};
+  const bool named = ::lstat(target.c_str(), &end) == 0;
+  const std::string shown = named ? target : last_text;
+  if (!S_ISREG(followed.st_mode)) return refuse("a symlink to " + shown + ", which is " + kind_of(followed.st_mode));
+  if (!named || end.st_dev != followed.st_dev || end.st_ino != followed.st_ino) {
+    return refuse("a symlink to " + shown + ", a file that cannot be reached by a path to replace it");
+  }
+  return target;
+}
+
 core::Status write_files_atomic(const std::vector<PendingFile>& files) {
-  struct Temp {
-    std::string path;
+  struct Staged {
+    std::string path;    // as the caller named it
+    std::string target;  // the file the rename replaces (resolve_write_target)
     std::string temp;
+    std::string backup;  // a hard link to the file `target` held before, while a later rename may still fail
+    bool existed = false;
+    bool renamed = false;
   };
-  std::vector<Temp> temps;
-  auto remove_temps = [&temps](size_t from) {
-    for (size_t i = from; i < temps.size(); ++i) ::unlink(temps[i].temp.c_str());
-  };
+  std::vector<Staged> staged;
+  // Every target is checked before anything is written.
   for (const auto& file : files) {
-    const std::string dir = directory_of(file.path);
-    std::string temp;
-    const int fd = create_temp(dir, temp);
+    auto target = resolve_write_target(file.path);
+    if (!target) return target.error();
+    staged.push_back({file.path, std::move(*target), "", "", false, false});
+  }
+  // Puts every target back as it was, and removes every temporary file and backup link.
+  auto undo = [&staged]() {
+    for (auto& s : staged) {
+      if (s.renamed && s.existed) {
+        if (::rename(s.backup.c_str(), s.target.c_str()) == 0) s.backup.clear();
+      } else if (s.renamed) {
+        ::unlink(s.target.c_str());
+      } else if (!s.temp.empty()) {
+        ::unlink(s.temp.c_str());
+      }
+      if (!s.backup.empty()) ::unlink(s.backup.c_str());
+    }
+  };
+  for (size_t i = 0; i < staged.size(); ++i) {
+    Staged& s = staged[i];
+    const std::string dir = directory_of(s.target);
+    const int fd = create_temp(dir, s.temp);
     if (fd < 0) {
-      const std::string message = file.path + ": cannot create a temporary file in '" + dir + "': " + errno_text();
-      remove_temps(0);
+      const std::string message = s.path + ": cannot create a temporary file in '" + dir + "': " + errno_text();
+      s.temp.clear();
+      undo();
       return core::io_error(message);
     }
-    temps.push_back({file.path, temp});
     std::string failure;
-    if (auto filled = file.fill(fd); !filled) {
+    if (auto filled = files[i].fill(fd); !filled) {
       failure = filled.error().message;
       ::close(fd);
     } else {
-      failure = finish_temp(fd, file.path);
+      failure = finish_temp(fd, s.target);
     }
     if (!failure.empty()) {
-      remove_temps(0);
-      return core::io_error(file.path + ": " + failure);
+      undo();
+      return core::io_error(s.path + ": " + failure);
     }
   }
-  for (size_t i = 0; i < temps.size(); ++i) {
-    if (std::rename(temps[i].temp.c_str(), temps[i].path.c_str()) != 0) {
-      const std::string message = temps[i].path + ": rename failed: " + errno_text();
-      remove_temps(i);
-      return core::io_error(message);
+  for (size_t i = 0; i < staged.size(); ++i) {
+    Staged& s = staged[i];
+    std::string failure = replace_refusal(s.target);
+    struct stat st {};
+    // Until the last rename, a later one may still fail: keep the old file reachable, to put it back.
+    if (failure.empty() && i + 1 < staged.size() && ::lstat(s.target.c_str(), &st) == 0) {
+      s.existed = true;
+      if (!link_aside(s.target, s.backup)) {
+        failure = "cannot keep a hard link to the old file, to restore it if a later rename fails: " + errno_text();
+        s.existed = false;
+      }
     }
+    if (failure.empty() && std::rename(s.temp.c_str(), s.target.c_str()) != 0) failure = std::string("rename failed: ") + errno_text();
+    if (!failure.empty()) {
+      undo();
+      return core::io_error(s.path + ": " + failure);
+    }
+    s.renamed = true;
+    s.temp.clear();
+  }
+  for (const auto& s : staged) {
+    if (!s.backup.empty()) ::unlink(s.backup.c_str());
   }
   return core::Ok{};
 }
@@ -240,13 +363,13 @@ core::Status write_file_atomic(const std::string& path, const std::string& bytes
 }
 
 core::Result<StagedFile> StagedFile::create(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return core::io_error(path + ": is a directory, not a file");
-  const std::string dir = directory_of(path);
+  auto target = resolve_write_target(path);
+  if (!target) return target.error();
+  const std::string dir = directory_of(*target);
   std::string temp;
   const int fd = create_temp(dir, temp);
   if (fd < 0) return core::io_error(path + ": cannot create a temporary file in '" + dir + "': " + errno_text());
-  return StagedFile(path, temp, fd);
+  return StagedFile(path, std::move(*target), temp, fd);
 }
 
 core::Status StagedFile::commit(const std::string& bytes) {
@@ -256,10 +379,11 @@ core::Status StagedFile::commit(const std::string& bytes) {
     failure = written.error().message;
     ::close(fd_);
   } else {
-    failure = finish_temp(fd_, path_);
+    failure = finish_temp(fd_, target_);
   }
   fd_ = -1;
-  if (failure.empty() && std::rename(temp_.c_str(), path_.c_str()) != 0) failure = std::string("rename failed: ") + errno_text();
+  if (failure.empty()) failure = replace_refusal(target_);
+  if (failure.empty() && std::rename(temp_.c_str(), target_.c_str()) != 0) failure = std::string("rename failed: ") + errno_text();
   if (!failure.empty()) {
     ::unlink(temp_.c_str());
     temp_.clear();
@@ -277,12 +401,15 @@ void StagedFile::discard() {
 }
 
 StagedFile::StagedFile(StagedFile&& other) noexcept
-    : path_(std::move(other.path_)), temp_(std::exchange(other.temp_, std::string())), fd_(std::exchange(other.fd_, -1)) {}
+    : path_(std::move(other.path_)),
+      target_(std::move(other.target_)),
+      temp_(std::exchange(other.temp_, std::string())), fd_(std::exchange(other.fd_, -1)) {}
 
 StagedFile& StagedFile::operator=(StagedFile&& other) noexcept {
   if (this != &other) {
     discard();
     path_ = std::move(other.path_);
+    target_ = std::move(other.target_);
     temp_ = std::exchange(other.temp_, std::string());
     fd_ = std::exchange(other.fd_, -1);
   }

@@ -41,10 +41,17 @@ core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::
 // Serializes deterministically (same model, same bytes).
 core::Result<std::string> serialize_model(const onnx::ModelProto& model);
 
+// The file that writing `path` creates or replaces: `path`, or when it is a symlink the file its chain of links
+// ends at (which may not exist yet), so that a write replaces that file and the link stays a link. A usage
+// error, naming `path` and what it is, when that file exists and is not a regular file (a directory, a device,
+// a FIFO or a socket), or the links loop: an atomic write would replace it with a regular file.
+core::Result<std::string> resolve_write_target(const std::string& path);
+
 // Writes `path` atomically: `fill` writes to a temporary file in the target directory (by its descriptor), then
 // fsync and rename. On any failure the temporary file is removed and `path` is untouched, so `path` may be the
 // input file. A new file gets 0666 less the umask; a replaced file keeps its mode. `fill` returns an Error on
-// failure.
+// failure. A symlink is written through (see resolve_write_target); anything else that is not a regular file
+// is refused, and never replaced.
 core::Status write_file_atomic(const std::string& path, const std::function<core::Status(int fd)>& fill);
 
 // One file of write_files_atomic: its final path and what writes it.
@@ -53,14 +60,18 @@ struct PendingFile {
   std::function<core::Status(int fd)> fill;
 };
 
-// Writes several files that belong together: every one goes to a temporary file in its target directory
-// first; only when all are written and synced are they renamed, in the order given. On failure no temporary
-// file is left behind.
+// Writes several files that belong together: every target is checked first (as in write_file_atomic), every
+// file goes to a temporary file in its target directory, and only when all are written and synced are they
+// renamed, in the order given. If a rename fails, the files renamed before it are put back as they were (a
+// file that existed is restored from a hard link made before it was replaced; a new one is removed), so on
+// failure every target is as it was and no temporary file is left behind.
 core::Status write_files_atomic(const std::vector<PendingFile>& files);
 
-// A file written atomically in two steps: create() makes its temporary file in the target directory at once,
-// so an unwritable path fails before anything else is written; commit() fills it and renames it over the path
-// (with write_file_atomic's modes). Until commit(), destroying it removes the temporary file.
+// A file written atomically in two steps: create() checks the path (as write_file_atomic does) and makes its
+// temporary file in the target directory at once, so an unwritable path fails before anything else is
+// written; commit() fills it and renames it over the target (with write_file_atomic's modes), unless the
+// target has since become something other than a regular file. Until commit(), destroying it removes the
+// temporary file.
 class StagedFile {
  public:
   static core::Result<StagedFile> create(const std::string& path);
@@ -74,9 +85,11 @@ class StagedFile {
   ~StagedFile();
 
  private:
-  StagedFile(std::string path, std::string temp, int fd) : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
+  StagedFile(std::string path, std::string target, std::string temp, int fd)
+      : path_(std::move(path)), target_(std::move(target)), temp_(std::move(temp)), fd_(fd) {}
   void discard();
   std::string path_;
+  std::string target_;  // path_ with its symlinks followed: the file the rename replaces
   std::string temp_;
   int fd_ = -1;
 };
