@@ -182,6 +182,10 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   if (!a.pads.empty()) sum.pads = {a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
 
   // The node is valid; from here on every refusal is a reason to keep it.
+  if (a.group == 1 && c_in > 1) {
+    return fail(declined("dense (group 1): " + std::to_string(c_in) + " input channels, " + std::to_string(w_dims[1]) +
+                         " output channels, not depthwise"));
+  }
   if (a.group != c_in) {
     return fail(declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) +
                          " input channels"));
