@@ -248,6 +248,10 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   DeconvMatch m;
   m.node = &node;
   m.scope = &scope;
+  m.name = node.name();
+  m.input = node.input(0);
+  m.bias = node.input_size() > 2 ? node.input(2) : std::string();
+  m.output = node.output(0);
   m.channels = c_in;
   m.y = geo[0];
   m.x = geo[1];

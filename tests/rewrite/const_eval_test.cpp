@@ -4,7 +4,7 @@
 
 #include "onnx_io/shapes.h"
 #include "rewrite/const_eval.h"
-#include "rewrite_fixtures.h"
+#include "upsampler_fixtures.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::test;
@@ -40,22 +40,7 @@ std::vector<int64_t> folded_dims(const std::string& body, const std::string& nam
 }  // namespace
 
 // Exported by PyTorch for F.pad(x, [1, 1, 2, 2]) at opsets 11 to 17: ONNX wants [0,0,2,1, 0,0,2,1].
-const char* kPadsChain = R"(
-  p_const = Constant <value = int64[4] {1, 1, 2, 2}> ()
-  p_len = Constant <value = int64[1] {4}> ()
-  p_zeros = ConstantOfShape <value = int64[1] {0}> (p_len)
-  p_cat = Concat <axis = 0> (p_const, p_zeros)
-  p_shape2 = Constant <value = int64[2] {-1, 2}> ()
-  p_pairs = Reshape (p_cat, p_shape2)
-  p_starts = Constant <value = int64[1] {-1}> ()
-  p_ends = Constant <value = int64[1] {-9223372036854775807}> ()
-  p_axes = Constant <value = int64[1] {0}> ()
-  p_steps = Constant <value = int64[1] {-1}> ()
-  p_rev = Slice (p_pairs, p_starts, p_ends, p_axes, p_steps)
-  p_t = Transpose <perm = [1, 0]> (p_rev)
-  p_shape1 = Constant <value = int64[1] {-1}> ()
-  p_flat = Reshape (p_t, p_shape1)
-  pads = Cast <to = 7> (p_flat))";
+const std::string kPadsChain = pads_chain("pads", "p_", 1, 1, 2, 2);
 
 TEST_CASE("const eval folds the 8-op pads chain PyTorch exports", "[rewrite][const_eval]") {
   CHECK(folded_ints(kPadsChain, "pads") == std::vector<int64_t>{0, 0, 2, 1, 0, 0, 2, 1});
