@@ -137,7 +137,7 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
   }
 }
 
-TEST_CASE("--forms and --only/--skip select hand-written upsamplers by their Conv's name", "[rewrite][recogniser][options]") {
+TEST_CASE("the forms option and only/skip select hand-written upsamplers by their Conv's name", "[rewrite][recogniser][options]") {
   const auto original = mask_model(MaskSpec{});
   rewrite::RewriteOptions options;
   options.forms = {"conv_transpose"};

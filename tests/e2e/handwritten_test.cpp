@@ -1,0 +1,66 @@
+// End-to-end: the examples' MI-GAN-like form (b), whose upsamplers are written by hand (nearest Resize x mask,
+// Pad, depthwise Conv), is rewritten into the polyphase form, verified whole-model on XNNPACK, and reported.
+#include <catch2/catch.hpp>
+
+#include "tests/e2e/cli_runner.h"
+
+using namespace dwdeconv::test;
+
+TEST_CASE("the hand-written MI-GAN-like model is rewritten and verifies whole-model", "[e2e][handwritten]") {
+  TempDir dir;
+  const fs::path input = dir.copy_example("migan_tiny_handwritten.onnx");
+  const std::string before = read_file(input);
+  const auto original = load(input);
+  const int upsamplers = count_ops(original, "Resize");
+  REQUIRE(upsamplers == 8);
+  const fs::path out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
+  CHECK_THAT(r.err, Catch::Contains("rewrote 8 of 8 upsamplers (kept 0)"));
+  CHECK(read_file(input) == before);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "Resize") == 0);
+  CHECK(count_ops(rewritten, "Pad") == 0);
+  CHECK(count_ops(rewritten, "DepthToSpace") == upsamplers);
+  // Every Mul left is an activation gain, none a mask: the masks are gone.
+  CHECK(count_ops(rewritten, "Mul") == count_ops(original, "Mul") - upsamplers);
+  for (const auto& init : rewritten.graph().initializer()) {
+    CHECK(init.name().find("up.mask") == std::string::npos);
+    CHECK(init.name() != "up.scales");
+    CHECK(init.name() != "up.pads");
+  }
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"decision\": \"rewritten\", \"reason\": \"\", \"channels\": 64"));
+  CHECK_THAT(json, Catch::Contains("\"output_padding\": [0, 0], \"form\": \"nearest_mask\"}"));
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+
+  // Idempotent: the output has nothing left to rewrite, so --check passes and a second run writes the same bytes.
+  const fs::path again = dir.path / "again.onnx";
+  CHECK(run_cli(out.string() + " --check", dir).exit_code == 0);
+  REQUIRE(run_cli(out.string() + " -o " + again.string(), dir).exit_code == 0);
+  CHECK(read_file(again) == read_file(out));
+  // Deterministic: the same input gives the same bytes.
+  const fs::path twice = dir.path / "twice.onnx";
+  REQUIRE(run_cli(input.string() + " -o " + twice.string(), dir).exit_code == 0);
+  CHECK(read_file(twice) == read_file(out));
+}
+
+TEST_CASE("the --forms option picks the forms to rewrite, and an unknown form is a usage error", "[e2e][handwritten][forms]") {
+  TempDir dir;
+  const fs::path input = dir.copy_example("migan_tiny_handwritten.onnx");
+  const auto kept = run_cli(input.string() + " --dry-run --forms conv_transpose", dir);
+  REQUIRE(kept.exit_code == 0);
+  CHECK_THAT(kept.out, Catch::Contains("plan: rewrite 0 of 8 upsamplers, keep 8"));
+  CHECK_THAT(kept.out, Catch::Contains("form nearest_mask not selected by --forms"));
+  CHECK(run_cli(input.string() + " --check --forms conv_transpose,nearest_mask", dir).exit_code == 1);
+  const auto bad = run_cli(input.string() + " --dry-run --forms nearest", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("unknown form 'nearest'"));
+  // --only names a hand-written upsampler by its Conv's name, as the plan shows it.
+  const auto only = run_cli(input.string() + " --dry-run --only syn.8.img_up.conv", dir);
+  REQUIRE(only.exit_code == 0);
+  CHECK_THAT(only.out, Catch::Contains("plan: rewrite 1 of 8 upsamplers"));
+}
