@@ -343,6 +343,8 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
         infer = static_cast<int>(i);
       } else if (dims[i] < 0) {
         return declined(who + ": shape " + join(*shape) + " has a negative dim");
+      } else if (dims[i] > 0 && known > std::numeric_limits<int64_t>::max() / dims[i]) {
+        return declined(who + ": shape " + join(*shape) + " holds more elements than int64 counts");
       } else {
         known *= dims[i];
       }
@@ -441,6 +443,8 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
       if (arg->size() != x->dims.size()) return declined(who + ": repeats " + join(*arg) + " do not match rank " + std::to_string(x->dims.size()));
       for (size_t d = 0; d < arg->size(); ++d) {
         if ((*arg)[d] < 0) return declined(who + ": negative repeats " + join(*arg));
+        // x's dims are at most kMaxFoldedElements, so the product cannot overflow; count_of bounds it below.
+        if ((*arg)[d] > kMaxFoldedElements) return declined(who + ": repeats " + join(*arg) + " are too large to fold");
         dims.push_back(x->dims[d] * (*arg)[d]);
       }
     }
@@ -536,6 +540,7 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
       const auto a = static_cast<size_t>(*axis);
       const int64_t n = x->dims[a], st = steps[i];
       if (st == 0) return declined(who + ": step 0");
+      if (st == std::numeric_limits<int64_t>::min()) return declined(who + ": step " + std::to_string(st) + " is out of range");
       if (n == 0) {  // nothing to take, and the clamps below would have empty ranges
         dims[a] = 0;
         continue;
@@ -546,11 +551,11 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
       if (st > 0) {
         b = std::clamp<int64_t>(b, 0, n);
         e = std::clamp<int64_t>(e, 0, n);
-        dims[a] = e > b ? (e - b + st - 1) / st : 0;
+        dims[a] = e > b ? 1 + (e - b - 1) / st : 0;  // ceil((e - b) / st), without overflow for a huge step
       } else {
         b = std::clamp<int64_t>(b, 0, n - 1);
         e = std::clamp<int64_t>(e, -1, n - 1);
-        dims[a] = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+        dims[a] = b > e ? 1 + (b - e - 1) / (-st) : 0;
       }
       first[a] = b;
       step[a] = st;

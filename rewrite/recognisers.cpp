@@ -11,6 +11,9 @@ namespace {
 
 using core::declined;
 
+// Larger pads cannot give a clean upscale with a kernel this tool folds; bounding them keeps sums exact.
+constexpr int64_t kMaxPad = int64_t{1} << 30;
+
 bool default_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
 // The node of `scope`'s own graph that outputs `name`, if it has op `op`; nullptr otherwise.
@@ -190,6 +193,7 @@ core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, con
   if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) return declined("Pad pads " + join(pads) + " pad the batch or channel axis");
   for (int64_t p : pads) {
     if (p < 0) return declined("Pad pads " + join(pads) + " crop");
+    if (p > kMaxPad) return declined("Pad pads " + join(pads) + " are larger than any kernel this tool rewrites");
   }
   return std::array<int64_t, 4>{pads[2], pads[3], pads[6], pads[7]};
 }
@@ -244,6 +248,9 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   if (*auto_pad != "NOTSET" && *auto_pad != "VALID") return fail(declined("Conv auto_pad " + *auto_pad));
   if (*auto_pad == "VALID") conv_pads->clear();
   if (!conv_pads->empty() && conv_pads->size() != 4) return fail(declined("Conv pads " + join(*conv_pads) + " are not 2-D"));
+  for (int64_t p : *conv_pads) {
+    if (p < 0 || p > kMaxPad) return fail(declined("Conv pads " + join(*conv_pads) + " are out of range"));
+  }
   auto weight = eval.evaluate(conv.input(1), scope);
   if (!weight) return fail(declined("Conv weight not constant: " + weight.error().message));
   if (weight->dims.size() != 4) return fail(declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));

@@ -130,6 +130,12 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
     spec.mul_extra_reader = true;
     require_kept(mask_model(spec), "Mul output has another reader");
   }
+  SECTION("pads too large to add up") {
+    MaskSpec spec;
+    spec.pads_chain = false;
+    spec.pad_begin = int64_t{1} << 40;
+    require_kept(mask_model(spec), "larger than any kernel");
+  }
   SECTION("pads that do not make a clean upscale") {
     MaskSpec spec;
     spec.pad_end = 2;
