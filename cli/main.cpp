@@ -34,6 +34,7 @@
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
+#include "rewrite/recognisers.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/bench.h"
 #include "runtime_check/tensor_io.h"
@@ -59,6 +60,7 @@ struct Options {
   int64_t max_phases = rewrite::kDefaultMaxPhases;
   std::vector<std::string> only;
   std::vector<std::string> skip;
+  std::vector<std::string> forms;  // --forms; empty means every form (rewrite::known_forms())
   std::vector<std::string> input_shapes;  // NAME=1x4x256x256
   std::vector<std::string> input_files;   // [NAME=]FILE.npy|.pb
   uint64_t seed = 0;
@@ -537,6 +539,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ro.emit.max_phases = opt.max_phases;
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
+  if (!opt.forms.empty()) ro.forms = {opt.forms.begin(), opt.forms.end()};
   std::optional<core::Result<rewrite::RewriteResult>> attempt;
   try {
     attempt.emplace(rewrite::rewrite_model(model, ro));
@@ -550,7 +553,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
   for (const auto& name : result.unmatched_names) {
-    const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose in " + input;
+    const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
     // In a batch, each model has its own node names; a name missing from one model is not an error.
     if (!batch) return finish(cli::kExitUsage, message);
     spdlog::debug("{}", message);
@@ -560,14 +563,15 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     if (n.rewritten) {
       spdlog::debug("{}: rewrote '{}' into {} nodes", input, n.summary.name, n.emitted_nodes.size());
     } else {
-      spdlog::info("{}: kept ConvTranspose '{}': {}", input, n.summary.name, n.reason);
+      const bool deconv = n.summary.form == "conv_transpose";
+      spdlog::info("{}: kept {} '{}': {}", input, deconv ? "ConvTranspose" : n.summary.form + " upsampler", n.summary.name, n.reason);
     }
   }
   if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << cli::plan_text(result) << std::flush;
 
   const bool writes_model = !opt.dry_run && !opt.check;
   std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
-                        std::to_string(result.nodes.size()) + " ConvTranspose nodes (kept " + std::to_string(result.kept) + ")";
+                        std::to_string(result.nodes.size()) + " " + cli::upsampler_noun(result) + " (kept " + std::to_string(result.kept) + ")";
   if (writes_model) {
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
     if (!validation) {
@@ -612,10 +616,13 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   }
   if (opt.check && result.rewritten > 0) {
     for (const auto& n : result.nodes) {
-      if (n.rewritten) spdlog::error("{}: ConvTranspose '{}' would be rewritten", input, n.summary.name);
+      if (n.rewritten) {
+        spdlog::error("{}: {} '{}' would be rewritten", input,
+                      n.summary.form == "conv_transpose" ? "ConvTranspose" : n.summary.form + " upsampler", n.summary.name);
+      }
     }
     return finish(cli::kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +
-                                             std::to_string(result.nodes.size()) + " ConvTranspose nodes would be rewritten");
+                                             std::to_string(result.nodes.size()) + " " + cli::upsampler_noun(result) + " would be rewritten");
   }
   spdlog::info("{}{}{}", batch ? input + ": " : std::string(), summary, writes_model ? " -> " + output : std::string());
   return out;
@@ -789,6 +796,14 @@ std::string usage_problem(const Options& opt) {
     return "";
   }
   if (opt.dry_run && opt.check) return "--dry-run and --check cannot be combined";
+  for (const auto& form : opt.forms) {
+    const auto& known = rewrite::known_forms();
+    if (std::find(known.begin(), known.end(), form) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return "--forms: unknown form '" + form + "' (known: " + list + ")";
+    }
+  }
   if (batch && !opt.output.empty()) return "several models take --out-dir DIR, not -o";
   if ((opt.dry_run || opt.check) && (!opt.output.empty() || !opt.out_dir.empty())) {
     return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o/--out-dir";
@@ -837,6 +852,10 @@ int main(int argc, char** argv) {
   app.add_flag("--check", opt.check, "Exit 1 if any node would be rewritten; write no model");
   app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
+  app.add_option("--forms", opt.forms,
+                 "Upsampler forms to rewrite, comma-separated: conv_transpose, nearest_mask (default: all)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
   app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
       ->check(whole_number_from(1));

@@ -137,7 +137,8 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
     o << (i ? "," : "") << "\n    {\"name\": " << json_string(s.name) << ", \"graph\": " << json_string(s.graph_path)
       << ", \"decision\": " << (n.rewritten ? "\"rewritten\"" : "\"kept\"") << ", \"reason\": " << json_string(n.reason)
       << ", \"channels\": " << s.channels << ", \"kernel\": " << json_ints(s.kernel) << ", \"stride\": " << s.stride
-      << ", \"pads\": " << json_ints(s.pads) << ", \"output_padding\": " << json_ints(s.output_padding) << "}";
+      << ", \"pads\": " << json_ints(s.pads) << ", \"output_padding\": " << json_ints(s.output_padding)
+      << ", \"form\": " << json_string(s.form) << "}";
   }
   o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
   o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
@@ -151,6 +152,13 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   }
   o << "\n}\n";
   return o.str();
+}
+
+std::string upsampler_noun(const rewrite::RewriteResult& result) {
+  for (const auto& n : result.nodes) {
+    if (n.summary.form != "conv_transpose") return "upsamplers";
+  }
+  return "ConvTranspose nodes";
 }
 
 std::string report_list_json(const std::vector<std::string>& entries) {
@@ -169,6 +177,7 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     const auto& s = n.summary;
     o << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
     if (s.graph_path != "main") o << " in " << s.graph_path;
+    if (s.form != "conv_transpose") o << " (" << s.form << ")";
     o << "  C=" << s.channels << " k=" << s.kernel[0] << "x" << s.kernel[1] << " s=";
     if (s.stride != 0) {
       o << s.stride;
@@ -183,7 +192,7 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     }
     o << "\n";
   }
-  o << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " ConvTranspose nodes, keep " << result.kept << "\n";
+  o << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " " << upsampler_noun(result) << ", keep " << result.kept << "\n";
   return o.str();
 }
 

@@ -30,8 +30,13 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
 // A batch report: the per-model objects of report_json, as a JSON list.
 std::string report_list_json(const std::vector<std::string>& entries);
 
-// One line per ConvTranspose: decision, name, C, k, s, resolved pads, output_padding, and the reason if kept.
+// One line per upsampler: decision, name, form (when not a ConvTranspose), C, k, s, resolved pads,
+// output_padding, and the reason if kept.
 std::string plan_text(const rewrite::RewriteResult& result);
+
+// "ConvTranspose nodes" when every row is a ConvTranspose (as before hand-written forms were recognised),
+// else "upsamplers": the noun of the summary lines.
+std::string upsampler_noun(const rewrite::RewriteResult& result);
 
 // JSON string literal with escapes. Bytes that are not part of well-formed UTF-8 become U+FFFD, one per
 // byte, so the text is valid UTF-8 whatever a model's names hold.

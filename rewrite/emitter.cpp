@@ -94,7 +94,9 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
   const ConstantSource& src = m.weight;
   // Phase kernels depend on the stride and pads as well as the weight: key on all of them (the reference
   // PR keyed on the weight alone and silently gave a second deconv the first one's kernels).
-  const std::string key = src.scope->path + "\n" + src.name + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" +
+  // A recogniser's derived kernel belongs to its match alone: its address tells it apart from any other.
+  const std::string origin = m.derived_weight ? std::to_string(reinterpret_cast<uintptr_t>(m.derived_weight.get())) : src.name;
+  const std::string key = src.scope->path + "\n" + origin + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" +
                           std::to_string(phase_index);
   if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
 
@@ -143,7 +145,7 @@ std::string Emitter::zeros_like(const DeconvMatch& m, const std::string& like, c
 
 std::string Emitter::bias_only_phase(const DeconvMatch& m, const std::string& base, const std::string& bias,
                                      std::vector<onnx::NodeProto>& nodes) {
-  const std::string zeros = zeros_like(m, m.node->input(0), base, nodes);
+  const std::string zeros = zeros_like(m, m.input, base, nodes);
   if (bias.empty()) return zeros;
   // 0 * 0 + bias[c]: a 1x1 zero-kernel Conv over the zeros adds the bias as it is stored, in any form.
   const std::string name = names_.fresh(base + "_bias_only");
@@ -159,7 +161,7 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
   const std::vector<int64_t> full{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
   const std::string node_name = names_.fresh(base);
   const std::string output = names_.fresh(node_name + "_out");
-  onnx::NodeProto pad = make_node("Pad", node_name, {m.node->input(0)}, {output});
+  onnx::NodeProto pad = make_node("Pad", node_name, {m.input}, {output});
   if (opset_ >= 11) {
     const std::string pads_name = names_.fresh(node_name + "_pads");
     add_initializer(*m.scope, onnx_io::make_int64_tensor(pads_name, {8}, full));
@@ -199,20 +201,34 @@ void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int6
 }
 
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
-  const onnx::NodeProto& node = *m.node;
   const core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   const int64_t s = plan.stride();
-  const std::string base = node.name().empty() ? node.output(0) : node.name();
-  const std::string bias = node.input_size() > 2 ? node.input(2) : std::string();
+  const std::string base = m.name.empty() ? m.output : m.name;
+  const std::string& bias = m.bias;
   std::vector<onnx::NodeProto> nodes;
   std::map<std::array<int64_t, 4>, std::string> pad_outputs;  // identical Pads within one node are emitted once
   std::vector<std::string> phase_outputs;
 
+  // A phase whose taps are all zero adds only the bias, like a phase without taps, so it shares that output
+  // instead of running a zero Conv. Emitting it without reading x needs ConstantOfShape (opset 9).
+  std::vector<double> weight_values;
+  if (opset_ >= 9 && s > 1) {
+    auto values = onnx_io::to_doubles(*m.weight.tensor);
+    if (!values) return values.error();
+    weight_values = std::move(*values);
+  }
+  const auto all_zero = [&](const core::PhasePlan& phase) {
+    if (weight_values.empty()) return false;
+    for (int64_t index : core::phase_weight_indices(plan, phase, m.channels)) {
+      if (weight_values[static_cast<size_t>(index)] != 0.0) return false;
+    }
+    return true;
+  };
   std::string bias_only;  // the output every phase without taps shares, made on first use
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const core::PhasePlan& phase = plan.phases[i];
-    if (phase.bias_only()) {
-      // Only with s >= 2: the single phase of s == 1 has all k >= 1 taps.
+    if (phase.bias_only() || all_zero(phase)) {
+      // Only with s >= 2: the single phase of s == 1 has all k >= 1 taps, and is kept even when they are zero.
       if (bias_only.empty()) bias_only = bias_only_phase(m, base, bias, nodes);
       phase_outputs.push_back(bias_only);
       continue;
@@ -221,7 +237,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
     auto weight = phase_weight(m, plan, i);
     if (!weight) return weight.error();
 
-    std::string input = node.input(0);
+    std::string input = m.input;
     const std::array<int64_t, 2> kernel{phase.y.taps, phase.x.taps};
     const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
     std::array<int64_t, 4> conv_pads{0, 0, 0, 0};
@@ -243,8 +259,8 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
     }
     // With s == 1 the single Conv takes the node's place: its name (if any) and its output.
     const bool last = s == 1;
-    const std::string conv_name = last && !node.name().empty() ? node.name() : names_.fresh(base + "_phase" + suffix);
-    const std::string output = last ? node.output(0) : names_.fresh(conv_name + "_out");
+    const std::string conv_name = last && !m.name.empty() ? m.name : names_.fresh(base + "_phase" + suffix);
+    const std::string output = last ? m.output : names_.fresh(conv_name + "_out");
     std::vector<std::string> inputs{input, *weight};
     if (!bias.empty()) inputs.push_back(bias);
     nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.channels, kernel, conv_pads));
@@ -262,8 +278,8 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   nodes.push_back(std::move(concat));
   add_value_info(m, concat_out, m.channels * s * s, {0, 0, 0, 0});
 
-  onnx::NodeProto d2s = make_node("DepthToSpace", node.name().empty() ? names_.fresh(base + "_depth_to_space") : node.name(),
-                                  {concat_out}, {node.output(0)});
+  onnx::NodeProto d2s = make_node("DepthToSpace", m.name.empty() ? names_.fresh(base + "_depth_to_space") : m.name,
+                                  {concat_out}, {m.output});
   *d2s.add_attribute() = onnx_io::make_int_attribute("blocksize", s);
   if (opset_ >= 11) *d2s.add_attribute() = onnx_io::make_string_attribute("mode", "DCR");  // before 11, DCR is the only mode
   nodes.push_back(std::move(d2s));

@@ -182,6 +182,10 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   if (!a.pads.empty()) sum.pads = {a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
 
   // The node is valid; from here on every refusal is a reason to keep it.
+  if (a.group == 1 && c_in > 1) {
+    return fail(declined("dense (group 1): " + std::to_string(c_in) + " input channels, " + std::to_string(w_dims[1]) +
+                         " output channels, not depthwise"));
+  }
   if (a.group != c_in) {
     return fail(declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) +
                          " input channels"));
@@ -244,6 +248,10 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   DeconvMatch m;
   m.node = &node;
   m.scope = &scope;
+  m.name = node.name();
+  m.input = node.input(0);
+  m.bias = node.input_size() > 2 ? node.input(2) : std::string();
+  m.output = node.output(0);
   m.channels = c_in;
   m.y = geo[0];
   m.x = geo[1];

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -24,16 +25,23 @@ struct NodeSummary {
   std::array<int64_t, 2> strides{0, 0};
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // resolved [top, left, bottom, right]
   std::array<int64_t, 2> output_padding{0, 0};
+  std::string form = "conv_transpose";    // how the upsampler is written: conv_transpose, nearest_mask
 };
 
-// A node that will be rewritten, with everything the emitter needs.
+// A depthwise ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a
+// hand-written upsampler: everything the emitter needs, whatever the form.
 struct DeconvMatch {
-  const onnx::NodeProto* node = nullptr;
+  const onnx::NodeProto* node = nullptr;  // the node the emitted nodes replace (the ConvTranspose, or the Conv)
   const GraphScope* scope = nullptr;
+  std::string name;    // the replaced node's name (may be empty); DepthToSpace keeps it
+  std::string input;   // X
+  std::string bias;    // B, or "" without a bias
+  std::string output;  // Y, which the last emitted node writes
   int64_t channels = 0;
   core::AxisGeometry y;
   core::AxisGeometry x;
-  ConstantSource weight;
+  ConstantSource weight;  // for a derived kernel: tensor points into derived_weight, name is the tensor it follows
+  std::shared_ptr<const onnx::TensorProto> derived_weight;  // a recogniser's kernel; null for a ConvTranspose
   std::optional<onnx::TypeProto> input_type;  // X's type when shape inference knows it
 };
 

@@ -1,9 +1,13 @@
 #include "rewrite/rewriter.h"
 
+#include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
+#include "rewrite/const_eval.h"
+#include "rewrite/recognisers.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -54,17 +58,35 @@ void rebuild(onnx::GraphProto& graph, const std::map<const onnx::NodeProto*, std
 
 // Something a rewrite may have orphaned: a node output or an initializer, in a given graph.
 struct Candidate {
-  onnx::GraphProto* graph;
+  const GraphScope* scope;
   std::string name;  // the tensor the candidate defines
-  std::string input;  // what it reads (an Identity's input), to recount after removal
   bool initializer;
 };
 
-void remove_orphans(onnx::ModelProto& model, const std::vector<Candidate>& candidates) {
+// The position of the node that outputs `name` in `graph`, or -1.
+int producer_index(const onnx::GraphProto& graph, const std::string& name) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const auto& out : graph.node(i).output()) {
+      if (out == name) return i;
+    }
+  }
+  return -1;
+}
+
+// Removes every candidate that nothing reads any more. Readers go before what they read: nodes of inner graphs
+// first, then later nodes before earlier ones (graphs are topologically sorted), initializers last, and a
+// removed node's inputs lose a use, so whole chains go.
+void remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) {
   auto uses = count_uses(model);
-  for (const auto& c : candidates) {
+  std::vector<std::pair<std::tuple<int, size_t, int>, Candidate>> ordered;
+  for (auto& c : candidates) {
+    const int at = c.initializer ? -1 : producer_index(*c.scope->graph, c.name);
+    ordered.push_back({{c.initializer ? 1 : 0, ~c.scope->index, -at}, std::move(c)});
+  }
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [order, c] : ordered) {
     if (uses[c.name] > 0) continue;
-    auto& g = *c.graph;
+    auto& g = *c.scope->graph;
     if (c.initializer) {
       for (int i = 0; i < g.initializer_size(); ++i) {
         if (g.initializer(i).name() == c.name) {
@@ -82,8 +104,17 @@ void remove_orphans(onnx::ModelProto& model, const std::vector<Candidate>& candi
     }
     for (int i = 0; i < g.node_size(); ++i) {
       if (g.node(i).output_size() == 1 && g.node(i).output(0) == c.name) {
+        for (const auto& in : g.node(i).input()) {
+          if (!in.empty()) --uses[in];
+        }
         g.mutable_node()->DeleteSubrange(i, 1);
-        if (!c.input.empty()) --uses[c.input];
+        // Shape inference's note about a tensor that no longer exists goes too.
+        for (int v = 0; v < g.value_info_size(); ++v) {
+          if (g.value_info(v).name() == c.name) {
+            g.mutable_value_info()->DeleteSubrange(v, 1);
+            break;
+          }
+        }
         break;
       }
     }
@@ -99,28 +130,52 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   NameAllocator names(model);
 
   // Match every node before changing any, so deconvs that feed each other are all seen as the user wrote them.
-  std::vector<std::pair<size_t, DeconvMatch>> matches;  // index into result.nodes
+  struct Planned {
+    size_t index;  // into result.nodes
+    DeconvMatch match;
+    std::vector<std::pair<const GraphScope*, std::string>> replaced;  // a recognised form's own tensors
+  };
+  std::vector<Planned> matches;
   std::set<std::string> seen_names;
+  ConstEvaluator eval(model.ir_version(), types);
+  const auto uses = count_uses(model);
   for (const auto& scope : tree.scopes()) {
     for (const auto& node : scope.graph->node()) {
-      if (!is_deconv(node)) continue;
-      MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types);
-      if (!outcome.match && outcome.match.error().kind == core::ErrorKind::kInvalidModel) {
-        return core::invalid_model(outcome.match.error().message + (scope.parent ? " (in " + scope.path + ")" : ""));
+      // Either form gives a summary and a match or the reason it declined.
+      NodeSummary summary;
+      core::Result<UpsamplerMatch> match = core::declined("not matched");
+      if (is_deconv(node)) {
+        MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types);
+        summary = std::move(outcome.summary);
+        if (outcome.match) {
+          match = UpsamplerMatch{std::move(*outcome.match), {}};
+        } else {
+          match = outcome.match.error();
+        }
+      } else if (auto outcome = match_nearest_mask(node, scope, model.ir_version(), types, eval, uses)) {
+        summary = std::move(outcome->summary);
+        match = std::move(outcome->match);
+      } else {
+        continue;
+      }
+      if (!match && match.error().kind == core::ErrorKind::kInvalidModel) {
+        return core::invalid_model(match.error().message + (scope.parent ? " (in " + scope.path + ")" : ""));
       }
       NodeReport report;
-      report.summary = outcome.summary;
+      report.summary = std::move(summary);
       // --only/--skip take the name the plan and report show: the node's name, or its output's when unnamed.
       const std::string& shown = report.summary.name;
       seen_names.insert(shown);
-      if (!outcome.match) {
-        report.reason = outcome.match.error().message;
+      if (!match) {
+        report.reason = match.error().message;
+      } else if (options.forms.count(report.summary.form) == 0) {
+        report.reason = "form " + report.summary.form + " not selected by --forms";
       } else if (!options.only.empty() && options.only.count(shown) == 0) {
         report.reason = "not selected by --only";
       } else if (options.skip.count(shown) != 0) {
         report.reason = "skipped by --skip";
       } else {
-        matches.emplace_back(result.nodes.size(), std::move(outcome.match.value()));
+        matches.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced)});
       }
       result.nodes.push_back(std::move(report));
     }
@@ -139,7 +194,7 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   Emitter emitter(model, names, options.emit);
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
-  for (auto& [index, m] : matches) {
+  for (auto& [index, m, replaced] : matches) {
     if (std::string reason = emitter.keep_reason(m); !reason.empty()) {
       result.nodes[index].reason = std::move(reason);  // decided before emitting anything: a kept node costs nothing
       continue;
@@ -149,18 +204,18 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
     result.nodes[index].rewritten = true;
     replacements.emplace(m.node, std::move(*nodes));
-    // The weight's Identity chain, then the weight itself, may be orphaned now.
-    for (const auto& [scope, identity] : m.weight.identities) {
-      candidates.push_back({scope->graph, identity->output(0), identity->input(0), false});
-    }
-    candidates.push_back({m.weight.scope->graph, m.weight.name, "", m.weight.constant_node == nullptr});
+    // The weight's Identity chain, then the weight itself, may be orphaned now; for a recognised form, every
+    // node and constant that computed its input from x and its weight.
+    for (const auto& [scope, identity] : m.weight.identities) candidates.push_back({scope, identity->output(0), false});
+    if (!m.derived_weight) candidates.push_back({m.weight.scope, m.weight.name, m.weight.constant_node == nullptr});
+    for (const auto& [scope, name] : replaced) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
   }
   // Children before parents: scopes() lists parents first, and rebuilding moves a parent's nodes.
   const auto& scopes = tree.scopes();
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     rebuild(*it->graph, replacements, emitter.constants_after());
   }
-  remove_orphans(model, candidates);
+  remove_orphans(model, std::move(candidates));
   result.derived_tensors = emitter.derived_tensors();
 
   for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;

@@ -19,9 +19,11 @@ struct RewriteOptions {
   // Node names as the plan shows them: the node's name, or its output's name when the node has none.
   std::set<std::string> only;  // when non-empty, rewrite only these nodes
   std::set<std::string> skip;  // never rewrite these nodes
+  // The upsampler forms to rewrite (see known_forms()); a recognised upsampler of another form is kept.
+  std::set<std::string> forms{"conv_transpose", "nearest_mask"};
 };
 
-// One ConvTranspose as the plan and the report show it.
+// One upsampler (a ConvTranspose, or a hand-written form named by its Conv) as the plan and the report show it.
 struct NodeReport {
   NodeSummary summary;
   bool rewritten = false;
@@ -30,10 +32,10 @@ struct NodeReport {
 };
 
 struct RewriteResult {
-  std::vector<NodeReport> nodes;             // every default-domain ConvTranspose, in graph order
+  std::vector<NodeReport> nodes;             // every default-domain ConvTranspose and recognised upsampler, in graph order
   int rewritten = 0;
   int kept = 0;
-  std::vector<std::string> unmatched_names;  // --only/--skip names that name no ConvTranspose
+  std::vector<std::string> unmatched_names;  // --only/--skip names that name no upsampler
   std::map<std::string, std::string> derived_tensors;  // new phase weight -> the weight it came from
 };
 

@@ -215,3 +215,37 @@ TEST_CASE("bias-only phases before opset 9 keep the node: there is no ConstantOf
   CHECK(count_ops(rewritten.model.graph(), "ConstantOfShape") == 0);
   CHECK(checker_error(rewritten.model).empty());
 }
+
+TEST_CASE("a phase whose weights are all zero is the bias-only tensor, not a zero Conv", "[rewrite][bias_only][zero_phase]") {
+  // Zero insertion written as a ConvTranspose: k2 s2 p0 with [[1,0],[0,0]] in every channel. Only phase (0,0)
+  // has a non-zero tap; the other three must share the one bias-only (or zeros) tensor.
+  const bool bias = GENERATE(true, false);
+  CAPTURE(bias);
+  DeconvSpec spec;
+  spec.kh = spec.kw = 2;
+  spec.attrs = "strides=[2,2]";
+  spec.bias = bias;
+  auto original = deconv_model(spec);
+  auto& w = *original.mutable_graph()->mutable_initializer(0);
+  REQUIRE(w.name() == "W");
+  std::vector<double> values(static_cast<size_t>(spec.channels) * 4, 0.0);
+  for (int64_t c = 0; c < spec.channels; ++c) values[static_cast<size_t>(c) * 4] = 1.0 + static_cast<double>(c);
+  w = onnx_io::make_tensor("W", TensorProto::FLOAT, {spec.channels, 1, 2, 2}, values, true);
+  const auto out = rewrite_copy(original);
+  const auto& g = out.model.graph();
+  REQUIRE(out.result.rewritten == 1);
+  CHECK(checker_error(out.model).empty());
+  const auto inputs = phase_inputs(g, "Y", 2);
+  // Phase (0,0) is a Conv on X; phases (0,1), (1,0), (1,1) read one shared tensor that does not read X's values.
+  const auto* phase0 = find_producer(g, inputs[0]);
+  REQUIRE(phase0 != nullptr);
+  CHECK(phase0->op_type() == "Conv");
+  CHECK(phase0->input(0) == "X");
+  CHECK(inputs[1] == inputs[2]);
+  CHECK(inputs[1] == inputs[3]);
+  CHECK(reads_values_of(g, "X").count(inputs[1]) == 0);
+  CHECK(count_ops(g, "Conv") == (bias ? 2 : 1));  // the phase Conv, and the bias-only Conv when there is a bias
+  CHECK(count_ops(g, "ConstantOfShape") == 1);
+  const auto x = input_for(spec);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, spec.channels, 2 * spec.h, 2 * spec.w}) < kTolerance);
+}

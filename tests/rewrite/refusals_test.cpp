@@ -52,6 +52,14 @@ TEST_CASE("a grouped but not depthwise deconv is kept", "[rewrite][refusal]") {
   require_kept(model, {"grouped but not depthwise", "group 2 != 4"});
 }
 
+TEST_CASE("a dense deconv (group 1) is kept and called dense, not grouped", "[rewrite][refusal]") {
+  auto model = model_from("  Y = ConvTranspose <strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,4,5,4] X", "float[1,3,10,8] Y");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {4, 3, 4, 4}, 1);
+  name_node(model, "Y", "up1");
+  require_kept(model, {"dense (group 1)"});
+  CHECK_THAT(rewrite_copy(model).result.nodes[0].reason, !Catch::Contains("grouped"));
+}
+
 TEST_CASE("a channel multiplier other than 1 is kept", "[rewrite][refusal]") {
   auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,2,5,4] X",
                           "float[1,4,10,8] Y");

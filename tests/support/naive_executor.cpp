@@ -1,6 +1,7 @@
 #include "tests/support/naive_executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 
@@ -151,9 +152,190 @@ NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) 
   return core::pad2d_reference(x, {pads[2], pads[3], pads[6], pads[7]}, value);
 }
 
+// Row-major strides of `dims`.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+int64_t count_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// Calls f(coords, flat) for every element of a tensor of `dims`, in row-major order.
+template <typename F>
+void for_each_coord(const std::vector<int64_t>& dims, F f) {
+  std::vector<int64_t> c(dims.size(), 0);
+  for (int64_t i = 0, n = count_of(dims); i < n; ++i) {
+    f(c, i);
+    for (size_t d = dims.size(); d-- > 0;) {
+      if (++c[d] < dims[d]) break;
+      c[d] = 0;
+    }
+  }
+}
+
+// Any axis, any rank: the output element at coordinate c comes from the input whose range on `axis` holds it.
+NaiveTensor run_concat_generic(const onnx::NodeProto& node, const Env& env, int64_t axis) {
+  std::vector<const NaiveTensor*> parts;
+  for (int i = 0; i < node.input_size(); ++i) parts.push_back(&input(node, env, i));
+  const auto rank = static_cast<int64_t>(parts[0]->dims.size());
+  if (axis < 0) axis += rank;
+  NaiveTensor out(parts[0]->dims, {});
+  out.dims[static_cast<size_t>(axis)] = 0;
+  for (const auto* p : parts) out.dims[static_cast<size_t>(axis)] += p->dims[static_cast<size_t>(axis)];
+  out.data.resize(static_cast<size_t>(count_of(out.dims)));
+  for_each_coord(out.dims, [&](std::vector<int64_t> c, int64_t flat) {
+    size_t k = 0;
+    while (c[static_cast<size_t>(axis)] >= parts[k]->dims[static_cast<size_t>(axis)]) c[static_cast<size_t>(axis)] -= parts[k++]->dims[static_cast<size_t>(axis)];
+    const auto st = strides_of(parts[k]->dims);
+    int64_t src = 0;
+    for (size_t d = 0; d < c.size(); ++d) src += c[d] * st[d];
+    out.data[static_cast<size_t>(flat)] = parts[k]->data[static_cast<size_t>(src)];
+  });
+  return out;
+}
+
+// Numpy-broadcast elementwise product.
+NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env) {
+  const NaiveTensor& a = input(node, env, 0);
+  const NaiveTensor& b = input(node, env, 1);
+  const size_t rank = std::max(a.dims.size(), b.dims.size());
+  auto padded = [rank](const std::vector<int64_t>& d) {
+    std::vector<int64_t> p(rank - d.size(), 1);
+    p.insert(p.end(), d.begin(), d.end());
+    return p;
+  };
+  const auto da = padded(a.dims), db = padded(b.dims);
+  std::vector<int64_t> dims(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (da[i] != db[i] && da[i] != 1 && db[i] != 1) fail(node, "shapes do not broadcast");
+    dims[i] = std::max(da[i], db[i]);
+  }
+  const auto sa = strides_of(da), sb = strides_of(db);
+  NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims))));
+  for_each_coord(dims, [&](const std::vector<int64_t>& c, int64_t flat) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      ia += (da[d] == 1 ? 0 : c[d]) * sa[d];
+      ib += (db[d] == 1 ? 0 : c[d]) * sb[d];
+    }
+    out.data[static_cast<size_t>(flat)] = a.data[static_cast<size_t>(ia)] * b.data[static_cast<size_t>(ib)];
+  });
+  return out;
+}
+
+// Resize, nearest, asymmetric coordinates, floor rounding, by the scales input: x_in = floor(x_out / scale).
+NaiveTensor run_resize(const onnx::NodeProto& node, const Env& env) {
+  if (attr_string(node, "mode", "nearest") != "nearest") fail(node, "only mode nearest is implemented");
+  if (attr_string(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric" ||
+      attr_string(node, "nearest_mode", "round_prefer_floor") != "floor") {
+    fail(node, "only asymmetric coordinates with floor rounding are implemented");
+  }
+  const NaiveTensor& x = input(node, env, 0);
+  const NaiveTensor* scales = optional_input(node, env, node.input_size() == 2 ? 1 : 2);
+  if (scales == nullptr || scales->data.size() != x.dims.size()) fail(node, "only the scales input is implemented");
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < x.dims.size(); ++d) dims.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.dims[d]) * scales->data[d])));
+  const auto sx = strides_of(x.dims);
+  NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims))));
+  for_each_coord(dims, [&](const std::vector<int64_t>& c, int64_t flat) {
+    int64_t src = 0;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      src += std::min(x.dims[d] - 1, static_cast<int64_t>(std::floor(static_cast<double>(c[d]) / scales->data[d]))) * sx[d];
+    }
+    out.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(src)];
+  });
+  return out;
+}
+
+NaiveTensor run_reshape(const onnx::NodeProto& node, const Env& env) {
+  NaiveTensor x = input(node, env, 0);
+  std::vector<int64_t> dims;
+  for (double v : input(node, env, 1).data) dims.push_back(static_cast<int64_t>(v));
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0) dims[i] = x.dims.at(i);
+    if (dims[i] == -1) {
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= dims[i];
+    }
+  }
+  if (infer >= 0) dims[static_cast<size_t>(infer)] = static_cast<int64_t>(x.data.size()) / known;
+  if (count_of(dims) != static_cast<int64_t>(x.data.size())) fail(node, "element count changes");
+  x.dims = dims;
+  return x;
+}
+
+// Slice from opset 10 on (inputs), steps of either sign, bounds clamped as the schema says.
+NaiveTensor run_slice(const onnx::NodeProto& node, const Env& env) {
+  const NaiveTensor& x = input(node, env, 0);
+  auto ints = [&](int i) {
+    std::vector<int64_t> v;
+    if (const NaiveTensor* t = optional_input(node, env, i)) {
+      for (double d : t->data) v.push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? -INT64_MAX : static_cast<int64_t>(d));
+    }
+    return v;
+  };
+  const auto starts = ints(1), ends = ints(2);
+  auto axes = ints(3), steps = ints(4);
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  std::vector<int64_t> first(x.dims.size(), 0), step(x.dims.size(), 1), dims = x.dims;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const auto a = static_cast<size_t>(axes[i] < 0 ? axes[i] + rank : axes[i]);
+    const int64_t n = x.dims[a];
+    int64_t b = starts[i] < 0 ? std::max<int64_t>(starts[i], -n) + n : starts[i];
+    int64_t e = ends[i] < 0 ? std::max<int64_t>(ends[i], -n - 1) + n : ends[i];
+    if (steps[i] > 0) {
+      b = std::min(b, n);
+      e = std::min(std::max<int64_t>(e, 0), n);
+      dims[a] = std::max<int64_t>(0, (e - b + steps[i] - 1) / steps[i]);
+    } else {
+      b = std::min(b, n - 1);
+      e = std::min(e, n - 1);
+      dims[a] = std::max<int64_t>(0, (b - e - steps[i] - 1) / -steps[i]);
+    }
+    first[a] = b;
+    step[a] = steps[i];
+  }
+  const auto sx = strides_of(x.dims);
+  NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims))));
+  for_each_coord(dims, [&](const std::vector<int64_t>& c, int64_t flat) {
+    int64_t src = 0;
+    for (size_t d = 0; d < dims.size(); ++d) src += (first[d] + c[d] * step[d]) * sx[d];
+    out.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(src)];
+  });
+  return out;
+}
+
+NaiveTensor run_transpose(const onnx::NodeProto& node, const Env& env) {
+  const NaiveTensor& x = input(node, env, 0);
+  std::vector<int64_t> reverse;
+  for (size_t i = x.dims.size(); i-- > 0;) reverse.push_back(static_cast<int64_t>(i));
+  const auto perm = attr_ints(node, "perm", reverse);
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) dims.push_back(x.dims.at(static_cast<size_t>(p)));
+  const auto sx = strides_of(x.dims);
+  NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims))));
+  for_each_coord(dims, [&](const std::vector<int64_t>& c, int64_t flat) {
+    int64_t src = 0;
+    for (size_t d = 0; d < dims.size(); ++d) src += c[d] * sx[static_cast<size_t>(perm[d])];
+    out.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(src)];
+  });
+  return out;
+}
+
 NaiveTensor run_concat(const onnx::NodeProto& node, const Env& env) {
   const int64_t axis = attr_int(node, "axis", 0);
-  if (axis != 1 && axis != -3) fail(node, "only axis 1 on 4-D tensors is implemented");
+  if (input(node, env, 0).dims.size() != 4 || (axis != 1 && axis != -3)) return run_concat_generic(node, env, axis);
   std::vector<core::Tensor4> parts;
   for (int i = 0; i < node.input_size(); ++i) parts.push_back(input(node, env, i).as_tensor4());
   for (const auto& t : parts) {
@@ -265,6 +447,18 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     for (int64_t d : t.dims) count *= d;
     t.data.assign(static_cast<size_t>(count), fill.data[0]);
     outputs.push_back(std::move(t));
+  } else if (op == "Mul") {
+    outputs.push_back(run_mul(node, env));
+  } else if (op == "Resize") {
+    outputs.push_back(run_resize(node, env));
+  } else if (op == "Reshape") {
+    outputs.push_back(run_reshape(node, env));
+  } else if (op == "Slice") {
+    outputs.push_back(run_slice(node, env));
+  } else if (op == "Transpose") {
+    outputs.push_back(run_transpose(node, env));
+  } else if (op == "Cast") {
+    outputs.push_back(input(node, env, 0));  // every value is a double here; the chains cast int64 to int64
   } else if (op == "If") {
     outputs = run_if(node, env, opset);
   } else if (op == "Loop") {

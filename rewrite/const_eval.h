@@ -1,0 +1,61 @@
+// Constant folding for the recognisers: the value of a tensor that a chain of shape and layout ops computes from
+// constants (PyTorch exports a Pad's pads as an 8-op chain, and weights as Tile(Expand(Unsqueeze(...)))).
+// It evaluates; it never changes the model.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/result.h"
+#include "onnx_io/shapes.h"
+#include "rewrite/graph_editor.h"
+
+namespace dwdeconv::rewrite {
+
+// A folded value. Integer and bool types keep exact int64 elements in `ints`; float types keep `reals`.
+struct ConstTensor {
+  int32_t data_type = onnx::TensorProto::FLOAT;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+
+  bool is_integer() const;
+  size_t size() const { return is_integer() ? ints.size() : reals.size(); }
+  // Element i as a double, whatever the type.
+  double at(size_t i) const { return is_integer() ? static_cast<double>(ints[i]) : reals[i]; }
+};
+
+// The most elements a folded value may have; a larger one is declined, so a hostile ConstantOfShape or Expand
+// cannot make the tool allocate without bound.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+
+// Folds values as seen from graph scopes of one model. Folds initializers and Constants (behind Identity too),
+// and the ops ConstantOfShape, Concat, Reshape, Slice, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile,
+// Gather, Identity, and Shape of a tensor whose dims shape inference knows. Results are cached per name.
+class ConstEvaluator {
+ public:
+  ConstEvaluator(int64_t ir_version, const onnx_io::ScopedTypes& types) : ir_version_(ir_version), types_(types) {}
+
+  // The value of `name` as `scope` reads it, or a reason it is not a constant this evaluator can fold.
+  core::Result<ConstTensor> evaluate(const std::string& name, const GraphScope& scope);
+
+ private:
+  core::Result<ConstTensor> evaluate_node(const onnx::NodeProto& node, const std::string& name, const GraphScope& scope);
+  // The constant ints of input `index` of `node` (empty input names are the caller's business).
+  core::Result<std::vector<int64_t>> ints_of(const onnx::NodeProto& node, int index, const GraphScope& scope);
+
+  int64_t ir_version_;
+  const onnx_io::ScopedTypes& types_;
+  std::map<std::pair<size_t, std::string>, core::Result<ConstTensor>> cache_;
+  int depth_ = 0;  // recursion guard against cyclic (invalid) graphs
+};
+
+// Converts a dense TensorProto (any numeric type, raw or typed fields) into a ConstTensor.
+core::Result<ConstTensor> to_const_tensor(const onnx::TensorProto& tensor);
+
+}  // namespace dwdeconv::rewrite

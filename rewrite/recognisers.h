@@ -1,0 +1,51 @@
+// Recognisers: hand-written upsamplers that compute a depthwise ConvTranspose, each turned into the same
+// DeconvMatch the matcher makes of a ConvTranspose node, so one planner and one emitter serve every form.
+// See ../shared/DESIGN.md, "Hand-written upsamplers are ConvTransposes too".
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "rewrite/const_eval.h"
+#include "rewrite/matcher.h"
+
+namespace dwdeconv::rewrite {
+
+// The forms --forms can name, in the order the README lists them.
+inline const std::vector<std::string>& known_forms() {
+  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask"};
+  return forms;
+}
+
+// A recognised upsampler: the ConvTranspose it computes, and the tensors that only it may read. After the
+// rewrite they are removed if nothing else reads them.
+struct UpsamplerMatch {
+  DeconvMatch deconv;
+  // Tensors the rewrite may orphan, each with the graph that defines it.
+  std::vector<std::pair<const GraphScope*, std::string>> replaced;
+};
+
+// What a recogniser says about one Conv: nothing when the Conv does not start the form at all (no row in the
+// plan), else the summary row and either the match or the reason it was kept.
+struct UpsamplerOutcome {
+  NodeSummary summary;
+  core::Result<UpsamplerMatch> match = core::declined("not matched");
+};
+
+// Form `nearest_mask`:
+//   Before:  u = Resize(x)           nearest, asymmetric, floor, scales [1,1,s,s] (s an integer >= 2)
+//            m = Mul(u, mask)        mask: one non-zero `a` at offset (jy, jx) of every s x s cell, every channel
+//            p = Pad(m, pads)        constant 0 (pads may be computed from constants, e.g. PyTorch's 8-op chain)
+//            y = Conv(p, f[, B])     depthwise, stride 1, dilation 1, kernel K
+//   After:   y = ConvTranspose(x, w, B) with w[t] = a * f[K-1-t], pads Pb = K-1-j-P, Pe = K+j-s-E per axis,
+//            where P and E are the Pad's and the Conv's begin and end pads together.
+// `uses` are count_uses of the model. Errors of kind kInvalidModel reject the model.
+std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                   const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                   const std::map<std::string, int>& uses);
+
+}  // namespace dwdeconv::rewrite

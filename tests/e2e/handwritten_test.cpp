@@ -1,0 +1,134 @@
+// End-to-end: the examples' MI-GAN-like form (b), whose upsamplers are written by hand (nearest Resize x mask,
+// Pad, depthwise Conv), is rewritten into the polyphase form, verified whole-model on XNNPACK, and reported.
+#include <catch2/catch.hpp>
+
+#include "onnx_io/external_data.h"
+#include "tests/e2e/cli_runner.h"
+
+using namespace dwdeconv::test;
+
+TEST_CASE("the hand-written MI-GAN-like model is rewritten and verifies whole-model", "[e2e][handwritten]") {
+  TempDir dir;
+  const fs::path input = dir.copy_example("migan_tiny_handwritten.onnx");
+  const std::string before = read_file(input);
+  const auto original = load(input);
+  const int upsamplers = count_ops(original, "Resize");
+  REQUIRE(upsamplers == 8);
+  const fs::path out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
+  CHECK_THAT(r.err, Catch::Contains("rewrote 8 of 8 upsamplers (kept 0)"));
+  CHECK(read_file(input) == before);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "Resize") == 0);
+  CHECK(count_ops(rewritten, "Pad") == 0);
+  CHECK(count_ops(rewritten, "DepthToSpace") == upsamplers);
+  // Every Mul left is an activation gain, none a mask: the masks are gone.
+  CHECK(count_ops(rewritten, "Mul") == count_ops(original, "Mul") - upsamplers);
+  for (const auto& init : rewritten.graph().initializer()) {
+    CHECK(init.name().find("up.mask") == std::string::npos);
+    CHECK(init.name() != "up.scales");
+    CHECK(init.name() != "up.pads");
+  }
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"decision\": \"rewritten\", \"reason\": \"\", \"channels\": 64"));
+  CHECK_THAT(json, Catch::Contains("\"output_padding\": [0, 0], \"form\": \"nearest_mask\"}"));
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+
+  // Idempotent: the output has nothing left to rewrite, so --check passes and a second run writes the same bytes.
+  const fs::path again = dir.path / "again.onnx";
+  CHECK(run_cli(out.string() + " --check", dir).exit_code == 0);
+  REQUIRE(run_cli(out.string() + " -o " + again.string(), dir).exit_code == 0);
+  CHECK(read_file(again) == read_file(out));
+  // Deterministic: the same input gives the same bytes.
+  const fs::path twice = dir.path / "twice.onnx";
+  REQUIRE(run_cli(input.string() + " -o " + twice.string(), dir).exit_code == 0);
+  CHECK(read_file(twice) == read_file(out));
+}
+
+TEST_CASE("the --forms option picks the forms to rewrite, and an unknown form is a usage error", "[e2e][handwritten][forms]") {
+  TempDir dir;
+  const fs::path input = dir.copy_example("migan_tiny_handwritten.onnx");
+  const auto kept = run_cli(input.string() + " --dry-run --forms conv_transpose", dir);
+  REQUIRE(kept.exit_code == 0);
+  CHECK_THAT(kept.out, Catch::Contains("plan: rewrite 0 of 8 upsamplers, keep 8"));
+  CHECK_THAT(kept.out, Catch::Contains("form nearest_mask not selected by --forms"));
+  CHECK(run_cli(input.string() + " --check --forms conv_transpose,nearest_mask", dir).exit_code == 1);
+  const auto bad = run_cli(input.string() + " --dry-run --forms nearest", dir);
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("unknown form 'nearest'"));
+  // --only names a hand-written upsampler by its Conv's name, as the plan shows it.
+  const auto only = run_cli(input.string() + " --dry-run --only syn.8.img_up.conv", dir);
+  REQUIRE(only.exit_code == 0);
+  CHECK_THAT(only.out, Catch::Contains("plan: rewrite 1 of 8 upsamplers"));
+}
+
+namespace {
+
+const onnx::NodeProto* producer_of(const onnx::GraphProto& g, const std::string& output) {
+  for (const auto& n : g.node()) {
+    for (const auto& o : n.output()) {
+      if (o == output) return &n;
+    }
+  }
+  return nullptr;
+}
+
+const onnx::TensorProto* initializer_of(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& t : g.initializer()) {
+    if (t.name() == name) return &t;
+  }
+  return nullptr;
+}
+
+// The phase weights of the rewritten upsampler whose DepthToSpace is named `name`.
+std::vector<const onnx::TensorProto*> phase_weights(const onnx::GraphProto& g, const std::string& name) {
+  std::vector<const onnx::TensorProto*> weights;
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "DepthToSpace" || n.name() != name) continue;
+    const auto* concat = producer_of(g, n.input(0));
+    REQUIRE(concat != nullptr);
+    for (const auto& in : concat->input()) {
+      const auto* conv = producer_of(g, in);
+      REQUIRE(conv != nullptr);
+      REQUIRE(conv->op_type() == "Conv");
+      const auto* w = initializer_of(g, conv->input(1));
+      REQUIRE(w != nullptr);
+      weights.push_back(w);
+    }
+  }
+  return weights;
+}
+
+}  // namespace
+
+TEST_CASE("a hand-written upsampler's phase weights are stored where its Conv weight was", "[e2e][handwritten][external]") {
+  TempDir dir;
+  auto model = load(dir.copy_example("migan_tiny_handwritten.onnx"));
+  // Tensors of 1024 bytes or more go outside: the 64-channel 4x4 filters do, the 3-channel ones stay inline.
+  const fs::path input = dir.path / "ext.onnx";
+  dwdeconv::onnx_io::ExternalSaveOptions ext;
+  ext.data_name = "ext.onnx.data";
+  ext.threshold_bytes = 1024;
+  REQUIRE(dwdeconv::onnx_io::save_model_with_external_data(model, input.string(), ext).ok());
+  const fs::path out = dir.path / "out.onnx";
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify", dir);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
+  CHECK(fs::exists(dir.path / "out.onnx.data"));
+  onnx::ModelProto rewritten;  // the model file alone, parsed as it is: external tensors keep their references
+  REQUIRE(rewritten.ParseFromString(read_file(out)));
+  const auto wide = phase_weights(rewritten.graph(), "syn.8.conv1.up.conv");
+  const auto narrow = phase_weights(rewritten.graph(), "syn.8.img_up.conv");
+  REQUIRE(wide.size() == 4);
+  REQUIRE(narrow.size() == 4);
+  for (const auto* w : wide) {
+    CAPTURE(w->name());
+    CHECK(w->data_location() == onnx::TensorProto::EXTERNAL);
+  }
+  for (const auto* w : narrow) CHECK(w->data_location() != onnx::TensorProto::EXTERNAL);
+}

@@ -1,0 +1,184 @@
+// The constant evaluator: each op it folds, on values written out by hand, and the 8-op chain PyTorch exports
+// for a Pad's pads. It must evaluate without changing the model.
+#include <catch2/catch.hpp>
+
+#include "onnx_io/shapes.h"
+#include "rewrite/const_eval.h"
+#include "upsampler_fixtures.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+
+namespace {
+
+// Folds `name` in a model whose main graph has input X (float[1,3,5,4]), output Y = Identity(X), and `body`.
+// Without `infer`, no shape inference runs (libonnx's data propagation crashes, in its isolated child, on some
+// hostile constants; the evaluator needs inference only for Shape).
+core::Result<rewrite::ConstTensor> fold(const std::string& body, const std::string& name, int64_t opset = 13, bool infer = true) {
+  onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                       "]>\ng (float[1,3,5,4] X) => (float[1,3,5,4] Y) {\n" + body + "\n  Y = Identity(X)\n}");
+  const std::string before = serialized(model);
+  const auto types = infer ? onnx_io::infer_types(model) : onnx_io::ScopedTypes{};
+  rewrite::GraphTree tree(model);
+  rewrite::ConstEvaluator eval(model.ir_version(), types);
+  auto result = eval.evaluate(name, tree.main());
+  CHECK(serialized(model) == before);  // evaluates, never rewrites
+  return result;
+}
+
+std::vector<int64_t> folded_ints(const std::string& body, const std::string& name, int64_t opset = 13, bool infer = true) {
+  auto r = fold(body, name, opset, infer);
+  if (!r) FAIL("not folded: " << r.error().message);
+  REQUIRE(r->is_integer());
+  return r->ints;
+}
+
+std::vector<int64_t> folded_dims(const std::string& body, const std::string& name, int64_t opset = 13) {
+  auto r = fold(body, name, opset);
+  if (!r) FAIL("not folded: " << r.error().message);
+  return r->dims;
+}
+
+}  // namespace
+
+// Exported by PyTorch for F.pad(x, [1, 1, 2, 2]) at opsets 11 to 17: ONNX wants [0,0,2,1, 0,0,2,1].
+const std::string kPadsChain = pads_chain("pads", "p_", 1, 1, 2, 2);
+
+TEST_CASE("const eval folds the 8-op pads chain PyTorch exports", "[rewrite][const_eval]") {
+  CHECK(folded_ints(kPadsChain, "pads") == std::vector<int64_t>{0, 0, 2, 1, 0, 0, 2, 1});
+  CHECK(folded_dims(kPadsChain, "pads") == std::vector<int64_t>{8});
+  CHECK(folded_ints(kPadsChain, "p_rev") == std::vector<int64_t>{0, 0, 0, 0, 2, 2, 1, 1});
+}
+
+TEST_CASE("const eval: ConstantOfShape, Concat on axis 1, Reshape with 0 and -1", "[rewrite][const_eval]") {
+  const char* body = R"(
+  s = Constant <value = int64[2] {2, 3}> ()
+  z = ConstantOfShape <value = float[1] {2.5}> (s)
+  a = Constant <value = float[2,1] {7, 8}> ()
+  c = Concat <axis = -1> (a, z)
+  r_shape = Constant <value = int64[3] {0, -1, 2}> ()
+  r = Reshape (c, r_shape))";
+  auto z = fold(body, "z");
+  REQUIRE(z);
+  CHECK(z->dims == std::vector<int64_t>{2, 3});
+  CHECK(z->reals == std::vector<double>(6, 2.5));
+  auto c = fold(body, "c");
+  REQUIRE(c);
+  CHECK(c->dims == std::vector<int64_t>{2, 4});
+  CHECK(c->reals == std::vector<double>{7, 2.5, 2.5, 2.5, 8, 2.5, 2.5, 2.5});
+  CHECK(folded_dims(body, "r") == std::vector<int64_t>{2, 2, 2});
+  // ConstantOfShape without `value` is float zeros.
+  auto plain = fold("  s = Constant <value = int64[1] {3}> ()\n  z = ConstantOfShape (s)", "z");
+  REQUIRE(plain);
+  CHECK(plain->data_type == onnx::TensorProto::FLOAT);
+  CHECK(plain->reals == std::vector<double>(3, 0.0));
+}
+
+TEST_CASE("const eval: Slice with positive and negative steps, and the attribute form", "[rewrite][const_eval]") {
+  const std::string base = "  v = Constant <value = int64[6] {0, 1, 2, 3, 4, 5}> ()\n";
+  auto slice = [&](const std::string& starts, const std::string& ends, const std::string& steps) {
+    return folded_ints(base + "  b = Constant <value = int64[1] {" + starts + "}> ()\n  e = Constant <value = int64[1] {" + ends +
+                           "}> ()\n  a = Constant <value = int64[1] {0}> ()\n  st = Constant <value = int64[1] {" + steps +
+                           "}> ()\n  y = Slice (v, b, e, a, st)",
+                       "y");
+  };
+  CHECK(slice("1", "5", "2") == std::vector<int64_t>{1, 3});
+  CHECK(slice("-1", "-9223372036854775807", "-1") == std::vector<int64_t>{5, 4, 3, 2, 1, 0});
+  CHECK(slice("4", "0", "-2") == std::vector<int64_t>{4, 2});
+  CHECK(slice("0", "9223372036854775807", "1") == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+  CHECK(slice("3", "1", "1").empty());
+  CHECK(folded_ints(base + "  y = Slice <starts = [1], ends = [-1], axes = [0]> (v)", "y", 9) == std::vector<int64_t>{1, 2, 3, 4});
+  const auto zero = fold(base + "  b = Constant <value = int64[1] {0}> ()\n  st = Constant <value = int64[1] {0}> ()\n"
+                                "  y = Slice (v, b, b, b, st)", "y");
+  REQUIRE_FALSE(zero);
+  CHECK_THAT(zero.error().message, Catch::Contains("step 0"));
+}
+
+TEST_CASE("const eval: Transpose with and without perm", "[rewrite][const_eval]") {
+  const std::string base = "  v = Constant <value = int64[2,3] {0, 1, 2, 3, 4, 5}> ()\n";
+  CHECK(folded_ints(base + "  y = Transpose (v)", "y") == std::vector<int64_t>{0, 3, 1, 4, 2, 5});
+  CHECK(folded_dims(base + "  y = Transpose (v)", "y") == std::vector<int64_t>{3, 2});
+  const std::string cube = "  v = Constant <value = int64[2,2,2] {0, 1, 2, 3, 4, 5, 6, 7}> ()\n";
+  CHECK(folded_ints(cube + "  y = Transpose <perm = [2, 0, 1]> (v)", "y") == std::vector<int64_t>{0, 2, 4, 6, 1, 3, 5, 7});
+}
+
+TEST_CASE("const eval: Cast between float and integer types", "[rewrite][const_eval]") {
+  auto f = fold("  v = Constant <value = int64[3] {1, -2, 3}> ()\n  y = Cast <to = 1> (v)", "y");
+  REQUIRE(f);
+  CHECK(f->data_type == onnx::TensorProto::FLOAT);
+  CHECK(f->reals == std::vector<double>{1, -2, 3});
+  CHECK(folded_ints("  v = Constant <value = float[3] {1.75, -2.5, 3}> ()\n  y = Cast <to = 7> (v)", "y") ==
+        std::vector<int64_t>{1, -2, 3});
+  auto half = fold("  v = Constant <value = float[1] {1}> ()\n  y = Cast <to = 10> (v)", "y");
+  REQUIRE_FALSE(half);
+  CHECK_THAT(half.error().message, Catch::Contains("Cast to FLOAT16 is not folded"));
+}
+
+TEST_CASE("const eval: Unsqueeze and Squeeze in the attribute (opset 11) and input (opset 13) forms", "[rewrite][const_eval]") {
+  const std::string base = "  v = Constant <value = float[2,2] {1, 2, 3, 4}> ()\n";
+  CHECK(folded_dims(base + "  y = Unsqueeze <axes = [0, -1]> (v)", "y", 11) == std::vector<int64_t>{1, 2, 2, 1});
+  CHECK(folded_dims(base + "  a = Constant <value = int64[2] {0, 3}> ()\n  y = Unsqueeze (v, a)", "y", 13) ==
+        std::vector<int64_t>{1, 2, 2, 1});
+  const std::string ones = "  v = Constant <value = float[1,2,1] {1, 2}> ()\n";
+  CHECK(folded_dims(ones + "  y = Squeeze <axes = [2]> (v)", "y", 11) == std::vector<int64_t>{1, 2});
+  CHECK(folded_dims(ones + "  a = Constant <value = int64[1] {0}> ()\n  y = Squeeze (v, a)", "y", 13) == std::vector<int64_t>{2, 1});
+  CHECK(folded_dims(ones + "  y = Squeeze (v)", "y", 13) == std::vector<int64_t>{2});
+  auto bad = fold(base + "  y = Squeeze <axes = [0]> (v)", "y", 11);
+  REQUIRE_FALSE(bad);
+  CHECK_THAT(bad.error().message, Catch::Contains("not 1"));
+}
+
+TEST_CASE("const eval: Expand and Tile", "[rewrite][const_eval]") {
+  const std::string base = "  v = Constant <value = int64[2,1] {1, 2}> ()\n";
+  CHECK(folded_ints(base + "  s = Constant <value = int64[3] {2, 1, 3}> ()\n  y = Expand (v, s)", "y") ==
+        std::vector<int64_t>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
+  CHECK(folded_dims(base + "  s = Constant <value = int64[3] {2, 1, 3}> ()\n  y = Expand (v, s)", "y") == std::vector<int64_t>{2, 2, 3});
+  CHECK(folded_ints(base + "  r = Constant <value = int64[2] {2, 2}> ()\n  y = Tile (v, r)", "y") ==
+        std::vector<int64_t>{1, 1, 2, 2, 1, 1, 2, 2});
+}
+
+TEST_CASE("const eval: Gather with negative and matrix indices", "[rewrite][const_eval]") {
+  const std::string base = "  v = Constant <value = int64[2,3] {0, 1, 2, 3, 4, 5}> ()\n";
+  CHECK(folded_ints(base + "  i = Constant <value = int64[2] {-1, 0}> ()\n  y = Gather <axis = 1> (v, i)", "y") ==
+        std::vector<int64_t>{2, 0, 5, 3});
+  CHECK(folded_ints(base + "  i = Constant <value = int64 {1}> ()\n  y = Gather (v, i)", "y") == std::vector<int64_t>{3, 4, 5});
+  CHECK(folded_dims(base + "  i = Constant <value = int64 {1}> ()\n  y = Gather (v, i)", "y") == std::vector<int64_t>{3});
+  CHECK(folded_ints(base + "  i = Constant <value = int64[2,2] {1, 0, 0, 1}> ()\n  y = Gather <axis = 0> (v, i)", "y") ==
+        std::vector<int64_t>{3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE("const eval: Shape of a tensor with known dims, and what it declines", "[rewrite][const_eval]") {
+  CHECK(folded_ints("  s = Shape (X)", "s") == std::vector<int64_t>{1, 3, 5, 4});
+  CHECK(folded_ints("  s = Shape (X)\n  i = Constant <value = int64 {2}> ()\n  h = Gather (s, i)", "h") == std::vector<int64_t>{5});
+  CHECK(folded_ints("  s = Shape <start = -2> (X)", "s", 15) == std::vector<int64_t>{5, 4});
+  auto input = fold("  r = Relu (X)", "X");
+  REQUIRE_FALSE(input);
+  CHECK_THAT(input.error().message, Catch::Contains("graph input"));
+  auto relu = fold("  r = Relu (X)", "r");
+  REQUIRE_FALSE(relu);
+  CHECK_THAT(relu.error().message, Catch::Contains("Relu") && Catch::Contains("not folded"));
+  auto huge = fold("  s = Constant <value = int64[2] {100000, 100000}> ()\n  z = ConstantOfShape (s)", "z");
+  REQUIRE_FALSE(huge);
+  CHECK_THAT(huge.error().message, Catch::Contains("more than"));
+}
+
+TEST_CASE("const eval declines hostile sizes and steps instead of overflowing", "[rewrite][const_eval][hostile]") {
+  const std::string base = "  v = Constant <value = int64[6] {0, 1, 2, 3, 4, 5}> ()\n  a = Constant <value = int64[1] {0}> ()\n";
+  // A huge step takes one element; the smallest int64 step is declined.
+  CHECK(folded_ints(base + "  b = Constant <value = int64[1] {1}> ()\n  e = Constant <value = int64[1] {6}> ()\n"
+                           "  st = Constant <value = int64[1] {9223372036854775807}> ()\n  y = Slice (v, b, e, a, st)", "y", 13, false) ==
+        std::vector<int64_t>{1});
+  CHECK(folded_ints(base + "  b = Constant <value = int64[1] {4}> ()\n  e = Constant <value = int64[1] {-9223372036854775807}> ()\n"
+                           "  st = Constant <value = int64[1] {-9223372036854775807}> ()\n  y = Slice (v, b, e, a, st)", "y", 13, false) ==
+        std::vector<int64_t>{4});
+  const auto min_step = fold(base + "  b = Constant <value = int64[1] {4}> ()\n  st = Constant <value = int64[1] {-9223372036854775808}> ()\n"
+                                    "  y = Slice (v, b, b, a, st)", "y", 13, false);
+  REQUIRE_FALSE(min_step);
+  CHECK_THAT(min_step.error().message, Catch::Contains("out of range"));
+  const auto tile = fold(base + "  r = Constant <value = int64[1] {4611686018427387904}> ()\n  y = Tile (v, r)", "y", 13, false);
+  REQUIRE_FALSE(tile);
+  CHECK_THAT(tile.error().message, Catch::Contains("too large"));
+  const auto reshape = fold(base + "  s = Constant <value = int64[3] {1099511627776, 1099511627776, -1}> ()\n  y = Reshape (v, s)", "y", 13, false);
+  REQUIRE_FALSE(reshape);
+  CHECK_THAT(reshape.error().message, Catch::Contains("more elements than int64"));
+}

@@ -1,0 +1,164 @@
+// Hand-written upsamplers rewritten through the ConvTranspose path: MI-GAN's nearest x mask form. Structure
+// (the hand-written nodes and their constants gone, the polyphase form there) and numbers through the naive
+// executor, near-misses kept, and idempotence and determinism.
+#include <catch2/catch.hpp>
+
+#include "upsampler_fixtures.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+
+namespace {
+
+// Rewrites, and requires one nearest_mask upsampler rewritten into polyphase form with the hand-written nodes
+// and every constant only they read gone; the numbers equal the original's. Returns the rewritten model.
+Rewritten require_rewritten(const onnx::ModelProto& original, const MaskSpec& spec, int64_t deconv_k, std::array<int64_t, 4> pads) {
+  auto out = rewrite_copy(original);
+  REQUIRE(out.result.nodes.size() == 1);
+  const auto& row = out.result.nodes[0];
+  CAPTURE(row.reason);
+  REQUIRE(row.rewritten);
+  CHECK(row.summary.form == "nearest_mask");
+  CHECK(row.summary.name == "up1");
+  CHECK(row.summary.stride == spec.s);
+  CHECK(row.summary.kernel == std::array<int64_t, 2>{deconv_k, deconv_k});
+  CHECK(row.summary.pads == pads);
+  CHECK(row.summary.channels == spec.channels);
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  require_polyphase(g, "Y", spec.s, spec.channels, spec.opset, "up1");
+  for (const char* op : {"Resize", "Mul", "Pad", "Identity", "Constant", "ConstantOfShape", "Reshape", "Slice", "Transpose", "Cast"}) {
+    CAPTURE(op);
+    CHECK(count_ops(g, op) == 0);
+  }
+  for (const char* init : {"roi", "scales", "mask", "pads", "W"}) {
+    CAPTURE(init);
+    CHECK(find_initializer(g, init) == nullptr);
+  }
+  const auto x = random_tensor4(1, spec.channels, spec.h, spec.w, 21);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, spec.channels, spec.s * spec.h, spec.s * spec.w}) < kTolerance);
+  // Idempotent and deterministic.
+  CHECK(serialized(rewrite_copy(out.model).model) == serialized(out.model));
+  CHECK(serialized(rewrite_copy(original).model) == serialized(out.model));
+  return out;
+}
+
+// Requires the upsampler kept with a reason holding `reason`, and the model unchanged.
+void require_kept(const onnx::ModelProto& original, const std::string& reason) {
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK(out.result.nodes[0].summary.form == "nearest_mask");
+  CHECK_THAT(out.result.nodes[0].reason, Catch::Contains(reason));
+  CHECK(out.result.rewritten == 0);
+  CHECK(serialized(out.model) == serialized(original));
+}
+
+}  // namespace
+
+TEST_CASE("nearest x mask x2 (MI-GAN form b) becomes ConvTranspose k4 s2 pads 1 in polyphase form", "[rewrite][recogniser]") {
+  MaskSpec spec;
+  spec.opset = GENERATE(11, 13, 17);
+  spec.mask_identity = GENERATE(true, false);
+  spec.pads_chain = GENERATE(true, false);
+  spec.bias = GENERATE(false, true);
+  CAPTURE(spec.opset, spec.mask_identity, spec.pads_chain, spec.bias);
+  const auto original = mask_model(spec);
+  REQUIRE(checker_error(original).empty());
+  const auto out = require_rewritten(original, spec, 4, {1, 1, 1, 1});
+  if (spec.bias) CHECK(find_initializer(out.model.graph(), "B") != nullptr);
+}
+
+TEST_CASE("nearest x mask x3 with the tap off the cell's corner and a gain", "[rewrite][recogniser]") {
+  MaskSpec spec;
+  spec.s = 3;
+  spec.k = 5;
+  spec.pad_begin = 2;
+  spec.pad_end = 2;
+  spec.jy = spec.jx = GENERATE(0, 1);
+  spec.gain = 2.0;  // a power of two, so a * f is exact in float and the naive comparison can stay at 1e-9
+  spec.mask_per_channel = GENERATE(false, true);
+  spec.opset = GENERATE(11, 17);
+  CAPTURE(spec.jy, spec.mask_per_channel, spec.opset);
+  // Pb = K-1-j-P, Pe = K+j-s-E.
+  const int64_t pb = spec.k - 1 - spec.jy - spec.pad_begin, pe = spec.k + spec.jy - spec.s - spec.pad_end;
+  require_rewritten(mask_model(spec), spec, spec.k, {pb, pb, pe, pe});
+}
+
+TEST_CASE("a mask read by another node is kept, the rest of the upsampler goes", "[rewrite][recogniser]") {
+  MaskSpec spec;
+  spec.mask_extra_reader = true;
+  const auto original = mask_model(spec);
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  CHECK(find_initializer(g, "mask") != nullptr);
+  CHECK(find_producer(g, "MASK2") != nullptr);
+  CHECK(find_producer(g, "mask_id") == nullptr);
+  CHECK(count_ops(g, "Resize") == 0);
+  CHECK(count_ops(g, "Mul") == 0);
+  CHECK(count_ops(g, "Pad") == 0);
+  CHECK(checker_error(out.model).empty());
+  const auto x = random_tensor4(1, spec.channels, spec.h, spec.w, 22);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y") < kTolerance);
+}
+
+TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite][recogniser][refusal]") {
+  SECTION("mask with two non-zeros per cell") {
+    MaskSpec spec;
+    spec.extra_mask_cells = true;
+    require_kept(mask_model(spec), "mask has 2 non-zeros per 2x2 cell");
+  }
+  SECTION("Pad mode reflect") {
+    MaskSpec spec;
+    spec.pad_mode = "reflect";
+    require_kept(mask_model(spec), "Pad mode reflect");
+  }
+  SECTION("Conv stride 2") {
+    MaskSpec spec;
+    spec.conv_stride = 2;
+    require_kept(mask_model(spec), "Conv stride 2");
+  }
+  SECTION("Resize mode linear") {
+    MaskSpec spec;
+    spec.resize_mode = "linear";
+    require_kept(mask_model(spec), "Resize mode linear");
+  }
+  SECTION("Mul output with another reader") {
+    MaskSpec spec;
+    spec.mul_extra_reader = true;
+    require_kept(mask_model(spec), "Mul output has another reader");
+  }
+  SECTION("pads too large to add up") {
+    MaskSpec spec;
+    spec.pads_chain = false;
+    spec.pad_begin = int64_t{1} << 40;
+    require_kept(mask_model(spec), "larger than any kernel");
+  }
+  SECTION("pads that do not make a clean upscale") {
+    MaskSpec spec;
+    spec.pad_end = 2;
+    require_kept(mask_model(spec), "not a clean upscale");
+  }
+}
+
+TEST_CASE("the forms option and only/skip select hand-written upsamplers by their Conv's name", "[rewrite][recogniser][options]") {
+  const auto original = mask_model(MaskSpec{});
+  rewrite::RewriteOptions options;
+  options.forms = {"conv_transpose"};
+  auto out = rewrite_copy(original, options);
+  REQUIRE(out.result.nodes.size() == 1);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK(out.result.nodes[0].reason == "form nearest_mask not selected by --forms");
+  CHECK(serialized(out.model) == serialized(original));
+  options = {};
+  options.skip = {"up1"};
+  out = rewrite_copy(original, options);
+  CHECK(out.result.nodes[0].reason == "skipped by --skip");
+  CHECK(out.result.unmatched_names.empty());
+  options = {};
+  options.only = {"up1"};
+  out = rewrite_copy(original, options);
+  CHECK(out.result.nodes[0].rewritten);
+}
