@@ -34,6 +34,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -127,9 +128,18 @@ def build_cases(args) -> list[Case]:
     if "migan" in args.suite:
         for form in args.migan_forms:
             original = work / f"migan{args.migan_size}{form}.onnx"
-            if not original.exists():
-                run_tool([str(args.make_examples), "--migan", str(args.migan_size), "--form",
-                          {"a": "deconv", "b": "handwritten"}[form], "-o", str(original)], "dwdeconv-make-examples")
+            form_a = work / f"migan{args.migan_size}a.onnx"
+            for path, f in ((form_a, "deconv"), (original, "handwritten")):
+                if not path.exists() and (path == form_a or form == "b"):
+                    run_tool([str(args.make_examples), "--migan", str(args.migan_size), "--form", f, "-o", str(path)],
+                             "dwdeconv-make-examples")
+            if form == "a-img" and not original.exists():
+                # onnx2tf cannot convert form (a) as is (its layout tracking breaks on the 3-channel image path,
+                # see BENCHMARKS.md); with only those six 3-channel upsamplers rewritten it can. Comparing this
+                # with the fully rewritten form measures the main path's upsamplers (128 to 512 channels).
+                plan = run_tool([str(args.tool), str(form_a), "--dry-run"], "dwdeconv-rewrite --dry-run")
+                only = [a for name in re.findall(r'"([^"]*img_up)"', plan) for a in ("--only", name)]
+                run_tool([str(args.tool), str(form_a), "-o", str(original), "-q"] + only, "dwdeconv-rewrite --only")
             # Form (b) has no ConvTranspose: the tool rewrites nothing there, so (b) is compared against the
             # rewritten form (a), as BENCHMARKS.md's executor table does.
             rewritten = work / f"migan{args.migan_size}a.xnn.onnx"
@@ -145,9 +155,6 @@ def build_cases(args) -> list[Case]:
         if case.kind == "pair":
             continue
         source = case.original if not case.name.startswith("migan") else work / f"migan{args.migan_size}a.onnx"
-        if case.name.startswith("migan") and not source.exists():
-            run_tool([str(args.make_examples), "--migan", str(args.migan_size), "--form", "deconv", "-o", str(source)],
-                     "dwdeconv-make-examples")
         rewrite(args.tool, source, case.rewritten)
     return cases
 
@@ -274,6 +281,7 @@ class LiteRtRuntime:
         self.litert = litert
         self.work = work / "litert"
         self.work.mkdir(parents=True, exist_ok=True)
+        self.jobs = 1
 
     def versions(self):
         from importlib.metadata import version
@@ -287,9 +295,12 @@ class LiteRtRuntime:
         todo = [p for p in dict.fromkeys(paths) if not self.tflite_path(p).exists()]
         if not todo:
             return
-        # One child for all of them: importing TensorFlow costs seconds.
-        cmd = [sys.executable, str(Path(__file__).resolve()), "_onnx2tf", str(self.work)] + [str(p) for p in todo]
-        subprocess.run(cmd, check=False)
+        # Few children for all of them: importing TensorFlow costs seconds. Biggest first, spread over the jobs.
+        todo.sort(key=lambda p: p.stat().st_size, reverse=True)
+        cmd = [sys.executable, str(Path(__file__).resolve()), "_onnx2tf", str(self.work)]
+        children = [subprocess.Popen(cmd + [str(p) for p in todo[j::self.jobs]]) for j in range(self.jobs)]
+        for child in children:
+            child.wait()
         for p in todo:
             if not self.tflite_path(p).exists():
                 log = self.work / p.stem / "onnx2tf.log"
@@ -315,17 +326,54 @@ class LiteRtRuntime:
 
 
 def onnx2tf_child(work: Path, paths: list[str]):
-    """Converts each ONNX file with onnx2tf's Python API, float32, one output folder per model."""
-    import onnx2tf
+    """Converts each ONNX file with onnx2tf's Python API, float32, one output folder per model.
 
+    onnx2tf also writes a SavedModel and a float16 .tflite, which are not used here and cost two thirds of the
+    time of a C=512 layer (512 per-channel transposed convolutions). Both are skipped: SavedModel export is a
+    no-op, and the converter stops at its second convert() (the float16 one). The float32 .tflite is converted
+    from the same Keras model either way.
+    """
+    import onnx2tf
+    import tensorflow as tf
+
+    class Float32Written(Exception):
+        pass
+
+    def stop_after_first_convert(make):
+        def wrapped(*a, **k):
+            converter = make(*a, **k)
+            real, calls = converter.convert, []
+
+            def convert():
+                calls.append(1)
+                if len(calls) > 1:
+                    raise Float32Written()
+                return real()
+
+            converter.convert = convert
+            return converter
+
+        return staticmethod(wrapped)
+
+    tf.saved_model.save = lambda *a, **k: None
+    for factory in ("from_keras_model", "from_concrete_functions"):
+        setattr(tf.lite.TFLiteConverter, factory, stop_after_first_convert(getattr(tf.lite.TFLiteConverter, factory)))
+
+    # onnx2tf simplifies its input in place by running the `onnxsim` command, which must be on PATH (as it is in
+    # an activated environment); without it onnx2tf converts the unsimplified model and only warns.
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     for p in map(Path, paths):
         out = work / p.stem
         out.mkdir(parents=True, exist_ok=True)
         log = out / "onnx2tf.log"
+        source = out / p.name  # a copy: onnx2tf overwrites its input with onnxsim's output
+        shutil.copyfile(p, source)
         with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
             try:
-                onnx2tf.convert(input_onnx_file_path=str(p), output_folder_path=str(out), non_verbose=True,
+                onnx2tf.convert(input_onnx_file_path=str(source), output_folder_path=str(out), non_verbose=True,
                                 copy_onnx_input_output_names_to_tflite=True)
+            except Float32Written:
+                pass
             except BaseException as e:  # noqa: BLE001 - report and go on with the next model
                 print(f"onnx2tf failed: {type(e).__name__}: {e}")
         print(f"onnx2tf {p.name}: {'ok' if (out / f'{p.stem}_float32.tflite').exists() else 'FAILED, see ' + str(log)}",
@@ -667,9 +715,10 @@ def perf_profile(runtime_name: str, work: Path, path: Path, threads: int, runs: 
                              "--percent-limit", "1", "-q"], capture_output=True, text=True, check=True).stdout
     symbols = {}
     for line in report.splitlines():
-        m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(.+?)\s*$", line)
+        m = re.match(r"\s*([\d.]+)%\s+\[[.k]\]\s+(.+?)(\s+-)*\s*$", line)
         if m:
             symbols[m.group(2)[:90]] = float(m.group(1))
+    shutil.rmtree(folder)
     return {"ms_per_run": ms, "percent_by_symbol": symbols}
 
 
@@ -693,7 +742,8 @@ def main(argv=None):
     parser.add_argument("--sizes", nargs="+", type=int, default=SIZES)
     parser.add_argument("--layer-filter", help="only layers whose name matches this regex, e.g. 'k4s2p1op0_C64'")
     parser.add_argument("--migan-size", type=int, default=256)
-    parser.add_argument("--migan-forms", nargs="+", choices=["a", "b"], default=["a"])
+    parser.add_argument("--migan-forms", nargs="+", choices=["a", "b", "a-img"], default=["a"],
+                        help="a: stock deconvs; b: hand-written; a-img: (a) with its 3-channel image upsamplers rewritten")
     parser.add_argument("--dla-size", type=int, default=512)
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timed pairs per case (default 1)")
     parser.add_argument("--min-pairs", type=int, default=5)
@@ -702,6 +752,7 @@ def main(argv=None):
                         help="also profile each model case: ORT's profiler by op type; perf by symbol for the others")
     parser.add_argument("--profile-layers", help="also profile the layers whose name matches this regex")
     parser.add_argument("--profile-runs", type=int, default=10)
+    parser.add_argument("--convert-jobs", type=int, default=1, help="onnx2tf conversions run in parallel")
     parser.add_argument("--prepare-only", action="store_true", help="convert, list ops and check; do not time")
     parser.add_argument("--work", type=Path, default=Path("bench-runtimes-work"))
     parser.add_argument("--tool", type=Path, default=REPO / "build/cli/dwdeconv-rewrite")
@@ -716,6 +767,7 @@ def main(argv=None):
     results = {"machine": machine_state(), "command": [sys.executable] + sys.argv, "runtimes": {}}
     for rt_name in args.runtime:
         runtime = RUNTIMES[rt_name](args.work)
+        runtime.jobs = args.convert_jobs
         block = {"versions": runtime.versions(), "rows": [], "graphs": {}, "profiles": {}}
         results["runtimes"][rt_name] = block
         paths = list(dict.fromkeys(p for c in cases for p in (c.original, c.rewritten)))
