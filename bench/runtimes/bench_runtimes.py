@@ -249,7 +249,7 @@ class OrtRunner:
     def invoke(self):
         self.result = self.session.run(self.names, self.inputs)
 
-    def outputs(self):
+    def outputs(self, onnx_shapes):
         return self.result
 
 
@@ -429,32 +429,30 @@ class LiteRtRunner:
 
     def feed(self, inputs):
         for detail, (name, x) in zip(self._match(self.in_details, list(inputs)), inputs.items()):
-            self.interpreter.set_tensor(detail["index"], to_layout(x, tuple(detail["shape"])))
+            self.interpreter.set_tensor(detail["index"], to_nhwc(x, tuple(detail["shape"])))
 
     def invoke(self):
         self.interpreter.invoke()
 
-    def outputs(self, onnx_shapes=None):
-        return [self.interpreter.get_tensor(d["index"]) for d in self.out_details]
+    def outputs(self, onnx_shapes):
+        return [to_nchw(self.interpreter.get_tensor(d["index"]), s) for d, s in zip(self.out_details, onnx_shapes)]
 
 
-def to_layout(x: np.ndarray, shape: tuple) -> np.ndarray:
-    """x as `shape`: itself, or NCHW -> NHWC when that is what the converted model takes."""
-    if x.shape == shape:
-        return x
-    nhwc = np.ascontiguousarray(np.moveaxis(x, 1, -1))
-    if nhwc.shape == shape:
-        return nhwc
-    raise RuntimeError(f"input of shape {x.shape} does not fit the converted model's {shape}")
+# onnx2tf turns every 4D tensor NCHW -> NHWC, model inputs and outputs included. Shapes alone cannot say which
+# layout a tensor is in when C equals H and W (a C=64 layer's 64x64 output), so the transposition is not guessed
+# from them; they are only checked.
+def to_nhwc(x: np.ndarray, shape: tuple) -> np.ndarray:
+    y = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim == 4 else x
+    if y.shape != shape:
+        raise RuntimeError(f"input of shape {x.shape} does not fit the converted model's {shape}")
+    return y
 
 
-def from_layout(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
-    if y.shape == onnx_shape:
-        return y
-    nchw = np.moveaxis(y, -1, 1)
-    if nchw.shape == onnx_shape:
-        return nchw
-    raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {onnx_shape}")
+def to_nchw(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
+    x = np.moveaxis(y, -1, 1) if y.ndim == 4 else y
+    if x.shape != onnx_shape:
+        raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {onnx_shape}")
+    return x
 
 
 class ExecuTorchRuntime:
@@ -540,7 +538,7 @@ class ExecuTorchRunner:
     def invoke(self):
         self.result = self.method.execute(self.inputs)
 
-    def outputs(self):
+    def outputs(self, onnx_shapes):
         return [r.numpy() for r in self.result]
 
 
@@ -595,7 +593,7 @@ def measure(runtime, case: Case, threads: int, args, reference=None) -> dict:
         runner.feed(inputs)
         runner.invoke()
         runners.append(runner)
-    outs = [[from_layout(y, s) for y, s in zip(r.outputs(), shapes, strict=True)] for r in runners]
+    outs = [r.outputs(shapes) for r in runners]
     row["max_abs"], row["max_rel"] = compare(outs[0], outs[1])
     if reference is not None:
         row["vs_onnx_max_abs"], row["vs_onnx_max_rel"] = compare(reference, outs[0])
@@ -722,6 +720,38 @@ def perf_profile(runtime_name: str, work: Path, path: Path, threads: int, runs: 
     return {"ms_per_run": ms, "percent_by_symbol": symbols}
 
 
+def benchmarks_tables(paths: list[str]) -> str:
+    """BENCHMARKS.md's tables from one or more --json files: per runtime, one row per case with each thread
+    count's times and ratio side by side."""
+    out = []
+    for path in paths:
+        results = json.loads(Path(path).read_text())
+        load = f"load average {results['machine']['loadavg'][0]:.1f} before, {results['machine_after']['loadavg'][0]:.1f} after"
+        for rt, block in results["runtimes"].items():
+            threads = sorted({r["threads"] for r in block["rows"]})
+            out.append(f"{rt}, {', '.join(f'{k} {v}' for k, v in block['versions'].items())}; "
+                       f"{results['machine']['date_utc']} UTC, {load}\n")
+            head = "| case |" + "".join(f" {t}T original ms | {t}T rewritten ms | {t}T ratio |" for t in threads)
+            out += [head + " max abs (rel) | pairs |", "|---|" + "---:|---:|---:|" * len(threads) + "---:|---:|"]
+            rows = collections.OrderedDict()
+            for r in block["rows"]:
+                rows.setdefault(r["case"], {})[r["threads"]] = r
+            for case, by_t in rows.items():
+                cells, agree, pairs = [], "", []
+                for t in threads:
+                    r = by_t.get(t, {})
+                    if "ratio" in r:
+                        cells.append(f" {r['original_ms']:.3f} | {r['rewritten_ms']:.3f} | **{r['ratio']:.2f}x** |")
+                        pairs.append(str(r["pairs"]))
+                    else:
+                        cells.append(f" - | - | {r.get('error', 'not run')} |")
+                    if "max_abs" in r:
+                        agree = f"{r['max_abs']:.1e} ({r['max_rel']:.0e})"
+                out.append(f"| {case} |" + "".join(cells) + f" {agree} | {'/'.join(pairs)} |")
+            out.append("")
+    return "\n".join(out)
+
+
 def machine_state() -> dict:
     return {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "loadavg": os.getloadavg(),
             "cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.processor() or platform.machine()}
@@ -731,6 +761,9 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_onnx2tf":
         return onnx2tf_child(Path(argv[1]), argv[2:])
+    if argv and argv[0] == "_tables":
+        print(benchmarks_tables(argv[1:]))
+        return 0
     if argv and argv[0] == "_run":
         return run_child(argv[1], Path(argv[2]), Path(argv[3]), int(argv[4]), int(argv[5]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
