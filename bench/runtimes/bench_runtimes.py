@@ -438,21 +438,25 @@ class LiteRtRunner:
         return [to_nchw(self.interpreter.get_tensor(d["index"]), s) for d, s in zip(self.out_details, onnx_shapes)]
 
 
-# onnx2tf turns every 4D tensor NCHW -> NHWC, model inputs and outputs included. Shapes alone cannot say which
-# layout a tensor is in when C equals H and W (a C=64 layer's 64x64 output), so the transposition is not guessed
-# from them; they are only checked.
+# onnx2tf turns 4D tensors NCHW -> NHWC, model inputs and outputs included, but may leave a model output in NCHW
+# (it does for MI-GAN's image). Where both layouts fit a shape (C equal to H and W, as a C=64 layer's 64x64
+# output) the NHWC default is taken: guessing from shapes alone made a correct conversion look wrong there.
 def to_nhwc(x: np.ndarray, shape: tuple) -> np.ndarray:
-    y = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim == 4 else x
-    if y.shape != shape:
-        raise RuntimeError(f"input of shape {x.shape} does not fit the converted model's {shape}")
-    return y
+    nhwc = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim == 4 else x
+    if nhwc.shape == shape:
+        return nhwc
+    if x.shape == shape:
+        return x
+    raise RuntimeError(f"input of shape {x.shape} does not fit the converted model's {shape}")
 
 
 def to_nchw(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
-    x = np.moveaxis(y, -1, 1) if y.ndim == 4 else y
-    if x.shape != onnx_shape:
-        raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {onnx_shape}")
-    return x
+    nchw = np.moveaxis(y, -1, 1) if y.ndim == 4 else y
+    if nchw.shape == onnx_shape:
+        return nchw
+    if y.shape == onnx_shape:
+        return y
+    raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {onnx_shape}")
 
 
 class ExecuTorchRuntime:
