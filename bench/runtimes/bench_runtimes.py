@@ -253,23 +253,6 @@ class OrtRunner:
         return self.result
 
 
-@contextlib.contextmanager
-def captured_stderr_fd():
-    """Captures what native code writes to fd 2 (TFLite logs the delegate's partitioning there)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+b") as sink:
-        os.dup2(sink.fileno(), 2)
-        box = {}
-        try:
-            yield box
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            box["text"] = sink.read().decode(errors="replace")
-
-
 class LiteRtRuntime:
     """onnx2tf (run in a child process: TensorFlow and LiteRT stay out of each other's way) + ai-edge-litert."""
 
@@ -674,7 +657,7 @@ def run_child(runtime_name: str, work: Path, path: Path, threads: int, runs: int
     """Runs one model `runs` times after a warm-up; with perf's control FIFO in the environment (see
     perf_profile), samples only those runs, not Python's start-up or the model's loading."""
     runtime = RUNTIMES[runtime_name](work)
-    if hasattr(runtime, "convert_all") and runtime_name == "executorch":
+    if runtime_name == "executorch" and not runtime.pte_path(path).exists():
         runtime.convert_all([path])
     runner = runtime.load(path, threads)
     runner.feed(onnx_inputs(path, seed=1))
