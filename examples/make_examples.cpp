@@ -2,11 +2,14 @@
 //
 //   dwdeconv-make-examples examples/                      the small models that ship in examples/
 //   dwdeconv-make-examples --migan 256 --form deconv -o migan_256_a.onnx     a large one, on demand
+//   dwdeconv-make-examples --dla 512 -o dla_decoder_512.onnx              a DLA-style detection decoder
 //   dwdeconv-make-examples --large-mb 500 -o large.onnx        about 500 MB, for the tool-cost measurement
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -75,6 +78,79 @@ onnx::ModelProto large_model(int64_t megabytes) {
   return b.model();
 }
 
+// A DLA-34-style detection decoder (CenterNet / FairMOT) for a `resolution` x `resolution` image. Its inputs are
+// the backbone's levels 2-5 (64, 128, 256, 512 channels at 1/4 .. 1/32). DLAUp merges them from the deepest up,
+// a final IDAUp brings levels 1/8, 1/16 and 1/32 to 1/4, and three heads (heatmap 80, size 2, offset 2) read the
+// result. Each IDAUp step is project (3x3 Conv + ReLU), upsample by f with a depthwise
+// ConvTranspose(C, C, 2f, stride f, pad f/2, group C) initialised to the bilinear filter (CenterNet's
+// fill_up_weights), add the shallower level, then a 3x3 Conv + ReLU node. Deformable convs are plain 3x3 Convs
+// with BatchNorm folded. 9 upsamplers: 1 at 256 channels, 2 at 128, 6 at 64, with f = 2, 4 and 8.
+onnx::ModelProto dla_decoder(int64_t resolution, uint32_t seed) {
+  ModelBuilder b("dla_decoder_" + std::to_string(resolution), 17, seed);
+  const std::vector<int64_t> channels = {64, 128, 256, 512};
+  std::vector<std::string> levels;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    const std::string side = std::to_string(resolution >> (i + 2));
+    levels.push_back("level" + std::to_string(i + 2));
+    b.input(levels.back(), {"1", std::to_string(channels[i]), side, side});
+  }
+  int node_id = 0;
+  auto conv_relu = [&](const std::string& name, const std::string& x, int64_t cin, int64_t cout) {
+    const std::string y = name + "_relu";
+    b.node("Relu", name + ".relu", {b.conv(name, x, cin, cout, 3, 1, {1, 1, 1, 1}, 1)}, y);
+    return y;
+  };
+  // CenterNet's fill_up_weights: w[i][j] = (1 - |i/f - c|) (1 - |j/f - c|) with f = ceil(k/2),
+  // c = (2f - 1 - f % 2) / 2f.
+  auto bilinear = [](int64_t k) {
+    const int64_t f = (k + 1) / 2;
+    const double c = static_cast<double>(2 * f - 1 - f % 2) / (2.0 * static_cast<double>(f));
+    std::vector<double> plane;
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t j = 0; j < k; ++j) {
+        plane.push_back((1 - std::fabs(static_cast<double>(i) / f - c)) * (1 - std::fabs(static_cast<double>(j) / f - c)));
+      }
+    }
+    return plane;
+  };
+  // IDAUp over layers[start..end): layers[i] = node(up(proj(layers[i])) + layers[i - 1]), each upsampled by
+  // ups[i - start] to layers[start]'s resolution; in_ch[i] is the channel count of layers[i].
+  auto ida_up = [&](std::vector<std::string>& layers, std::vector<int64_t>& in_ch, size_t start, size_t end,
+                    int64_t out_c, const std::vector<int64_t>& ups) {
+    for (size_t i = start + 1; i < end; ++i) {
+      const std::string p = "ida" + std::to_string(node_id++);
+      const int64_t f = ups[i - start];
+      const std::string projected = conv_relu(p + ".proj", layers[i], in_ch[i], out_c);
+      const std::string up = b.depthwise_deconv(p + ".up", projected, out_c, bilinear(2 * f), 2 * f, f, {f / 2, f / 2, f / 2, f / 2});
+      b.node("Add", p + ".add", {up, layers[i - 1]}, p + ".sum");
+      layers[i] = conv_relu(p + ".node", p + ".sum", out_c, out_c);
+      in_ch[i] = out_c;
+    }
+  };
+  // DLAUp(startp 0, channels 64..512, scales 1, 2, 4, 8): the deepest level first.
+  std::vector<std::string> layers = levels;
+  std::vector<int64_t> in_ch = channels;
+  std::vector<std::string> out = {layers.back()};
+  std::vector<int64_t> out_ch = {in_ch.back()};
+  for (size_t i = 0; i + 1 < layers.size(); ++i) {
+    const size_t start = layers.size() - i - 2;
+    ida_up(layers, in_ch, start, layers.size(), channels[start], std::vector<int64_t>(layers.size() - start, 2));
+    out.insert(out.begin(), layers.back());
+    out_ch.insert(out_ch.begin(), in_ch.back());
+  }
+  // The final IDAUp brings 1/8, 1/16 and 1/32 to 1/4 (f = 2, 4, 8).
+  ida_up(out, out_ch, 0, out.size(), channels[0], {1, 2, 4, 8});
+  const std::string side = std::to_string(resolution / 4);
+  for (const auto& [head, classes] : std::vector<std::pair<std::string, int64_t>>{{"hm", 80}, {"wh", 2}, {"reg", 2}}) {
+    const std::string hidden = conv_relu(head + ".0", out.back(), channels[0], 256);
+    const std::string w = b.random(head + ".1.weight", {classes, 256, 1, 1}, std::sqrt(3.0 / 256));
+    auto& n = b.node("Conv", head + ".1", {hidden, w, b.random(head + ".1.bias", {classes}, 0.1)}, head);
+    set_ints(n, "kernel_shape", {1, 1});
+    b.output(head, {"1", std::to_string(classes), side, side});
+  }
+  return b.model();
+}
+
 bool write(const onnx::ModelProto& model, const std::string& path) {
   if (auto saved = dwdeconv::onnx_io::save_model(model, path); !saved) {
     std::cerr << "dwdeconv-make-examples: " << saved.error().message << "\n";
@@ -89,7 +165,7 @@ bool write(const onnx::ModelProto& model, const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"Writes the example models of dwdeconv-rewrite with seeded random weights.", "dwdeconv-make-examples"};
   std::string dir, output, form = "deconv";
-  int64_t resolution = 0, divisor = 1, large_mb = 0;
+  int64_t resolution = 0, divisor = 1, large_mb = 0, dla = 0;
   uint32_t seed = 1;
   app.add_option("dir", dir, "Write the small shipped examples into this directory");
   app.add_option("--migan", resolution, "Write one MI-GAN-like generator of this resolution (power of two >= 8)");
@@ -98,7 +174,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Weight seed");
   app.add_option("--large-mb", large_mb, "Write a model of about this many MB (8 dense 1x1 Convs + depthwise deconvs)")
       ->check(CLI::Range(1, 1900));
-  app.add_option("-o,--output", output, "Output file for --migan and --large-mb");
+  app.add_option("--dla", dla, "Write a DLA-style detection decoder for an image of this size (multiple of 32)")
+      ->check(CLI::Range(32, 4096));
+  app.add_option("-o,--output", output, "Output file for --migan, --dla and --large-mb");
   CLI11_PARSE(app, argc, argv);
 
   if (large_mb > 0) {
@@ -107,6 +185,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     return write(large_model(large_mb), output) ? 0 : 3;
+  }
+  if (dla > 0) {
+    if (output.empty() || dla % 32 != 0) {
+      std::cerr << "dwdeconv-make-examples: --dla needs a size that is a multiple of 32 and -o FILE\n";
+      return 2;
+    }
+    return write(dla_decoder(dla, seed), output) ? 0 : 3;
   }
   if (resolution > 0) {
     if (output.empty() || (resolution & (resolution - 1)) != 0 || resolution < 8) {
