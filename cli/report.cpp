@@ -64,6 +64,13 @@ size_t utf8_sequence_length(const std::string& s, size_t i) {
   return 0;
 }
 
+// Appends the UTF-8 sequence at s[i] when it is well-formed, else U+FFFD for its first byte; returns the bytes used.
+size_t append_utf8(const std::string& s, size_t i, std::string& out) {
+  const size_t len = utf8_sequence_length(s, i);
+  out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
+  return len == 0 ? 1 : len;
+}
+
 }  // namespace
 
 std::string json_string(const std::string& s) {
@@ -71,10 +78,7 @@ std::string json_string(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      // Well-formed sequences pass through; every byte of anything else becomes U+FFFD, so the JSON is UTF-8.
-      const size_t len = utf8_sequence_length(s, i);
-      out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
-      i += len == 0 ? 1 : len;
+      i += append_utf8(s, i, out);
       continue;
     }
     ++i;
@@ -103,9 +107,7 @@ std::string printable(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
-      const size_t len = utf8_sequence_length(s, i);
-      out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
-      i += len == 0 ? 1 : len;
+      i += append_utf8(s, i, out);
       continue;
     }
     ++i;

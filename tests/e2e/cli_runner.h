@@ -52,10 +52,10 @@ struct TempDir {
   size_t file_count() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator())); }
 };
 
-// Runs the binary with `args` (shell words), capturing stdout and stderr.
-inline RunResult run_cli(const std::string& args, const TempDir& dir) {
+// Runs a shell command, capturing its stdout and stderr (in files under `dir`, removed afterwards).
+inline RunResult run_shell(const std::string& command, const TempDir& dir) {
   const fs::path out = dir.path / ".stdout", err = dir.path / ".stderr";
-  const std::string cmd = std::string(DWDECONV_CLI) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd = "{ " + command + "; } >" + out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -65,6 +65,9 @@ inline RunResult run_cli(const std::string& args, const TempDir& dir) {
   fs::remove(err);
   return r;
 }
+
+// Runs the binary with `args` (shell words), capturing stdout and stderr.
+inline RunResult run_cli(const std::string& args, const TempDir& dir) { return run_shell(std::string(DWDECONV_CLI) + " " + args, dir); }
 
 inline int count_ops(const onnx::ModelProto& m, const std::string& op) {
   int n = 0;

@@ -46,17 +46,7 @@ onnx::ModelProto unverifiable_model() {
 
 // Runs `script` with sh inside `dir`, with `$B` the binary; stdout and stderr captured as run_cli does.
 RunResult run_sh(const std::string& script, const TempDir& dir) {
-  const fs::path out = dir.path / ".stdout", err = dir.path / ".stderr";
-  const std::string cmd = "cd '" + dir.path.string() + "' && B='" + DWDECONV_CLI + "' && { " + script + "; } >" + out.string() +
-                          " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
+  return run_shell("cd '" + dir.path.string() + "' && B='" + DWDECONV_CLI + "' && { " + script + "; }", dir);
 }
 
 // Every entry under `root` (symlinks not followed): its kind, and a regular file's bytes or a link's target.
