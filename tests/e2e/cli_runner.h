@@ -14,6 +14,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnx_io/model_io.h"
+#include "tests/support/model_builder.h"
 
 namespace dwdeconv::test {
 
@@ -68,6 +69,18 @@ inline RunResult run_shell(const std::string& command, const TempDir& dir) {
 
 // Runs the binary with `args` (shell words), capturing stdout and stderr.
 inline RunResult run_cli(const std::string& args, const TempDir& dir) { return run_shell(std::string(DWDECONV_CLI) + " " + args, dir); }
+
+// A clean k4 s2 p1 depthwise deconv Y = ConvTranspose(X[1,3,5,4], W[3,1,4,4], B[3]) with seeded inline weights.
+inline onnx::ModelProto small_deconv_model(uint32_t seed = 41) {
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    small (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
+      Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 4, 4}, seed);
+  set_random_initializer(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT, {3}, seed + 1);
+  return m;
+}
 
 inline int count_ops(const onnx::ModelProto& m, const std::string& op) {
   int n = 0;

@@ -14,17 +14,6 @@ using namespace dwdeconv::test;
 
 namespace {
 
-// A clean k4 s2 p1 depthwise deconv with an inline bias and a weight `W` to be moved outside.
-onnx::ModelProto deconv_model() {
-  auto m = parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    ext (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
-      Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
-    })");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 4, 4}, 41);
-  set_random_initializer(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT, {3}, 42);
-  return m;
-}
 
 onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
   for (auto& t : *m.mutable_graph()->mutable_initializer()) {
@@ -63,7 +52,7 @@ std::string location_of(const onnx::TensorProto& t) {
 
 TEST_CASE("external weights stay external, phase weights follow their source, inline stays inline", "[e2e][external]") {
   TempDir dir;
-  auto m = deconv_model();
+  auto m = small_deconv_model();
   externalize(m, "W", dir.path / "weights.bin", 128, "weights.bin");
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
   save(m, in);
@@ -136,7 +125,7 @@ TEST_CASE("unsafe or broken external data references are refused with exit 3", "
   };
   for (const auto& c : cases) {
     INFO(c.name);
-    auto m = deconv_model();
+    auto m = small_deconv_model();
     externalize(m, "W", dir.path / "model" / "w.bin", c.offset, c.location, c.length);
     save(m, in);
     const auto r = run_cli(in.string() + " -o " + out.string(), dir);
@@ -148,7 +137,7 @@ TEST_CASE("unsafe or broken external data references are refused with exit 3", "
     CHECK_FALSE(fs::exists(dir.path / "model" / "out.onnx.data"));
   }
   // An offset past the end of the file.
-  auto m = deconv_model();
+  auto m = small_deconv_model();
   externalize(m, "W", dir.path / "model" / "w.bin", 0, "w.bin");
   for (auto& e : *initializer(m, "W").mutable_external_data()) {
     if (e.key() == "offset") e.set_value("999999");
@@ -165,7 +154,7 @@ TEST_CASE("unsafe or broken external data references are refused with exit 3", "
 
 TEST_CASE("a model over 2 GB loads and saves through external data", "[e2e][external][large]") {
   TempDir dir;
-  auto m = deconv_model();
+  auto m = small_deconv_model();
   // An extra initializer of 2^29 + 2^20 floats (just over 2 GB), stored in a sparse file of zeros.
   const int64_t count = (int64_t{1} << 29) + (int64_t{1} << 20);
   auto* big = m.mutable_graph()->add_initializer();
@@ -201,7 +190,7 @@ TEST_CASE("a Constant's external weight stays external in its phase weights", "[
   for (const std::string value_name : {"", "w_value"}) {  // the Constant's value tensor, unnamed or named apart
     INFO("value tensor name '" << value_name << "'");
     TempDir dir;
-    auto m = deconv_model();
+    auto m = small_deconv_model();
     // Move W into a Constant node in front of the ConvTranspose, its value stored in weights.bin.
     onnx::TensorProto value = initializer(m, "W");
     m.mutable_graph()->mutable_initializer()->erase(m.mutable_graph()->mutable_initializer()->begin());

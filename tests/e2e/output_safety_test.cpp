@@ -15,21 +15,10 @@ using namespace dwdeconv::test;
 
 namespace {
 
-// A clean k4 s2 p1 depthwise deconv with inline weight `W` and bias `B`.
-onnx::ModelProto deconv_model(uint32_t seed = 41) {
-  auto m = parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    ext (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
-      Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
-    })");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 4, 4}, seed);
-  set_random_initializer(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT, {3}, seed + 1);
-  return m;
-}
 
 // deconv_model, its weight `W` stored in `data_name` next to the model, at offset 0.
 void write_external_model(const fs::path& model_path, const std::string& data_name) {
-  auto m = deconv_model();
+  auto m = small_deconv_model();
   auto& w = *m.mutable_graph()->mutable_initializer(0);
   REQUIRE(w.name() == "W");
   std::ofstream(model_path.parent_path() / data_name, std::ios::binary) << w.raw_data();
@@ -289,7 +278,7 @@ TEST_CASE("the report is valid UTF-8 whatever bytes a node name holds", "[e2e][s
   };
   for (const auto& c : cases) {
     INFO(c.expected);
-    auto m = deconv_model();
+    auto m = small_deconv_model();
     name_node(m, "Y", c.name);
     save(m, in);
     const auto report = dir.path / "r.json";
@@ -305,7 +294,7 @@ TEST_CASE("the report is valid UTF-8 whatever bytes a node name holds", "[e2e][s
 TEST_CASE("log lines carry node names without terminal controls, ill-formed UTF-8 or forged lines", "[e2e][safety]") {
   TempDir dir;
   const auto in = dir.path / "model.onnx";
-  auto m = deconv_model();
+  auto m = small_deconv_model();
   // Colour, a window title (OSC ... BEL), DEL, a byte that is not UTF-8, and a newline that starts a fake line.
   name_node(m, "Y", "up\x1b[31mRED\x1b]0;title\x07\x7f\xff\ndwdeconv-rewrite: error: forged");
   save(m, in);

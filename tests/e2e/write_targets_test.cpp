@@ -19,17 +19,6 @@ using namespace dwdeconv::test;
 
 namespace {
 
-// A clean k4 s2 p1 depthwise deconv with inline weight `W` and bias `B`.
-onnx::ModelProto deconv_model() {
-  auto m = parse_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    wt (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
-      Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
-    })");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 4, 4}, 7);
-  set_random_initializer(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT, {3}, 8);
-  return m;
-}
 
 // A model that cannot be verified: its dims are symbolic and Sin is outside the executor's set, so it cannot
 // run whole, and the deconv's input shape is unknown, so it cannot be checked on its own either.
@@ -86,7 +75,7 @@ bool make_socket_file(const fs::path& p) {
 
 TEST_CASE("an output or report path that is a device, FIFO, socket or directory is refused, also through a symlink", "[e2e][safety][targets]") {
   TempDir dir;
-  save(deconv_model(), dir.path / "m.onnx");
+  save(small_deconv_model(7), dir.path / "m.onnx");
   REQUIRE(::mkfifo((dir.path / "fifo").c_str(), 0644) == 0);
   fs::create_directory(dir.path / "adir");
   fs::create_symlink("fifo", dir.path / "to_fifo");
@@ -132,7 +121,7 @@ TEST_CASE("an output or report path that is a device, FIFO, socket or directory 
 
 TEST_CASE("an output or report path naming stdout or stderr through /proc/self/fd is refused on a pipe", "[e2e][safety][targets]") {
   TempDir dir;
-  save(deconv_model(), dir.path / "m.onnx");
+  save(small_deconv_model(7), dir.path / "m.onnx");
   fs::create_symlink("/proc/self/fd/1", dir.path / "stdout");
   fs::create_symlink("/proc/self/fd/2", dir.path / "stderr");
   const auto before = snapshot(dir.path);
@@ -151,7 +140,7 @@ TEST_CASE("an output or report path naming stdout or stderr through /proc/self/f
 
 TEST_CASE("an output or report path through a symlink writes the file it points to and keeps the link", "[e2e][safety][targets]") {
   TempDir dir;
-  save(deconv_model(), dir.path / "m.onnx");
+  save(small_deconv_model(7), dir.path / "m.onnx");
   fs::create_directory(dir.path / "real");
   std::ofstream(dir.path / "real" / "out.onnx") << "old model";
   std::ofstream(dir.path / "real" / "r.json") << "old report";
@@ -184,7 +173,7 @@ TEST_CASE("an output or report path through a symlink writes the file it points 
 
 TEST_CASE("a report named - goes to stdout, unless stdout carries the model or the plan", "[e2e][safety][targets]") {
   TempDir dir;
-  save(deconv_model(), dir.path / "m.onnx");
+  save(small_deconv_model(7), dir.path / "m.onnx");
   const auto r = run_sh("$B m.onnx -o out.onnx --report -", dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -210,7 +199,7 @@ TEST_CASE("a report named - goes to stdout, unless stdout carries the model or t
 
 TEST_CASE("an output path that is a directory gets no data file either", "[e2e][safety][targets]") {
   TempDir dir;
-  save(deconv_model(), dir.path / "inl.onnx");
+  save(small_deconv_model(7), dir.path / "inl.onnx");
   fs::create_directory(dir.path / "E");
   std::ofstream(dir.path / "E.data") << "precious";
   const auto before = snapshot(dir.path);
@@ -293,8 +282,8 @@ TEST_CASE("a batch whose models all fail leaves no --out-dir it created", "[e2e]
 
 TEST_CASE("a run that fails on its --input files still writes its report", "[e2e][safety][targets]") {
   TempDir dir;
-  save(deconv_model(), dir.path / "m.onnx");
-  save(deconv_model(), dir.path / "b.onnx");
+  save(small_deconv_model(7), dir.path / "m.onnx");
+  save(small_deconv_model(7), dir.path / "b.onnx");
   struct Case {
     std::string args;
     size_t entries;  // a batch report has one per model
