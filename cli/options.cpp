@@ -1,0 +1,156 @@
+#include "cli/options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "cli/version.h"
+#include "rewrite/recognisers.h"
+
+namespace dwdeconv::cli {
+namespace {
+
+const char* kExamples = R"(Examples:
+  dwdeconv-rewrite model.onnx -o model.xnn.onnx    rewrite every clean depthwise ConvTranspose
+  dwdeconv-rewrite model.onnx --dry-run            print the plan, write nothing
+  dwdeconv-rewrite model.onnx --check              CI gate: exit 1 if any node would be rewritten
+  dwdeconv-rewrite model.onnx -o out.onnx --verify    rewrite, then run both through XNNPACK and diff
+  dwdeconv-rewrite model.onnx --compare out.onnx   verify any pair without rewriting
+  dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20    time both models on XNNPACK
+  dwdeconv-rewrite a.onnx b.onnx --out-dir out/ -j 2    a batch; one failure does not stop the others
+  dwdeconv-rewrite - -o - < in.onnx > out.onnx     stdin to stdout
+
+Exit status:
+  0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid model, failed
+  output validation, or I/O error. Nothing is written unless the run succeeds.)";
+
+// A whole decimal number in [low, INT64_MAX]; the message names the range in words, not a 19-digit bound.
+CLI::Validator whole_number_from(int64_t low) {
+  const std::string range = std::to_string(low) + " to 2^63-1";
+  return CLI::Validator(
+      [low, range](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || ptr != end || value < low) return "'" + text + "' is not a whole number from " + range;
+        return "";
+      },
+      "INT in " + range);
+}
+
+// A finite number >= 0: NaN would fail every comparison and an infinite tolerance would pass every one.
+CLI::Validator finite_non_negative() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) {
+          return "'" + text + "' is not a finite number >= 0";
+        }
+        return "";
+      },
+      "finite NUMBER >= 0");
+}
+
+// "a, b, c": the forms --forms knows, for its help and its usage error.
+std::string form_list() {
+  std::string list;
+  for (const auto& k : rewrite::known_forms()) list += (list.empty() ? "" : ", ") + k;
+  return list;
+}
+
+}  // namespace
+
+void add_options(CLI::App& app, Options& opt) {
+  app.footer(kExamples);
+  app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + kFullVersion);
+  app.add_option("models", opt.models, "Input ONNX model(s); - reads one model from stdin")->required();
+  app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input); - writes to stdout");
+  app.add_option("--out-dir", opt.out_dir, "With several models: write each one here, under its own file name");
+  app.add_option("-j,--jobs", opt.jobs, "With several models: how many to process at once (default 1)")->check(CLI::Range(1, 256));
+  app.add_flag("--dry-run", opt.dry_run, "Print the plan, one line per ConvTranspose, and write no model");
+  app.add_flag("--check", opt.check, "Exit 1 if any node would be rewritten; write no model");
+  app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
+  app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
+  app.add_option("--forms", opt.forms,
+                 "Upsampler forms to rewrite, comma-separated: " + form_list() + " (default: all)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
+  app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
+      ->check(whole_number_from(1));
+  app.add_option("--report", opt.report, "Write a JSON report to this file");
+  app.add_flag("--verify", opt.verify, "Run the original and the rewritten model through XNNPACK and compare outputs");
+  app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
+  app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims, e.g. image=1x4x256x256 (repeatable)")->allow_extra_args(false);
+  app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")->allow_extra_args(false);
+  app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
+  app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(finite_non_negative());
+  app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(finite_non_negative());
+  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
+  app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
+  app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
+  app.add_option("--external-data", opt.external_data,
+                 "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
+  app.add_option("--external-data-threshold", opt.external_threshold,
+                 "Store every tensor of at least this many bytes outside, in NAME or OUT.data (default 1024 with --external-data)")
+      ->check(whole_number_from(0));
+  app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
+  app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
+}
+
+std::string input_file_path(const std::string& argument) {
+  const auto eq = argument.find('=');
+  return eq == std::string::npos ? argument : argument.substr(eq + 1);
+}
+
+std::string usage_problem(const Options& opt) {
+  const bool batch = opt.models.size() > 1 || !opt.out_dir.empty();
+  if (!opt.compare.empty()) {
+    if (batch || !opt.output.empty() || opt.dry_run || opt.check || opt.verify) {
+      return "--compare runs alone on one MODEL: drop -o, --out-dir, --dry-run, --check and --verify";
+    }
+    return "";
+  }
+  if (opt.dry_run && opt.check) return "--dry-run and --check cannot be combined";
+  for (const auto& form : opt.forms) {
+    const auto& known = rewrite::known_forms();
+    if (std::find(known.begin(), known.end(), form) == known.end()) {
+      return "--forms: unknown form '" + form + "' (known: " + form_list() + ")";
+    }
+  }
+  if (batch && !opt.output.empty()) return "several models take --out-dir DIR, not -o";
+  if ((opt.dry_run || opt.check) && (!opt.output.empty() || !opt.out_dir.empty())) {
+    return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o/--out-dir";
+  }
+  if ((opt.dry_run || opt.check) && (opt.verify || opt.bench)) return "--verify and --bench need a rewritten model: use -o OUT, not --dry-run or --check";
+  if (!opt.dry_run && !opt.check && opt.output.empty() && opt.out_dir.empty()) {
+    return batch ? "several models need --out-dir DIR, --dry-run or --check" : "no output: give -o OUT, --dry-run, --check or --compare OTHER";
+  }
+  const bool running = opt.verify || opt.bench || !opt.compare.empty();
+  if (!running && (!opt.input_shapes.empty() || !opt.input_files.empty())) {
+    return "--input-shape and --input apply to --verify, --bench and --compare";
+  }
+  if (!opt.verify && opt.compare.empty() && (opt.atol || opt.rtol)) return "--atol and --rtol apply to --verify and --compare";
+  if (opt.output.empty() && opt.out_dir.empty() && (!opt.external_data.empty() || opt.external_threshold)) {
+    return "--external-data options need -o OUT or --out-dir";
+  }
+  if (opt.external_data.find('/') != std::string::npos) return "--external-data takes a file name (written next to OUT), not a path";
+  if (batch && !opt.external_data.empty()) {
+    return "--external-data NAME names one file, which every model of a batch would write; drop it: "
+           "--external-data-threshold alone still moves tensors out, into each output's own <output file name>.data";
+  }
+  std::set<std::string> names;
+  for (const auto& m : opt.models) {
+    if (m == "-" && batch) return "'-' (stdin) reads a single model";
+    if (!opt.out_dir.empty() && !names.insert(std::filesystem::path(m).filename().string()).second) {
+      return "two models are named '" + std::filesystem::path(m).filename().string() + "': their outputs in --out-dir would collide";
+    }
+  }
+  return "";
+}
+
+}  // namespace dwdeconv::cli

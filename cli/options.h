@@ -1,0 +1,52 @@
+// The command line: the options, how CLI11 parses them, and the combinations that cannot mean anything.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "rewrite/emitter.h"
+
+namespace dwdeconv::cli {
+
+struct Options {
+  std::vector<std::string> models;  // one, or several for a batch
+  std::string output;
+  std::string out_dir;               // batch output directory
+  size_t jobs = 1;
+  std::string report;
+  std::string compare;  // --compare OTHER: verify OTHER against the input, no rewrite
+  bool dry_run = false;
+  bool check = false;
+  bool verify = false;
+  bool bench = false;
+  size_t runs = 10;
+  bool explicit_pad = false;
+  int64_t max_phases = rewrite::kDefaultMaxPhases;
+  std::vector<std::string> only;
+  std::vector<std::string> skip;
+  std::vector<std::string> forms;  // --forms; empty means the default forms
+  std::vector<std::string> input_shapes;  // NAME=1x4x256x256
+  std::vector<std::string> input_files;   // [NAME=]FILE.npy|.pb
+  uint64_t seed = 0;
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  size_t threads = 1;
+  std::string external_data;                 // --external-data NAME
+  std::optional<uint64_t> external_threshold;  // --external-data-threshold BYTES
+  int verbosity = 0;  // -1 quiet, 0 info, 1+ debug
+};
+
+// Declares every option of `app`, each writing into `opt`, with the help text, the examples footer and --version.
+void add_options(CLI::App& app, Options& opt);
+
+// What makes a parsed command line meaningless, as the usage error to print; "" when the options make sense.
+std::string usage_problem(const Options& opt);
+
+// The path of an --input argument, [NAME=]FILE.
+std::string input_file_path(const std::string& argument);
+
+}  // namespace dwdeconv::cli

@@ -1,0 +1,504 @@
+#include "cli/run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <onnx/defs/schema.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/exit_codes.h"
+#include "cli/output_files.h"
+#include "cli/report.h"
+#include "onnx_io/external_data.h"
+#include "onnx_io/model_io.h"
+#include "onnx_io/validate.h"
+#include "rewrite/rewriter.h"
+#include "runtime_check/bench.h"
+#include "runtime_check/tensor_io.h"
+#include "runtime_check/verify.h"
+
+namespace dwdeconv::cli {
+namespace {
+
+int fail(int code, const std::string& message) {
+  spdlog::error("{}", message);
+  return code;
+}
+
+// Logs the time since the previous mark at debug level (-v), to show where a run spends its time.
+class PhaseTimer {
+ public:
+  void mark(const char* phase) {
+    const auto now = std::chrono::steady_clock::now();
+    spdlog::debug("{}: {:.3f} s", phase, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
+// Said instead of a bare std::bad_alloc.
+std::string out_of_memory(const std::string& input, const std::string& doing) {
+  return "out of memory while " + doing + " " + input + "; lower --max-phases if it was raised, or free memory";
+}
+
+int exit_code_for(const core::Error& e) {
+  switch (e.kind) {
+    case core::ErrorKind::kUsage: return kExitUsage;
+    case core::ErrorKind::kCheckFailed: return kExitCheckFailed;
+    default: return kExitInvalidModel;
+  }
+}
+
+// What the executor needs from the command line, shared by --verify, --compare and --bench.
+struct RuntimeSetup {
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::vector<runtime_check::NamedTensor> inputs;
+  std::function<void(const std::string&)> progress;  // empty unless stderr is a terminal
+};
+
+// Parses --input-shape and loads --input files, once per run; errors are usage errors or unreadable input files.
+core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
+  RuntimeSetup setup;
+  for (const auto& text : opt.input_shapes) {
+    auto parsed = runtime_check::parse_input_shape(text);
+    if (!parsed) return core::Error{core::ErrorKind::kUsage, "--input-shape: " + parsed.error().message};
+    setup.input_shapes[parsed->first] = parsed->second;
+  }
+  for (const auto& text : opt.input_files) {
+    const auto eq = text.find('=');
+    const std::string path = input_file_path(text);
+    auto tensor = runtime_check::load_tensor_file(path);
+    if (!tensor) return tensor.error();
+    if (eq != std::string::npos) tensor->name = text.substr(0, eq);
+    // XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: each path turns it into -inf or +inf its own
+    // way, so NaN inputs would fail a correct rewrite element by element. --bench only times, so it may run them.
+    const bool compares = opt.verify || !opt.compare.empty();
+    for (int64_t k = 0; compares && tensor->tensor.is_float() && k < tensor->tensor.numel(); ++k) {
+      if (std::isnan(tensor->tensor.get(k))) {
+        return core::Error{core::ErrorKind::kUsage,
+                           "--input " + path + ": element " + std::to_string(k) + " is NaN; --verify and --compare cannot compare "
+                           "NaN inputs, since XNNPACK's output clamps do not keep NaN (each model turns it into -inf or +inf "
+                           "its own way): give an input without NaN"};
+      }
+    }
+    setup.inputs.push_back(std::move(*tensor));
+  }
+  // A progress line on stderr, only for a person watching a terminal.
+  if (opt.verbosity >= 0 && isatty(STDERR_FILENO)) {
+    setup.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+  }
+  return setup;
+}
+
+void clear_progress(const RuntimeSetup& setup) {
+  if (setup.progress) std::fprintf(stderr, "\r\033[K");
+}
+
+// Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
+core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                     const Options& opt, const RuntimeSetup& setup) {
+  runtime_check::VerifyOptions vo;
+  vo.input_shapes = setup.input_shapes;
+  vo.inputs = setup.inputs;
+  vo.seed = opt.seed;
+  vo.threads = opt.threads;
+  vo.tolerances = {opt.atol, opt.rtol};
+  vo.progress = setup.progress;
+  auto result = runtime_check::verify_models(original, rewritten, vo);
+  clear_progress(setup);
+  if (!result) return result;
+  std::istringstream lines(result->summary());
+  for (std::string line; std::getline(lines, line);) {
+    if (result->passed) {
+      spdlog::info("{}", line);
+    } else {
+      spdlog::error("{}", line);
+    }
+  }
+  spdlog::debug("placement:\n{}", result->placement);
+  return result;
+}
+
+// Times both models on the executor and logs medians and the speedup.
+core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                   const Options& opt, const RuntimeSetup& setup) {
+  runtime_check::BenchOptions bo;
+  bo.input_shapes = setup.input_shapes;
+  bo.inputs = setup.inputs;
+  bo.seed = opt.seed;
+  bo.threads = opt.threads;
+  bo.runs = opt.runs;
+  bo.profile_runs = opt.verbosity > 0 ? 3 : 0;  // extra profiled runs only when -v will print them
+  bo.progress = setup.progress;
+  auto result = runtime_check::bench_models(original, rewritten, bo);
+  clear_progress(setup);
+  if (!result) return result;
+  spdlog::info("bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
+               result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
+               result->speedup);
+  spdlog::debug("bench placement, original: {}", result->original_placement);
+  spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
+  if (bo.profile_runs > 0) {
+    spdlog::debug("profile of the original model (separate runs):\n{}", runtime_check::format_profile(result->original_profile));
+    spdlog::debug("profile of the rewritten model (separate runs):\n{}", runtime_check::format_profile(result->rewritten_profile));
+  }
+  return result;
+}
+
+std::string speedup_text(double speedup) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "; %.2fx faster on XNNPACK", speedup);
+  return buf;
+}
+
+// Writes the report; kExitOk, or the I/O error's exit code after logging it.
+int write_report(ReportFile& report, const std::string& json) {
+  if (auto written = commit_report(report, json); !written) return fail(exit_code_for(written.error()), written.error().message);
+  return kExitOk;
+}
+
+// --compare: verify OTHER against MODEL without rewriting anything. The report is written however it ends,
+// except when it would be a file the run reads.
+int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
+  const std::string& input = opt.models.front();
+  RunInfo info;
+  info.input = input;
+  info.compared = opt.compare;
+  auto finish = [&](int code, const std::string& message) {
+    if (!message.empty()) fail(code, message);
+    info.exit_code = code;
+    info.error = message;
+    if (int written = write_report(report, report_json(info, {})); written != kExitOk) return written;
+    return code;
+  };
+  auto loaded_original = onnx_io::load_model_with_external_data(input);
+  auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
+  // The report must not land on either model or their data.
+  std::vector<RunFile> reads;
+  add_compare_reads(input, loaded_original, reads);
+  add_compare_reads(opt.compare, loaded_other, reads);
+  add_input_tensor_files(opt, reads);
+  std::vector<RunFile> writes;
+  if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
+  if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
+  if (!loaded_original) return finish(exit_code_for(loaded_original.error()), loaded_original.error().message);
+  if (!loaded_other) return finish(exit_code_for(loaded_other.error()), loaded_other.error().message);
+  const onnx::ModelProto& original = loaded_original->model;
+  const onnx::ModelProto& other = loaded_other->model;
+  info.opset = onnx_io::default_opset(original);
+  auto verified = run_verify(original, other, opt, setup);
+  if (!verified) return finish(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
+  info.verify = *verified;
+  if (verified->passed && opt.bench) {
+    auto timed = run_bench(original, other, opt, setup);
+    if (!timed) return finish(exit_code_for(timed.error()), timed.error().message);
+    info.bench = *timed;
+  }
+  if (!verified->passed) return finish(kExitCheckFailed, opt.compare + ": verification failed");
+  return finish(kExitOk, "");
+}
+
+// Where the output's tensors go: external data when the input had it or the command line asks for it. Every
+// tensor that was external stays external, and each phase weight follows the weight it was gathered from.
+onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std::string& output,
+                                                   const std::set<std::string>& loaded_external,
+                                                   const rewrite::RewriteResult& result) {
+  onnx_io::ExternalSaveOptions ext;
+  ext.data_name = data_file_name(opt, output, !loaded_external.empty());
+  if (ext.data_name.empty()) return ext;
+  ext.tensor_names = loaded_external;
+  for (const auto& [derived, source] : result.derived_tensors) {
+    if (loaded_external.count(source) != 0) ext.tensor_names.insert(derived);
+  }
+  if (!opt.external_data.empty() || opt.external_threshold) ext.threshold_bytes = opt.external_threshold.value_or(1024);
+  return ext;
+}
+
+// "-" reads the model from stdin: it must fit in memory and cannot have external data (there is no directory).
+core::Result<onnx_io::LoadedModel> load_input(const std::string& input) {
+  if (input != "-") return onnx_io::load_model_with_external_data(input);
+  std::string bytes{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  auto model = onnx_io::parse_model(bytes, "<stdin>");
+  if (!model) return model.error();
+  if (auto refused = onnx_io::refuse_external_data(*model, "<stdin>"); !refused) return refused.error();
+  return onnx_io::LoadedModel{std::move(*model), {}, {}};
+}
+
+// Writes the output model: a file (atomically, with its external data if any), or stdout for "-".
+core::Status save_output(onnx::ModelProto& model, const std::string& output, const onnx_io::ExternalSaveOptions& ext) {
+  if (output != "-") return onnx_io::save_model_with_external_data(model, output, ext);
+  if (!ext.data_name.empty()) {
+    return core::Error{core::ErrorKind::kUsage, "-o -: a model with external data cannot be written to stdout; give a file path"};
+  }
+  return onnx_io::serialize_to_fd(model, STDOUT_FILENO);
+}
+
+// The outcome of one model: its exit code (0 when it succeeded), and what the report says about it.
+struct ModelOutcome {
+  RunInfo info;
+  rewrite::RewriteResult result;
+  bool overwrite_refused = false;  // a file it would write is one it reads: write nothing, not even the report
+};
+
+// Loads, validates, rewrites, checks and writes one model. Errors are logged here and end in info.exit_code.
+ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output,
+                           bool batch) {
+  ModelOutcome out;
+  RunInfo& info = out.info;
+  info.input = input;
+  auto finish = [&out](int code, const std::string& message) {
+    out.info.exit_code = fail(code, message);
+    out.info.error = message;
+    out.info.output.clear();  // a failed run wrote no model: the report says null for both
+    out.info.validation.clear();
+    return out;
+  };
+  PhaseTimer timer;
+  auto loaded = load_input(input);
+  if (!loaded) return finish(exit_code_for(loaded.error()), loaded.error().message);
+  onnx::ModelProto& model = loaded->model;
+  if (!loaded->external_tensors.empty()) spdlog::debug("{}: {} tensors read from external data", input, loaded->external_tensors.size());
+  {
+    std::vector<RunFile> reads;
+    add_model_reads(input, loaded->data_files, reads);
+    add_input_tensor_files(opt, reads);
+    const auto writes = model_writes(opt, input, output, !loaded->external_tensors.empty());
+    if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
+      out.overwrite_refused = true;
+      return finish(exit_code_for(safe.error()), safe.error().message);
+    }
+    if (auto safe = check_write_targets(writes); !safe) return finish(exit_code_for(safe.error()), safe.error().message);
+  }
+  info.opset = onnx_io::default_opset(model);
+  timer.mark("load");
+
+  // Judge the input first, so a broken input is blamed on the input and not on the rewrite.
+  auto input_check = onnx_io::validate_model(model, {});
+  if (!input_check) return finish(kExitInvalidModel, input + ": invalid model: " + input_check.error().message);
+  if (!input_check->full) spdlog::warn("{}: {}", input, input_check->detail);
+  timer.mark("validate input");
+
+  std::optional<onnx::ModelProto> original;
+  if (opt.verify || opt.bench) original = model;  // verify and bench run the model as it was
+
+  rewrite::RewriteOptions ro;
+  ro.emit.explicit_pad = opt.explicit_pad;
+  ro.emit.max_phases = opt.max_phases;
+  ro.only = {opt.only.begin(), opt.only.end()};
+  ro.skip = {opt.skip.begin(), opt.skip.end()};
+  if (!opt.forms.empty()) ro.forms = {opt.forms.begin(), opt.forms.end()};
+  std::optional<core::Result<rewrite::RewriteResult>> attempt;
+  try {
+    attempt.emplace(rewrite::rewrite_model(model, ro));
+  } catch (const std::bad_alloc&) {
+    // A raised --max-phases can plan more phases than memory holds.
+    return finish(kExitInvalidModel, out_of_memory(input, "rewriting"));
+  }
+  auto& rewritten = *attempt;
+  if (!rewritten) return finish(exit_code_for(rewritten.error()), input + ": " + rewritten.error().message);
+  out.result = std::move(*rewritten);
+  const rewrite::RewriteResult& result = out.result;
+  timer.mark("rewrite");
+  for (const auto& name : result.unmatched_names) {
+    const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
+    // In a batch, each model has its own node names; a name missing from one model is not an error.
+    if (!batch) return finish(kExitUsage, message);
+    spdlog::debug("{}", message);
+  }
+
+  for (const auto& n : result.nodes) {
+    if (n.rewritten) {
+      spdlog::debug("{}: rewrote '{}' into {} nodes", input, n.summary.name, n.emitted_nodes.size());
+    } else {
+      const bool deconv = n.summary.form == "conv_transpose";
+      spdlog::info("{}: kept {} '{}': {}", input, deconv ? "ConvTranspose" : n.summary.form + " upsampler", n.summary.name, n.reason);
+    }
+  }
+  if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << plan_text(result) << std::flush;
+
+  const bool writes_model = !opt.dry_run && !opt.check;
+  std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
+                        std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " (kept " + std::to_string(result.kept) + ")";
+  if (writes_model) {
+    auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
+    if (!validation) {
+      return finish(kExitInvalidModel, input + ": the rewritten model failed validation, nothing written: " + validation.error().message);
+    }
+    if (!validation->full) spdlog::warn("{}: {}", input, validation->detail);
+    info.validation = validation->detail;
+    timer.mark("validate output");
+
+    if (opt.verify && result.rewritten == 0) {
+      // The output is the input: running both would only test the executor, and fail on ops it lacks.
+      runtime_check::VerifyResult nothing;
+      nothing.mode = runtime_check::VerifyMode::kNone;
+      nothing.mode_reason = "nothing was rewritten: the output is the input";
+      nothing.passed = true;
+      info.verify = nothing;
+      spdlog::info("{}: nothing to verify: no node was rewritten, so the output is the input", input);
+      summary += "; nothing to verify";
+    } else if (opt.verify) {
+      auto verified = run_verify(*original, model, opt, setup);
+      timer.mark("verify");
+      if (!verified) return finish(exit_code_for(verified.error()), input + ": cannot verify the rewrite, nothing written: " + verified.error().message);
+      info.verify = *verified;
+      if (!verified->passed) return finish(kExitCheckFailed, input + ": verification failed, nothing written");
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2g", verified->max_abs_error());
+      summary += std::string("; verified: max abs error ") + buf;
+    }
+    if (opt.bench) {
+      auto timed = run_bench(*original, model, opt, setup);
+      timer.mark("bench");
+      if (!timed) return finish(exit_code_for(timed.error()), input + ": --bench: " + timed.error().message);
+      info.bench = *timed;
+      summary += speedup_text(timed->speedup);
+    }
+
+    const auto ext = external_save_options(opt, output, loaded->external_tensors, result);
+    if (auto saved = save_output(model, output, ext); !saved) return finish(exit_code_for(saved.error()), saved.error().message);
+    if (!ext.data_name.empty()) spdlog::debug("{}: tensor data written to {}", output, ext.data_name);
+    timer.mark("save");
+    info.output = output;
+  }
+  if (opt.check && result.rewritten > 0) {
+    for (const auto& n : result.nodes) {
+      if (n.rewritten) {
+        spdlog::error("{}: {} '{}' would be rewritten", input,
+                      n.summary.form == "conv_transpose" ? "ConvTranspose" : n.summary.form + " upsampler", n.summary.name);
+      }
+    }
+    return finish(kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +
+                                             std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " would be rewritten");
+  }
+  spdlog::info("{}{}{}", batch ? input + ": " : std::string(), summary, writes_model ? " -> " + output : std::string());
+  return out;
+}
+
+// A run that fails before any model is processed (on its --input files): logs the error, and the report says
+// it for every model (a list in a batch), so a job that reads only the report sees it too.
+int fail_before_run(const Options& opt, ReportFile& report, const core::Error& error, bool batch) {
+  const int code = fail(exit_code_for(error), error.message);
+  // Not over a file the run reads, which the per-model checks would have refused.
+  std::vector<RunFile> reads, writes;
+  if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
+  std::vector<std::string> models = opt.models;
+  if (!opt.compare.empty()) models.push_back(opt.compare);
+  for (const auto& input : models) {
+    auto data_files = onnx_io::model_data_files(input);
+    add_model_reads(input, data_files ? *data_files : std::set<std::string>{}, reads);
+  }
+  add_input_tensor_files(opt, reads);
+  if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
+    fail(exit_code_for(safe.error()), safe.error().message);
+    return code;
+  }
+  std::vector<std::string> entries;
+  for (const auto& input : opt.models) {
+    RunInfo info;
+    info.exit_code = code;
+    info.error = error.message;
+    info.input = input;
+    info.compared = opt.compare;
+    entries.push_back(report_json(info, {}));
+  }
+  if (int written = write_report(report, batch ? report_list_json(entries) : entries.front()); written != kExitOk) return written;
+  return code;
+}
+
+// One model, as `dwdeconv-rewrite MODEL -o OUT` (or --dry-run / --check).
+int run_single(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
+  const ModelOutcome out = process_model(opt, setup, opt.models.front(), opt.output, /*batch=*/false);
+  // A refused overwrite writes nothing at all, not even the report (it may be the file in question).
+  if (out.overwrite_refused) return out.info.exit_code;
+  if (int code = write_report(report, report_json(out.info, out.result)); code != kExitOk) return code;
+  return out.info.exit_code;
+}
+
+// Several models: each is processed on its own (one failing does not stop the others), -j at a time. The exit
+// code is the highest of the models' codes, and the report is a list with one entry per model.
+int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report) {
+  std::vector<ModelOutcome> outcomes(opt.models.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (size_t i = next++; i < opt.models.size(); i = next++) {
+      const std::string& input = opt.models[i];
+      const std::string output = batch_output(opt, input);
+      outcomes[i] = process_model(opt, setup, input, output, /*batch=*/true);
+    }
+  };
+  // Shape inference forks a child; build libonnx's schema registry now, before there are other threads.
+  (void)onnx::OpSchemaRegistry::Instance();
+  std::vector<std::thread> workers;
+  for (size_t j = 1; j < std::min(opt.jobs, opt.models.size()); ++j) workers.emplace_back(worker);
+  worker();
+  for (auto& t : workers) t.join();
+
+  std::vector<std::string> entries;
+  int code = kExitOk;
+  size_t failed = 0;
+  for (const auto& o : outcomes) {
+    entries.push_back(report_json(o.info, o.result));
+    code = std::max(code, o.info.exit_code);
+    failed += o.info.exit_code != kExitOk;
+  }
+  if (int written = write_report(report, report_list_json(entries)); written != kExitOk) return written;
+  const std::string line = "batch: " + std::to_string(opt.models.size()) + " models, " + std::to_string(opt.models.size() - failed) +
+                           " ok, " + std::to_string(failed) + " failed";
+  if (failed) {
+    spdlog::error("{}", line);
+  } else {
+    spdlog::info("{}", line);
+  }
+  return code;
+}
+
+}  // namespace
+
+int run(const Options& opt) {
+  if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(kExitUsage, problem);
+  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty());
+  if (batch) {
+    if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
+  }
+  // The output directory first, since the report may go into it; taken away again if the report cannot be staged.
+  auto made_dirs = create_out_dir(opt.out_dir);
+  if (!made_dirs) return fail(exit_code_for(made_dirs.error()), made_dirs.error().message);
+  auto report = stage_report(opt);
+  if (!report) {
+    remove_made_dirs(*made_dirs);
+    return fail(exit_code_for(report.error()), report.error().message);
+  }
+  // --input files and --input-shape are read once, for every model and for both --verify and --bench.
+  auto setup = runtime_setup(opt);
+  if (!setup) return fail_before_run(opt, *report, setup.error(), batch);
+  try {
+    if (!opt.compare.empty()) return run_compare(opt, *setup, *report);
+    return batch ? run_batch(opt, *setup, *report) : run_single(opt, *setup, *report);
+  } catch (const std::bad_alloc&) {
+    return fail(kExitInvalidModel, out_of_memory(opt.models.front(), "processing"));
+  } catch (const std::exception& e) {
+    return fail(kExitInvalidModel, opt.models.front() + ": " + e.what());
+  }
+}
+
+}  // namespace dwdeconv::cli
