@@ -159,6 +159,13 @@ TEST_CASE("every Resize spelling that replicates exactly is recognised", "[rewri
     CAPTURE(spec.coordinate, spec.rounding, spec.s);
     require_rewritten(nearest_conv_model(spec), spec);
   }
+  SECTION("half_pixel_symmetric (opset 19), whose offset is 0 when the output is exactly s times the input") {
+    spec.opset = 19;
+    spec.coordinate = "half_pixel_symmetric";
+    spec.rounding = GENERATE("round_prefer_floor", "round_prefer_ceil");
+    spec.s = 3;
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
   SECTION("tf_half_pixel_for_nn with floor") {
     spec.coordinate = "tf_half_pixel_for_nn";
     spec.s = 3;

@@ -256,6 +256,10 @@ NaiveTensor run_resize(const onnx::NodeProto& node, const Env& env) {
     const double s = scale[d], oo = static_cast<double>(o), in = static_cast<double>(x.dims[d]), out = static_cast<double>(dims[d]);
     if (ctm == "asymmetric") return oo / s;
     if (ctm == "half_pixel") return (oo + 0.5) / s - 0.5;
+    if (ctm == "half_pixel_symmetric") {
+      const double adjustment = out / (in * s), center = in / 2;
+      return center * (1 - adjustment) + (oo + 0.5) / s - 0.5;
+    }
     if (ctm == "pytorch_half_pixel") return out > 1 ? (oo + 0.5) / s - 0.5 : 0.0;
     if (ctm == "tf_half_pixel_for_nn") return (oo + 0.5) / s;
     if (ctm == "align_corners") return out > 1 ? oo * (in - 1) / (out - 1) : 0.0;
