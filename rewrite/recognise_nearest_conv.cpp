@@ -141,6 +141,12 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   //   Conv [C_out, C_in/g, Ky, Kx] -> ConvTranspose [C_in, C_out/g, ky, kx], ci = grp*C_in/g + i, co = grp*C_out/g + o.
   const int64_t wy = geo[0].kernel, wx = geo[1].kernel;
   const int64_t c_out_group = c_out / *group;
+  // Bounded like every folded value: a large s grows the kernel by (K+s-1)^2 / K^2, before --max-phases is asked.
+  // C_in * C_out/g * ky * kx <= (folded weight elements <= 2^24) * (1 + 1023)^2: no overflow.
+  if (const int64_t elements = c_in * c_out_group * wy * wx; elements > kMaxFoldedElements) {
+    return fail(declined("the equivalent ConvTranspose kernel would have " + std::to_string(elements) + " elements, over " +
+                         std::to_string(kMaxFoldedElements)));
+  }
   std::vector<double> w(static_cast<size_t>(c_in * c_out_group * wy * wx));
   std::vector<double> rows(static_cast<size_t>(ky * wx));  // one channel pair boxed along x: [Ky, wx]
   for (int64_t co = 0; co < c_out; ++co) {

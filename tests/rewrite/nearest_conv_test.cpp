@@ -290,6 +290,14 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
     spec.pads = {0, 0, 0, 0};
     require_kept(nearest_conv_model(spec), "not a clean upscale: output is 2*H-2 on that axis");
   }
+  SECTION("a derived kernel too large to hold") {
+    // 32 channels x (1+1024-1)^2 taps: 2^25 elements, twice what the constant evaluator may fold.
+    spec.c_in = spec.c_out = spec.group = 32;
+    spec.s = 1024;
+    spec.ky = spec.kx = 1;
+    spec.pads = {0, 0, 0, 0};
+    require_kept(nearest_conv_model(spec), "the equivalent ConvTranspose kernel would have 33554432 elements");
+  }
   SECTION("Conv weight not constant") {
     spec.weight_input = true;
     require_kept(nearest_conv_model(spec), "Conv weight not constant");
