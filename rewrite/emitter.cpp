@@ -32,15 +32,34 @@ onnx::AttributeProto tensor_attribute(const std::string& name, onnx::TensorProto
   return attribute;
 }
 
-// A depthwise stride-1 Conv: group = channels, its own kernel and pads.
-onnx::NodeProto conv_node(const std::string& name, std::vector<std::string> inputs, const std::string& output, int64_t channels,
+// A stride-1 Conv with `group` groups (the channel count for a depthwise one), its own kernel and pads.
+onnx::NodeProto conv_node(const std::string& name, std::vector<std::string> inputs, const std::string& output, int64_t group,
                           const std::array<int64_t, 2>& kernel, const std::array<int64_t, 4>& pads) {
   onnx::NodeProto conv = make_node("Conv", name, std::move(inputs), {output});
-  *conv.add_attribute() = onnx_io::make_int_attribute("group", channels);
+  *conv.add_attribute() = onnx_io::make_int_attribute("group", group);
   *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
   *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {pads[0], pads[1], pads[2], pads[3]});
   *conv.add_attribute() = onnx_io::make_ints_attribute("strides", {1, 1});
   return conv;
+}
+
+// Flat indices into m's ConvTranspose weight for the whole phase weight, in Conv order:
+//   ONNX ConvTranspose [C_in, C_out/g, kH, kW] -> Conv [C_out, C_in/g, My, Mx], with output channel co of group
+//   co / (C_out/g) reading input channels ci = group * C_in/g + i. Depthwise, this is core::phase_weight_indices.
+std::vector<int64_t> phase_weight_indices(const DeconvMatch& m, const core::DeconvPlan& plan, const core::PhasePlan& phase) {
+  const auto plane = core::phase_tap_indices(plan, phase);
+  const int64_t plane_size = plan.y.kernel * plan.x.kernel;
+  const int64_t out_per_group = m.outputs() / m.groups(), in_per_group = m.channels / m.groups();
+  std::vector<int64_t> indices;
+  indices.reserve(plane.size() * static_cast<size_t>(m.outputs() * in_per_group));
+  for (int64_t co = 0; co < m.outputs(); ++co) {
+    for (int64_t i = 0; i < in_per_group; ++i) {
+      const int64_t ci = (co / out_per_group) * in_per_group + i;
+      const int64_t start = (ci * out_per_group + co % out_per_group) * plane_size;
+      for (int64_t t : plane) indices.push_back(start + t);
+    }
+  }
+  return indices;
 }
 
 }  // namespace
@@ -106,8 +125,8 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
                                         std::to_string(plan.x.pad_begin) + "_" + std::to_string(plan.y.pad_end) + "_" +
                                         std::to_string(plan.x.pad_end) + "_phase_" + std::to_string(phase_index / s) + "_" +
                                         std::to_string(phase_index % s));
-  auto gathered = onnx_io::gather_elements(*src.tensor, core::phase_weight_indices(plan, phase, m.channels),
-                                           {m.channels, 1, phase.y.taps, phase.x.taps});
+  auto gathered = onnx_io::gather_elements(*src.tensor, phase_weight_indices(m, plan, phase),
+                                           {m.outputs(), m.channels / m.groups(), phase.y.taps, phase.x.taps});
   if (!gathered) return gathered.error();
   gathered->set_name(name);
   store_like_source(src, std::move(*gathered));
@@ -117,11 +136,12 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
 
 std::string Emitter::zero_kernel(const DeconvMatch& m) {
   const ConstantSource& src = m.weight;
-  // One per source weight: it depends only on C and the element type, which the weight fixes.
-  const std::string key = src.scope->path + "\n" + src.name + "\nzero";
+  // One per source weight and shape: it depends only on the channels, groups and the element type.
+  const std::vector<int64_t> dims{m.outputs(), m.channels / m.groups(), 1, 1};
+  const std::string key = src.scope->path + "\n" + src.name + "\nzero " + std::to_string(dims[0]) + " " + std::to_string(dims[1]);
   if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
   const std::string name = names_.fresh(src.name + "_zero_1x1");
-  onnx::TensorProto tensor = onnx_io::zeros_like_storage(*src.tensor, {m.channels, 1, 1, 1});
+  onnx::TensorProto tensor = onnx_io::zeros_like_storage(*src.tensor, dims);
   tensor.set_name(name);
   store_like_source(src, std::move(tensor));
   phase_weights_.emplace(key, name);
@@ -146,12 +166,15 @@ std::string Emitter::zeros_like(const DeconvMatch& m, const std::string& like, c
 std::string Emitter::bias_only_phase(const DeconvMatch& m, const std::string& base, const std::string& bias,
                                      std::vector<onnx::NodeProto>& nodes) {
   const std::string zeros = zeros_like(m, m.input, base, nodes);
-  if (bias.empty()) return zeros;
-  // 0 * 0 + bias[c]: a 1x1 zero-kernel Conv over the zeros adds the bias as it is stored, in any form.
+  if (bias.empty() && m.outputs() == m.channels) return zeros;
+  // 0 * 0 + bias[c]: a 1x1 zero-kernel Conv over the zeros adds the bias as it is stored, in any form; without a
+  // bias it turns C_in zero channels into C_out.
   const std::string name = names_.fresh(base + "_bias_only");
   const std::string output = names_.fresh(name + "_out");
-  nodes.push_back(conv_node(name, {zeros, zero_kernel(m), bias}, output, m.channels, {1, 1}, {0, 0, 0, 0}));
-  add_value_info(m, output, m.channels, {0, 0, 0, 0});
+  std::vector<std::string> inputs{zeros, zero_kernel(m)};
+  if (!bias.empty()) inputs.push_back(bias);
+  nodes.push_back(conv_node(name, std::move(inputs), output, m.groups(), {1, 1}, {0, 0, 0, 0}));
+  add_value_info(m, output, m.outputs(), {0, 0, 0, 0});
   return output;
 }
 
@@ -219,7 +242,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   }
   const auto all_zero = [&](const core::PhasePlan& phase) {
     if (weight_values.empty()) return false;
-    for (int64_t index : core::phase_weight_indices(plan, phase, m.channels)) {
+    for (int64_t index : phase_weight_indices(m, plan, phase)) {
       if (weight_values[static_cast<size_t>(index)] != 0.0) return false;
     }
     return true;
@@ -263,9 +286,9 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
     const std::string output = last ? m.output : names_.fresh(conv_name + "_out");
     std::vector<std::string> inputs{input, *weight};
     if (!bias.empty()) inputs.push_back(bias);
-    nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.channels, kernel, conv_pads));
+    nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads));
     if (!last) {
-      add_value_info(m, output, m.channels, {0, 0, 0, 0});
+      add_value_info(m, output, m.outputs(), {0, 0, 0, 0});
       phase_outputs.push_back(output);
     }
   }
@@ -276,7 +299,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   onnx::NodeProto concat = make_node("Concat", concat_name, phase_outputs, {concat_out});
   *concat.add_attribute() = onnx_io::make_int_attribute("axis", 1);
   nodes.push_back(std::move(concat));
-  add_value_info(m, concat_out, m.channels * s * s, {0, 0, 0, 0});
+  add_value_info(m, concat_out, m.outputs() * s * s, {0, 0, 0, 0});
 
   onnx::NodeProto d2s = make_node("DepthToSpace", m.name.empty() ? names_.fresh(base + "_depth_to_space") : m.name,
                                   {concat_out}, {m.output});

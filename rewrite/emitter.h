@@ -1,10 +1,13 @@
 // Emission: turns a matched ConvTranspose and its core::DeconvPlan into ONNX nodes for the model's opset.
 //
 // Before:  y = ConvTranspose(x, W, B)            group=C, strides=[s,s], pads=[t,l,b,r], output_padding=[oy,ox]
+//                                                 (or a recogniser's equivalent, with any group g and C_out)
 // After:   x_crop = Pad(x, [0,0,cy,cx,0,0,0,0])   only for phases whose window starts inside x (cy, cx < 0)
-//          y_p    = Conv(x | x_crop, W_p, B)      one per phase p = ay*s + ax with taps; group=C, kernel [My,Mx]
-//          zeros  = ConstantOfShape(Shape(x))     only when k < s: the phases without taps read x's shape, not
-//          y_b    = Conv(zeros, 0_1x1, B)         its values, and share y_b (zeros itself without a bias)
+//          y_p    = Conv(x | x_crop, W_p, B)      one per phase p = ay*s + ax with non-zero taps; group=g,
+//                                                 kernel [My,Mx], W_p [C_out, C_in/g, My, Mx]
+//          zeros  = ConstantOfShape(Shape(x))     only when k < s or a phase's taps are all zero: those phases read
+//          y_b    = Conv(zeros, 0_1x1, B)         x's shape, not its values, and share y_b (zeros itself without a
+//                                                 bias when C_out == C_in)
 //          y_cat  = Concat(y_0 .. y_{s*s-1})      axis=1, row-major (ay, ax) order
 //          y      = DepthToSpace(y_cat)           blocksize=s, mode=DCR (attribute from opset 11 on)
 // With s == 1 the single Conv writes y itself.

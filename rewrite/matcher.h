@@ -25,11 +25,12 @@ struct NodeSummary {
   std::array<int64_t, 2> strides{0, 0};
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // resolved [top, left, bottom, right]
   std::array<int64_t, 2> output_padding{0, 0};
-  std::string form = "conv_transpose";    // how the upsampler is written: conv_transpose, nearest_mask
+  std::string form = "conv_transpose";    // how the upsampler is written: conv_transpose, nearest_mask, nearest_conv
 };
 
-// A depthwise ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a
-// hand-written upsampler: everything the emitter needs, whatever the form.
+// A ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a hand-written
+// upsampler: everything the emitter needs, whatever the form. Depthwise unless a recogniser sets group and
+// out_channels (nearest + Conv keeps the Conv's groups: dense, grouped or depthwise).
 struct DeconvMatch {
   const onnx::NodeProto* node = nullptr;  // the node the emitted nodes replace (the ConvTranspose, or the Conv)
   const GraphScope* scope = nullptr;
@@ -37,12 +38,18 @@ struct DeconvMatch {
   std::string input;   // X
   std::string bias;    // B, or "" without a bias
   std::string output;  // Y, which the last emitted node writes
-  int64_t channels = 0;
+  int64_t channels = 0;      // input channels C_in
+  int64_t group = 0;         // 0: depthwise, group = channels
+  int64_t out_channels = 0;  // C_out; 0: channels
   core::AxisGeometry y;
   core::AxisGeometry x;
-  ConstantSource weight;  // for a derived kernel: tensor points into derived_weight, name is the tensor it follows
+  // [C_in, C_out/group, ky, kx]. For a derived kernel: tensor points into derived_weight, name is the tensor it follows.
+  ConstantSource weight;
   std::shared_ptr<const onnx::TensorProto> derived_weight;  // a recogniser's kernel; null for a ConvTranspose
   std::optional<onnx::TypeProto> input_type;  // X's type when shape inference knows it
+
+  int64_t groups() const { return group != 0 ? group : channels; }
+  int64_t outputs() const { return out_channels != 0 ? out_channels : channels; }
 };
 
 // The outcome of matching one node: the summary always, and the match or the reason it was kept.

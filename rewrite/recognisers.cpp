@@ -1,5 +1,6 @@
 #include "rewrite/recognisers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -16,7 +17,8 @@ constexpr int64_t kMaxPad = int64_t{1} << 30;
 
 bool default_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
-// The node of `scope`'s own graph that outputs `name`, if it has op `op`; nullptr otherwise.
+}  // namespace
+
 const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op) {
   if (name.empty()) return nullptr;
   for (const auto& node : scope.graph->node()) {
@@ -26,6 +28,8 @@ const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name
   }
   return nullptr;
 }
+
+namespace {
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -39,14 +43,15 @@ std::string number(double v) {
   return buf;
 }
 
+}  // namespace
+
 int use_count(const std::map<std::string, int>& uses, const std::string& name) {
   auto it = uses.find(name);
   return it == uses.end() ? 0 : it->second;
 }
 
-// Every tensor `name` is computed from, itself included, as `scope` sees it: node outputs and initializers,
-// walking to enclosing graphs. It stops at `stop` (the upsampler's input) and at a Shape's input, whose values
-// the constant never read.
+// Node outputs and initializers, walking to enclosing graphs; a Shape's input is not followed, as the constant
+// never read its values.
 void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
                       std::set<std::pair<size_t, std::string>>& seen,
                       std::vector<std::pair<const GraphScope*, std::string>>& out) {
@@ -74,34 +79,75 @@ void collect_upstream(const std::string& name, const GraphScope& scope, const st
   }
 }
 
-// The Resize's factor s, or why it is not a nearest integer upscale of H and W alone.
-core::Result<int64_t> resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval) {
+core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
+                                            const onnx_io::ScopedTypes& types) {
+  // Opset 10 takes (X, scales) and has no coordinate attributes: it replicates, x[floor(o/s)]. From opset 11 on
+  // it takes (X, roi, scales, sizes), with half_pixel and round_prefer_floor as the defaults.
+  const bool opset10 = resize.input_size() == 2;
   auto mode = onnx_io::get_string(resize, "mode", "nearest");
-  auto ctm = onnx_io::get_string(resize, "coordinate_transformation_mode", "half_pixel");
-  auto rounding = onnx_io::get_string(resize, "nearest_mode", "round_prefer_floor");
-  for (const auto* r : {&mode, &ctm, &rounding}) {
+  auto ctm = onnx_io::get_string(resize, "coordinate_transformation_mode", opset10 ? "asymmetric" : "half_pixel");
+  auto rounding = onnx_io::get_string(resize, "nearest_mode", opset10 ? "floor" : "round_prefer_floor");
+  auto policy = onnx_io::get_string(resize, "keep_aspect_ratio_policy", "stretch");
+  for (const auto* r : {&mode, &ctm, &rounding, &policy}) {
     if (!*r) return r->error();
   }
   if (*mode != "nearest") return declined("Resize mode " + *mode);
-  // x[floor(o / s)] is exactly what asymmetric coordinates with floor rounding give (PyTorch's export).
-  if (*ctm != "asymmetric") return declined("Resize coordinate_transformation_mode " + *ctm + " (wants asymmetric)");
-  if (*rounding != "floor") return declined("Resize nearest_mode " + *rounding + " (wants floor)");
   if (onnx_io::find_attribute(resize, "axes") != nullptr) return declined("Resize with axes");
-  // Opset 10 takes (X, scales); from 11 on (X, roi, scales, sizes).
-  const int scales_at = resize.input_size() == 2 ? 1 : 2;
-  if (resize.input_size() > 3 && !resize.input(3).empty()) return declined("Resize by sizes, not scales");
-  if (resize.input_size() <= scales_at || resize.input(scales_at).empty()) return declined("Resize without scales");
-  auto scales = eval.evaluate(resize.input(scales_at), scope);
-  if (!scales) return declined("Resize scales not constant: " + scales.error().message);
+  if (resize.input_size() < 2 || resize.input(0).empty()) return declined("Resize without scales");
+
+  // The per-axis factors, from the scales or else from the sizes and the input's known shape.
+  const int scales_at = opset10 ? 1 : 2;
+  const bool has_sizes = !opset10 && resize.input_size() > 3 && !resize.input(3).empty();
+  std::vector<double> factors;
+  if (resize.input_size() > scales_at && !resize.input(scales_at).empty()) {
+    auto scales = eval.evaluate(resize.input(scales_at), scope);
+    if (!scales) return declined("Resize scales not constant: " + scales.error().message);
+    for (size_t i = 0; i < scales->size(); ++i) factors.push_back(scales->at(i));
+  }
+  if (!factors.empty() && has_sizes) return declined("Resize with both scales and sizes");
+  if (factors.empty() && has_sizes) {
+    if (*policy != "stretch") return declined("Resize by sizes with keep_aspect_ratio_policy " + *policy);
+    auto sizes = eval.evaluate(resize.input(3), scope);
+    if (!sizes) return declined("Resize sizes not constant: " + sizes.error().message);
+    const auto* type = types.find(scope.index, resize.input(0));
+    std::vector<int64_t> dims;
+    if (type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()) {
+      for (const auto& d : type->tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : 0);
+    }
+    if (dims.size() != sizes->size() || std::count(dims.begin(), dims.end(), 0) != 0) {
+      return declined("Resize by sizes of an input whose shape is not known");
+    }
+    for (size_t i = 0; i < dims.size(); ++i) factors.push_back(sizes->at(i) / static_cast<double>(dims[i]));
+  }
+  if (factors.empty()) return declined("Resize without scales or sizes");
   const std::string text = "Resize scales are not [1,1,s,s] with an integer s >= 2";
-  if (scales->size() != 4) return declined(text);
-  const double s = scales->at(2);
-  if (scales->at(0) != 1.0 || scales->at(1) != 1.0 || scales->at(3) != s || s != std::floor(s) || s < 2 || s > 1024) {
-    return declined(text + " (" + number(scales->at(0)) + "," + number(scales->at(1)) + "," + number(scales->at(2)) + "," +
-                    number(scales->at(3)) + ")");
+  if (factors.size() != 4) return declined(text);
+  const double s = factors[2];
+  if (factors[0] != 1.0 || factors[1] != 1.0 || factors[3] != s || s != std::floor(s) || s < 2 || s > 1024) {
+    return declined(text + " (" + number(factors[0]) + "," + number(factors[1]) + "," + number(factors[2]) + "," +
+                    number(factors[3]) + ")");
+  }
+
+  // Output o = h*s + a with a in [0, s) must read x[h]. Per coordinate mode, its source coordinate is
+  //   asymmetric                       h + a/s                  floor: h; round_prefer_floor: h only for s == 2 (a tie)
+  //   half_pixel, pytorch_half_pixel,  h + (a+0.5)/s - 0.5,     within (h-0.5, h+0.5): both round_prefer modes give h
+  //   half_pixel_symmetric             (the same, as s*H is exactly the output size)
+  //   tf_half_pixel_for_nn             h + (a+0.5)/s,           within (h, h+1): floor gives h
+  // align_corners depends on H, tf_crop_and_resize on the roi: never replication for every input size.
+  const std::string& c = *ctm;
+  const std::string& r = *rounding;
+  const bool exact = (c == "asymmetric" && (r == "floor" || (r == "round_prefer_floor" && s == 2))) ||
+                     ((c == "half_pixel" || c == "pytorch_half_pixel" || c == "half_pixel_symmetric") &&
+                      (r == "round_prefer_floor" || r == "round_prefer_ceil")) ||
+                     (c == "tf_half_pixel_for_nn" && r == "floor");
+  if (!exact) {
+    return declined("Resize coordinate_transformation_mode " + c + " with nearest_mode " + r + " is not x[floor(o/" +
+                    number(s) + ")]");
   }
   return static_cast<int64_t>(s);
 }
+
+namespace {
 
 // Where the one non-zero of every s x s cell of the mask is, and its value.
 struct MaskTap {
@@ -267,7 +313,7 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
     if (use_count(uses, node->output(0)) != 1) return fail(declined(std::string(what) + " output has another reader"));
   }
 
-  auto s = resize_factor(*resize, scope, eval);
+  auto s = nearest_resize_factor(*resize, scope, eval, types);
   if (!s) return fail(s.error());
   sum.stride = *s;
   sum.strides = {*s, *s};

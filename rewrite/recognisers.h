@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,14 @@ namespace dwdeconv::rewrite {
 
 // The forms --forms can name, in the order the README lists them.
 inline const std::vector<std::string>& known_forms() {
-  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask"};
+  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask", "nearest_conv"};
+  return forms;
+}
+
+// The forms rewritten when --forms is not given: every form that measured faster on XNNPACK at the layer level
+// (README, "Upsampler forms"). The one place that decides it.
+inline const std::set<std::string>& default_forms() {
+  static const std::set<std::string> forms{"conv_transpose", "nearest_mask", "nearest_conv"};
   return forms;
 }
 
@@ -47,5 +55,35 @@ struct UpsamplerOutcome {
 std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                                    const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                                                    const std::map<std::string, int>& uses);
+
+// Form `nearest_conv` (the upsampling block of U-Nets, VAE decoders, FPNs):
+//   Before:  u = Resize(x)           nearest, an integer factor s >= 2 on H and W (scales or sizes), coordinates
+//                                    that make it x[floor(o/s)] exactly; u has no other reader
+//            y = Conv(u, f[, B])     stride 1, dilation 1, any group, kernel K, pads cb/ce with cb + ce == K - 1
+//   After:   y = ConvTranspose(x, w, B) with group and channels of the Conv, k = K+s-1, w = flip(g),
+//            g[m] = sum_{b<s} f[m-(s-1)+b] per axis, Pb = K-1-cb, Pe = K-1-ce.
+// Arguments as for match_nearest_mask.
+std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                   const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                   const std::map<std::string, int>& uses);
+
+// Pieces the recognisers share (recognisers.cpp).
+
+// The node of `scope`'s own graph that outputs `name`, if it has op `op` (default domain, one output); else nullptr.
+const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op);
+
+// How many readers count_uses found for `name` (0 when none).
+int use_count(const std::map<std::string, int>& uses, const std::string& name);
+
+// Appends to `out` every tensor `name` is computed from, itself included, as `scope` sees it, stopping at `stop`
+// (the upsampler's input) and at a Shape's input. `seen` holds (scope index, name) pairs already listed.
+void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
+                      std::set<std::pair<size_t, std::string>>& seen,
+                      std::vector<std::pair<const GraphScope*, std::string>>& out);
+
+// The integer factor s >= 2 of a nearest Resize that computes exactly u[o] = x[floor(o/s)] on H and W and copies
+// N and C, or why it does not. Sizes count when `types` knows the input's H and W.
+core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
+                                            const onnx_io::ScopedTypes& types);
 
 }  // namespace dwdeconv::rewrite

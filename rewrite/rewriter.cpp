@@ -155,6 +155,9 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
       } else if (auto outcome = match_nearest_mask(node, scope, model.ir_version(), types, eval, uses)) {
         summary = std::move(outcome->summary);
         match = std::move(outcome->match);
+      } else if (auto nc = match_nearest_conv(node, scope, model.ir_version(), types, eval, uses)) {
+        summary = std::move(nc->summary);
+        match = std::move(nc->match);
       } else {
         continue;
       }

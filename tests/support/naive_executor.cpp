@@ -228,24 +228,60 @@ NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env) {
   return out;
 }
 
-// Resize, nearest, asymmetric coordinates, floor rounding, by the scales input: x_in = floor(x_out / scale).
+// Resize, nearest, by the scales or the sizes input, straight from the schema text: the source coordinate of
+// output o per coordinate_transformation_mode, then rounded per nearest_mode and clamped into the input.
+// Opset 10's form (X, scales) replicates: asymmetric coordinates, floor.
 NaiveTensor run_resize(const onnx::NodeProto& node, const Env& env) {
   if (attr_string(node, "mode", "nearest") != "nearest") fail(node, "only mode nearest is implemented");
-  if (attr_string(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric" ||
-      attr_string(node, "nearest_mode", "round_prefer_floor") != "floor") {
-    fail(node, "only asymmetric coordinates with floor rounding are implemented");
-  }
+  const bool opset10 = node.input_size() == 2;
+  const std::string ctm = attr_string(node, "coordinate_transformation_mode", opset10 ? "asymmetric" : "half_pixel");
+  const std::string rounding = attr_string(node, "nearest_mode", opset10 ? "floor" : "round_prefer_floor");
   const NaiveTensor& x = input(node, env, 0);
-  const NaiveTensor* scales = optional_input(node, env, node.input_size() == 2 ? 1 : 2);
-  if (scales == nullptr || scales->data.size() != x.dims.size()) fail(node, "only the scales input is implemented");
+  const NaiveTensor* scales = optional_input(node, env, opset10 ? 1 : 2);
+  const NaiveTensor* sizes = opset10 ? nullptr : optional_input(node, env, 3);
   std::vector<int64_t> dims;
-  for (size_t d = 0; d < x.dims.size(); ++d) dims.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.dims[d]) * scales->data[d])));
+  std::vector<double> scale;
+  if (scales != nullptr && scales->data.size() == x.dims.size()) {
+    scale = scales->data;
+    for (size_t d = 0; d < x.dims.size(); ++d) dims.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.dims[d]) * scale[d])));
+  } else if (sizes != nullptr && sizes->data.size() == x.dims.size()) {
+    for (size_t d = 0; d < x.dims.size(); ++d) {
+      dims.push_back(static_cast<int64_t>(sizes->data[d]));
+      scale.push_back(sizes->data[d] / static_cast<double>(x.dims[d]));
+    }
+  } else {
+    fail(node, "needs scales or sizes for every axis");
+  }
+  const auto source = [&](int64_t o, size_t d) {
+    const double s = scale[d], oo = static_cast<double>(o), in = static_cast<double>(x.dims[d]), out = static_cast<double>(dims[d]);
+    if (ctm == "asymmetric") return oo / s;
+    if (ctm == "half_pixel") return (oo + 0.5) / s - 0.5;
+    if (ctm == "half_pixel_symmetric") {
+      const double adjustment = out / (in * s), center = in / 2;
+      return center * (1 - adjustment) + (oo + 0.5) / s - 0.5;
+    }
+    if (ctm == "pytorch_half_pixel") return out > 1 ? (oo + 0.5) / s - 0.5 : 0.0;
+    if (ctm == "tf_half_pixel_for_nn") return (oo + 0.5) / s;
+    if (ctm == "align_corners") return out > 1 ? oo * (in - 1) / (out - 1) : 0.0;
+    fail(node, "coordinate_transformation_mode " + ctm + " is not implemented");
+    return 0.0;
+  };
+  const auto nearest = [&](double v) {
+    if (rounding == "floor") return std::floor(v);
+    if (rounding == "ceil") return std::ceil(v);
+    const bool tie = v - std::floor(v) == 0.5;
+    if (rounding == "round_prefer_floor") return tie ? std::floor(v) : std::round(v);
+    if (rounding == "round_prefer_ceil") return tie ? std::ceil(v) : std::round(v);
+    fail(node, "nearest_mode " + rounding + " is not implemented");
+    return 0.0;
+  };
   const auto sx = strides_of(x.dims);
   NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims))));
   for_each_coord(dims, [&](const std::vector<int64_t>& c, int64_t flat) {
     int64_t src = 0;
     for (size_t d = 0; d < dims.size(); ++d) {
-      src += std::min(x.dims[d] - 1, static_cast<int64_t>(std::floor(static_cast<double>(c[d]) / scales->data[d]))) * sx[d];
+      const auto i = static_cast<int64_t>(nearest(source(c[d], d)));
+      src += std::clamp<int64_t>(i, 0, x.dims[d] - 1) * sx[d];
     }
     out.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(src)];
   });

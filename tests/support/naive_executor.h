@@ -3,7 +3,7 @@
 // It walks a graph in node order and evaluates each node with the obvious loops (core/reference.h), so that the
 // original and the rewritten model can be compared on the same inputs. It knows only the ops the rewrite
 // reads or emits: ConvTranspose, Conv, Pad, Concat, DepthToSpace, Shape, ConstantOfShape, Relu, Identity,
-// Constant, If and Loop, and what hand-written upsamplers use: Resize (nearest, asymmetric, floor), Mul,
+// Constant, If and Loop, and what hand-written upsamplers use: Resize (nearest, by scales or sizes), Mul,
 // Reshape, Slice, Transpose and Cast. Anything else, or an attribute value it does not implement, throws std::runtime_error
 // naming the node.
 #pragma once

@@ -1,0 +1,204 @@
+// Form `nearest_conv`: a nearest Resize by an integer factor s straight into a stride-1 Conv, recognised as the
+// ConvTranspose it computes (see recognisers.h and ../shared/DESIGN.md, "Hand-written upsamplers are
+// ConvTransposes too").
+#include <set>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
+#include "rewrite/recognisers.h"
+
+namespace dwdeconv::rewrite {
+namespace {
+
+using core::declined;
+
+// Pads beyond this cannot make a clean upscale with any kernel the evaluator can hold; bounding them keeps sums exact.
+constexpr int64_t kMaxConvPad = int64_t{1} << 30;
+
+std::string ints_text(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return "[" + s + "]";
+}
+
+// The Conv's [top, left, bottom, right] pads for a stride-1 Conv with kernel [ky, kx], auto_pad included, or why not.
+core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int64_t ky, int64_t kx) {
+  auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
+  auto pads = onnx_io::get_ints(conv, "pads", {});
+  if (!auto_pad) return auto_pad.error();
+  if (!pads) return pads.error();
+  if (*auto_pad == "VALID") return std::array<int64_t, 4>{0, 0, 0, 0};
+  if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
+    // Stride 1 keeps the size: K-1 in total, the odd one at the end (UPPER) or at the begin (LOWER).
+    const bool upper = *auto_pad == "SAME_UPPER";
+    const int64_t ty = ky - 1, tx = kx - 1;
+    const int64_t by = upper ? ty / 2 : ty - ty / 2, bx = upper ? tx / 2 : tx - tx / 2;
+    return std::array<int64_t, 4>{by, bx, ty - by, tx - bx};
+  }
+  if (*auto_pad != "NOTSET") return declined("Conv auto_pad " + *auto_pad);
+  if (pads->empty()) return std::array<int64_t, 4>{0, 0, 0, 0};
+  if (pads->size() != 4) return declined("Conv pads " + ints_text(*pads) + " are not 2-D");
+  for (int64_t p : *pads) {
+    if (p < 0 || p > kMaxConvPad) return declined("Conv pads " + ints_text(*pads) + " are out of range");
+  }
+  return std::array<int64_t, 4>{(*pads)[0], (*pads)[1], (*pads)[2], (*pads)[3]};
+}
+
+// The box sum of one axis: g[m] = sum_{b<s} f[m-(s-1)+b], f being 0 outside [0, K); g has K+s-1 taps.
+double box_tap(const std::vector<double>& f, size_t base, size_t stride, int64_t k, int64_t s, int64_t m) {
+  double sum = 0.0;
+  for (int64_t b = 0; b < s; ++b) {
+    const int64_t t = m - (s - 1) + b;
+    if (t >= 0 && t < k) sum += f[base + static_cast<size_t>(t) * stride];
+  }
+  return sum;
+}
+
+}  // namespace
+
+std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                   const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                   const std::map<std::string, int>& uses) {
+  // Cheap and selective first: a Conv reading a Resize of this graph.
+  if (conv.op_type() != "Conv" || !(conv.domain().empty() || conv.domain() == "ai.onnx") || conv.input_size() < 2 ||
+      conv.output_size() != 1) {
+    return std::nullopt;
+  }
+  const onnx::NodeProto* resize = producer(scope, conv.input(0), "Resize");
+  if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
+
+  UpsamplerOutcome out;
+  NodeSummary& sum = out.summary;
+  sum.name = conv.name().empty() ? conv.output(0) : conv.name();
+  sum.graph_path = scope.path;
+  sum.form = "nearest_conv";
+  auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
+    out.match = std::move(e);
+    return out;
+  };
+  const std::string& x = resize->input(0);
+
+  // The Conv: stride 1, dilation 1, any group, a constant [C_out, C_in/group, Ky, Kx] weight.
+  auto group = onnx_io::get_int(conv, "group", 1);
+  auto strides = onnx_io::get_ints(conv, "strides", {});
+  auto dilations = onnx_io::get_ints(conv, "dilations", {});
+  for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
+                               dilations.ok() ? nullptr : &dilations.error()}) {
+    if (e != nullptr) return fail(*e);
+  }
+  for (int64_t s : *strides) {
+    if (s != 1) return fail(declined("Conv stride " + std::to_string(s)));
+  }
+  for (int64_t d : *dilations) {
+    if (d != 1) return fail(declined("Conv dilation " + std::to_string(d)));
+  }
+  auto weight = eval.evaluate(conv.input(1), scope);
+  if (!weight) return fail(declined("Conv weight not constant: " + weight.error().message));
+  if (weight->dims.size() != 4) return fail(declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));
+  if (weight->is_integer()) return fail(declined("unsupported element type " + onnx_io::data_type_name(weight->data_type)));
+  const int64_t c_out = weight->dims[0], c_in_group = weight->dims[1], ky = weight->dims[2], kx = weight->dims[3];
+  if (*group < 1 || c_out < 1 || c_in_group < 1 || ky < 1 || kx < 1 || c_out % *group != 0) {
+    return fail(declined("Conv group " + std::to_string(*group) + " does not fit weight " + ints_text(weight->dims)));
+  }
+  const int64_t c_in = c_in_group * *group;
+  sum.channels = c_in;
+  if (const auto* type = types.find(scope.index, x); type != nullptr && type->has_tensor_type() &&
+                                                     type->tensor_type().has_shape() && type->tensor_type().shape().dim_size() == 4) {
+    const auto& d = type->tensor_type().shape().dim(1);
+    if (d.has_dim_value() && d.dim_value() != c_in) {
+      return fail(declined("Conv expects " + std::to_string(c_in) + " input channels, '" + x + "' has " + std::to_string(d.dim_value())));
+    }
+  }
+  auto pads = conv_pads(conv, ky, kx);
+  if (!pads) return fail(pads.error());
+
+  // The upsampled tensor must feed only this Conv, or it stays and nothing is saved.
+  if (use_count(uses, resize->output(0)) != 1) return fail(declined("Resize output has another reader"));
+  auto s = nearest_resize_factor(*resize, scope, eval, types);
+  if (!s) return fail(s.error());
+  sum.stride = *s;
+  sum.strides = {*s, *s};
+
+  // Per axis: nearest by s, then Conv(K, pads cb, ce) is ConvTranspose k = K+s-1, Pb = K-1-cb, Pe = K-1-ce;
+  // clean exactly when cb + ce == K - 1 (the Conv keeps the upsampled size).
+  std::array<core::AxisGeometry, 2> geo;
+  for (size_t axis = 0; axis < 2; ++axis) {
+    const int64_t k = weight->dims[2 + axis];
+    const int64_t cb = (*pads)[axis], ce = (*pads)[axis + 2];
+    if (cb + ce != k - 1) {
+      const int64_t excess = cb + ce - (k - 1);
+      return fail(declined("not a clean upscale: output is " + std::to_string(*s) + "*" + (axis == 0 ? "H" : "W") +
+                           (excess > 0 ? "+" : "") + std::to_string(excess) + " on that axis (Conv pads " + std::to_string(cb) + "+" +
+                           std::to_string(ce) + ", kernel " + std::to_string(k) + ")"));
+    }
+    geo[axis] = {k + *s - 1, *s, k - 1 - cb, k - 1 - ce, 0};
+  }
+  sum.kernel = {geo[0].kernel, geo[1].kernel};
+  sum.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+
+  // The derived kernel, per (output, input) channel pair of each group:
+  //   g[m] = sum_{b<s} f[m-(s-1)+b] on each axis (the box), w = flip(g), and the layout turned around:
+  //   Conv [C_out, C_in/g, Ky, Kx] -> ConvTranspose [C_in, C_out/g, ky, kx], ci = grp*C_in/g + i, co = grp*C_out/g + o.
+  const int64_t wy = geo[0].kernel, wx = geo[1].kernel;
+  const int64_t c_out_group = c_out / *group;
+  // Bounded like every folded value: a large s grows the kernel by (K+s-1)^2 / K^2, before --max-phases is asked.
+  // C_in * C_out/g * ky * kx <= (folded weight elements <= 2^24) * (1 + 1023)^2: no overflow.
+  if (const int64_t elements = c_in * c_out_group * wy * wx; elements > kMaxFoldedElements) {
+    return fail(declined("the equivalent ConvTranspose kernel would have " + std::to_string(elements) + " elements, over " +
+                         std::to_string(kMaxFoldedElements)));
+  }
+  std::vector<double> w(static_cast<size_t>(c_in * c_out_group * wy * wx));
+  std::vector<double> rows(static_cast<size_t>(ky * wx));  // one channel pair boxed along x: [Ky, wx]
+  for (int64_t co = 0; co < c_out; ++co) {
+    for (int64_t i = 0; i < c_in_group; ++i) {
+      const size_t plane = static_cast<size_t>((co * c_in_group + i) * ky * kx);
+      for (int64_t ty = 0; ty < ky; ++ty) {
+        for (int64_t mx = 0; mx < wx; ++mx) {
+          rows[static_cast<size_t>(ty * wx + mx)] = box_tap(weight->reals, plane + static_cast<size_t>(ty * kx), 1, kx, *s, mx);
+        }
+      }
+      const int64_t ci = (co / c_out_group) * c_in_group + i, o = co % c_out_group;
+      const size_t dst = static_cast<size_t>((ci * c_out_group + o) * wy * wx);
+      for (int64_t my = 0; my < wy; ++my) {
+        for (int64_t mx = 0; mx < wx; ++mx) {
+          // w[t] = g[k-1-t] on both axes.
+          w[dst + static_cast<size_t>((wy - 1 - my) * wx + (wx - 1 - mx))] = box_tap(rows, static_cast<size_t>(mx), static_cast<size_t>(wx), ky, *s, my);
+        }
+      }
+    }
+  }
+  // Phase weights are stored where the Conv's weight is (inline or external data), so they follow its name.
+  auto source = resolve_constant(conv.input(1), scope, ir_version);
+  const std::string follows = source && source->sparse == nullptr ? source->name : conv.input(1);
+  auto derived = std::make_shared<onnx::TensorProto>(
+      onnx_io::make_tensor(follows, weight->data_type, {c_in, c_out_group, wy, wx}, w, true));
+
+  UpsamplerMatch m;
+  DeconvMatch& d = m.deconv;
+  d.node = &conv;
+  d.scope = &scope;
+  d.name = conv.name();
+  d.input = x;
+  d.bias = conv.input_size() > 2 ? conv.input(2) : std::string();
+  d.output = conv.output(0);
+  d.channels = c_in;
+  d.group = *group;
+  d.out_channels = c_out;
+  d.y = geo[0];
+  d.x = geo[1];
+  d.weight.scope = &scope;
+  d.weight.tensor = derived.get();
+  d.weight.name = follows;
+  d.derived_weight = std::move(derived);
+  if (const auto* type = types.find(scope.index, x)) d.input_type = *type;
+
+  // What only this upsampler reads: the Resize, its roi/scales/sizes chains and the Conv's weight chain.
+  std::set<std::pair<size_t, std::string>> seen{{scope.index, resize->output(0)}};
+  m.replaced.emplace_back(&scope, resize->output(0));
+  for (const auto& in : resize->input()) collect_upstream(in, scope, x, seen, m.replaced);
+  collect_upstream(conv.input(1), scope, x, seen, m.replaced);
+  out.match = std::move(m);
+  return out;
+}
+
+}  // namespace dwdeconv::rewrite

@@ -1,0 +1,76 @@
+// End-to-end: a decoder block written as nearest Resize + Conv (dense, then grouped, then depthwise) is rewritten
+// by default into the polyphase form, verified whole-model on XNNPACK (the executor runs the original's Resize
+// and grouped Convs), and reported with form nearest_conv.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "onnx_io/tensor.h"
+#include "tests/e2e/cli_runner.h"
+
+using namespace dwdeconv::test;
+
+TEST_CASE("nearest Resize + Conv blocks are rewritten by default and verify whole-model", "[e2e][nearest_conv]") {
+  auto model = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    decoder (float[1,8,6,5] X) => (float[1,4,48,40] Y) {
+      u1 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (X, , s2)
+      c1 = Conv <group = 1, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u1, W1, B1)
+      r1 = Relu (c1)
+      u2 = Resize <mode = "nearest"> (r1, , s2)
+      c2 = Conv <group = 2, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u2, W2)
+      r2 = Relu (c2)
+      u3 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (r2, , s2)
+      Y = Conv <group = 4, kernel_shape = [5, 5], pads = [2, 2, 2, 2]> (u3, W3, B3)
+    })");
+  auto& g = *model.mutable_graph();
+  *g.add_initializer() = dwdeconv::onnx_io::make_tensor("s2", onnx::TensorProto::FLOAT, {4}, {1, 1, 2, 2}, true);
+  set_random_initializer(g, "W1", onnx::TensorProto::FLOAT, {6, 8, 3, 3}, 51);
+  set_random_initializer(g, "B1", onnx::TensorProto::FLOAT, {6}, 52);
+  set_random_initializer(g, "W2", onnx::TensorProto::FLOAT, {4, 3, 3, 3}, 53);
+  set_random_initializer(g, "W3", onnx::TensorProto::FLOAT, {4, 1, 5, 5}, 54);
+  set_random_initializer(g, "B3", onnx::TensorProto::FLOAT, {4}, 55);
+  TempDir dir;
+  const fs::path input = dir.path / "decoder.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(model, input);
+  const std::string before = read_file(input);
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
+  CHECK_THAT(r.err, Catch::Contains("rewrote 3 of 3 upsamplers (kept 0)"));
+  CHECK(read_file(input) == before);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "Resize") == 0);
+  CHECK(count_ops(rewritten, "DepthToSpace") == 3);
+  CHECK(count_ops(rewritten, "Conv") == 3 * 4);
+  CHECK(count_ops(rewritten, "Relu") == 2);
+  for (const auto& init : rewritten.graph().initializer()) {
+    for (const char* gone : {"s2", "W1", "W2", "W3"}) CHECK(init.name() != gone);
+  }
+  // Every phase Conv keeps its block's group: 1, 2 or 4.
+  std::multiset<int64_t> groups;
+  for (const auto& node : rewritten.graph().node()) {
+    if (node.op_type() != "Conv") continue;
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "group") groups.insert(a.i());
+    }
+  }
+  CHECK(groups == std::multiset<int64_t>{1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4});
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"form\": \"nearest_conv\""));
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+
+  // Idempotent and deterministic.
+  const fs::path again = dir.path / "again.onnx", twice = dir.path / "twice.onnx";
+  CHECK(run_cli(out.string() + " --check", dir).exit_code == 0);
+  REQUIRE(run_cli(out.string() + " -o " + again.string(), dir).exit_code == 0);
+  CHECK(read_file(again) == read_file(out));
+  REQUIRE(run_cli(input.string() + " -o " + twice.string(), dir).exit_code == 0);
+  CHECK(read_file(twice) == read_file(out));
+  // --forms without nearest_conv keeps them all, with the reason in the plan.
+  const auto kept = run_cli(input.string() + " --dry-run --forms conv_transpose,nearest_mask", dir);
+  REQUIRE(kept.exit_code == 0);
+  CHECK_THAT(kept.out, Catch::Contains("form nearest_conv not selected by --forms"));
+}

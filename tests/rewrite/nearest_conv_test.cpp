@@ -1,0 +1,325 @@
+// The nearest_conv form: nearest Resize by s, then a stride-1 Conv of any group, rewritten as the ConvTranspose
+// it computes (k = K+s-1) in polyphase form. Structure (Resize and Conv gone, s*s phase Convs with the Conv's
+// group and [C_out, C_in/g, My, Mx] weights, Concat, DCR DepthToSpace, which constants stay) and numbers through
+// the naive executor; near-misses kept with a reason; idempotence and determinism.
+#include <catch2/catch.hpp>
+
+#include "nearest_conv_fixtures.h"
+#include "onnx_io/tensor.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+
+namespace {
+
+// Rewrites with every form selected and requires the one nearest_conv upsampler rewritten: the Resize, the Conv
+// that read it and every constant only they read are gone, the polyphase form computes Y, and the numbers equal
+// the original's. `reference` is the model whose numbers the rewrite must match (the original by default).
+Rewritten require_rewritten(const onnx::ModelProto& original, const NearestConvSpec& spec,
+                            const onnx::ModelProto* reference = nullptr) {
+  auto out = rewrite_copy(original, all_forms());
+  REQUIRE(out.result.nodes.size() == 1);
+  const auto& row = out.result.nodes[0];
+  CAPTURE(row.reason);
+  REQUIRE(row.rewritten);
+  CHECK(row.summary.form == "nearest_conv");
+  CHECK(row.summary.name == "up1");
+  CHECK(row.summary.stride == spec.s);
+  CHECK(row.summary.channels == spec.c_in);
+  // ConvTranspose k = K+s-1 (pads checked per test where they are not symmetric).
+  CHECK(row.summary.kernel == std::array<int64_t, 2>{spec.ky + spec.s - 1, spec.kx + spec.s - 1});
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  const auto convs = require_polyphase(g, "Y", spec.s, spec.group, spec.opset, "up1");
+  CHECK(count_ops(g, "Resize") == 0);
+  CHECK(count_ops(g, "Conv") == spec.s * spec.s);
+  for (const auto* conv : convs) {
+    CHECK(conv->input(0) == "X");  // the low-resolution input, never an upsampled one
+    const auto dims = conv_weight_dims(g, *conv);
+    REQUIRE(dims.size() == 4);
+    CHECK(dims[0] == spec.c_out);
+    CHECK(dims[1] == spec.c_in / spec.group);
+    CHECK(conv->input_size() == (spec.bias ? 3 : 2));
+  }
+  for (const char* init : {"roi", "scales", "sizes", "W"}) {
+    CAPTURE(init);
+    CHECK(find_initializer(g, init) == nullptr);
+  }
+  CHECK((find_initializer(g, "B") != nullptr) == spec.bias);
+  const int64_t h = spec.h > 0 ? spec.h : 5, w = spec.w > 0 ? spec.w : 3;
+  const auto x = random_tensor4(1, spec.c_in, h, w, spec.seed + 100);
+  CHECK(output_diff(reference ? *reference : original, out.model, {{"X", x}}, "Y", {1, spec.c_out, spec.s * h, spec.s * w}) < kTolerance);
+  // Idempotent and deterministic.
+  CHECK(serialized(rewrite_copy(out.model, all_forms()).model) == serialized(out.model));
+  CHECK(serialized(rewrite_copy(original, all_forms()).model) == serialized(out.model));
+  return out;
+}
+
+// Requires the upsampler kept with a reason holding `reason`, and the model unchanged.
+void require_kept(const onnx::ModelProto& original, const std::string& reason) {
+  const auto out = rewrite_copy(original, all_forms());
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK(out.result.nodes[0].summary.form == "nearest_conv");
+  CHECK_THAT(out.result.nodes[0].reason, Catch::Contains(reason));
+  CHECK(out.result.rewritten == 0);
+  CHECK(serialized(out.model) == serialized(original));
+}
+
+}  // namespace
+
+TEST_CASE("nearest + Conv becomes ConvTranspose k = K+s-1 in polyphase form: depthwise, dense and grouped",
+          "[rewrite][recogniser][nearest_conv]") {
+  NearestConvSpec spec;
+  const std::string kind = GENERATE("depthwise", "dense", "grouped");
+  if (kind == "dense") {
+    spec.c_in = 3, spec.c_out = 5, spec.group = 1;
+  } else if (kind == "grouped") {
+    spec.c_in = 4, spec.c_out = 6, spec.group = 2;
+  }
+  spec.s = GENERATE(2, 3);
+  spec.ky = spec.kx = GENERATE(1, 3, 5);
+  const int64_t c = (spec.ky - 1) / 2;
+  spec.pads = {c, c, c, c};
+  spec.opset = GENERATE(11, 13, 17);
+  spec.bias = spec.ky == 3;
+  CAPTURE(kind, spec.s, spec.ky, spec.opset);
+  const auto original = nearest_conv_model(spec);
+  REQUIRE(checker_error(original).empty());
+  const auto out = require_rewritten(original, spec);
+  // Pb = K-1-cb, Pe = K-1-ce.
+  CHECK(out.result.nodes[0].summary.pads == std::array<int64_t, 4>{spec.ky - 1 - c, spec.ky - 1 - c, spec.ky - 1 - c, spec.ky - 1 - c});
+  // The s*s phases each see ceil((K+s-1-r)/s) taps per axis: for 2x nearest + 3x3 that is 2x2 on every phase.
+  if (spec.s == 2 && spec.ky == 3) {
+    for (const auto* conv : nodes_of(out.model.graph(), "Conv")) CHECK(attr_ints(*conv, "kernel_shape") == std::vector<int64_t>{2, 2});
+  }
+}
+
+TEST_CASE("nearest + Conv with asymmetric pads, a rectangular kernel and auto_pad", "[rewrite][recogniser][nearest_conv]") {
+  NearestConvSpec spec;
+  spec.c_in = 2, spec.c_out = 3, spec.group = 1;
+  SECTION("K 4, pads 1 then 2") {
+    spec.ky = spec.kx = 4;
+    spec.pads = {1, 2, 2, 1};
+    const auto out = require_rewritten(nearest_conv_model(spec), spec);
+    CHECK(out.result.nodes[0].summary.pads == std::array<int64_t, 4>{2, 1, 1, 2});
+  }
+  SECTION("K 2, pads 0 then 1, s 3") {
+    spec.s = 3;
+    spec.ky = spec.kx = 2;
+    spec.pads = {0, 0, 1, 1};
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("kernel 3x1") {
+    spec.ky = 3, spec.kx = 1;
+    spec.pads = {1, 0, 1, 0};
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("auto_pad SAME_UPPER and SAME_LOWER with an even kernel equal explicit pads") {
+    spec.ky = spec.kx = 4;
+    const std::string mode = GENERATE("SAME_UPPER", "SAME_LOWER");
+    spec.auto_pad = mode;
+    // ONNX: the odd one of the K-1 = 3 pads goes at the end for SAME_UPPER, at the begin for SAME_LOWER.
+    NearestConvSpec explicit_spec = spec;
+    explicit_spec.auto_pad.clear();
+    explicit_spec.pads = mode == "SAME_UPPER" ? std::array<int64_t, 4>{1, 1, 2, 2} : std::array<int64_t, 4>{2, 2, 1, 1};
+    const auto reference = nearest_conv_model(explicit_spec);
+    const auto out = require_rewritten(nearest_conv_model(spec), spec, &reference);
+    // ... and the same phases as the explicit form.
+    const auto from_explicit = rewrite_copy(reference, all_forms());
+    CHECK(out.result.nodes[0].summary.pads == from_explicit.result.nodes[0].summary.pads);
+  }
+  SECTION("auto_pad VALID with K 1") {
+    spec.ky = spec.kx = 1;
+    spec.auto_pad = "VALID";
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+}
+
+TEST_CASE("every Resize spelling that replicates exactly is recognised", "[rewrite][recogniser][nearest_conv]") {
+  NearestConvSpec spec;
+  spec.c_in = 3, spec.c_out = 2, spec.group = 1;
+  SECTION("opset 10: Resize(X, scales)") {
+    spec.opset = 10;
+    spec.coordinate.clear();
+    spec.rounding.clear();
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("the defaults from opset 11 on: half_pixel, round_prefer_floor") {
+    spec.coordinate.clear();
+    spec.rounding.clear();
+    spec.s = GENERATE(2, 3);
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("half_pixel and pytorch_half_pixel round either way") {
+    spec.coordinate = GENERATE("half_pixel", "pytorch_half_pixel");
+    spec.rounding = GENERATE("round_prefer_floor", "round_prefer_ceil");
+    spec.s = GENERATE(2, 3);
+    CAPTURE(spec.coordinate, spec.rounding, spec.s);
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("half_pixel_symmetric (opset 19), whose offset is 0 when the output is exactly s times the input") {
+    spec.opset = 19;
+    spec.coordinate = "half_pixel_symmetric";
+    spec.rounding = GENERATE("round_prefer_floor", "round_prefer_ceil");
+    spec.s = 3;
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("tf_half_pixel_for_nn with floor") {
+    spec.coordinate = "tf_half_pixel_for_nn";
+    spec.s = 3;
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("asymmetric with round_prefer_floor at s 2 (a/s is 0 or the tie 0.5)") {
+    spec.rounding = "round_prefer_floor";
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+  SECTION("sizes, with the input's shape known") {
+    spec.by_sizes = true;
+    spec.opset = GENERATE(11, 13, 17);
+    require_rewritten(nearest_conv_model(spec), spec);
+  }
+}
+
+TEST_CASE("nearest + Conv whose phases are all zero in a dense Conv emits them from x's shape, not as a zero Conv",
+          "[rewrite][recogniser][nearest_conv][bias_only]") {
+  // K 2 with pads (0, 1) and f[y] = (1, -1) down y: the box gives g = (1, 0, -1), so the ConvTranspose kernel
+  // w = (-1, 0, 1) has the zero tap alone on phase ay = 0. C_out != C_in, so even without a bias that phase is
+  // a 1x1 zero Conv over zeros (it turns C_in channels into C_out), never a 2-tap Conv on x.
+  NearestConvSpec spec;
+  spec.c_in = 2, spec.c_out = 3, spec.group = 1;
+  spec.ky = spec.kx = 2;
+  spec.pads = {0, 0, 1, 1};
+  spec.bias = GENERATE(false, true);
+  CAPTURE(spec.bias);
+  auto original = nearest_conv_model(spec);
+  std::vector<double> w;
+  const auto pair = dyadic_values(6, 3);
+  for (int64_t p = 0; p < 6; ++p) {
+    for (int64_t y = 0; y < 2; ++y) {
+      for (int64_t x = 0; x < 2; ++x) w.push_back((y == 0 ? 1.0 : -1.0) * (x == 0 ? 0.5 : 0.25) * (pair[p] + 2.0));
+    }
+  }
+  for (auto& init : *original.mutable_graph()->mutable_initializer()) {
+    if (init.name() == "W") init = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {3, 2, 2, 2}, w, true);
+  }
+  auto out = rewrite_copy(original, all_forms());
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  const auto d2s = find_producer(g, "Y");
+  REQUIRE(d2s != nullptr);
+  const auto concat = find_producer(g, d2s->input(0));
+  REQUIRE(concat != nullptr);
+  REQUIRE(concat->input_size() == 4);
+  // Phases (0,0) and (0,1) share one bias-only output: a 1x1 Conv with the dense group over ConstantOfShape zeros.
+  CHECK(concat->input(0) == concat->input(1));
+  const auto bias_only = find_producer(g, concat->input(0));
+  REQUIRE(bias_only != nullptr);
+  CHECK(bias_only->op_type() == "Conv");
+  CHECK(attr_ints(*bias_only, "kernel_shape") == std::vector<int64_t>{1, 1});
+  CHECK(find_attr(*bias_only, "group")->i() == 1);
+  CHECK(conv_weight_dims(g, *bias_only) == std::vector<int64_t>{3, 2, 1, 1});
+  CHECK(find_producer(g, bias_only->input(0))->op_type() == "ConstantOfShape");
+  CHECK(count_ops(g, "Conv") == 3);
+  const auto x = random_tensor4(1, 2, 3, 4, 9);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, 3, 6, 8}) < kTolerance);
+}
+
+TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recogniser][nearest_conv][refusal]") {
+  NearestConvSpec spec;
+  SECTION("Resize mode linear") {
+    spec.mode = "linear";
+    spec.rounding.clear();
+    require_kept(nearest_conv_model(spec), "Resize mode linear");
+  }
+  SECTION("Conv stride 2") {
+    spec.conv_stride = 2;
+    require_kept(nearest_conv_model(spec), "Conv stride 2");
+  }
+  SECTION("Conv dilation 2") {
+    spec.conv_dilation = 2;
+    spec.pads = {2, 2, 2, 2};
+    require_kept(nearest_conv_model(spec), "Conv dilation 2");
+  }
+  SECTION("Resize output has another reader") {
+    spec.resize_extra_reader = true;
+    require_kept(nearest_conv_model(spec), "Resize output has another reader");
+  }
+  SECTION("Resize scale 1.5") {
+    spec.scales = {1, 1, 1.5, 1.5};
+    require_kept(nearest_conv_model(spec), "Resize scales are not [1,1,s,s] with an integer s >= 2 (1,1,1.5,1.5)");
+  }
+  SECTION("Resize scales that differ per axis") {
+    spec.scales = {1, 1, 2, 3};
+    require_kept(nearest_conv_model(spec), "(1,1,2,3)");
+  }
+  SECTION("asymmetric with round_prefer_floor at s 3") {
+    spec.s = 3;
+    spec.rounding = "round_prefer_floor";
+    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode asymmetric with nearest_mode round_prefer_floor is not x[floor(o/3)]");
+  }
+  SECTION("half_pixel with floor") {
+    spec.coordinate = "half_pixel";
+    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode half_pixel with nearest_mode floor");
+  }
+  SECTION("align_corners") {
+    spec.coordinate = "align_corners";
+    spec.rounding = "round_prefer_floor";
+    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode align_corners");
+  }
+  SECTION("sizes of an input whose shape is not known") {
+    spec.by_sizes = true;
+    spec.h = spec.w = 0;
+    require_kept(nearest_conv_model(spec), "Resize by sizes of an input whose shape is not known");
+  }
+  SECTION("sizes with keep_aspect_ratio_policy not_larger") {
+    spec.opset = 18;
+    spec.by_sizes = true;
+    spec.resize_extra = "keep_aspect_ratio_policy = \"not_larger\"";
+    require_kept(nearest_conv_model(spec), "Resize by sizes with keep_aspect_ratio_policy not_larger");
+  }
+  SECTION("Resize with axes") {
+    spec.opset = 18;
+    spec.scales = {2, 2};
+    spec.resize_extra = "axes = [2, 3]";
+    require_kept(nearest_conv_model(spec), "Resize with axes");
+  }
+  SECTION("Conv pads that do not keep the size") {
+    spec.pads = {0, 0, 0, 0};
+    require_kept(nearest_conv_model(spec), "not a clean upscale: output is 2*H-2 on that axis");
+  }
+  SECTION("a derived kernel too large to hold") {
+    // 32 channels x (1+1024-1)^2 taps: 2^25 elements, twice what the constant evaluator may fold.
+    spec.c_in = spec.c_out = spec.group = 32;
+    spec.s = 1024;
+    spec.ky = spec.kx = 1;
+    spec.pads = {0, 0, 0, 0};
+    require_kept(nearest_conv_model(spec), "the equivalent ConvTranspose kernel would have 33554432 elements");
+  }
+  SECTION("Conv weight not constant") {
+    spec.weight_input = true;
+    require_kept(nearest_conv_model(spec), "Conv weight not constant");
+  }
+}
+
+TEST_CASE("the forms option selects nearest_conv, which the default rewrites", "[rewrite][recogniser][nearest_conv][options]") {
+  NearestConvSpec spec;
+  spec.c_in = 2, spec.c_out = 3, spec.group = 1;
+  const auto original = nearest_conv_model(spec);
+  rewrite::RewriteOptions options;
+  options.forms = {"conv_transpose", "nearest_mask"};
+  auto out = rewrite_copy(original, options);
+  REQUIRE(out.result.nodes.size() == 1);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK(out.result.nodes[0].reason == "form nearest_conv not selected by --forms");
+  CHECK(serialized(out.model) == serialized(original));
+  out = rewrite_copy(original);
+  REQUIRE(out.result.nodes.size() == 1);
+  CHECK(out.result.nodes[0].rewritten);
+  options = all_forms();
+  options.skip = {"up1"};
+  out = rewrite_copy(original, options);
+  CHECK(out.result.nodes[0].reason == "skipped by --skip");
+}
