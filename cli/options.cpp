@@ -55,10 +55,13 @@ CLI::Validator finite_non_negative() {
       "finite NUMBER >= 0");
 }
 
-// "a, b, c": the forms --forms knows, for its help and its usage error.
-std::string form_list() {
+// "a, b, c": the forms --forms knows, for its help and its usage error; `defaults_only` lists those rewritten
+// without --forms, in the same order.
+std::string form_list(bool defaults_only = false) {
   std::string list;
-  for (const auto& k : rewrite::known_forms()) list += (list.empty() ? "" : ", ") + k;
+  for (const auto& k : rewrite::known_forms()) {
+    if (!defaults_only || rewrite::default_forms().count(k) != 0) list += (list.empty() ? "" : ", ") + k;
+  }
   return list;
 }
 
@@ -76,7 +79,7 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
   app.add_option("--forms", opt.forms,
-                 "Upsampler forms to rewrite, comma-separated: " + form_list() + " (default: all)")
+                 "Upsampler forms to rewrite, comma-separated: " + form_list() + " (default: " + form_list(true) + ")")
       ->delimiter(',')
       ->allow_extra_args(false);
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");

@@ -28,7 +28,7 @@ struct Options {
   int64_t max_phases = rewrite::kDefaultMaxPhases;
   std::vector<std::string> only;
   std::vector<std::string> skip;
-  std::vector<std::string> forms;  // --forms; empty means the default forms
+  std::vector<std::string> forms;  // --forms; empty means rewrite::default_forms()
   std::vector<std::string> input_shapes;  // NAME=1x4x256x256
   std::vector<std::string> input_files;   // [NAME=]FILE.npy|.pb
   uint64_t seed = 0;
