@@ -1,0 +1,245 @@
+// Per-node verification of hand-written upsamplers (issue 11): a rewritten nearest x mask form is checked region
+// by region, where the original's region is what the rewritten model no longer has, and any tampering with the
+// rewritten region, with a node outside it, or with what the original's region holds fails the check.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "examples/migan.h"
+#include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
+#include "rewrite/rewriter.h"
+#include "runtime_check/graph_match.h"
+#include "runtime_check/verify.h"
+#include "tests/rewrite/upsampler_fixtures.h"
+
+using namespace dwdeconv;
+using runtime_check::VerifyMode;
+
+namespace {
+
+// `model` with a Hardmax reading `output` as an extra graph output: Hardmax is outside the executor's set, so
+// neither model runs whole and verification takes the per-node path.
+onnx::ModelProto with_hardmax(onnx::ModelProto model, const std::string& output) {
+  auto* node = model.mutable_graph()->add_node();
+  node->set_op_type("Hardmax");
+  node->set_name("hardmax");
+  node->add_input(output);
+  node->add_output("hard");
+  *node->add_attribute() = onnx_io::make_int_attribute("axis", 1);
+  model.mutable_graph()->add_output()->set_name("hard");
+  return model;
+}
+
+onnx::ModelProto rewritten_copy(const onnx::ModelProto& original, int expected_rewrites) {
+  onnx::ModelProto model = original;
+  auto result = rewrite::rewrite_model(model, {});
+  INFO((result.ok() ? std::string() : result.error().message));
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten == expected_rewrites);
+  for (const auto& n : result->nodes) CHECK(n.summary.form == "nearest_mask");
+  REQUIRE(test::count_ops(model.graph(), "Resize") == 0);
+  REQUIRE(test::count_ops(model.graph(), "DepthToSpace") == expected_rewrites);
+  return model;
+}
+
+runtime_check::VerifyResult verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
+  auto r = runtime_check::verify_models(original, rewritten, {});
+  INFO((r.ok() ? r->summary() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->mode == VerifyMode::kPerNode);
+  return *r;
+}
+
+// The small form (b) of tests/rewrite: X [1,3,5,4], mask through Identity, pads through PyTorch's 8-op chain, a bias.
+onnx::ModelProto small_mask_model() {
+  test::MaskSpec spec;
+  spec.bias = true;
+  return with_hardmax(test::mask_model(spec), "Y");
+}
+
+onnx::NodeProto& producer_of(onnx::ModelProto& model, const std::string& output) {
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.output_size() > 0 && node.output(0) == output) return node;
+  }
+  FAIL("no node produces " << output);
+  throw;
+}
+
+// Adds `clip = Clip(input, -bound, bound)` to `model` and returns the Clip's output name.
+std::string add_clip(onnx::ModelProto& model, const std::string& input, const std::string& name, float bound) {
+  auto& g = *model.mutable_graph();
+  *g.add_initializer() = onnx_io::make_tensor(name + "_lo", onnx::TensorProto::FLOAT, {}, {-bound}, true);
+  *g.add_initializer() = onnx_io::make_tensor(name + "_hi", onnx::TensorProto::FLOAT, {}, {bound}, true);
+  auto* clip = g.add_node();
+  clip->set_op_type("Clip");
+  clip->set_name(name);
+  clip->add_input(input);
+  clip->add_input(name + "_lo");
+  clip->add_input(name + "_hi");
+  clip->add_output(name + "_out");
+  return name + "_out";
+}
+
+// Graph order must stay topological for the checker-free models built here: moves the last node before `before`.
+void move_last_before(onnx::ModelProto& model, const std::string& before) {
+  auto& nodes = *model.mutable_graph()->mutable_node();
+  int at = 0;
+  while (at < nodes.size() && (nodes.Get(at).output_size() == 0 || nodes.Get(at).output(0) != before)) ++at;
+  REQUIRE(at < nodes.size());
+  for (int k = nodes.size() - 1; k > at; --k) nodes.SwapElements(k, k - 1);
+}
+
+}  // namespace
+
+TEST_CASE("Per-node verify passes a rewritten nearest x mask upsampler, checking it against its own region", "[verify][handwritten]") {
+  const auto original = small_mask_model();
+  const auto rewritten = rewritten_copy(original, 1);
+  const auto r = verify(original, rewritten);
+  CHECK(r.passed);
+  CHECK(r.difference.empty());
+  REQUIRE(r.nodes.size() == 1);
+  CHECK(r.nodes[0].node == "Conv 'up1'");
+  CHECK(r.nodes[0].input_shape == std::vector<int64_t>{1, 3, 5, 4});
+  CHECK(r.nodes[0].expected == "the original region on the reference kernels");
+  // The original's region: Resize, Identity, Mul, the 8-op pads chain (15 nodes with its Constants), Pad, Conv.
+  CHECK(r.nodes[0].original_nodes == 20);
+  CHECK_THAT(r.nodes[0].original_placement, Catch::Contains("Resize 1"));
+  CHECK_THAT(r.nodes[0].rewritten_placement, Catch::Contains("DepthToSpace 1") && Catch::Contains("Conv 4"));
+  CHECK(r.nodes[0].rewritten.max_abs_error < 1e-5);
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0].name == "Y");
+  CHECK(r.outputs[0].scale > 0.1);  // a real signal was compared
+}
+
+TEST_CASE("Per-node verify passes the examples' MI-GAN-like form (b) after rewriting", "[verify][handwritten]") {
+  const auto original = with_hardmax(examples::make_migan(64, examples::UpsampleForm::kHandWritten, 8, 1), "rgb");
+  const auto rewritten = rewritten_copy(original, 8);
+  const auto r = verify(original, rewritten);
+  CHECK(r.passed);
+  CHECK(r.difference.empty());
+  REQUIRE(r.nodes.size() == 8);
+  for (const auto& n : r.nodes) {
+    CHECK_THAT(n.node, Catch::StartsWith("Conv '"));
+    CHECK(n.rewritten.passed);
+    CHECK(n.rewritten.scale > 0);
+  }
+}
+
+TEST_CASE("Per-node verify fails a tampered rewrite of a hand-written upsampler", "[verify][handwritten]") {
+  const auto original = small_mask_model();
+  const auto honest = rewritten_copy(original, 1);
+
+  SECTION("a phase weight changed") {
+    auto bad = honest;
+    // The first phase Conv's weight: an initializer the rewrite derived from the flipped filter.
+    const onnx::NodeProto* phase = nullptr;
+    for (const auto& node : bad.graph().node()) {
+      if (node.op_type() == "Conv" && phase == nullptr) phase = &node;
+    }
+    REQUIRE(phase != nullptr);
+    const std::string weight = phase->input(1);
+    bool changed = false;
+    for (auto& init : *bad.mutable_graph()->mutable_initializer()) {
+      if (init.name() != weight) continue;
+      auto values = onnx_io::to_doubles(init);
+      REQUIRE(values.ok());
+      values.value()[0] += 0.25;
+      init = onnx_io::make_tensor(init.name(), init.data_type(), onnx_io::dims_of(init), values.value(), true);
+      changed = true;
+    }
+    REQUIRE(changed);
+    const auto r = verify(original, bad);
+    CHECK_FALSE(r.passed);
+    CHECK(r.difference.empty());  // structurally fine: the numbers catch it
+    REQUIRE(r.nodes.size() == 1);
+    CHECK(r.nodes[0].original.passed);
+    CHECK_FALSE(r.nodes[0].rewritten.passed);
+    CHECK(r.nodes[0].rewritten.max_abs_error > 0.01);
+  }
+
+  SECTION("a node outside the region changed") {
+    auto bad = honest;
+    producer_of(bad, "hard").mutable_attribute(0)->set_i(2);
+    const auto r = verify(original, bad);
+    CHECK_FALSE(r.passed);
+    CHECK_THAT(r.difference, Catch::Contains("Hardmax 'hardmax'") && Catch::Contains("attribute 'axis'"));
+    CHECK(r.nodes.empty());
+  }
+
+  SECTION("an extra Clip in the rewritten region") {
+    // Between DepthToSpace and Y, where the small random inputs of per-node mode never reach the bound.
+    auto bad = honest;
+    producer_of(bad, "Y").set_output(0, "d2s");
+    const std::string clipped = add_clip(bad, "d2s", "guard", 20);
+    producer_of(bad, clipped).set_output(0, "Y");
+    move_last_before(bad, "hard");
+    const auto r = verify(original, bad);
+    CHECK_FALSE(r.passed);
+    CHECK_THAT(r.difference, Catch::Contains("Clip 'guard'") && Catch::Contains("region that replaces Conv 'up1'") &&
+                                 Catch::Contains("not one the rewrite emits"));
+  }
+}
+
+TEST_CASE("Per-node verify refuses an original region it cannot check on its own", "[verify][handwritten][graph_match]") {
+  const auto clean = small_mask_model();
+  const auto rewritten = rewritten_copy(clean, 1);
+
+  SECTION("an op outside the upsampler forms in the original's region") {
+    // Clip(-20, 20) between Resize and Mul: it changes nothing on per-node mode's inputs, so only the structure shows it.
+    auto clipped = clean;
+    const std::string out = add_clip(clipped, "u", "hidden", 20);
+    move_last_before(clipped, "m");
+    producer_of(clipped, "m").set_input(0, out);
+    const auto r = verify(clipped, rewritten);
+    CHECK_FALSE(r.passed);
+    CHECK_THAT(r.difference, Catch::Contains("Clip 'hidden' in the original's upsampler that ends at Conv 'up1'") &&
+                                 Catch::Contains("not an op of the upsampler forms"));
+  }
+
+  SECTION("a region that reads two activations") {
+    // The mask is a graph input: the region reads X and it. Both models declare the input, so only the region differs.
+    auto two = clean;
+    auto other = rewritten;
+    for (auto* model : {&two, &other}) {
+      auto* in = model->mutable_graph()->add_input();
+      in->set_name("mask_in");
+      in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : {1, 1, 10, 8}) in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    producer_of(two, "m").set_input(1, "mask_in");
+    const auto replaced = runtime_check::find_replacements(two, other);
+    REQUIRE(replaced.size() == 1);
+    CHECK(replaced[0].x.empty());
+    const auto r = verify(two, other);
+    CHECK_FALSE(r.passed);
+    CHECK_THAT(r.difference, Catch::Contains("reads 2 activations ('X', 'mask_in')"));
+  }
+
+  SECTION("Mul reading x's values twice is not affine") {
+    auto square = clean;
+    producer_of(square, "m").set_input(1, "u");
+    auto& nodes = *square.mutable_graph()->mutable_node();  // the mask's Identity, now read by nothing
+    nodes.erase(std::find_if(nodes.begin(), nodes.end(), [](const onnx::NodeProto& n) { return n.op_type() == "Identity"; }));
+    const auto r = verify(square, rewritten);
+    CHECK_FALSE(r.passed);
+    CHECK_THAT(r.difference, Catch::Contains("Mul producing 'm'") && Catch::Contains("through 2 inputs"));
+  }
+}
+
+TEST_CASE("find_replacements names each replaced upsampler's one activation input", "[graph_match][handwritten]") {
+  const auto original = small_mask_model();
+  const auto rewritten = rewritten_copy(original, 1);
+  const auto replaced = runtime_check::find_replacements(original, rewritten);
+  REQUIRE(replaced.size() == 1);
+  CHECK(replaced[0].y == "Y");
+  CHECK(replaced[0].x == "X");
+  CHECK(replaced[0].bias == "B");
+  CHECK(replaced[0].label == "Conv 'up1'");
+  CHECK(replaced[0].problem.empty());
+  CHECK(runtime_check::difference_outside_replacements(original, rewritten, replaced).empty());
+  // A model compared with itself replaces nothing.
+  CHECK(runtime_check::find_replacements(original, original).empty());
+}
