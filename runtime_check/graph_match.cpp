@@ -92,6 +92,8 @@ std::vector<bool> outside(const std::vector<int>& region) {
   return out;
 }
 
+bool standard_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
 // Whether `attr` is a list of ints that are all `value`.
 bool ints_all(const onnx::AttributeProto& attr, int64_t value) {
   return attr.type() == onnx::AttributeProto::INTS &&
@@ -131,8 +133,7 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
   static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Shape", "ConstantOfShape", "Constant"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
-  const bool standard = node.domain().empty() || node.domain() == "ai.onnx";
-  if (!standard || kEmitted.count(node.op_type()) == 0) {
+  if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Shape, ConstantOfShape, Constant)";
   }
   for (const auto& attr : node.attribute()) {
@@ -161,8 +162,6 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
   }
   return "";
 }
-
-bool standard_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
 // The ops of the upsampler forms the rewrite recognises (rewrite/recognisers.h), their constant chains included.
 const std::set<std::string>& upsampler_ops() {

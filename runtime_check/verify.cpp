@@ -24,8 +24,8 @@ core::Error usage(const std::string& message) { return {core::ErrorKind::kUsage,
 // The given input names and dims checked against `model` before anything runs: a name that matches nothing would
 // otherwise be ignored and the run verify random data, and a dim that contradicts a declared one would verify
 // another model than the one given. --input names a graph input; --input-shape a graph input, or in per-node mode
-// the input of a main-graph ConvTranspose, and fixes symbolic dims only.
-core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptions& options) {
+// the input of a main-graph ConvTranspose or of an upsampler `rewritten` replaced, and fixes symbolic dims only.
+core::Status check_given_inputs(const onnx::ModelProto& model, const onnx::ModelProto& rewritten, const VerifyOptions& options) {
   std::set<std::string> initializers;
   for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
   std::map<std::string, const onnx::ValueInfoProto*> inputs;
@@ -39,6 +39,9 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptio
   for (const auto& node : model.graph().node()) {
     if (is_deconv(node) && node.input_size() > 0) deconv_inputs.insert(node.input(0));
   }
+  for (const auto& r : find_replacements(model, rewritten)) {
+    if (!r.x.empty()) deconv_inputs.insert(r.x);
+  }
   for (const auto& given : options.inputs) {
     if (!given.name.empty() && inputs.count(given.name) == 0) {
       return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
@@ -49,7 +52,7 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptio
     if (it == inputs.end()) {
       if (deconv_inputs.count(name) != 0) continue;
       return usage("--input-shape '" + name + "' names neither a graph input of the model (" + listed +
-                   ") nor the input of a ConvTranspose in its main graph");
+                   ") nor the input of a ConvTranspose or replaced upsampler in its main graph");
     }
     const auto& type = it->second->type().tensor_type();
     if (!type.has_shape()) continue;
@@ -226,7 +229,7 @@ std::string VerifyResult::summary() const {
 
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options) {
-  if (auto given = check_given_inputs(original, options); !given) return given.error();
+  if (auto given = check_given_inputs(original, rewritten, options); !given) return given.error();
   std::string why_not;
   auto whole = whole_model(original, rewritten, options, why_not);
   if (whole) return whole;

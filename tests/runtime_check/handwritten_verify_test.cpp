@@ -243,3 +243,40 @@ TEST_CASE("find_replacements names each replaced upsampler's one activation inpu
   // A model compared with itself replaces nothing.
   CHECK(runtime_check::find_replacements(original, original).empty());
 }
+
+TEST_CASE("Per-node mode takes an input shape for a hand-written upsampler's input inside the graph", "[verify][handwritten]") {
+  // The graph input has symbolic dims and X = Relu(input) inside the graph: shape inference cannot tell X's dims,
+  // so per-node mode asks for them by X's name, and that name must then be accepted.
+  test::MaskSpec spec;
+  auto original = test::mask_model(spec);
+  auto& g = *original.mutable_graph();
+  auto* shape = g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  g.mutable_input(0)->set_name("image");
+  for (int axis : {2, 3}) shape->mutable_dim(axis)->set_dim_param(axis == 2 ? "h" : "w");
+  auto* relu = g.add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("image");
+  relu->add_output("X");
+  for (int k = g.node_size() - 1; k > 0; --k) g.mutable_node()->SwapElements(k, k - 1);
+  const auto rewritten = rewritten_copy(original, 1);
+
+  auto unknown = runtime_check::verify_models(original, rewritten, {});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK_THAT(unknown.error().message, Catch::Contains("pass --input-shape X=NxCxHxW"));
+
+  runtime_check::VerifyOptions options;
+  options.input_shapes["X"] = {1, 3, 5, 4};
+  auto r = runtime_check::verify_models(original, rewritten, options);
+  INFO((r.ok() ? r->summary() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->mode == VerifyMode::kPerNode);
+  CHECK(r->passed);
+  REQUIRE(r->nodes.size() == 1);
+  CHECK(r->nodes[0].input_shape == std::vector<int64_t>{1, 3, 5, 4});
+
+  // A name that is no graph input and no upsampler's input stays a usage error.
+  options.input_shapes = {{"u", {1, 3, 10, 8}}};
+  auto typo = runtime_check::verify_models(original, rewritten, options);
+  REQUIRE_FALSE(typo.ok());
+  CHECK(typo.error().kind == core::ErrorKind::kUsage);
+}
