@@ -95,7 +95,8 @@ struct Row {
   double steps_stock_ms = 0, steps_rewritten_ms = 0, run_stock_ms = 0, run_rewritten_ms = 0;
   double max_abs_diff = 0, max_rel_diff = 0;
   int pairs = 0;
-  std::string placement;  // the rewritten graph's placement summary
+  std::string placement;        // the rewritten graph's placement summary
+  std::string stock_placement;  // the stock graph's
 };
 std::vector<Row> g_rows;
 
@@ -203,6 +204,7 @@ void bench_layer(benchmark::State& state, Layer layer) {
   auto polyphase = Executor::create(rewritten, options);
   if (!polyphase.ok()) return fail("rewritten executor: " + polyphase.error().message);
   row.placement = polyphase->placement_summary();
+  row.stock_placement = stock->placement_summary();
   if (g_settings.fusion && polyphase->count_fused("Concat") != 1) return fail("the Concat was not fused: " + row.placement);
   const std::string stock_op = layer.kind == Kind::kConvTranspose ? "ConvTranspose" : "Conv";
   if (stock->count(stock_op, dwdeconv::runtime_check::Placement::kXnnpack) != 1) {
@@ -265,7 +267,7 @@ void print_table() {
               g_settings.threads, g_settings.fusion ? "on" : "off");
   std::printf("%5s %4s %-18s | %10s %12s %8s | %10s %12s %8s | %9s %5s\n", "C", "H", "k/s/p/op or form", "stock ms",
               "rewritten ms", "speedup", "run stock", "run rewr.", "speedup", "max|diff|", "pairs");
-  std::map<std::string, std::string> placements;
+  std::map<std::string, std::string> placements, stock_placements;
   for (const Row& r : g_rows) {
     const Layer& l = r.layer;
     const std::string geometry = l.column();
@@ -279,9 +281,12 @@ void print_table() {
                 r.steps_rewritten_ms, r.steps_stock_ms / r.steps_rewritten_ms, r.run_stock_ms, r.run_rewritten_ms,
                 r.run_stock_ms / r.run_rewritten_ms, r.max_abs_diff, r.pairs);
     placements.emplace(geometry, r.placement);
+    if (l.kind != Kind::kConvTranspose) stock_placements.emplace(geometry, r.stock_placement);
   }
   std::printf("\nRewritten graph placements (a stock ConvTranspose is one XNNPACK deconvolution):\n");
   for (const auto& [geometry, placement] : placements) std::printf("  %-18s %s\n", geometry.c_str(), placement.c_str());
+  if (!stock_placements.empty()) std::printf("Stock placements of the hand-written layers:\n");
+  for (const auto& [geometry, placement] : stock_placements) std::printf("  %-18s %s\n", geometry.c_str(), placement.c_str());
 }
 
 // Takes this program's own flags out of argv; Google Benchmark parses the rest.
