@@ -10,7 +10,6 @@
 #include "examples/migan.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
-#include "rewrite/rewriter.h"
 #include "runtime_check/graph_match.h"
 #include "runtime_check/verify.h"
 #include "tests/rewrite/upsampler_fixtures.h"
@@ -33,16 +32,14 @@ onnx::ModelProto with_hardmax(onnx::ModelProto model, const std::string& output)
   return model;
 }
 
+// The tool's rewrite of `original`, every upsampler of which is a nearest x mask form it replaces.
 onnx::ModelProto rewritten_copy(const onnx::ModelProto& original, int expected_rewrites) {
-  onnx::ModelProto model = original;
-  auto result = rewrite::rewrite_model(model, {});
-  INFO((result.ok() ? std::string() : result.error().message));
-  REQUIRE(result.ok());
-  REQUIRE(result->rewritten == expected_rewrites);
-  for (const auto& n : result->nodes) CHECK(n.summary.form == "nearest_mask");
-  REQUIRE(test::count_ops(model.graph(), "Resize") == 0);
-  REQUIRE(test::count_ops(model.graph(), "DepthToSpace") == expected_rewrites);
-  return model;
+  const auto out = test::rewrite_copy(original);
+  REQUIRE(out.result.rewritten == expected_rewrites);
+  for (const auto& n : out.result.nodes) CHECK(n.summary.form == "nearest_mask");
+  REQUIRE(test::count_ops(out.model.graph(), "Resize") == 0);
+  REQUIRE(test::count_ops(out.model.graph(), "DepthToSpace") == expected_rewrites);
+  return out.model;
 }
 
 runtime_check::VerifyResult verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
