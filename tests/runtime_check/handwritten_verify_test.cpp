@@ -277,3 +277,74 @@ TEST_CASE("Per-node mode takes an input shape for a hand-written upsampler's inp
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().kind == core::ErrorKind::kUsage);
 }
+
+namespace {
+
+// small_mask_model() with its Resize, Identity and Mul (X -> m) replaced by `nodes`, which must compute the same m
+// (zero insertion by 2 at offset 0): the same function, spelled as another hand-written form.
+onnx::ModelProto respelled(const std::string& nodes, const std::vector<onnx::TensorProto>& constants) {
+  auto model = small_mask_model();
+  const auto spelled = test::parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,5,4] X) => (float[1,3,10,8] m) {\n" +
+                                         nodes + "}\n");
+  auto& g = *model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (const auto& node : g.node()) {
+    if (node.op_type() == "Resize") {
+      for (const auto& n : spelled.graph().node()) *kept.Add() = n;
+    } else if (node.op_type() != "Identity" && node.op_type() != "Mul") {
+      *kept.Add() = node;
+    }
+  }
+  *g.mutable_node() = kept;
+  for (const auto& t : constants) *g.add_initializer() = t;
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("Per-node verify finds the region of other hand-written spellings of the same upsampler", "[verify][handwritten]") {
+  // The rewrite of the nearest x mask form stands for the rewrite of each spelling below: they compute the same Y
+  // from X. The regions are found structurally, whatever recogniser wrote the rewrite.
+  const auto rewritten = rewritten_copy(small_mask_model(), 1);
+  std::vector<double> one_tap;
+  for (int c = 0; c < 3; ++c) one_tap.insert(one_tap.end(), {1, 0, 0, 0});
+
+  SECTION("zero insertion by a ConvTranspose with one tap") {
+    const auto original = respelled("  m = ConvTranspose <group = 3, strides = [2, 2]> (X, zw)\n",
+                                    {onnx_io::make_tensor("zw", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, one_tap, true)});
+    const auto replaced = runtime_check::find_replacements(original, rewritten);
+    REQUIRE(replaced.size() == 1);  // the Conv; the inner ConvTranspose's output is gone, not recomputed
+    CHECK(replaced[0].label == "Conv 'up1'");
+    CHECK(replaced[0].x == "X");
+    const auto r = verify(original, rewritten);
+    CHECK(r.passed);
+    REQUIRE(r.nodes.size() == 1);
+    CHECK(r.nodes[0].original_nodes == 18);  // ConvTranspose, the 15-node pads chain, Pad, Conv
+    CHECK(r.nodes[0].expected == "the original region on the reference kernels");
+  }
+
+  SECTION("zero insertion by Reshape, Pad, Reshape (StyleGAN2's upfirdn2d)") {
+    const auto original = respelled("  r6 = Reshape (X, shape6)\n  z6 = Pad (r6, pads6)\n  m = Reshape (z6, shape4)\n",
+                                    {onnx_io::make_int64_tensor("shape6", {6}, {1, 3, 5, 1, 4, 1}),
+                                     onnx_io::make_int64_tensor("pads6", {12}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1}),
+                                     onnx_io::make_int64_tensor("shape4", {4}, {1, 3, 10, 8})});
+    const auto r = verify(original, rewritten);
+    CHECK(r.passed);
+    REQUIRE(r.nodes.size() == 1);
+    CHECK(r.nodes[0].original_nodes == 20);  // Reshape, Pad, Reshape, the pads chain, Pad, Conv
+  }
+
+  SECTION("and a spelling that is not the same upsampler fails") {
+    // Zero insertion at offset (1, 1) instead of (0, 0): a shifted output.
+    std::vector<double> shifted;
+    for (int c = 0; c < 3; ++c) shifted.insert(shifted.end(), {0, 0, 0, 1});
+    const auto original = respelled("  m = ConvTranspose <group = 3, strides = [2, 2]> (X, zw)\n",
+                                    {onnx_io::make_tensor("zw", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, shifted, true)});
+    const auto r = verify(original, rewritten);
+    CHECK_FALSE(r.passed);
+    CHECK(r.difference.empty());
+    REQUIRE(r.nodes.size() == 1);
+    CHECK(r.nodes[0].original.passed);
+    CHECK_FALSE(r.nodes[0].rewritten.passed);
+  }
+}
