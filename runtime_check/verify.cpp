@@ -39,8 +39,10 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const onnx::Model
   for (const auto& node : model.graph().node()) {
     if (is_deconv(node) && node.input_size() > 0) deconv_inputs.insert(node.input(0));
   }
-  for (const auto& r : find_replacements(model, rewritten)) {
-    if (!r.x.empty()) deconv_inputs.insert(r.x);
+  if (!options.input_shapes.empty()) {
+    for (const auto& r : find_replacements(model, rewritten)) {
+      if (!r.x.empty()) deconv_inputs.insert(r.x);
+    }
   }
   for (const auto& given : options.inputs) {
     if (!given.name.empty() && inputs.count(given.name) == 0) {
