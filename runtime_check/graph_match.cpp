@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -49,16 +50,10 @@ std::map<std::string, int> producers(const onnx::GraphProto& graph) {
   return producer;
 }
 
-// A replaced ConvTranspose, as its region in the rewritten model is found and checked.
-struct Region {
-  std::string y, x, bias;  // its output, input X and bias input ("" without one)
-  std::string label;       // describe_node() of the ConvTranspose
-};
-
 // Per node of `graph`: the index of the region it belongs to only, or -1 when it stays compared. A region is
 // everything its output y depends on, back to its x; a node the rest of the graph also needs (back from the graph
 // outputs and from each x, never through a y) stays compared.
-std::vector<int> region_of(const onnx::GraphProto& graph, const std::vector<Region>& regions) {
+std::vector<int> region_of(const onnx::GraphProto& graph, const std::vector<Replacement>& regions) {
   const auto producer = producers(graph);
   const auto walk = [&](std::vector<std::string> pending, const std::set<std::string>& stop, std::vector<bool>& marked) {
     while (!pending.empty()) {
@@ -97,6 +92,8 @@ std::vector<bool> outside(const std::vector<int>& region) {
   return out;
 }
 
+bool standard_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
 // Whether `attr` is a list of ints that are all `value`.
 bool ints_all(const onnx::AttributeProto& attr, int64_t value) {
   return attr.type() == onnx::AttributeProto::INTS &&
@@ -133,11 +130,10 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 // checks a region numerically on random inputs in [-1, 1); that says something about all inputs only because the
 // emitted ops are affine in x (constant Pad, Conv with constant weights, Concat, DepthToSpace) or ignore its values
 // (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
-std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Region& region) {
+std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
   static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Shape", "ConstantOfShape", "Constant"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
-  const bool standard = node.domain().empty() || node.domain() == "ai.onnx";
-  if (!standard || kEmitted.count(node.op_type()) == 0) {
+  if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Shape, ConstantOfShape, Constant)";
   }
   for (const auto& attr : node.attribute()) {
@@ -158,12 +154,41 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
       return where + " reads its weight from something other than a constant";
     }
     if (node.input_size() == 3 && node.input(2) != region.bias) {
-      return where + " reads bias '" + node.input(2) + "', not the ConvTranspose's bias";
+      return where + " reads bias '" + node.input(2) + "', not the bias of " + region.label;
     }
   }
   if (node.op_type() == "Pad" && (node.input_size() > 2 || (node.input_size() == 2 && !constant(node.input(1))))) {
     return where + " has inputs the rewrite does not emit (only the data and constant pads)";
   }
+  return "";
+}
+
+// The ops of the upsampler forms the rewrite recognises (rewrite/recognisers.h), their constant chains included.
+const std::set<std::string>& upsampler_ops() {
+  static const std::set<std::string> ops{"Resize", "Mul", "Pad", "Conv", "ConvTranspose", "Identity", "Reshape", "Slice",
+                                         "ConstantOfShape", "Concat", "Transpose", "Cast", "Unsqueeze", "Squeeze",
+                                         "Expand", "Tile", "Gather", "Shape", "Constant"};
+  return ops;
+}
+
+// How a node of the original's region of `region` keeps that region from being checked on its own ("" when it
+// does not). The region must be affine in x for the same reason the rewritten one must (see region_node_difference):
+// so it may hold only the upsampler forms' ops, and each reads x's values through one input at most (Mul(u, u)
+// would be quadratic), a Concat through any. `from_x` holds the values computed from x's values so far.
+std::string original_region_node_difference(const onnx::NodeProto& node, const Replacement& region, std::set<std::string>& from_x) {
+  const std::string where = describe_node(node) + " in the original's upsampler that ends at " + region.label;
+  if (!standard_domain(node) || upsampler_ops().count(node.op_type()) == 0) {
+    return where + " is not an op of the upsampler forms the rewrite replaces (Resize, Mul, Pad, Conv, ConvTranspose, "
+                   "Identity, Reshape, Slice and constant-chain ops), so per-node mode cannot check it";
+  }
+  if (node.op_type() == "Shape") return "";  // reads x's dims, not its values
+  size_t reads_x = 0;
+  for (const auto& in : node.input()) reads_x += from_x.count(in);
+  if (reads_x > 1 && node.op_type() != "Concat") {
+    return where + " reads values computed from '" + region.x + "' through " + std::to_string(reads_x) +
+           " inputs, so it is not affine in it and per-node mode cannot check it";
+  }
+  if (reads_x > 0) from_x.insert(node.output().begin(), node.output().end());
   return "";
 }
 
@@ -361,8 +386,85 @@ std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, con
 
 }  // namespace
 
+std::vector<Replacement> find_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
+  const onnx::GraphProto& a = original.graph();
+  const onnx::GraphProto& b = rewritten.graph();
+  std::set<std::string> b_defined;
+  std::map<std::string, std::string> b_op;  // output -> the op producing it in the rewritten model
+  for (const auto& in : b.input()) b_defined.insert(in.name());
+  for (const auto& init : b.initializer()) b_defined.insert(init.name());
+  for (const auto& node : b.node()) {
+    for (const auto& out : node.output()) {
+      b_defined.insert(out);
+      b_op[out] = standard_domain(node) ? node.op_type() : node.domain() + "::" + node.op_type();
+    }
+  }
+  const auto a_producer = producers(a);
+  std::set<std::string> a_initializers;
+  for (const auto& init : a.initializer()) a_initializers.insert(init.name());
+
+  // Whether a value of the original is computed from constants alone: an initializer, a Shape (its input's dims,
+  // not its values), or an upsampler-form op reading only such values.
+  std::map<std::string, bool> memo;
+  std::function<bool(const std::string&)> constant = [&](const std::string& name) {
+    if (a_initializers.count(name) != 0) return true;
+    const auto it = a_producer.find(name);
+    if (it == a_producer.end()) return false;
+    if (const auto m = memo.find(name); m != memo.end()) return m->second;
+    memo[name] = false;  // a cycle is no constant
+    const onnx::NodeProto& node = a.node(it->second);
+    bool result = standard_domain(node) && upsampler_ops().count(node.op_type()) != 0;
+    if (result && node.op_type() != "Shape") {
+      for (const auto& in : node_reads(node)) result = result && (in.empty() || constant(in));
+    }
+    return memo[name] = result;
+  };
+
+  std::vector<Replacement> replaced;
+  for (int k = 0; k < a.node_size(); ++k) {
+    const onnx::NodeProto& node = a.node(k);
+    if (!standard_domain(node) || (node.op_type() != "Conv" && node.op_type() != "ConvTranspose") || node.output_size() != 1) continue;
+    const auto op = b_op.find(node.output(0));
+    if (op == b_op.end() || op->second == node.op_type()) continue;
+    Replacement r;
+    r.node = &node;
+    r.y = node.output(0);
+    r.bias = node.input_size() > 2 ? node.input(2) : "";
+    r.label = describe_node(node);
+    // Back from y through what the rewritten model no longer has, to the values both models define.
+    std::set<std::string> activations, seen;
+    std::set<int> visited{k};
+    std::vector<std::string> pending = node_reads(node);
+    while (!pending.empty()) {
+      const std::string name = pending.back();
+      pending.pop_back();
+      if (name.empty() || !seen.insert(name).second) continue;
+      const auto it = a_producer.find(name);
+      if (b_defined.count(name) != 0 || it == a_producer.end()) {
+        if (!constant(name)) activations.insert(name);
+        continue;
+      }
+      if (visited.insert(it->second).second) {
+        for (auto& read : node_reads(a.node(it->second))) pending.push_back(std::move(read));
+      }
+    }
+    if (activations.size() == 1) {
+      r.x = *activations.begin();
+    } else {
+      std::string names;
+      for (const auto& name : activations) names += (names.empty() ? "'" : ", '") + name + "'";
+      r.problem = "the original's upsampler that ends at " + r.label + " reads " +
+                  (activations.empty() ? std::string("no activation, only constants")
+                                       : std::to_string(activations.size()) + " activations (" + names + ")") +
+                  "; per-node mode checks an upsampler that reads one";
+    }
+    replaced.push_back(std::move(r));
+  }
+  return replaced;
+}
+
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                            const std::vector<const onnx::NodeProto*>& replaced) {
+                                            const std::vector<Replacement>& replaced) {
   if (original.ir_version() != rewritten.ir_version()) return "the IR versions differ";
   std::map<std::string, int64_t> a_opsets, b_opsets;
   for (const auto& o : original.opset_import()) a_opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
@@ -374,22 +476,31 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
       return "model-local function '" + original.functions(k).name() + "' differs";
     }
   }
-  std::vector<Region> regions;
-  for (const auto* node : replaced) {
-    regions.push_back({node->output(0), node->input(0), node->input_size() > 2 ? node->input(2) : "", describe_node(*node)});
+  for (const auto& r : replaced) {
+    if (!r.problem.empty()) return r.problem;
   }
-  const auto rewritten_regions = region_of(rewritten.graph(), regions);
-  if (auto d = same_graph(original.graph(), rewritten.graph(), outside(region_of(original.graph(), regions)),
-                          outside(rewritten_regions), "", original.ir_version() < 4);
+  const auto original_regions = region_of(original.graph(), replaced);
+  const auto rewritten_regions = region_of(rewritten.graph(), replaced);
+  if (auto d = same_graph(original.graph(), rewritten.graph(), outside(original_regions), outside(rewritten_regions), "",
+                          original.ir_version() < 4);
       !d.empty()) {
     return d;
   }
   for (int k = 0; k < rewritten.graph().node_size(); ++k) {
     const int r = rewritten_regions[static_cast<size_t>(k)];
     if (r < 0) continue;
-    if (auto d = region_node_difference(rewritten.graph().node(k), rewritten.graph(), regions[static_cast<size_t>(r)]); !d.empty()) {
+    if (auto d = region_node_difference(rewritten.graph().node(k), rewritten.graph(), replaced[static_cast<size_t>(r)]); !d.empty()) {
       return d;
     }
+  }
+  // Graph order is topological, so each node's inputs computed from x are known when it is reached.
+  std::vector<std::set<std::string>> from_x(replaced.size());
+  for (size_t r = 0; r < replaced.size(); ++r) from_x[r].insert(replaced[r].x);
+  for (int k = 0; k < original.graph().node_size(); ++k) {
+    const int r = original_regions[static_cast<size_t>(k)];
+    if (r < 0) continue;
+    const auto index = static_cast<size_t>(r);
+    if (auto d = original_region_node_difference(original.graph().node(k), replaced[index], from_x[index]); !d.empty()) return d;
   }
   return "";
 }

@@ -1,15 +1,21 @@
 // Structural match of a model and its rewrite, for per-node verification.
 //
-// Per-node mode checks each rewritten ConvTranspose numerically on its own, and nothing else, so it may pass only
-// when everything else is the same in both models. In the rewritten model each replaced ConvTranspose is a region
-// of nodes that ends at the ConvTranspose's output name (DepthToSpace keeps it) and reads its input X and
-// constants. Every node outside those regions must be in both models with the same op, domain, attributes
-// (subgraphs included), inputs and outputs; the initializers those nodes read must hold the same values; the
-// graph inputs and outputs, the opset imports and the model's functions must be the same; and every subgraph
-// must match node for node. Inside a region only the ops the emitter writes may appear, in its forms (Pad with
-// constant zero padding, Conv with constant weights and stride and dilation 1, Concat on axis 1, DCR
-// DepthToSpace, Shape, ConstantOfShape of zeros, Constant): these are affine in X, so the numeric check on small
-// random inputs speaks for every input, where e.g. a Clip(-1, 1) would pass unseen.
+// Per-node mode checks each replaced upsampler numerically on its own, and nothing else, so it may pass only when
+// everything else is the same in both models. An upsampler is a region of nodes that ends at an output name y both
+// models compute (a ConvTranspose's, or the Conv's of a hand-written form such as nearest Resize x mask, Pad, Conv)
+// and reads one activation x plus constants. In the original the region is what the rewritten model no longer has,
+// back from y; in the rewritten model it is what computes y from x and constants. Every node outside the regions
+// must be in both models with the same op, domain, attributes (subgraphs included), inputs and outputs; the
+// initializers those nodes read must hold the same values; the graph inputs and outputs, the opset imports and the
+// model's functions must be the same; and every subgraph must match node for node.
+//
+// Each region must be affine in x, so that the numeric check on small random inputs speaks for every input, where
+// e.g. a Clip(-1, 1) would pass unseen. In the rewritten model only the ops the emitter writes may appear, in its
+// forms (Pad with constant zero padding, Conv with constant weights and stride and dilation 1, Concat on axis 1,
+// DCR DepthToSpace, Shape, ConstantOfShape of zeros, Constant). In the original only the ops of the upsampler forms
+// the rewrite recognises (Resize, Mul, Pad, Conv, ConvTranspose, Identity, Reshape, Slice and the constant-chain
+// ops ConstantOfShape, Concat, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile, Gather, Shape, Constant), each
+// reading x's values through one input at most (a Concat through any).
 #pragma once
 
 #include <string>
@@ -19,10 +25,27 @@
 
 namespace dwdeconv::runtime_check {
 
-// The first difference between `original` and `rewritten` outside the regions that replace `replaced` (ConvTranspose
-// nodes of the original's main graph whose outputs the rewritten model computes some other way), as a phrase naming
-// the node or tensor and what differs, or naming a region node the rewrite does not emit; "" when there is none. Node names and doc strings are not compared.
+// A replaced upsampler: a Conv or ConvTranspose of the original's main graph whose output y the rewritten model
+// computes with another op.
+struct Replacement {
+  const onnx::NodeProto* node = nullptr;  // the original's node producing y
+  std::string y;
+  std::string x;        // the one activation the original's region reads; "" when `problem` says why there is none
+  std::string bias;     // the node's bias input, which the emitted Convs read ("" without one)
+  std::string label;    // describe_node(*node)
+  std::string problem;  // why the region cannot be checked on its own, e.g. it reads two activations; "" when it can
+};
+
+// The replaced upsamplers, in the original's graph order. Each region is found by walking back from y through the
+// original's nodes whose outputs the rewritten model does not define, stopping at values both models define; of
+// those, every one that is not computed from constants alone (Shape counts as constant) is an activation input.
+std::vector<Replacement> find_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
+
+// The first difference between `original` and `rewritten` outside the regions of `replaced`, as a phrase naming the
+// node or tensor and what differs; or a region that cannot be checked (its problem, a rewritten node the rewrite
+// does not emit, an original node outside the upsampler forms); "" when there is none. Node names and doc strings
+// are not compared.
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                            const std::vector<const onnx::NodeProto*>& replaced);
+                                            const std::vector<Replacement>& replaced);
 
 }  // namespace dwdeconv::runtime_check

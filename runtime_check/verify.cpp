@@ -19,30 +19,13 @@ bool is_deconv(const onnx::NodeProto& node) {
   return node.op_type() == "ConvTranspose" && (node.domain().empty() || node.domain() == "ai.onnx");
 }
 
-// Output names of the original's ConvTranspose nodes that the other model computes some other way.
-std::vector<const onnx::NodeProto*> replaced_deconvs(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
-  std::set<std::string> still_deconv, produced;
-  for (const auto& node : rewritten.graph().node()) {
-    for (const auto& out : node.output()) {
-      produced.insert(out);
-      if (is_deconv(node)) still_deconv.insert(out);
-    }
-  }
-  std::vector<const onnx::NodeProto*> replaced;
-  for (const auto& node : original.graph().node()) {
-    if (!is_deconv(node) || node.output_size() != 1) continue;
-    if (produced.count(node.output(0)) != 0 && still_deconv.count(node.output(0)) == 0) replaced.push_back(&node);
-  }
-  return replaced;
-}
-
 core::Error usage(const std::string& message) { return {core::ErrorKind::kUsage, message}; }
 
 // The given input names and dims checked against `model` before anything runs: a name that matches nothing would
 // otherwise be ignored and the run verify random data, and a dim that contradicts a declared one would verify
 // another model than the one given. --input names a graph input; --input-shape a graph input, or in per-node mode
-// the input of a main-graph ConvTranspose, and fixes symbolic dims only.
-core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptions& options) {
+// the input of a main-graph ConvTranspose or of an upsampler `rewritten` replaced, and fixes symbolic dims only.
+core::Status check_given_inputs(const onnx::ModelProto& model, const onnx::ModelProto& rewritten, const VerifyOptions& options) {
   std::set<std::string> initializers;
   for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
   std::map<std::string, const onnx::ValueInfoProto*> inputs;
@@ -56,6 +39,11 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptio
   for (const auto& node : model.graph().node()) {
     if (is_deconv(node) && node.input_size() > 0) deconv_inputs.insert(node.input(0));
   }
+  if (!options.input_shapes.empty()) {
+    for (const auto& r : find_replacements(model, rewritten)) {
+      if (!r.x.empty()) deconv_inputs.insert(r.x);
+    }
+  }
   for (const auto& given : options.inputs) {
     if (!given.name.empty() && inputs.count(given.name) == 0) {
       return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
@@ -66,7 +54,7 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const VerifyOptio
     if (it == inputs.end()) {
       if (deconv_inputs.count(name) != 0) continue;
       return usage("--input-shape '" + name + "' names neither a graph input of the model (" + listed +
-                   ") nor the input of a ConvTranspose in its main graph");
+                   ") nor the input of a ConvTranspose or replaced upsampler in its main graph");
     }
     const auto& type = it->second->type().tensor_type();
     if (!type.has_shape()) continue;
@@ -157,9 +145,9 @@ std::vector<int64_t> node_input_shape(const std::string& input, const onnx_io::S
 
 core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                     const VerifyOptions& options, const std::string& reason) {
-  const auto nodes = replaced_deconvs(original, rewritten);
+  const auto nodes = find_replacements(original, rewritten);
   if (nodes.empty()) {
-    return cannot_verify(reason + "; and no rewritten ConvTranspose of the main graph can be checked on its own");
+    return cannot_verify(reason + "; and no rewritten upsampler of the main graph can be checked on its own");
   }
   // Shape inference with the given graph-input dims fixed, so inner shapes become numbers.
   onnx::ModelProto fixed = original;
@@ -175,27 +163,27 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
   VerifyResult r;
   r.mode = VerifyMode::kPerNode;
   r.mode_reason = reason;
-  // Only the rewritten nodes are checked below, so everything else must be the same in both models.
+  // Only the replaced upsamplers are checked below, so everything else must be the same in both models.
   r.difference = difference_outside_replacements(original, rewritten, nodes);
   r.passed = r.difference.empty();
   if (!r.passed) return r;
   size_t index = 0;
-  for (const auto* node : nodes) {
+  for (const auto& node : nodes) {
     ++index;
-    const auto shape = node_input_shape(node->input(0), types, options);
+    const auto shape = node_input_shape(node.x, types, options);
     if (shape.empty()) {
-      return cannot_verify(reason + "; and the input shape of ConvTranspose '" + node->name() + "' is unknown: pass --input-shape " +
-                           node->input(0) + "=NxCxHxW");
+      return cannot_verify(reason + "; and the shape of '" + node.x + "', the input of the upsampler that ends at " + node.label +
+                           ", is unknown: pass --input-shape " + node.x + "=NxCxHxW");
     }
-    const std::string label = "input '" + node->input(0) + "' of " + onnx_io::describe_node(*node) + " [" + format_dims(shape) + "]";
+    const std::string label = "input '" + node.x + "' of " + node.label + " [" + format_dims(shape) + "]";
     if (auto sized = checked_element_count(shape, storage_bytes(onnx::TensorProto::FLOAT), label); !sized) return sized.error();
     if (options.progress) {
-      options.progress("verify: node " + std::to_string(index) + "/" + std::to_string(nodes.size()) + " '" + node->name() + "'");
+      options.progress("verify: node " + std::to_string(index) + "/" + std::to_string(nodes.size()) + " '" + node.node->name() + "'");
     }
-    auto v = verify_node(original, rewritten, node->output(0), shape, options.seed, options.tolerances);
+    auto v = verify_node(original, rewritten, node.y, node.x, shape, options.seed, options.tolerances);
     if (!v) return cannot_verify(reason + "; and " + v.error().message);
     OutputComparison worst = v->rewritten.max_abs_error >= v->original.max_abs_error ? v->rewritten : v->original;
-    worst.name = node->output(0);
+    worst.name = node.y;
     worst.passed = v->passed;
     r.outputs.push_back(worst);
     r.passed = r.passed && v->passed;
@@ -243,7 +231,7 @@ std::string VerifyResult::summary() const {
 
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options) {
-  if (auto given = check_given_inputs(original, options); !given) return given.error();
+  if (auto given = check_given_inputs(original, rewritten, options); !given) return given.error();
   std::string why_not;
   auto whole = whole_model(original, rewritten, options, why_not);
   if (whole) return whole;

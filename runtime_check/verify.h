@@ -2,8 +2,8 @@
 //
 // Whole-model mode runs both models through the Executor on the same seeded (or given) inputs and compares
 // every graph output. When either model cannot run whole (an op outside the executor's set, or shapes that
-// stay unknown), per-node mode checks each rewritten ConvTranspose on its own with verify_node(), which also
-// compares both sides against a naive double-precision ConvTranspose.
+// stay unknown), per-node mode checks each replaced upsampler (a ConvTranspose or a hand-written form) on its own
+// with verify_node(), which also compares both sides against an output computed another way.
 #pragma once
 
 #include <functional>
@@ -21,7 +21,8 @@
 namespace dwdeconv::runtime_check {
 
 struct VerifyOptions {
-  // Dims by tensor name: graph inputs (symbolic dims), or, in per-node mode, a ConvTranspose's input.
+  // Dims by tensor name: graph inputs (symbolic dims), or, in per-node mode, a ConvTranspose's or replaced
+  // upsampler's input.
   std::map<std::string, std::vector<int64_t>> input_shapes;
   std::vector<NamedTensor> inputs;  // explicit graph inputs; the rest are seeded random
   uint64_t seed = 0;

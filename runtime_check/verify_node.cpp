@@ -86,36 +86,40 @@ core::Tensor4 to_tensor4(const Tensor& t) {
 std::string NodeVerification::summary() const {
   ComparisonReport report;
   report.outputs = {original, rewritten};
-  report.outputs[0].name = "original " + node;
+  report.outputs[0].name = "original (" + std::to_string(original_nodes) + " nodes)";
   report.outputs[1].name = "rewritten (" + std::to_string(replacement_nodes) + " nodes)";
-  return node + " on input " + format_dims(input_shape) + ": " + (passed ? "pass" : "FAIL") + "\n" + report.summary() +
-         "original placement: " + original_placement + "\nrewritten placement: " + rewritten_placement + "\n";
+  return node + " on input " + format_dims(input_shape) + ", each side against " + expected + ": " + (passed ? "pass" : "FAIL") +
+         "\n" + report.summary() + "original placement: " + original_placement + "\nrewritten placement: " + rewritten_placement + "\n";
 }
 
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                           const std::string& output_name, const std::vector<int64_t>& input_shape,
-                                           uint64_t seed, const Tolerances& tolerances) {
+                                           const std::string& output_name, const std::string& input_name,
+                                           const std::vector<int64_t>& input_shape, uint64_t seed,
+                                           const Tolerances& tolerances) {
   const onnx::NodeProto* node = nullptr;
   for (const auto& n : original.graph().node()) {
     if (n.output_size() > 0 && n.output(0) == output_name) node = &n;
   }
   if (node == nullptr) return core::invalid_model("no node in the original model produces '" + output_name + "'");
-  if (node->op_type() != "ConvTranspose" || node->input_size() < 2) {
-    return detail::node_error(*node, "is not a ConvTranspose with a weight");
+  if ((node->op_type() != "ConvTranspose" && node->op_type() != "Conv") || node->input_size() < 2) {
+    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight");
   }
-  if (input_shape.size() != 4) return detail::node_error(*node, "only 2-D ConvTranspose nodes (rank-4 input) can be verified");
+  if (input_shape.size() != 4) return detail::node_error(*node, "only 2-D upsamplers (rank-4 input) can be verified");
   NodeVerification result;
   result.node = onnx_io::describe_node(*node);
   result.input_shape = input_shape;
-  const std::string x = node->input(0);
+  const std::string& x = input_name;
+  // A ConvTranspose reading x itself has a formula to check both sides against; a hand-written form is checked
+  // against its own region computed by other kernels.
+  const bool lone_deconv = node->op_type() == "ConvTranspose" && node->input(0) == x;
   const std::string w = node->input(1);
   const std::string b = node->input_size() > 2 ? node->input(2) : "";
 
-  size_t original_nodes = 0;
-  std::vector<std::string> original_outputs = {output_name, w};
-  if (!b.empty()) original_outputs.push_back(b);
+  std::vector<std::string> original_outputs = {output_name};
+  if (lone_deconv) original_outputs.push_back(w);
+  if (lone_deconv && !b.empty()) original_outputs.push_back(b);
   RC_ASSIGN(const onnx::ModelProto original_sub,
-            extract_subgraph(original, x, input_shape, original_outputs, "original " + result.node, &original_nodes));
+            extract_subgraph(original, x, input_shape, original_outputs, "original " + result.node, &result.original_nodes));
   RC_ASSIGN(const onnx::ModelProto rewritten_sub,
             extract_subgraph(rewritten, x, input_shape, {output_name}, "rewritten " + result.node, &result.replacement_nodes));
 
@@ -134,28 +138,39 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   result.rewritten_xnnpack_ops = rewritten_exec.count(Placement::kXnnpack);
   result.rewritten_reference_ops = rewritten_exec.count(Placement::kReference);
 
-  // The double reference, from the same input and the weights as the original graph computes them. It holds its
-  // output in double, twice the bytes the executor needed.
-  RC_CHECK(checked_element_count(original_out[0].tensor.dims, sizeof(double), result.node + ": the double reference's output " +
-                                                                                  format_dims(original_out[0].tensor.dims)));
-  const Tensor& x_value = inputs[0].tensor;
-  const Tensor& w_value = original_out[1].tensor;
-  RC_ASSIGN(const ConvGeometry g, resolve_conv_transpose(*node, x_value.dims, w_value.dims));
-  core::ConvTranspose2dParams params;
-  params.strides = {g.strides[0], g.strides[1]};
-  params.dilations = {g.dilations[0], g.dilations[1]};
-  params.output_padding = {g.output_padding[0], g.output_padding[1]};
-  params.pads = {g.pads_begin[0], g.pads_begin[1], g.pads_end[0], g.pads_end[1]};
-  params.group = g.group;
-  std::vector<double> bias;
-  if (!b.empty()) {
-    const Tensor& b_value = original_out[2].tensor;
-    for (int64_t k = 0; k < b_value.numel(); ++k) bias.push_back(b_value.get(k));
-  }
-  const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, params);
   Tensor expected;
-  expected.reshape(original_out[0].tensor.dtype, {ref.n, ref.c, ref.h, ref.w});
-  for (size_t k = 0; k < ref.data.size(); ++k) expected.f[k] = static_cast<float>(ref.data[k]);
+  if (lone_deconv) {
+    // The double reference, from the same input and the weights as the original graph computes them. It holds its
+    // output in double, twice the bytes the executor needed.
+    RC_CHECK(checked_element_count(original_out[0].tensor.dims, sizeof(double), result.node + ": the double reference's output " +
+                                                                                    format_dims(original_out[0].tensor.dims)));
+    const Tensor& x_value = inputs[0].tensor;
+    const Tensor& w_value = original_out[1].tensor;
+    RC_ASSIGN(const ConvGeometry g, resolve_conv_transpose(*node, x_value.dims, w_value.dims));
+    core::ConvTranspose2dParams params;
+    params.strides = {g.strides[0], g.strides[1]};
+    params.dilations = {g.dilations[0], g.dilations[1]};
+    params.output_padding = {g.output_padding[0], g.output_padding[1]};
+    params.pads = {g.pads_begin[0], g.pads_begin[1], g.pads_end[0], g.pads_end[1]};
+    params.group = g.group;
+    std::vector<double> bias;
+    if (!b.empty()) {
+      const Tensor& b_value = original_out[2].tensor;
+      for (int64_t k = 0; k < b_value.numel(); ++k) bias.push_back(b_value.get(k));
+    }
+    const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, params);
+    expected.reshape(original_out[0].tensor.dtype, {ref.n, ref.c, ref.h, ref.w});
+    for (size_t k = 0; k < ref.data.size(); ++k) expected.f[k] = static_cast<float>(ref.data[k]);
+    result.expected = "the double-precision ConvTranspose formula";
+  } else {
+    // The original region again, on the plain C++ kernels: a layout mistake in an XNNPACK path shows against it.
+    ExecutorOptions reference_options = options;
+    reference_options.use_xnnpack = false;
+    RC_ASSIGN(Executor reference_exec, Executor::create(original_sub, reference_options));
+    RC_ASSIGN(auto reference_out, reference_exec.run(inputs));
+    expected = std::move(reference_out[0].tensor);
+    result.expected = "the original region on the reference kernels";
+  }
 
   result.original = compare_tensor(output_name, original_out[0].tensor, expected, tolerances);
   result.rewritten = compare_tensor(output_name, rewritten_out[0].tensor, expected, tolerances);

@@ -1,8 +1,10 @@
-// Per-node fallback check: verifies one rewritten ConvTranspose on its own.
+// Per-node fallback check: verifies one replaced upsampler on its own.
 //
-// The original ConvTranspose runs through XNNPACK's deconvolution, its replacement subgraph (the Pads, Convs,
-// Concat and DepthToSpace that now produce the node's output) runs through XNNPACK too, and both are compared
-// with core::conv_transpose2d_reference in double on the same seeded random input.
+// The original's region (a ConvTranspose, run through XNNPACK's deconvolution, or a hand-written form such as
+// nearest Resize x mask, Pad, Conv) and its replacement (the Pads, Convs, Concat and DepthToSpace that now produce
+// the same output) both run through XNNPACK on the same seeded random input, and both are compared with an
+// expected output computed another way: core::conv_transpose2d_reference in double for a lone ConvTranspose, the
+// original region on the executor's plain reference kernels otherwise.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +19,12 @@
 namespace dwdeconv::runtime_check {
 
 struct NodeVerification {
-  std::string node;                  // the original node, e.g. "ConvTranspose 'up1'"
+  std::string node;                  // the original node producing the output, e.g. "ConvTranspose 'up1'"
   std::vector<int64_t> input_shape;  // X as fed to both graphs
-  OutputComparison original;         // original node (XNNPACK) vs the double reference
-  OutputComparison rewritten;        // replacement subgraph (XNNPACK) vs the double reference
+  std::string expected;              // what both are compared with, e.g. "the double-precision ConvTranspose"
+  OutputComparison original;         // original region (XNNPACK) vs the expected output
+  OutputComparison rewritten;        // replacement subgraph (XNNPACK) vs the expected output
+  size_t original_nodes = 0;
   std::string original_placement;    // Executor::placement_summary() of each side
   std::string rewritten_placement;
   size_t replacement_nodes = 0;
@@ -31,12 +35,14 @@ struct NodeVerification {
   std::string summary() const;
 };
 
-// Finds the ConvTranspose producing `output_name` in `original` and its replacement in `rewritten`: the nodes
-// that produce `output_name` there, walking back to the ConvTranspose's input name (weights may come from
-// initializers, Constant or Identity nodes on either side). Errors when either side cannot be isolated, the
-// node is not a 2-D ConvTranspose, or an executor fails; a numeric mismatch is a result with passed == false.
+// Isolates in each model the nodes that compute `output_name` from `input_name` and constants (weights may come
+// from initializers, Constant or Identity nodes and constant chains on either side), runs both on a random input of
+// `input_shape` and compares them with the expected output (see above). Errors when either side cannot be isolated,
+// the original's node producing `output_name` is no 2-D Conv or ConvTranspose, or an executor fails; a numeric
+// mismatch is a result with passed == false.
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                           const std::string& output_name, const std::vector<int64_t>& input_shape,
-                                           uint64_t seed, const Tolerances& tolerances);
+                                           const std::string& output_name, const std::string& input_name,
+                                           const std::vector<int64_t>& input_shape, uint64_t seed,
+                                           const Tolerances& tolerances);
 
 }  // namespace dwdeconv::runtime_check

@@ -27,17 +27,9 @@ onnx::ModelProto rewritten(const onnx::ModelProto& original, const rewrite::Rewr
   return model;
 }
 
-// The original's main-graph ConvTranspose nodes whose outputs `other` computes some other way, as per-node mode
-// finds them.
-std::vector<const onnx::NodeProto*> replaced(const onnx::ModelProto& original, const onnx::ModelProto& other) {
-  std::vector<const onnx::NodeProto*> nodes;
-  for (const auto& node : original.graph().node()) {
-    if (node.op_type() != "ConvTranspose") continue;
-    bool still = false;
-    for (const auto& n : other.graph().node()) still = still || (n.op_type() == "ConvTranspose" && n.output(0) == node.output(0));
-    if (!still) nodes.push_back(&node);
-  }
-  return nodes;
+// The upsamplers of the original whose outputs `other` computes some other way, as per-node mode finds them.
+std::vector<Replacement> replaced(const onnx::ModelProto& original, const onnx::ModelProto& other) {
+  return find_replacements(original, other);
 }
 
 std::string difference(const onnx::ModelProto& original, const onnx::ModelProto& other) {
