@@ -17,7 +17,7 @@ namespace dwdeconv::rewrite {
 
 // The forms --forms can name, in the order the README lists them.
 inline const std::vector<std::string>& known_forms() {
-  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask"};
+  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask", "zero_insertion", "reshape_zero_insertion"};
   return forms;
 }
 
@@ -27,6 +27,8 @@ struct UpsamplerMatch {
   DeconvMatch deconv;
   // Tensors the rewrite may orphan, each with the graph that defines it.
   std::vector<std::pair<const GraphScope*, std::string>> replaced;
+  // A ConvTranspose node the form folds in (zero_insertion); it must not also be rewritten on its own.
+  const onnx::NodeProto* absorbs = nullptr;
 };
 
 // What a recogniser says about one Conv: nothing when the Conv does not start the form at all (no row in the
@@ -47,5 +49,30 @@ struct UpsamplerOutcome {
 std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                                    const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                                                    const std::map<std::string, int>& uses);
+
+// Form `zero_insertion` (MI-GAN's older code):
+//   Before:  z = ConvTranspose(x, v)  depthwise, stride s, kernel k <= s, pads 0, no (or a zero) bias; v has one
+//                                     non-zero tap a[c] per channel, at the same (jy, jx) in every channel
+//            p = Pad(z, pads)         constant 0 (pads may be computed, e.g. PyTorch's 8-op chain)
+//            y = Conv(p, f[, B])      depthwise, stride 1, dilation 1, kernel K
+//   After:   y = ConvTranspose(x, w, B) with w[c,t] = a[c] * f[c,K-1-t] (a gain per channel folds into the
+//            depthwise filter), pads as for nearest_mask with the end pads s - k shorter.
+// The match's `absorbs` is the first ConvTranspose: the rewriter must not rewrite it on its own as well.
+std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                     const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                     const std::map<std::string, int>& uses);
+
+// Form `reshape_zero_insertion` (StyleGAN2-ADA's reference upfirdn2d):
+//   Before:  r = Reshape(x, [N,C,H,1,W,1])
+//            z = Pad(r, pads6)        constant 0 on the two singleton axes only: (jy, s-1-jy) and (jx, s-1-jx)
+//            u = Reshape(z, [N,C,sH,sW])
+//            p = Pad(u, pads)         constant 0
+//            q = Slice(...(p))        any number (up to 4) of no-op Slices: steps 1, starts 0, ends at least
+//                                     the dim, or the dim itself read from Shape of the sliced tensor
+//            y = Conv(q, f[, B])      depthwise, stride 1, dilation 1; f may be computed (Tile, Expand, ...)
+//   After:   y = ConvTranspose(x, w, B), w[t] = f[K-1-t], pads as for nearest_mask.
+std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope,
+                                                             int64_t ir_version, const onnx_io::ScopedTypes& types,
+                                                             ConstEvaluator& eval, const std::map<std::string, int>& uses);
 
 }  // namespace dwdeconv::rewrite

@@ -20,7 +20,7 @@ struct RewriteOptions {
   std::set<std::string> only;  // when non-empty, rewrite only these nodes
   std::set<std::string> skip;  // never rewrite these nodes
   // The upsampler forms to rewrite (see known_forms()); a recognised upsampler of another form is kept.
-  std::set<std::string> forms{"conv_transpose", "nearest_mask"};
+  std::set<std::string> forms{"conv_transpose", "nearest_mask", "zero_insertion", "reshape_zero_insertion"};
 };
 
 // One upsampler (a ConvTranspose, or a hand-written form named by its Conv) as the plan and the report show it.

@@ -8,15 +8,16 @@
 
 namespace dwdeconv::test {
 
-// PyTorch's export of F.pad(x, [left, right, top, bottom]) pads, as the 8-op chain Constant -> ConstantOfShape
-// -> Concat -> Reshape[-1,2] -> Slice(step -1) -> Transpose -> Reshape[-1] -> Cast writing `out`. Its value
-// is ONNX's [0, 0, top, left, 0, 0, bottom, right]. Tensor names start with `prefix`.
-inline std::string pads_chain(const std::string& out, const std::string& prefix, int64_t left, int64_t right, int64_t top,
-                              int64_t bottom) {
+// PyTorch's export of F.pad(x, torch_pads) pads, as the 8-op chain Constant -> ConstantOfShape -> Concat ->
+// Reshape[-1,2] -> Slice(step -1) -> Transpose -> Reshape[-1] -> Cast writing `out`. torch_pads pairs run from
+// the last axis backwards; `rank` is the padded tensor's. Tensor names start with `prefix`.
+inline std::string pads_chain(const std::string& out, const std::string& prefix, const std::vector<int64_t>& torch_pads, size_t rank) {
   const std::string p = prefix;
-  return "  " + p + "const = Constant <value = int64[4] {" + std::to_string(left) + ", " + std::to_string(right) + ", " +
-         std::to_string(top) + ", " + std::to_string(bottom) + "}> ()\n" +
-         "  " + p + "len = Constant <value = int64[1] {4}> ()\n" +
+  std::string values;
+  for (size_t i = 0; i < torch_pads.size(); ++i) values += (i ? ", " : "") + std::to_string(torch_pads[i]);
+  const std::string n = std::to_string(torch_pads.size());
+  return "  " + p + "const = Constant <value = int64[" + n + "] {" + values + "}> ()\n" +
+         "  " + p + "len = Constant <value = int64[1] {" + std::to_string(2 * rank - torch_pads.size()) + "}> ()\n" +
          "  " + p + "zeros = ConstantOfShape <value = int64[1] {0}> (" + p + "len)\n" +
          "  " + p + "cat = Concat <axis = 0> (" + p + "const, " + p + "zeros)\n" +
          "  " + p + "shape2 = Constant <value = int64[2] {-1, 2}> ()\n" +
@@ -30,6 +31,12 @@ inline std::string pads_chain(const std::string& out, const std::string& prefix,
          "  " + p + "shape1 = Constant <value = int64[1] {-1}> ()\n" +
          "  " + p + "flat = Reshape (" + p + "t, " + p + "shape1)\n" +
          "  " + out + " = Cast <to = 7> (" + p + "flat)\n";
+}
+
+// F.pad(x, [left, right, top, bottom]) of a 4-D tensor: ONNX's [0, 0, top, left, 0, 0, bottom, right].
+inline std::string pads_chain(const std::string& out, const std::string& prefix, int64_t left, int64_t right, int64_t top,
+                              int64_t bottom) {
+  return pads_chain(out, prefix, {left, right, top, bottom}, 4);
 }
 
 // One nearest x mask upsampler (MI-GAN's form b), Y = Conv(Pad(Mul(Resize(X), mask)), W), named "up1".
