@@ -113,7 +113,7 @@ std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphS
 
 // The elements of a 1-D (or scalar) int64 shape tensor: folded where the evaluator can, else followed through
 // the ops PyTorch writes for `x.shape[i] * k`: Gather(Shape(t), i), Shape(t) with start/end, Unsqueeze,
-// Squeeze, Reshape, Identity, Cast, Concat, and Mul by a constant.
+// Squeeze, Reshape, Identity, Cast, Concat, Mul by a constant, and Add or Sub of 0.
 core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const GraphScope& scope, ConstEvaluator& eval,
                                                  const onnx_io::ScopedTypes& types, int depth = 0) {
   auto folded = eval.evaluate(name, scope);
@@ -172,6 +172,10 @@ core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const 
       out.push_back(dim(at));
     }
     return out;
+  }
+  if ((op == "Add" || op == "Sub") && node->input_size() == 2) {  // x.shape[2] - 0, as PyTorch writes a crop of 0
+    auto b = eval.evaluate(node->input(1), scope);
+    if (b && b->is_integer() && b->size() == 1 && b->ints[0] == 0) return shape_elements(node->input(0), scope, eval, types, depth + 1);
   }
   if (op == "Mul" && node->input_size() == 2) {
     auto a = shape_elements(node->input(0), scope, eval, types, depth + 1);

@@ -22,6 +22,7 @@ struct UpfirdnSpec {
   // 0: X's shape is known and the Reshape targets are constants. 1: H and W are symbolic and the targets read
   // from Shape(X). 2: the channel dim too, and the targets state it as a literal (a Python int in PyTorch).
   int symbolic = 0;
+  bool unfolded = false;  // as exported without constant folding: f * gain in the weight, x.shape[i] - 0 in the ends
   // Near-miss switches.
   int64_t sx = 0;                  // another factor on W (0: s)
   bool pad_h_axis = false;         // the zero-inserting Pad pads H itself too
@@ -79,7 +80,9 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   for (int axis = 2; axis < 4; ++axis) {
     const std::string a = std::to_string(axis);
     body += "  ps" + a + " = Shape (p)\n  pi" + a + " = Constant <value = int64 {" + a + "}> ()\n";
-    body += "  pd" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n" + unsqueeze0("pe" + a, "pd" + a, m.opset);
+    body += "  pd" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n";
+    if (m.unfolded) body += "  z" + a + " = Constant <value = int64 {0}> ()\n  pm" + a + " = Sub (pd" + a + ", z" + a + ")\n";
+    body += unsqueeze0("pe" + a, (m.unfolded ? "pm" : "pd") + a, m.opset);
     body += "  st" + a + " = Constant <value = int64[1] {" + std::to_string(axis == 2 ? m.slice_start : 0) + "}> ()\n";
     body += "  ax" + a + " = Constant <value = int64[1] {" + a + "}> ()\n";
   }
@@ -88,7 +91,8 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   body += "  f_st = Constant <value = int64[2] {-1, -1}> ()\n";
   body += "  f_en = Constant <value = int64[2] {-9223372036854775807, -9223372036854775807}> ()\n";
   body += "  f_ax = Constant <value = int64[2] {0, 1}> ()\n  f_sp = Constant <value = int64[2] {-1, -1}> ()\n";
-  body += "  fl = Slice (F, f_st, f_en, f_ax, f_sp)\n" + unsqueeze0("f1", "fl", m.opset) + unsqueeze0("f2", "f1", m.opset);
+  if (m.unfolded) body += "  gain = Constant <value = float {4}> ()\n  Fg = Mul (F, gain)\n";
+  body += "  fl = Slice (" + std::string(m.unfolded ? "Fg" : "F") + ", f_st, f_en, f_ax, f_sp)\n" + unsqueeze0("f1", "fl", m.opset) + unsqueeze0("f2", "f1", m.opset);
   body += "  e_len = Constant <value = int64[1] {4}> ()\n  e_shape = ConstantOfShape <value = int64[1] {1}> (e_len)\n";
   body += "  f3 = Expand (f2, e_shape)\n  reps = Constant <value = int64[4] {" + c + ", 1, 1, 1}> ()\n  Wt = Tile (f3, reps)\n";
   const std::string kk = std::to_string(m.k), cs = std::to_string(m.conv_stride);
@@ -122,7 +126,7 @@ Rewritten require_rewritten(const onnx::ModelProto& original, const UpfirdnSpec&
   for (const auto* conv : require_polyphase(g, "Y", spec.s, spec.channels, spec.opset, "up1")) CHECK(conv->input(0) == "X");
   // Every hand-written node is gone: the reshapes, both Pads, the Slices and their Shape reads, the pads chains
   // and the weight chain; of the graph only the polyphase form is left.
-  for (const char* op : {"Reshape", "Pad", "Slice", "Shape", "Gather", "Unsqueeze", "Expand", "Tile", "Mul", "Constant",
+  for (const char* op : {"Reshape", "Pad", "Slice", "Shape", "Gather", "Unsqueeze", "Expand", "Tile", "Mul", "Sub", "Constant",
                          "ConstantOfShape", "Transpose", "Cast"}) {
     CAPTURE(op);
     CHECK(count_ops(g, op) == 0);
@@ -158,6 +162,16 @@ TEST_CASE("upfirdn2d zero insertion x2 by Reshape/Pad/Reshape becomes ConvTransp
   const auto original = upfirdn_model(spec);
   REQUIRE(checker_error(original).empty());
   require_rewritten(original, spec, {1, 1, 1, 1});
+}
+
+TEST_CASE("upfirdn2d exported without constant folding: the gain multiplied in, the crop's 0 subtracted",
+          "[rewrite][recogniser][reshape_zero_insertion]") {
+  UpfirdnSpec spec;
+  spec.unfolded = true;
+  spec.opset = GENERATE(11, 17);
+  spec.symbolic = GENERATE(0, 1);
+  CAPTURE(spec.opset, spec.symbolic);
+  require_rewritten(upfirdn_model(spec), spec, {1, 1, 1, 1});
 }
 
 TEST_CASE("upfirdn2d zero insertion x3, and zeros inserted before the sample", "[rewrite][recogniser][reshape_zero_insertion]") {

@@ -292,8 +292,8 @@ NaiveTensor run_concat_generic(const onnx::NodeProto& node, const Env& env, int6
   return out;
 }
 
-// Numpy-broadcast elementwise product.
-NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env) {
+// Numpy-broadcast elementwise product, or difference with `subtract` (shape arithmetic: x.shape[i] - 0).
+NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env, bool subtract = false) {
   const NaiveTensor& a = input(node, env, 0);
   const NaiveTensor& b = input(node, env, 1);
   const size_t rank = std::max(a.dims.size(), b.dims.size());
@@ -316,7 +316,8 @@ NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env) {
       ia += (da[d] == 1 ? 0 : c[d]) * sa[d];
       ib += (db[d] == 1 ? 0 : c[d]) * sb[d];
     }
-    out.data[static_cast<size_t>(flat)] = a.data[static_cast<size_t>(ia)] * b.data[static_cast<size_t>(ib)];
+    const double x = a.data[static_cast<size_t>(ia)], y = b.data[static_cast<size_t>(ib)];
+    out.data[static_cast<size_t>(flat)] = subtract ? x - y : x * y;
   });
   return out;
 }
@@ -540,8 +541,8 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     for (int64_t d : t.dims) count *= d;
     t.data.assign(static_cast<size_t>(count), fill.data[0]);
     outputs.push_back(std::move(t));
-  } else if (op == "Mul") {
-    outputs.push_back(run_mul(node, env));
+  } else if (op == "Mul" || op == "Sub") {
+    outputs.push_back(run_mul(node, env, op == "Sub"));
   } else if (op == "Resize") {
     outputs.push_back(run_resize(node, env));
   } else if (op == "Reshape") {

@@ -5,7 +5,7 @@
 // reads or emits: ConvTranspose, Conv, Pad, Concat, DepthToSpace, Shape, ConstantOfShape, Relu, Identity,
 // Constant, If and Loop, and what hand-written upsamplers use: Resize (nearest, asymmetric, floor), Mul,
 // Reshape, Slice, Transpose and Cast, and for StyleGAN2-ADA's zero insertion: Pad of any rank, Unsqueeze,
-// Expand, Tile and Gather of a shape. Anything else, or an attribute value it does not implement, throws std::runtime_error
+// Expand, Tile, Sub and Gather of a shape. Anything else, or an attribute value it does not implement, throws std::runtime_error
 // naming the node.
 #pragma once
 
