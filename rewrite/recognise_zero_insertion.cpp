@@ -19,8 +19,9 @@ using parts::join;
 using parts::producer;
 using parts::use_count;
 
-// Slice ends at least this large keep a whole axis of any tensor this tool folds (PyTorch writes INT64_MAX).
-constexpr int64_t kLargeEnd = std::numeric_limits<int32_t>::max();
+// Slice ends at least this large keep a whole axis: PyTorch writes INT64_MAX for an open end, and no axis is
+// anywhere near this long.
+constexpr int64_t kLargeEnd = std::numeric_limits<int64_t>::max() / 2;
 
 // The one non-zero tap of a zero-insertion kernel and its gain per channel.
 struct InsertionTap {
@@ -318,6 +319,12 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
                          std::to_string(*group) + ", weight " + join(v->dims)));
   }
   if (v->is_integer()) return fail(declined("ConvTranspose weight is not a float tensor"));
+  // A kernel_shape that disagrees makes the node invalid; left to the ConvTranspose's own row to say so.
+  auto kernel_shape = onnx_io::get_ints(*ct, "kernel_shape", {});
+  if (!kernel_shape) return fail(kernel_shape.error());
+  if (!kernel_shape->empty() && *kernel_shape != std::vector<int64_t>{v->dims[2], v->dims[3]}) {
+    return fail(declined("ConvTranspose kernel_shape " + join(*kernel_shape) + " disagrees with its weight " + join(v->dims)));
+  }
   if (v->dims[2] > *s || v->dims[3] > *s) {
     return fail(declined("ConvTranspose kernel " + std::to_string(v->dims[2]) + "x" + std::to_string(v->dims[3]) +
                          " is larger than its stride " + std::to_string(*s)));
