@@ -502,6 +502,58 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
     return gather(*x, dims, index);
   }
 
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    auto a = input(0);
+    if (!a) return a;
+    auto b = input(1);
+    if (!b) return b;
+    if (a->data_type != b->data_type) return declined(who + ": inputs differ in element type");
+    auto dims = broadcast(a->dims, b->dims, who);
+    if (!dims) return dims.error();
+    auto count = count_of(*dims, who);
+    if (!count) return count.error();
+    // Each operand's flat index for every output element, with broadcast axes pinned to 0.
+    auto operand_index = [&](const ConstTensor& t) {
+      const auto strides = strides_of(t.dims);
+      const size_t lead = dims->size() - t.dims.size();
+      return map_indices(*dims, *count, [&](const std::vector<int64_t>& c) {
+        int64_t flat = 0;
+        for (size_t d = 0; d < t.dims.size(); ++d) flat += (t.dims[d] == 1 ? 0 : c[d + lead]) * strides[d];
+        return flat;
+      });
+    };
+    const auto ia = operand_index(*a), ib = operand_index(*b);
+    ConstTensor out;
+    out.data_type = a->data_type;
+    out.dims = *dims;
+    for (size_t i = 0; i < ia.size(); ++i) {
+      if (out.is_integer()) {
+        const int64_t x = a->ints[static_cast<size_t>(ia[i])], y = b->ints[static_cast<size_t>(ib[i])];
+        int64_t r = 0;
+        bool overflow = false;
+        if (op == "Add") overflow = __builtin_add_overflow(x, y, &r);
+        if (op == "Sub") overflow = __builtin_sub_overflow(x, y, &r);
+        if (op == "Mul") overflow = __builtin_mul_overflow(x, y, &r);
+        if (op == "Div") {
+          // Runtimes disagree on rounding a negative quotient, so only exact divisions are folded.
+          if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1) || x % y != 0) return declined(who + ": integer division is not exact");
+          r = x / y;
+        }
+        if (overflow) return declined(who + ": the result overflows int64");
+        out.ints.push_back(r);
+      } else {
+        const double x = a->reals[static_cast<size_t>(ia[i])], y = b->reals[static_cast<size_t>(ib[i])];
+        double r = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+        if (out.data_type == TensorProto::FLOAT) r = static_cast<double>(static_cast<float>(r));  // as the runtime computes it
+        if (out.data_type == TensorProto::FLOAT16 || out.data_type == TensorProto::BFLOAT16) {
+          return declined(who + ": arithmetic in " + onnx_io::data_type_name(out.data_type) + " is not folded");
+        }
+        out.reals.push_back(r);
+      }
+    }
+    return out;
+  }
+
   if (op == "Slice") {
     auto x = input(0);
     if (!x) return x;

@@ -36,7 +36,8 @@ constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
 
 // Folds values as seen from graph scopes of one model. Folds initializers and Constants (behind Identity too),
 // and the ops ConstantOfShape, Concat, Reshape, Slice, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile,
-// Gather, Identity, and Shape of a tensor whose dims shape inference knows. Results are cached per name.
+// Gather, Identity, Add, Sub, Mul, Div (exact integer divisions only; float as float), and Shape of a tensor
+// whose dims shape inference knows. Results are cached per name.
 class ConstEvaluator {
  public:
   ConstEvaluator(int64_t ir_version, const onnx_io::ScopedTypes& types) : ir_version_(ir_version), types_(types) {}

@@ -25,7 +25,7 @@ struct NodeSummary {
   std::array<int64_t, 2> strides{0, 0};
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // resolved [top, left, bottom, right]
   std::array<int64_t, 2> output_padding{0, 0};
-  std::string form = "conv_transpose";    // how the upsampler is written: conv_transpose, nearest_mask, nearest_conv
+  std::string form = "conv_transpose";    // how the upsampler is written: one of known_forms()
 };
 
 // A ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a hand-written

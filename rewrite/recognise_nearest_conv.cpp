@@ -5,12 +5,16 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
+#include "rewrite/recogniser_parts.h"
 #include "rewrite/recognisers.h"
 
 namespace dwdeconv::rewrite {
 namespace {
 
 using core::declined;
+using parts::collect_upstream;
+using parts::producer;
+using parts::use_count;
 
 // Pads beyond this cannot make a clean upscale with any kernel the evaluator can hold; bounding them keeps sums exact.
 constexpr int64_t kMaxConvPad = int64_t{1} << 30;

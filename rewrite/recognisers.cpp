@@ -6,78 +6,16 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
+#include "rewrite/recogniser_parts.h"
 
 namespace dwdeconv::rewrite {
-namespace {
 
 using core::declined;
-
-// Larger pads cannot give a clean upscale with a kernel this tool folds; bounding them keeps sums exact.
-constexpr int64_t kMaxPad = int64_t{1} << 30;
-
-bool default_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
-
-}  // namespace
-
-const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op) {
-  if (name.empty()) return nullptr;
-  for (const auto& node : scope.graph->node()) {
-    for (const auto& out : node.output()) {
-      if (out == name) return node.op_type() == op && default_domain(node) && node.output_size() == 1 ? &node : nullptr;
-    }
-  }
-  return nullptr;
-}
-
-namespace {
-
-std::string join(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return "[" + s + "]";
-}
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-}  // namespace
-
-int use_count(const std::map<std::string, int>& uses, const std::string& name) {
-  auto it = uses.find(name);
-  return it == uses.end() ? 0 : it->second;
-}
-
-// Node outputs and initializers, walking to enclosing graphs; a Shape's input is not followed, as the constant
-// never read its values.
-void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
-                      std::set<std::pair<size_t, std::string>>& seen,
-                      std::vector<std::pair<const GraphScope*, std::string>>& out) {
-  if (name.empty() || name == stop) return;
-  for (const GraphScope* at = &scope; at != nullptr; at = at->parent) {
-    for (const auto& node : at->graph->node()) {
-      for (const auto& o : node.output()) {
-        if (o != name) continue;
-        if (!seen.insert({at->index, name}).second) return;
-        out.emplace_back(at, name);
-        if (node.op_type() == "Shape") return;
-        for (const auto& in : node.input()) collect_upstream(in, *at, stop, seen, out);
-        return;
-      }
-    }
-    for (const auto& init : at->graph->initializer()) {
-      if (init.name() == name) {
-        if (seen.insert({at->index, name}).second) out.emplace_back(at, name);
-        return;
-      }
-    }
-    for (const auto& input : at->graph->input()) {
-      if (input.name() == name) return;
-    }
-  }
-}
+using parts::default_domain;
+using parts::join;
+using parts::number;
+using parts::producer;
+using parts::use_count;
 
 core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
                                             const onnx_io::ScopedTypes& types) {
@@ -209,41 +147,6 @@ core::Result<MaskTap> mask_tap(const ConstTensor& mask, int64_t s, int64_t chann
   return *tap;
 }
 
-// The Pad's spatial [top, left, bottom, right], or why it is not a constant-zero pad of H and W.
-core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval) {
-  auto mode = onnx_io::get_string(pad, "mode", "constant");
-  if (!mode) return mode.error();
-  if (*mode != "constant") return declined("Pad mode " + *mode);
-  std::vector<int64_t> pads;
-  double value = 0.0;
-  if (pad.input_size() >= 2 && !pad.input(1).empty()) {  // opset 11 on: pads, constant_value, axes inputs
-    auto p = eval.evaluate(pad.input(1), scope);
-    if (!p) return declined("Pad pads not constant: " + p.error().message);
-    if (!p->is_integer()) return declined("Pad pads are not integers");
-    pads = p->ints;
-    if (pad.input_size() >= 3 && !pad.input(2).empty()) {
-      auto v = eval.evaluate(pad.input(2), scope);
-      if (!v) return declined("Pad value not constant: " + v.error().message);
-      if (v->size() != 1) return declined("Pad value is not one element");
-      value = v->at(0);
-    }
-    if (pad.input_size() >= 4 && !pad.input(3).empty()) return declined("Pad with axes");
-  } else {
-    auto p = onnx_io::get_ints(pad, onnx_io::find_attribute(pad, "paddings") != nullptr ? "paddings" : "pads", {});
-    if (!p) return p.error();
-    pads = *p;
-    if (const auto* v = onnx_io::find_attribute(pad, "value")) value = v->f();
-  }
-  if (value != 0.0) return declined("Pad value " + number(value) + ", not 0");
-  if (pads.size() != 8) return declined("Pad pads " + join(pads) + " are not those of a 4-D tensor");
-  if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) return declined("Pad pads " + join(pads) + " pad the batch or channel axis");
-  for (int64_t p : pads) {
-    if (p < 0) return declined("Pad pads " + join(pads) + " crop");
-    if (p > kMaxPad) return declined("Pad pads " + join(pads) + " are larger than any kernel this tool rewrites");
-  }
-  return std::array<int64_t, 4>{pads[2], pads[3], pads[6], pads[7]};
-}
-
 }  // namespace
 
 std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
@@ -264,10 +167,8 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
+  out.summary = parts::conv_summary(conv, scope, "nearest_mask");
   NodeSummary& sum = out.summary;
-  sum.name = conv.name().empty() ? conv.output(0) : conv.name();
-  sum.graph_path = scope.path;
-  sum.form = "nearest_mask";
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
     out.match = std::move(e);
     return out;
@@ -275,38 +176,8 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   const std::string& x = resize->input(0);
 
   // The Conv: depthwise, stride 1, dilation 1, with a constant [C,1,Ky,Kx] weight.
-  auto group = onnx_io::get_int(conv, "group", 1);
-  auto strides = onnx_io::get_ints(conv, "strides", {});
-  auto dilations = onnx_io::get_ints(conv, "dilations", {});
-  auto conv_pads = onnx_io::get_ints(conv, "pads", {});
-  auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
-  for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
-                               dilations.ok() ? nullptr : &dilations.error(), conv_pads.ok() ? nullptr : &conv_pads.error(),
-                               auto_pad.ok() ? nullptr : &auto_pad.error()}) {
-    if (e != nullptr) return fail(*e);
-  }
-  for (int64_t s : *strides) {
-    if (s != 1) return fail(declined("Conv stride " + std::to_string(s)));
-  }
-  for (int64_t d : *dilations) {
-    if (d != 1) return fail(declined("Conv dilation " + std::to_string(d)));
-  }
-  if (*auto_pad != "NOTSET" && *auto_pad != "VALID") return fail(declined("Conv auto_pad " + *auto_pad));
-  if (*auto_pad == "VALID") conv_pads->clear();
-  if (!conv_pads->empty() && conv_pads->size() != 4) return fail(declined("Conv pads " + join(*conv_pads) + " are not 2-D"));
-  for (int64_t p : *conv_pads) {
-    if (p < 0 || p > kMaxPad) return fail(declined("Conv pads " + join(*conv_pads) + " are out of range"));
-  }
-  auto weight = eval.evaluate(conv.input(1), scope);
-  if (!weight) return fail(declined("Conv weight not constant: " + weight.error().message));
-  if (weight->dims.size() != 4) return fail(declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));
-  const int64_t channels = weight->dims[0];
-  sum.channels = channels;
-  sum.kernel = {weight->dims[2], weight->dims[3]};
-  if (*group != channels || weight->dims[1] != 1) {
-    return fail(declined("Conv is not depthwise: group " + std::to_string(*group) + ", weight " + join(weight->dims)));
-  }
-  if (weight->is_integer()) return fail(declined("unsupported element type " + onnx_io::data_type_name(weight->data_type)));
+  auto tail = parts::read_conv_tail(conv, scope, eval, sum);
+  if (!tail) return fail(tail.error());
 
   // Every intermediate must feed only the next step, or the high-resolution tensors stay and nothing is saved.
   for (const auto& [node, what] : {std::pair<const onnx::NodeProto*, const char*>{resize, "Resize"}, {mul, "Mul"}, {pad, "Pad"}}) {
@@ -317,67 +188,21 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   if (!s) return fail(s.error());
   sum.stride = *s;
   sum.strides = {*s, *s};
-  auto pads = pad_amounts(*pad, scope, eval);
+  auto pads = parts::pad_amounts(*pad, scope, eval);
   if (!pads) return fail(pads.error());
   auto mask = eval.evaluate(mul->input(1 - upsampled), scope);
   if (!mask) return fail(declined("mask not constant: " + mask.error().message));
-  auto tap = mask_tap(*mask, *s, channels);
+  auto tap = mask_tap(*mask, *s, tail->channels);
   if (!tap) return fail(tap.error());
 
-  // Per axis: zero insertion at offset j, total pads P (begin) and E (end), kernel K:
-  //   ConvTranspose k = K, Pb = K-1-j-P, Pe = K+j-s-E; clean exactly when P + E == K - 1.
-  std::array<core::AxisGeometry, 2> geo;
-  for (size_t axis = 0; axis < 2; ++axis) {
-    const int64_t k = weight->dims[2 + axis];
-    const int64_t j = axis == 0 ? tap->jy : tap->jx;
-    const int64_t p = (*pads)[axis] + (conv_pads->empty() ? 0 : (*conv_pads)[axis]);
-    const int64_t e = (*pads)[axis + 2] + (conv_pads->empty() ? 0 : (*conv_pads)[axis + 2]);
-    if (p + e != k - 1) {
-      const int64_t excess = p + e - (k - 1);
-      return fail(declined("not a clean upscale: output is " + std::to_string(*s) + "*" + (axis == 0 ? "H" : "W") +
-                           (excess > 0 ? "+" : "") + std::to_string(excess) + " on that axis (pads " + std::to_string(p) + "+" +
-                           std::to_string(e) + ", kernel " + std::to_string(k) + ")"));
-    }
-    geo[axis] = {k, *s, k - 1 - j - p, k + j - *s - e, 0};
-    if (geo[axis].pad_begin < 0 || geo[axis].pad_end < 0) {
-      return fail(declined("the equivalent ConvTranspose would have negative pads (" + std::to_string(geo[axis].pad_begin) + ", " +
-                           std::to_string(geo[axis].pad_end) + ")"));
-    }
-  }
-  sum.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
-
-  // The derived kernel: w[c, 0, ty, tx] = a * f[c, 0, Ky-1-ty, Kx-1-tx] (the filter flipped, times the gain).
-  const int64_t ky = weight->dims[2], kx = weight->dims[3];
-  std::vector<double> w(weight->reals.size());
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t ty = 0; ty < ky; ++ty) {
-      for (int64_t tx = 0; tx < kx; ++tx) {
-        w[static_cast<size_t>((c * ky + ty) * kx + tx)] =
-            tap->gain * weight->reals[static_cast<size_t>((c * ky + (ky - 1 - ty)) * kx + (kx - 1 - tx))];
-      }
-    }
-  }
-  // Phase weights are stored where the Conv's weight is (inline or external data), so they follow its name.
-  auto source = resolve_constant(conv.input(1), scope, ir_version);
-  const std::string follows = source && source->sparse == nullptr ? source->name : conv.input(1);
-  auto derived = std::make_shared<onnx::TensorProto>(onnx_io::make_tensor(follows, weight->data_type, weight->dims, w, true));
-
+  parts::ZeroInsertion zi;
+  zi.s = *s;
+  zi.j = {tap->jy, tap->jx};
+  zi.gains = {tap->gain};
+  auto deconv = parts::fold_zero_insertion(conv, scope, ir_version, types, x, *tail, *pads, zi, sum);
+  if (!deconv) return fail(deconv.error());
   UpsamplerMatch m;
-  DeconvMatch& d = m.deconv;
-  d.node = &conv;
-  d.scope = &scope;
-  d.name = conv.name();
-  d.input = x;
-  d.bias = conv.input_size() > 2 ? conv.input(2) : std::string();
-  d.output = conv.output(0);
-  d.channels = channels;
-  d.y = geo[0];
-  d.x = geo[1];
-  d.weight.scope = &scope;
-  d.weight.tensor = derived.get();
-  d.weight.name = follows;
-  d.derived_weight = std::move(derived);
-  if (const auto* type = types.find(scope.index, x)) d.input_type = *type;
+  m.deconv = std::move(*deconv);
 
   // What only this upsampler reads: the three intermediate nodes and every constant chain feeding them.
   std::set<std::pair<size_t, std::string>> seen;
@@ -386,9 +211,9 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
     seen.insert({scope.index, node->output(0)});
   }
   for (const auto* node : {pad, mul, resize}) {
-    for (const auto& in : node->input()) collect_upstream(in, scope, x, seen, m.replaced);
+    for (const auto& in : node->input()) parts::collect_upstream(in, scope, x, seen, m.replaced);
   }
-  collect_upstream(conv.input(1), scope, x, seen, m.replaced);
+  parts::collect_upstream(conv.input(1), scope, x, seen, m.replaced);
   out.match = std::move(m);
   return out;
 }

@@ -18,14 +18,16 @@ namespace dwdeconv::rewrite {
 
 // The forms --forms can name, in the order the README lists them.
 inline const std::vector<std::string>& known_forms() {
-  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask", "nearest_conv"};
+  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask", "zero_insertion", "reshape_zero_insertion",
+                                              "nearest_conv"};
   return forms;
 }
 
 // The forms rewritten when --forms is not given: every form that measured faster on XNNPACK at the layer level
 // (README, "Upsampler forms"). The one place that decides it.
 inline const std::set<std::string>& default_forms() {
-  static const std::set<std::string> forms{"conv_transpose", "nearest_mask", "nearest_conv"};
+  static const std::set<std::string> forms{"conv_transpose", "nearest_mask", "zero_insertion", "reshape_zero_insertion",
+                                           "nearest_conv"};
   return forms;
 }
 
@@ -35,6 +37,8 @@ struct UpsamplerMatch {
   DeconvMatch deconv;
   // Tensors the rewrite may orphan, each with the graph that defines it.
   std::vector<std::pair<const GraphScope*, std::string>> replaced;
+  // A ConvTranspose node the form folds in (zero_insertion); it must not also be rewritten on its own.
+  const onnx::NodeProto* absorbs = nullptr;
 };
 
 // What a recogniser says about one Conv: nothing when the Conv does not start the form at all (no row in the
@@ -56,6 +60,31 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
                                                    const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                                                    const std::map<std::string, int>& uses);
 
+// Form `zero_insertion` (MI-GAN's older code):
+//   Before:  z = ConvTranspose(x, v)  depthwise, stride s, kernel k <= s, pads 0, no (or a zero) bias; v has one
+//                                     non-zero tap a[c] per channel, at the same (jy, jx) in every channel
+//            p = Pad(z, pads)         constant 0 (pads may be computed, e.g. PyTorch's 8-op chain)
+//            y = Conv(p, f[, B])      depthwise, stride 1, dilation 1, kernel K
+//   After:   y = ConvTranspose(x, w, B) with w[c,t] = a[c] * f[c,K-1-t] (a gain per channel folds into the
+//            depthwise filter), pads as for nearest_mask with the end pads s - k shorter.
+// The match's `absorbs` is the first ConvTranspose: the rewriter must not rewrite it on its own as well.
+std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                     const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                     const std::map<std::string, int>& uses);
+
+// Form `reshape_zero_insertion` (StyleGAN2-ADA's reference upfirdn2d):
+//   Before:  r = Reshape(x, [N,C,H,1,W,1])
+//            z = Pad(r, pads6)        constant 0 on the two singleton axes only: (jy, s-1-jy) and (jx, s-1-jx)
+//            u = Reshape(z, [N,C,sH,sW])
+//            p = Pad(u, pads)         constant 0
+//            q = Slice(...(p))        any number (up to 4) of no-op Slices: steps 1, starts 0, ends at least
+//                                     the dim, or the dim itself read from Shape of the sliced tensor
+//            y = Conv(q, f[, B])      depthwise, stride 1, dilation 1; f may be computed (Tile, Expand, ...)
+//   After:   y = ConvTranspose(x, w, B), w[t] = f[K-1-t], pads as for nearest_mask.
+std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope,
+                                                             int64_t ir_version, const onnx_io::ScopedTypes& types,
+                                                             ConstEvaluator& eval, const std::map<std::string, int>& uses);
+
 // Form `nearest_conv` (the upsampling block of U-Nets, VAE decoders, FPNs):
 //   Before:  u = Resize(x)           nearest, an integer factor s >= 2 on H and W (scales or sizes), coordinates
 //                                    that make it x[floor(o/s)] exactly; u has no other reader
@@ -66,20 +95,6 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
 std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                                    const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                                                    const std::map<std::string, int>& uses);
-
-// Pieces the recognisers share (recognisers.cpp).
-
-// The node of `scope`'s own graph that outputs `name`, if it has op `op` (default domain, one output); else nullptr.
-const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op);
-
-// How many readers count_uses found for `name` (0 when none).
-int use_count(const std::map<std::string, int>& uses, const std::string& name);
-
-// Appends to `out` every tensor `name` is computed from, itself included, as `scope` sees it, stopping at `stop`
-// (the upsampler's input) and at a Shape's input. `seen` holds (scope index, name) pairs already listed.
-void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
-                      std::set<std::pair<size_t, std::string>>& seen,
-                      std::vector<std::pair<const GraphScope*, std::string>>& out);
 
 // The integer factor s >= 2 of a nearest Resize that computes exactly u[o] = x[floor(o/s)] on H and W and copies
 // N and C, or why it does not. Sizes count when `types` knows the input's H and W.

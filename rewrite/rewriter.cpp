@@ -139,12 +139,36 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   std::set<std::string> seen_names;
   ConstEvaluator eval(model.ir_version(), types);
   const auto uses = count_uses(model);
+  // Why the command line keeps a matched upsampler, or "" when it is selected.
+  auto unselected = [&options](const NodeSummary& summary) -> std::string {
+    if (options.forms.count(summary.form) == 0) return "form " + summary.form + " not selected by --forms";
+    if (!options.only.empty() && options.only.count(summary.name) == 0) return "not selected by --only";
+    if (options.skip.count(summary.name) != 0) return "skipped by --skip";
+    return "";
+  };
+  Emitter emitter(model, names, options.emit);
+  // A zero_insertion fold replaces a ConvTranspose that comes before its Conv. Find the folds first: the
+  // ConvTranspose of one that will be rewritten gets no row of its own; any other is matched as written.
+  std::map<const onnx::NodeProto*, UpsamplerOutcome> folds;
+  std::set<const onnx::NodeProto*> absorbed;
   for (const auto& scope : tree.scopes()) {
     for (const auto& node : scope.graph->node()) {
-      // Either form gives a summary and a match or the reason it declined.
+      auto outcome = match_zero_insertion(node, scope, model.ir_version(), types, eval, uses);
+      if (!outcome) continue;
+      if (outcome->match && unselected(outcome->summary).empty() && emitter.keep_reason(outcome->match->deconv).empty()) {
+        absorbed.insert(outcome->match->absorbs);
+      }
+      folds.emplace(&node, std::move(*outcome));
+    }
+  }
+  for (const auto& scope : tree.scopes()) {
+    for (const auto& node : scope.graph->node()) {
+      // Each form gives a summary and a match or the reason it declined.
       NodeSummary summary;
       core::Result<UpsamplerMatch> match = core::declined("not matched");
-      if (is_deconv(node)) {
+      if (is_deconv(node) && absorbed.count(&node) != 0) {
+        continue;
+      } else if (is_deconv(node)) {
         MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types);
         summary = std::move(outcome.summary);
         if (outcome.match) {
@@ -152,7 +176,13 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
         } else {
           match = outcome.match.error();
         }
+      } else if (auto fold = folds.find(&node); fold != folds.end()) {
+        summary = std::move(fold->second.summary);
+        match = std::move(fold->second.match);
       } else if (auto outcome = match_nearest_mask(node, scope, model.ir_version(), types, eval, uses)) {
+        summary = std::move(outcome->summary);
+        match = std::move(outcome->match);
+      } else if (auto outcome = match_reshape_zero_insertion(node, scope, model.ir_version(), types, eval, uses)) {
         summary = std::move(outcome->summary);
         match = std::move(outcome->match);
       } else if (auto nc = match_nearest_conv(node, scope, model.ir_version(), types, eval, uses)) {
@@ -171,12 +201,8 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
       seen_names.insert(shown);
       if (!match) {
         report.reason = match.error().message;
-      } else if (options.forms.count(report.summary.form) == 0) {
-        report.reason = "form " + report.summary.form + " not selected by --forms";
-      } else if (!options.only.empty() && options.only.count(shown) == 0) {
-        report.reason = "not selected by --only";
-      } else if (options.skip.count(shown) != 0) {
-        report.reason = "skipped by --skip";
+      } else if (std::string why = unselected(report.summary); !why.empty()) {
+        report.reason = std::move(why);
       } else {
         matches.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced)});
       }
@@ -194,7 +220,6 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     }
   }
 
-  Emitter emitter(model, names, options.emit);
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   for (auto& [index, m, replaced] : matches) {

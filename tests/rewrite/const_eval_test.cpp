@@ -182,3 +182,23 @@ TEST_CASE("const eval declines hostile sizes and steps instead of overflowing", 
   REQUIRE_FALSE(reshape);
   CHECK_THAT(reshape.error().message, Catch::Contains("more elements than int64"));
 }
+
+TEST_CASE("const eval: Add, Sub, Mul and Div with broadcasting, as PyTorch's unfolded exports use them", "[rewrite][const_eval]") {
+  const std::string base = "  a = Constant <value = int64[2,2] {1, 2, 3, 4}> ()\n  b = Constant <value = int64[2] {10, 20}> ()\n";
+  CHECK(folded_ints(base + "  y = Add (a, b)", "y") == std::vector<int64_t>{11, 22, 13, 24});
+  CHECK(folded_ints(base + "  y = Sub (b, a)", "y") == std::vector<int64_t>{9, 18, 7, 16});
+  CHECK(folded_ints(base + "  y = Mul (a, b)", "y") == std::vector<int64_t>{10, 40, 30, 80});
+  CHECK(folded_dims(base + "  y = Mul (a, b)", "y") == std::vector<int64_t>{2, 2});
+  CHECK(folded_ints("  a = Constant <value = int64[2,2] {1, 2, 5, 4}> ()\n  b = Constant <value = int64[2] {10, 20}> ()\n"
+                    "  y = Div (b, a)", "y") == std::vector<int64_t>{10, 10, 2, 5});
+  const auto inexact = fold(base + "  c = Constant <value = int64[1] {3}> ()\n  y = Div (b, c)", "y");
+  REQUIRE_FALSE(inexact);
+  CHECK_THAT(inexact.error().message, Catch::Contains("integer division is not exact"));
+  // The filter times gain**2 of upfirdn2d, in float: rounded to float as the runtime would.
+  auto f = fold("  f = Constant <value = float[2] {0.1, 3}> ()\n  g = Constant <value = float {4}> ()\n  y = Mul (f, g)", "y");
+  REQUIRE(f);
+  CHECK(f->reals == std::vector<double>{static_cast<double>(0.1f * 4.0f), 12.0});
+  const auto overflow = fold("  a = Constant <value = int64 {9223372036854775807}> ()\n  y = Add (a, a)", "y");
+  REQUIRE_FALSE(overflow);
+  CHECK_THAT(overflow.error().message, Catch::Contains("overflows"));
+}

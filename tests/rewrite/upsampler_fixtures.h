@@ -1,6 +1,7 @@
 // Hand-written upsamplers in ONNX text, as PyTorch's exporter writes them (MI-GAN's nearest x mask form).
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -8,15 +9,16 @@
 
 namespace dwdeconv::test {
 
-// PyTorch's export of F.pad(x, [left, right, top, bottom]) pads, as the 8-op chain Constant -> ConstantOfShape
-// -> Concat -> Reshape[-1,2] -> Slice(step -1) -> Transpose -> Reshape[-1] -> Cast writing `out`. Its value
-// is ONNX's [0, 0, top, left, 0, 0, bottom, right]. Tensor names start with `prefix`.
-inline std::string pads_chain(const std::string& out, const std::string& prefix, int64_t left, int64_t right, int64_t top,
-                              int64_t bottom) {
+// PyTorch's export of F.pad(x, torch_pads) pads, as the 8-op chain Constant -> ConstantOfShape -> Concat ->
+// Reshape[-1,2] -> Slice(step -1) -> Transpose -> Reshape[-1] -> Cast writing `out`. torch_pads pairs run from
+// the last axis backwards; `rank` is the padded tensor's. Tensor names start with `prefix`.
+inline std::string pads_chain(const std::string& out, const std::string& prefix, const std::vector<int64_t>& torch_pads, size_t rank) {
   const std::string p = prefix;
-  return "  " + p + "const = Constant <value = int64[4] {" + std::to_string(left) + ", " + std::to_string(right) + ", " +
-         std::to_string(top) + ", " + std::to_string(bottom) + "}> ()\n" +
-         "  " + p + "len = Constant <value = int64[1] {4}> ()\n" +
+  std::string values;
+  for (size_t i = 0; i < torch_pads.size(); ++i) values += (i ? ", " : "") + std::to_string(torch_pads[i]);
+  const std::string n = std::to_string(torch_pads.size());
+  return "  " + p + "const = Constant <value = int64[" + n + "] {" + values + "}> ()\n" +
+         "  " + p + "len = Constant <value = int64[1] {" + std::to_string(2 * rank - torch_pads.size()) + "}> ()\n" +
          "  " + p + "zeros = ConstantOfShape <value = int64[1] {0}> (" + p + "len)\n" +
          "  " + p + "cat = Concat <axis = 0> (" + p + "const, " + p + "zeros)\n" +
          "  " + p + "shape2 = Constant <value = int64[2] {-1, 2}> ()\n" +
@@ -30,6 +32,57 @@ inline std::string pads_chain(const std::string& out, const std::string& prefix,
          "  " + p + "shape1 = Constant <value = int64[1] {-1}> ()\n" +
          "  " + p + "flat = Reshape (" + p + "t, " + p + "shape1)\n" +
          "  " + out + " = Cast <to = 7> (" + p + "flat)\n";
+}
+
+// F.pad(x, [left, right, top, bottom]) of a 4-D tensor: ONNX's [0, 0, top, left, 0, 0, bottom, right].
+inline std::string pads_chain(const std::string& out, const std::string& prefix, int64_t left, int64_t right, int64_t top,
+                              int64_t bottom) {
+  return pads_chain(out, prefix, {left, right, top, bottom}, 4);
+}
+
+// What a hand-written upsampler (input X, output Y, its Conv named "up1") must become when rewritten.
+struct ExpectedUpsampler {
+  std::string form;
+  int64_t s = 2, channels = 3, opset = 13, h = 5, w = 4;
+  std::array<int64_t, 2> kernel{4, 4};
+  std::array<int64_t, 4> pads{1, 1, 1, 1};
+  std::vector<std::string> gone_ops;           // ops that must not be left in the graph
+  std::vector<std::string> gone_initializers;  // initializers only the upsampler read
+};
+
+// Rewrites, and requires exactly one row: `e.form`, rewritten, with e's geometry. Its phase Convs read X
+// (the low-resolution input), the hand-written nodes and constants are gone, the numbers equal the
+// original's on a seeded input, and the rewrite is idempotent and deterministic.
+inline Rewritten require_upsampler_rewritten(const onnx::ModelProto& original, const ExpectedUpsampler& e, uint32_t seed) {
+  auto out = rewrite_copy(original);
+  std::string rows;
+  for (const auto& n : out.result.nodes) rows += n.summary.form + " '" + n.summary.name + "': " + n.reason + "; ";
+  CAPTURE(rows);
+  REQUIRE(out.result.nodes.size() == 1);
+  const auto& row = out.result.nodes[0];
+  REQUIRE(row.rewritten);
+  CHECK(row.summary.form == e.form);
+  CHECK(row.summary.name == "up1");
+  CHECK(row.summary.stride == e.s);
+  CHECK(row.summary.kernel == e.kernel);
+  CHECK(row.summary.pads == e.pads);
+  CHECK(row.summary.channels == e.channels);
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  for (const auto* conv : require_polyphase(g, "Y", e.s, e.channels, e.opset, "up1")) CHECK(conv->input(0) == "X");
+  for (const auto& op : e.gone_ops) {
+    CAPTURE(op);
+    CHECK(count_ops(g, op) == 0);
+  }
+  for (const auto& init : e.gone_initializers) {
+    CAPTURE(init);
+    CHECK(find_initializer(g, init) == nullptr);
+  }
+  const auto x = random_tensor4(1, e.channels, e.h, e.w, seed);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, e.channels, e.s * e.h, e.s * e.w}) < kTolerance);
+  CHECK(serialized(rewrite_copy(out.model).model) == serialized(out.model));
+  CHECK(serialized(rewrite_copy(original).model) == serialized(out.model));
+  return out;
 }
 
 // One nearest x mask upsampler (MI-GAN's form b), Y = Conv(Pad(Mul(Resize(X), mask)), W), named "up1".

@@ -122,7 +122,18 @@ NaiveTensor run_conv_transpose(const onnx::NodeProto& node, const Env& env) {
   return core::conv_transpose2d_reference(x, w, bias_of(node, env), p);
 }
 
+NaiveTensor run_pad_generic(const onnx::NodeProto& node, const NaiveTensor& x, const std::vector<int64_t>& pads, double value);
+
 NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) {
+  if (input(node, env, 0).dims.size() != 4) {
+    // Any other rank (StyleGAN2-ADA's zero insertion pads a 6-D tensor): input-form pads, no axes.
+    if (opset < 11 || optional_input(node, env, 3) != nullptr) fail(node, "only input-form pads without axes are implemented for rank != 4");
+    if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant mode is implemented");
+    std::vector<int64_t> pads;
+    for (double v : input(node, env, 1).data) pads.push_back(static_cast<int64_t>(v));
+    const NaiveTensor* c = optional_input(node, env, 2);
+    return run_pad_generic(node, input(node, env, 0), pads, c == nullptr ? 0.0 : c->data.at(0));
+  }
   const auto x = input(node, env, 0).as_tensor4();
   if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant mode is implemented");
   std::vector<int64_t> pads;
@@ -178,6 +189,88 @@ void for_each_coord(const std::vector<int64_t>& dims, F f) {
   }
 }
 
+// Constant padding of any rank, non-negative pads [begins..., ends...].
+NaiveTensor run_pad_generic(const onnx::NodeProto& node, const NaiveTensor& x, const std::vector<int64_t>& pads, double value) {
+  const size_t rank = x.dims.size();
+  if (pads.size() != 2 * rank) fail(node, "pads do not match the rank");
+  std::vector<int64_t> dims = x.dims;
+  for (size_t d = 0; d < rank; ++d) {
+    if (pads[d] < 0 || pads[d + rank] < 0) fail(node, "negative pads are not implemented for rank != 4");
+    dims[d] += pads[d] + pads[d + rank];
+  }
+  const auto so = strides_of(dims);
+  NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims)), value));
+  for_each_coord(x.dims, [&](const std::vector<int64_t>& c, int64_t flat) {
+    int64_t dst = 0;
+    for (size_t d = 0; d < rank; ++d) dst += (c[d] + pads[d]) * so[d];
+    out.data[static_cast<size_t>(dst)] = x.data[static_cast<size_t>(flat)];
+  });
+  return out;
+}
+
+// The int64 values of input i (axes, shapes, repeats).
+std::vector<int64_t> ints_input(const onnx::NodeProto& node, const Env& env, int i) {
+  std::vector<int64_t> v;
+  for (double d : input(node, env, i).data) v.push_back(static_cast<int64_t>(d));
+  return v;
+}
+
+// Unsqueeze with axes as an attribute (before opset 13) or an input (13 on).
+NaiveTensor run_unsqueeze(const onnx::NodeProto& node, const Env& env) {
+  NaiveTensor x = input(node, env, 0);
+  const auto axes = node.input_size() > 1 ? ints_input(node, env, 1) : attr_ints(node, "axes", {});
+  const auto rank = static_cast<int64_t>(x.dims.size() + axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) inserted.at(static_cast<size_t>(a < 0 ? a + rank : a)) = true;
+  std::vector<int64_t> dims;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i) dims.push_back(inserted[static_cast<size_t>(i)] ? 1 : x.dims.at(next++));
+  x.dims = dims;
+  return x;
+}
+
+// Expand (bidirectional broadcast) and Tile (repeats), written as one gather each.
+NaiveTensor run_expand_or_tile(const onnx::NodeProto& node, const Env& env, bool tile) {
+  const NaiveTensor& x = input(node, env, 0);
+  const auto arg = ints_input(node, env, 1);
+  std::vector<int64_t> dims;
+  if (tile) {
+    if (arg.size() != x.dims.size()) fail(node, "repeats do not match the rank");
+    for (size_t d = 0; d < arg.size(); ++d) dims.push_back(x.dims[d] * arg[d]);
+  } else {
+    const size_t rank = std::max(x.dims.size(), arg.size());
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t a = i + x.dims.size() >= rank ? x.dims[i + x.dims.size() - rank] : 1;
+      const int64_t b = i + arg.size() >= rank ? arg[i + arg.size() - rank] : 1;
+      if (a != b && a != 1 && b != 1) fail(node, "shapes do not broadcast");
+      dims.push_back(a == 1 ? b : a);
+    }
+  }
+  const size_t lead = dims.size() - x.dims.size();
+  const auto sx = strides_of(x.dims);
+  NaiveTensor out(dims, std::vector<double>(static_cast<size_t>(count_of(dims))));
+  for_each_coord(dims, [&](const std::vector<int64_t>& c, int64_t flat) {
+    int64_t src = 0;
+    for (size_t d = 0; d < x.dims.size(); ++d) src += (tile ? c[d] % x.dims[d] : (x.dims[d] == 1 ? 0 : c[d + lead])) * sx[d];
+    out.data[static_cast<size_t>(flat)] = x.data[static_cast<size_t>(src)];
+  });
+  return out;
+}
+
+// Gather on axis 0 of a 1-D tensor by a scalar or 1-D index (shape arithmetic).
+NaiveTensor run_gather(const onnx::NodeProto& node, const Env& env) {
+  const NaiveTensor& x = input(node, env, 0);
+  const NaiveTensor& index = input(node, env, 1);
+  if (x.dims.size() != 1 || attr_int(node, "axis", 0) != 0) fail(node, "only axis 0 of a 1-D tensor is implemented");
+  NaiveTensor out(index.dims, {});
+  for (double i : index.data) {
+    auto at = static_cast<int64_t>(i);
+    if (at < 0) at += x.dims[0];
+    out.data.push_back(x.data.at(static_cast<size_t>(at)));
+  }
+  return out;
+}
+
 // Any axis, any rank: the output element at coordinate c comes from the input whose range on `axis` holds it.
 NaiveTensor run_concat_generic(const onnx::NodeProto& node, const Env& env, int64_t axis) {
   std::vector<const NaiveTensor*> parts;
@@ -199,8 +292,8 @@ NaiveTensor run_concat_generic(const onnx::NodeProto& node, const Env& env, int6
   return out;
 }
 
-// Numpy-broadcast elementwise product.
-NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env) {
+// Numpy-broadcast elementwise product, or difference with `subtract` (shape arithmetic: x.shape[i] - 0).
+NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env, bool subtract = false) {
   const NaiveTensor& a = input(node, env, 0);
   const NaiveTensor& b = input(node, env, 1);
   const size_t rank = std::max(a.dims.size(), b.dims.size());
@@ -223,7 +316,8 @@ NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env) {
       ia += (da[d] == 1 ? 0 : c[d]) * sa[d];
       ib += (db[d] == 1 ? 0 : c[d]) * sb[d];
     }
-    out.data[static_cast<size_t>(flat)] = a.data[static_cast<size_t>(ia)] * b.data[static_cast<size_t>(ib)];
+    const double x = a.data[static_cast<size_t>(ia)], y = b.data[static_cast<size_t>(ib)];
+    out.data[static_cast<size_t>(flat)] = subtract ? x - y : x * y;
   });
   return out;
 }
@@ -483,8 +577,8 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     for (int64_t d : t.dims) count *= d;
     t.data.assign(static_cast<size_t>(count), fill.data[0]);
     outputs.push_back(std::move(t));
-  } else if (op == "Mul") {
-    outputs.push_back(run_mul(node, env));
+  } else if (op == "Mul" || op == "Sub") {
+    outputs.push_back(run_mul(node, env, op == "Sub"));
   } else if (op == "Resize") {
     outputs.push_back(run_resize(node, env));
   } else if (op == "Reshape") {
@@ -493,6 +587,12 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     outputs.push_back(run_slice(node, env));
   } else if (op == "Transpose") {
     outputs.push_back(run_transpose(node, env));
+  } else if (op == "Unsqueeze") {
+    outputs.push_back(run_unsqueeze(node, env));
+  } else if (op == "Expand" || op == "Tile") {
+    outputs.push_back(run_expand_or_tile(node, env, op == "Tile"));
+  } else if (op == "Gather") {
+    outputs.push_back(run_gather(node, env));
   } else if (op == "Cast") {
     outputs.push_back(input(node, env, 0));  // every value is a double here; the chains cast int64 to int64
   } else if (op == "If") {

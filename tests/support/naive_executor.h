@@ -4,7 +4,8 @@
 // original and the rewritten model can be compared on the same inputs. It knows only the ops the rewrite
 // reads or emits: ConvTranspose, Conv, Pad, Concat, DepthToSpace, Shape, ConstantOfShape, Relu, Identity,
 // Constant, If and Loop, and what hand-written upsamplers use: Resize (nearest, by scales or sizes), Mul,
-// Reshape, Slice, Transpose and Cast. Anything else, or an attribute value it does not implement, throws std::runtime_error
+// Reshape, Slice, Transpose and Cast, and for StyleGAN2-ADA's zero insertion: Pad of any rank, Unsqueeze,
+// Expand, Tile, Sub and Gather of a shape. Anything else, or an attribute value it does not implement, throws std::runtime_error
 // naming the node.
 #pragma once
 

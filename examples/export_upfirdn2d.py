@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Exports a small generator whose x2 (or x3) upsamplers are written the way StyleGAN2-ADA's reference
+`upfirdn2d` writes them: zero insertion by Reshape / Pad / Reshape, padding, a crop that crops nothing, and a
+depthwise Conv with a flipped FIR filter repeated over the channels. dwdeconv-rewrite recognises this as form
+`reshape_zero_insertion`.
+
+Usage: python3 examples/export_upfirdn2d.py OUT.onnx [--opset N] [--factor S] [--channels C] [--size H]
+Needs PyTorch (Debian: apt-get install python3-torch); the tool itself does not use Python.
+"""
+import argparse
+
+import torch
+import torch.nn.functional as F
+
+
+def upfirdn2d_up(x, f, up, pad0, pad1, c):
+    """Upsample x (c channels) by `up` with FIR filter f ([k, k]), padding (pad0, pad1) on both axes, as
+    upfirdn2d does."""
+    n, _, h, w = x.shape
+    # Zero insertion: s-1 zeros after every sample, on H and W.
+    x = x.reshape([n, c, h, 1, w, 1])
+    x = F.pad(x, [0, up - 1, 0, 0, 0, up - 1])
+    x = x.reshape([n, c, h * up, w * up])
+    # Pad, then a crop by the negative pads (none here, so it crops nothing but is still exported).
+    x = F.pad(x, [pad0, pad1, pad0, pad1])
+    x = x[:, :, 0:x.shape[2], 0:x.shape[3]]
+    # The filter, flipped and repeated over the channels: a depthwise Conv.
+    f = f * (up * up)
+    f = f.flip([0, 1])
+    f = f[None, None].repeat([c, 1, 1, 1])
+    return F.conv2d(x, f, groups=c)
+
+
+class Generator(torch.nn.Module):
+    def __init__(self, channels, up):
+        super().__init__()
+        self.up = up
+        self.channels = channels
+        taps = torch.tensor([1.0, 3.0, 3.0, 1.0]) if up == 2 else torch.tensor([1.0, 2.0, 3.0, 2.0, 1.0])
+        k = taps.numel()
+        # A non-separable filter, so a flipped or transposed kernel cannot pass by symmetry.
+        f = torch.outer(taps, taps) + 0.25 * torch.arange(k * k, dtype=torch.float32).reshape(k, k)
+        self.register_buffer("fir", f / f.sum())
+        # Pads that make the output exactly up*H: (k + up - 1) // 2 before and the rest after.
+        total = k - 1
+        self.pad0 = (total + 1) // 2
+        self.pad1 = total - self.pad0
+        self.head = torch.nn.Conv2d(3, channels, 3, padding=1)
+        self.tail = torch.nn.Conv2d(channels, 3, 3, padding=1)
+
+    def forward(self, x):
+        x = torch.relu(self.head(x))
+        x = upfirdn2d_up(x, self.fir, self.up, self.pad0, self.pad1, self.channels)
+        x = upfirdn2d_up(x, self.fir, self.up, self.pad0, self.pad1, self.channels)
+        return self.tail(x)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--opset", type=int, default=13)
+    parser.add_argument("--factor", type=int, default=2, choices=[2, 3])
+    parser.add_argument("--channels", type=int, default=8)
+    parser.add_argument("--size", type=int, default=16)
+    parser.add_argument("--no-constant-folding", action="store_true",
+                        help="keep the filter's Slice/Unsqueeze/Expand/Tile chain in the graph")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    model = Generator(args.channels, args.factor).eval()
+    x = torch.randn(1, 3, args.size, args.size)
+    torch.onnx.export(model, (x,), args.out, opset_version=args.opset, input_names=["image"], output_names=["rgb"],
+                      do_constant_folding=not args.no_constant_folding)
+    print(f"wrote {args.out}; next: dwdeconv-rewrite {args.out} -o {args.out[:-5]}.xnn.onnx --verify")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+#include "rewrite/recogniser_parts.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
+
+namespace dwdeconv::rewrite::parts {
+
+using core::declined;
+
+namespace {
+
+// Larger pads cannot give a clean upscale with a kernel this tool folds; bounding them keeps sums exact.
+constexpr int64_t kMaxPad = int64_t{1} << 30;
+
+}  // namespace
+
+bool default_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op) {
+  if (name.empty()) return nullptr;
+  for (const auto& node : scope.graph->node()) {
+    for (const auto& out : node.output()) {
+      if (out == name) return node.op_type() == op && default_domain(node) && node.output_size() == 1 ? &node : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+std::string join(const std::vector<int64_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return "[" + s + "]";
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+int use_count(const std::map<std::string, int>& uses, const std::string& name) {
+  auto it = uses.find(name);
+  return it == uses.end() ? 0 : it->second;
+}
+
+void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
+                      std::set<std::pair<size_t, std::string>>& seen,
+                      std::vector<std::pair<const GraphScope*, std::string>>& out) {
+  if (name.empty() || name == stop) return;
+  for (const GraphScope* at = &scope; at != nullptr; at = at->parent) {
+    for (const auto& node : at->graph->node()) {
+      for (const auto& o : node.output()) {
+        if (o != name) continue;
+        if (!seen.insert({at->index, name}).second) return;
+        out.emplace_back(at, name);
+        if (node.op_type() == "Shape") return;
+        for (const auto& in : node.input()) collect_upstream(in, *at, stop, seen, out);
+        return;
+      }
+    }
+    for (const auto& init : at->graph->initializer()) {
+      if (init.name() == name) {
+        if (seen.insert({at->index, name}).second) out.emplace_back(at, name);
+        return;
+      }
+    }
+    for (const auto& input : at->graph->input()) {
+      if (input.name() == name) return;
+    }
+  }
+}
+
+core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval,
+                                                      size_t rank) {
+  auto mode = onnx_io::get_string(pad, "mode", "constant");
+  if (!mode) return mode.error();
+  if (*mode != "constant") return declined("Pad mode " + *mode);
+  std::vector<int64_t> pads;
+  double value = 0.0;
+  if (pad.input_size() >= 2 && !pad.input(1).empty()) {  // opset 11 on: pads, constant_value, axes inputs
+    auto p = eval.evaluate(pad.input(1), scope);
+    if (!p) return declined("Pad pads not constant: " + p.error().message);
+    if (!p->is_integer()) return declined("Pad pads are not integers");
+    pads = p->ints;
+    if (pad.input_size() >= 3 && !pad.input(2).empty()) {
+      auto v = eval.evaluate(pad.input(2), scope);
+      if (!v) return declined("Pad value not constant: " + v.error().message);
+      if (v->size() != 1) return declined("Pad value is not one element");
+      value = v->at(0);
+    }
+    if (pad.input_size() >= 4 && !pad.input(3).empty()) return declined("Pad with axes");
+  } else {
+    auto p = onnx_io::get_ints(pad, onnx_io::find_attribute(pad, "paddings") != nullptr ? "paddings" : "pads", {});
+    if (!p) return p.error();
+    pads = *p;
+    if (const auto* v = onnx_io::find_attribute(pad, "value")) value = v->f();
+  }
+  if (value != 0.0) return declined("Pad value " + number(value) + ", not 0");
+  if (pads.size() != 2 * rank) {
+    return declined("Pad pads " + join(pads) + " are not those of a " + std::to_string(rank) + "-D tensor");
+  }
+  for (int64_t p : pads) {
+    if (p < 0) return declined("Pad pads " + join(pads) + " crop");
+    if (p > kMaxPad) return declined("Pad pads " + join(pads) + " are larger than any kernel this tool rewrites");
+  }
+  return pads;
+}
+
+core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval) {
+  auto pads = constant_zero_pads(pad, scope, eval, 4);
+  if (!pads) return pads.error();
+  const auto& p = *pads;
+  if (p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0) return declined("Pad pads " + join(p) + " pad the batch or channel axis");
+  return std::array<int64_t, 4>{p[2], p[3], p[6], p[7]};
+}
+
+core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary) {
+  auto group = onnx_io::get_int(conv, "group", 1);
+  auto strides = onnx_io::get_ints(conv, "strides", {});
+  auto dilations = onnx_io::get_ints(conv, "dilations", {});
+  auto conv_pads = onnx_io::get_ints(conv, "pads", {});
+  auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
+  for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
+                               dilations.ok() ? nullptr : &dilations.error(), conv_pads.ok() ? nullptr : &conv_pads.error(),
+                               auto_pad.ok() ? nullptr : &auto_pad.error()}) {
+    if (e != nullptr) return *e;
+  }
+  for (int64_t s : *strides) {
+    if (s != 1) return declined("Conv stride " + std::to_string(s));
+  }
+  for (int64_t d : *dilations) {
+    if (d != 1) return declined("Conv dilation " + std::to_string(d));
+  }
+  if (*auto_pad != "NOTSET" && *auto_pad != "VALID") return declined("Conv auto_pad " + *auto_pad);
+  if (*auto_pad == "VALID") conv_pads->clear();
+  if (!conv_pads->empty() && conv_pads->size() != 4) return declined("Conv pads " + join(*conv_pads) + " are not 2-D");
+  for (int64_t p : *conv_pads) {
+    if (p < 0 || p > kMaxPad) return declined("Conv pads " + join(*conv_pads) + " are out of range");
+  }
+  ConvTail tail;
+  if (!conv_pads->empty()) tail.pads = {(*conv_pads)[0], (*conv_pads)[1], (*conv_pads)[2], (*conv_pads)[3]};
+  auto weight = eval.evaluate(conv.input(1), scope);
+  if (!weight) return declined("Conv weight not constant: " + weight.error().message);
+  if (weight->dims.size() != 4) return declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size()));
+  tail.channels = weight->dims[0];
+  summary.channels = tail.channels;
+  summary.kernel = {weight->dims[2], weight->dims[3]};
+  if (*group != tail.channels || weight->dims[1] != 1) {
+    return declined("Conv is not depthwise: group " + std::to_string(*group) + ", weight " + join(weight->dims));
+  }
+  if (weight->is_integer()) return declined("unsupported element type " + onnx_io::data_type_name(weight->data_type));
+  tail.weight = std::move(*weight);
+  return tail;
+}
+
+core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                              const onnx_io::ScopedTypes& types, const std::string& x, const ConvTail& tail,
+                                              const std::array<int64_t, 4>& pads, const ZeroInsertion& zi, NodeSummary& summary) {
+  const ConstTensor& weight = tail.weight;
+  const int64_t s = zi.s;
+  summary.stride = s;
+  summary.strides = {s, s};
+  // Per axis: zero insertion at offset j, total pads P (begin) and E (end), kernel K:
+  //   ConvTranspose k = K, Pb = K-1-j-P, Pe = K+j-s-E; clean exactly when P + E == K - 1.
+  // A zero insertion `deficit` short of s*H counts as that much less end padding.
+  std::array<core::AxisGeometry, 2> geo;
+  for (size_t axis = 0; axis < 2; ++axis) {
+    const int64_t k = weight.dims[2 + axis];
+    const int64_t j = zi.j[axis];
+    const int64_t p = pads[axis] + tail.pads[axis];
+    const int64_t e = pads[axis + 2] + tail.pads[axis + 2] - zi.deficit[axis];
+    if (p + e != k - 1) {
+      const int64_t excess = p + e - (k - 1);
+      return declined("not a clean upscale: output is " + std::to_string(s) + "*" + (axis == 0 ? "H" : "W") + (excess > 0 ? "+" : "") +
+                      std::to_string(excess) + " on that axis (pads " + std::to_string(p) + "+" + std::to_string(e) + ", kernel " +
+                      std::to_string(k) + ")");
+    }
+    geo[axis] = {k, s, k - 1 - j - p, k + j - s - e, 0};
+    if (geo[axis].pad_begin < 0 || geo[axis].pad_end < 0) {
+      return declined("the equivalent ConvTranspose would have negative pads (" + std::to_string(geo[axis].pad_begin) + ", " +
+                      std::to_string(geo[axis].pad_end) + ")");
+    }
+  }
+  summary.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+
+  // The derived kernel: w[c, 0, ty, tx] = a[c] * f[c, 0, Ky-1-ty, Kx-1-tx] (the filter flipped, times the gain).
+  const int64_t channels = tail.channels, ky = weight.dims[2], kx = weight.dims[3];
+  std::vector<double> w(weight.reals.size());
+  for (int64_t c = 0; c < channels; ++c) {
+    const double gain = zi.gains.size() == 1 ? zi.gains[0] : zi.gains[static_cast<size_t>(c)];
+    for (int64_t ty = 0; ty < ky; ++ty) {
+      for (int64_t tx = 0; tx < kx; ++tx) {
+        w[static_cast<size_t>((c * ky + ty) * kx + tx)] = gain * weight.reals[static_cast<size_t>((c * ky + (ky - 1 - ty)) * kx + (kx - 1 - tx))];
+      }
+    }
+  }
+  // Phase weights are stored where the Conv's weight is (inline or external data), so they follow its name.
+  auto source = resolve_constant(conv.input(1), scope, ir_version);
+  const std::string follows = source && source->sparse == nullptr ? source->name : conv.input(1);
+  auto derived = std::make_shared<onnx::TensorProto>(onnx_io::make_tensor(follows, weight.data_type, weight.dims, w, true));
+
+  DeconvMatch d;
+  d.node = &conv;
+  d.scope = &scope;
+  d.name = conv.name();
+  d.input = x;
+  d.bias = conv.input_size() > 2 ? conv.input(2) : std::string();
+  d.output = conv.output(0);
+  d.channels = channels;
+  d.y = geo[0];
+  d.x = geo[1];
+  d.weight.scope = &scope;
+  d.weight.tensor = derived.get();
+  d.weight.name = follows;
+  d.derived_weight = std::move(derived);
+  if (const auto* type = types.find(scope.index, x)) d.input_type = *type;
+  return d;
+}
+
+NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, const std::string& form) {
+  NodeSummary sum;
+  sum.name = conv.name().empty() ? conv.output(0) : conv.name();
+  sum.graph_path = scope.path;
+  sum.form = form;
+  return sum;
+}
+
+}  // namespace dwdeconv::rewrite::parts

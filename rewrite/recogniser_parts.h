@@ -1,0 +1,74 @@
+// Pieces the recognisers share (internal to rewrite/): finding producers, counting readers, collecting what a
+// form replaces, reading constant-zero Pads, and the common tail of every zero-insertion form: constant zero
+// padding, then a depthwise stride-1 Conv, folded into one ConvTranspose. See ../shared/DESIGN.md.
+#pragma once
+
+#include <array>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "rewrite/const_eval.h"
+#include "rewrite/matcher.h"
+
+namespace dwdeconv::rewrite::parts {
+
+bool default_domain(const onnx::NodeProto& node);
+
+// The node of `scope`'s own graph that outputs `name`, if it has op `op` and one output; nullptr otherwise.
+const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op);
+
+std::string join(const std::vector<int64_t>& v);
+std::string number(double v);
+
+// How many times `name` is read (0 when never).
+int use_count(const std::map<std::string, int>& uses, const std::string& name);
+
+// Every tensor `name` is computed from, itself included, as `scope` sees it: node outputs and initializers,
+// walking to enclosing graphs. It stops at `stop` (the upsampler's input) and at a Shape's input, whose values
+// the constant never read.
+void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
+                      std::set<std::pair<size_t, std::string>>& seen,
+                      std::vector<std::pair<const GraphScope*, std::string>>& out);
+
+// The full pads of a constant-zero Pad of a rank-`rank` tensor ([begins..., ends...], none negative), or why
+// it is not one: another mode, a non-zero value, pads that are not constant, crop, or are out of range.
+core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval,
+                                                      size_t rank);
+
+// The Pad's spatial [top, left, bottom, right] for a 4-D tensor, or why it is not a constant-zero pad of H and W.
+core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
+
+// The Conv that ends every zero-insertion form: depthwise, stride 1, dilation 1, a constant [C,1,Ky,Kx] float
+// weight. read_conv_tail fills summary.channels and summary.kernel as far as it gets.
+struct ConvTail {
+  ConstTensor weight;
+  int64_t channels = 0;
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // the Conv's own [top, left, bottom, right]
+};
+core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary);
+
+// Zero insertion by s: z[i*s + j] = gain[c] * x[i] per axis, all other z are 0, over a length of s*H - deficit
+// (a ConvTranspose with kernel k < s stops s - k short of s*H).
+struct ZeroInsertion {
+  int64_t s = 2;
+  std::array<int64_t, 2> j{0, 0};          // offset of the sample in each s-cell, per axis (y, x)
+  std::vector<double> gains;               // one per channel, or a single gain for every channel
+  std::array<int64_t, 2> deficit{0, 0};    // per axis
+};
+
+// The ConvTranspose that zero insertion `zi` of `x`, then the Pad `pads` ([top, left, bottom, right]) and the
+// Conv `conv` with `tail`, compute: w[c,0,t] = gain[c] * f[c,0,K-1-t], Pb = K-1-j-P, Pe = K+j-s-E per axis.
+// Declines unless the result is a clean xs upscale with non-negative pads. Fills summary.stride and pads.
+core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                              const onnx_io::ScopedTypes& types, const std::string& x, const ConvTail& tail,
+                                              const std::array<int64_t, 4>& pads, const ZeroInsertion& zi, NodeSummary& summary);
+
+// A new summary row for a hand-written upsampler named after its Conv.
+NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, const std::string& form);
+
+}  // namespace dwdeconv::rewrite::parts
