@@ -136,8 +136,8 @@ struct MemoryPlan {
 
 class Executor {
  public:
-  // Plans `model` and runs it once on the creation inputs (see last_outputs()). Errors name the node and op (unsupported op,
-  // bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
+  // Plans `model` and runs it once on the creation inputs (see last_outputs()). Errors name the node and op
+  // (unsupported op, bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
   static core::Result<Executor> create(const onnx::ModelProto& model, const ExecutorOptions& options);
 
   Executor(Executor&&) noexcept;
