@@ -51,7 +51,7 @@ void require_bit_identical(const std::vector<NamedTensor>& a, const std::vector<
 
 }  // namespace
 
-TEST_CASE("Executor: after create(), last_outputs() are the creation run's, bit-identical to run() on its inputs",
+TEST_CASE("Executor: after create() last_outputs() are the creation run's outputs, bit-identical to run() on its inputs",
           "[executor][verify]") {
   const bool plan = GENERATE(true, false);
   INFO("plan_memory " << plan);

@@ -174,7 +174,7 @@ TEST_CASE("Split on the innermost axis in storage runs on XNNPACK copies, bit fo
   }
 }
 
-TEST_CASE("Pow by a constant 2 runs on XNNPACK's square, bit for bit; other exponents stay on the reference",
+TEST_CASE("Pow by a constant 2 runs on XNNPACK's square bit for bit, and other exponents stay on the reference",
           "[xnnpack][pow]") {
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,5] x, float e) => (float a, float b, float c, float d) {\n"
