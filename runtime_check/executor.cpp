@@ -32,11 +32,13 @@ struct Executor::Impl : detail::StepList {
   size_t profiled_runs = 0;
   double profiled_ms = 0;
   std::vector<double> step_ms, step_convert_ms;
+  size_t runs = 0;  // Executor::runs()
 
   core::Status run_steps();
 };
 
 core::Status Executor::Impl::run_steps() {
+  ++runs;
   if (!profiling) {
     for (auto& step : steps) RC_CHECK(step->run(values));
     return core::Ok{};
@@ -64,6 +66,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
   auto impl = std::make_unique<Impl>();
   try {
     RC_CHECK(detail::build_step_list(model, options, *impl));
+    impl->runs = 1;  // building ran every step once, on the creation inputs
     impl->planning = nullptr;  // what fails from here on is the arena, not a node
     if (options.plan_memory) detail::place_in_arena(*impl);
   } catch (const TensorSizeError& e) {
@@ -83,6 +86,15 @@ core::Result<std::vector<NamedTensor>> Executor::run(const std::vector<NamedTens
   const Clock::time_point start = impl_->profiling ? Clock::now() : Clock::time_point{};
   RC_CHECK(impl_->load_inputs(inputs, true));
   RC_CHECK(impl_->run_steps());
+  std::vector<NamedTensor> result = last_outputs();
+  if (impl_->profiling) {
+    impl_->profiled_ms += ms_between(start, Clock::now());
+    ++impl_->profiled_runs;
+  }
+  return result;
+}
+
+std::vector<NamedTensor> Executor::last_outputs() {
   std::vector<NamedTensor> result;
   for (const auto& [name, id] : impl_->outputs) {
     NamedTensor t{name, impl_->values.read(id, Layout::kNchw)};
@@ -91,12 +103,10 @@ core::Result<std::vector<NamedTensor>> Executor::run(const std::vector<NamedTens
     }
     result.push_back(std::move(t));
   }
-  if (impl_->profiling) {
-    impl_->profiled_ms += ms_between(start, Clock::now());
-    ++impl_->profiled_runs;
-  }
   return result;
 }
+
+size_t Executor::runs() const { return impl_->runs; }
 
 core::Status Executor::run_steps() {
   const Clock::time_point start = impl_->profiling ? Clock::now() : Clock::time_point{};

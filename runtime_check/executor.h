@@ -136,8 +136,8 @@ struct MemoryPlan {
 
 class Executor {
  public:
-  // Plans `model` and runs it once on the creation inputs. Errors name the node and op (unsupported op,
-  // bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
+  // Plans `model` and runs it once on the creation inputs (see last_outputs()). Errors name the node and op
+  // (unsupported op, bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
   static core::Result<Executor> create(const onnx::ModelProto& model, const ExecutorOptions& options);
 
   Executor(Executor&&) noexcept;
@@ -147,6 +147,15 @@ class Executor {
   // Runs the plan. Every graph input must be given, with its creation dtype and dims. Outputs are NCHW, in
   // graph output order.
   core::Result<std::vector<NamedTensor>> run(const std::vector<NamedTensor>& inputs);
+
+  // The graph outputs of the latest run, as run() returns them: right after create(), those of its run on
+  // creation_inputs(), so a caller that needs one run's outputs (verification) reads them here instead of running
+  // the model a second time.
+  std::vector<NamedTensor> last_outputs();
+
+  // How many times the steps have run: 1 after create() (its run on the creation inputs), plus one per run() and
+  // run_steps(). Lets tests check that verification runs each model once.
+  size_t runs() const;
 
   // Runs the plan's steps again on the inputs already loaded (by create() or the last run()), without copying
   // inputs in or outputs out. NHWC copies of NCHW graph inputs are cached, so this times the operators alone, as

@@ -90,9 +90,13 @@ void place_in_arena(StepList& list) {
     if (layout_applies(v.slots[id].t) && v.layout(output.second) != Layout::kNchw) converted[id].add(end);
   }
 
-  // Place them, then free what creation held before allocating the arena, so the two are never held at once.
+  // Place them, then free what creation held before allocating the arena, so the two are never held at once. The
+  // graph outputs' values are moved aside and copied into the arena: they are what the creation run computed.
   std::vector<ArenaValue> placed;
   std::vector<std::pair<size_t, bool>> owner;  // (slot, is the conversion) per placed value
+  std::vector<bool> is_output(slots, false);
+  for (const auto& output : list.outputs) is_output[static_cast<size_t>(output.second)] = true;
+  std::vector<std::pair<size_t, std::vector<float>>> kept;  // (slot, its stored elements) per graph output
   MemoryPlan& memory = list.memory;
   memory = MemoryPlan{};
   for (size_t id = 0; id < slots; ++id) {
@@ -109,7 +113,11 @@ void place_in_arena(StepList& list) {
       owner.emplace_back(id, true);
       memory.conversion_bytes += size * sizeof(float);
     }
-    s.t.f.release();
+    if (is_output[id] && size > 0) {
+      kept.emplace_back(id, s.t.f.take_owned());
+    } else {
+      s.t.f.release();
+    }
     s.converted.f.release();
     s.converted_version = ~uint64_t{0};
   }
@@ -123,6 +131,11 @@ void place_in_arena(StepList& list) {
     Slot& s = v.slots[owner[k].first];
     Tensor& t = owner[k].second ? s.converted : s.t;
     t.f.view(list.arena.data() + placed[k].offset, placed[k].size);
+  }
+  for (auto& [id, elements] : kept) {
+    Tensor& t = v.slots[id].t;
+    std::copy_n(elements.begin(), std::min(elements.size(), t.f.size()), t.f.begin());
+    std::vector<float>().swap(elements);
   }
   memory.arena_bytes = list.arena.size() * sizeof(float);
   memory.values = placed.size();

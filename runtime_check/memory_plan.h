@@ -33,7 +33,8 @@ struct StepList;
 
 // Places the activations of a built step list in one arena, allocated (and its pages touched) here once: every float
 // value a step writes, and each layout conversion of one, alive from the first step that touches it to the last
-// that reads it. Graph outputs stay alive to the end (run() copies them out). Graph inputs, constants and integer
+// that reads it. Graph outputs stay alive to the end (run() copies them out) and keep the values the creation run
+// computed (Executor::last_outputs()). Graph inputs, constants and integer
 // values keep their own storage. Fills list.memory.
 void place_in_arena(StepList& list);
 

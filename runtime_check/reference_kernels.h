@@ -136,6 +136,10 @@ core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Te
 core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y);
 // Tile: `repeats` copies per axis; before opset 6, `tiles` copies along the `axis` input.
 core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
+// The length of each of `outputs` Split outputs along an axis of `extent` elements, from the `split` input or
+// attribute, `num_outputs`, or equal parts (the opset forms); errors name the node when they do not add up.
+core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
+                                               int64_t extent, size_t outputs);
 // Split into every output of `out` (a nullptr output is computed and dropped), sizes as split_sizes reads them.
 core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
                        const std::vector<Tensor*>& out);

@@ -8,8 +8,6 @@ namespace dwdeconv::runtime_check::detail {
 
 using onnx::TensorProto;
 
-namespace {
-
 // The length of each Split output along the axis of `extent` elements, for the opset forms: a `split` input
 // (13+, and opset 1's optional input), a `split` attribute (2 to 12), `num_outputs` (18+: ceil-sized chunks, the
 // last one smaller), else equal parts.
@@ -60,7 +58,6 @@ core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, cons
   return sizes;
 }
 
-}  // namespace
 
 core::Status run_reshape(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
   RC_ASSIGN(const int64_t allowzero, attr_int(node, "allowzero", 0));

@@ -86,6 +86,7 @@ core::Status check_dims(const onnx::NodeProto& node, const Tensor& t, const std:
 void XnnStep::accesses(const Values&, std::vector<Access>& out) const {
   for (const Input& in : inputs_) out.push_back(Access{in.id, in.layout, false});
   out.push_back(Access{y_, y_layout_, true});
+  for (const Output& o : more_outputs_) out.push_back(Access{o.id, y_layout_, true});
 }
 
 float* XnnStep::output(Values& v, int32_t dtype) { return v.write(y_, y_layout_, dtype, y_dims_).f.data(); }
@@ -98,10 +99,14 @@ core::Status XnnStep::run(Values& v) {
     x_.push_back(t.f.data());
   }
   RC_CHECK(prepare(v));
-  float* y = output(v, v.peek(inputs_[0].id).dtype);
+  const int32_t dtype = v.peek(inputs_[0].id).dtype;
+  float* y = output(v, dtype);
+  more_y_.clear();
+  for (const Output& o : more_outputs_) more_y_.push_back(v.write(o.id, y_layout_, dtype, o.dims).f.data());
   // Setup is only redone when a pointer changed: they stay put across runs, so normally once.
   pointers_.assign(x_.begin(), x_.end());
   pointers_.push_back(y);
+  pointers_.insert(pointers_.end(), more_y_.begin(), more_y_.end());
   for (const auto& op : ops_) pointers_.push_back(op.get());
   if (pointers_ != bound_) {
     const xnn_status status = setup(x_, y, v.threadpool);

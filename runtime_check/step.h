@@ -111,7 +111,7 @@ core::Status check_dims(const onnx::NodeProto& node, const Tensor& t, const std:
 class XnnStep : public Step {
  public:
   core::Status run(Values& v) final;
-  // The inputs, and y_ as written.
+  // The inputs, and y_ (and any add_output()) as written.
   void accesses(const Values& v, std::vector<Access>& out) const override;
 
  protected:
@@ -125,6 +125,9 @@ class XnnStep : public Step {
 
   // Reads `id` in `layout` on every run, expecting its current dims.
   void add_input(const Values& v, int id, Layout layout) { inputs_.push_back(Input{id, layout, v.peek(id).dims}); }
+  // Writes `id` (in y_layout_, with `dims`) besides y_ on every run: Split's later outputs. setup() finds their
+  // pointers in more_y_, in the order added.
+  void add_output(int id, std::vector<int64_t> dims) { more_outputs_.push_back(Output{id, std::move(dims)}); }
   // Keeps an operator created by xnn_create_*; ops run in the order added.
   void add_operator(xnn_operator_t raw) { ops_.emplace_back(raw, &xnn_delete_operator); }
 
@@ -143,8 +146,14 @@ class XnnStep : public Step {
   Layout y_layout_ = Layout::kNhwc;
   std::vector<int64_t> y_dims_;
   std::vector<XnnOperator> ops_;
+  std::vector<float*> more_y_;  // this run's pointers of the outputs added with add_output()
 
  private:
+  struct Output {
+    int id = -1;
+    std::vector<int64_t> dims;
+  };
+  std::vector<Output> more_outputs_;
   const char* setup_call_;
   std::vector<const float*> x_;       // this run's input pointers (kept to avoid an allocation per run)
   std::vector<const void*> pointers_;  // this run's bound pointers
@@ -192,7 +201,7 @@ core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float h
 // caller sizes `target` before the next run and guarantees nothing else reads the Conv's own output.
 core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset);
 
-// Relu, LeakyRelu, Sigmoid, Clip; Add, Sub, Mul, Div (step_elementwise.cpp).
+// Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt; Add, Sub, Mul, Div (step_elementwise.cpp).
 core::Result<Built> make_unary_step(const NodeIo& io, Values& v);
 // What Relu ([0, inf]) or Clip (its constant bounds) clamps to; `declined` says why there is no such range.
 struct ClampRange {
@@ -201,6 +210,9 @@ struct ClampRange {
 };
 ClampRange clamp_range(const NodeIo& io, const Values& v);
 core::Result<Built> make_binary_step(const NodeIo& io, Values& v);
+// Pow by a constant 2 as XNNPACK's square; Softmax over the innermost axis (before opset 13, the axes from `axis` on).
+core::Result<Built> make_pow_step(const NodeIo& io, Values& v);
+core::Result<Built> make_softmax_step(const NodeIo& io, Values& v);
 // BatchNormalization in inference mode, as a per-channel affine map in either layout; null when it does not apply.
 std::unique_ptr<Step> make_batch_norm_step(const NodeIo& io, const Values& v);
 
@@ -209,10 +221,14 @@ core::Result<Built> make_pad_step(const NodeIo& io, Values& v);
 core::Result<Built> make_concat_step(const NodeIo& io, Values& v);
 core::Result<Built> make_depth_to_space_step(const NodeIo& io, Values& v);
 std::unique_ptr<Step> make_fused_concat_step(int y);
+// Split on the axis innermost in storage: channels of an NHWC value, else the last axis (step_data.cpp).
+core::Result<Built> make_split_step(const NodeIo& io, Values& v);
 
 // MaxPool, AveragePool, GlobalAveragePool, bilinear Resize, MatMul / Gemm (step_spatial.cpp).
 core::Result<Built> make_pool_step(const NodeIo& io, Values& v);
 core::Result<Built> make_global_average_pool_step(const NodeIo& io, Values& v);
+// ReduceMean over H and W of a rank-4 value with keepdims: global average pooling.
+core::Result<Built> make_reduce_mean_step(const NodeIo& io, Values& v);
 core::Result<Built> make_resize_step(const NodeIo& io, Values& v);
 core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v);
 

@@ -1,8 +1,9 @@
-// Data movement steps: constant Pad, channel Concat (copied or fused), DepthToSpace.
+// Data movement steps: constant Pad, channel Concat (copied or fused), DepthToSpace, innermost-axis Split.
 #include <cstring>
 
 #include "onnx_io/attributes.h"
 #include "runtime_check/internal.h"
+#include "runtime_check/reference_kernels.h"
 #include "runtime_check/reference_ops.h"
 #include "runtime_check/step.h"
 
@@ -90,6 +91,51 @@ class ConcatChannelsStep : public XnnStep {
 
  private:
   std::vector<int64_t> offsets_;
+};
+
+// Split on the axis innermost in storage (channels of an NHWC value, else the last axis): one strided copy_nc_x32
+// per output, reading its slice (row stride = the axis's extent, offset = the sizes before it), as Concat in reverse.
+class SplitStep : public XnnStep {
+ public:
+  SplitStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_copy_nc_x32") { y_ = y; }
+
+  core::Status plan(Values& v, int x_id, const std::vector<int>& out, Layout layout, const std::vector<int64_t>& sizes) {
+    const Tensor& x = v.peek(x_id);
+    const size_t axis = layout == Layout::kNhwc ? 1 : x.dims.size() - 1;
+    const auto extent = static_cast<size_t>(x.dims[axis]);
+    rows_ = static_cast<size_t>(x.numel()) / extent;
+    y_layout_ = layout;
+    size_t offset = 0;
+    for (size_t k = 0; k < out.size(); ++k) {
+      std::vector<int64_t> dims = x.dims;
+      dims[axis] = sizes[k];
+      if (k == 0) y_dims_ = dims;
+      else add_output(out[k], dims);
+      const auto length = static_cast<size_t>(sizes[k]);
+      xnn_operator_t raw = nullptr;
+      const xnn_status status = xnn_create_copy_nc_x32(length, extent, length, 0, &raw);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_copy_nc_x32", status);
+      add_operator(raw);
+      offsets_.push_back(offset);
+      offset += length;
+    }
+    add_input(v, x_id, layout);
+    return core::Ok{};
+  }
+
+ protected:
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    for (size_t k = 0; k < ops_.size(); ++k) {
+      const xnn_status status =
+          xnn_setup_copy_nc_x32(ops_[k].get(), rows_, x[0] + offsets_[k], k == 0 ? y : more_y_[k - 1], threadpool);
+      if (status != xnn_status_success) return status;
+    }
+    return xnn_status_success;
+  }
+
+ private:
+  size_t rows_ = 0;
+  std::vector<size_t> offsets_;
 };
 
 // A channel Concat whose every input is written into its slice by the Conv producing it (write_into): nothing is
@@ -202,5 +248,29 @@ core::Result<Built> make_depth_to_space_step(const NodeIo& io, Values& v) {
 }
 
 std::unique_ptr<Step> make_fused_concat_step(int y) { return std::make_unique<FusedConcatStep>(y); }
+
+core::Result<Built> make_split_step(const NodeIo& io, Values& v) {
+  const Tensor& x = v.peek(io.input(0));
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t axis, onnx_io::get_int(io.node, "axis", 0));
+  if (rank == 0 || !normalize_axis(axis, rank)) return declined("axis out of range");
+  // The axis innermost in storage: channels when the value is NHWC, the last axis when it is stored in ONNX order.
+  const Layout layout = v.layout(io.input(0));
+  const bool innermost = layout == Layout::kNhwc ? axis == 1 : axis == rank - 1;
+  if (!innermost) return declined("not the innermost axis in storage (a copy of whole blocks)");
+  for (int id : io.out) {
+    if (id < 0) return declined("an output is unused");
+  }
+  std::vector<const Tensor*> inputs;
+  for (int id : io.in) inputs.push_back(id < 0 ? nullptr : &v.peek(id));
+  if (inputs.size() > 1 && inputs[1] != nullptr && !v.constant(io.input(1))) return declined("split sizes are not constant");
+  RC_ASSIGN(const auto sizes, split_sizes(io.node, inputs, x.dims[static_cast<size_t>(axis)], io.out.size()));
+  for (int64_t s : sizes) {
+    if (s == 0) return declined("an empty output");
+  }
+  auto step = std::make_unique<SplitStep>(io.node, io.out[0]);
+  RC_CHECK(step->plan(v, io.input(0), io.out, layout, sizes));
+  return built(std::move(step));
+}
 
 }  // namespace dwdeconv::runtime_check::detail

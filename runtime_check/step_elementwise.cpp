@@ -1,4 +1,5 @@
-// Elementwise steps: Relu, LeakyRelu, Sigmoid, Clip, Neg and Sqrt; Add, Sub, Mul and Div; inference BatchNormalization.
+// Elementwise steps: Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt and Pow by 2; Add, Sub, Mul and Div; Softmax over rows;
+// inference BatchNormalization.
 #include <algorithm>
 #include <cmath>
 
@@ -10,7 +11,8 @@
 namespace dwdeconv::runtime_check::detail {
 namespace {
 
-// Relu, LeakyRelu, Sigmoid, Clip, Neg and Sqrt as one flat [numel, 1] batch, in whatever layout the input has.
+// Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt and Pow by 2 (square) as one flat [numel, 1] batch, in whatever layout
+// the input has.
 class UnaryStep : public XnnStep {
  public:
   UnaryStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup (unary)") { y_ = y; }
@@ -28,6 +30,8 @@ class UnaryStep : public XnnStep {
       status = xnn_create_negate_nc_f32(1, 1, 1, 0, &raw);
     } else if (op == "Sqrt") {
       status = xnn_create_square_root_nc_f32(1, 1, 1, 0, &raw);
+    } else if (op == "Pow") {
+      status = xnn_create_square_nc_f32(1, 1, 1, 0, &raw);
     } else {
       status = xnn_create_clamp_nc_f32(1, 1, 1, lo, hi, 0, &raw);
     }
@@ -48,8 +52,37 @@ class UnaryStep : public XnnStep {
     if (op == "Sigmoid") return xnn_setup_sigmoid_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Neg") return xnn_setup_negate_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Sqrt") return xnn_setup_square_root_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
+    if (op == "Pow") return xnn_setup_square_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     return xnn_setup_clamp_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
   }
+};
+
+// Softmax over rows of `channels` contiguous elements, in ONNX order (an NHWC value is read NCHW).
+class SoftmaxStep : public XnnStep {
+ public:
+  SoftmaxStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_softmax_nc_f32") {
+    y_ = y;
+    y_layout_ = Layout::kNchw;
+  }
+
+  core::Status plan(Values& v, int x, size_t channels) {
+    xnn_operator_t raw = nullptr;
+    const xnn_status status = xnn_create_softmax_nc_f32(channels, channels, channels, 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_softmax_nc_f32", status);
+    add_operator(raw);
+    add_input(v, x, Layout::kNchw);
+    y_dims_ = v.peek(x).dims;
+    rows_ = static_cast<size_t>(v.peek(x).numel()) / channels;
+    return core::Ok{};
+  }
+
+ protected:
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    return xnn_setup_softmax_nc_f32(ops_[0].get(), rows_, x[0], y, threadpool);
+  }
+
+ private:
+  size_t rows_ = 0;
 };
 
 // True when a tensor padded to [1.., C, H, W] has the same bytes in NCHW and NHWC order (C == 1 or H == W == 1).
@@ -195,6 +228,32 @@ core::Result<Built> make_unary_step(const NodeIo& io, Values& v) {
   if (v.peek(io.input(0)).numel() == 0) return declined("empty tensor");
   auto step = std::make_unique<UnaryStep>(io.node, io.out[0]);
   RC_CHECK(step->plan(v, io.input(0), range.lo, range.hi));
+  return built(std::move(step));
+}
+
+core::Result<Built> make_pow_step(const NodeIo& io, Values& v) {
+  // Only x^2, XNNPACK's square, with the same bits as the reference (x * x rounded once to f32).
+  const int e = io.input(1);
+  if (e < 0 || !v.constant(e) || !v.peek(e).is_float()) return declined("the exponent is not a float constant");
+  const Tensor& exponent = v.peek(e);
+  if (exponent.numel() != 1 || exponent.dims.size() > v.peek(io.input(0)).dims.size() || exponent.f[0] != 2.0f) {
+    return declined("only a constant exponent of 2 runs on XNNPACK (square)");
+  }
+  return make_unary_step(io, v);
+}
+
+core::Result<Built> make_softmax_step(const NodeIo& io, Values& v) {
+  const Tensor& x = v.peek(io.input(0));
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t axis, onnx_io::get_int(io.node, "axis", io.opset < 13 ? 1 : -1));
+  if (rank == 0 || !normalize_axis(axis, rank)) return declined("axis out of range");
+  // From opset 13 one axis, which must be the last; before, every axis from `axis` on, coerced into one row.
+  if (io.opset >= 13 && axis != rank - 1) return declined("not the innermost axis");
+  int64_t channels = 1;
+  for (int64_t a = axis; a < rank; ++a) channels *= x.dims[static_cast<size_t>(a)];
+  if (channels == 0 || x.numel() == 0) return declined("empty tensor");
+  auto step = std::make_unique<SoftmaxStep>(io.node, io.out[0]);
+  RC_CHECK(step->plan(v, io.input(0), static_cast<size_t>(channels)));
   return built(std::move(step));
 }
 

@@ -27,10 +27,12 @@ core::Result<Built> build_xnnpack_step(const NodeIo& io, Values& v, const Execut
   const std::string& op = io.node.op_type();
   static const std::unordered_set<std::string> kXnnpackOps = {
       "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Neg", "Sqrt", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
-      "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm"};
+      "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm", "Softmax", "ReduceMean",
+      "Split", "Pow"};
   if (kXnnpackOps.count(op) == 0) return declined("");  // no XNNPACK operator for this op
   if (io.input(0) < 0) return declined("no data input");
   if (!v.peek(io.input(0)).is_float()) return declined("integer data");
+  if (op == "Split") return make_split_step(io, v);  // the one op with several outputs
   for (size_t k = 1; k < io.out.size(); ++k) {
     if (io.out[k] >= 0) return declined("extra outputs");
   }
@@ -39,6 +41,9 @@ core::Result<Built> build_xnnpack_step(const NodeIo& io, Values& v, const Execut
     return make_unary_step(io, v);
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return make_binary_step(io, v);
+  if (op == "Pow") return make_pow_step(io, v);
+  if (op == "Softmax") return make_softmax_step(io, v);
+  if (op == "ReduceMean") return make_reduce_mean_step(io, v);
   if (op == "Pad") return make_pad_step(io, v);
   if (op == "Concat") return make_concat_step(io, v);
   if (op == "DepthToSpace") return make_depth_to_space_step(io, v);

@@ -214,6 +214,27 @@ core::Result<Built> make_global_average_pool_step(const NodeIo& io, Values& v) {
                                              std::vector<int64_t>{x.dims[0], x.dims[1], 1, 1}, raw));
 }
 
+core::Result<Built> make_reduce_mean_step(const NodeIo& io, Values& v) {
+  const Tensor& x = v.peek(io.input(0));
+  if (x.dims.size() != 4) return declined("only rank 4");
+  RC_ASSIGN(const int64_t keepdims, onnx_io::get_int(io.node, "keepdims", 1));
+  if (keepdims == 0) return declined("keepdims is 0");
+  // From opset 18 the axes are an optional input (none: every axis); before, an attribute.
+  std::vector<int64_t> axes;
+  if (io.opset >= 18) {
+    if (io.input(1) < 0 || !v.constant(io.input(1))) return declined("the axes are not a constant input");
+    axes = int_values(v.peek(io.input(1)));
+  } else {
+    RC_ASSIGN(axes, onnx_io::get_ints(io.node, "axes", {}));
+  }
+  for (int64_t& a : axes) {
+    if (!normalize_axis(a, 4)) return declined("axis out of range");
+  }
+  std::sort(axes.begin(), axes.end());
+  if (axes != std::vector<int64_t>{2, 3}) return declined("only the mean over H and W (global average pooling)");
+  return make_global_average_pool_step(io, v);
+}
+
 core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
   const Tensor& x = v.peek(io.input(0));
   RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "nearest"));

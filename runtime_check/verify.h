@@ -52,6 +52,10 @@ struct VerifyResult {
   size_t xnnpack_ops = 0;               // nodes of the rewritten side that ran on XNNPACK / reference kernels
   size_t reference_ops = 0;
   std::string placement;                // where the rewritten side's nodes ran, for the log
+  // Whole-model: how many times each model's steps ran. 1 each: the outputs compared are those of the run that
+  // creating the executor makes anyway.
+  size_t original_runs = 0;
+  size_t rewritten_runs = 0;
 
   double max_abs_error() const;
   // A few lines for the log: mode (and why), each output's errors, placements, verdict.

@@ -114,7 +114,7 @@ TEST_CASE("Activation fusion: a Relu or Clip that is a Conv's only reader become
   check_numbers(fused, unfused, reference, model);
 }
 
-TEST_CASE("Activation fusion skips a Conv output with another reader or a graph output; a fused Clip may have two readers",
+TEST_CASE("Activation fusion skips a Conv output with another reader or a graph output, and a fused Clip may have two readers",
           "[xnnpack][fusion]") {
   // a: also a graph output.  b: read by a Relu and a Clip.  c: read by the Clip alone, whose output k has two readers.
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,4] x) => "

@@ -120,7 +120,7 @@ TEST_CASE("Memory plan: a layout conversion gets its own lifetime, not a permane
   check_bit_identical(planned, unplanned, model);
 }
 
-TEST_CASE("plan_arena: values alive at the same time never overlap; the rest share", "[memory]") {
+TEST_CASE("plan_arena: values alive at the same time never overlap, and the rest share", "[memory]") {
   using detail::ArenaValue;
   std::vector<ArenaValue> values = {
       {0, 1, 100, 0},  // A

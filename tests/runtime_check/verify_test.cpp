@@ -1,0 +1,128 @@
+// What verification costs: creating an executor runs its model once on the creation inputs, and whole-model
+// verification compares those outputs (Executor::last_outputs()) instead of running each model a second time.
+// The outputs must be bit-identical to a later run() on the same inputs, with and without the memory plan.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "onnx_io/model_io.h"
+#include "rewrite/rewriter.h"
+#include "runtime_check/executor.h"
+#include "runtime_check/verify.h"
+#include "tests/runtime_check/test_models.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::runtime_check;
+using namespace dwdeconv::runtime_check::testing;
+
+namespace {
+
+struct Pair {
+  onnx::ModelProto original;
+  onnx::ModelProto rewritten;
+};
+
+// The examples' MI-GAN-like model and its rewrite: fused Concats, layout conversions, several outputs' worth of work.
+Pair migan_pair() {
+  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
+  REQUIRE(source_dir != nullptr);
+  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
+  REQUIRE(original.ok());
+  onnx::ModelProto rewritten = original.value();
+  auto result = rewrite::rewrite_model(rewritten, {});
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten > 0);
+  return Pair{original.value(), rewritten};
+}
+
+void require_bit_identical(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    INFO("output " << a[k].name);
+    CHECK(a[k].name == b[k].name);
+    CHECK(a[k].tensor.dtype == b[k].tensor.dtype);
+    CHECK(a[k].tensor.dims == b[k].tensor.dims);
+    CHECK(a[k].tensor.f == b[k].tensor.f);
+    CHECK(a[k].tensor.i == b[k].tensor.i);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Executor: after create() last_outputs() are the creation run's outputs, bit-identical to run() on its inputs",
+          "[executor][verify]") {
+  const bool plan = GENERATE(true, false);
+  INFO("plan_memory " << plan);
+  // A fused activation, a fused Concat, an NHWC output read NCHW, an output a later node reads, an integer output
+  // and a FLOAT16 output.
+  auto small = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float a, float y, int64[4] s, float16 h) {\n"
+      "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  p = Conv <pads = [1, 1, 1, 1]> (x, w)\n  r = Relu (p)\n"
+      "  c1 = Conv <pads = [1, 1, 1, 1]> (r, w)\n"
+      "  c2 = Conv <pads = [1, 1, 1, 1]> (x, w)\n  cat = Concat <axis = 1> (c1, c2)\n  t = Tanh (cat)\n"
+      "  b = Conv <pads = [1, 1, 1, 1]> (t, w8)\n  y = Add (b, a)\n  s = Shape (y)\n  h = Cast <to = 10> (y)\n}");
+  add_initializer(small, "w", {4, 4, 3, 3}, 31);
+  add_initializer(small, "w8", {4, 8, 3, 3}, 32);
+  const Pair migan = migan_pair();
+  for (const onnx::ModelProto* model : std::vector<const onnx::ModelProto*>{&small, &migan.original, &migan.rewritten}) {
+    ExecutorOptions options;
+    options.plan_memory = plan;
+    options.seed = 5;
+    auto executor = Executor::create(*model, options);
+    INFO((executor.ok() ? std::string() : executor.error().message));
+    REQUIRE(executor.ok());
+    CHECK(executor->runs() == 1);
+    const std::vector<NamedTensor> created = executor->last_outputs();
+    CHECK(executor->runs() == 1);  // reading them runs nothing
+    auto ran = executor->run(executor->creation_inputs());
+    REQUIRE(ran.ok());
+    CHECK(executor->runs() == 2);
+    require_bit_identical(created, ran.value());
+    require_bit_identical(executor->last_outputs(), ran.value());
+    if (model == &small) {
+      // Structure: the fusions this model is here for did happen.
+      CHECK(executor->count_fused("Relu") == 1);
+      CHECK(executor->count_fused("Concat") == 1);
+      REQUIRE(created.size() == 4);
+      CHECK(created[2].tensor.i == std::vector<int64_t>{1, 4, 6, 6});
+      CHECK(created[3].tensor.dtype == onnx::TensorProto::FLOAT16);
+    }
+  }
+}
+
+TEST_CASE("Whole-model verification runs each model once and compares what running them again would give",
+          "[verify]") {
+  const Pair migan = migan_pair();
+  VerifyOptions vo;
+  vo.seed = 9;
+  auto verified = verify_models(migan.original, migan.rewritten, vo);
+  INFO((verified.ok() ? std::string() : verified.error().message));
+  REQUIRE(verified.ok());
+  CHECK(verified->mode == VerifyMode::kWholeModel);
+  CHECK(verified->passed);
+  CHECK(verified->original_runs == 1);
+  CHECK(verified->rewritten_runs == 1);
+  REQUIRE(!verified->outputs.empty());
+
+  // The numbers are those of running both models explicitly on the same inputs.
+  ExecutorOptions eo;
+  eo.seed = 9;
+  auto a = Executor::create(migan.original, eo);
+  REQUIRE(a.ok());
+  eo.inputs = a->creation_inputs();
+  auto b = Executor::create(migan.rewritten, eo);
+  REQUIRE(b.ok());
+  auto ya = a->run(eo.inputs);
+  auto yb = b->run(eo.inputs);
+  REQUIRE(ya.ok());
+  REQUIRE(yb.ok());
+  const ComparisonReport expected = compare_outputs(yb.value(), ya.value(), vo.tolerances);
+  REQUIRE(expected.outputs.size() == verified->outputs.size());
+  for (size_t k = 0; k < expected.outputs.size(); ++k) {
+    CHECK(verified->outputs[k].name == expected.outputs[k].name);
+    CHECK(verified->outputs[k].max_abs_error == expected.outputs[k].max_abs_error);
+    CHECK(verified->outputs[k].scale == expected.outputs[k].scale);
+  }
+}
