@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "runtime_check/executor.h"
+#include "runtime_check/verify.h"
 
 namespace dwdeconv::runtime_check {
 namespace {
@@ -61,6 +62,7 @@ std::string format_profile(const ExecutorProfile& profile, size_t op_rows, size_
 
 core::Result<BenchResult> bench_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                        const BenchOptions& options) {
+  if (auto given = check_given_inputs(original, options.inputs, options.input_shapes); !given) return given.error();
   ExecutorOptions eo;
   eo.input_shapes = options.input_shapes;
   eo.inputs = options.inputs;

@@ -21,20 +21,9 @@ bool is_deconv(const onnx::NodeProto& node) {
 
 core::Error usage(const std::string& message) { return {core::ErrorKind::kUsage, message}; }
 
-// The given input names and dims checked against `model` before anything runs: a name that matches nothing would
-// otherwise be ignored and the run verify random data, and a dim that contradicts a declared one would verify
-// another model than the one given. --input names a graph input; --input-shape a graph input, or in per-node mode
-// the input of a main-graph ConvTranspose or of an upsampler `rewritten` replaced, and fixes symbolic dims only.
-core::Status check_given_inputs(const onnx::ModelProto& model, const onnx::ModelProto& rewritten, const VerifyOptions& options) {
-  std::set<std::string> initializers;
-  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
-  std::map<std::string, const onnx::ValueInfoProto*> inputs;
-  std::string listed;
-  for (const auto& in : model.graph().input()) {
-    if (initializers.count(in.name()) != 0) continue;
-    inputs[in.name()] = &in;
-    listed += (listed.empty() ? "" : ", ") + in.name();
-  }
+// --input names a graph input; --input-shape a graph input, or in per-node mode the input of a main-graph
+// ConvTranspose or of an upsampler `rewritten` replaced.
+core::Status check_verify_inputs(const onnx::ModelProto& model, const onnx::ModelProto& rewritten, const VerifyOptions& options) {
   std::set<std::string> deconv_inputs;
   for (const auto& node : model.graph().node()) {
     if (is_deconv(node) && node.input_size() > 0) deconv_inputs.insert(node.input(0));
@@ -44,36 +33,7 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const onnx::Model
       if (!r.x.empty()) deconv_inputs.insert(r.x);
     }
   }
-  for (const auto& given : options.inputs) {
-    if (!given.name.empty() && inputs.count(given.name) == 0) {
-      return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
-    }
-  }
-  for (const auto& [name, dims] : options.input_shapes) {
-    const auto it = inputs.find(name);
-    if (it == inputs.end()) {
-      if (deconv_inputs.count(name) != 0) continue;
-      return usage("--input-shape '" + name + "' names neither a graph input of the model (" + listed +
-                   ") nor the input of a ConvTranspose or replaced upsampler in its main graph");
-    }
-    const auto& type = it->second->type().tensor_type();
-    if (!type.has_shape()) continue;
-    std::string given = "--input-shape " + name + "=";
-    for (size_t k = 0; k < dims.size(); ++k) given += (k ? "x" : "") + std::to_string(dims[k]);
-    if (type.shape().dim_size() != static_cast<int>(dims.size())) {
-      return usage(given + ": input '" + name + "' is declared with " + std::to_string(type.shape().dim_size()) + " dims, not " +
-                   std::to_string(dims.size()));
-    }
-    for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
-      const auto& d = type.shape().dim(axis);
-      if (d.has_dim_value() && d.dim_value() != dims[static_cast<size_t>(axis)]) {
-        return usage(given + ": axis " + std::to_string(axis) + " of input '" + name + "' is declared " +
-                     std::to_string(d.dim_value()) + ", not " + std::to_string(dims[static_cast<size_t>(axis)]) +
-                     " (--input-shape fixes symbolic dims only)");
-      }
-    }
-  }
-  return core::Ok{};
+  return check_given_inputs(model, options.inputs, options.input_shapes, deconv_inputs);
 }
 
 core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
@@ -202,6 +162,52 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
 
 }  // namespace
 
+core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector<NamedTensor>& given_inputs,
+                                const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                                const std::set<std::string>& inner_inputs) {
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::map<std::string, const onnx::ValueInfoProto*> inputs;
+  std::string listed;
+  for (const auto& in : model.graph().input()) {
+    if (initializers.count(in.name()) != 0) continue;
+    inputs[in.name()] = &in;
+    listed += (listed.empty() ? "" : ", ") + in.name();
+  }
+  for (const auto& given : given_inputs) {
+    if (!given.name.empty() && inputs.count(given.name) == 0) {
+      return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
+    }
+  }
+  for (const auto& [name, dims] : input_shapes) {
+    const auto it = inputs.find(name);
+    if (it == inputs.end()) {
+      if (inner_inputs.count(name) != 0) continue;
+      if (inner_inputs.empty()) return usage("--input-shape '" + name + "' names no graph input of the model (its inputs: " + listed + ")");
+      return usage("--input-shape '" + name + "' names neither a graph input of the model (" + listed +
+                   ") nor the input of a ConvTranspose or replaced upsampler in its main graph");
+    }
+    const auto& type = it->second->type().tensor_type();
+    if (!type.has_shape()) continue;
+    std::string given = "--input-shape " + name + "=";
+    for (size_t k = 0; k < dims.size(); ++k) given += (k ? "x" : "") + std::to_string(dims[k]);
+    if (type.shape().dim_size() != static_cast<int>(dims.size())) {
+      return usage(given + ": input '" + name + "' is declared with " + std::to_string(type.shape().dim_size()) + " dims, not " +
+                   std::to_string(dims.size()));
+    }
+    for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
+      const auto& d = type.shape().dim(axis);
+      if (d.has_dim_value() && d.dim_value() != dims[static_cast<size_t>(axis)]) {
+        return usage(given + ": axis " + std::to_string(axis) + " of input '" + name + "' is declared " +
+                     std::to_string(d.dim_value()) + ", not " + std::to_string(dims[static_cast<size_t>(axis)]) +
+                     " (--input-shape fixes symbolic dims only)");
+      }
+    }
+  }
+  return core::Ok{};
+}
+
+
 const char* verify_mode_name(VerifyMode mode) {
   switch (mode) {
     case VerifyMode::kWholeModel: return "whole-model";
@@ -234,7 +240,7 @@ std::string VerifyResult::summary() const {
 
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options) {
-  if (auto given = check_given_inputs(original, rewritten, options); !given) return given.error();
+  if (auto given = check_verify_inputs(original, rewritten, options); !given) return given.error();
   std::string why_not;
   auto whole = whole_model(original, rewritten, options, why_not);
   if (whole) return whole;

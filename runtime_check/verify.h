@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ struct VerifyResult {
   // A few lines for the log: mode (and why), each output's errors, placements, verdict.
   std::string summary() const;
 };
+
+// The given --input tensors and --input-shape dims checked against `model` before anything runs: a name that
+// matches nothing would otherwise be ignored and the run use random data, and a dim that contradicts a declared
+// one would run another model than the one given. --input names a graph input; --input-shape a graph input or
+// one of `inner_inputs` (per-node mode: an upsampler's input), and fixes symbolic dims only. Usage errors.
+core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector<NamedTensor>& given_inputs,
+                                const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                                const std::set<std::string>& inner_inputs = {});
 
 // Verifies `rewritten` against `original`. Errors (kCheckFailed) when nothing could be verified: the whole
 // models cannot run and no rewritten node can be checked on its own; errors (kInvalidModel) when a graph input,

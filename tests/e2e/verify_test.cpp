@@ -376,3 +376,24 @@ TEST_CASE("verify with nothing rewritten writes the model and reports mode none,
   CHECK_THAT(json, Catch::Contains("\"reason\": \"nothing was rewritten: the output is the input\""));
   CHECK_THAT(json, Catch::Contains("\"passed\": true"));
 }
+
+TEST_CASE("bench refuses --input and --input-shape names that are no graph input, and writes nothing", "[e2e][verify]") {
+  // Ignored names would time the model on random data of the declared shape, or fail later on a symbolic dim
+  // the user thought they had fixed.
+  TempDir dir;
+  const auto in = dir.copy_example();
+  const auto out = dir.path / "o.onnx";
+  const std::string bench = in.string() + " -o " + out.string() + " --bench --runs 1 --input-shape image=1x8x4x4";
+  const auto shape = run_cli(bench + " --input-shape nosuch=1x2x3x4", dir);
+  CHECK(shape.exit_code == 2);
+  CHECK_THAT(shape.err, Catch::Contains("--input-shape 'nosuch' names no graph input of the model (its inputs: image)"));
+  write_npy(dir.path / "x.npy", "(1, 8, 4, 4)", std::string(128 * 4, '\0'));
+  const auto file = run_cli(bench + " --input nosuch=" + (dir.path / "x.npy").string(), dir);
+  CHECK(file.exit_code == 2);
+  CHECK_THAT(file.err, Catch::Contains("--input 'nosuch' names no graph input"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  const auto ok = run_cli(bench, dir);
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(std::filesystem::exists(out));
+}
