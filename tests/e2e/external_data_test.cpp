@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "onnx_io/external_data.h"
+#include "onnx_io/tensor.h"
 #include "tests/e2e/cli_runner.h"
 #include "tests/support/model_builder.h"
 
@@ -252,4 +253,67 @@ TEST_CASE("no data file is written when no tensor ends up outside", "[e2e][exter
   CHECK(dir.file_count() == 2);  // the input and the output, nothing else
   const auto written = load(out);
   for (const auto& t : written.graph().initializer()) CHECK(t.data_location() != onnx::TensorProto::EXTERNAL);
+}
+
+TEST_CASE("a hand-written upsampler's derived weights follow its external weight, and its masks and scales go", "[e2e][external]") {
+  // nearest x mask (MI-GAN's form b) and nearest + Conv, each with its Conv weight (and the mask) in a data file.
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    forms (float[1,4,5,5] X) => (float[1,4,20,20] Y) {
+      u1 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (X, , s2)
+      m1 = Mul (u1, mask)
+      p1 = Pad (m1, pads)
+      c1 = Conv <group = 4, kernel_shape = [4, 4]> (p1, Wm)
+      u2 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (c1, , s2)
+      Y = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u2, Wc, Bc)
+    })");
+  auto& g = *m.mutable_graph();
+  *g.add_initializer() = dwdeconv::onnx_io::make_tensor("s2", onnx::TensorProto::FLOAT, {4}, {1, 1, 2, 2}, true);
+  *g.add_initializer() = dwdeconv::onnx_io::make_tensor("pads", onnx::TensorProto::INT64, {8}, {0, 0, 2, 2, 0, 0, 1, 1}, true);
+  std::vector<double> mask(100, 0.0);
+  for (int y = 0; y < 10; y += 2) {
+    for (int x = 0; x < 10; x += 2) mask[static_cast<size_t>(y * 10 + x)] = 4.0;
+  }
+  *g.add_initializer() = dwdeconv::onnx_io::make_tensor("mask", onnx::TensorProto::FLOAT, {1, 1, 10, 10}, mask, true);
+  set_random_initializer(g, "Wm", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 61);
+  set_random_initializer(g, "Wc", onnx::TensorProto::FLOAT, {4, 4, 3, 3}, 62);
+  set_random_initializer(g, "Bc", onnx::TensorProto::FLOAT, {4}, 63);
+  TempDir dir;
+  externalize(m, "Wm", dir.path / "wm.bin", 0, "wm.bin");
+  externalize(m, "Wc", dir.path / "wc.bin", 0, "wc.bin");
+  externalize(m, "mask", dir.path / "mask.bin", 0, "mask.bin");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", again = dir.path / "again.onnx";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("rewrote 2 of 2 upsamplers"));
+  REQUIRE(fs::exists(dir.path / "out.onnx.data"));
+
+  onnx::ModelProto written;
+  {
+    std::ifstream stream(out, std::ios::binary);
+    REQUIRE(written.ParseFromIstream(&stream));
+  }
+  CHECK(count_ops(written.graph(), "Resize") == 0);
+  CHECK(count_ops(written.graph(), "Mul") == 0);
+  CHECK(count_ops(written.graph(), "DepthToSpace") == 2);
+  int external_phases = 0;
+  for (const auto& t : written.graph().initializer()) {
+    for (const char* gone : {"s2", "pads", "mask", "Wm", "Wc"}) CHECK(t.name() != gone);
+    if (t.dims_size() == 4) {
+      // Every phase weight is derived from Wm or Wc, which were external: it stays external, in the output's file.
+      CHECK(t.data_location() == onnx::TensorProto::EXTERNAL);
+      CHECK(location_of(t) == "out.onnx.data");
+      ++external_phases;
+    }
+    if (t.name() == "Bc") CHECK(t.data_location() != onnx::TensorProto::EXTERNAL);
+  }
+  CHECK(external_phases == 8);
+  CHECK(run_cli(in.string() + " --compare " + out.string(), dir).exit_code == 0);
+  // Idempotent: the output has nothing left to rewrite, and rewriting it again changes no byte.
+  const auto r2 = run_cli(out.string() + " -o " + again.string(), dir);
+  INFO(r2.err);
+  REQUIRE(r2.exit_code == 0);
+  CHECK(read_file(dir.path / "again.onnx.data") == read_file(dir.path / "out.onnx.data"));
 }
