@@ -16,6 +16,8 @@ Runtimes (each needs its own packages; see README.md):
 
 Suites:
   layers   one depthwise ConvTranspose per model, the executor's layer table (bench/layer_bench.cpp)
+  handwritten  one hand-written x2 upsampler per model (nearest x mask, nearest + 3x3 Conv depthwise and dense),
+           as bench/layer_bench.cpp builds them; --layer-filter and --channels/--sizes pick them
   migan    the MI-GAN-like generator at 256, form (a) (and form (b) with --migan-forms a b)
   dla      the DLA-style detection decoder (examples/make_examples.cpp --dla)
   --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own
@@ -94,6 +96,41 @@ def make_layer_model(c, h, k, s, p, op) -> onnx.ModelProto:
     return model
 
 
+HANDWRITTEN_KINDS = ("nearest_mask", "nearest_conv_dw", "nearest_conv_dense")
+
+
+def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
+    """One hand-written x2 upsampler, x [1, C, H, H] -> y [1, C, 2H, 2H], as bench/layer_bench.cpp builds it:
+    nearest_mask is Resize, Mul by a [[1,0],[0,0]] mask, Pad [2,2,1,1], depthwise 4x4 Conv (k4 s2 p1);
+    nearest_conv_dw / _dense is Resize then a 3x3 Conv with pads 1, depthwise or dense (C in, C out)."""
+    rng = np.random.default_rng(c * 7919 + h * 104729 + HANDWRITTEN_KINDS.index(kind))
+    resize = helper.make_node("Resize", ["x", "", "scales"], ["u"], name="up", mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+             numpy_helper.from_array(rng.uniform(-0.1, 0.1, size=(c,)).astype(np.float32), "b")]
+    if kind == "nearest_mask":
+        mask = np.zeros((1, 1, 2 * h, 2 * h), np.float32)
+        mask[:, :, ::2, ::2] = 1
+        inits += [numpy_helper.from_array(mask, "mask"),
+                  numpy_helper.from_array(np.array([0, 0, 2, 2, 0, 0, 1, 1], np.int64), "pads"),
+                  numpy_helper.from_array(rng.uniform(-0.5, 0.5, size=(c, 1, 4, 4)).astype(np.float32), "w")]
+        nodes = [resize, helper.make_node("Mul", ["u", "mask"], ["m"]), helper.make_node("Pad", ["m", "pads"], ["p"]),
+                 helper.make_node("Conv", ["p", "w", "b"], ["y"], name="conv", group=c, kernel_shape=[4, 4])]
+    else:
+        group = c if kind == "nearest_conv_dw" else 1
+        inits.append(numpy_helper.from_array(
+            rng.uniform(-0.5, 0.5, size=(c, c // group, 3, 3)).astype(np.float32), "w"))
+        nodes = [resize, helper.make_node("Conv", ["u", "w", "b"], ["y"], name="conv", group=group, kernel_shape=[3, 3],
+                                          pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, f"{kind}_C{c}_H{h}",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2 * h, 2 * h])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="bench_runtimes")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def run_tool(args, what):
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
@@ -128,6 +165,17 @@ def build_cases(args) -> list[Case]:
                     if not original.exists():
                         onnx.save(make_layer_model(c, h, k, s, p, op), str(original))
                     cases.append(Case(name, original, work / f"{name}.xnn.onnx", "layer", (c, h, k, s, p, op)))
+    if "handwritten" in args.suite:
+        for kind in HANDWRITTEN_KINDS:
+            for c in args.channels:
+                for h in args.sizes:
+                    name = f"{kind}_C{c}_H{h}"
+                    if args.layer_filter and not re.search(args.layer_filter, name):
+                        continue
+                    original = work / f"{name}.onnx"
+                    if not original.exists():
+                        onnx.save(make_handwritten_model(kind, c, h), str(original))
+                    cases.append(Case(name, original, work / f"{name}.xnn.onnx", "layer"))
     if "migan" in args.suite:
         for form in args.migan_forms:
             original = work / f"migan{args.migan_size}{form}.onnx"
@@ -764,7 +812,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtime", nargs="+", choices=list(RUNTIMES), required=True)
     parser.add_argument("--threads", nargs="+", type=int, default=[1])
-    parser.add_argument("--suite", nargs="*", choices=["layers", "migan", "dla"], default=[])
+    parser.add_argument("--suite", nargs="*", choices=["layers", "handwritten", "migan", "dla"], default=[])
     parser.add_argument("--pair", nargs=2, action="append", metavar=("ORIGINAL", "REWRITTEN"))
     parser.add_argument("--channels", nargs="+", type=int, default=CHANNELS)
     parser.add_argument("--sizes", nargs="+", type=int, default=SIZES)
