@@ -16,6 +16,7 @@ namespace {
 
 using core::declined;
 using parts::join;
+using parts::known_dim;
 using parts::producer;
 using parts::use_count;
 
@@ -101,15 +102,6 @@ std::optional<int64_t> known_rank(const onnx_io::ScopedTypes& types, const Graph
   const auto* type = types.find(scope.index, name);
   if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
   return type->tensor_type().shape().dim_size();
-}
-
-// The known extent of dim `axis` of `name`, if shape inference knows it.
-std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis) {
-  const auto* type = types.find(scope.index, name);
-  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
-  const auto& shape = type->tensor_type().shape();
-  if (axis < 0 || axis >= shape.dim_size() || !shape.dim(static_cast<int>(axis)).has_dim_value()) return std::nullopt;
-  return shape.dim(static_cast<int>(axis)).dim_value();
 }
 
 // The elements of a 1-D (or scalar) int64 shape tensor: folded where the evaluator can, else followed through

@@ -41,6 +41,14 @@ std::string number(double v) {
   return buf;
 }
 
+std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis) {
+  const auto* type = types.find(scope.index, name);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
+  const auto& shape = type->tensor_type().shape();
+  if (axis < 0 || axis >= shape.dim_size() || !shape.dim(static_cast<int>(axis)).has_dim_value()) return std::nullopt;
+  return shape.dim(static_cast<int>(axis)).dim_value();
+}
+
 int use_count(const std::map<std::string, int>& uses, const std::string& name) {
   auto it = uses.find(name);
   return it == uses.end() ? 0 : it->second;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -24,6 +25,9 @@ const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name
 
 std::string join(const std::vector<int64_t>& v);
 std::string number(double v);
+
+// The known extent of dim `axis` of `name` in `scope`, if shape inference knows it.
+std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis);
 
 // How many times `name` is read (0 when never).
 int use_count(const std::map<std::string, int>& uses, const std::string& name);

@@ -141,6 +141,18 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
     spec.pad_end = 2;
     require_kept(mask_model(spec), "not a clean upscale");
   }
+  SECTION("a per-channel mask that broadcasts a one-channel X up to C") {
+    MaskSpec spec;
+    spec.mask_per_channel = true;
+    spec.x_channels = "1";  // Mul makes C channels of X's one: a ConvTranspose over X would read one
+    require_kept(mask_model(spec), "mask has 3 channels, 'X' has 1");
+  }
+  SECTION("a per-channel mask when X's channel count is not known") {
+    MaskSpec spec;
+    spec.mask_per_channel = true;
+    spec.x_channels = "c";
+    require_kept(mask_model(spec), "mask has 3 channels, 'X' has a channel count that is not known");
+  }
 }
 
 TEST_CASE("the forms option and only/skip select hand-written upsamplers by their Conv's name", "[rewrite][recogniser][options]") {
