@@ -155,8 +155,17 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     for (const auto& node : scope.graph->node()) {
       auto outcome = match_zero_insertion(node, scope, model.ir_version(), types, eval, uses);
       if (!outcome) continue;
-      if (outcome->match && unselected(outcome->summary).empty() && emitter.keep_reason(outcome->match->deconv).empty()) {
-        absorbed.insert(outcome->match->absorbs);
+      if (outcome->match) {
+        // The ConvTranspose keeps its own name on the command line: skipping it keeps the fold too, and a
+        // folded one is no typo for --only/--skip.
+        const onnx::NodeProto& ct = *outcome->match->absorbs;
+        const std::string ct_name = ct.name().empty() ? ct.output(0) : ct.name();
+        if (options.skip.count(ct_name) != 0) {
+          outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
+        } else if (unselected(outcome->summary).empty() && emitter.keep_reason(outcome->match->deconv).empty()) {
+          absorbed.insert(&ct);
+          seen_names.insert(ct_name);
+        }
       }
       folds.emplace(&node, std::move(*outcome));
     }

@@ -214,6 +214,35 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
   }
 }
 
+TEST_CASE("--only and --skip name the folded ConvTranspose too: skipping it keeps the fold, naming it is no typo",
+          "[rewrite][recogniser][zero_insertion][options]") {
+  SECTION("--skip the ConvTranspose: the fold is kept and the ConvTranspose stays as written") {
+    rewrite::RewriteOptions options;
+    options.skip = {"ins"};
+    const auto original = zero_insertion_model({});
+    const auto out = rewrite_copy(original, options);
+    CHECK(out.result.unmatched_names.empty());
+    REQUIRE(out.result.nodes.size() == 2);
+    for (const auto& row : out.result.nodes) {
+      CAPTURE(row.summary.name, row.reason);
+      CHECK_FALSE(row.rewritten);
+      CHECK_THAT(row.reason, Catch::Contains("skipped by --skip"));
+    }
+    CHECK(count_ops(out.model.graph(), "ConvTranspose") == 1);
+    CHECK(serialized(out.model) == serialized(original));
+  }
+  SECTION("--only the Conv and the ConvTranspose: the fold is rewritten and both names are known") {
+    rewrite::RewriteOptions options;
+    options.only = {"up1", "ins"};
+    const auto out = rewrite_copy(zero_insertion_model({}), options);
+    CHECK(out.result.unmatched_names.empty());
+    REQUIRE(out.result.nodes.size() == 1);
+    CHECK(out.result.nodes[0].summary.form == "zero_insertion");
+    CHECK(out.result.nodes[0].rewritten);
+    CHECK(count_ops(out.model.graph(), "ConvTranspose") == 0);
+  }
+}
+
 TEST_CASE("zero insertion: a kernel_shape that disagrees with the weight refuses the model",
           "[rewrite][recogniser][zero_insertion][refusal]") {
   auto model = zero_insertion_model({});
