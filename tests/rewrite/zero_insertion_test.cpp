@@ -29,13 +29,15 @@ struct ZeroInsertionSpec {
   bool ct_bias = false;          // the ConvTranspose has a non-zero bias
   bool ct_extra_reader = false;  // the ConvTranspose's output is also a graph output
   int64_t ct_pad = 0;            // the ConvTranspose's pads
+  bool ct_output_shape = false;  // the ConvTranspose states output_shape [s*h, s*w]
   std::string pad_mode = "constant";
   int64_t conv_stride = 1;
 };
 
 onnx::ModelProto zero_insertion_model(const ZeroInsertionSpec& m) {
   const std::string c = std::to_string(m.channels), s = std::to_string(m.s), k = std::to_string(m.k);
-  const int64_t zh = m.s * (m.h - 1) + m.k - 2 * m.ct_pad, zw = m.s * (m.w - 1) + m.k - 2 * m.ct_pad;
+  const int64_t zh = m.ct_output_shape ? m.s * m.h : m.s * (m.h - 1) + m.k - 2 * m.ct_pad;
+  const int64_t zw = m.ct_output_shape ? m.s * m.w : m.s * (m.w - 1) + m.k - 2 * m.ct_pad;
   const int64_t oh = (zh + m.pad_begin + m.pad_end - m.conv_k) / m.conv_stride + 1;
   const int64_t ow = (zw + m.pad_begin + m.pad_end - m.conv_k) / m.conv_stride + 1;
   std::string outputs = "float[1," + c + "," + std::to_string(oh) + "," + std::to_string(ow) + "] Y";
@@ -43,7 +45,8 @@ onnx::ModelProto zero_insertion_model(const ZeroInsertionSpec& m) {
   const std::string z = m.ct_extra_reader ? "Z" : "z";
   const std::string ct_pads = std::to_string(m.ct_pad);
   std::string body = "  " + z + " = ConvTranspose <group = " + c + ", strides = [" + s + ", " + s + "], kernel_shape = [" + k + ", " + k +
-                     "], pads = [" + ct_pads + ", " + ct_pads + ", " + ct_pads + ", " + ct_pads + "]> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n";
+                     "], pads = [" + ct_pads + ", " + ct_pads + ", " + ct_pads + ", " + ct_pads + "]" +
+                     (m.ct_output_shape ? ", output_shape = [" + std::to_string(m.s * m.h) + ", " + std::to_string(m.s * m.w) + "]" : "") + "> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n";
   if (m.pads_chain) body += pads_chain("pads", "p_", m.pad_begin, m.pad_end, m.pad_begin, m.pad_end);
   body += "  p = Pad <mode = \"" + m.pad_mode + "\"> (" + z + ", pads)\n";
   const std::string kk = std::to_string(m.conv_k), cs = std::to_string(m.conv_stride);
@@ -198,6 +201,13 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
     spec.k = 4;
     spec.ct_pad = 1;  // k4 s2 pads 1: a clean upscale on its own
     require_near_miss(zero_insertion_model(spec), "ConvTranspose pads [1,1,1,1] are not 0", true);
+  }
+  SECTION("ConvTranspose with an output_shape") {
+    ZeroInsertionSpec spec;
+    spec.k = 1;
+    spec.pad_end = 2;                // a clean x2 of the s*H-1 that k 1 gives; output_shape asks for s*H, one more
+    spec.ct_output_shape = true;
+    require_near_miss(zero_insertion_model(spec), "ConvTranspose has an output_shape", false);  // nor on its own: pads -1
   }
   SECTION("pads that do not make a clean upscale") {
     ZeroInsertionSpec spec;
