@@ -198,6 +198,9 @@ TEST_CASE("const eval: Add, Sub, Mul and Div with broadcasting, as PyTorch's unf
   auto f = fold("  f = Constant <value = float[2] {0.1, 3}> ()\n  g = Constant <value = float {4}> ()\n  y = Mul (f, g)", "y");
   REQUIRE(f);
   CHECK(f->reals == std::vector<double>{static_cast<double>(0.1f * 4.0f), 12.0});
+  auto q = fold("  f = Constant <value = float[2] {1, 3}> ()\n  g = Constant <value = float {4}> ()\n  y = Div (f, g)", "y");
+  REQUIRE(q);
+  CHECK(q->reals == std::vector<double>{0.25, 0.75});
   const auto overflow = fold("  a = Constant <value = int64 {9223372036854775807}> ()\n  y = Add (a, a)", "y");
   REQUIRE_FALSE(overflow);
   CHECK_THAT(overflow.error().message, Catch::Contains("overflows"));

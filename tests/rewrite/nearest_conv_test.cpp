@@ -264,6 +264,11 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
     spec.coordinate = "half_pixel";
     require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode half_pixel with nearest_mode floor");
   }
+  SECTION("tf_half_pixel_for_nn with round_prefer_floor") {
+    spec.coordinate = "tf_half_pixel_for_nn";
+    spec.rounding = "round_prefer_floor";  // (a+0.5)/s rounds up to h+1 for the last a of each cell
+    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode tf_half_pixel_for_nn with nearest_mode round_prefer_floor");
+  }
   SECTION("align_corners") {
     spec.coordinate = "align_corners";
     spec.rounding = "round_prefer_floor";

@@ -141,6 +141,20 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
     spec.pad_end = 2;
     require_kept(mask_model(spec), "not a clean upscale");
   }
+  SECTION("Pad with axes (opset 18)") {
+    MaskSpec spec;
+    spec.opset = 18;
+    spec.pads_chain = false;
+    auto model = mask_model(spec);
+    // The pads then follow the axes' order, here W before H: read as [N,C,H,W] they would swap the axes.
+    for (auto& node : *model.mutable_graph()->mutable_node()) {
+      if (node.op_type() != "Pad") continue;
+      node.add_input("");  // no constant_value
+      node.add_input("pad_axes");
+    }
+    *model.mutable_graph()->add_initializer() = onnx_io::make_int64_tensor("pad_axes", {4}, {0, 1, 3, 2});
+    require_kept(model, "Pad with axes");
+  }
   SECTION("a per-channel mask that broadcasts a one-channel X up to C") {
     MaskSpec spec;
     spec.mask_per_channel = true;
