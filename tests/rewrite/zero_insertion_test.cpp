@@ -214,13 +214,17 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
     spec.pad_end = 2;
     require_near_miss(zero_insertion_model(spec), "not a clean upscale", true);
   }
-  SECTION("the fold not selected by --forms, or skipped") {
+  SECTION("the fold not selected by --forms, skipped, or over --max-phases") {
     rewrite::RewriteOptions options;
     options.forms = {"conv_transpose"};
     require_near_miss(zero_insertion_model({}), "form zero_insertion not selected by --forms", true, options);
     options = {};
     options.skip = {"up1"};
     require_near_miss(zero_insertion_model({}), "skipped by --skip", true, options);
+    // Kept by --max-phases, the fold leaves the ConvTranspose its own row (kept the same way).
+    options = {};
+    options.emit.max_phases = 3;
+    require_near_miss(zero_insertion_model({}), "would emit 4 phases, over --max-phases 3", false, options);
   }
 }
 
