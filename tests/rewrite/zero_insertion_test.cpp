@@ -257,6 +257,17 @@ TEST_CASE("--only and --skip name the folded ConvTranspose too: skipping it keep
   }
 }
 
+TEST_CASE("zero insertion: a ConvTranspose the matcher finds invalid refuses the model, folded or not",
+          "[rewrite][recogniser][zero_insertion][refusal]") {
+  auto model = zero_insertion_model({});
+  // X has 2 channels, the ConvTranspose's weight and group say 3.
+  model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(2);
+  auto result = rewrite::rewrite_model(model, {});
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().kind == core::ErrorKind::kInvalidModel);
+  CHECK_THAT(result.error().message, Catch::Contains("has 2 channels but weight 'V' expects 3"));
+}
+
 TEST_CASE("zero insertion: a kernel_shape that disagrees with the weight refuses the model",
           "[rewrite][recogniser][zero_insertion][refusal]") {
   auto model = zero_insertion_model({});
