@@ -228,7 +228,7 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
   }
 }
 
-TEST_CASE("--only and --skip name the folded ConvTranspose too: skipping it keeps the fold, naming it is no typo",
+TEST_CASE("a folded ConvTranspose keeps its name for --only and --skip: skipping it keeps the fold, naming it is no typo",
           "[rewrite][recogniser][zero_insertion][options]") {
   SECTION("--skip the ConvTranspose: the fold is kept and the ConvTranspose stays as written") {
     rewrite::RewriteOptions options;
