@@ -45,14 +45,7 @@ Rewritten require_rewritten(const onnx::ModelProto& original, const MaskSpec& sp
 
 // Requires the upsampler kept with a reason holding `reason`, and the model unchanged.
 void require_kept(const onnx::ModelProto& original, const std::string& reason) {
-  const auto out = rewrite_copy(original);
-  REQUIRE(out.result.nodes.size() == 1);
-  CAPTURE(out.result.nodes[0].reason);
-  CHECK_FALSE(out.result.nodes[0].rewritten);
-  CHECK(out.result.nodes[0].summary.form == "nearest_mask");
-  CHECK_THAT(out.result.nodes[0].reason, Catch::Contains(reason));
-  CHECK(out.result.rewritten == 0);
-  CHECK(serialized(out.model) == serialized(original));
+  require_upsampler_kept(original, "nearest_mask", reason);
 }
 
 }  // namespace
