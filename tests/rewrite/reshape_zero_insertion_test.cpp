@@ -28,6 +28,7 @@ struct UpfirdnSpec {
   bool pad_h_axis = false;         // the zero-inserting Pad pads H itself too
   bool wrong_split = false;        // the first Reshape gives [N,C,1,H,W,1]
   bool guessed_split = false;      // symbolic: the first Reshape is [N,C,-1,1,w,1], W a literal and H left to -1
+  bool bool_cast_split = false;    // symbolic: the first Reshape is [N,C,Cast(Cast(H, bool)),-1,W,1], so [N,C,1,H,W,1]
   std::string pad_mode = "constant";
   int64_t slice_start = 0;         // the first Slice's start
   int64_t conv_stride = 1;
@@ -61,7 +62,10 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
     body += unsqueeze0("xd2s_u", "xd2s", m.opset) + unsqueeze0("xd3s_u", "xd3s", m.opset);
     const std::string ch = m.symbolic == 2 ? "lit_c" : "xd1_u";
     if (m.symbolic == 2) body += "  lit_c = Constant <value = int64[1] {" + c + "}> ()\n";
-    if (m.guessed_split) {
+    if (m.bool_cast_split) {
+      body += "  minus1 = Constant <value = int64[1] {-1}> ()\n  hb = Cast <to = 9> (xd2_u)\n  hi = Cast <to = 7> (hb)\n";
+      body += "  split_shape = Concat <axis = 0> (xd0_u, " + ch + ", hi, minus1, xd3_u, one)\n";
+    } else if (m.guessed_split) {
       body += "  minus1 = Constant <value = int64[1] {-1}> ()\n  lit_w = Constant <value = int64[1] {" + std::to_string(m.w) + "}> ()\n";
       body += "  split_shape = Concat <axis = 0> (xd0_u, " + ch + ", minus1, one, lit_w, one)\n";
     } else {
@@ -195,6 +199,12 @@ TEST_CASE("near-miss upfirdn2d upsamplers are kept with a reason", "[rewrite][re
     spec.symbolic = 1;
     spec.guessed_split = true;  // an X of [1,C,2,8] would reshape to [1,C,4,1,4,1]: rows cut in two, not interleaved
     require_kept(upfirdn_model(spec), "first Reshape does not give [N,C,H,1,W,1]");
+  }
+  SECTION("the first Reshape reads H through a Cast to bool, which makes it 1") {
+    UpfirdnSpec spec;
+    spec.symbolic = 1;
+    spec.bool_cast_split = true;
+    require_kept(upfirdn_model(spec), "Reshape shape not constant");
   }
   SECTION("Pad mode reflect") {
     UpfirdnSpec spec;
