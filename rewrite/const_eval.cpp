@@ -540,6 +540,11 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
           r = x / y;
         }
         if (overflow) return declined(who + ": the result overflows int64");
+        // Narrower integers wrap in the runtime: fold INT32 only while it does not, and no other width.
+        if (out.data_type == TensorProto::INT32 && r != static_cast<int32_t>(r)) return declined(who + ": the result overflows INT32");
+        if (out.data_type != TensorProto::INT64 && out.data_type != TensorProto::INT32) {
+          return declined(who + ": arithmetic in " + onnx_io::data_type_name(out.data_type) + " is not folded");
+        }
         out.ints.push_back(r);
       } else {
         const double x = a->reals[static_cast<size_t>(ia[i])], y = b->reals[static_cast<size_t>(ib[i])];

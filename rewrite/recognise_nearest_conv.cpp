@@ -13,17 +13,9 @@ namespace {
 
 using core::declined;
 using parts::collect_upstream;
+using parts::join;
 using parts::producer;
 using parts::use_count;
-
-// Pads beyond this cannot make a clean upscale with any kernel the evaluator can hold; bounding them keeps sums exact.
-constexpr int64_t kMaxConvPad = int64_t{1} << 30;
-
-std::string ints_text(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return "[" + s + "]";
-}
 
 // The Conv's [top, left, bottom, right] pads for a stride-1 Conv with kernel [ky, kx], auto_pad included, or why not.
 core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int64_t ky, int64_t kx) {
@@ -41,9 +33,9 @@ core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int6
   }
   if (*auto_pad != "NOTSET") return declined("Conv auto_pad " + *auto_pad);
   if (pads->empty()) return std::array<int64_t, 4>{0, 0, 0, 0};
-  if (pads->size() != 4) return declined("Conv pads " + ints_text(*pads) + " are not 2-D");
+  if (pads->size() != 4) return declined("Conv pads " + join(*pads) + " are not 2-D");
   for (int64_t p : *pads) {
-    if (p < 0 || p > kMaxConvPad) return declined("Conv pads " + ints_text(*pads) + " are out of range");
+    if (p < 0 || p > parts::kMaxPad) return declined("Conv pads " + join(*pads) + " are out of range");
   }
   return std::array<int64_t, 4>{(*pads)[0], (*pads)[1], (*pads)[2], (*pads)[3]};
 }
@@ -72,10 +64,8 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
+  out.summary = parts::conv_summary(conv, scope, "nearest_conv");
   NodeSummary& sum = out.summary;
-  sum.name = conv.name().empty() ? conv.output(0) : conv.name();
-  sum.graph_path = scope.path;
-  sum.form = "nearest_conv";
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
     out.match = std::move(e);
     return out;
@@ -102,16 +92,12 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   if (weight->is_integer()) return fail(declined("unsupported element type " + onnx_io::data_type_name(weight->data_type)));
   const int64_t c_out = weight->dims[0], c_in_group = weight->dims[1], ky = weight->dims[2], kx = weight->dims[3];
   if (*group < 1 || c_out < 1 || c_in_group < 1 || ky < 1 || kx < 1 || c_out % *group != 0) {
-    return fail(declined("Conv group " + std::to_string(*group) + " does not fit weight " + ints_text(weight->dims)));
+    return fail(declined("Conv group " + std::to_string(*group) + " does not fit weight " + join(weight->dims)));
   }
   const int64_t c_in = c_in_group * *group;
   sum.channels = c_in;
-  if (const auto* type = types.find(scope.index, x); type != nullptr && type->has_tensor_type() &&
-                                                     type->tensor_type().has_shape() && type->tensor_type().shape().dim_size() == 4) {
-    const auto& d = type->tensor_type().shape().dim(1);
-    if (d.has_dim_value() && d.dim_value() != c_in) {
-      return fail(declined("Conv expects " + std::to_string(c_in) + " input channels, '" + x + "' has " + std::to_string(d.dim_value())));
-    }
+  if (auto c = parts::known_dim(types, scope, x, 1); c && *c != c_in) {
+    return fail(declined("Conv expects " + std::to_string(c_in) + " input channels, '" + x + "' has " + std::to_string(*c)));
   }
   auto pads = conv_pads(conv, ky, kx);
   if (!pads) return fail(pads.error());
@@ -171,30 +157,13 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
       }
     }
   }
-  // Phase weights are stored where the Conv's weight is (inline or external data), so they follow its name.
-  auto source = resolve_constant(conv.input(1), scope, ir_version);
-  const std::string follows = source && source->sparse == nullptr ? source->name : conv.input(1);
-  auto derived = std::make_shared<onnx::TensorProto>(
-      onnx_io::make_tensor(follows, weight->data_type, {c_in, c_out_group, wy, wx}, w, true));
-
   UpsamplerMatch m;
+  m.deconv = parts::derived_match(conv, scope, ir_version, types, x, weight->data_type, {c_in, c_out_group, wy, wx}, w);
   DeconvMatch& d = m.deconv;
-  d.node = &conv;
-  d.scope = &scope;
-  d.name = conv.name();
-  d.input = x;
-  d.bias = conv.input_size() > 2 ? conv.input(2) : std::string();
-  d.output = conv.output(0);
-  d.channels = c_in;
   d.group = *group;
   d.out_channels = c_out;
   d.y = geo[0];
   d.x = geo[1];
-  d.weight.scope = &scope;
-  d.weight.tensor = derived.get();
-  d.weight.name = follows;
-  d.derived_weight = std::move(derived);
-  if (const auto* type = types.find(scope.index, x)) d.input_type = *type;
 
   // What only this upsampler reads: the Resize, its roi/scales/sizes chains and the Conv's weight chain.
   std::set<std::pair<size_t, std::string>> seen{{scope.index, resize->output(0)}};

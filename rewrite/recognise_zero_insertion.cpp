@@ -16,6 +16,7 @@ namespace {
 
 using core::declined;
 using parts::join;
+using parts::known_dim;
 using parts::producer;
 using parts::use_count;
 
@@ -103,18 +104,9 @@ std::optional<int64_t> known_rank(const onnx_io::ScopedTypes& types, const Graph
   return type->tensor_type().shape().dim_size();
 }
 
-// The known extent of dim `axis` of `name`, if shape inference knows it.
-std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis) {
-  const auto* type = types.find(scope.index, name);
-  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
-  const auto& shape = type->tensor_type().shape();
-  if (axis < 0 || axis >= shape.dim_size() || !shape.dim(static_cast<int>(axis)).has_dim_value()) return std::nullopt;
-  return shape.dim(static_cast<int>(axis)).dim_value();
-}
-
 // The elements of a 1-D (or scalar) int64 shape tensor: folded where the evaluator can, else followed through
 // the ops PyTorch writes for `x.shape[i] * k`: Gather(Shape(t), i), Shape(t) with start/end, Unsqueeze,
-// Squeeze, Reshape, Identity, Cast, Concat, Mul by a constant, and Add or Sub of 0.
+// Squeeze, Reshape, Identity, Cast to an integer, Concat, Mul by a constant, and Add or Sub of 0.
 core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const GraphScope& scope, ConstEvaluator& eval,
                                                  const onnx_io::ScopedTypes& types, int depth = 0) {
   auto folded = eval.evaluate(name, scope);
@@ -131,7 +123,10 @@ core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const 
   }
   if (node == nullptr || node->input_size() < 1) return folded.error();
   const std::string& op = node->op_type();
-  if (op == "Identity" || op == "Cast" || op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") {
+  // A Cast keeps a dim only to another integer type wide enough for it (to bool, H becomes 1).
+  const auto to = onnx_io::get_int(*node, "to", 0);
+  const bool keeps = op != "Cast" || (to && (*to == onnx::TensorProto::INT64 || *to == onnx::TensorProto::INT32));
+  if ((op == "Identity" || op == "Cast" || op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") && keeps) {
     return shape_elements(node->input(0), scope, eval, types, depth + 1);  // a scalar or a 1-D list stays one list
   }
   if (op == "Concat") {

@@ -10,13 +10,6 @@ namespace dwdeconv::rewrite::parts {
 
 using core::declined;
 
-namespace {
-
-// Larger pads cannot give a clean upscale with a kernel this tool folds; bounding them keeps sums exact.
-constexpr int64_t kMaxPad = int64_t{1} << 30;
-
-}  // namespace
-
 bool default_domain(const onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 
 const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op) {
@@ -39,6 +32,14 @@ std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis) {
+  const auto* type = types.find(scope.index, name);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
+  const auto& shape = type->tensor_type().shape();
+  if (axis < 0 || axis >= shape.dim_size() || !shape.dim(static_cast<int>(axis)).has_dim_value()) return std::nullopt;
+  return shape.dim(static_cast<int>(axis)).dim_value();
 }
 
 int use_count(const std::map<std::string, int>& uses, const std::string& name) {
@@ -197,10 +198,18 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
       }
     }
   }
+  DeconvMatch d = derived_match(conv, scope, ir_version, types, x, weight.data_type, weight.dims, w);
+  d.y = geo[0];
+  d.x = geo[1];
+  return d;
+}
+
+DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
+                          const std::string& x, int32_t data_type, const std::vector<int64_t>& dims, const std::vector<double>& values) {
   // Phase weights are stored where the Conv's weight is (inline or external data), so they follow its name.
   auto source = resolve_constant(conv.input(1), scope, ir_version);
   const std::string follows = source && source->sparse == nullptr ? source->name : conv.input(1);
-  auto derived = std::make_shared<onnx::TensorProto>(onnx_io::make_tensor(follows, weight.data_type, weight.dims, w, true));
+  auto derived = std::make_shared<onnx::TensorProto>(onnx_io::make_tensor(follows, data_type, dims, values, true));
 
   DeconvMatch d;
   d.node = &conv;
@@ -209,9 +218,7 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
   d.input = x;
   d.bias = conv.input_size() > 2 ? conv.input(2) : std::string();
   d.output = conv.output(0);
-  d.channels = channels;
-  d.y = geo[0];
-  d.x = geo[1];
+  d.channels = dims[0];
   d.weight.scope = &scope;
   d.weight.tensor = derived.get();
   d.weight.name = follows;

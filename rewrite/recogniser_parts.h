@@ -5,6 +5,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,6 +18,9 @@
 
 namespace dwdeconv::rewrite::parts {
 
+// Larger pads cannot give a clean upscale with a kernel this tool folds; bounding them keeps sums exact.
+constexpr int64_t kMaxPad = int64_t{1} << 30;
+
 bool default_domain(const onnx::NodeProto& node);
 
 // The node of `scope`'s own graph that outputs `name`, if it has op `op` and one output; nullptr otherwise.
@@ -24,6 +28,9 @@ const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name
 
 std::string join(const std::vector<int64_t>& v);
 std::string number(double v);
+
+// The known extent of dim `axis` of `name` in `scope`, if shape inference knows it.
+std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis);
 
 // How many times `name` is read (0 when never).
 int use_count(const std::map<std::string, int>& uses, const std::string& name);
@@ -67,6 +74,12 @@ struct ZeroInsertion {
 core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                               const onnx_io::ScopedTypes& types, const std::string& x, const ConvTail& tail,
                                               const std::array<int64_t, 4>& pads, const ZeroInsertion& zi, NodeSummary& summary);
+
+// The DeconvMatch replacing Conv `conv` (its name, output and bias) by a ConvTranspose of `x` with the derived
+// kernel `values` of `dims` ([C_in, C_out/group, ky, kx], element type `data_type`), stored where the Conv's
+// weight is. The geometry, and group and out_channels when not depthwise, are the caller's to set.
+DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
+                          const std::string& x, int32_t data_type, const std::vector<int64_t>& dims, const std::vector<double>& values);
 
 // A new summary row for a hand-written upsampler named after its Conv.
 NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, const std::string& form);

@@ -194,6 +194,15 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   if (!mask) return fail(declined("mask not constant: " + mask.error().message));
   auto tap = mask_tap(*mask, *s, tail->channels);
   if (!tap) return fail(tap.error());
+  // A mask with a plane per channel also broadcasts a one-channel x up to C, which the ConvTranspose, reading
+  // x itself, would not: x must be known to have the C channels.
+  if (const size_t rank = mask->dims.size(); rank >= 3 && mask->dims[rank - 3] != 1) {
+    const auto c = parts::known_dim(types, scope, x, 1);
+    if (c != tail->channels) {
+      return fail(declined("mask has " + std::to_string(mask->dims[rank - 3]) + " channels, '" + x + "' has " +
+                           (c ? std::to_string(*c) : std::string("a channel count that is not known"))));
+    }
+  }
 
   parts::ZeroInsertion zi;
   zi.s = *s;

@@ -16,6 +16,11 @@ bool is_deconv(const onnx::NodeProto& node) {
   return node.op_type() == "ConvTranspose" && (node.domain().empty() || node.domain() == "ai.onnx");
 }
 
+// Whether the matcher rejects the model over this node: a ConvTranspose a fold absorbs must pass it too.
+bool invalid(const MatchOutcome& outcome) {
+  return !outcome.match && outcome.match.error().kind == core::ErrorKind::kInvalidModel;
+}
+
 // Lists every ConvTranspose of a model-local function body, and of the subgraphs inside it, as kept: the body
 // is a template that each call instantiates, and this tool rewrites graphs only.
 void list_function_deconvs(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, const std::string& path,
@@ -155,8 +160,18 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     for (const auto& node : scope.graph->node()) {
       auto outcome = match_zero_insertion(node, scope, model.ir_version(), types, eval, uses);
       if (!outcome) continue;
-      if (outcome->match && unselected(outcome->summary).empty() && emitter.keep_reason(outcome->match->deconv).empty()) {
-        absorbed.insert(outcome->match->absorbs);
+      if (outcome->match) {
+        // The ConvTranspose keeps its own name on the command line: skipping it keeps the fold too, and a
+        // folded one is no typo for --only/--skip.
+        const onnx::NodeProto& ct = *outcome->match->absorbs;
+        const std::string ct_name = ct.name().empty() ? ct.output(0) : ct.name();
+        if (options.skip.count(ct_name) != 0) {
+          outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
+        } else if (unselected(outcome->summary).empty() && emitter.keep_reason(outcome->match->deconv).empty() &&
+                   !invalid(match_deconv(ct, scope, model.ir_version(), types))) {
+          absorbed.insert(&ct);
+          seen_names.insert(ct_name);
+        }
       }
       folds.emplace(&node, std::move(*outcome));
     }

@@ -198,7 +198,18 @@ TEST_CASE("const eval: Add, Sub, Mul and Div with broadcasting, as PyTorch's unf
   auto f = fold("  f = Constant <value = float[2] {0.1, 3}> ()\n  g = Constant <value = float {4}> ()\n  y = Mul (f, g)", "y");
   REQUIRE(f);
   CHECK(f->reals == std::vector<double>{static_cast<double>(0.1f * 4.0f), 12.0});
+  auto q = fold("  f = Constant <value = float[2] {1, 3}> ()\n  g = Constant <value = float {4}> ()\n  y = Div (f, g)", "y");
+  REQUIRE(q);
+  CHECK(q->reals == std::vector<double>{0.25, 0.75});
   const auto overflow = fold("  a = Constant <value = int64 {9223372036854775807}> ()\n  y = Add (a, a)", "y");
   REQUIRE_FALSE(overflow);
   CHECK_THAT(overflow.error().message, Catch::Contains("overflows"));
+  // Narrower integers wrap in the runtime, so a result outside their range is not folded.
+  const auto int32 = fold("  a = Constant <value = int32 {2147483647}> ()\n  y = Add (a, a)", "y");
+  REQUIRE_FALSE(int32);
+  CHECK_THAT(int32.error().message, Catch::Contains("overflows INT32"));
+  CHECK(folded_ints("  a = Constant <value = int32 {-7}> ()\n  y = Mul (a, a)", "y") == std::vector<int64_t>{49});
+  const auto uint8 = fold("  a = Constant <value = uint8 {1}> ()\n  b = Constant <value = uint8 {2}> ()\n  y = Sub (a, b)", "y");
+  REQUIRE_FALSE(uint8);
+  CHECK_THAT(uint8.error().message, Catch::Contains("UINT8"));
 }

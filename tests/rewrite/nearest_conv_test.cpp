@@ -57,14 +57,7 @@ Rewritten require_rewritten(const onnx::ModelProto& original, const NearestConvS
 
 // Requires the upsampler kept with a reason holding `reason`, and the model unchanged.
 void require_kept(const onnx::ModelProto& original, const std::string& reason) {
-  const auto out = rewrite_copy(original, all_forms());
-  REQUIRE(out.result.nodes.size() == 1);
-  CAPTURE(out.result.nodes[0].reason);
-  CHECK_FALSE(out.result.nodes[0].rewritten);
-  CHECK(out.result.nodes[0].summary.form == "nearest_conv");
-  CHECK_THAT(out.result.nodes[0].reason, Catch::Contains(reason));
-  CHECK(out.result.rewritten == 0);
-  CHECK(serialized(out.model) == serialized(original));
+  require_upsampler_kept(original, "nearest_conv", reason, all_forms());
 }
 
 }  // namespace
@@ -263,6 +256,11 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
   SECTION("half_pixel with floor") {
     spec.coordinate = "half_pixel";
     require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode half_pixel with nearest_mode floor");
+  }
+  SECTION("tf_half_pixel_for_nn with round_prefer_floor") {
+    spec.coordinate = "tf_half_pixel_for_nn";
+    spec.rounding = "round_prefer_floor";  // (a+0.5)/s rounds up to h+1 for the last a of each cell
+    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode tf_half_pixel_for_nn with nearest_mode round_prefer_floor");
   }
   SECTION("align_corners") {
     spec.coordinate = "align_corners";

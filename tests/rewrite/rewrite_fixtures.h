@@ -81,6 +81,19 @@ inline std::string serialized(const onnx::ModelProto& model) {
   return *bytes;
 }
 
+// Requires the one upsampler, of form `form`, kept with a reason holding `reason`, and the model unchanged.
+inline void require_upsampler_kept(const onnx::ModelProto& original, const std::string& form, const std::string& reason,
+                                   const rewrite::RewriteOptions& options = {}) {
+  const auto out = rewrite_copy(original, options);
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK(out.result.nodes[0].summary.form == form);
+  CHECK_THAT(out.result.nodes[0].reason, Catch::Contains(reason));
+  CHECK(out.result.rewritten == 0);
+  CHECK(serialized(out.model) == serialized(original));
+}
+
 // Runs both models on `inputs` and returns max |before - after| over output `output`. Also requires the
 // output to have `dims` (when given) and to be non-zero, so a vacuous comparison cannot pass.
 inline double output_diff(const onnx::ModelProto& before, const onnx::ModelProto& after,

@@ -97,6 +97,7 @@ struct MaskSpec {
   bool mask_identity = true;     // the Mul reads the mask through Identity
   bool pads_chain = true;        // the Pad's pads come from PyTorch's 8-op chain, else an initializer
   bool mask_per_channel = false; // the mask is [1,C,sH,sW] instead of [1,1,sH,sW]
+  std::string x_channels;        // X's channel dim when not C: "1" (a per-channel mask broadcasts X to C) or a symbol
   bool bias = false;
   // Near-miss switches, each of which must make the rewriter keep the upsampler.
   std::string resize_mode = "nearest";
@@ -125,8 +126,9 @@ inline onnx::ModelProto mask_model(const MaskSpec& m) {
   body += "  p = Pad <mode = \"" + m.pad_mode + "\"> (" + (m.mul_extra_reader ? "M" : "m") + ", pads)\n";
   body += "  Y = Conv <group = " + c + ", kernel_shape = [" + std::to_string(m.k) + ", " + std::to_string(m.k) + "], strides = [" +
           std::to_string(m.conv_stride) + ", " + std::to_string(m.conv_stride) + "]> (p, W" + (m.bias ? ", B" : "") + ")\n";
-  onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(m.opset) + "]>\ng (float[1," + c + "," +
-                                       std::to_string(m.h) + "," + std::to_string(m.w) + "] X) => (" + outputs + ") {\n" + body + "}\n");
+  onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(m.opset) + "]>\ng (float[1," +
+                                       (m.x_channels.empty() ? c : m.x_channels) + "," + std::to_string(m.h) + "," +
+                                       std::to_string(m.w) + "] X) => (" + outputs + ") {\n" + body + "}\n");
   auto& g = *model.mutable_graph();
   *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
   const double s = static_cast<double>(m.s);

@@ -29,13 +29,15 @@ struct ZeroInsertionSpec {
   bool ct_bias = false;          // the ConvTranspose has a non-zero bias
   bool ct_extra_reader = false;  // the ConvTranspose's output is also a graph output
   int64_t ct_pad = 0;            // the ConvTranspose's pads
+  bool ct_output_shape = false;  // the ConvTranspose states output_shape [s*h, s*w]
   std::string pad_mode = "constant";
   int64_t conv_stride = 1;
 };
 
 onnx::ModelProto zero_insertion_model(const ZeroInsertionSpec& m) {
   const std::string c = std::to_string(m.channels), s = std::to_string(m.s), k = std::to_string(m.k);
-  const int64_t zh = m.s * (m.h - 1) + m.k - 2 * m.ct_pad, zw = m.s * (m.w - 1) + m.k - 2 * m.ct_pad;
+  const int64_t zh = m.ct_output_shape ? m.s * m.h : m.s * (m.h - 1) + m.k - 2 * m.ct_pad;
+  const int64_t zw = m.ct_output_shape ? m.s * m.w : m.s * (m.w - 1) + m.k - 2 * m.ct_pad;
   const int64_t oh = (zh + m.pad_begin + m.pad_end - m.conv_k) / m.conv_stride + 1;
   const int64_t ow = (zw + m.pad_begin + m.pad_end - m.conv_k) / m.conv_stride + 1;
   std::string outputs = "float[1," + c + "," + std::to_string(oh) + "," + std::to_string(ow) + "] Y";
@@ -43,7 +45,8 @@ onnx::ModelProto zero_insertion_model(const ZeroInsertionSpec& m) {
   const std::string z = m.ct_extra_reader ? "Z" : "z";
   const std::string ct_pads = std::to_string(m.ct_pad);
   std::string body = "  " + z + " = ConvTranspose <group = " + c + ", strides = [" + s + ", " + s + "], kernel_shape = [" + k + ", " + k +
-                     "], pads = [" + ct_pads + ", " + ct_pads + ", " + ct_pads + ", " + ct_pads + "]> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n";
+                     "], pads = [" + ct_pads + ", " + ct_pads + ", " + ct_pads + ", " + ct_pads + "]" +
+                     (m.ct_output_shape ? ", output_shape = [" + std::to_string(m.s * m.h) + ", " + std::to_string(m.s * m.w) + "]" : "") + "> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n";
   if (m.pads_chain) body += pads_chain("pads", "p_", m.pad_begin, m.pad_end, m.pad_begin, m.pad_end);
   body += "  p = Pad <mode = \"" + m.pad_mode + "\"> (" + z + ", pads)\n";
   const std::string kk = std::to_string(m.conv_k), cs = std::to_string(m.conv_stride);
@@ -199,19 +202,70 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
     spec.ct_pad = 1;  // k4 s2 pads 1: a clean upscale on its own
     require_near_miss(zero_insertion_model(spec), "ConvTranspose pads [1,1,1,1] are not 0", true);
   }
+  SECTION("ConvTranspose with an output_shape") {
+    ZeroInsertionSpec spec;
+    spec.k = 1;
+    spec.pad_end = 2;                // a clean x2 of the s*H-1 that k 1 gives; output_shape asks for s*H, one more
+    spec.ct_output_shape = true;
+    require_near_miss(zero_insertion_model(spec), "ConvTranspose has an output_shape", false);  // nor on its own: pads -1
+  }
   SECTION("pads that do not make a clean upscale") {
     ZeroInsertionSpec spec;
     spec.pad_end = 2;
     require_near_miss(zero_insertion_model(spec), "not a clean upscale", true);
   }
-  SECTION("the fold not selected by --forms, or skipped") {
+  SECTION("the fold not selected by --forms, skipped, or over --max-phases") {
     rewrite::RewriteOptions options;
     options.forms = {"conv_transpose"};
     require_near_miss(zero_insertion_model({}), "form zero_insertion not selected by --forms", true, options);
     options = {};
     options.skip = {"up1"};
     require_near_miss(zero_insertion_model({}), "skipped by --skip", true, options);
+    // Kept by --max-phases, the fold leaves the ConvTranspose its own row (kept the same way).
+    options = {};
+    options.emit.max_phases = 3;
+    require_near_miss(zero_insertion_model({}), "would emit 4 phases, over --max-phases 3", false, options);
   }
+}
+
+TEST_CASE("a folded ConvTranspose keeps its name for --only and --skip: skipping it keeps the fold, naming it is no typo",
+          "[rewrite][recogniser][zero_insertion][options]") {
+  SECTION("--skip the ConvTranspose: the fold is kept and the ConvTranspose stays as written") {
+    rewrite::RewriteOptions options;
+    options.skip = {"ins"};
+    const auto original = zero_insertion_model({});
+    const auto out = rewrite_copy(original, options);
+    CHECK(out.result.unmatched_names.empty());
+    REQUIRE(out.result.nodes.size() == 2);
+    for (const auto& row : out.result.nodes) {
+      CAPTURE(row.summary.name, row.reason);
+      CHECK_FALSE(row.rewritten);
+      CHECK_THAT(row.reason, Catch::Contains("skipped by --skip"));
+    }
+    CHECK(count_ops(out.model.graph(), "ConvTranspose") == 1);
+    CHECK(serialized(out.model) == serialized(original));
+  }
+  SECTION("--only the Conv and the ConvTranspose: the fold is rewritten and both names are known") {
+    rewrite::RewriteOptions options;
+    options.only = {"up1", "ins"};
+    const auto out = rewrite_copy(zero_insertion_model({}), options);
+    CHECK(out.result.unmatched_names.empty());
+    REQUIRE(out.result.nodes.size() == 1);
+    CHECK(out.result.nodes[0].summary.form == "zero_insertion");
+    CHECK(out.result.nodes[0].rewritten);
+    CHECK(count_ops(out.model.graph(), "ConvTranspose") == 0);
+  }
+}
+
+TEST_CASE("zero insertion: a ConvTranspose the matcher finds invalid refuses the model, folded or not",
+          "[rewrite][recogniser][zero_insertion][refusal]") {
+  auto model = zero_insertion_model({});
+  // X has 2 channels, the ConvTranspose's weight and group say 3.
+  model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(2);
+  auto result = rewrite::rewrite_model(model, {});
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.error().kind == core::ErrorKind::kInvalidModel);
+  CHECK_THAT(result.error().message, Catch::Contains("has 2 channels but weight 'V' expects 3"));
 }
 
 TEST_CASE("zero insertion: a kernel_shape that disagrees with the weight refuses the model",
