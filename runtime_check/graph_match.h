@@ -15,7 +15,8 @@
 // DCR DepthToSpace, Shape, ConstantOfShape of zeros, Constant). In the original only the ops of the upsampler forms
 // the rewrite recognises (Resize, Mul, Pad, Conv, ConvTranspose, Identity, Reshape, Slice and the constant-chain
 // ops ConstantOfShape, Concat, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile, Gather, Shape, Constant), each
-// reading x's values through one input at most (a Concat through any).
+// reading x's values as its data only (input 0; Mul either input, not both; Concat any), and casting them only to
+// f32 or f64.
 #pragma once
 
 #include <string>
