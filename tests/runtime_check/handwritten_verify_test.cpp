@@ -106,6 +106,7 @@ TEST_CASE("Per-node verify passes a rewritten nearest x mask upsampler, checking
   CHECK_THAT(r.nodes[0].original_placement, Catch::Contains("Resize 1"));
   CHECK_THAT(r.nodes[0].rewritten_placement, Catch::Contains("DepthToSpace 1") && Catch::Contains("Conv 4"));
   CHECK(r.nodes[0].rewritten.max_abs_error < 1e-5);
+  CHECK(r.nodes[0].runs == 3);  // each side once, and the original region once more on the reference kernels
   REQUIRE(r.outputs.size() == 1);
   CHECK(r.outputs[0].name == "Y");
   CHECK(r.outputs[0].scale > 0.1);  // a real signal was compared
