@@ -1,14 +1,11 @@
 // What verification costs: creating an executor runs its model once on the creation inputs, and whole-model
 // verification compares those outputs (Executor::last_outputs()) instead of running each model a second time.
 // The outputs must be bit-identical to a later run() on the same inputs, with and without the memory plan.
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "onnx_io/model_io.h"
-#include "rewrite/rewriter.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/verify.h"
 #include "tests/runtime_check/test_models.h"
@@ -16,40 +13,6 @@
 using namespace dwdeconv;
 using namespace dwdeconv::runtime_check;
 using namespace dwdeconv::runtime_check::testing;
-
-namespace {
-
-struct Pair {
-  onnx::ModelProto original;
-  onnx::ModelProto rewritten;
-};
-
-// The examples' MI-GAN-like model and its rewrite: fused Concats, layout conversions, several outputs' worth of work.
-Pair migan_pair() {
-  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source_dir != nullptr);
-  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
-  REQUIRE(original.ok());
-  onnx::ModelProto rewritten = original.value();
-  auto result = rewrite::rewrite_model(rewritten, {});
-  REQUIRE(result.ok());
-  REQUIRE(result->rewritten > 0);
-  return Pair{original.value(), rewritten};
-}
-
-void require_bit_identical(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
-  REQUIRE(a.size() == b.size());
-  for (size_t k = 0; k < a.size(); ++k) {
-    INFO("output " << a[k].name);
-    CHECK(a[k].name == b[k].name);
-    CHECK(a[k].tensor.dtype == b[k].tensor.dtype);
-    CHECK(a[k].tensor.dims == b[k].tensor.dims);
-    CHECK(a[k].tensor.f == b[k].tensor.f);
-    CHECK(a[k].tensor.i == b[k].tensor.i);
-  }
-}
-
-}  // namespace
 
 TEST_CASE("Executor: after create() last_outputs() are the creation run's outputs, bit-identical to run() on its inputs",
           "[executor][verify]") {
@@ -65,7 +28,7 @@ TEST_CASE("Executor: after create() last_outputs() are the creation run's output
       "  b = Conv <pads = [1, 1, 1, 1]> (t, w8)\n  y = Add (b, a)\n  s = Shape (y)\n  h = Cast <to = 10> (y)\n}");
   add_initializer(small, "w", {4, 4, 3, 3}, 31);
   add_initializer(small, "w8", {4, 8, 3, 3}, 32);
-  const Pair migan = migan_pair();
+  const ModelPair migan = migan_example_pair();
   for (const onnx::ModelProto* model : std::vector<const onnx::ModelProto*>{&small, &migan.original, &migan.rewritten}) {
     ExecutorOptions options;
     options.plan_memory = plan;
@@ -94,7 +57,7 @@ TEST_CASE("Executor: after create() last_outputs() are the creation run's output
 
 TEST_CASE("Whole-model verification runs each model once and compares what running them again would give",
           "[verify]") {
-  const Pair migan = migan_pair();
+  const ModelPair migan = migan_example_pair();
   VerifyOptions vo;
   vo.seed = 9;
   auto verified = verify_models(migan.original, migan.rewritten, vo);
