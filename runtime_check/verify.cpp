@@ -8,6 +8,7 @@
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/graph_match.h"
+#include "runtime_check/internal.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
@@ -98,12 +99,29 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   return r;
 }
 
-// The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed.
-std::vector<int64_t> node_input_shape(const std::string& input, const onnx_io::ScopedTypes& types,
-                                      const VerifyOptions& options) {
-  if (auto it = options.input_shapes.find(input); it != options.input_shapes.end()) return it->second;
-  if (const auto* type = types.find(0, input)) return onnx_io::known_dims(*type);  // nodes of the main graph
-  return {};
+// The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed (empty
+// when neither says). A given shape fixes the dims inference does not know, as for a graph input: one contradicting
+// a known dim would check the upsampler on an input it never gets (a usage error).
+core::Result<std::vector<int64_t>> node_input_shape(const std::string& input, const onnx_io::ScopedTypes& types,
+                                                    const VerifyOptions& options) {
+  const auto* type = types.find(0, input);  // nodes of the main graph
+  const auto given = options.input_shapes.find(input);
+  if (given == options.input_shapes.end()) return type != nullptr ? onnx_io::known_dims(*type) : std::vector<int64_t>{};
+  const std::vector<int64_t>& dims = given->second;
+  if (type == nullptr || !type->tensor_type().has_shape()) return dims;
+  const auto& shape = type->tensor_type().shape();
+  bool agrees = shape.dim_size() == static_cast<int>(dims.size());
+  std::string inferred;
+  for (int axis = 0; axis < shape.dim_size(); ++axis) {
+    const auto& d = shape.dim(axis);
+    inferred += (axis ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
+    agrees = agrees && (!d.has_dim_value() || d.dim_value() == dims[static_cast<size_t>(axis)]);
+  }
+  if (!agrees) {
+    return usage("--input-shape " + input + "=" + format_dims(dims) + ": shape inference gives '" + input + "' the dims " +
+                 inferred + " (--input-shape fixes unknown dims only)");
+  }
+  return dims;
 }
 
 core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
@@ -133,7 +151,7 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
   size_t index = 0;
   for (const auto& node : nodes) {
     ++index;
-    const auto shape = node_input_shape(node.x, types, options);
+    RC_ASSIGN(const auto shape, node_input_shape(node.x, types, options));
     if (shape.empty()) {
       return cannot_verify(reason + "; and the shape of '" + node.x + "', the input of the upsampler that ends at " + node.label +
                            ", is unknown: pass --input-shape " + node.x + "=NxCxHxW");
