@@ -353,11 +353,19 @@ std::string node_key(const onnx::NodeProto& node, int index) {
   return key.empty() ? "#" + std::to_string(index) : key;
 }
 
+// How the graph inputs or outputs of b differ from a's: names, order and types ("" when they do not).
+std::string io_difference(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::string& where, bool initializers_listed) {
+  if (auto d = value_info_difference(real_inputs(a, initializers_listed), real_inputs(b, initializers_listed), "graph input", where);
+      !d.empty()) {
+    return d;
+  }
+  return value_info_difference(infos_of(a.output()), infos_of(b.output()), "graph output", where);
+}
+
 std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::vector<bool>& a_compared,
                        const std::vector<bool>& b_compared, const std::string& where, bool initializers_listed) {
+  if (auto d = io_difference(a, b, where, initializers_listed); !d.empty()) return d;
   const ValueInfos a_inputs = real_inputs(a, initializers_listed);
-  if (auto d = value_info_difference(a_inputs, real_inputs(b, initializers_listed), "graph input", where); !d.empty()) return d;
-  if (auto d = value_info_difference(infos_of(a.output()), infos_of(b.output()), "graph output", where); !d.empty()) return d;
 
   std::map<std::string, const onnx::NodeProto*> b_nodes;
   for (int k = 0; k < b.node_size(); ++k) {
@@ -476,6 +484,10 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
     replaced.push_back(std::move(r));
   }
   return replaced;
+}
+
+std::string interface_difference(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
+  return io_difference(original.graph(), rewritten.graph(), "", original.ir_version() < 4);
 }
 
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,

@@ -42,6 +42,11 @@ struct Replacement {
 // those, every one that is not computed from constants alone (Shape counts as constant) is an activation input.
 std::vector<Replacement> find_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
 
+// The first difference between the main graphs' inputs (before IR 4, those that are no initializer) or outputs:
+// their number, names, order and types; "" when there is none. Whole-model mode compares outputs by name, so two
+// models whose callers feed or read them differently would pass without it.
+std::string interface_difference(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
+
 // The first difference between `original` and `rewritten` outside the regions of `replaced`, as a phrase naming the
 // node or tensor and what differs; or a region that cannot be checked (its problem, a rewritten node the rewrite
 // does not emit, an original node outside the upsampler forms); "" when there is none. Node names and doc strings

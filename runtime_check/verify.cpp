@@ -75,6 +75,18 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
     why_not = "the rewritten model cannot run whole: " + b.error().message;
     return b.error();
   }
+  VerifyResult r;
+  r.mode = VerifyMode::kWholeModel;
+  r.placement = "original: " + original_placement + "\nrewritten: " + b->placement_summary();
+  r.original_runs = original_runs;
+  r.rewritten_runs = b->runs();
+  r.xnnpack_ops = b->count(Placement::kXnnpack);
+  r.reference_ops = b->count(Placement::kReference);
+  // Outputs are compared by name below: the same values under other input names, or in another output order, are
+  // another model to its callers. Checked once both models ran, so a model that cannot run whole is still judged
+  // in per-node mode, which compares the graph inputs and outputs too.
+  r.difference = interface_difference(original, rewritten);
+  if (!r.difference.empty()) return r;
   const std::vector<NamedTensor> yb = b->last_outputs();
   ComparisonReport cmp = compare_outputs(yb, ya, options.tolerances);
   // Outputs with no elements at all (a 0 dim) check nothing, and a verifier must not pass what it did not check.
@@ -87,15 +99,8 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
     }
     cmp.passed = false;
   }
-  VerifyResult r;
-  r.mode = VerifyMode::kWholeModel;
   r.outputs = cmp.outputs;
   r.passed = cmp.passed;
-  r.xnnpack_ops = b->count(Placement::kXnnpack);
-  r.reference_ops = b->count(Placement::kReference);
-  r.placement = "original: " + original_placement + "\nrewritten: " + b->placement_summary();
-  r.original_runs = original_runs;
-  r.rewritten_runs = b->runs();
   return r;
 }
 
@@ -251,7 +256,10 @@ std::string VerifyResult::summary() const {
       << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";
-  if (!difference.empty()) s << "  the models differ outside the rewritten nodes: " << difference << "\n";
+  if (!difference.empty()) {
+    s << "  the models differ " << (mode == VerifyMode::kPerNode ? "outside the rewritten nodes" : "in their graph inputs or outputs")
+      << ": " << difference << "\n";
+  }
   s << (passed ? "verification passed" : "verification FAILED");
   return s.str();
 }

@@ -89,3 +89,39 @@ TEST_CASE("Whole-model verification runs each model once and compares what runni
     CHECK(verified->outputs[k].scale == expected.outputs[k].scale);
   }
 }
+
+TEST_CASE("Whole-model verification fails models whose graph inputs or outputs differ in name or order or number",
+          "[verify]") {
+  // Outputs are compared by name, so each of these computed the same values and passed; but a caller feeding 'x'
+  // or reading outputs by position gets something else from the other model.
+  const auto with = [](const std::string& input, const std::string& outputs, const std::string& extra) {
+    auto m = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,4,4] " + input + ") => (" + outputs +
+                              ") {\n  y = Conv <pads = [1, 1, 1, 1]> (" + input + ", w)\n  z = Relu (y)\n" + extra + "}");
+    add_initializer(m, "w", {2, 2, 3, 3}, 4);
+    return m;
+  };
+  const auto original = with("x", "float y, float z", "");
+  const struct {
+    const char* what;
+    onnx::ModelProto other;
+    const char* difference;
+  } cases[] = {
+      {"outputs swapped", with("x", "float z, float y", ""), "graph output 0 is 'y' in the original, 'z'"},
+      {"an extra output", with("x", "float y, float z, float e", "  e = Neg (y)\n"), "2 graph outputs in the original, 3"},
+      {"the input renamed", with("x2", "float y, float z", ""), "graph input 0 is 'x' in the original, 'x2'"},
+  };
+  auto same = verify_models(original, original, {});
+  REQUIRE(same.ok());
+  CHECK(same->passed);
+  for (const auto& c : cases) {
+    INFO(c.what);
+    auto r = verify_models(original, c.other, {});
+    INFO((r.ok() ? r->summary() : r.error().message));
+    REQUIRE(r.ok());
+    CHECK(r->mode == VerifyMode::kWholeModel);
+    CHECK_FALSE(r->passed);
+    CHECK_THAT(r->difference, Catch::Contains(c.difference));
+    CHECK(r->outputs.empty());  // refused before any output was compared
+    CHECK_THAT(r->summary(), Catch::Contains("the models differ in their graph inputs or outputs"));
+  }
+}
