@@ -205,6 +205,13 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   const onnx::ModelProto& original = loaded_original->model;
   const onnx::ModelProto& other = loaded_other->model;
   info.opset = onnx_io::default_opset(original);
+  // The executor runs models ONNX refuses (a value defined twice, an unknown attribute): judge both first, as a
+  // rewrite judges its input and output, so that passing means OTHER is a model at all.
+  for (const auto& [path, model] : {std::pair<const std::string&, const onnx::ModelProto&>{input, original}, {opt.compare, other}}) {
+    auto checked = onnx_io::validate_model(model, {});
+    if (!checked) return finish(kExitInvalidModel, path + ": invalid model: " + checked.error().message);
+    if (!checked->full) spdlog::warn("{}: {}", path, checked->detail);
+  }
   auto verified = run_verify(original, other, opt, setup);
   if (!verified) return finish(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   info.verify = *verified;

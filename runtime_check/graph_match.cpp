@@ -173,20 +173,35 @@ const std::set<std::string>& upsampler_ops() {
 
 // How a node of the original's region of `region` keeps that region from being checked on its own ("" when it
 // does not). The region must be affine in x for the same reason the rewritten one must (see region_node_difference):
-// so it may hold only the upsampler forms' ops, and each reads x's values through one input at most (Mul(u, u)
-// would be quadratic), a Concat through any. `from_x` holds the values computed from x's values so far.
+// so it may hold only the upsampler forms' ops, and each reads x's values as its data: through input 0 (Mul through
+// either input, never both: Mul(u, u) would be quadratic; a Concat through any), never as indices, sizes, pads or
+// shapes (Gather(table, x) is a lookup table), and a Cast of them only to f32 or f64 (to an integer it truncates,
+// which is 0 everywhere on per-node mode's inputs in [-1, 1)). `from_x` holds the values computed from x's values so far.
 std::string original_region_node_difference(const onnx::NodeProto& node, const Replacement& region, std::set<std::string>& from_x) {
   const std::string where = describe_node(node) + " in the original's upsampler that ends at " + region.label;
   if (!standard_domain(node) || upsampler_ops().count(node.op_type()) == 0) {
     return where + " is not an op of the upsampler forms the rewrite replaces (Resize, Mul, Pad, Conv, ConvTranspose, "
                    "Identity, Reshape, Slice and constant-chain ops), so per-node mode cannot check it";
   }
-  if (node.op_type() == "Shape") return "";  // reads x's dims, not its values
+  const std::string& op = node.op_type();
+  if (op == "Shape") return "";  // reads x's dims, not its values
+  const std::string not_affine = "computed from '" + region.x + "', so it is not affine in it and per-node mode cannot check it";
   size_t reads_x = 0;
-  for (const auto& in : node.input()) reads_x += from_x.count(in);
-  if (reads_x > 1 && node.op_type() != "Concat") {
+  for (int k = 0; k < node.input_size(); ++k) {
+    if (from_x.count(node.input(k)) == 0) continue;
+    ++reads_x;
+    const bool data = k == 0 || (op == "Mul" && k == 1) || op == "Concat";
+    if (!data || op == "ConstantOfShape") return where + " reads its input " + std::to_string(k) + " from values " + not_affine;
+  }
+  if (reads_x > 1 && op != "Concat") {
     return where + " reads values computed from '" + region.x + "' through " + std::to_string(reads_x) +
            " inputs, so it is not affine in it and per-node mode cannot check it";
+  }
+  if (reads_x > 0 && op == "Cast") {
+    const auto to = onnx_io::get_int(node, "to", 0);
+    if (!to.ok() || (to.value() != onnx::TensorProto::FLOAT && to.value() != onnx::TensorProto::DOUBLE)) {
+      return where + " casts values " + not_affine + " (only a Cast to a float type of 32 bits or more keeps them)";
+    }
   }
   if (reads_x > 0) from_x.insert(node.output().begin(), node.output().end());
   return "";
@@ -338,11 +353,19 @@ std::string node_key(const onnx::NodeProto& node, int index) {
   return key.empty() ? "#" + std::to_string(index) : key;
 }
 
+// How the graph inputs or outputs of b differ from a's: names, order and types ("" when they do not).
+std::string io_difference(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::string& where, bool initializers_listed) {
+  if (auto d = value_info_difference(real_inputs(a, initializers_listed), real_inputs(b, initializers_listed), "graph input", where);
+      !d.empty()) {
+    return d;
+  }
+  return value_info_difference(infos_of(a.output()), infos_of(b.output()), "graph output", where);
+}
+
 std::string same_graph(const onnx::GraphProto& a, const onnx::GraphProto& b, const std::vector<bool>& a_compared,
                        const std::vector<bool>& b_compared, const std::string& where, bool initializers_listed) {
+  if (auto d = io_difference(a, b, where, initializers_listed); !d.empty()) return d;
   const ValueInfos a_inputs = real_inputs(a, initializers_listed);
-  if (auto d = value_info_difference(a_inputs, real_inputs(b, initializers_listed), "graph input", where); !d.empty()) return d;
-  if (auto d = value_info_difference(infos_of(a.output()), infos_of(b.output()), "graph output", where); !d.empty()) return d;
 
   std::map<std::string, const onnx::NodeProto*> b_nodes;
   for (int k = 0; k < b.node_size(); ++k) {
@@ -461,6 +484,10 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
     replaced.push_back(std::move(r));
   }
   return replaced;
+}
+
+std::string interface_difference(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
+  return io_difference(original.graph(), rewritten.graph(), "", original.ir_version() < 4);
 }
 
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,

@@ -15,7 +15,8 @@
 // DCR DepthToSpace, Shape, ConstantOfShape of zeros, Constant). In the original only the ops of the upsampler forms
 // the rewrite recognises (Resize, Mul, Pad, Conv, ConvTranspose, Identity, Reshape, Slice and the constant-chain
 // ops ConstantOfShape, Concat, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile, Gather, Shape, Constant), each
-// reading x's values through one input at most (a Concat through any).
+// reading x's values as its data only (input 0; Mul either input, not both; Concat any), and casting them only to
+// f32 or f64.
 #pragma once
 
 #include <string>
@@ -40,6 +41,11 @@ struct Replacement {
 // original's nodes whose outputs the rewritten model does not define, stopping at values both models define; of
 // those, every one that is not computed from constants alone (Shape counts as constant) is an activation input.
 std::vector<Replacement> find_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
+
+// The first difference between the main graphs' inputs (before IR 4, those that are no initializer) or outputs:
+// their number, names, order and types; "" when there is none. Whole-model mode compares outputs by name, so two
+// models whose callers feed or read them differently would pass without it.
+std::string interface_difference(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
 
 // The first difference between `original` and `rewritten` outside the regions of `replaced`, as a phrase naming the
 // node or tensor and what differs; or a region that cannot be checked (its problem, a rewritten node the rewrite

@@ -8,6 +8,7 @@
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/graph_match.h"
+#include "runtime_check/internal.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
@@ -74,6 +75,18 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
     why_not = "the rewritten model cannot run whole: " + b.error().message;
     return b.error();
   }
+  VerifyResult r;
+  r.mode = VerifyMode::kWholeModel;
+  r.placement = "original: " + original_placement + "\nrewritten: " + b->placement_summary();
+  r.original_runs = original_runs;
+  r.rewritten_runs = b->runs();
+  r.xnnpack_ops = b->count(Placement::kXnnpack);
+  r.reference_ops = b->count(Placement::kReference);
+  // Outputs are compared by name below: the same values under other input names, or in another output order, are
+  // another model to its callers. Checked once both models ran, so a model that cannot run whole is still judged
+  // in per-node mode, which compares the graph inputs and outputs too.
+  r.difference = interface_difference(original, rewritten);
+  if (!r.difference.empty()) return r;
   const std::vector<NamedTensor> yb = b->last_outputs();
   ComparisonReport cmp = compare_outputs(yb, ya, options.tolerances);
   // Outputs with no elements at all (a 0 dim) check nothing, and a verifier must not pass what it did not check.
@@ -86,24 +99,34 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
     }
     cmp.passed = false;
   }
-  VerifyResult r;
-  r.mode = VerifyMode::kWholeModel;
   r.outputs = cmp.outputs;
   r.passed = cmp.passed;
-  r.xnnpack_ops = b->count(Placement::kXnnpack);
-  r.reference_ops = b->count(Placement::kReference);
-  r.placement = "original: " + original_placement + "\nrewritten: " + b->placement_summary();
-  r.original_runs = original_runs;
-  r.rewritten_runs = b->runs();
   return r;
 }
 
-// The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed.
-std::vector<int64_t> node_input_shape(const std::string& input, const onnx_io::ScopedTypes& types,
-                                      const VerifyOptions& options) {
-  if (auto it = options.input_shapes.find(input); it != options.input_shapes.end()) return it->second;
-  if (const auto* type = types.find(0, input)) return onnx_io::known_dims(*type);  // nodes of the main graph
-  return {};
+// The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed (empty
+// when neither says). A given shape fixes the dims inference does not know, as for a graph input: one contradicting
+// a known dim would check the upsampler on an input it never gets (a usage error).
+core::Result<std::vector<int64_t>> node_input_shape(const std::string& input, const onnx_io::ScopedTypes& types,
+                                                    const VerifyOptions& options) {
+  const auto* type = types.find(0, input);  // nodes of the main graph
+  const auto given = options.input_shapes.find(input);
+  if (given == options.input_shapes.end()) return type != nullptr ? onnx_io::known_dims(*type) : std::vector<int64_t>{};
+  const std::vector<int64_t>& dims = given->second;
+  if (type == nullptr || !type->tensor_type().has_shape()) return dims;
+  const auto& shape = type->tensor_type().shape();
+  bool agrees = shape.dim_size() == static_cast<int>(dims.size());
+  std::string inferred;
+  for (int axis = 0; axis < shape.dim_size(); ++axis) {
+    const auto& d = shape.dim(axis);
+    inferred += (axis ? "x" : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
+    agrees = agrees && (!d.has_dim_value() || d.dim_value() == dims[static_cast<size_t>(axis)]);
+  }
+  if (!agrees) {
+    return usage("--input-shape " + input + "=" + format_dims(dims) + ": shape inference gives '" + input + "' the dims " +
+                 inferred + " (--input-shape fixes unknown dims only)");
+  }
+  return dims;
 }
 
 core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
@@ -133,7 +156,7 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
   size_t index = 0;
   for (const auto& node : nodes) {
     ++index;
-    const auto shape = node_input_shape(node.x, types, options);
+    RC_ASSIGN(const auto shape, node_input_shape(node.x, types, options));
     if (shape.empty()) {
       return cannot_verify(reason + "; and the shape of '" + node.x + "', the input of the upsampler that ends at " + node.label +
                            ", is unknown: pass --input-shape " + node.x + "=NxCxHxW");
@@ -233,7 +256,10 @@ std::string VerifyResult::summary() const {
       << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";
-  if (!difference.empty()) s << "  the models differ outside the rewritten nodes: " << difference << "\n";
+  if (!difference.empty()) {
+    s << "  the models differ " << (mode == VerifyMode::kPerNode ? "outside the rewritten nodes" : "in their graph inputs or outputs")
+      << ": " << difference << "\n";
+  }
   s << (passed ? "verification passed" : "verification FAILED");
   return s.str();
 }

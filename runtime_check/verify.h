@@ -47,8 +47,9 @@ struct VerifyResult {
   // the node's output, holding the worse of its two comparisons against the double reference.
   std::vector<OutputComparison> outputs;
   std::vector<NodeVerification> nodes;  // per-node mode only
-  // Per-node mode: the first difference between the models outside the rewritten nodes (it fails the check
-  // before any node runs); empty when there is none.
+  // The first difference between the models that fails the check before anything runs; empty when there is
+  // none. Whole-model: in their graph inputs or outputs (interface_difference()). Per-node: outside the rewritten
+  // nodes.
   std::string difference;
   size_t xnnpack_ops = 0;               // nodes of the rewritten side that ran on XNNPACK / reference kernels
   size_t reference_ops = 0;

@@ -30,6 +30,8 @@ struct NodeVerification {
   size_t replacement_nodes = 0;
   size_t rewritten_xnnpack_ops = 0;    // replacement nodes that ran on XNNPACK / on reference kernels
   size_t rewritten_reference_ops = 0;
+  // Model runs over every executor the check created: one each, the run creating it (Executor::last_outputs()).
+  size_t runs = 0;
   bool passed = false;               // both comparisons passed
   // Several lines: the node, each side's errors and placements, and the verdict.
   std::string summary() const;

@@ -397,3 +397,32 @@ TEST_CASE("bench refuses --input and --input-shape names that are no graph input
   CHECK(ok.exit_code == 0);
   CHECK(std::filesystem::exists(out));
 }
+
+TEST_CASE("compare refuses a model that is no valid ONNX model even when the executor would run it", "[e2e][verify]") {
+  // The executor reads a value defined twice as its last definition and ignores an unknown attribute, so both
+  // pass against the honest model numerically; ONNX Runtime refuses to load either.
+  TempDir dir;
+  const std::string header = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
+  auto honest = parse_model(header + "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n  y = Conv <pads = [1, 1, 1, 1]> (x, w)\n}");
+  auto twice = parse_model(header + "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n  y = Neg (x)\n"
+                                    "  y = Conv <pads = [1, 1, 1, 1]> (x, w)\n}");
+  auto unknown = parse_model(header + "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n"
+                                      "  y = Conv <pads = [1, 1, 1, 1], bogus = 3> (x, w)\n}");
+  for (auto* m : {&honest, &twice, &unknown}) set_random_initializer(*m->mutable_graph(), "w", onnx::TensorProto::FLOAT, {2, 2, 3, 3}, 7);
+  const auto a = dir.path / "a.onnx", b = dir.path / "b.onnx", c = dir.path / "c.onnx", report = dir.path / "r.json";
+  save(honest, a);
+  save(twice, b);
+  save(unknown, c);
+  CHECK(run_cli(a.string() + " --compare " + a.string(), dir).exit_code == 0);
+  for (const auto& bad : {b, c}) {
+    INFO(bad);
+    const auto r = run_cli(a.string() + " --compare " + bad.string() + " --report " + report.string(), dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains(bad.string() + ": invalid model"));
+    CHECK_THAT(read_file(report), Catch::Contains("invalid model") && Catch::Contains("\"compared\": "));
+    // Either side: MODEL is judged too.
+    const auto swapped = run_cli(bad.string() + " --compare " + a.string(), dir);
+    CHECK(swapped.exit_code == 3);
+    CHECK_THAT(swapped.err, Catch::Contains(bad.string() + ": invalid model"));
+  }
+}

@@ -10,6 +10,7 @@
 #include "onnx_io/tensor.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/graph_match.h"
+#include "runtime_check/verify.h"
 #include "tests/runtime_check/test_models.h"
 
 using namespace dwdeconv;
@@ -267,4 +268,47 @@ TEST_CASE("Bias-only phases' Shape and ConstantOfShape are emitted ops", "[graph
     if (node.op_type() == "ConstantOfShape") node.mutable_attribute(0)->mutable_t()->set_raw_data(std::string("\0\0\x80\x3f", 4));
   }
   CHECK_THAT(difference(original, ones), Catch::Contains("ConstantOfShape") && Catch::Contains("'value'"));
+}
+
+TEST_CASE("An original region that reads x's values other than as data is not affine: per-node mode refuses it",
+          "[graph_match][verify]") {
+  // Original: Y = Conv(float(int64(x))), i.e. Conv(trunc(x)), which is Conv(0) on per-node mode's inputs in [-1, 1).
+  // Other: Y = Pad(Conv(x, zeros, b)), only its bias: the same numbers there, and different ones for |x| >= 1.
+  // Hardmax (outside the executor's set) sends verification to per-node mode.
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                   "g (float[1,2,4,4] x) => (float[1,2,4,4] y, float[1,2,4,4] h) {\n"
+                                   "  i = Cast <to = 7> (x)\n  t = Cast <to = 1> (i)\n"
+                                   "  y = Conv <pads = [1, 1, 1, 1]> (t, w, b)\n  h = Hardmax <axis = 1> (y)\n}");
+  add_initializer(original, "w", {2, 2, 3, 3}, 1);
+  add_initializer(original, "b", {2}, 2);
+  auto other = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                "g (float[1,2,4,4] x) => (float[1,2,4,4] y, float[1,2,4,4] h) {\n"
+                                "  c = Conv <pads = [1, 1, 1, 1]> (x, zero, b)\n  y = Pad (c, pads)\n"
+                                "  h = Hardmax <axis = 1> (y)\n}");
+  *other.mutable_graph()->add_initializer() =
+      onnx_io::make_tensor("zero", onnx::TensorProto::FLOAT, {2, 2, 3, 3}, std::vector<double>(36, 0.0), true);
+  *other.mutable_graph()->add_initializer() = original.graph().initializer(1);
+  add_int64_initializer(other, "pads", std::vector<int64_t>(8, 0));
+  REQUIRE(replaced(original, other).size() == 1);
+  CHECK(replaced(original, other)[0].x == "x");
+  CHECK_THAT(difference(original, other), Catch::Contains("Cast producing 'i'") && Catch::Contains("to a float type"));
+  auto verified = verify_models(original, other, {});
+  REQUIRE(verified.ok());
+  CHECK(verified->mode == VerifyMode::kPerNode);
+  CHECK_FALSE(verified->passed);
+  CHECK(verified->nodes.empty());  // refused before any number was compared
+
+  // x's values as a Gather's indices (a lookup table), not as its data.
+  auto lookup = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                 "g (int64[1,2,4,4] x) => (float[1,2,4,4] y) {\n"
+                                 "  t = Gather (table, x)\n  y = Conv <pads = [1, 1, 1, 1]> (t, w, b)\n}");
+  add_initializer(lookup, "table", {5}, 3);
+  add_initializer(lookup, "w", {2, 2, 3, 3}, 1);
+  add_initializer(lookup, "b", {2}, 2);
+  auto lookup_other = other;
+  lookup_other.mutable_graph()->mutable_node()->RemoveLast();  // the Hardmax
+  lookup_other.mutable_graph()->mutable_output()->RemoveLast();
+  *lookup_other.mutable_graph()->mutable_input(0) = lookup.graph().input(0);
+  REQUIRE(replaced(lookup, lookup_other).size() == 1);
+  CHECK_THAT(difference(lookup, lookup_other), Catch::Contains("Gather producing 't'") && Catch::Contains("input 1"));
 }

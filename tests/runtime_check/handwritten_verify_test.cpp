@@ -106,6 +106,7 @@ TEST_CASE("Per-node verify passes a rewritten nearest x mask upsampler, checking
   CHECK_THAT(r.nodes[0].original_placement, Catch::Contains("Resize 1"));
   CHECK_THAT(r.nodes[0].rewritten_placement, Catch::Contains("DepthToSpace 1") && Catch::Contains("Conv 4"));
   CHECK(r.nodes[0].rewritten.max_abs_error < 1e-5);
+  CHECK(r.nodes[0].runs == 3);  // each side once, and the original region once more on the reference kernels
   REQUIRE(r.outputs.size() == 1);
   CHECK(r.outputs[0].name == "Y");
   CHECK(r.outputs[0].scale > 0.1);  // a real signal was compared
@@ -276,6 +277,39 @@ TEST_CASE("Per-node mode takes an input shape for a hand-written upsampler's inp
   auto typo = runtime_check::verify_models(original, rewritten, options);
   REQUIRE_FALSE(typo.ok());
   CHECK(typo.error().kind == core::ErrorKind::kUsage);
+}
+
+TEST_CASE("Per-node mode refuses an input shape that contradicts the dims shape inference knows", "[verify][handwritten]") {
+  // X = Relu(image) with image [1,3,5,4]: X's dims are known, so a shape given for X may not change them, or the
+  // upsampler would be checked on an input it never gets.
+  test::MaskSpec spec;
+  auto original = test::mask_model(spec);
+  auto& g = *original.mutable_graph();
+  g.mutable_input(0)->set_name("image");
+  auto* relu = g.add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("image");
+  relu->add_output("X");
+  for (int k = g.node_size() - 1; k > 0; --k) g.mutable_node()->SwapElements(k, k - 1);
+  original = with_hardmax(original, "Y");
+  const auto rewritten = rewritten_copy(original, 1);
+
+  runtime_check::VerifyOptions options;
+  options.input_shapes["X"] = {1, 3, 5, 4};  // what inference says: accepted
+  auto same = runtime_check::verify_models(original, rewritten, options);
+  INFO((same.ok() ? same->summary() : same.error().message));
+  REQUIRE(same.ok());
+  CHECK(same->mode == VerifyMode::kPerNode);
+  CHECK(same->passed);
+
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{2, 3, 5, 4}, std::vector<int64_t>{1, 3, 5, 4, 1}}) {
+    options.input_shapes["X"] = dims;
+    auto other = runtime_check::verify_models(original, rewritten, options);
+    INFO((other.ok() ? other->summary() : other.error().message));
+    REQUIRE_FALSE(other.ok());
+    CHECK(other.error().kind == core::ErrorKind::kUsage);
+    CHECK_THAT(other.error().message, Catch::Contains("--input-shape X=") && Catch::Contains("1x3x5x4"));
+  }
 }
 
 namespace {

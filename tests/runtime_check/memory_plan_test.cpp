@@ -40,12 +40,7 @@ void check_bit_identical(Executor& planned, Executor& unplanned, const onnx::Mod
     INFO((a.ok() ? std::string() : a.error().message));
     REQUIRE(a.ok());
     REQUIRE(b.ok());
-    REQUIRE(a->size() == b->size());
-    for (size_t k = 0; k < a->size(); ++k) {
-      INFO("output " << (*a)[k].name);
-      CHECK((*a)[k].tensor.dims == (*b)[k].tensor.dims);
-      CHECK((*a)[k].tensor.f == (*b)[k].tensor.f);
-    }
+    require_bit_identical(a.value(), b.value());
   }
 }
 
@@ -146,15 +141,8 @@ TEST_CASE("plan_arena: values alive at the same time never overlap, and the rest
 }
 
 TEST_CASE("Memory plan: the MI-GAN-like example's arena is at most half the sum of its value sizes", "[memory][examples]") {
-  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source_dir != nullptr);
-  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
-  REQUIRE(original.ok());
-  onnx::ModelProto rewritten = original.value();
-  auto result = rewrite::rewrite_model(rewritten, {});
-  REQUIRE(result.ok());
-  REQUIRE(result->rewritten > 0);
-  for (const onnx::ModelProto* model : {&original.value(), &rewritten}) {
+  const ModelPair migan = migan_example_pair();
+  for (const onnx::ModelProto* model : {&migan.original, &migan.rewritten}) {
     auto planned = make_executor(*model, true);
     auto unplanned = make_executor(*model, false, planned.creation_inputs());
     const MemoryPlan& memory = planned.memory_plan();

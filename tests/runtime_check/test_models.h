@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -10,7 +11,9 @@
 #include <onnx/defs/parser.h>
 
 #include "core/reference.h"
+#include "onnx_io/model_io.h"
 #include "onnx_io/tensor.h"
+#include "rewrite/rewriter.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/tensor.h"
 
@@ -23,6 +26,39 @@ inline onnx::ModelProto parse_model_text(const std::string& text) {
   INFO(status.ErrorMessage());
   REQUIRE(status.IsOK());
   return model;
+}
+
+// A model and the tool's rewrite of it.
+struct ModelPair {
+  onnx::ModelProto original;
+  onnx::ModelProto rewritten;
+};
+
+// The examples' MI-GAN-like model (examples/migan_tiny_deconv.onnx) and its rewrite: fused Concats, layout
+// conversions, over a hundred activations. The test fails when it cannot be read or nothing is rewritten.
+inline ModelPair migan_example_pair() {
+  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
+  REQUIRE(source_dir != nullptr);
+  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
+  REQUIRE(original.ok());
+  onnx::ModelProto rewritten = original.value();
+  auto result = rewrite::rewrite_model(rewritten, {});
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten > 0);
+  return ModelPair{original.value(), rewritten};
+}
+
+// The same outputs bit for bit: names, types, dims and every element.
+inline void require_bit_identical(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    INFO("output " << a[k].name);
+    CHECK(a[k].name == b[k].name);
+    CHECK(a[k].tensor.dtype == b[k].tensor.dtype);
+    CHECK(a[k].tensor.dims == b[k].tensor.dims);
+    CHECK(a[k].tensor.f == b[k].tensor.f);
+    CHECK(a[k].tensor.i == b[k].tensor.i);
+  }
 }
 
 // Seeded uniform values in [-1, 1).

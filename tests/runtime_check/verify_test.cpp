@@ -1,14 +1,11 @@
 // What verification costs: creating an executor runs its model once on the creation inputs, and whole-model
 // verification compares those outputs (Executor::last_outputs()) instead of running each model a second time.
 // The outputs must be bit-identical to a later run() on the same inputs, with and without the memory plan.
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "onnx_io/model_io.h"
-#include "rewrite/rewriter.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/verify.h"
 #include "tests/runtime_check/test_models.h"
@@ -16,40 +13,6 @@
 using namespace dwdeconv;
 using namespace dwdeconv::runtime_check;
 using namespace dwdeconv::runtime_check::testing;
-
-namespace {
-
-struct Pair {
-  onnx::ModelProto original;
-  onnx::ModelProto rewritten;
-};
-
-// The examples' MI-GAN-like model and its rewrite: fused Concats, layout conversions, several outputs' worth of work.
-Pair migan_pair() {
-  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source_dir != nullptr);
-  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
-  REQUIRE(original.ok());
-  onnx::ModelProto rewritten = original.value();
-  auto result = rewrite::rewrite_model(rewritten, {});
-  REQUIRE(result.ok());
-  REQUIRE(result->rewritten > 0);
-  return Pair{original.value(), rewritten};
-}
-
-void require_bit_identical(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
-  REQUIRE(a.size() == b.size());
-  for (size_t k = 0; k < a.size(); ++k) {
-    INFO("output " << a[k].name);
-    CHECK(a[k].name == b[k].name);
-    CHECK(a[k].tensor.dtype == b[k].tensor.dtype);
-    CHECK(a[k].tensor.dims == b[k].tensor.dims);
-    CHECK(a[k].tensor.f == b[k].tensor.f);
-    CHECK(a[k].tensor.i == b[k].tensor.i);
-  }
-}
-
-}  // namespace
 
 TEST_CASE("Executor: after create() last_outputs() are the creation run's outputs, bit-identical to run() on its inputs",
           "[executor][verify]") {
@@ -65,7 +28,7 @@ TEST_CASE("Executor: after create() last_outputs() are the creation run's output
       "  b = Conv <pads = [1, 1, 1, 1]> (t, w8)\n  y = Add (b, a)\n  s = Shape (y)\n  h = Cast <to = 10> (y)\n}");
   add_initializer(small, "w", {4, 4, 3, 3}, 31);
   add_initializer(small, "w8", {4, 8, 3, 3}, 32);
-  const Pair migan = migan_pair();
+  const ModelPair migan = migan_example_pair();
   for (const onnx::ModelProto* model : std::vector<const onnx::ModelProto*>{&small, &migan.original, &migan.rewritten}) {
     ExecutorOptions options;
     options.plan_memory = plan;
@@ -94,7 +57,7 @@ TEST_CASE("Executor: after create() last_outputs() are the creation run's output
 
 TEST_CASE("Whole-model verification runs each model once and compares what running them again would give",
           "[verify]") {
-  const Pair migan = migan_pair();
+  const ModelPair migan = migan_example_pair();
   VerifyOptions vo;
   vo.seed = 9;
   auto verified = verify_models(migan.original, migan.rewritten, vo);
@@ -124,5 +87,41 @@ TEST_CASE("Whole-model verification runs each model once and compares what runni
     CHECK(verified->outputs[k].name == expected.outputs[k].name);
     CHECK(verified->outputs[k].max_abs_error == expected.outputs[k].max_abs_error);
     CHECK(verified->outputs[k].scale == expected.outputs[k].scale);
+  }
+}
+
+TEST_CASE("Whole-model verification fails models whose graph inputs or outputs differ in name or order or number",
+          "[verify]") {
+  // Outputs are compared by name, so each of these computed the same values and passed; but a caller feeding 'x'
+  // or reading outputs by position gets something else from the other model.
+  const auto with = [](const std::string& input, const std::string& outputs, const std::string& extra) {
+    auto m = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,4,4] " + input + ") => (" + outputs +
+                              ") {\n  y = Conv <pads = [1, 1, 1, 1]> (" + input + ", w)\n  z = Relu (y)\n" + extra + "}");
+    add_initializer(m, "w", {2, 2, 3, 3}, 4);
+    return m;
+  };
+  const auto original = with("x", "float y, float z", "");
+  const struct {
+    const char* what;
+    onnx::ModelProto other;
+    const char* difference;
+  } cases[] = {
+      {"outputs swapped", with("x", "float z, float y", ""), "graph output 0 is 'y' in the original, 'z'"},
+      {"an extra output", with("x", "float y, float z, float e", "  e = Neg (y)\n"), "2 graph outputs in the original, 3"},
+      {"the input renamed", with("x2", "float y, float z", ""), "graph input 0 is 'x' in the original, 'x2'"},
+  };
+  auto same = verify_models(original, original, {});
+  REQUIRE(same.ok());
+  CHECK(same->passed);
+  for (const auto& c : cases) {
+    INFO(c.what);
+    auto r = verify_models(original, c.other, {});
+    INFO((r.ok() ? r->summary() : r.error().message));
+    REQUIRE(r.ok());
+    CHECK(r->mode == VerifyMode::kWholeModel);
+    CHECK_FALSE(r->passed);
+    CHECK_THAT(r->difference, Catch::Contains(c.difference));
+    CHECK(r->outputs.empty());  // refused before any output was compared
+    CHECK_THAT(r->summary(), Catch::Contains("the models differ in their graph inputs or outputs"));
   }
 }
