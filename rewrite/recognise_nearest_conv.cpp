@@ -89,6 +89,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   auto weight = eval.evaluate(conv.input(1), scope);
   if (!weight) return fail(declined("Conv weight not constant: " + weight.error().message));
   if (weight->dims.size() != 4) return fail(declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));
+  if (auto conflict = parts::kernel_shape_conflict(conv, weight->dims); !conflict.empty()) return fail(declined(conflict));
   if (weight->is_integer()) return fail(declined("unsupported element type " + onnx_io::data_type_name(weight->data_type)));
   const int64_t c_out = weight->dims[0], c_in_group = weight->dims[1], ky = weight->dims[2], kx = weight->dims[3];
   if (*group < 1 || c_out < 1 || c_in_group < 1 || ky < 1 || kx < 1 || c_out % *group != 0) {

@@ -118,6 +118,14 @@ core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, con
   return std::array<int64_t, 4>{p[2], p[3], p[6], p[7]};
 }
 
+std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector<int64_t>& weight_dims) {
+  auto kernel_shape = onnx_io::get_ints(conv, "kernel_shape", {});
+  if (!kernel_shape) return kernel_shape.error().message;
+  if (kernel_shape->empty() || weight_dims.size() != 4) return "";
+  if (*kernel_shape == std::vector<int64_t>{weight_dims[2], weight_dims[3]}) return "";
+  return "Conv kernel_shape " + join(*kernel_shape) + " disagrees with its weight " + join(weight_dims);
+}
+
 core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary) {
   auto group = onnx_io::get_int(conv, "group", 1);
   auto strides = onnx_io::get_ints(conv, "strides", {});
@@ -146,6 +154,7 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   auto weight = eval.evaluate(conv.input(1), scope);
   if (!weight) return declined("Conv weight not constant: " + weight.error().message);
   if (weight->dims.size() != 4) return declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size()));
+  if (auto conflict = kernel_shape_conflict(conv, weight->dims); !conflict.empty()) return declined(conflict);
   tail.channels = weight->dims[0];
   summary.channels = tail.channels;
   summary.kernel = {weight->dims[2], weight->dims[3]};

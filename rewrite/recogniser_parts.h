@@ -50,6 +50,10 @@ core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad
 // The Pad's spatial [top, left, bottom, right] for a 4-D tensor, or why it is not a constant-zero pad of H and W.
 core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
 
+// Why a Conv whose kernel_shape disagrees with its weight's [.., .., Ky, Kx] is kept ("" when it agrees or is
+// absent): such a Conv is invalid, and which of the two a runtime would follow is not the tool's to guess.
+std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector<int64_t>& weight_dims);
+
 // The Conv that ends every zero-insertion form: depthwise, stride 1, dilation 1, a constant [C,1,Ky,Kx] float
 // weight. read_conv_tail fills summary.channels and summary.kernel as far as it gets.
 struct ConvTail {

@@ -231,6 +231,9 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
     spec.conv_stride = 2;
     require_kept(nearest_conv_model(spec), "Conv stride 2");
   }
+  SECTION("Conv kernel_shape that disagrees with its weight") {
+    require_kept(with_kernel_shape(nearest_conv_model(spec), "Y", {5, 5}), "Conv kernel_shape [5,5] disagrees with its weight");
+  }
   SECTION("Conv dilation 2") {
     spec.conv_dilation = 2;
     spec.pads = {2, 2, 2, 2};

@@ -113,6 +113,9 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
     spec.conv_stride = 2;
     require_kept(mask_model(spec), "Conv stride 2");
   }
+  SECTION("Conv kernel_shape that disagrees with its weight") {
+    require_kept(with_kernel_shape(mask_model(MaskSpec{}), "Y", {5, 5}), "Conv kernel_shape [5,5] disagrees with its weight");
+  }
   SECTION("Resize mode linear") {
     MaskSpec spec;
     spec.resize_mode = "linear";

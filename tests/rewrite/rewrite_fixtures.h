@@ -82,6 +82,21 @@ inline std::string serialized(const onnx::ModelProto& model) {
 }
 
 // Requires the one upsampler, of form `form`, kept with a reason holding `reason`, and the model unchanged.
+// `model` with the kernel_shape of the node that writes `output` set to `kernel` (an invalid node, for near-misses).
+inline onnx::ModelProto with_kernel_shape(onnx::ModelProto model, const std::string& output, std::vector<int64_t> kernel) {
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.output_size() == 0 || node.output(0) != output) continue;
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.name() != "kernel_shape") continue;
+      a.clear_ints();
+      for (int64_t k : kernel) a.add_ints(k);
+      return model;
+    }
+  }
+  FAIL("no node writes " << output << " with a kernel_shape");
+  return model;
+}
+
 inline void require_upsampler_kept(const onnx::ModelProto& original, const std::string& form, const std::string& reason,
                                    const rewrite::RewriteOptions& options = {}) {
   const auto out = rewrite_copy(original, options);
