@@ -6,10 +6,10 @@ Conv2d with a learned 4x4 (x3: 5x5) filter. dwdeconv-rewrite recognises this as 
 Usage: python3 examples/export_nearest_mask.py OUT.onnx [--opset N] [--factor S] [--channels C] [--size H]
 Needs PyTorch (Debian: apt-get install python3-torch); the tool itself does not use Python.
 """
-import argparse
-
 import torch
 import torch.nn.functional as F
+
+from export_common import export_main
 
 
 class NearestMaskUp(torch.nn.Module):
@@ -34,36 +34,5 @@ class NearestMaskUp(torch.nn.Module):
         return self.fir(x)
 
 
-class Generator(torch.nn.Module):
-    def __init__(self, channels, up, size):
-        super().__init__()
-        k = 4 if up == 2 else 5
-        self.head = torch.nn.Conv2d(3, channels, 3, padding=1)
-        self.up1 = NearestMaskUp(channels, up, k, size)
-        self.up2 = NearestMaskUp(channels, up, k, size * up)
-        self.tail = torch.nn.Conv2d(channels, 3, 3, padding=1)
-
-    def forward(self, x):
-        x = torch.relu(self.head(x))
-        x = torch.relu(self.up1(x))
-        x = self.up2(x)
-        return self.tail(x)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out")
-    parser.add_argument("--opset", type=int, default=13)
-    parser.add_argument("--factor", type=int, default=2, choices=[2, 3])
-    parser.add_argument("--channels", type=int, default=8)
-    parser.add_argument("--size", type=int, default=16)
-    args = parser.parse_args()
-    torch.manual_seed(0)
-    model = Generator(args.channels, args.factor, args.size).eval()
-    x = torch.randn(1, 3, args.size, args.size)
-    torch.onnx.export(model, (x,), args.out, opset_version=args.opset, input_names=["image"], output_names=["rgb"])
-    print(f"wrote {args.out}; next: dwdeconv-rewrite {args.out} -o {args.out[:-5]}.xnn.onnx --verify")
-
-
 if __name__ == "__main__":
-    main()
+    export_main(__doc__, lambda c, s, h, args: NearestMaskUp(c, s, 4 if s == 2 else 5, h))

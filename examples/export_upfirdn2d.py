@@ -7,10 +7,10 @@ depthwise Conv with a flipped FIR filter repeated over the channels. dwdeconv-re
 Usage: python3 examples/export_upfirdn2d.py OUT.onnx [--opset N] [--factor S] [--channels C] [--size H]
 Needs PyTorch (Debian: apt-get install python3-torch); the tool itself does not use Python.
 """
-import argparse
-
 import torch
 import torch.nn.functional as F
+
+from export_common import export_main
 
 
 def upfirdn2d_up(x, f, up, pad0, pad1, c):
@@ -31,7 +31,9 @@ def upfirdn2d_up(x, f, up, pad0, pad1, c):
     return F.conv2d(x, f, groups=c)
 
 
-class Generator(torch.nn.Module):
+class UpFirDn2dUp(torch.nn.Module):
+    """upfirdn2d_up with a fixed non-separable FIR filter: 4x4 for x2, 5x5 for x3."""
+
     def __init__(self, channels, up):
         super().__init__()
         self.up = up
@@ -41,37 +43,18 @@ class Generator(torch.nn.Module):
         # A non-separable filter, so a flipped or transposed kernel cannot pass by symmetry.
         f = torch.outer(taps, taps) + 0.25 * torch.arange(k * k, dtype=torch.float32).reshape(k, k)
         self.register_buffer("fir", f / f.sum())
-        # Pads that make the output exactly up*H: (k + up - 1) // 2 before and the rest after.
-        total = k - 1
-        self.pad0 = (total + 1) // 2
-        self.pad1 = total - self.pad0
-        self.head = torch.nn.Conv2d(3, channels, 3, padding=1)
-        self.tail = torch.nn.Conv2d(channels, 3, 3, padding=1)
+        # Pads that make the output exactly up*H: (k - 1) in total, the larger half first.
+        self.pad0 = k // 2
+        self.pad1 = k - 1 - self.pad0
 
     def forward(self, x):
-        x = torch.relu(self.head(x))
-        x = upfirdn2d_up(x, self.fir, self.up, self.pad0, self.pad1, self.channels)
-        x = upfirdn2d_up(x, self.fir, self.up, self.pad0, self.pad1, self.channels)
-        return self.tail(x)
+        return upfirdn2d_up(x, self.fir, self.up, self.pad0, self.pad1, self.channels)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out")
-    parser.add_argument("--opset", type=int, default=13)
-    parser.add_argument("--factor", type=int, default=2, choices=[2, 3])
-    parser.add_argument("--channels", type=int, default=8)
-    parser.add_argument("--size", type=int, default=16)
+def no_constant_folding(parser):
     parser.add_argument("--no-constant-folding", action="store_true",
                         help="keep the filter's Slice/Unsqueeze/Expand/Tile chain in the graph")
-    args = parser.parse_args()
-    torch.manual_seed(0)
-    model = Generator(args.channels, args.factor).eval()
-    x = torch.randn(1, 3, args.size, args.size)
-    torch.onnx.export(model, (x,), args.out, opset_version=args.opset, input_names=["image"], output_names=["rgb"],
-                      do_constant_folding=not args.no_constant_folding)
-    print(f"wrote {args.out}; next: dwdeconv-rewrite {args.out} -o {args.out[:-5]}.xnn.onnx --verify")
 
 
 if __name__ == "__main__":
-    main()
+    export_main(__doc__, lambda c, s, h, args: UpFirDn2dUp(c, s), no_constant_folding)
