@@ -23,6 +23,7 @@ core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int6
   auto pads = onnx_io::get_ints(conv, "pads", {});
   if (!auto_pad) return auto_pad.error();
   if (!pads) return pads.error();
+  if (auto conflict = parts::auto_pad_conflict(conv); !conflict.empty()) return declined(conflict);
   if (*auto_pad == "VALID") return std::array<int64_t, 4>{0, 0, 0, 0};
   if (*auto_pad == "SAME_UPPER" || *auto_pad == "SAME_LOWER") {
     // Stride 1 keeps the size: K-1 in total, the odd one at the end (UPPER) or at the begin (LOWER).

@@ -118,6 +118,13 @@ core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, con
   return std::array<int64_t, 4>{p[2], p[3], p[6], p[7]};
 }
 
+std::string auto_pad_conflict(const onnx::NodeProto& conv) {
+  auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
+  if (!auto_pad) return auto_pad.error().message;
+  if (*auto_pad == "NOTSET" || onnx_io::find_attribute(conv, "pads") == nullptr) return "";
+  return "Conv has both auto_pad " + *auto_pad + " and pads, which the ONNX spec forbids";
+}
+
 std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector<int64_t>& weight_dims) {
   auto kernel_shape = onnx_io::get_ints(conv, "kernel_shape", {});
   if (!kernel_shape) return kernel_shape.error().message;
@@ -143,6 +150,7 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   for (int64_t d : *dilations) {
     if (d != 1) return declined("Conv dilation " + std::to_string(d));
   }
+  if (auto conflict = auto_pad_conflict(conv); !conflict.empty()) return declined(conflict);
   if (*auto_pad != "NOTSET" && *auto_pad != "VALID") return declined("Conv auto_pad " + *auto_pad);
   if (*auto_pad == "VALID") conv_pads->clear();
   if (!conv_pads->empty() && conv_pads->size() != 4) return declined("Conv pads " + join(*conv_pads) + " are not 2-D");

@@ -50,6 +50,10 @@ core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad
 // The Pad's spatial [top, left, bottom, right] for a 4-D tensor, or why it is not a constant-zero pad of H and W.
 core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
 
+// Why a Conv with both an auto_pad other than NOTSET and a pads attribute is kept ("" otherwise): the spec
+// forbids the pair, ONNX Runtime refuses such a node, and which one wins is not the tool's to guess.
+std::string auto_pad_conflict(const onnx::NodeProto& conv);
+
 // Why a Conv whose kernel_shape disagrees with its weight's [.., .., Ky, Kx] is kept ("" when it agrees or is
 // absent): such a Conv is invalid, and which of the two a runtime would follow is not the tool's to guess.
 std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector<int64_t>& weight_dims);

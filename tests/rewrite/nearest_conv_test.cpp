@@ -231,6 +231,10 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
     spec.conv_stride = 2;
     require_kept(nearest_conv_model(spec), "Conv stride 2");
   }
+  SECTION("Conv with both auto_pad and pads") {
+    require_kept(with_string_attribute(nearest_conv_model(spec), "Y", "auto_pad", "SAME_UPPER"),
+                 "Conv has both auto_pad SAME_UPPER and pads, which the ONNX spec forbids");
+  }
   SECTION("Conv kernel_shape that disagrees with its weight") {
     require_kept(with_kernel_shape(nearest_conv_model(spec), "Y", {5, 5}), "Conv kernel_shape [5,5] disagrees with its weight");
   }

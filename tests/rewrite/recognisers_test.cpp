@@ -3,6 +3,7 @@
 // executor, near-misses kept, and idempotence and determinism.
 #include <catch2/catch.hpp>
 
+#include "onnx_io/attributes.h"
 #include "upsampler_fixtures.h"
 
 using namespace dwdeconv;
@@ -112,6 +113,13 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
     MaskSpec spec;
     spec.conv_stride = 2;
     require_kept(mask_model(spec), "Conv stride 2");
+  }
+  SECTION("Conv with both auto_pad and pads") {
+    auto model = with_string_attribute(mask_model(MaskSpec{}), "Y", "auto_pad", "VALID");
+    for (auto& node : *model.mutable_graph()->mutable_node()) {
+      if (node.output(0) == "Y") *node.add_attribute() = onnx_io::make_ints_attribute("pads", {0, 0, 0, 0});
+    }
+    require_kept(model, "Conv has both auto_pad VALID and pads, which the ONNX spec forbids");
   }
   SECTION("Conv kernel_shape that disagrees with its weight") {
     require_kept(with_kernel_shape(mask_model(MaskSpec{}), "Y", {5, 5}), "Conv kernel_shape [5,5] disagrees with its weight");

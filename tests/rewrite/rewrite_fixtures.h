@@ -97,6 +97,21 @@ inline onnx::ModelProto with_kernel_shape(onnx::ModelProto model, const std::str
   return model;
 }
 
+// `model` with a string attribute `name` = `value` added to the node that writes `output`.
+inline onnx::ModelProto with_string_attribute(onnx::ModelProto model, const std::string& output, const std::string& name,
+                                              const std::string& value) {
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.output_size() == 0 || node.output(0) != output) continue;
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+    return model;
+  }
+  FAIL("no node writes " << output);
+  return model;
+}
+
 inline void require_upsampler_kept(const onnx::ModelProto& original, const std::string& form, const std::string& reason,
                                    const rewrite::RewriteOptions& options = {}) {
   const auto out = rewrite_copy(original, options);
