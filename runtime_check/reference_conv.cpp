@@ -226,8 +226,12 @@ core::Status run_gemm(const onnx::NodeProto& node, const std::vector<const Tenso
 
 }  // namespace detail
 
-core::Result<ConvGeometry> resolve_conv(const onnx::NodeProto& node, const std::vector<int64_t>& x_dims,
-                                        const std::vector<int64_t>& w_dims) {
+namespace {
+
+// What Conv and ConvTranspose read alike: ranks, group, kernel_shape (which must agree with W), strides and
+// dilations, and the channel check, where X's channels are W's dim 1 times group (Conv) or W's dim 0 (ConvTranspose).
+core::Result<ConvGeometry> resolve_common(const onnx::NodeProto& node, const std::vector<int64_t>& x_dims,
+                                          const std::vector<int64_t>& w_dims, bool transposed) {
   if (x_dims.size() < 3 || w_dims.size() != x_dims.size()) return node_error(node, "X and W ranks do not match");
   ConvGeometry g;
   g.spatial = x_dims.size() - 2;
@@ -235,11 +239,20 @@ core::Result<ConvGeometry> resolve_conv(const onnx::NodeProto& node, const std::
   const std::vector<int64_t> w_kernel(w_dims.begin() + 2, w_dims.end());
   RC_ASSIGN(g.kernel, onnx_io::get_ints(node, "kernel_shape", w_kernel));
   if (g.kernel != w_kernel) return node_error(node, "kernel_shape disagrees with W");
-  if (g.group <= 0 || x_dims[1] != w_dims[1] * g.group || w_dims[0] % g.group != 0) {
+  const int64_t x_channels = transposed ? w_dims[0] : w_dims[1] * g.group;
+  if (g.group <= 0 || x_dims[1] != x_channels || w_dims[0] % g.group != 0) {
     return node_error(node, "channels do not match group " + std::to_string(g.group));
   }
   RC_ASSIGN(g.strides, spatial_ints(node, "strides", g.spatial, 1));
   RC_ASSIGN(g.dilations, spatial_ints(node, "dilations", g.spatial, 1));
+  return g;
+}
+
+}  // namespace
+
+core::Result<ConvGeometry> resolve_conv(const onnx::NodeProto& node, const std::vector<int64_t>& x_dims,
+                                        const std::vector<int64_t>& w_dims) {
+  RC_ASSIGN(ConvGeometry g, resolve_common(node, x_dims, w_dims, /*transposed=*/false));
   RC_ASSIGN(const std::string auto_pad, onnx_io::get_string(node, "auto_pad", "NOTSET"));
   RC_CHECK(read_pads(node, g.spatial, g.pads_begin, g.pads_end));
   for (size_t a = 0; a < g.spatial; ++a) {
@@ -265,18 +278,7 @@ core::Result<ConvGeometry> resolve_conv(const onnx::NodeProto& node, const std::
 
 core::Result<ConvGeometry> resolve_conv_transpose(const onnx::NodeProto& node, const std::vector<int64_t>& x_dims,
                                                   const std::vector<int64_t>& w_dims) {
-  if (x_dims.size() < 3 || w_dims.size() != x_dims.size()) return node_error(node, "X and W ranks do not match");
-  ConvGeometry g;
-  g.spatial = x_dims.size() - 2;
-  RC_ASSIGN(g.group, attr_int(node, "group", 1));
-  const std::vector<int64_t> w_kernel(w_dims.begin() + 2, w_dims.end());
-  RC_ASSIGN(g.kernel, onnx_io::get_ints(node, "kernel_shape", w_kernel));
-  if (g.kernel != w_kernel) return node_error(node, "kernel_shape disagrees with W");
-  if (g.group <= 0 || x_dims[1] != w_dims[0] || w_dims[0] % g.group != 0) {
-    return node_error(node, "channels do not match group " + std::to_string(g.group));
-  }
-  RC_ASSIGN(g.strides, spatial_ints(node, "strides", g.spatial, 1));
-  RC_ASSIGN(g.dilations, spatial_ints(node, "dilations", g.spatial, 1));
+  RC_ASSIGN(ConvGeometry g, resolve_common(node, x_dims, w_dims, /*transposed=*/true));
   RC_ASSIGN(g.output_padding, spatial_ints(node, "output_padding", g.spatial, 0));
   RC_ASSIGN(const std::string auto_pad, onnx_io::get_string(node, "auto_pad", "NOTSET"));
   RC_ASSIGN(auto output_shape, onnx_io::get_ints(node, "output_shape", {}));
