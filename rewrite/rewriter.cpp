@@ -151,6 +151,14 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     if (options.skip.count(summary.name) != 0) return "skipped by --skip";
     return "";
   };
+  // The recognisers that start from a Conv and stand alone (zero_insertion, which absorbs a ConvTranspose, is
+  // matched first, below): the first whose form the Conv starts says what it is.
+  auto recognise_handwritten = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
+    for (auto* recognise : {match_nearest_mask, match_reshape_zero_insertion, match_nearest_conv}) {
+      if (auto outcome = recognise(node, scope, model.ir_version(), types, eval, uses)) return outcome;
+    }
+    return std::nullopt;
+  };
   Emitter emitter(model, names, options.emit);
   // A zero_insertion fold replaces a ConvTranspose that comes before its Conv. Find the folds first: the
   // ConvTranspose of one that will be rewritten gets no row of its own; any other is matched as written.
@@ -194,15 +202,9 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
       } else if (auto fold = folds.find(&node); fold != folds.end()) {
         summary = std::move(fold->second.summary);
         match = std::move(fold->second.match);
-      } else if (auto outcome = match_nearest_mask(node, scope, model.ir_version(), types, eval, uses)) {
+      } else if (auto outcome = recognise_handwritten(node, scope)) {
         summary = std::move(outcome->summary);
         match = std::move(outcome->match);
-      } else if (auto outcome = match_reshape_zero_insertion(node, scope, model.ir_version(), types, eval, uses)) {
-        summary = std::move(outcome->summary);
-        match = std::move(outcome->match);
-      } else if (auto nc = match_nearest_conv(node, scope, model.ir_version(), types, eval, uses)) {
-        summary = std::move(nc->summary);
-        match = std::move(nc->match);
       } else {
         continue;
       }
