@@ -57,14 +57,19 @@ std::vector<int64_t> phase_tap_indices(const DeconvPlan& plan, const PhasePlan& 
   return indices;
 }
 
-std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t channels) {
+std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t in_channels,
+                                          int64_t out_channels, int64_t groups) {
   const auto plane = phase_tap_indices(plan, phase);
   const int64_t plane_size = plan.y.kernel * plan.x.kernel;
+  const int64_t out_per_group = out_channels / groups, in_per_group = in_channels / groups;
   std::vector<int64_t> indices;
-  indices.reserve(plane.size() * static_cast<size_t>(channels));
-  // ONNX [C, 1, kH, kW] -> [C, 1, My, Mx]: channel c's plane starts at c*kH*kW.
-  for (int64_t c = 0; c < channels; ++c) {
-    for (int64_t i : plane) indices.push_back(c * plane_size + i);
+  indices.reserve(plane.size() * static_cast<size_t>(out_channels * in_per_group));
+  for (int64_t co = 0; co < out_channels; ++co) {
+    for (int64_t i = 0; i < in_per_group; ++i) {
+      const int64_t ci = (co / out_per_group) * in_per_group + i;
+      const int64_t start = (ci * out_per_group + co % out_per_group) * plane_size;
+      for (int64_t t : plane) indices.push_back(start + t);
+    }
   }
   return indices;
 }

@@ -43,23 +43,9 @@ onnx::NodeProto conv_node(const std::string& name, std::vector<std::string> inpu
   return conv;
 }
 
-// Flat indices into m's ConvTranspose weight for the whole phase weight, in Conv order:
-//   ONNX ConvTranspose [C_in, C_out/g, kH, kW] -> Conv [C_out, C_in/g, My, Mx], with output channel co of group
-//   co / (C_out/g) reading input channels ci = group * C_in/g + i. Depthwise, this is core::phase_weight_indices.
+// Flat indices into m's ConvTranspose weight for the whole phase weight, in Conv order.
 std::vector<int64_t> phase_weight_indices(const DeconvMatch& m, const core::DeconvPlan& plan, const core::PhasePlan& phase) {
-  const auto plane = core::phase_tap_indices(plan, phase);
-  const int64_t plane_size = plan.y.kernel * plan.x.kernel;
-  const int64_t out_per_group = m.outputs() / m.groups(), in_per_group = m.channels / m.groups();
-  std::vector<int64_t> indices;
-  indices.reserve(plane.size() * static_cast<size_t>(m.outputs() * in_per_group));
-  for (int64_t co = 0; co < m.outputs(); ++co) {
-    for (int64_t i = 0; i < in_per_group; ++i) {
-      const int64_t ci = (co / out_per_group) * in_per_group + i;
-      const int64_t start = (ci * out_per_group + co % out_per_group) * plane_size;
-      for (int64_t t : plane) indices.push_back(start + t);
-    }
-  }
-  return indices;
+  return core::phase_weight_indices(plan, phase, m.channels, m.outputs(), m.groups());
 }
 
 }  // namespace
