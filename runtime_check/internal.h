@@ -1,47 +1,16 @@
 // Helpers shared by the runtime_check sources; not part of the library's API.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include <onnx/onnx_pb.h>
-
-#include "core/result.h"
-#include "onnx_io/attributes.h"
+#include "ops/internal.h"
+#include "ops/kernels.h"
+#include "ops/ops.h"
 #include "runtime_check/tensor.h"
-
-// Unwraps a Result into `lhs` or returns its Error from the enclosing function.
-#define RC_CONCAT_INNER(a, b) a##b
-#define RC_CONCAT(a, b) RC_CONCAT_INNER(a, b)
-#define RC_ASSIGN(lhs, expr)                                            \
-  auto RC_CONCAT(rc_result_, __LINE__) = (expr);                         \
-  if (!RC_CONCAT(rc_result_, __LINE__).ok()) return RC_CONCAT(rc_result_, __LINE__).error(); \
-  lhs = std::move(RC_CONCAT(rc_result_, __LINE__).value())
-#define RC_CHECK(expr)                                 \
-  do {                                                 \
-    auto rc_status = (expr);                           \
-    if (!rc_status.ok()) return rc_status.error();     \
-  } while (false)
 
 namespace dwdeconv::runtime_check::detail {
 
-// An invalid-model error that names the node: "Conv 'c1': <message>".
-inline core::Error node_error(const onnx::NodeProto& node, const std::string& message) {
-  return core::invalid_model(onnx_io::describe_node(node) + ": " + message);
-}
-
-// Row-major strides of dims.
-inline std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
-  return s;
-}
-
-// Normalizes a possibly negative axis into [0, rank); false when out of range.
-inline bool normalize_axis(int64_t& axis, int64_t rank) {
-  if (axis < 0) axis += rank;
-  return axis >= 0 && axis < rank;
-}
+// The executor's steps are built on the op library: its geometry rules, kernels and helpers (node_error names a
+// node the same way whichever side refused it) are used here by their own names.
+using namespace ::dwdeconv::ops;          // NOLINT(google-build-using-namespace)
+using namespace ::dwdeconv::ops::detail;  // NOLINT(google-build-using-namespace)
 
 }  // namespace dwdeconv::runtime_check::detail

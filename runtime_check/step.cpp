@@ -2,7 +2,7 @@
 
 #include "onnx_io/attributes.h"
 #include "runtime_check/internal.h"
-#include "runtime_check/reference_ops.h"
+#include "ops/ops.h"
 
 namespace dwdeconv::runtime_check::detail {
 

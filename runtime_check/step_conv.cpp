@@ -4,7 +4,7 @@
 #include <cassert>
 
 #include "runtime_check/internal.h"
-#include "runtime_check/reference_ops.h"
+#include "ops/ops.h"
 #include "runtime_check/step.h"
 
 namespace dwdeconv::runtime_check::detail {

@@ -3,8 +3,8 @@
 
 #include "onnx_io/attributes.h"
 #include "runtime_check/internal.h"
-#include "runtime_check/reference_kernels.h"
-#include "runtime_check/reference_ops.h"
+#include "ops/kernels.h"
+#include "ops/ops.h"
 #include "runtime_check/step.h"
 
 namespace dwdeconv::runtime_check::detail {

@@ -7,7 +7,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
 #include "runtime_check/internal.h"
-#include "runtime_check/reference_ops.h"
+#include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check::detail {

@@ -7,7 +7,7 @@
 #include "onnx_io/attributes.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/internal.h"
-#include "runtime_check/reference_ops.h"
+#include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
@@ -148,7 +148,7 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
                                                                                     format_dims(original_out[0].tensor.dims)));
     const Tensor& x_value = inputs[0].tensor;
     const Tensor& w_value = original_out[1].tensor;
-    RC_ASSIGN(const ConvGeometry g, resolve_conv_transpose(*node, x_value.dims, w_value.dims));
+    RC_ASSIGN(const ops::ConvGeometry g, ops::resolve_conv_transpose(*node, x_value.dims, w_value.dims));
     core::ConvTranspose2dParams params;
     params.strides = {g.strides[0], g.strides[1]};
     params.dilations = {g.dilations[0], g.dilations[1]};

@@ -18,7 +18,7 @@
 #include "onnx_io/model_io.h"
 #include "runtime_check/compare.h"
 #include "runtime_check/executor.h"
-#include "runtime_check/reference_ops.h"
+#include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
 namespace fs = std::filesystem;
@@ -87,12 +87,12 @@ std::string lower(std::string s) {
 }
 
 bool in_scope(const std::string& name, const onnx::ModelProto* model) {
-  for (const auto& op : supported_ops()) {
+  for (const auto& op : ops::supported_ops()) {
     if (name.rfind("test_" + lower(op), 0) == 0) return true;
   }
   if (model == nullptr || model->graph().node_size() == 0) return false;
   for (const auto& node : model->graph().node()) {
-    if (!node.domain().empty() || !is_supported_op(node.op_type())) return false;
+    if (!node.domain().empty() || !ops::is_supported_op(node.op_type())) return false;
   }
   return true;
 }
@@ -221,7 +221,7 @@ TEST_CASE("ONNX node conformance data passes for every supported op", "[conforma
     CHECK(tally[op].first > 0);
   }
   // Every supported op really ran on some case (Constant and Shape are always folded at creation).
-  for (const auto& op : supported_ops()) {
+  for (const auto& op : ops::supported_ops()) {
     if (op == "Constant" || op == "Shape") continue;
     INFO("op " << op);
     CHECK(tally[op].first + tally[op].second > 0);

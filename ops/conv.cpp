@@ -6,9 +6,9 @@
 
 #include "core/reference.h"
 #include "onnx_io/attributes.h"
-#include "runtime_check/reference_kernels.h"
+#include "ops/kernels.h"
 
-namespace dwdeconv::runtime_check {
+namespace dwdeconv::ops {
 
 using detail::attr_int;
 using detail::node_error;
@@ -348,4 +348,4 @@ core::Result<PoolGeometry> resolve_pool(const onnx::NodeProto& node, const std::
   }
   return g;
 }
-}  // namespace dwdeconv::runtime_check
+}  // namespace dwdeconv::ops

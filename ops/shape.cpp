@@ -2,9 +2,9 @@
 #include <algorithm>
 
 #include "onnx_io/attributes.h"
-#include "runtime_check/reference_kernels.h"
+#include "ops/kernels.h"
 
-namespace dwdeconv::runtime_check::detail {
+namespace dwdeconv::ops::detail {
 
 using onnx::TensorProto;
 
@@ -508,4 +508,4 @@ core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tens
   return core::Ok{};
 }
 
-}  // namespace dwdeconv::runtime_check::detail
+}  // namespace dwdeconv::ops::detail

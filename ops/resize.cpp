@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "onnx_io/attributes.h"
-#include "runtime_check/reference_kernels.h"
+#include "ops/kernels.h"
 
-namespace dwdeconv::runtime_check {
+namespace dwdeconv::ops {
 
 using detail::attr_float;
 using detail::attr_int;
@@ -216,4 +216,4 @@ core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onn
   return sources;
 }
 
-}  // namespace dwdeconv::runtime_check
+}  // namespace dwdeconv::ops

@@ -1,6 +1,6 @@
-// The reference kernels, one family per file (reference_elementwise.cpp, reference_shape.cpp, reference_conv.cpp,
-// reference_norm.cpp, reference_resize.cpp), and the helpers they share. run_reference_node in reference_ops.cpp
-// dispatches to them. Internal to runtime_check.
+// The reference kernels, one family per file (elementwise.cpp, shape.cpp, conv.cpp, norm.cpp, resize.cpp), and the
+// helpers they share. run_reference_node in dispatch.cpp dispatches to them. Internal to the op library and the
+// executor built on it.
 #pragma once
 
 #include <algorithm>
@@ -15,11 +15,11 @@
 #include "core/result.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
-#include "runtime_check/internal.h"
-#include "runtime_check/reference_ops.h"
-#include "runtime_check/tensor.h"
+#include "ops/internal.h"
+#include "ops/ops.h"
+#include "ops/tensor.h"
 
-namespace dwdeconv::runtime_check::detail {
+namespace dwdeconv::ops::detail {
 
 // Unwrapping attribute getters: an attribute of the wrong type is an invalid model.
 inline core::Result<int64_t> attr_int(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
@@ -168,4 +168,4 @@ core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tenso
 
 core::Status run_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
 
-}  // namespace dwdeconv::runtime_check::detail
+}  // namespace dwdeconv::ops::detail

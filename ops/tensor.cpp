@@ -1,4 +1,4 @@
-#include "runtime_check/tensor.h"
+#include "ops/tensor.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "onnx_io/tensor.h"
 
-namespace dwdeconv::runtime_check {
+namespace dwdeconv::ops {
 
 bool is_float_type(int32_t data_type) {
   return data_type == onnx::TensorProto::FLOAT || data_type == onnx::TensorProto::FLOAT16 ||
@@ -257,4 +257,4 @@ std::string describe_tensor(const Tensor& tensor) {
   return onnx_io::data_type_name(tensor.dtype) + "[" + format_dims(tensor.dims) + "]";
 }
 
-}  // namespace dwdeconv::runtime_check
+}  // namespace dwdeconv::ops

@@ -1,5 +1,5 @@
 // Plain C++ kernels for every op the executor supports, and the ONNX attribute rules shared with the XNNPACK
-// steps (conv/pool padding, ConvTranspose output_shape). Internal to runtime_check.
+// steps (conv/pool padding, ConvTranspose output_shape). Used by the executor (runtime_check/) and the constant folder (rewrite/).
 //
 // Kernels work on logical-order (NCHW) tensors in float or int64 and are written for clarity, not speed; the
 // executor runs an op here only when XNNPACK has no operator for it (or for its dtype or attributes).
@@ -12,9 +12,9 @@
 #include <onnx/onnx_pb.h>
 
 #include "core/result.h"
-#include "runtime_check/tensor.h"
+#include "ops/tensor.h"
 
-namespace dwdeconv::runtime_check {
+namespace dwdeconv::ops {
 
 // The default-domain op types the executor runs. Any other op is an error at creation naming node and op.
 const std::vector<std::string>& supported_ops();
@@ -77,4 +77,4 @@ std::vector<int64_t> int_values(const Tensor& tensor);
 void nchw_to_nhwc(const float* src, float* dst, int64_t n, int64_t c, int64_t h, int64_t w);
 void nhwc_to_nchw(const float* src, float* dst, int64_t n, int64_t c, int64_t h, int64_t w);
 
-}  // namespace dwdeconv::runtime_check
+}  // namespace dwdeconv::ops

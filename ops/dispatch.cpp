@@ -1,10 +1,10 @@
-#include "runtime_check/reference_ops.h"
+#include "ops/ops.h"
 
 #include <algorithm>
 
-#include "runtime_check/reference_kernels.h"
+#include "ops/kernels.h"
 
-namespace dwdeconv::runtime_check {
+namespace dwdeconv::ops {
 
 using namespace detail;  // the kernels and helpers of reference_kernels.h
 
@@ -137,4 +137,4 @@ core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, cons
   return node_error(node, "op " + op + " has no reference kernel");
 }
 
-}  // namespace dwdeconv::runtime_check
+}  // namespace dwdeconv::ops

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime_check/reference_kernels.h"
+#include "ops/kernels.h"
 
-namespace dwdeconv::runtime_check::detail {
+namespace dwdeconv::ops::detail {
 
 core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
   RC_ASSIGN(const int64_t training, attr_int(node, "training_mode", 0));
@@ -160,4 +160,4 @@ core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tenso
   return core::Ok{};
 }
 
-}  // namespace dwdeconv::runtime_check::detail
+}  // namespace dwdeconv::ops::detail

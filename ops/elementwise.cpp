@@ -6,9 +6,9 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
-#include "runtime_check/reference_kernels.h"
+#include "ops/kernels.h"
 
-namespace dwdeconv::runtime_check::detail {
+namespace dwdeconv::ops::detail {
 
 using onnx::TensorProto;
 
@@ -227,4 +227,4 @@ core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, con
   return core::Ok{};
 }
 
-}  // namespace dwdeconv::runtime_check::detail
+}  // namespace dwdeconv::ops::detail
