@@ -52,8 +52,10 @@ void from_tensor4(const core::Tensor4& r, int32_t dtype, size_t spatial, Tensor&
 
 namespace detail {
 
-core::Status run_conv(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y, bool transpose) {
-  if (in.size() < 2 || in[0] == nullptr || in[1] == nullptr) return node_error(node, "needs X and W");
+namespace {
+
+// Conv or ConvTranspose (transpose) of X = in[0] by W = in[1], with the optional bias in[2].
+core::Status convolve(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, Tensor& y, bool transpose) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   if (!x.is_float() || !w.is_float()) return node_error(node, "needs float inputs");
@@ -63,6 +65,9 @@ core::Status run_conv(const onnx::NodeProto& node, const std::vector<const Tenso
   if (g.spatial != 1 && g.spatial != 2) {
     return node_error(node, std::to_string(g.spatial) + "-D convolution is not supported (only 1-D and 2-D)");
   }
+  std::vector<int64_t> y_dims{x.dims[0], transpose ? w.dims[1] * g.group : w.dims[0]};
+  y_dims.insert(y_dims.end(), g.output_size.begin(), g.output_size.end());
+  RC_CHECK(check_element_count(ctx, node, y_dims));  // pads and strides are attributes: a hostile one is huge
   std::vector<double> bias;
   if (const Tensor* b = input_or_null(in, 2)) bias.assign(b->f.begin(), b->f.end());
   const auto axis = [&](const std::vector<int64_t>& v, size_t k, int64_t fill) {
@@ -89,14 +94,27 @@ core::Status run_conv(const onnx::NodeProto& node, const std::vector<const Tenso
   return core::Ok{};
 }
 
+}  // namespace
+
+core::Status run_conv(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  return convolve(ctx, node, in, *out[0], /*transpose=*/false);
+}
+
+core::Status run_conv_transpose(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  return convolve(ctx, node, in, *out[0], /*transpose=*/true);
+}
+
 // ---------------------------------------------------------------- pooling
 
-core::Status run_pool(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_pool(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   const bool is_max = node.op_type() == "MaxPool";
   if (!x.is_float() && !is_max) return node_error(node, "needs a float input");
   RC_ASSIGN(const PoolGeometry g, resolve_pool(node, x.dims));
   std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
   dims.insert(dims.end(), g.output_size.begin(), g.output_size.end());
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(x.dtype, dims);
   const auto in_strides = strides_of(x.dims);
   const size_t sp = g.spatial;
@@ -141,7 +159,9 @@ core::Status run_pool(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
   return core::Ok{};
 }
 
-core::Status run_global_average_pool(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_global_average_pool(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   if (!x.is_float() || x.dims.size() < 3) return node_error(node, "needs a float input of rank >= 3");
   std::vector<int64_t> dims(x.dims.size(), 1);
   dims[0] = x.dims[0];
@@ -158,7 +178,10 @@ core::Status run_global_average_pool(const onnx::NodeProto& node, const Tensor& 
 
 // ---------------------------------------------------------------- matmul
 
-core::Status run_matmul(const onnx::NodeProto& node, const Tensor& a_in, const Tensor& b_in, Tensor& y) {
+core::Status run_matmul(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& a_in = *in[0];
+  const Tensor& b_in = *in[1];
+  Tensor& y = *out[0];
   if (!a_in.is_float() || !b_in.is_float()) return node_error(node, "needs float inputs");
   if (a_in.dims.empty() || b_in.dims.empty()) return node_error(node, "scalar inputs");
   std::vector<int64_t> ad = a_in.dims, bd = b_in.dims;
@@ -172,6 +195,7 @@ core::Status run_matmul(const onnx::NodeProto& node, const Tensor& a_in, const T
   std::vector<int64_t> dims = batch;
   if (!a_vec) dims.push_back(m);
   if (!b_vec) dims.push_back(n);
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(a_in.dtype, dims);
   const auto sa = broadcast_strides(a_batch, batch.size());
   const auto sb = broadcast_strides(b_batch, batch.size());
@@ -191,7 +215,8 @@ core::Status run_matmul(const onnx::NodeProto& node, const Tensor& a_in, const T
   return core::Ok{};
 }
 
-core::Status run_gemm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_gemm(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
   if (a.dims.size() != 2 || b.dims.size() != 2) return node_error(node, "needs 2-D A and B");
@@ -208,6 +233,7 @@ core::Status run_gemm(const onnx::NodeProto& node, const std::vector<const Tenso
     if (cd != std::vector<int64_t>{m, n}) return node_error(node, "C does not broadcast to [M, N]");
     cs = broadcast_strides(c->dims, 2);
   }
+  RC_CHECK(check_element_count(ctx, node, {m, n}));
   y.reshape(a.dtype, {m, n});
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {

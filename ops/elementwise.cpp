@@ -50,7 +50,9 @@ int64_t integer_power(int64_t base, int64_t exponent) {
 
 }  // namespace
 
-core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   const std::string& op = node.op_type();
   y.reshape(x.dtype, x.dims);
   const auto n = static_cast<size_t>(x.numel());
@@ -81,7 +83,8 @@ core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y) 
   return core::Ok{};
 }
 
-core::Status run_clip(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_clip(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
@@ -103,7 +106,10 @@ core::Status run_clip(const onnx::NodeProto& node, const std::vector<const Tenso
   return core::Ok{};
 }
 
-core::Status run_binary(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y) {
+core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  Tensor& y = *out[0];
   if (a.is_float() != b.is_float()) return node_error(node, "inputs have different element types");
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
   y.reshape(a.dtype, out_dims);
@@ -158,7 +164,9 @@ core::Status run_binary(const onnx::NodeProto& node, const Tensor& a, const Tens
   return core::Ok{};
 }
 
-core::Status run_cast(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_cast(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   RC_ASSIGN(const int64_t to, attr_int(node, "to", 0));
   const auto type = static_cast<int32_t>(to);
   if (!is_float_type(type) && !is_integer_type(type)) {
@@ -179,7 +187,10 @@ core::Status run_cast(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
   return core::Ok{};
 }
 
-core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor& e, Tensor& y) {
+core::Status run_pow(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  const Tensor& e = *in[1];
+  Tensor& y = *out[0];
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, x.dims, e.dims));
   y.reshape(x.dtype, out_dims);
   for_each_broadcast(out_dims, {x.dims, e.dims}, [&](size_t k, const std::vector<size_t>& at) {
@@ -194,7 +205,10 @@ core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor&
   return core::Ok{};
 }
 
-core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y) {
+core::Status run_equal(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& a = *in[0];
+  const Tensor& b = *in[1];
+  Tensor& y = *out[0];
   if (a.dtype != b.dtype) {
     return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) +
                                 "; their types must match");
@@ -207,8 +221,11 @@ core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tenso
   return core::Ok{};
 }
 
-core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, const Tensor& x, const Tensor& other,
-                       Tensor& y) {
+core::Status run_where(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& condition = *in[0];
+  const Tensor& x = *in[1];
+  const Tensor& other = *in[2];
+  Tensor& y = *out[0];
   if (condition.dtype != TensorProto::BOOL) {
     return node_error(node, "condition is " + describe_tensor(condition) + ", not BOOL");
   }

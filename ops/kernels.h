@@ -74,19 +74,15 @@ inline core::Status resolve_axis(const onnx::NodeProto& node, int64_t& axis, int
                               " input");
 }
 
-// The most elements a reference kernel creates from a shape or repeats input (8 GiB of float): a hostile shape
-// gets an error naming the node instead of an allocation failure.
-constexpr int64_t kMaxReferenceElements = int64_t{1} << 31;
-
-// Errors naming the node when `dims` (an output shape computed from input values) has a negative dimension, an
-// element count that overflows int64 (onnx_io's one check for both), or more than kMaxReferenceElements elements.
-inline core::Status check_element_count(const onnx::NodeProto& node, const std::vector<int64_t>& dims) {
+// Errors naming the node when `dims` (an output shape computed from input values or attributes) has a negative
+// dimension, an element count that overflows int64 (onnx_io's one check for both), or more than ctx.max_elements
+// elements. Every kernel whose output can outgrow its inputs checks its output shape here before allocating it.
+inline core::Status check_element_count(const OpContext& ctx, const onnx::NodeProto& node, const std::vector<int64_t>& dims) {
   const auto count = onnx_io::element_count(dims, "output shape " + format_dims(dims));
   if (!count) return node_error(node, count.error().message);
-  if (*count > kMaxReferenceElements) {
+  if (*count > ctx.max_elements) {
     return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(*count) +
-                                " elements, more than the " + std::to_string(kMaxReferenceElements) +
-                                " a reference kernel allocates");
+                                " elements, more than the " + std::to_string(ctx.max_elements) + " allowed here");
   }
   return core::Ok{};
 }
@@ -100,72 +96,57 @@ inline int64_t truncate_to_int64(double v) {
   return static_cast<int64_t>(v);
 }
 
-// ---------------------------------------------------------------- elementwise (reference_elementwise.cpp)
+// ---------------------------------------------------------------- the kernels
+// Each is a KernelFunction (ops.h), declared through that type, and called by run_reference_node only for a node inside its op's
+// OpSpec: every required input is present, no output beyond the spec's is asked for, every attribute and value is
+// one the spec lists. One line names the ops each serves.
 
-// Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp.
-core::Status run_unary(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-core::Status run_clip(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-// Add, Sub, Mul, Div with numpy broadcasting.
-core::Status run_binary(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y);
-core::Status run_cast(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-// Pow: the base's type wins (from opset 12 the exponent may be any numeric type); integer results truncate
-// toward zero, as the ONNX reference's astype does.
-core::Status run_pow(const onnx::NodeProto& node, const Tensor& x, const Tensor& e, Tensor& y);
-// Equal gives BOOL; Where picks X where the BOOL condition holds, else Y. Both broadcast, numpy style.
-core::Status run_equal(const onnx::NodeProto& node, const Tensor& a, const Tensor& b, Tensor& y);
-core::Status run_where(const onnx::NodeProto& node, const Tensor& condition, const Tensor& x, const Tensor& other,
-                       Tensor& y);
+// elementwise.cpp
+KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp
+KernelFunction run_clip;
+KernelFunction run_binary;   // Add, Sub, Mul, Div, numpy broadcasting
+KernelFunction run_cast;
+KernelFunction run_pow;      // the base's type wins; integer results truncate toward zero
+KernelFunction run_equal;    // BOOL result, broadcasting
+KernelFunction run_where;    // X where the BOOL condition holds, else Y, broadcasting
 
-// ---------------------------------------------------------------- shape and data movement (reference_shape.cpp)
-
-core::Status run_reshape(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y);
-core::Status run_flatten(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-core::Status run_transpose(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-core::Status run_squeeze(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-core::Status run_unsqueeze(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-core::Status run_shape(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-core::Status run_constant(const onnx::NodeProto& node, Tensor& y);
-core::Status run_constant_of_shape(const onnx::NodeProto& node, const Tensor& shape, Tensor& y);
-core::Status run_gather(const onnx::NodeProto& node, const Tensor& x, const Tensor& indices, Tensor& y);
-core::Status run_slice(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-// ONNX Pad on any rank: constant, reflect or edge. Negative pads crop.
-core::Status run_pad(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-// Expand: numpy broadcast of x against the `shape` input (a 1 there keeps x's dimension).
-core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y);
-// Tile: `repeats` copies per axis; before opset 6, `tiles` copies along the `axis` input.
-core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
+// shape.cpp: they move or pick elements and compute no new values
+KernelFunction run_reshape;
+KernelFunction run_flatten;
+KernelFunction run_transpose;
+KernelFunction run_squeeze;
+KernelFunction run_unsqueeze;
+KernelFunction run_shape;
+KernelFunction run_constant;
+KernelFunction run_constant_of_shape;
+KernelFunction run_gather;
+KernelFunction run_slice;
+KernelFunction run_concat;
+KernelFunction run_pad;      // constant, reflect or edge on any rank; negative pads crop
+KernelFunction run_depth_to_space;
+KernelFunction run_expand;   // numpy broadcast of x against `shape`
+KernelFunction run_tile;     // `repeats` copies per axis; before opset 6, `tiles` along `axis`
+KernelFunction run_split;    // every output asked for; sizes as split_sizes reads them
 // The length of each of `outputs` Split outputs along an axis of `extent` elements, from the `split` input or
 // attribute, `num_outputs`, or equal parts (the opset forms); errors name the node when they do not add up.
-core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
-                                               int64_t extent, size_t outputs);
-// Split into every output of `out` (a nullptr output is computed and dropped), sizes as split_sizes reads them.
-core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
-                       const std::vector<Tensor*>& out);
+core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const Inputs& in, int64_t extent,
+                                               size_t outputs);
 
-// ---------------------------------------------------------------- conv, pool, matmul (reference_conv.cpp)
+// conv.cpp
+KernelFunction run_conv;
+KernelFunction run_conv_transpose;
+KernelFunction run_pool;     // MaxPool, AveragePool
+KernelFunction run_global_average_pool;
+KernelFunction run_matmul;
+KernelFunction run_gemm;
 
-core::Status run_conv(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y, bool transpose);
-// MaxPool and AveragePool.
-core::Status run_pool(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-core::Status run_global_average_pool(const onnx::NodeProto& node, const Tensor& x, Tensor& y);
-core::Status run_matmul(const onnx::NodeProto& node, const Tensor& a_in, const Tensor& b_in, Tensor& y);
-core::Status run_gemm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
+// norm.cpp
+KernelFunction run_batch_norm;     // inference mode
+KernelFunction run_instance_norm;  // scale * (x - mean) / sqrt(var + epsilon) + B per image and channel
+KernelFunction run_reduce;         // ReduceMean, ReduceSum, ReduceMax; axes attribute or input by version
+KernelFunction run_softmax;        // before opset 13 over the input coerced to 2-D at axis
 
-// ---------------------------------------------------------------- normalization and reduction (reference_norm.cpp)
-
-core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-// InstanceNormalization: per image and channel, scale * (x - mean) / sqrt(var + epsilon) + B.
-core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y);
-// ReduceMean, ReduceSum, ReduceMax: axes from the attribute, or from the optional input (with
-// noop_with_empty_axes) from opset 18 (ReduceSum: 13).
-core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
-// Softmax: before opset 13 over the input coerced to 2-D at axis (default 1); from 13 along one axis (default -1).
-core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tensor& x, Tensor& y);
-
-// ---------------------------------------------------------------- resize (reference_resize.cpp)
-
-core::Status run_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y);
+// resize.cpp
+KernelFunction run_resize;
 
 }  // namespace dwdeconv::ops::detail

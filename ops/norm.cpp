@@ -7,7 +7,8 @@
 
 namespace dwdeconv::ops::detail {
 
-core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_batch_norm(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   RC_ASSIGN(const int64_t training, attr_int(node, "training_mode", 0));
   if (training != 0) return node_error(node, "training_mode=1 is not supported");
   if (in.size() < 5 || std::any_of(in.begin(), in.begin() + 5, [](const Tensor* t) { return t == nullptr; })) {
@@ -28,7 +29,8 @@ core::Status run_batch_norm(const onnx::NodeProto& node, const std::vector<const
   return core::Ok{};
 }
 
-core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_instance_norm(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   if (in.size() < 3 || in[1] == nullptr || in[2] == nullptr) return node_error(node, "needs input, scale and B");
   const Tensor& x = *in[0];
   const Tensor& scale = *in[1];
@@ -63,7 +65,9 @@ core::Status run_instance_norm(const onnx::NodeProto& node, const std::vector<co
   return core::Ok{};
 }
 
-core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_reduce(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const int64_t opset = ctx.opset;
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   const std::string& op = node.op_type();
   const bool is_max = op == "ReduceMax", is_sum = op == "ReduceSum";
@@ -132,7 +136,10 @@ core::Status run_reduce(const onnx::NodeProto& node, int64_t opset, const std::v
   return core::Ok{};
 }
 
-core::Status run_softmax(const onnx::NodeProto& node, int64_t opset, const Tensor& x, Tensor& y) {
+core::Status run_softmax(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const int64_t opset = ctx.opset;
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   if (!x.is_float()) return node_error(node, "needs a float input, not " + describe_tensor(x));
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", opset < 13 ? 1 : -1));

@@ -1,8 +1,10 @@
-// Plain C++ kernels for every op the executor supports, and the ONNX attribute rules shared with the XNNPACK
-// steps (conv/pool padding, ConvTranspose output_shape). Used by the executor (runtime_check/) and the constant folder (rewrite/).
+// The op library: ONNX op semantics written once, for the executor (runtime_check/, which runs a node here when
+// XNNPACK has no operator for it, and checks against these kernels) and for the constant folder (rewrite/). One
+// table holds, per op, the versions and attributes its kernel implements; a node outside that is refused with a
+// reason, never run as if the attribute were absent. Also the ONNX attribute rules shared with the XNNPACK steps
+// (conv/pool padding, ConvTranspose output_shape, Resize geometry).
 //
-// Kernels work on logical-order (NCHW) tensors in float or int64 and are written for clarity, not speed; the
-// executor runs an op here only when XNNPACK has no operator for it (or for its dtype or attributes).
+// Kernels work on logical-order (NCHW) tensors in float or int64 and are written for clarity, not speed.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +18,72 @@
 
 namespace dwdeconv::ops {
 
-// The default-domain op types the executor runs. Any other op is an error at creation naming node and op.
+// The most elements a kernel creates by default (8 GiB of float): a hostile shape or attribute gets an error naming
+// the node instead of an allocation failure.
+constexpr int64_t kMaxReferenceElements = int64_t{1} << 31;
+
+// The newest opset whose op versions the table knows (ONNX 1.23's schemas). A model importing a newer one is not
+// run: one of its ops may have a version the table has never seen.
+constexpr int64_t kKnownThroughOpset = 28;
+
+// What a kernel runs with: the model's default-domain opset, and the most elements a value it creates may have.
+struct OpContext {
+  int64_t opset = 0;
+  int64_t max_elements = kMaxReferenceElements;
+};
+
+using Inputs = std::vector<const Tensor*>;  // a missing optional input is nullptr
+using Outputs = std::vector<Tensor*>;       // an output nobody reads may be nullptr
+// A kernel: computes every non-null output, resizing it in place (storage is reused when the element count is
+// unchanged).
+using KernelFunction = core::Status(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in,
+                                    const Outputs& out);
+
+// One attribute a kernel reads, and the values it implements. An empty list takes every value of the type.
+struct AttributeSpec {
+  std::string name;
+  std::vector<std::string> strings;  // STRING attributes
+  std::vector<int64_t> ints;         // INT attributes
+};
+
+// What the kernel of one op implements.
+struct OpSpec {
+  std::string op_type;
+  // Every version of the op (its schemas' since_version) through kKnownThroughOpset, oldest first: a node in a
+  // model importing opset o has the newest version <= o.
+  std::vector<int64_t> versions;
+  int64_t first_implemented = 1;  // versions from this one on are implemented; older ones are refused
+  size_t required_inputs = 1;     // inputs that must be present
+  size_t max_inputs = 1;          // inputs the kernel reads; a node with a later non-empty input is refused
+  size_t max_outputs = 1;         // outputs the kernel computes; a later output that is read is refused
+  std::vector<AttributeSpec> attributes;  // every attribute the kernel reads; any other on a node is refused
+  // Attributes of the op's schemas that the kernel does not implement (a node setting one is refused, as any
+  // unlisted attribute is). Listed so that the schema sweep test can tell a decision from an oversight.
+  std::vector<std::string> refused;
+  KernelFunction* kernel = nullptr;
+};
+
+// The table, one entry per default-domain op, by op type.
+const std::vector<OpSpec>& op_table();
+const OpSpec* find_op(const std::string& op_type);
+
+// The default-domain op types the table runs.
 const std::vector<std::string>& supported_ops();
 bool is_supported_op(const std::string& op_type);
 
-// Runs `node` (of a model importing `opset`). A missing optional input is nullptr. Each output is resized in
-// place, reusing its storage when the element count is unchanged.
-core::Status run_reference_node(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& inputs,
-                                const std::vector<Tensor*>& outputs);
+// The version of `spec`'s op that a model importing `opset` uses (0 when the op does not exist there yet).
+int64_t op_version(const OpSpec& spec, int64_t opset);
+
+// Why `node`, in a model importing `opset`, is outside what its kernel implements: another domain, an op not in
+// the table, an opset newer than kKnownThroughOpset, a version not implemented, too many inputs, an attribute or
+// attribute value the kernel does not implement ("Resize 'r': attribute antialias = 1 is not implemented (only 0)").
+// An output beyond the kernel's counts when it is named. Empty when the kernel implements the node.
+std::string unsupported_reason(const onnx::NodeProto& node, int64_t opset);
+
+// Runs `node`: refuses it (kInvalidModel naming the node and unsupported_reason) unless its kernel implements it,
+// then computes every non-null output.
+core::Status run_reference_node(const onnx::NodeProto& node, const OpContext& ctx, const Inputs& inputs,
+                                const Outputs& outputs);
 
 // Resolved geometry of a Conv or ConvTranspose over `spatial` axes (pads may come out negative only for a
 // ConvTranspose whose output_shape is larger than its natural size).

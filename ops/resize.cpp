@@ -28,6 +28,12 @@ double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out
                          double roi_end) {
   const double x = static_cast<double>(o);
   if (m.coordinate == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (m.coordinate == "half_pixel_symmetric") {
+    // Opset 19: the implicit ROI's center stays at the output's center when in*scale is not a whole number.
+    const double width = static_cast<double>(in) * scale;  // output_width, possibly fractional
+    const double offset = static_cast<double>(in) / 2.0 * (1.0 - static_cast<double>(out) / width);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
   if (m.coordinate == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   // length_resized is in*scale, unfloored, as the ONNX reference uses it (sizes given: scale = out/in).
   if (m.coordinate == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (static_cast<double>(in) * scale - 1.0);
@@ -119,7 +125,6 @@ core::Result<ResizeMode> resize_mode(const onnx::NodeProto& node, int64_t opset)
   RC_ASSIGN(const int64_t exclude, attr_int(node, "exclude_outside", 0));
   m.exclude_outside = exclude != 0;
   m.extrapolation = attr_float(node, "extrapolation_value", 0.0f);
-  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic") return node_error(node, "mode '" + m.mode + "' is not supported");
   return m;
 }
 
@@ -130,9 +135,12 @@ bool resize_skips_axis(const ResizeMode& m, const ResizeGeometry& g, int64_t in,
 
 }  // namespace
 
-core::Status detail::run_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status detail::run_resize(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const int64_t opset = ctx.opset;
+  Tensor& y = *out[0];
   RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
   RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, in));
+  RC_CHECK(check_element_count(ctx, node, g.output_dims));
   const Tensor& x = *in[0];
   const size_t rank = x.dims.size();
   Tensor current = x, next;
@@ -185,12 +193,14 @@ core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t
     return node_error(node, "needs scales or sizes");
   }
   // Scales and sizes are input values: a hostile one must not reach an allocation.
-  RC_CHECK(check_element_count(node, g.output_dims));
+  RC_CHECK(check_element_count(OpContext{opset}, node, g.output_dims));
   return g;
 }
 
 core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onnx::NodeProto& node, int64_t opset,
                                                                        const std::vector<const Tensor*>& inputs) {
+  // Callable on any node (the XNNPACK steps prove their mapping with it): refuse what the kernel would.
+  if (std::string why = unsupported_reason(node, opset); !why.empty()) return node_error(node, why);
   RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
   if (m.mode != "nearest") return node_error(node, "mode '" + m.mode + "' is not nearest");
   RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, inputs));

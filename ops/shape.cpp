@@ -59,7 +59,10 @@ core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, cons
 }
 
 
-core::Status run_reshape(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
+core::Status run_reshape(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  const Tensor& shape = *in[1];
+  Tensor& y = *out[0];
   RC_ASSIGN(const int64_t allowzero, attr_int(node, "allowzero", 0));
   std::vector<int64_t> dims = int_values(shape);
   int64_t known = 1;
@@ -89,7 +92,9 @@ core::Status run_reshape(const onnx::NodeProto& node, const Tensor& x, const Ten
   return core::Ok{};
 }
 
-core::Status run_flatten(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_flatten(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", 1));
   const auto rank = static_cast<int64_t>(x.dims.size());
   if (axis < 0) axis += rank;
@@ -100,7 +105,9 @@ core::Status run_flatten(const onnx::NodeProto& node, const Tensor& x, Tensor& y
   return core::Ok{};
 }
 
-core::Status run_transpose(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_transpose(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   const size_t rank = x.dims.size();
   std::vector<int64_t> reverse(rank);
   for (size_t k = 0; k < rank; ++k) reverse[k] = static_cast<int64_t>(rank - 1 - k);
@@ -119,7 +126,8 @@ core::Status run_transpose(const onnx::NodeProto& node, const Tensor& x, Tensor&
   return core::Ok{};
 }
 
-core::Status run_squeeze(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_squeeze(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   std::vector<int64_t> axes;
@@ -139,7 +147,8 @@ core::Status run_squeeze(const onnx::NodeProto& node, const std::vector<const Te
   return core::Ok{};
 }
 
-core::Status run_unsqueeze(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_unsqueeze(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   std::vector<int64_t> axes;
   if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
@@ -157,7 +166,9 @@ core::Status run_unsqueeze(const onnx::NodeProto& node, const std::vector<const 
   return core::Ok{};
 }
 
-core::Status run_shape(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_shape(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(int64_t start, attr_int(node, "start", 0));
   RC_ASSIGN(int64_t end, attr_int(node, "end", rank));
@@ -170,7 +181,8 @@ core::Status run_shape(const onnx::NodeProto& node, const Tensor& x, Tensor& y) 
   return core::Ok{};
 }
 
-core::Status run_constant(const onnx::NodeProto& node, Tensor& y) {
+core::Status run_constant(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   for (const auto& a : node.attribute()) {
     if (a.name() == "value") {
       RC_ASSIGN(y, tensor_from_proto(a.t(), onnx_io::describe_node(node)));
@@ -192,7 +204,9 @@ core::Status run_constant(const onnx::NodeProto& node, Tensor& y) {
   return node_error(node, "has no supported value attribute (sparse and string constants are not supported)");
 }
 
-core::Status run_constant_of_shape(const onnx::NodeProto& node, const Tensor& shape, Tensor& y) {
+core::Status run_constant_of_shape(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& shape = *in[0];
+  Tensor& y = *out[0];
   Tensor value;
   value.reshape(TensorProto::FLOAT, {1});
   if (const auto* a = onnx_io::find_attribute(node, "value")) {
@@ -200,20 +214,24 @@ core::Status run_constant_of_shape(const onnx::NodeProto& node, const Tensor& sh
   }
   if (value.numel() != 1) return node_error(node, "value must hold one element");
   const std::vector<int64_t> dims = int_values(shape);
-  RC_CHECK(check_element_count(node, dims));
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(value.dtype, dims);
   if (y.is_float()) std::fill(y.f.begin(), y.f.end(), value.f[0]);
   else std::fill(y.i.begin(), y.i.end(), value.i[0]);
   return core::Ok{};
 }
 
-core::Status run_gather(const onnx::NodeProto& node, const Tensor& x, const Tensor& indices, Tensor& y) {
+core::Status run_gather(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  const Tensor& indices = *in[1];
+  Tensor& y = *out[0];
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
   const auto rank = static_cast<int64_t>(x.dims.size());
   if (!normalize_axis(axis, rank)) return node_error(node, "axis out of range");
   std::vector<int64_t> dims(x.dims.begin(), x.dims.begin() + axis);
   dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
   dims.insert(dims.end(), x.dims.begin() + axis + 1, x.dims.end());
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(x.dtype, dims);
   int64_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= x.dims[static_cast<size_t>(a)];
@@ -237,7 +255,8 @@ core::Status run_gather(const onnx::NodeProto& node, const Tensor& x, const Tens
   return core::Ok{};
 }
 
-core::Status run_slice(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_slice(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   std::vector<int64_t> starts, ends, axes, steps;
@@ -290,7 +309,8 @@ core::Status run_slice(const onnx::NodeProto& node, const std::vector<const Tens
   return core::Ok{};
 }
 
-core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_concat(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
   const Tensor& first = *in[0];
   const auto rank = static_cast<int64_t>(first.dims.size());
@@ -299,6 +319,7 @@ core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Ten
   dims[static_cast<size_t>(axis)] = 0;
   for (const Tensor* t : in) {
     if (t == nullptr || t->dims.size() != first.dims.size()) return node_error(node, "inputs differ in rank");
+    if (t->dtype != first.dtype) return node_error(node, "inputs differ in element type");
     for (int64_t a = 0; a < rank; ++a) {
       if (a != axis && t->dims[static_cast<size_t>(a)] != first.dims[static_cast<size_t>(a)]) {
         return node_error(node, "inputs differ outside the concat axis");
@@ -306,6 +327,7 @@ core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Ten
     }
     dims[static_cast<size_t>(axis)] += t->dims[static_cast<size_t>(axis)];
   }
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(first.dtype, dims);
   int64_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= dims[static_cast<size_t>(a)];
@@ -328,7 +350,8 @@ core::Status run_concat(const onnx::NodeProto& node, const std::vector<const Ten
 }
 
 // ONNX Pad on any rank: constant, reflect or edge. Negative pads crop.
-core::Status run_pad(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_pad(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "constant"));
@@ -368,6 +391,7 @@ core::Status run_pad(const onnx::NodeProto& node, const std::vector<const Tensor
     dims[k] = x.dims[k] + begin[k] + end[k];
     if (dims[k] < 0) return node_error(node, "pads crop more than the input holds");
   }
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(x.dtype, dims);
   const auto in_strides = strides_of(x.dims);
   for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
@@ -395,7 +419,9 @@ core::Status run_pad(const onnx::NodeProto& node, const std::vector<const Tensor
   return core::Ok{};
 }
 
-core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Tensor& y) {
+core::Status run_depth_to_space(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
   if (x.dims.size() != 4) return node_error(node, "needs a rank-4 input");
   RC_ASSIGN(const int64_t b, attr_int(node, "blocksize", 0));
   RC_ASSIGN(const std::string mode, onnx_io::get_string(node, "mode", "DCR"));
@@ -418,10 +444,13 @@ core::Status run_depth_to_space(const onnx::NodeProto& node, const Tensor& x, Te
   return core::Ok{};
 }
 
-core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tensor& shape, Tensor& y) {
+core::Status run_expand(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  const Tensor& shape = *in[1];
+  Tensor& y = *out[0];
   // numpy broadcast of the input against the requested shape: a 1 in `shape` keeps the input's dimension.
   RC_ASSIGN(const auto dims, broadcast_dims(node, x.dims, int_values(shape)));
-  RC_CHECK(check_element_count(node, dims));
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(x.dtype, dims);
   const auto strides = broadcast_strides(x.dims, dims.size());
   for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
@@ -433,7 +462,9 @@ core::Status run_expand(const onnx::NodeProto& node, const Tensor& x, const Tens
   return core::Ok{};
 }
 
-core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& in, Tensor& y) {
+core::Status run_tile(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const int64_t opset = ctx.opset;
+  Tensor& y = *out[0];
   const Tensor& x = *in[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   const Tensor* repeats_in = input_or_null(in, 1);
@@ -464,7 +495,7 @@ core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vec
       return node_error(node, "output dimension overflows on axis " + std::to_string(a));
     }
   }
-  RC_CHECK(check_element_count(node, dims));
+  RC_CHECK(check_element_count(ctx, node, dims));
   y.reshape(x.dtype, dims);
   const auto in_strides = strides_of(x.dims);
   for_each_index(dims, [&](int64_t k, const std::vector<int64_t>& idx) {
@@ -476,8 +507,7 @@ core::Status run_tile(const onnx::NodeProto& node, int64_t opset, const std::vec
   return core::Ok{};
 }
 
-core::Status run_split(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
-                       const std::vector<Tensor*>& out) {
+core::Status run_split(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
   const Tensor& x = *in[0];
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));

@@ -139,7 +139,7 @@ class ReferenceStep : public Step {
     for (int id : in_) inputs.push_back(id < 0 ? nullptr : &v.read(id, inputs.empty() ? layout : Layout::kNchw));
     std::vector<Tensor*> outputs;
     for (int id : out_) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
-    RC_CHECK(run_reference_node(node_, opset_, inputs, outputs));
+    RC_CHECK(run_reference_node(node_, OpContext{opset_}, inputs, outputs));
     for (int id : out_) {
       if (id >= 0) v.touch(id, layout);
     }
