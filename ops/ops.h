@@ -39,7 +39,8 @@ using Outputs = std::vector<Tensor*>;       // an output nobody reads may be nul
 using KernelFunction = core::Status(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in,
                                     const Outputs& out);
 
-// One attribute a kernel reads, and the values it implements. An empty list takes every value of the type.
+// One attribute a kernel reads, and the values it implements. An empty list takes every value of the type. An absent
+// attribute takes its default, so a list must hold the op's defaults (the schema sweep test checks this).
 struct AttributeSpec {
   std::string name;
   std::vector<std::string> strings;  // STRING attributes
@@ -79,6 +80,10 @@ int64_t op_version(const OpSpec& spec, int64_t opset);
 // attribute value the kernel does not implement ("Resize 'r': attribute antialias = 1 is not implemented (only 0)").
 // An output beyond the kernel's counts when it is named. Empty when the kernel implements the node.
 std::string unsupported_reason(const onnx::NodeProto& node, int64_t opset);
+
+// Why attribute `a` is outside `implemented` (its name is not listed, or its value is not among the listed values),
+// or "" when it is inside.
+std::string attribute_outside(const std::vector<AttributeSpec>& implemented, const onnx::AttributeProto& a);
 
 // Runs `node`: refuses it (kInvalidModel naming the node and unsupported_reason) unless its kernel implements it,
 // then computes every non-null output.

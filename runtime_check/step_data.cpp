@@ -182,8 +182,7 @@ class DepthToSpaceStep : public XnnStep {
 }  // namespace
 
 core::Result<Built> make_pad_step(const NodeIo& io, Values& v) {
-  RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "constant"));
-  if (mode != "constant") return declined("mode " + mode);
+  // Constant mode only: the family's attribute list (step_list.cpp) sends the others to the reference kernels.
   const auto rank = v.peek(io.input(0)).dims.size();
   std::vector<int64_t> pads, axes;
   float value = 0.0f;
@@ -238,8 +237,7 @@ core::Result<Built> make_concat_step(const NodeIo& io, Values& v) {
 
 core::Result<Built> make_depth_to_space_step(const NodeIo& io, Values& v) {
   const Tensor& x = v.peek(io.input(0));
-  RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "DCR"));
-  if (mode != "DCR") return declined("CRD order has no XNNPACK operator");
+  // DCR only (CRD order has no XNNPACK operator): the family's attribute list sends CRD to the reference kernels.
   RC_ASSIGN(const int64_t block, onnx_io::get_int(io.node, "blocksize", 0));
   if (x.dims.size() != 4 || block <= 0 || x.dims[1] % (block * block) != 0) return declined("shape");
   auto step = std::make_unique<DepthToSpaceStep>(io.node, io.out[0]);

@@ -21,36 +21,99 @@ core::Status ensure_xnnpack_initialized() {
   return core::Ok{};
 }
 
+using XnnpackFactory = core::Result<Built> (*)(const NodeIo& io, Values& v, const ExecutorOptions& options, ConvStep** conv);
+
+// A factory that needs neither the options nor the Conv registration.
+template <core::Result<Built> (*Make)(const NodeIo&, Values&)>
+core::Result<Built> plain(const NodeIo& io, Values& v, const ExecutorOptions&, ConvStep**) {
+  return Make(io, v);
+}
+
+// The XNNPACK families, by op: the attributes and values each family's steps implement, and its factory. A node
+// with any other attribute or value runs on the reference kernels, which implement everything the op table lets
+// through (tests/runtime_check/xnnpack_ops_test.cpp checks these lists against the op table). Attributes a step
+// does not read because they cannot change its result are listed with the reason.
+struct XnnpackFamily {
+  std::vector<ops::AttributeSpec> attributes;
+  XnnpackFactory make;
+};
+
+const std::map<std::string, XnnpackFamily>& xnnpack_families() {
+  using ops::AttributeSpec;
+  const auto any = [](std::string name) { return AttributeSpec{std::move(name), {}, {}}; };
+  const auto only = [](std::string name, std::string value) { return AttributeSpec{std::move(name), {std::move(value)}, {}}; };
+  const auto only_int = [](std::string name, int64_t value) { return AttributeSpec{std::move(name), {}, {value}}; };
+  const auto conv = [](const NodeIo& io, Values& v, const ExecutorOptions& o, ConvStep** c) { return make_conv_step(io, v, o.zero_extend_depthwise, c); };
+  const XnnpackFactory unary = plain<make_unary_step>, binary = plain<make_binary_step>;
+  static const std::map<std::string, XnnpackFamily> families = {
+      {"Conv", {{any("auto_pad"), any("dilations"), any("group"), any("kernel_shape"), any("pads"), any("strides")}, conv}},
+      {"ConvTranspose", {{any("auto_pad"), any("dilations"), any("group"), any("kernel_shape"), any("pads"), any("strides"),
+                          any("output_padding"), any("output_shape")}, conv}},
+      {"Relu", {{}, unary}},
+      {"LeakyRelu", {{any("alpha")}, unary}},
+      {"Sigmoid", {{}, unary}},
+      {"Clip", {{any("min"), any("max")}, unary}},
+      {"Neg", {{}, unary}},
+      {"Sqrt", {{}, unary}},
+      {"Add", {{}, binary}},
+      {"Sub", {{}, binary}},
+      {"Mul", {{}, binary}},
+      {"Div", {{}, binary}},
+      {"Pow", {{}, plain<make_pow_step>}},
+      {"Softmax", {{any("axis")}, plain<make_softmax_step>}},
+      {"ReduceMean", {{any("axes"), any("keepdims"), any("noop_with_empty_axes")}, plain<make_reduce_mean_step>}},
+      {"Pad", {{only("mode", "constant"), any("pads"), any("value")}, plain<make_pad_step>}},
+      {"Concat", {{any("axis")}, plain<make_concat_step>}},
+      {"DepthToSpace", {{any("blocksize"), only("mode", "DCR")}, plain<make_depth_to_space_step>}},
+      // storage_order orders only MaxPool's Indices output, which the op table refuses.
+      {"MaxPool", {{any("auto_pad"), any("ceil_mode"), any("dilations"), any("kernel_shape"), any("pads"),
+                    any("storage_order"), any("strides")}, plain<make_pool_step>}},
+      {"AveragePool", {{any("auto_pad"), any("ceil_mode"), only_int("count_include_pad", 0), any("dilations"),
+                        any("kernel_shape"), any("pads"), any("strides")}, plain<make_pool_step>}},
+      {"GlobalAveragePool", {{}, plain<make_global_average_pool_step>}},
+      // Bilinear only: cubic_coeff_a and nearest_mode apply to other modes, extrapolation_value only to
+      // tf_crop_and_resize, which is not taken.
+      {"Resize", {{only("mode", "linear"),
+                   AttributeSpec{"coordinate_transformation_mode", {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"}, {}},
+                   only_int("exclude_outside", 0), any("cubic_coeff_a"), any("nearest_mode"), any("extrapolation_value"),
+                   only("keep_aspect_ratio_policy", "stretch")},
+                  plain<make_resize_step>}},
+      {"MatMul", {{}, plain<make_fully_connected_step>}},
+      {"Gemm", {{any("alpha"), any("beta"), any("transA"), any("transB")}, plain<make_fully_connected_step>}},
+      {"Split", {{any("axis"), any("split"), any("num_outputs")}, plain<make_split_step>}},
+  };
+  return families;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::vector<ops::AttributeSpec>>> xnnpack_family_attributes() {
+  std::vector<std::pair<std::string, std::vector<ops::AttributeSpec>>> out;
+  for (const auto& [op, family] : xnnpack_families()) out.emplace_back(op, family.attributes);
+  return out;
+}
+
+namespace {
+
 // Tries to build an XNNPACK step for `node`; returns a null step with a reason when XNNPACK cannot run it. `conv` is
 // set when the step is a Conv or ConvTranspose.
 core::Result<Built> build_xnnpack_step(const NodeIo& io, Values& v, const ExecutorOptions& options, ConvStep** conv) {
-  const std::string& op = io.node.op_type();
-  static const std::unordered_set<std::string> kXnnpackOps = {
-      "Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Neg", "Sqrt", "Add", "Sub", "Mul", "Div", "Pad", "Concat",
-      "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm", "Softmax", "ReduceMean",
-      "Split", "Pow"};
-  if (kXnnpackOps.count(op) == 0) return declined("");  // no XNNPACK operator for this op
+  const auto& families = xnnpack_families();
+  const auto family = families.find(io.node.op_type());
+  if (family == families.end()) return declined("");  // no XNNPACK operator for this op
+  for (const auto& a : io.node.attribute()) {
+    if (std::string why = ops::attribute_outside(family->second.attributes, a); !why.empty()) {
+      return declined(why + " on XNNPACK");
+    }
+  }
   if (io.input(0) < 0) return declined("no data input");
   if (!v.peek(io.input(0)).is_float()) return declined("integer data");
-  if (op == "Split") return make_split_step(io, v);  // the one op with several outputs
-  for (size_t k = 1; k < io.out.size(); ++k) {
-    if (io.out[k] >= 0) return declined("extra outputs");
+  if (io.node.op_type() != "Split") {  // the one op with several outputs
+    for (size_t k = 1; k < io.out.size(); ++k) {
+      if (io.out[k] >= 0) return declined("extra outputs");
+    }
   }
-  if (op == "Conv" || op == "ConvTranspose") return make_conv_step(io, v, options.zero_extend_depthwise, conv);
-  if (op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Clip" || op == "Neg" || op == "Sqrt") {
-    return make_unary_step(io, v);
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return make_binary_step(io, v);
-  if (op == "Pow") return make_pow_step(io, v);
-  if (op == "Softmax") return make_softmax_step(io, v);
-  if (op == "ReduceMean") return make_reduce_mean_step(io, v);
-  if (op == "Pad") return make_pad_step(io, v);
-  if (op == "Concat") return make_concat_step(io, v);
-  if (op == "DepthToSpace") return make_depth_to_space_step(io, v);
-  if (op == "MaxPool" || op == "AveragePool") return make_pool_step(io, v);
-  if (op == "GlobalAveragePool") return make_global_average_pool_step(io, v);
-  if (op == "Resize") return make_resize_step(io, v);
-  return make_fully_connected_step(io, v);  // MatMul, Gemm
+  return family->second.make(io, v, options, conv);
 }
 
 constexpr const char* kFusedConcatNote = "fused: input Convs write into its channel slices";

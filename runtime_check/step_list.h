@@ -12,6 +12,7 @@
 #include <pthreadpool.h>
 
 #include "core/result.h"
+#include "ops/ops.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/step.h"
 
@@ -42,5 +43,9 @@ struct StepList {
 // Plans `model`: folds its constant subgraphs, builds a step per remaining node and runs each once on the creation
 // inputs to fix the shapes the next one is planned for. Errors name the node and op.
 core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOptions& options, StepList& list);
+
+// Per op with an XNNPACK family, the attributes and values its steps implement (a node with any other runs on the
+// reference kernels). For the test that holds them to the op table.
+std::vector<std::pair<std::string, std::vector<ops::AttributeSpec>>> xnnpack_family_attributes();
 
 }  // namespace dwdeconv::runtime_check::detail

@@ -169,7 +169,6 @@ core::Result<Built> make_pool_step(const NodeIo& io, Values& v) {
   const Tensor& x = v.peek(io.input(0));
   if (x.dims.size() != 4) return declined("only 2-D pooling runs on XNNPACK");
   RC_ASSIGN(const PoolGeometry g, resolve_pool(io.node, x.dims));
-  if (op == "AveragePool" && g.count_include_pad) return declined("count_include_pad=1");
   std::array<int64_t, 2> end_pad{};
   for (size_t a = 0; a < 2; ++a) {
     const int64_t eff = (g.kernel[a] - 1) * g.dilations[a] + 1;
@@ -237,10 +236,12 @@ core::Result<Built> make_reduce_mean_step(const NodeIo& io, Values& v) {
 
 core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
   const Tensor& x = v.peek(io.input(0));
+  // Bilinear, in the coordinate modes the family's attribute list names (step_list.cpp). The list checks a mode
+  // that is set; an absent one means nearest, which this step does not run.
   RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "nearest"));
+  if (mode != "linear") return declined("only bilinear resize runs on XNNPACK");
   RC_ASSIGN(const std::string coordinate, onnx_io::get_string(io.node, "coordinate_transformation_mode",
                                                               io.opset < 11 ? "asymmetric" : "half_pixel"));
-  if (mode != "linear") return declined("only bilinear resize runs on XNNPACK");
   if (x.dims.size() != 4) return declined("rank");
   for (size_t k = 1; k < io.in.size(); ++k) {
     if (io.in[k] >= 0 && !v.constant(io.in[k])) return declined("non-constant scales or sizes");
@@ -257,7 +258,6 @@ core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
   uint32_t flags = 0;
   if (coordinate == "align_corners") flags = XNN_FLAG_ALIGN_CORNERS;
   else if (coordinate == "asymmetric") flags = XNN_FLAG_TENSORFLOW_LEGACY_MODE;
-  else if (coordinate != "half_pixel" && coordinate != "pytorch_half_pixel") return declined("coordinate mode " + coordinate);
   const auto c = static_cast<size_t>(x.dims[1]);
   xnn_operator_t raw = nullptr;
   const xnn_status status = xnn_create_resize_bilinear2d_nhwc_f32(c, c, c, flags, &raw);

@@ -10,7 +10,9 @@
 #include <catch2/catch.hpp>
 
 #include "onnx_io/tensor.h"
+#include "ops/ops.h"
 #include "runtime_check/executor.h"
+#include "runtime_check/step_list.h"
 #include "tests/runtime_check/test_models.h"
 
 using namespace dwdeconv;
@@ -203,4 +205,29 @@ TEST_CASE("Pow by a constant 2 runs on XNNPACK's square bit for bit, and other e
   CHECK(y[2].tensor.f == r[2].tensor.f);
   CHECK(y[3].tensor.dims == std::vector<int64_t>{1, 4, 6, 5});
   CHECK(max_abs_diff(y[3].tensor, r[3].tensor) < 1e-4);
+}
+
+TEST_CASE("Each XNNPACK family implements a subset of what the op table implements", "[executor][xnnpack][table]") {
+  const auto families = detail::xnnpack_family_attributes();
+  REQUIRE(families.size() >= 20);
+  for (const auto& [op, attributes] : families) {
+    CAPTURE(op);
+    const ops::OpSpec* spec = ops::find_op(op);
+    REQUIRE(spec != nullptr);
+    for (const auto& a : attributes) {
+      CAPTURE(a.name);
+      const auto it = std::find_if(spec->attributes.begin(), spec->attributes.end(),
+                                   [&](const ops::AttributeSpec& s) { return s.name == a.name; });
+      REQUIRE(it != spec->attributes.end());
+      // A value the family takes is one the reference implements, so a node XNNPACK runs is one the judge can run.
+      for (const auto& v : a.strings) {
+        CAPTURE(v);
+        CHECK((it->strings.empty() || std::find(it->strings.begin(), it->strings.end(), v) != it->strings.end()));
+      }
+      for (int64_t v : a.ints) {
+        CAPTURE(v);
+        CHECK((it->ints.empty() || std::find(it->ints.begin(), it->ints.end(), v) != it->ints.end()));
+      }
+    }
+  }
 }
