@@ -63,7 +63,10 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
   }
   if (!x.is_float()) {
     if (op != "Relu" && op != "Neg") return node_error(node, "integer input is not supported");
-    for (size_t k = 0; k < n; ++k) y.i[k] = op == "Neg" ? wrap_to_type(-x.i[k], x.dtype) : std::max<int64_t>(0, x.i[k]);
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t negated = static_cast<int64_t>(0 - static_cast<uint64_t>(x.i[k]));  // wraps at INT64_MIN
+      y.i[k] = op == "Neg" ? wrap_to_type(negated, x.dtype) : std::max<int64_t>(0, x.i[k]);
+    }
     return core::Ok{};
   }
   const float alpha = attr_float(node, "alpha", 0.01f);
@@ -78,6 +81,8 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     else if (op == "Sqrt") r = std::sqrt(v);
     else if (op == "Erf") r = std::erf(v);
     else if (op == "Exp") r = std::exp(v);
+    else if (op == "Floor") r = std::floor(v);
+    else if (op == "Ceil") r = std::ceil(v);
     y.f[k] = round_to_type(r, x.dtype);
   }
   return core::Ok{};
@@ -110,7 +115,7 @@ core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const
   const Tensor& a = *in[0];
   const Tensor& b = *in[1];
   Tensor& y = *out[0];
-  if (a.is_float() != b.is_float()) return node_error(node, "inputs have different element types");
+  if (a.dtype != b.dtype) return node_error(node, "inputs have different element types");
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
   y.reshape(a.dtype, out_dims);
   const char op = node.op_type()[0];  // A, S, M, D
@@ -144,15 +149,21 @@ core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const
     }
     return core::Ok{};
   }
-  bool divide_by_zero = false;
-  auto apply = [op, &divide_by_zero](int64_t x, int64_t z) -> int64_t {
+  // Integer arithmetic wraps in two's complement, as the runtimes' integer types do (computed on uint64, so an int64
+  // overflow is defined here). A division that runtimes answer differently is refused: by zero, the one quotient
+  // that overflows, and an inexact negative quotient (C++ and ONNX Runtime truncate, numpy floors).
+  std::string refused;
+  auto apply = [op, &refused](int64_t x, int64_t z) -> int64_t {
+    const auto ux = static_cast<uint64_t>(x), uz = static_cast<uint64_t>(z);
     switch (op) {
-      case 'A': return x + z;
-      case 'S': return x - z;
-      case 'M': return x * z;
+      case 'A': return static_cast<int64_t>(ux + uz);
+      case 'S': return static_cast<int64_t>(ux - uz);
+      case 'M': return static_cast<int64_t>(ux * uz);
       default:
-        if (z == 0) { divide_by_zero = true; return 0; }
-        return x / z;  // integer Div truncates toward zero, as C++ does
+        if (z == 0) refused = "integer division by zero";
+        else if (z == -1 && x == std::numeric_limits<int64_t>::min()) refused = "integer division overflows";
+        else if (x % z != 0 && (x < 0) != (z < 0)) refused = "integer division " + std::to_string(x) + " / " + std::to_string(z) + " is inexact and negative (runtimes round it differently)";
+        return refused.empty() ? x / z : 0;
     }
   };
   for_each_index(out_dims, [&](int64_t k, const std::vector<int64_t>& idx) {
@@ -160,7 +171,7 @@ core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const
     offsets(idx, oa, ob);
     y.i[static_cast<size_t>(k)] = wrap_to_type(apply(a.i[static_cast<size_t>(oa)], b.i[static_cast<size_t>(ob)]), a.dtype);
   });
-  if (divide_by_zero) return node_error(node, "integer division by zero");
+  if (!refused.empty()) return node_error(node, refused);
   return core::Ok{};
 }
 
@@ -179,7 +190,17 @@ core::Status run_cast(const OpContext& ctx, const onnx::NodeProto& node, const I
       y.f[k] = round_to_type(x.is_float() ? x.f[k] : static_cast<float>(x.i[k]), type);
     } else if (x.is_float()) {
       const float v = x.f[k];
-      y.i[k] = type == TensorProto::BOOL ? (v != 0.0f) : wrap_to_type(static_cast<int64_t>(std::trunc(v)), type);
+      if (type == TensorProto::BOOL) {
+        y.i[k] = v != 0.0f;
+        continue;
+      }
+      // Out of the target's range (or NaN) a float has no integer value that runtimes agree on (C++ leaves it
+      // undefined): refused. In range it truncates toward zero.
+      const double t = std::trunc(static_cast<double>(v));
+      if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0) || wrap_to_type(static_cast<int64_t>(t), type) != static_cast<int64_t>(t)) {
+        return node_error(node, "cast of " + std::to_string(v) + " to " + onnx_io::data_type_name(type) + " is out of its range");
+      }
+      y.i[k] = static_cast<int64_t>(t);
     } else {
       y.i[k] = wrap_to_type(x.i[k], type);
     }

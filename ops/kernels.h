@@ -102,7 +102,7 @@ inline int64_t truncate_to_int64(double v) {
 // one the spec lists. One line names the ops each serves.
 
 // elementwise.cpp
-KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp
+KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Floor, Ceil
 KernelFunction run_clip;
 KernelFunction run_binary;   // Add, Sub, Mul, Div, numpy broadcasting
 KernelFunction run_cast;
@@ -127,6 +127,8 @@ KernelFunction run_depth_to_space;
 KernelFunction run_expand;   // numpy broadcast of x against `shape`
 KernelFunction run_tile;     // `repeats` copies per axis; before opset 6, `tiles` along `axis`
 KernelFunction run_split;    // every output asked for; sizes as split_sizes reads them
+KernelFunction run_scatter_nd;  // reduction none (each slice written once), add, mul, max, min
+KernelFunction run_range;       // integer; float where every way of computing it agrees
 // The length of each of `outputs` Split outputs along an axis of `extent` elements, from the `split` input or
 // attribute, `num_outputs`, or equal parts (the opset forms); errors name the node when they do not add up.
 core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const Inputs& in, int64_t extent,

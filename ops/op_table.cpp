@@ -41,6 +41,8 @@ std::vector<OpSpec> make_table() {
   unary("Sqrt", {1, 6, 13}, 6);
   unary("Erf", {9, 13}, 9);
   unary("Exp", {1, 6, 13}, 6);
+  unary("Floor", {1, 6, 13}, 6);
+  unary("Ceil", {1, 6, 13}, 6);
   t.push_back({"Clip", {1, 6, 11, 12, 13}, 6, 1, 3, 1, {any("min"), any("max")}, {}, run_clip});
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) t.push_back({op, {1, 6, 7, 13, 14}, 7, 2, 2, 1, {}, {}, run_binary});
   t.push_back({"Pow", {1, 7, 12, 13, 15}, 7, 2, 2, 1, {}, {}, run_pow});
@@ -68,6 +70,11 @@ std::vector<OpSpec> make_table() {
                run_depth_to_space});
   t.push_back({"Expand", {8, 13}, 8, 2, 2, 1, {}, {}, run_expand});
   t.push_back({"Tile", {1, 6, 13}, 1, 2, 3, 1, {}, {}, run_tile});
+  t.push_back({"ScatterND", {11, 13, 16, 18}, 11, 3, 3, 1, {strings("reduction", {"none", "add", "mul", "max", "min"})}, {},
+               run_scatter_nd});
+  // stash_type (opset 27) is the precision of the element count; run_range refuses a float Range whose count
+  // depends on it.
+  t.push_back({"Range", {11, 27}, 11, 3, 3, 1, {any("stash_type")}, {}, run_range});
   t.push_back({"Split", {1, 2, 11, 13, 18}, 1, 1, 2, kAny, {any("axis"), any("split"), any("num_outputs")}, {}, run_split});
 
   const std::vector<AttributeSpec> conv = {strings("auto_pad", kAutoPad), any("dilations"), any("group"),

@@ -1,5 +1,6 @@
 // Shape and data-movement reference kernels: they move or pick elements and never compute new values.
 #include <algorithm>
+#include <limits>
 
 #include "onnx_io/attributes.h"
 #include "ops/kernels.h"
@@ -75,8 +76,10 @@ core::Status run_reshape(const OpContext& ctx, const onnx::NodeProto& node, cons
     if (dims[k] == -1) {
       if (infer >= 0) return node_error(node, "shape has more than one -1");
       infer = static_cast<int>(k);
-    } else {
-      known *= dims[k];
+    } else if (dims[k] < 0) {
+      return node_error(node, "shape " + format_dims(dims) + " has a negative dim");
+    } else if (__builtin_mul_overflow(known, dims[k], &known)) {
+      return node_error(node, "shape " + format_dims(int_values(shape)) + " holds more elements than int64 counts");
     }
   }
   if (infer >= 0) {
@@ -84,7 +87,7 @@ core::Status run_reshape(const OpContext& ctx, const onnx::NodeProto& node, cons
     dims[static_cast<size_t>(infer)] = x.numel() / known;
   }
   int64_t count = 1;
-  for (int64_t d : dims) count *= d;
+  for (int64_t d : dims) count *= d;  // the known part fits (checked above), and the inferred dim only divides it
   if (count != x.numel()) {
     return node_error(node, "cannot reshape " + describe_tensor(x) + " to " + format_dims(dims));
   }
@@ -138,7 +141,11 @@ core::Status run_squeeze(const OpContext& ctx, const onnx::NodeProto& node, cons
     for (int64_t a = 0; a < rank; ++a) drop[static_cast<size_t>(a)] = x.dims[static_cast<size_t>(a)] == 1;
   }
   for (int64_t a : axes) {
-    if (!normalize_axis(a, rank) || x.dims[static_cast<size_t>(a)] != 1) return node_error(node, "cannot squeeze axis");
+    const int64_t given = a;
+    RC_CHECK(resolve_axis(node, a, rank));
+    if (x.dims[static_cast<size_t>(a)] != 1) {
+      return node_error(node, "axis " + std::to_string(given) + " has size " + std::to_string(x.dims[static_cast<size_t>(a)]) + ", not 1");
+    }
     drop[static_cast<size_t>(a)] = true;
   }
   std::vector<int64_t> dims;
@@ -283,17 +290,28 @@ core::Status run_slice(const OpContext& ctx, const onnx::NodeProto& node, const 
     const int64_t extent = x.dims[static_cast<size_t>(a)];
     const int64_t s = steps[k];
     if (s == 0) return node_error(node, "step 0");
+    if (s == std::numeric_limits<int64_t>::min()) return node_error(node, "step " + std::to_string(s) + " is out of range");
+    // The schema's clamping: start to [0, n] stepping forward and [0, n-1] backward, end to [0, n] and [-1, n-1].
     int64_t b = starts[k], e = ends[k];
-    if (b < 0) b += extent;
-    if (e < 0) e += extent;
-    if (s > 0) {
+    if (b < 0) b = b < -extent ? 0 : b + extent;  // written to avoid overflow at INT64_MIN
+    if (e < 0) e = e < -extent ? -1 : e + extent;
+    int64_t len = 0;
+    if (extent > 0 && s > 0) {
       b = std::clamp<int64_t>(b, 0, extent);
       e = std::clamp<int64_t>(e, 0, extent);
-    } else {
-      b = std::clamp<int64_t>(b, -1, extent - 1);
+      len = e > b ? 1 + (e - b - 1) / s : 0;  // ceil((e - b) / s), without overflow for a huge step
+    } else if (extent > 0) {
+      b = std::clamp<int64_t>(b, 0, extent - 1);
       e = std::clamp<int64_t>(e, -1, extent - 1);
+      // A start before the first element, stepping back to the end: the schema's clamp (and ONNX Runtime) take
+      // element 0, the ONNX reference (numpy) takes nothing. Not one answer, so not run.
+      if (starts[k] < -extent && e < 0) {
+        return node_error(node, "start " + std::to_string(starts[k]) + " with a negative step on an axis of " +
+                                    std::to_string(extent) + " selects element 0 in ONNX Runtime and nothing in the "
+                                    "ONNX reference");
+      }
+      len = b > e ? 1 + (b - e - 1) / (-s) : 0;
     }
-    const int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e + (-s) - 1) / (-s) : 0);
     first[static_cast<size_t>(a)] = b;
     step[static_cast<size_t>(a)] = s;
     dims[static_cast<size_t>(a)] = len;
@@ -535,6 +553,106 @@ core::Status run_split(const OpContext& ctx, const onnx::NodeProto& node, const 
     }
     offset += len;
   }
+  return core::Ok{};
+}
+
+}  // namespace dwdeconv::ops::detail
+
+namespace dwdeconv::ops::detail {
+
+core::Status run_scatter_nd(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& data = *in[0];
+  const Tensor& indices = *in[1];
+  const Tensor& updates = *in[2];
+  Tensor& y = *out[0];
+  RC_ASSIGN(const std::string reduction, onnx_io::get_string(node, "reduction", "none"));
+  if (indices.is_float() || indices.dims.empty()) return node_error(node, "indices must be an integer tensor of rank >= 1");
+  if (updates.dtype != data.dtype) return node_error(node, "updates and data differ in element type");
+  // indices [i_1..i_q-1, k] address slices data[idx] of data.dims[k:]; updates has dims indices.dims[:-1] + data.dims[k:].
+  const auto r = data.dims.size();
+  const auto k = static_cast<size_t>(indices.dims.back());
+  if (k < 1 || k > r) return node_error(node, "the last dim of indices (" + std::to_string(k) + ") must be in [1, rank of data]");
+  std::vector<int64_t> want(indices.dims.begin(), indices.dims.end() - 1);
+  want.insert(want.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(k), data.dims.end());
+  if (updates.dims != want) return node_error(node, "updates are " + format_dims(updates.dims) + ", want " + format_dims(want));
+  copy_data(data, y, data.dims);
+  int64_t slice = 1;
+  for (size_t a = k; a < r; ++a) slice *= data.dims[a];
+  const auto strides = strides_of(data.dims);
+  const int64_t rows = indices.numel() / static_cast<int64_t>(k);
+  std::vector<bool> written(static_cast<size_t>(data.numel() / std::max<int64_t>(slice, 1)), false);
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t offset = 0, flat = 0;
+    for (size_t a = 0; a < k; ++a) {
+      int64_t i = indices.i[static_cast<size_t>(row * static_cast<int64_t>(k) + static_cast<int64_t>(a))];
+      const int64_t extent = data.dims[a];
+      if (i < 0) i += extent;
+      if (i < 0 || i >= extent) return node_error(node, "index " + std::to_string(i) + " is out of range for a dim of " + std::to_string(extent));
+      offset += i * strides[a];
+      flat = flat * extent + i;
+    }
+    if (reduction == "none") {
+      // Duplicate indices leave the result to the order of the writes, which the spec does not fix.
+      if (written[static_cast<size_t>(flat)]) return node_error(node, "indices address one slice twice (reduction none)");
+      written[static_cast<size_t>(flat)] = true;
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      const auto to = static_cast<size_t>(offset + e), from = static_cast<size_t>(row * slice + e);
+      if (y.is_float()) {
+        float& v = y.f[to];
+        const float u = updates.f[from];
+        v = reduction == "add" ? round_to_type(v + u, y.dtype) : reduction == "mul" ? round_to_type(v * u, y.dtype)
+            : reduction == "max" ? std::max(v, u) : reduction == "min" ? std::min(v, u) : u;
+      } else {
+        int64_t& v = y.i[to];
+        const int64_t u = updates.i[from];
+        const auto sum = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(u));
+        const auto product = static_cast<int64_t>(static_cast<uint64_t>(v) * static_cast<uint64_t>(u));
+        v = reduction == "add" ? wrap_to_type(sum, y.dtype) : reduction == "mul" ? wrap_to_type(product, y.dtype)
+            : reduction == "max" ? std::max(v, u) : reduction == "min" ? std::min(v, u) : u;
+      }
+    }
+  }
+  return core::Ok{};
+}
+
+core::Status run_range(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& start = *in[0];
+  const Tensor& limit = *in[1];
+  const Tensor& delta = *in[2];
+  Tensor& y = *out[0];
+  if (start.numel() != 1 || limit.numel() != 1 || delta.numel() != 1) return node_error(node, "start, limit and delta must be scalars");
+  if (limit.dtype != start.dtype || delta.dtype != start.dtype) return node_error(node, "start, limit and delta differ in element type");
+  if (start.is_float()) {
+    // Runtimes compute the count and the values of a float Range differently (ONNX Runtime adds delta up in the
+    // type, numpy multiplies in double), so a float Range runs only where every way gives the same answer.
+    const float s = start.f[0], l = limit.f[0], d = delta.f[0];
+    if (d == 0.0f || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) return node_error(node, "delta is 0 or a bound is not finite");
+    const double count_f = std::ceil(static_cast<double>((l - s) / d));
+    const double count_d = std::ceil((static_cast<double>(l) - s) / d);
+    if (count_f != count_d) return node_error(node, "the element count of this float Range depends on the precision it is computed in");
+    const auto n = static_cast<int64_t>(std::max(0.0, count_d));
+    RC_CHECK(check_element_count(ctx, node, {n}));
+    y.reshape(start.dtype, {n});
+    float running = s;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto exact = static_cast<float>(static_cast<double>(s) + static_cast<double>(i) * d);
+      if (running != exact) return node_error(node, "the values of this float Range depend on how they are computed");
+      y.f[static_cast<size_t>(i)] = exact;
+      running += d;
+    }
+    return core::Ok{};
+  }
+  const int64_t s = start.i[0], l = limit.i[0], d = delta.i[0];
+  if (d == 0) return node_error(node, "delta is 0");
+  // ceil((l - s) / d), written so that nothing overflows; a span beyond int64 is far beyond any bound.
+  int64_t span = 0;
+  if (__builtin_sub_overflow(l, s, &span)) return node_error(node, "has more than " + std::to_string(ctx.max_elements) + " elements");
+  const int64_t n = d > 0 ? (span > 0 ? 1 + (span - 1) / d : 0) : (span < 0 ? 1 + (span + 1) / d : 0);
+  RC_CHECK(check_element_count(ctx, node, {n}));
+  y.reshape(start.dtype, {n});
+  int64_t value = s;  // every value lies between start and limit, so the running sum never overflows
+  for (int64_t i = 0; i < n; ++i, value += i < n ? d : 0) y.i[static_cast<size_t>(i)] = value;
   return core::Ok{};
 }
 

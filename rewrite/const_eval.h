@@ -34,23 +34,26 @@ struct ConstTensor {
 // cannot make the tool allocate without bound.
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
 
-// Folds values as seen from graph scopes of one model. Folds initializers and Constants (behind Identity too),
-// and the ops ConstantOfShape, Concat, Reshape, Slice, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile,
-// Gather, Identity, Add, Sub, Mul, Div (exact integer divisions only; float as float), and Shape of a tensor
-// whose dims shape inference knows. Results are cached per name.
+// Folds values as seen from graph scopes of one model: initializers and Constants (behind Identity too), and every
+// node the op library's table implements (ops/ops.h), computed by its kernels, the ones the executor runs, so the
+// folder and the executor cannot disagree on an op. Shape reads the dims shape inference knows. DOUBLE values are
+// not folded (the library computes in float). Results are cached per name.
 class ConstEvaluator {
  public:
-  ConstEvaluator(int64_t ir_version, const onnx_io::ScopedTypes& types) : ir_version_(ir_version), types_(types) {}
+  // `opset` is the model's default-domain opset, which picks each op's version.
+  ConstEvaluator(int64_t ir_version, int64_t opset, const onnx_io::ScopedTypes& types)
+      : ir_version_(ir_version), opset_(opset), types_(types) {}
 
   // The value of `name` as `scope` reads it, or a reason it is not a constant this evaluator can fold.
   core::Result<ConstTensor> evaluate(const std::string& name, const GraphScope& scope);
 
  private:
   core::Result<ConstTensor> evaluate_node(const onnx::NodeProto& node, const std::string& name, const GraphScope& scope);
-  // The constant ints of input `index` of `node` (empty input names are the caller's business).
-  core::Result<std::vector<int64_t>> ints_of(const onnx::NodeProto& node, int index, const GraphScope& scope);
+  // The dims of `name` as shape inference knows them, all of them known, or why not.
+  core::Result<std::vector<int64_t>> known_dims(const std::string& name, const GraphScope& scope) const;
 
   int64_t ir_version_;
+  int64_t opset_;
   const onnx_io::ScopedTypes& types_;
   std::map<std::pair<size_t, std::string>, core::Result<ConstTensor>> cache_;
   int depth_ = 0;  // recursion guard against cyclic (invalid) graphs

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "onnx_io/attributes.h"
+#include "onnx_io/model_io.h"
 #include "onnx_io/shapes.h"
 #include "rewrite/const_eval.h"
 #include "rewrite/recognisers.h"
@@ -142,7 +143,7 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   };
   std::vector<Planned> matches;
   std::set<std::string> seen_names;
-  ConstEvaluator eval(model.ir_version(), types);
+  ConstEvaluator eval(model.ir_version(), onnx_io::default_opset(model), types);
   const auto uses = count_uses(model);
   // Why the command line keeps a matched upsampler, or "" when it is selected.
   auto unselected = [&options](const NodeSummary& summary) -> std::string {

@@ -256,9 +256,10 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
   return dead;
 }
 
+// Elementwise ops of one data input: the op table's unary kernel, and Clip (whose bounds are scalars).
 bool layout_preserving(const std::string& op) {
-  return op == "Relu" || op == "LeakyRelu" || op == "Sigmoid" || op == "Tanh" || op == "Clip" || op == "Identity" ||
-         op == "Neg" || op == "Sqrt" || op == "Erf" || op == "Exp";
+  const ops::OpSpec* spec = ops::find_op(op);
+  return spec != nullptr && (spec->kernel == &ops::detail::run_unary || spec->kernel == &ops::detail::run_clip);
 }
 
 }  // namespace

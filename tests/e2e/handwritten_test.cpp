@@ -132,3 +132,27 @@ TEST_CASE("a hand-written upsampler's phase weights are stored where its Conv we
   }
   for (const auto* w : narrow) CHECK(w->data_location() != onnx::TensorProto::EXTERNAL);
 }
+
+TEST_CASE("a nearest x mask whose mask PyTorch computes by slice assignment (a ScatterND on zeros) is rewritten", "[e2e][handwritten][scatternd]") {
+  // tests/fixtures/nearest_mask_scatternd_opset13.onnx: examples/export_nearest_mask.py --opset 13 --mask computed
+  // --channels 4 --size 6. The mask is `zeros(...); mask[:, :, ::2, ::2] = 4` in forward(): ScatterND, Where, Equal,
+  // Expand and ConstantOfShape, which the constant folder now evaluates through the op library.
+  TempDir dir;
+  const fs::path input = fs::path(DWDECONV_SOURCE_DIR) / "tests/fixtures/nearest_mask_scatternd_opset13.onnx";
+  const fs::path out = dir.path / "out.onnx";
+  const auto original = load(input);
+  REQUIRE(count_ops(original.graph(), "ScatterND") == 2);
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify", dir);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("rewrote 2 of 2 upsamplers (kept 0)"));
+  CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
+  const auto rewritten = load(out);
+  // The mask and everything that computed it are gone with the Resize and the Mul.
+  for (const char* op : {"ScatterND", "Where", "Equal", "Resize", "Mul"}) {
+    CAPTURE(op);
+    CHECK(count_ops(rewritten.graph(), op) == 0);
+  }
+  CHECK(count_ops(rewritten.graph(), "DepthToSpace") == 2);
+  CHECK(count_ops(rewritten.graph(), "Conv") == 2 + 2 * 4);  // head and tail, and four phases per upsampler
+}
