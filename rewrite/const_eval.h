@@ -46,6 +46,8 @@ class ConstEvaluator {
 
   // The value of `name` as `scope` reads it, or a reason it is not a constant this evaluator can fold.
   core::Result<ConstTensor> evaluate(const std::string& name, const GraphScope& scope);
+  // The model's default-domain opset, which the op library's kernels are run at.
+  int64_t opset() const { return opset_; }
 
  private:
   core::Result<ConstTensor> evaluate_node(const onnx::NodeProto& node, const std::string& name, const GraphScope& scope);

@@ -8,6 +8,7 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
+#include "ops/ops.h"
 #include "rewrite/recogniser_parts.h"
 #include "rewrite/recognisers.h"
 
@@ -104,16 +105,62 @@ std::optional<int64_t> known_rank(const onnx_io::ScopedTypes& types, const Graph
   return type->tensor_type().shape().dim_size();
 }
 
-// The elements of a 1-D (or scalar) int64 shape tensor: folded where the evaluator can, else followed through
-// the ops PyTorch writes for `x.shape[i] * k`: Gather(Shape(t), i), Shape(t) with start/end, Unsqueeze,
-// Squeeze, Reshape, Identity, Cast to an integer, Concat, Mul by a constant, and Add or Sub of 0.
-core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const GraphScope& scope, ConstEvaluator& eval,
-                                                 const onnx_io::ScopedTypes& types, int depth = 0) {
+// A tensor of shape elements: its dims, and its elements in row-major order.
+struct SymTensor {
+  std::vector<int64_t> dims;
+  std::vector<SymDim> elements;
+};
+
+// The ops that move elements of a shape tensor without computing new ones, and which of their inputs carry those
+// elements (the others are parameters that must fold: Gather's indices, Reshape's shape, Slice's bounds, ...).
+bool moves_elements(const onnx::NodeProto& node) {
+  static const std::set<std::string> kMovers = {"Identity", "Unsqueeze", "Squeeze", "Reshape", "Concat", "Gather",
+                                                "Slice", "Transpose", "Expand", "Tile", "Flatten"};
+  if (node.op_type() == "Cast") {
+    // A Cast keeps a dim only to another integer type wide enough for it (to bool, H becomes 1).
+    const auto to = onnx_io::get_int(node, "to", 0);
+    return to && (*to == onnx::TensorProto::INT64 || *to == onnx::TensorProto::INT32);
+  }
+  return kMovers.count(node.op_type()) > 0;
+}
+
+bool carries_elements(const onnx::NodeProto& node, int input) { return input == 0 || node.op_type() == "Concat"; }
+
+// Gather(Shape(t), indices) where shape inference does not know t's rank: with non-negative constant indices the
+// Gather reads only the first max(indices) + 1 dims of t whatever its rank, so those stand in for the whole Shape
+// (a whole Shape, no start or end). An error when that does not apply.
+core::Result<SymTensor> unranked_shape_prefix(const onnx::NodeProto& gather, const GraphScope& scope, ConstEvaluator& eval,
+                                              const onnx_io::ScopedTypes& types) {
+  const onnx::NodeProto* shape = producer(scope, gather.input(0), "Shape");
+  if (shape == nullptr || onnx_io::find_attribute(*shape, "start") != nullptr || onnx_io::find_attribute(*shape, "end") != nullptr) {
+    return declined(onnx_io::describe_node(gather) + " does not read a whole Shape");
+  }
+  if (known_rank(types, scope, shape->input(0))) return declined("the rank of '" + shape->input(0) + "' is known");
+  auto index = gather.input_size() > 1 ? eval.evaluate(gather.input(1), scope) : core::Result<ConstTensor>(declined("no indices"));
+  if (!index || !index->is_integer() || index->ints.empty()) return declined("the rank of '" + shape->input(0) + "' is not known");
+  int64_t length = 0;
+  for (int64_t i : index->ints) {
+    if (i < 0) return declined("the rank of '" + shape->input(0) + "' is not known, so a negative index cannot be read");
+    length = std::max(length, i + 1);
+  }
+  SymTensor prefix{{length}, {}};
+  for (int64_t a = 0; a < length; ++a) prefix.elements.push_back({std::nullopt, shape->input(0), a, 1});
+  return prefix;
+}
+
+// The value of an int64 shape tensor as the recognisers see it, element by element: folded where the evaluator
+// can, else followed through the ops PyTorch writes for `x.shape[i] * k`. Shape(t) gives dims of t; an op that
+// moves elements runs in the op library's own kernel on stand-in ids (element k of every input it moves becomes a
+// distinct integer), so that Concat's axis, Gather's index ranks, Reshape and Slice mean exactly what they mean to
+// a runtime; Mul by a constant scales one element; Add or Sub of 0 keeps it.
+core::Result<SymTensor> symbolic_value(const std::string& name, const GraphScope& scope, ConstEvaluator& eval,
+                                       const onnx_io::ScopedTypes& types, int depth = 0) {
+  const int64_t opset = eval.opset();
   auto folded = eval.evaluate(name, scope);
   if (folded) {
     if (!folded->is_integer()) return declined("'" + name + "' is not an integer tensor");
-    std::vector<SymDim> out;
-    for (int64_t v : folded->ints) out.push_back({v, "", -1, 1});
+    SymTensor out{folded->dims, {}};
+    for (int64_t v : folded->ints) out.elements.push_back({v, "", -1, 1});
     return out;
   }
   if (depth > 16) return folded.error();
@@ -123,71 +170,83 @@ core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const 
   }
   if (node == nullptr || node->input_size() < 1) return folded.error();
   const std::string& op = node->op_type();
-  // A Cast keeps a dim only to another integer type wide enough for it (to bool, H becomes 1).
-  const auto to = onnx_io::get_int(*node, "to", 0);
-  const bool keeps = op != "Cast" || (to && (*to == onnx::TensorProto::INT64 || *to == onnx::TensorProto::INT32));
-  if ((op == "Identity" || op == "Cast" || op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") && keeps) {
-    return shape_elements(node->input(0), scope, eval, types, depth + 1);  // a scalar or a 1-D list stays one list
-  }
-  if (op == "Concat") {
-    std::vector<SymDim> out;
-    for (const auto& in : node->input()) {
-      auto part = shape_elements(in, scope, eval, types, depth + 1);
-      if (!part) return part.error();
-      out.insert(out.end(), part->begin(), part->end());
-    }
+  if (op == "Shape") {
+    const auto rank = known_rank(types, scope, node->input(0));
+    if (!rank) return declined("the rank of '" + node->input(0) + "' is not known");
+    // The Shape kernel on a dims-only stand-in whose dims are the axis numbers gives the axes it selects.
+    ops::Tensor axes;
+    for (int64_t a = 0; a < *rank; ++a) axes.dims.push_back(a);
+    ops::Tensor selected;
+    if (auto ran = ops::run_reference_node(*node, ops::OpContext{opset}, {&axes}, {&selected}); !ran) return declined(ran.error().message);
+    SymTensor out{selected.dims, {}};
+    for (int64_t a : selected.i) out.elements.push_back({std::nullopt, node->input(0), a, 1});
     return out;
   }
-  if (op == "Shape" || op == "Gather") {
-    const onnx::NodeProto* shape = op == "Shape" ? node : producer(scope, node->input(0), "Shape");
-    if (shape == nullptr) return folded.error();
-    auto rank = known_rank(types, scope, shape->input(0));
-    const bool whole = onnx_io::find_attribute(*shape, "start") == nullptr && onnx_io::find_attribute(*shape, "end") == nullptr;
-    if (!rank && whole && op == "Gather") rank = int64_t{1} << 20;  // non-negative indices need no rank
-    if (!rank) return declined("the rank of '" + shape->input(0) + "' is not known");
-    auto start = onnx_io::get_int(*shape, "start", 0);
-    auto end = onnx_io::get_int(*shape, "end", *rank);
-    if (!start || !end) return declined("Shape start or end is not an int");
-    const auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + *rank : v, 0, *rank); };
-    std::vector<SymDim> dims;
-    const int64_t first = clamp(*start), count = std::max<int64_t>(0, clamp(*end) - first);
-    auto dim = [&](int64_t i) { return SymDim{std::nullopt, shape->input(0), first + i, 1}; };
-    if (op == "Shape") {
-      std::vector<SymDim> dims;
-      for (int64_t i = 0; i < count; ++i) dims.push_back(dim(i));
-      return dims;
+  if (moves_elements(*node)) {
+    std::vector<SymDim> table;  // stand-in id -> element
+    std::vector<ops::Tensor> values(static_cast<size_t>(node->input_size()));
+    ops::Inputs inputs(values.size(), nullptr);
+    for (int k = 0; k < node->input_size(); ++k) {
+      if (node->input(k).empty()) continue;
+      ops::Tensor& t = values[static_cast<size_t>(k)];
+      if (carries_elements(*node, k)) {
+        auto part = symbolic_value(node->input(k), scope, eval, types, depth + 1);
+        if (!part && op == "Gather") part = unranked_shape_prefix(*node, scope, eval, types);
+        if (!part) return part.error();
+        t.reshape(onnx::TensorProto::INT64, part->dims);
+        for (size_t e = 0; e < part->elements.size(); ++e) {
+          t.i[e] = static_cast<int64_t>(table.size());
+          table.push_back(part->elements[e]);
+        }
+      } else {
+        auto param = eval.evaluate(node->input(k), scope);
+        if (!param || !param->is_integer()) return declined(onnx_io::describe_node(*node) + ": input '" + node->input(k) + "' is not a constant");
+        t.reshape(param->data_type, param->dims);
+        std::copy(param->ints.begin(), param->ints.end(), t.i.begin());
+      }
+      inputs[static_cast<size_t>(k)] = &t;
     }
-    auto axis = onnx_io::get_int(*node, "axis", 0);
-    if (node->input_size() != 2 || !axis || *axis != 0) return declined(onnx_io::describe_node(*node) + " is not a Gather of a shape");
-    auto index = eval.evaluate(node->input(1), scope);
-    if (!index || !index->is_integer()) return declined(onnx_io::describe_node(*node) + ": indices not constant");
-    std::vector<SymDim> out;
-    for (int64_t i : index->ints) {
-      const int64_t at = i < 0 ? i + count : i;
-      if (at < 0 || at >= count) return declined(onnx_io::describe_node(*node) + ": index " + std::to_string(i) + " out of range");
-      out.push_back(dim(at));
+    ops::Tensor moved;
+    if (auto ran = ops::run_reference_node(*node, ops::OpContext{opset, kMaxFoldedElements}, inputs, {&moved}); !ran) {
+      return declined(ran.error().message);
     }
+    SymTensor out{moved.dims, {}};
+    for (int64_t id : moved.i) out.elements.push_back(table[static_cast<size_t>(id)]);
     return out;
   }
   if ((op == "Add" || op == "Sub") && node->input_size() == 2) {  // x.shape[2] - 0, as PyTorch writes a crop of 0
     auto b = eval.evaluate(node->input(1), scope);
-    if (b && b->is_integer() && b->size() == 1 && b->ints[0] == 0) return shape_elements(node->input(0), scope, eval, types, depth + 1);
+    if (b && b->is_integer() && b->size() == 1 && b->ints[0] == 0 && b->dims.size() <= 1) {
+      auto a = symbolic_value(node->input(0), scope, eval, types, depth + 1);
+      if (a && a->dims.size() >= b->dims.size()) return a;
+    }
   }
   if (op == "Mul" && node->input_size() == 2) {
-    auto a = shape_elements(node->input(0), scope, eval, types, depth + 1);
-    auto b = shape_elements(node->input(1), scope, eval, types, depth + 1);
+    auto a = symbolic_value(node->input(0), scope, eval, types, depth + 1);
+    auto b = symbolic_value(node->input(1), scope, eval, types, depth + 1);
     if (!a || !b) return (a ? b : a).error();
-    if (a->size() == 1 && b->size() == 1) {
-      SymDim x = (*a)[0], y = (*b)[0];
+    if (a->elements.size() == 1 && b->elements.size() == 1) {
+      SymDim x = a->elements[0], y = b->elements[0];
       if (x.value && !y.value) std::swap(x, y);
-      if (x.value && y.value) return std::vector<SymDim>{{*x.value * *y.value, "", -1, 1}};
+      // One element each: the product has the broadcast of their dims, the larger rank.
+      std::vector<int64_t> dims = a->dims.size() >= b->dims.size() ? a->dims : b->dims;
+      if (x.value && y.value) return SymTensor{dims, {{*x.value * *y.value, "", -1, 1}}};
       if (!x.value && y.value) {
         x.factor *= *y.value;
-        return std::vector<SymDim>{x};
+        return SymTensor{dims, {x}};
       }
     }
   }
   return folded.error();
+}
+
+// The elements of a 1-D shape tensor (a Reshape's target, a Slice's ends), or why they are not known.
+core::Result<std::vector<SymDim>> shape_elements(const std::string& name, const GraphScope& scope, ConstEvaluator& eval,
+                                                 const onnx_io::ScopedTypes& types) {
+  auto value = symbolic_value(name, scope, eval, types);
+  if (!value) return value.error();
+  if (value->dims.size() != 1) return declined("'" + name + "' has " + std::to_string(value->dims.size()) + " dims, not 1");
+  return value->elements;
 }
 
 // What a Reshape's target must say at one position: `factor` times dim `axis` of x, or the literal `factor`
@@ -268,7 +327,11 @@ std::string slice_not_noop(const onnx::NodeProto& slice, const GraphScope& scope
     const auto dim = known_dim(types, scope, slice.input(0), axis);
     const bool whole = e.value ? (*e.value >= kLargeEnd || (dim && *e.value >= *dim))
                                : (same.count(e.of) > 0 && e.axis == axis && e.factor == 1);
-    if (!whole) return "Slice on axis " + std::to_string(axes[i]) + " crops";
+    if (whole) continue;
+    const std::string at = "Slice on axis " + std::to_string(axes[i]);
+    if (e.value) return at + " crops (it ends at " + std::to_string(*e.value) + ")";
+    return at + " may crop (it ends at " + (e.factor != 1 ? std::to_string(e.factor) + " x " : "") + "dim " +
+           std::to_string(e.axis) + " of '" + e.of + "', not at its own dim)";
   }
   return "";
 }

@@ -33,6 +33,9 @@ struct UpfirdnSpec {
   int64_t slice_start = 0;         // the first Slice's start
   int64_t conv_stride = 1;
   bool merge_extra_reader = false; // the second Reshape's output is also a graph output
+  // One Slice over all four axes instead of two, its ends Reshape(Concat(axis=ends_axis, Gather(Shape(p), [[0],[1]]),
+  // Gather(Shape(p), [[2],[3]])), [-1]): axis 0 gives [N,C,Hp,Wp] (a no-op), axis 1 gives [N,Hp,C,Wp] (crops H to C).
+  int ends_axis = -1;              // -1: the two Slices
 };
 
 // Unsqueeze(in) on axis 0, in the attribute form before opset 13 and the input form from 13 on.
@@ -46,7 +49,8 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   const std::string c = std::to_string(m.channels), s = std::to_string(m.s);
   const std::string h = m.symbolic ? "H" : std::to_string(m.h), w = m.symbolic ? "W" : std::to_string(m.w);
   const std::string x_c = m.symbolic == 2 ? "C" : c;
-  std::string body = "  one = Constant <value = int64[1] {1}> ()\n";
+  // `one` is the Slices' step and the singletons of the symbolic Reshape targets.
+  std::string body = m.symbolic || m.ends_axis < 0 ? "  one = Constant <value = int64[1] {1}> ()\n" : "";
   if (m.opset >= 13) body += "  axes0 = Constant <value = int64[1] {0}> ()\n";
   // The Reshape targets: constants, or PyTorch's Concat of Unsqueeze(Gather(Shape(X), i)) (times s).
   if (m.symbolic) {
@@ -87,7 +91,7 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   body += pads_chain("pads", "p_", m.pad_begin, m.pad_end, m.pad_begin, m.pad_end);
   body += "  p = Pad <mode = \"" + m.pad_mode + "\"> (" + u + ", pads)\n";
   // x[:, :, start:x.shape[2], 0:x.shape[3]]: two Slices whose ends PyTorch reads from Shape(p).
-  for (int axis = 2; axis < 4; ++axis) {
+  for (int axis = 2; axis < 4 && m.ends_axis < 0; ++axis) {
     const std::string a = std::to_string(axis);
     body += "  ps" + a + " = Shape (p)\n  pi" + a + " = Constant <value = int64 {" + a + "}> ()\n";
     body += "  pd" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n";
@@ -96,7 +100,16 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
     body += "  st" + a + " = Constant <value = int64[1] {" + std::to_string(axis == 2 ? m.slice_start : 0) + "}> ()\n";
     body += "  ax" + a + " = Constant <value = int64[1] {" + a + "}> ()\n";
   }
-  body += "  q2 = Slice (p, st2, pe2, ax2, one)\n  q3 = Slice (q2, st3, pe3, ax3, one)\n";
+  if (m.ends_axis < 0) {
+    body += "  q2 = Slice (p, st2, pe2, ax2, one)\n  q3 = Slice (q2, st3, pe3, ax3, one)\n";
+  } else {
+    body += "  psa = Shape (p)\n  i01 = Constant <value = int64[2,1] {0, 1}> ()\n  i23 = Constant <value = int64[2,1] {2, 3}> ()\n";
+    body += "  g01 = Gather <axis = 0> (psa, i01)\n  g23 = Gather <axis = 0> (psa, i23)\n";
+    body += "  e2d = Concat <axis = " + std::to_string(m.ends_axis) + "> (g01, g23)\n";
+    body += "  flat = Constant <value = int64[1] {-1}> ()\n  ends = Reshape (e2d, flat)\n";
+    body += "  st4 = Constant <value = int64[4] {0, 0, 0, 0}> ()\n  ax4 = Constant <value = int64[4] {0, 1, 2, 3}> ()\n";
+    body += "  q3 = Slice (p, st4, ends, ax4)\n";
+  }
   // The weight: f flipped by Slice(step -1) on both axes, unsqueezed twice, expanded and tiled over channels.
   body += "  f_st = Constant <value = int64[2] {-1, -1}> ()\n";
   body += "  f_en = Constant <value = int64[2] {-9223372036854775807, -9223372036854775807}> ()\n";
@@ -177,6 +190,17 @@ TEST_CASE("upfirdn2d zero insertion x3, and zeros inserted before the sample", "
   require_rewritten(upfirdn_model(spec), spec, {pb, pb, pe, pe});
 }
 
+TEST_CASE("upfirdn2d whose one Slice reads all four ends through Concat(axis=0) of 2-D index reads is a no-op and rewritten",
+          "[rewrite][recogniser][reshape_zero_insertion]") {
+  // Concat(axis=0) of [2,1] and [2,1] is [[N], [C], [Hp], [Wp]]: flattened, the Slice's ends are exactly p's dims.
+  UpfirdnSpec spec;
+  spec.symbolic = GENERATE(0, 1, 2);
+  spec.ends_axis = 0;
+  spec.opset = GENERATE(11, 13);
+  CAPTURE(spec.symbolic, spec.opset);
+  require_rewritten(upfirdn_model(spec), spec, {1, 1, 1, 1});
+}
+
 TEST_CASE("near-miss upfirdn2d upsamplers are kept with a reason", "[rewrite][recogniser][reshape_zero_insertion][refusal]") {
   SECTION("factors differ per axis") {
     UpfirdnSpec spec;
@@ -215,6 +239,16 @@ TEST_CASE("near-miss upfirdn2d upsamplers are kept with a reason", "[rewrite][re
     UpfirdnSpec spec;
     spec.slice_start = 1;
     require_kept(upfirdn_model(spec), "Slice on axis 2 is not a no-op (start 1, step 1)");
+  }
+  SECTION("a Slice whose ends Concat joins on axis 1 crops H to the channel count") {
+    // Concat(axis=1) of two [2,1] index reads is [[N, Hp], [C, Wp]], which the Reshape flattens to [N, Hp, C, Wp]:
+    // axis 2 ends at C. The reader used to join Concat inputs as one flat list ([N, C, Hp, Wp]), called the Slice a
+    // no-op and rewrote (ONNX Runtime: 1x3x... cropped original, full-height rewrite).
+    UpfirdnSpec spec;
+    spec.symbolic = GENERATE(1, 2);
+    spec.ends_axis = 1;
+    // Axis 1 ends at Hp, which the reader cannot prove is the channel count or more, and axis 2 at C: kept.
+    require_kept(upfirdn_model(spec), "Slice on axis 1 may crop (it ends at dim 2 of 'p', not at its own dim)");
   }
   SECTION("Conv stride 2") {
     UpfirdnSpec spec;
