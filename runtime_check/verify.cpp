@@ -197,9 +197,35 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
     inputs[in.name()] = &in;
     listed += (listed.empty() ? "" : ", ") + in.name();
   }
+  // Why `dims` do not fit input `name` as the model declares it ("" when they do): another rank, or another value
+  // on an axis declared static. Both --input-shape and --input files answer to it.
+  const auto misfit = [&](const std::string& name, const std::vector<int64_t>& dims) -> std::string {
+    const auto& type = inputs.at(name)->type().tensor_type();
+    if (!type.has_shape()) return "";
+    if (type.shape().dim_size() != static_cast<int>(dims.size())) {
+      return "input '" + name + "' is declared with " + std::to_string(type.shape().dim_size()) + " dims, not " +
+             std::to_string(dims.size());
+    }
+    for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
+      const auto& d = type.shape().dim(axis);
+      if (d.has_dim_value() && d.dim_value() != dims[static_cast<size_t>(axis)]) {
+        return "axis " + std::to_string(axis) + " of input '" + name + "' is declared " + std::to_string(d.dim_value()) +
+               ", not " + std::to_string(dims[static_cast<size_t>(axis)]);
+      }
+    }
+    return "";
+  };
   for (const auto& given : given_inputs) {
-    if (!given.name.empty() && inputs.count(given.name) == 0) {
+    if (inputs.count(given.name) == 0) {
       return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
+    }
+    // A file that does not fit its input would make the model unrunnable whole, and verification would fall back
+    // to per-node mode on random inputs: what the user gave would be dropped without a word.
+    const std::string what = "--input " + given.name + ": the file holds " + describe_tensor(given.tensor) + ", but ";
+    if (std::string why = misfit(given.name, given.tensor.dims); !why.empty()) return usage(what + why);
+    const int32_t declared = inputs.at(given.name)->type().tensor_type().elem_type();
+    if (declared != onnx::TensorProto::UNDEFINED && is_float_type(declared) != given.tensor.is_float()) {
+      return usage(what + "input '" + given.name + "' is declared " + onnx_io::data_type_name(declared));
     }
   }
   for (const auto& [name, dims] : input_shapes) {
@@ -210,21 +236,11 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
       return usage("--input-shape '" + name + "' names neither a graph input of the model (" + listed +
                    ") nor the input of a ConvTranspose or replaced upsampler in its main graph");
     }
-    const auto& type = it->second->type().tensor_type();
-    if (!type.has_shape()) continue;
     std::string given = "--input-shape " + name + "=";
     for (size_t k = 0; k < dims.size(); ++k) given += (k ? "x" : "") + std::to_string(dims[k]);
-    if (type.shape().dim_size() != static_cast<int>(dims.size())) {
-      return usage(given + ": input '" + name + "' is declared with " + std::to_string(type.shape().dim_size()) + " dims, not " +
-                   std::to_string(dims.size()));
-    }
-    for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
-      const auto& d = type.shape().dim(axis);
-      if (d.has_dim_value() && d.dim_value() != dims[static_cast<size_t>(axis)]) {
-        return usage(given + ": axis " + std::to_string(axis) + " of input '" + name + "' is declared " +
-                     std::to_string(d.dim_value()) + ", not " + std::to_string(dims[static_cast<size_t>(axis)]) +
-                     " (--input-shape fixes symbolic dims only)");
-      }
+    if (std::string why = misfit(name, dims); !why.empty()) {
+      const bool static_axis = why.rfind("axis ", 0) == 0;
+      return usage(given + ": " + why + (static_axis ? " (--input-shape fixes symbolic dims only)" : ""));
     }
   }
   return core::Ok{};

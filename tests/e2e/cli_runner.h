@@ -100,9 +100,10 @@ inline void save(const onnx::ModelProto& model, const fs::path& p) {
   std::ofstream(p, std::ios::binary) << *bytes;
 }
 
-// Writes a float32 .npy file (version 1.0) with the header's `shape` text as given and `data` as its bytes.
-inline void write_npy(const fs::path& path, const std::string& shape, const std::string& data) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+// Writes a .npy file (version 1.0, element type `descr`, float32 by default) with the header's `shape` text as given and
+// `data` as its bytes.
+inline void write_npy(const fs::path& path, const std::string& shape, const std::string& data, const std::string& descr = "<f4") {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');  // magic+version+length is 10 bytes; align to 64
   header += '\n';
   std::string npy = std::string("\x93NUMPY\x01\x00", 8);

@@ -426,3 +426,41 @@ TEST_CASE("compare refuses a model that is no valid ONNX model even when the exe
     CHECK_THAT(swapped.err, Catch::Contains(bad.string() + ": invalid model"));
   }
 }
+
+TEST_CASE("an input file whose rank, static dims or element kind do not fit its input is a usage error", "[e2e][verify][input]") {
+  // Hardmax keeps the model from running whole, so a misfit file used to be dropped in favour of per-node checks on
+  // random inputs, which passed: the user's data was never used, and nothing said so.
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    with_hardmax (float[1,6,5,7] X) => (float[1,6,10,14] Y) {
+      A = Hardmax <axis=1> (X)
+      Y = ConvTranspose <group=6, strides=[2,2], pads=[1,1,1,1]> (A, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {6, 1, 4, 4}, 21);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  write_npy(dir.path / "scalar.npy", "()", std::string(4, '\0'));
+  write_npy(dir.path / "rank3.npy", "(6, 5, 7)", std::string(210 * 4, '\0'));
+  write_npy(dir.path / "wide.npy", "(1, 6, 5, 8)", std::string(240 * 4, '\0'));
+  write_npy(dir.path / "ints.npy", "(1, 6, 5, 7)", std::string(210 * 8, '\0'), "<i8");
+  using Case = std::pair<std::string, std::string>;
+  for (const auto& [file, problem] : {Case{"scalar.npy", "the file holds FLOAT[scalar], but input 'X' is declared with 4 dims, not 0"},
+                                      Case{"rank3.npy", "holds FLOAT[6x5x7], but input 'X' is declared with 4 dims, not 3"},
+                                      Case{"wide.npy", "holds FLOAT[1x6x5x8], but axis 3 of input 'X' is declared 7, not 8"},
+                                      Case{"ints.npy", "holds INT64[1x6x5x7], but input 'X' is declared FLOAT"}}) {
+    CAPTURE(file);
+    for (const std::string& mode : {" -o " + out.string() + " --verify", " --compare " + in.string(), " -o " + out.string() + " --bench --runs 1"}) {
+      CAPTURE(mode);
+      const auto r = run_cli(in.string() + mode + " --input X=" + (dir.path / file).string(), dir);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Catch::Contains("--input X: ") && Catch::Contains(problem));
+      CHECK_FALSE(fs::exists(out));
+    }
+  }
+  // A file that fits is used, and the run still goes per node (Hardmax), checking the ConvTranspose.
+  write_npy(dir.path / "fits.npy", "(1, 6, 5, 7)", std::string(210 * 4, '\0'));
+  const auto ok = run_cli(in.string() + " -o " + out.string() + " --verify --input X=" + (dir.path / "fits.npy").string(), dir);
+  CAPTURE(ok.err);
+  CHECK(ok.exit_code == 0);
+}
