@@ -163,6 +163,38 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
   return "";
 }
 
+// How what a rewritten region reads from outside itself differs from what its original reads ("" when it does
+// not): exactly the original's activation x, the node's bias, and constants (initializers and Constant outputs,
+// wherever they stand: regions share phase weights). A region reading another value both models compute, e.g.
+// Clip(x, -1, 1), would be checked on per-node mode's inputs in [-1, 1), where the Clip changes nothing.
+std::string region_reads_difference(const onnx::GraphProto& graph, const std::vector<int>& region,
+                                    const std::vector<Replacement>& replaced) {
+  std::set<std::string> constants;
+  for (const auto& init : graph.initializer()) constants.insert(init.name());
+  for (const auto& node : graph.node()) {
+    if (node.op_type() == "Constant" && standard_domain(node)) constants.insert(node.output().begin(), node.output().end());
+  }
+  std::vector<std::set<std::string>> produced(replaced.size());
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const int r = region[static_cast<size_t>(k)];
+    if (r >= 0) produced[static_cast<size_t>(r)].insert(graph.node(k).output().begin(), graph.node(k).output().end());
+  }
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const int r = region[static_cast<size_t>(k)];
+    if (r < 0) continue;
+    const Replacement& rep = replaced[static_cast<size_t>(r)];
+    for (const auto& name : node_reads(graph.node(k))) {
+      if (name.empty() || name == rep.x || (name == rep.bias && !rep.bias.empty()) || constants.count(name) != 0 ||
+          produced[static_cast<size_t>(r)].count(name) != 0) {
+        continue;
+      }
+      return describe_node(graph.node(k)) + " in the region that replaces " + rep.label + " reads '" + name +
+             "', which is neither that upsampler's input '" + rep.x + "' nor a constant";
+    }
+  }
+  return "";
+}
+
 // The ops of the upsampler forms the rewrite recognises (rewrite/recognisers.h), their constant chains included.
 const std::set<std::string>& upsampler_ops() {
   static const std::set<std::string> ops{"Resize", "Mul", "Pad", "Conv", "ConvTranspose", "Identity", "Reshape", "Slice",
@@ -520,6 +552,7 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
       return d;
     }
   }
+  if (auto d = region_reads_difference(rewritten.graph(), rewritten_regions, replaced); !d.empty()) return d;
   // Graph order is topological, so each node's inputs computed from x are known when it is reached.
   std::vector<std::set<std::string>> from_x(replaced.size());
   for (size_t r = 0; r < replaced.size(); ++r) from_x[r].insert(replaced[r].x);

@@ -312,3 +312,31 @@ TEST_CASE("An original region that reads x's values other than as data is not af
   REQUIRE(replaced(lookup, lookup_other).size() == 1);
   CHECK_THAT(difference(lookup, lookup_other), Catch::Contains("Gather producing 't'") && Catch::Contains("input 1"));
 }
+
+TEST_CASE("A rewritten region reads exactly the original upsampler's input, plus constants", "[graph_match]") {
+  // c = Clip(x, -1, 1) is a node both models have (its output is a graph output). An OTHER whose phase Convs read c
+  // instead of x used to pass per-node mode: its inputs lie in [-1, 1), where the Clip changes nothing.
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] y, float[1,2,3,3] c) {\n"
+                                   "  lo = Constant <value = float {-1}> ()\n"
+                                   "  hi = Constant <value = float {1}> ()\n"
+                                   "  c = Clip (x, lo, hi)\n"
+                                   "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                                   "}");
+  add_initializer(original, "w", {2, 1, 4, 4}, 7);
+  auto other = rewritten(original);
+  REQUIRE(difference(original, other).empty());
+  size_t redirected = 0;
+  for (auto& node : *other.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "Conv" && node.op_type() != "Pad") continue;
+    for (auto& in : *node.mutable_input()) {
+      if (in == "x") {
+        in = "c";
+        ++redirected;
+      }
+    }
+  }
+  REQUIRE(redirected > 0);
+  CHECK_THAT(difference(original, other),
+             Catch::Contains("reads 'c', which is neither that upsampler's input 'x' nor a constant"));
+}
