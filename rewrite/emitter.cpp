@@ -218,26 +218,12 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   std::map<std::array<int64_t, 4>, std::string> pad_outputs;  // identical Pads within one node are emitted once
   std::vector<std::string> phase_outputs;
 
-  // A phase whose taps are all zero adds only the bias, like a phase without taps, so it shares that output
-  // instead of running a zero Conv. Emitting it without reading x needs ConstantOfShape (opset 9).
-  std::vector<double> weight_values;
-  if (opset_ >= 9 && s > 1) {
-    auto values = onnx_io::to_doubles(*m.weight.tensor);
-    if (!values) return values.error();
-    weight_values = std::move(*values);
-  }
-  const auto all_zero = [&](const core::PhasePlan& phase) {
-    if (weight_values.empty()) return false;
-    for (int64_t index : phase_weight_indices(m, plan, phase)) {
-      if (weight_values[static_cast<size_t>(index)] != 0.0) return false;
-    }
-    return true;
-  };
   std::string bias_only;  // the output every phase without taps shares, made on first use
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const core::PhasePlan& phase = plan.phases[i];
-    if (phase.bias_only() || all_zero(phase)) {
-      // Only with s >= 2: the single phase of s == 1 has all k >= 1 taps, and is kept even when they are zero.
+    // A phase without taps (k < s) sees only the bias, and must not read x's values. A phase whose taps are all
+    // zero still reads x, as the original does: 0 x inf is NaN there, not the bias.
+    if (phase.bias_only()) {
       if (bias_only.empty()) bias_only = bias_only_phase(m, base, bias, nodes);
       phase_outputs.push_back(bias_only);
       continue;

@@ -5,9 +5,10 @@
 // After:   x_crop = Pad(x, [0,0,cy,cx,0,0,0,0])   only for phases whose window starts inside x (cy, cx < 0)
 //          y_p    = Conv(x | x_crop, W_p, B)      one per phase p = ay*s + ax with non-zero taps; group=g,
 //                                                 kernel [My,Mx], W_p [C_out, C_in/g, My, Mx]
-//          zeros  = ConstantOfShape(Shape(x))     only when k < s or a phase's taps are all zero: those phases read
-//          y_b    = Conv(zeros, 0_1x1, B)         x's shape, not its values, and share y_b (zeros itself without a
-//                                                 bias when C_out == C_in)
+//          zeros  = ConstantOfShape(Shape(x))     only when k < s: the phases without taps read x's shape, not its
+//          y_b    = Conv(zeros, 0_1x1, B)         values, and share y_b (zeros itself without a bias when
+//                                                 C_out == C_in); a phase whose taps are all zero is a Conv on x
+//                                                 like the others, so inf and NaN in x reach it as in the original
 //          y_cat  = Concat(y_0 .. y_{s*s-1})      axis=1, row-major (ay, ax) order
 //          y      = DepthToSpace(y_cat)           blocksize=s, mode=DCR (attribute from opset 11 on)
 // With s == 1 the single Conv writes y itself.

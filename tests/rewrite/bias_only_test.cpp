@@ -7,6 +7,7 @@
 #include <set>
 
 #include "rewrite_fixtures.h"
+#include "upsampler_fixtures.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::test;
@@ -216,9 +217,9 @@ TEST_CASE("bias-only phases before opset 9 keep the node: there is no ConstantOf
   CHECK(checker_error(rewritten.model).empty());
 }
 
-TEST_CASE("a phase whose weights are all zero is the bias-only tensor, not a zero Conv", "[rewrite][bias_only][zero_phase]") {
-  // Zero insertion written as a ConvTranspose: k2 s2 p0 with [[1,0],[0,0]] in every channel. Only phase (0,0)
-  // has a non-zero tap; the other three must share the one bias-only (or zeros) tensor.
+TEST_CASE("a phase whose weights are all zero still reads x, so 0 x inf is NaN there as in the original", "[rewrite][bias_only][zero_phase]") {
+  // Zero insertion written as a ConvTranspose: k2 s2 p0 with [[a,0],[0,0]] in every channel. Every phase has taps,
+  // three of them zero-valued; a bias-only tensor there would give the bias where the original gives NaN.
   const bool bias = GENERATE(true, false);
   CAPTURE(bias);
   DeconvSpec spec;
@@ -235,17 +236,48 @@ TEST_CASE("a phase whose weights are all zero is the bias-only tensor, not a zer
   const auto& g = out.model.graph();
   REQUIRE(out.result.rewritten == 1);
   CHECK(checker_error(out.model).empty());
+  // Structure: four phase Convs, each on X; nothing made from X's shape alone.
   const auto inputs = phase_inputs(g, "Y", 2);
-  // Phase (0,0) is a Conv on X; phases (0,1), (1,0), (1,1) read one shared tensor that does not read X's values.
-  const auto* phase0 = find_producer(g, inputs[0]);
-  REQUIRE(phase0 != nullptr);
-  CHECK(phase0->op_type() == "Conv");
-  CHECK(phase0->input(0) == "X");
-  CHECK(inputs[1] == inputs[2]);
-  CHECK(inputs[1] == inputs[3]);
-  CHECK(reads_values_of(g, "X").count(inputs[1]) == 0);
-  CHECK(count_ops(g, "Conv") == (bias ? 2 : 1));  // the phase Conv, and the bias-only Conv when there is a bias
-  CHECK(count_ops(g, "ConstantOfShape") == 1);
-  const auto x = input_for(spec);
+  for (const auto& in : inputs) {
+    const auto* phase = find_producer(g, in);
+    REQUIRE(phase != nullptr);
+    CHECK(phase->op_type() == "Conv");
+    CHECK(phase->input(0) == "X");
+  }
+  CHECK(count_ops(g, "Conv") == 4);
+  CHECK(count_ops(g, "ConstantOfShape") == 0);
+  CHECK(count_ops(g, "Shape") == 0);
+  // Numbers: finite inputs agree, and an inf and a NaN in x reach the same pixels, all four phases of their cell.
+  auto x = input_for(spec);
   CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, spec.channels, 2 * spec.h, 2 * spec.w}) < kTolerance);
+  x.at(0, 0, 1, 1) = std::numeric_limits<double>::quiet_NaN();
+  x.at(0, 1, 2, 0) = std::numeric_limits<double>::infinity();
+  const NonFinite before = non_finite(run_naive(original, {{"X", x}}).at("Y"));
+  const NonFinite after = non_finite(run_naive(out.model, {{"X", x}}).at("Y"));
+  CHECK(before.nan.size() == 4 + 3);  // the NaN's cell, and inf x 0 at the inf's three zero taps
+  CHECK(after.nan == before.nan);
+  CHECK(after.inf == before.inf);
+}
+
+TEST_CASE("hand-written forms are exact on finite inputs, and their x*0 mask terms spread inf as NaN where the rewrite does not", "[rewrite][bias_only][nonfinite][handwritten]") {
+  // The documented decision (README, Verification): a nearest x mask computes x*0 at the s*s-1 masked samples of every
+  // cell, which is NaN for an infinite x, and its Conv then spreads that NaN over every output whose window
+  // touches the cell. The ConvTranspose it equals, and so the rewrite, multiplies x only by the filter's taps. The
+  // rewrite is kept: exporters write these forms for finite activations, where both agree to rounding.
+  MaskSpec spec;
+  const auto original = mask_model(spec);
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.rewritten == 1);
+  auto x = random_tensor4(1, spec.channels, spec.h, spec.w, 5);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, spec.channels, spec.s * spec.h, spec.s * spec.w}) < kTolerance);
+  x.at(0, 1, 2, 2) = std::numeric_limits<double>::infinity();
+  const NonFinite before = non_finite(run_naive(original, {{"X", x}}).at("Y"));
+  const NonFinite after = non_finite(run_naive(out.model, {{"X", x}}).at("Y"));
+  // The original: of the 5x5 outputs whose 4x4 window touches the inf's 2x2 cell, the 24 that also touch one of its
+  // three x*0 samples are NaN, and the one that touches only the kept sample is +-inf. The rewrite: +-inf at the
+  // 4x4 outputs the filter's taps reach, and no NaN.
+  CHECK(before.nan.size() == 24);
+  CHECK(before.inf.size() == 1);
+  CHECK(after.nan.empty());
+  CHECK(after.inf.size() == 16);
 }
