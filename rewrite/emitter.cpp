@@ -74,6 +74,15 @@ std::string Emitter::keep_reason(const DeconvMatch& m) const {
     return "stride " + std::to_string(s) + " would emit " + phases + " phases, over --max-phases " +
            std::to_string(options_.max_phases);
   }
+  // An edge-padded phase whose window starts inside x would need an edge Pad with a negative (cropping) begin,
+  // which runtimes take only in constant mode.
+  if (m.edge_padding) {
+    for (const auto& phase : core::plan_deconv(m.y, m.x).phases) {
+      if (phase.y.pad_begin < 0 || phase.x.pad_begin < 0 || phase.y.pad_end < 0 || phase.x.pad_end < 0) {
+        return "a phase of the edge-padded form would start inside x (an edge Pad cannot crop)";
+      }
+    }
+  }
   // Taps split by residue mod s, so some phase has none exactly when k < s on an axis.
   if ((m.y.kernel < s || m.x.kernel < s) && opset_ < 9) {
     return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(s) +
@@ -171,6 +180,7 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
   const std::string node_name = names_.fresh(base);
   const std::string output = names_.fresh(node_name + "_out");
   onnx::NodeProto pad = make_node("Pad", node_name, {m.input}, {output});
+  if (m.edge_padding) *pad.add_attribute() = onnx_io::make_string_attribute("mode", "edge");
   if (opset_ >= 11) {
     const std::string pads_name = names_.fresh(node_name + "_pads");
     add_initializer(*m.scope, onnx_io::make_int64_tensor(pads_name, {8}, full));
@@ -237,8 +247,8 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
     const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
     std::array<int64_t, 4> conv_pads{0, 0, 0, 0};
     std::array<int64_t, 4> pad_pads{0, 0, 0, 0};
-    if (options_.explicit_pad) {
-      pad_pads = all;
+    if (options_.explicit_pad || m.edge_padding) {
+      pad_pads = all;  // an edge Pad cannot fold into the Conv, whose pads are zeros
     } else {
       // Conv pads cannot be negative: a negative begin is a crop done by Pad, the rest folds into the Conv.
       pad_pads = {std::min<int64_t>(all[0], 0), std::min<int64_t>(all[1], 0), 0, 0};
@@ -247,8 +257,8 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
     if (pad_pads != std::array<int64_t, 4>{0, 0, 0, 0}) {
       auto it = pad_outputs.find(pad_pads);
       if (it == pad_outputs.end()) {
-        const bool crop_only = !options_.explicit_pad;
-        it = pad_outputs.emplace(pad_pads, pad_node(m, base + (crop_only ? "_crop" : "_pad") + suffix, pad_pads, nodes)).first;
+        const char* kind = m.edge_padding ? "_edge" : options_.explicit_pad ? "_pad" : "_crop";
+        it = pad_outputs.emplace(pad_pads, pad_node(m, base + kind + suffix, pad_pads, nodes)).first;
       }
       input = it->second;
     }

@@ -11,7 +11,8 @@
 //                                                 like the others, so inf and NaN in x reach it as in the original
 //          y_cat  = Concat(y_0 .. y_{s*s-1})      axis=1, row-major (ay, ax) order
 //          y      = DepthToSpace(y_cat)           blocksize=s, mode=DCR (attribute from opset 11 on)
-// With s == 1 the single Conv writes y itself.
+// With s == 1 the single Conv writes y itself. When the match pads with x's edge (nearest + reflect Pad + Conv),
+// every phase's padding is a Pad with mode edge and its Conv has no pads.
 #pragma once
 
 #include <array>

@@ -47,6 +47,9 @@ struct DeconvMatch {
   ConstantSource weight;
   std::shared_ptr<const onnx::TensorProto> derived_weight;  // a recogniser's kernel; null for a ConvTranspose
   std::optional<onnx::TypeProto> input_type;  // X's type when shape inference knows it
+  // The phases pad x by repeating its edge instead of with zeros: nearest + a reflect (or edge) Pad + Conv, where
+  // the padded samples of the upsampled tensor are x's edge samples (see match_nearest_conv).
+  bool edge_padding = false;
 
   int64_t groups() const { return group != 0 ? group : channels; }
   int64_t outputs() const { return out_channels != 0 ? out_channels : channels; }

@@ -61,7 +61,13 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
       conv.output_size() != 1) {
     return std::nullopt;
   }
+  // Resize -> Conv, or Resize -> Pad -> Conv.
+  const onnx::NodeProto* between = nullptr;
   const onnx::NodeProto* resize = producer(scope, conv.input(0), "Resize");
+  if (resize == nullptr) {
+    between = producer(scope, conv.input(0), "Pad");
+    if (between != nullptr && between->input_size() >= 1) resize = producer(scope, between->input(0), "Resize");
+  }
   if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
@@ -104,12 +110,36 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   auto pads = conv_pads(conv, ky, kx);
   if (!pads) return fail(pads.error());
 
-  // The upsampled tensor must feed only this Conv, or it stays and nothing is saved.
+  // The upsampled tensor (and the padded one) must feed only this Conv, or it stays and nothing is saved.
   if (use_count(uses, resize->output(0)) != 1) return fail(declined("Resize output has another reader"));
   auto s = nearest_resize_factor(*resize, scope, eval, types);
   if (!s) return fail(s.error());
   sum.stride = *s;
   sum.strides = {*s, *s};
+  bool edge_padding = false;
+  if (between != nullptr) {
+    if (use_count(uses, between->output(0)) != 1) return fail(declined("Pad output has another reader"));
+    auto pad = parts::spatial_pad(*between, scope, eval);
+    if (!pad) return fail(pad.error());
+    if (pad->mode == "constant") {
+      // Zeros around the upsampled tensor, then the Conv's own zeros: one zero padding, added up.
+      for (size_t k = 0; k < 4; ++k) (*pads)[k] += pad->pads[k];
+    } else {
+      // Reflecting an s-times nearest upsampling by p <= s-1 repeats its first (last) cell's sample, x's edge
+      // sample, as an edge Pad does for any p: the padded samples are x at the clamped index, so each phase pads x
+      // by repeating its edge where the zero form pads with zeros (fast_neural_style's UpsampleConvLayer).
+      for (int64_t p : pad->pads) {
+        if (pad->mode == "reflect" && p > *s - 1) {
+          return fail(declined("reflect Pad pads " + join({pad->pads[0], pad->pads[1], pad->pads[2], pad->pads[3]}) +
+                               " reach past the first cell of the x" + std::to_string(*s) + " upsampling (at most " +
+                               std::to_string(*s - 1) + ")"));
+        }
+      }
+      if (*pads != std::array<int64_t, 4>{0, 0, 0, 0}) return fail(declined("Conv pads zeros after a " + pad->mode + " Pad"));
+      *pads = pad->pads;
+      edge_padding = true;
+    }
+  }
 
   // Per axis: nearest by s, then Conv(K, pads cb, ce) is ConvTranspose k = K+s-1, Pb = K-1-cb, Pe = K-1-ce;
   // clean exactly when cb + ce == K - 1 (the Conv keeps the upsampled size).
@@ -166,10 +196,17 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   d.out_channels = c_out;
   d.y = geo[0];
   d.x = geo[1];
+  d.edge_padding = edge_padding;
 
-  // What only this upsampler reads: the Resize, its roi/scales/sizes chains and the Conv's weight chain.
+  // What only this upsampler reads: the Resize (and the Pad), their roi/scales/sizes/pads chains and the Conv's
+  // weight chain.
   std::set<std::pair<size_t, std::string>> seen{{scope.index, resize->output(0)}};
   m.replaced.emplace_back(&scope, resize->output(0));
+  if (between != nullptr) {
+    seen.insert({scope.index, between->output(0)});
+    m.replaced.emplace_back(&scope, between->output(0));
+    for (int k = 1; k < between->input_size(); ++k) collect_upstream(between->input(k), scope, x, seen, m.replaced);
+  }
   for (const auto& in : resize->input()) collect_upstream(in, scope, x, seen, m.replaced);
   collect_upstream(conv.input(1), scope, x, seen, m.replaced);
   out.match = std::move(m);

@@ -74,11 +74,12 @@ void collect_upstream(const std::string& name, const GraphScope& scope, const st
   }
 }
 
-core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval,
-                                                      size_t rank) {
-  auto mode = onnx_io::get_string(pad, "mode", "constant");
-  if (!mode) return mode.error();
-  if (*mode != "constant") return declined("Pad mode " + *mode);
+namespace {
+
+// The full pads of Pad `pad` of a rank-`rank` tensor ([begins..., ends...], none negative) in `mode`, or why not:
+// pads that are not constant, an axes input, a non-zero value in constant mode, a crop, or pads out of range.
+core::Result<std::vector<int64_t>> pads_of(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, size_t rank,
+                                           const std::string& mode) {
   std::vector<int64_t> pads;
   double value = 0.0;
   if (pad.input_size() >= 2 && !pad.input(1).empty()) {  // opset 11 on: pads, constant_value, axes inputs
@@ -99,7 +100,7 @@ core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad
     pads = *p;
     if (const auto* v = onnx_io::find_attribute(pad, "value")) value = v->f();
   }
-  if (value != 0.0) return declined("Pad value " + number(value) + ", not 0");
+  if (mode == "constant" && value != 0.0) return declined("Pad value " + number(value) + ", not 0");
   if (pads.size() != 2 * rank) {
     return declined("Pad pads " + join(pads) + " are not those of a " + std::to_string(rank) + "-D tensor");
   }
@@ -110,12 +111,34 @@ core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad
   return pads;
 }
 
-core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval) {
-  auto pads = constant_zero_pads(pad, scope, eval, 4);
+}  // namespace
+
+core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval,
+                                                      size_t rank) {
+  auto mode = onnx_io::get_string(pad, "mode", "constant");
+  if (!mode) return mode.error();
+  if (*mode != "constant") return declined("Pad mode " + *mode);
+  return pads_of(pad, scope, eval, rank, *mode);
+}
+
+core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval) {
+  auto mode = onnx_io::get_string(pad, "mode", "constant");
+  if (!mode) return mode.error();
+  if (*mode != "constant" && *mode != "reflect" && *mode != "edge") return declined("Pad mode " + *mode);
+  auto pads = pads_of(pad, scope, eval, 4, *mode);
   if (!pads) return pads.error();
   const auto& p = *pads;
   if (p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0) return declined("Pad pads " + join(p) + " pad the batch or channel axis");
-  return std::array<int64_t, 4>{p[2], p[3], p[6], p[7]};
+  return SpatialPad{*mode, {p[2], p[3], p[6], p[7]}};
+}
+
+core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval) {
+  auto mode = onnx_io::get_string(pad, "mode", "constant");
+  if (!mode) return mode.error();
+  if (*mode != "constant") return declined("Pad mode " + *mode);
+  auto spatial = spatial_pad(pad, scope, eval);
+  if (!spatial) return spatial.error();
+  return spatial->pads;
 }
 
 std::string auto_pad_conflict(const onnx::NodeProto& conv) {

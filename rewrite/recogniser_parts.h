@@ -47,6 +47,14 @@ void collect_upstream(const std::string& name, const GraphScope& scope, const st
 core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval,
                                                       size_t rank);
 
+// A Pad of H and W of a 4-D tensor: its mode (constant with value 0, reflect or edge) and [top, left, bottom, right],
+// none negative; or why it is not one.
+struct SpatialPad {
+  std::string mode;
+  std::array<int64_t, 4> pads{0, 0, 0, 0};
+};
+core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
+
 // The Pad's spatial [top, left, bottom, right] for a 4-D tensor, or why it is not a constant-zero pad of H and W.
 core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
 

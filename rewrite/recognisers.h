@@ -88,7 +88,9 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
 // Form `nearest_conv` (the upsampling block of U-Nets, VAE decoders, FPNs):
 //   Before:  u = Resize(x)           nearest, an integer factor s >= 2 on H and W (scales or sizes), coordinates
 //                                    that make it x[floor(o/s)] exactly; u has no other reader
-//            y = Conv(u, f[, B])     stride 1, dilation 1, any group, kernel K, pads cb/ce with cb + ce == K - 1
+//           [v = Pad(u, p)]          optional: constant zeros (added to the Conv's pads), or reflect with p <= s-1
+//                                    or edge (the Conv's pads then 0): x's edge samples, so the phases edge-pad x
+//            y = Conv(u|v, f[, B])   stride 1, dilation 1, any group, kernel K, pads cb/ce with cb + ce == K - 1
 //   After:   y = ConvTranspose(x, w, B) with group and channels of the Conv, k = K+s-1, w = flip(g),
 //            g[m] = sum_{b<s} f[m-(s-1)+b] per axis, Pb = K-1-cb, Pe = K-1-ce.
 // Arguments as for match_nearest_mask.

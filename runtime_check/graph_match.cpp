@@ -117,7 +117,7 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
   }
   if (op == "Pad") {
     if (name == "pads" || name == "paddings") return true;
-    if (name == "mode") return attr.s() == "constant";
+    if (name == "mode") return attr.s() == "constant" || attr.s() == "edge";  // edge: a copy of x's edge samples
     return name == "value" && attr.type() == onnx::AttributeProto::FLOAT && attr.f() == 0;
   }
   if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && attr.i() == 1;

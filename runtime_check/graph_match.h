@@ -12,7 +12,7 @@
 // Each region must be affine in x, so that the numeric check on small random inputs speaks for every input, where
 // e.g. a Clip(-1, 1) would pass unseen; and the rewritten region must read from outside itself exactly the
 // original's x, the node's bias and constants (not, say, a Clip(x) both models compute). In the rewritten model only the ops the emitter writes may appear, in its
-// forms (Pad with constant zero padding, Conv with constant weights and stride and dilation 1, Concat on axis 1,
+// forms (Pad with constant zero or edge padding, Conv with constant weights and stride and dilation 1, Concat on axis 1,
 // DCR DepthToSpace, Shape, ConstantOfShape of zeros, Constant). In the original only the ops of the upsampler forms
 // the rewrite recognises (Resize, Mul, Pad, Conv, ConvTranspose, Identity, Reshape, Slice and the constant-chain
 // ops ConstantOfShape, Concat, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile, Gather, Shape, Constant), each

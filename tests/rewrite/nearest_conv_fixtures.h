@@ -26,6 +26,9 @@ struct NearestConvSpec {
   std::vector<double> scales;   // default {1, 1, s, s}
   bool by_sizes = false;        // sizes [1, C, sH, sW] instead of scales (opset 11+)
   std::string resize_extra;     // more Resize attributes, e.g. "axes = [2, 3]"
+  // A Pad between the Resize and the Conv ("" for none): mode constant, reflect or edge, on H and W.
+  std::string pad_mode;
+  std::array<int64_t, 4> pad_amounts{1, 1, 1, 1};  // [top, left, bottom, right]
   // Near-miss switches.
   int64_t conv_stride = 1, conv_dilation = 1;
   bool resize_extra_reader = false;  // the Resize output is a graph output too
@@ -72,9 +75,17 @@ inline onnx::ModelProto nearest_conv_model(const NearestConvSpec& m) {
   if (m.weight_input) inputs += ", float[" + co + "," + std::to_string(m.c_in / m.group) + "," + std::to_string(m.ky) + "," + std::to_string(m.kx) + "] W";
   std::string outputs = "float[1," + co + ",OH,OW] Y";
   if (m.resize_extra_reader) outputs += ", float[1," + ci + ",UH,UW] U";
+  std::string pad;  // the Pad node and what the Conv reads
+  const std::vector<int64_t> full_pads{0, 0, m.pad_amounts[0], m.pad_amounts[1], 0, 0, m.pad_amounts[2], m.pad_amounts[3]};
+  if (!m.pad_mode.empty()) {
+    std::string list;
+    for (int64_t p : full_pads) list += (list.empty() ? "" : ", ") + std::to_string(p);
+    pad = m.opset < 11 ? "  v = Pad <mode = \"" + m.pad_mode + "\", pads = [" + list + "]> (" + u + ")\n"
+                       : "  v = Pad <mode = \"" + m.pad_mode + "\"> (" + u + ", padsP)\n";
+  }
   const std::string text = "<ir_version: 8, opset_import: [\"\" : " + std::to_string(m.opset) + "]>\ng (" + inputs + ") => (" + outputs +
-                           ") {\n  " + u + " = Resize <" + attrs + "> (" + resize_inputs + ")\n  Y = Conv <" + conv_attrs + "> (" + u +
-                           ", W" + (m.bias ? ", B" : "") + ")\n}\n";
+                           ") {\n  " + u + " = Resize <" + attrs + "> (" + resize_inputs + ")\n" + pad + "  Y = Conv <" + conv_attrs +
+                           "> (" + (m.pad_mode.empty() ? u : std::string("v")) + ", W" + (m.bias ? ", B" : "") + ")\n}\n";
   onnx::ModelProto model = parse_model(text);
   auto& g = *model.mutable_graph();
   if (m.opset >= 11 && m.opset < 13 && !m.by_sizes) *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
@@ -88,6 +99,7 @@ inline onnx::ModelProto nearest_conv_model(const NearestConvSpec& m) {
     *g.add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, w_dims,
                                                 dyadic_values(static_cast<size_t>(m.c_out * (m.c_in / m.group) * m.ky * m.kx), m.seed), true);
   }
+  if (!m.pad_mode.empty() && m.opset >= 11) *g.add_initializer() = onnx_io::make_int64_tensor("padsP", {8}, full_pads);
   if (m.bias) *g.add_initializer() = onnx_io::make_tensor("B", onnx::TensorProto::FLOAT, {m.c_out}, dyadic_values(static_cast<size_t>(m.c_out), m.seed + 1), true);
   name_node(model, "Y", "up1");
   return model;

@@ -220,8 +220,87 @@ TEST_CASE("nearest + Conv whose phases sum to zero still reads x in them, as the
   CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, 3, 6, 8}) < kTolerance);
 }
 
+TEST_CASE("nearest + reflect or edge Pad + Conv is nearest_conv on an edge-padded x", "[rewrite][recogniser][nearest_conv][edge]") {
+  // fast_neural_style's UpsampleConvLayer: nearest x s, ReflectionPad2d(p), a stride-1 Conv without pads. Reflecting
+  // an s-times nearest upsampling by p <= s-1 repeats x's edge sample, as an edge Pad does for any p, so each phase
+  // is a Conv on x padded by repeating its edge (a Pad with mode edge), where the zero form pads with zeros.
+  NearestConvSpec spec;
+  spec.pads = {0, 0, 0, 0};
+  spec.pad_mode = GENERATE("reflect", "edge");
+  spec.s = GENERATE(2, 3);
+  spec.opset = GENERATE(11, 13, 17, 18);
+  spec.group = GENERATE(1, 4);
+  spec.c_out = 4;
+  spec.bias = spec.group == 1;
+  if (std::string(spec.pad_mode) == "reflect") {
+    spec.pad_amounts = {1, 1, 1, 1};  // k // 2 for a 3x3: at most s - 1
+  } else {
+    spec.ky = spec.kx = 5;
+    spec.pad_amounts = {2, 3, 2, 1};  // edge: any amount, even past the first cell, and asymmetric
+  }
+  CAPTURE(spec.pad_mode, spec.s, spec.opset, spec.group);
+  const auto original = nearest_conv_model(spec);
+  auto out = rewrite_copy(original, all_forms());
+  REQUIRE(out.result.nodes.size() == 1);
+  const auto& row = out.result.nodes[0];
+  CAPTURE(row.reason);
+  REQUIRE(row.rewritten);
+  CHECK(row.summary.form == "nearest_conv");
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  const auto convs = require_polyphase(g, "Y", spec.s, spec.group, spec.opset, "up1");
+  CHECK(count_ops(g, "Resize") == 0);
+  for (const char* init : {"scales", "padsP", "W"}) CHECK(find_initializer(g, init) == nullptr);
+  // Every phase Conv reads an edge Pad of X (or X itself, where its window needs no padding) and pads nothing.
+  int edge_padded = 0;
+  for (const auto* conv : convs) {
+    CHECK(attr_ints(*conv, "pads") == std::vector<int64_t>{0, 0, 0, 0});
+    if (conv->input(0) == "X") continue;
+    ++edge_padded;
+    const auto* pad = find_producer(g, conv->input(0));
+    REQUIRE(pad != nullptr);
+    CHECK(pad->op_type() == "Pad");
+    CHECK(pad->input(0) == "X");
+    REQUIRE(find_attr(*pad, "mode") != nullptr);
+    CHECK(find_attr(*pad, "mode")->s() == "edge");
+  }
+  CHECK(edge_padded >= spec.s * spec.s - 1);
+  const auto x = random_tensor4(1, spec.c_in, spec.h, spec.w, spec.seed + 100);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, spec.c_out, spec.s * spec.h, spec.s * spec.w}) < kTolerance);
+  CHECK(serialized(rewrite_copy(out.model, all_forms()).model) == serialized(out.model));
+}
+
+TEST_CASE("nearest + constant zero Pad + Conv adds the Pad to the Conv's zero padding", "[rewrite][recogniser][nearest_conv][edge]") {
+  NearestConvSpec spec;
+  spec.pad_mode = "constant";
+  spec.pad_amounts = {1, 0, 0, 1};
+  spec.pads = {0, 1, 1, 0};
+  spec.opset = GENERATE(11, 13);
+  CAPTURE(spec.opset);
+  require_rewritten(nearest_conv_model(spec), spec);
+}
+
 TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recogniser][nearest_conv][refusal]") {
   NearestConvSpec spec;
+  SECTION("a reflect Pad past the first cell: x2 by 2 reflects the second sample, not x's edge") {
+    spec.pads = {0, 0, 0, 0};
+    spec.ky = spec.kx = 5;
+    spec.pad_mode = "reflect";
+    spec.pad_amounts = {2, 2, 2, 2};
+    require_kept(nearest_conv_model(spec), "reflect Pad pads [2,2,2,2] reach past the first cell of the x2 upsampling (at most 1)");
+  }
+  SECTION("zero Conv pads after a reflect Pad") {
+    spec.pad_mode = "reflect";
+    spec.pad_amounts = {1, 1, 0, 0};
+    spec.pads = {0, 0, 1, 1};
+    require_kept(nearest_conv_model(spec), "Conv pads zeros after a reflect Pad");
+  }
+  SECTION("a wrap Pad") {
+    spec.opset = 19;
+    spec.pads = {0, 0, 0, 0};
+    spec.pad_mode = "wrap";
+    require_kept(nearest_conv_model(spec), "Pad mode wrap");
+  }
   SECTION("Resize mode linear") {
     spec.mode = "linear";
     spec.rounding.clear();

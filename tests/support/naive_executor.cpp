@@ -135,7 +135,8 @@ NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) 
     return run_pad_generic(node, input(node, env, 0), pads, c == nullptr ? 0.0 : c->data.at(0));
   }
   const auto x = input(node, env, 0).as_tensor4();
-  if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant mode is implemented");
+  const std::string mode = attr_string(node, "mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge") fail(node, "mode " + mode + " is not implemented");
   std::vector<int64_t> pads;
   double value = 0.0;
   if (opset < 11) {
@@ -160,7 +161,23 @@ NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) 
   }
   if (pads.size() != 8) fail(node, "pads must have 8 values for a 4-D input");
   if (pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0) fail(node, "padding N or C is not implemented");
-  return core::pad2d_reference(x, {pads[2], pads[3], pads[6], pads[7]}, value);
+  if (mode == "constant") return core::pad2d_reference(x, {pads[2], pads[3], pads[6], pads[7]}, value);
+  // reflect (the edge sample is not repeated) and edge (it is, as often as needed), straight from the spec, for
+  // non-negative pads.
+  for (int64_t p : pads) {
+    if (p < 0) fail(node, "negative pads are implemented in constant mode only");
+  }
+  const auto source = [&](int64_t i, int64_t n) {
+    if (mode == "edge") return std::clamp<int64_t>(i, 0, n - 1);
+    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+    return i;
+  };
+  core::Tensor4 y(x.n, x.c, x.h + pads[2] + pads[6], x.w + pads[3] + pads[7]);
+  for (int64_t n = 0; n < y.n; ++n)
+    for (int64_t c = 0; c < y.c; ++c)
+      for (int64_t i = 0; i < y.h; ++i)
+        for (int64_t j = 0; j < y.w; ++j) y.at(n, c, i, j) = x.at(n, c, source(i - pads[2], x.h), source(j - pads[3], x.w));
+  return y;
 }
 
 // Row-major strides of `dims`.
