@@ -124,6 +124,13 @@ std::string printable(const std::string& s) {
   return out;
 }
 
+namespace {
+
+// A count the report states when it is known (non-zero), else null.
+std::string known(int64_t value) { return value > 0 ? std::to_string(value) : "null"; }
+
+}  // namespace
+
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result) {
   std::ostringstream o;
   o << "{\n  \"tool_version\": " << json_string(kVersion) << ",\n";
@@ -138,8 +145,9 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
     const auto& s = n.summary;
     o << (i ? "," : "") << "\n    {\"name\": " << json_string(s.name) << ", \"graph\": " << json_string(s.graph_path)
       << ", \"decision\": " << (n.rewritten ? "\"rewritten\"" : "\"kept\"") << ", \"reason\": " << json_string(n.reason)
-      << ", \"channels\": " << s.channels << ", \"kernel\": " << json_ints(s.kernel) << ", \"stride\": " << s.stride
-      << ", \"pads\": " << json_ints(s.pads) << ", \"output_padding\": " << json_ints(s.output_padding)
+      << ", \"channels\": " << known(s.channels) << ", \"kernel\": " << (s.kernel[0] > 0 ? json_ints(s.kernel) : "null")
+      << ", \"stride\": " << known(s.stride) << ", \"pads\": " << (s.pads ? json_ints(*s.pads) : "null")
+      << ", \"output_padding\": " << (s.output_padding ? json_ints(*s.output_padding) : "null")
       << ", \"form\": " << json_string(s.form) << "}";
   }
   o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
@@ -180,13 +188,16 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     o << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
     if (s.graph_path != "main") o << " in " << s.graph_path;
     if (s.form != "conv_transpose") o << " (" << s.form << ")";
-    o << "  C=" << s.channels << " k=" << s.kernel[0] << "x" << s.kernel[1] << " s=";
+    // Only what matching got to: a row kept before its geometry was read shows none of it.
+    if (s.channels > 0) o << "  C=" << s.channels;
+    if (s.kernel[0] > 0) o << " k=" << s.kernel[0] << "x" << s.kernel[1];
     if (s.stride != 0) {
-      o << s.stride;
-    } else {
-      o << s.strides[0] << "x" << s.strides[1];
+      o << " s=" << s.stride;
+    } else if (s.strides[0] != 0) {
+      o << " s=" << s.strides[0] << "x" << s.strides[1];
     }
-    o << " pads=" << json_ints(s.pads) << " output_padding=" << json_ints(s.output_padding);
+    if (s.pads) o << " pads=" << json_ints(*s.pads);
+    if (s.output_padding) o << " output_padding=" << json_ints(*s.output_padding);
     if (n.rewritten) {
       o << " -> " << n.emitted_nodes.size() << " nodes";
     } else {

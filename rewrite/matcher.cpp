@@ -179,7 +179,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
       return fail(invalid_model(who + ": output_padding " + std::to_string(op) + " must be less than stride " + std::to_string(s)));
     }
   }
-  if (!a.pads.empty()) sum.pads = {a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
+  if (!a.pads.empty()) sum.pads = std::array<int64_t, 4>{a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
 
   // The node is valid; from here on every refusal is a reason to keep it.
   if (a.group == 1 && c_in > 1) {
@@ -218,7 +218,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     if (!g) return fail(g.error());
     geo[static_cast<size_t>(axis)] = *g;
   }
-  sum.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
   if (!core::is_clean_upscale(geo[0]) || !core::is_clean_upscale(geo[1])) {
     std::string reason = "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " +
                          core::describe_output_length(geo[1], "W");

@@ -15,7 +15,8 @@
 
 namespace dwdeconv::rewrite {
 
-// What the report says about a ConvTranspose, rewritten or not. Fields are filled as far as matching got.
+// What the report says about a ConvTranspose, rewritten or not. Fields are filled as far as matching got, and the
+// plan and the report show only those: 0 (channels, kernel, stride) and an empty optional mean not known.
 struct NodeSummary {
   std::string name;        // the node's name, or its output's name when unnamed
   std::string graph_path;  // "main" or the path of the subgraph
@@ -23,10 +24,14 @@ struct NodeSummary {
   std::array<int64_t, 2> kernel{0, 0};
   int64_t stride = 0;                     // the common stride; 0 until known equal
   std::array<int64_t, 2> strides{0, 0};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};  // resolved [top, left, bottom, right]
-  std::array<int64_t, 2> output_padding{0, 0};
-  std::string form = "conv_transpose";    // how the upsampler is written: one of known_forms()
+  std::optional<std::array<int64_t, 4>> pads;  // resolved [top, left, bottom, right]
+  std::optional<std::array<int64_t, 2>> output_padding;
+  // How the upsampler is written: one of known_forms(), or kResizeRow for a nearest Resize that starts no form.
+  std::string form = "conv_transpose";
 };
+
+// The form of a plan row for a nearest Resize that no form starts from (its output feeds no Conv): kept, with why.
+inline constexpr const char* kResizeRow = "resize";
 
 // A ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a hand-written
 // upsampler: everything the emitter needs, whatever the form. Depthwise unless a recogniser sets group and

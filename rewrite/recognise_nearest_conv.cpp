@@ -72,6 +72,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
 
   UpsamplerOutcome out;
   out.summary = parts::conv_summary(conv, scope, "nearest_conv");
+  out.resize = resize;
   NodeSummary& sum = out.summary;
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
     out.match = std::move(e);
@@ -156,7 +157,8 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
     geo[axis] = {k + *s - 1, *s, k - 1 - cb, k - 1 - ce, 0};
   }
   sum.kernel = {geo[0].kernel, geo[1].kernel};
-  sum.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  sum.output_padding = std::array<int64_t, 2>{0, 0};
 
   // The derived kernel, per (output, input) channel pair of each group:
   //   g[m] = sum_{b<s} f[m-(s-1)+b] on each axis (the box), w = flip(g), and the layout turned around:

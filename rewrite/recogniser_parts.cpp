@@ -225,7 +225,8 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
                       std::to_string(geo[axis].pad_end) + ")");
     }
   }
-  summary.pads = {geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  summary.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  summary.output_padding = std::array<int64_t, 2>{0, 0};
 
   // The derived kernel: w[c, 0, ty, tx] = a[c] * f[c, 0, Ky-1-ty, Kx-1-tx] (the filter flipped, times the gain).
   const int64_t channels = tail.channels, ky = weight.dims[2], kx = weight.dims[3];

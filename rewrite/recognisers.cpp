@@ -168,6 +168,7 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
 
   UpsamplerOutcome out;
   out.summary = parts::conv_summary(conv, scope, "nearest_mask");
+  out.resize = resize;
   NodeSummary& sum = out.summary;
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
     out.match = std::move(e);

@@ -46,6 +46,7 @@ struct UpsamplerMatch {
 struct UpsamplerOutcome {
   NodeSummary summary;
   core::Result<UpsamplerMatch> match = core::declined("not matched");
+  const onnx::NodeProto* resize = nullptr;  // the nearest Resize the form starts from, if it has one
 };
 
 // Form `nearest_mask`:

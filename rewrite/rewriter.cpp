@@ -8,6 +8,7 @@
 #include "onnx_io/model_io.h"
 #include "onnx_io/shapes.h"
 #include "rewrite/const_eval.h"
+#include "rewrite/recogniser_parts.h"
 #include "rewrite/recognisers.h"
 
 namespace dwdeconv::rewrite {
@@ -127,6 +128,38 @@ void remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) 
   }
 }
 
+// The plan row of a nearest Resize that starts no form: kept, with what reads its output. A form starts at a
+// Conv that reads the Resize (directly, through a Pad, or through a mask Mul and a Pad).
+NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, const onnx_io::ScopedTypes& types,
+                      ConstEvaluator& eval, const std::map<std::string, int>& uses) {
+  NodeReport row;
+  NodeSummary& s = row.summary;
+  s.name = resize.name().empty() ? resize.output(0) : resize.name();
+  s.graph_path = scope.path;
+  s.form = kResizeRow;
+  if (auto c = parts::known_dim(types, scope, resize.input(0), 1)) s.channels = *c;
+  if (auto factor = nearest_resize_factor(resize, scope, eval, types)) {
+    s.stride = *factor;
+    s.strides = {*factor, *factor};
+  }
+  std::string readers;
+  int count = 0;
+  for (const auto& node : scope.graph->node()) {
+    if (std::find(node.input().begin(), node.input().end(), resize.output(0)) == node.input().end()) continue;
+    if (++count <= 3) readers += (readers.empty() ? "" : ", ") + onnx_io::describe_node(node);
+  }
+  if (count > 3) readers += " and " + std::to_string(count - 3) + " more";
+  const int read = parts::use_count(uses, resize.output(0));
+  if (count == 0) {
+    readers = read > 0 ? "a graph output or a subgraph" : "nothing";
+  } else if (read > count) {
+    readers += ", and a graph output or a subgraph";
+  }
+  row.reason = "no upsampler form starts at this nearest Resize: its output is read by " + readers +
+               ", and a form needs a Conv reading it (directly, through a Pad, or through a mask Mul and a Pad)";
+  return row;
+}
+
 }  // namespace
 
 core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options) {
@@ -154,9 +187,13 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   };
   // The recognisers that start from a Conv and stand alone (zero_insertion, which absorbs a ConvTranspose, is
   // matched first, below): the first whose form the Conv starts says what it is.
+  std::set<const onnx::NodeProto*> claimed_resizes;  // the nearest Resizes a form starts from
   auto recognise_handwritten = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
     for (auto* recognise : {match_nearest_mask, match_reshape_zero_insertion, match_nearest_conv}) {
-      if (auto outcome = recognise(node, scope, model.ir_version(), types, eval, uses)) return outcome;
+      if (auto outcome = recognise(node, scope, model.ir_version(), types, eval, uses)) {
+        if (outcome->resize != nullptr) claimed_resizes.insert(outcome->resize);
+        return outcome;
+      }
     }
     return std::nullopt;
   };
@@ -225,6 +262,19 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
         matches.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced)});
       }
       result.nodes.push_back(std::move(report));
+    }
+  }
+  // A nearest Resize that no form starts from is an upsampler too: a row says what reads it, so that a model full
+  // of upsamplers never gets only "rewrite 0 of 0". It is not a name --only or --skip take.
+  for (const auto& scope : tree.scopes()) {
+    for (const auto& node : scope.graph->node()) {
+      if (node.op_type() != "Resize" || !(node.domain().empty() || node.domain() == "ai.onnx") || node.output_size() < 1 ||
+          node.input_size() < 1 || claimed_resizes.count(&node) != 0) {
+        continue;
+      }
+      auto mode = onnx_io::get_string(node, "mode", "nearest");
+      if (!mode || *mode != "nearest") continue;
+      result.nodes.push_back(resize_row(node, scope, types, eval, uses));
     }
   }
   for (const auto& function : model.functions()) {
