@@ -1,6 +1,11 @@
 // Validation and type lookup corners: node arity in the partial check of models newer than the library,
-// sparse initializers, and types resolved per graph scope.
+// sparse initializers, types resolved per graph scope, and the quiet child that isolated shape inference runs in.
 #include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <onnx/defs/parser.h>
 
@@ -140,4 +145,76 @@ g (float[1,2,5,5] X, float[1,2,4,4] Z, int64 n) => (float[1,2,4,4] V) {
   CHECK(onnx_io::known_dims(*types.find(1, "Z")) == std::vector<int64_t>{1, 2, 4, 4});
   CHECK(types.find(0, "u") == nullptr);  // a body tensor is not visible outside
   CHECK(types.find(1, "nowhere") == nullptr);
+}
+
+namespace {
+
+// A rank-3 ConvTranspose (1-D data) whose weight has rank 2: libonnx 1.12's inference reads its kernel through
+// a null pointer (the bad-input corpus's weight_rank_below_input.onnx). Inference itself, isolated, crashes.
+const char* const kLowRankWeight = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,1,3] X, float[1,3] W) => (float[1,1,5] Y) {
+  Y = ConvTranspose (X, W)
+})";
+
+int marker_pipe[2] = {-1, -1};
+extern "C" void marker_handler(int) {
+  const char x = 'x';
+  (void)!::write(marker_pipe[1], &x, 1);
+  ::_exit(42);
+}
+extern "C" void marker_death_callback() {
+  const char x = 'd';
+  (void)!::write(marker_pipe[1], &x, 1);
+}
+
+// What the marker handlers wrote, without blocking.
+std::string drain_markers() {
+  std::string seen;
+  char buffer[16];
+  for (ssize_t n; (n = ::read(marker_pipe[0], buffer, sizeof buffer)) > 0;) seen.append(buffer, static_cast<size_t>(n));
+  return seen;
+}
+
+}  // namespace
+
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+
+TEST_CASE("a crash in the isolated inference child runs none of the parent's crash handlers", "[onnx_io][shapes][isolated]") {
+  // libFuzzer and ASan report a crash from their SIGSEGV (and other deadly-signal) handlers; a forked child
+  // inherits them. Here the parent's handler stands in for theirs: it must not run in the child.
+  REQUIRE(::pipe2(marker_pipe, O_NONBLOCK | O_CLOEXEC) == 0);
+  struct sigaction marker {}, previous {};
+  marker.sa_handler = marker_handler;
+  sigemptyset(&marker.sa_mask);
+  REQUIRE(::sigaction(SIGSEGV, &marker, &previous) == 0);
+  auto skeleton = parse(kLowRankWeight);
+  const auto inferred = onnx_io::infer_shapes_isolated(skeleton, /*strict=*/true, /*data_propagation=*/false);
+  ::sigaction(SIGSEGV, &previous, nullptr);
+  const std::string seen = drain_markers();
+  ::close(marker_pipe[0]);
+  ::close(marker_pipe[1]);
+  REQUIRE_FALSE(inferred.ok());
+  CHECK(seen.empty());
+  CHECK_THAT(inferred.error().message, Catch::Contains("ONNX shape inference crashed on this model (signal 11, Segmentation fault)"));
+}
+
+TEST_CASE("a crash in the isolated inference child calls no sanitizer death callback", "[onnx_io][shapes][isolated]") {
+  // libFuzzer writes its crash artifact from the death callback it gives the sanitizer runtime.
+  if (__sanitizer_set_death_callback == nullptr) {
+    WARN("skipped: no sanitizer runtime in this build");
+    return;
+  }
+  REQUIRE(::pipe2(marker_pipe, O_NONBLOCK | O_CLOEXEC) == 0);
+  __sanitizer_set_death_callback(marker_death_callback);
+  auto skeleton = parse(kLowRankWeight);
+  bool crashed = false;
+  const auto inferred = onnx_io::infer_shapes_isolated(skeleton, /*strict=*/true, /*data_propagation=*/false, &crashed);
+  __sanitizer_set_death_callback(nullptr);
+  const std::string seen = drain_markers();
+  ::close(marker_pipe[0]);
+  ::close(marker_pipe[1]);
+  CHECK(seen.empty());
+  CHECK(crashed);
+  REQUIRE_FALSE(inferred.ok());
+  CHECK_THAT(inferred.error().message, Catch::Contains("(signal 11, Segmentation fault)"));
 }
