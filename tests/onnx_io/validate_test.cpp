@@ -1,5 +1,6 @@
 // Validation and type lookup corners: node arity in the partial check of models newer than the library,
-// sparse initializers, types resolved per graph scope, and the quiet child that isolated shape inference runs in.
+// sparse initializers, types resolved per graph scope, the convolution ranks and strides libonnx 1.12 crashes
+// on, and the quiet child that isolated shape inference runs in.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -217,4 +218,157 @@ TEST_CASE("a crash in the isolated inference child calls no sanitizer death call
   CHECK(crashed);
   REQUIRE_FALSE(inferred.ok());
   CHECK_THAT(inferred.error().message, Catch::Contains("(signal 11, Segmentation fault)"));
+}
+
+TEST_CASE("validation refuses convolution ranks libonnx 1.12 crashes on, before its shape inference runs", "[onnx_io][validate][ranks]") {
+  // Each case's rank is declared somewhere other than by a node; ONNX Runtime refuses all of them ("Weight tensor
+  // must have at least 3 dimensions", "Number of spatial dimensions in the weight tensor ... does not match").
+  struct Case {
+    std::string name, text, expected;
+  };
+  const std::vector<Case> cases = {
+      {"weight rank 2, graph input", kLowRankWeight,
+       "main graph: ConvTranspose producing 'Y': weight 'W' has rank 2 (graph input), but a ConvTranspose weight must have at least 3 "
+       "dimensions (C x M/group x k1...kn)"},
+      {"weight rank 2, opset 19", R"(<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,3] X, float[1,3] W) => (float[1,1,5] Y) {
+  Y = ConvTranspose (X, W)
+})",
+       "main graph: ConvTranspose producing 'Y': weight 'W' has rank 2 (graph input), but a ConvTranspose weight must have at least 3"},
+      {"weight rank 2, Constant, opset 19", R"(<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,3] X) => (float[1,1,5] Y) {
+  W = Constant <value = float[1,3] {1, 2, 3}> ()
+  Y = ConvTranspose (X, W)
+})",
+       "weight 'W' has rank 2 (Constant)"},
+      {"weight rank 2, value_info", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) <float[1,3] W> {
+  W = Identity (W0)
+  Y = ConvTranspose (X, W)
+})",
+       "weight 'W' has rank 2 (value_info)"},
+      {"weight rank 3 for a 2-D input", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5,5] X, float[2,1,3] W) => (float[1,2,?,?] Y) {
+  Y = ConvTranspose <group = 2> (X, W)
+})",
+       "ConvTranspose producing 'Y': weight 'W' has rank 3 (graph input) and input 'X' has rank 4 (graph input), but their spatial "
+       "dimensions (1 and 2) must agree"},
+      {"Conv weight rank 5 for a 2-D input", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5,5] X, float[2,2,3,3,3] W) => (float[1,2,?,?] Y) {
+  Y = Conv (X, W)
+})",
+       "Conv producing 'Y': weight 'W' has rank 5 (graph input) and input 'X' has rank 4 (graph input), but their spatial dimensions (3 and 2)"},
+      {"Conv weight rank 2", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5] X, float[2,2] W) => (float[1,2,?] Y) {
+  Y = Conv (X, W)
+})",
+       "Conv producing 'Y': weight 'W' has rank 2 (graph input), but a Conv weight must have at least 3 dimensions (M x C/group x k1...kn)"},
+      {"no convolution, so rank 2 is no concern", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2] X) => (float[1,2] Y) {
+  Y = Relu (X)
+})",
+       ""},  // no convolution: passes
+      {"input rank 2", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2] X, float[2,2,3] W) => (float[1,2] Y) {
+  Y = Conv (X, W)
+})",
+       "Conv producing 'Y': input 'X' has rank 2 (graph input), but a Conv input must have at least 3 dimensions (N x C x D1...Dn)"},
+      {"QLinearConv weight rank 3 for a 2-D input", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (uint8[1,2,5,5] X, float xs, uint8 xz, uint8[2,2,3] W, float ws, uint8 wz, float ys, uint8 yz) => (uint8[1,2,?,?] Y) {
+  Y = QLinearConv (X, xs, xz, W, ws, wz, ys, yz)
+})",
+       "QLinearConv producing 'Y': weight 'W' has rank 3 (graph input) and input 'X' has rank 4"},
+      {"weight rank 2 inside an If branch", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,1,3] X, float[1,3] W, bool c) => (float[1,1,?] Y) {
+  Y = If (c) <
+    then_branch = t () => (float[1,1,?] A) { A = ConvTranspose (X, W) },
+    else_branch = e () => (float[1,1,3] B) { B = Identity (X) }>
+})",
+       "main graph/If producing 'Y': ConvTranspose producing 'A': weight 'W' has rank 2 (graph input)"},
+      {"a Conv with a zero stride", R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5,5] X, float[2,2,3,3] W) => (float[1,2,?,?] Y) {
+  Y = Conv <strides = [1, 0]> (X, W)
+})",
+       "main graph: Conv producing 'Y': stride 0 must be >= 1 (strides [1,0])"},
+      {"a MaxPool with a zero stride, opset 19", R"(<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = MaxPool <kernel_shape = [2, 2], strides = [0, 0]> (X)
+})",
+       "main graph: MaxPool producing 'Y': stride 0 must be >= 1 (strides [0,0])"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const auto result = onnx_io::validate_model(parse(c.text), {});
+    if (c.expected.empty()) {
+      CHECK(result.ok());
+      continue;
+    }
+    CHECK_FALSE(result.ok());
+    if (result.ok()) continue;
+    CHECK(result.error().kind == core::ErrorKind::kCheckFailed);
+    CHECK_THAT(result.error().message, Catch::Contains(c.expected));
+    CHECK_THAT(result.error().message, !Catch::Contains("crashed"));
+  }
+}
+
+TEST_CASE("validation accepts convolutions whose ranks agree, and ranks it cannot know", "[onnx_io][validate][ranks]") {
+  const std::vector<std::string> valid = {
+      // 1-D and 3-D convolutions.
+      R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5] X, float[2,1,3] W) => (float[1,2,7] Y) {
+  Y = ConvTranspose <group = 2> (X, W)
+})",
+      R"(<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,2,5,5,5] X, float[2,2,3,3,3] W) => (float[1,2,3,3,3] Y) {
+  Y = Conv (X, W)
+})",
+      // The input's rank is not declared (computed by Relu), the weight's is fine.
+      R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5,5] X0, float[2,2,3,3] W) => (float[1,2,3,3] Y) {
+  X = Relu (X0)
+  Y = Conv (X, W)
+})",
+      // A branch's own W (rank 4, a Constant) hides the main graph's rank-2 W, which no convolution reads. (The
+      // checker of libonnx 1.12 refuses a name defined in two scopes; at opset 19 it cannot judge the model.)
+      R"(<ir_version: 8, opset_import: ["" : 19]>
+g (float[1,1,3,3] X, float[1,3] W, bool c) => (float[1,1,?,?] Y, float[1,3] V) {
+  V = Identity (W)
+  Y = If (c) <
+    then_branch = t () => (float[1,1,?,?] A) {
+      W = Constant <value = float[1,1,1,1] {2}> ()
+      A = Conv (X, W)
+    },
+    else_branch = e () => (float[1,1,3,3] B) { B = Identity (X) }>
+})",
+  };
+  for (const auto& text : valid) {
+    CAPTURE(text);
+    const auto result = onnx_io::validate_model(parse(text), {});
+    INFO((result ? result->detail : result.error().message));
+    CHECK(result.ok());
+  }
+}
+
+TEST_CASE("a weight rank only inference knows is still refused, after inference or by its contained crash", "[onnx_io][validate][ranks]") {
+  SECTION("a rank libonnx reads past without crashing: the check runs again on the inferred ranks") {
+    const auto result = onnx_io::validate_model(parse(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,2,5,5] X, float[2,2,3] W0) => (float[1,2,?,?] Z) {
+  W = Identity (W0)
+  Y = Conv (X, W)
+  Z = Identity (X)
+})"), {});
+    REQUIRE_FALSE(result.ok());
+    CHECK_THAT(result.error().message, Catch::Contains("Conv producing 'Y': weight 'W' has rank 3 (inferred by ONNX shape inference) and "
+                                                       "input 'X' has rank 4 (graph input)"));
+  }
+  SECTION("a rank libonnx crashes on, at an opset it knows") {
+    const auto result = onnx_io::validate_model(parse(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) {
+  W = Identity (W0)
+  Y = ConvTranspose (X, W)
+})"), {});
+    REQUIRE_FALSE(result.ok());
+    CHECK_THAT(result.error().message, Catch::Contains("ONNX shape inference: ONNX shape inference crashed on this model (signal 11"));
+  }
+
 }
