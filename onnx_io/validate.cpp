@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <onnx/checker.h>
+#include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -310,6 +311,17 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   if (auto s = check_structure(model.graph()); !s) return s.error();
   const int schema_opset = static_cast<int>(std::min(default_opset(model), library_max_opset()));
   if (auto s = check_arity(model.graph(), schema_opset, "main graph"); !s) return s.error();
+  // Inference here uses the library's older schemas, so what it infers or refuses does not judge the model (the
+  // rewrite runs it too, for what it can tell). A crash does: a model libonnx 1.12 crashes on is malformed in
+  // every opset (a weight whose rank, computed by a node, is below its input's), and ONNX Runtime refuses it.
+  {
+    onnx::ModelProto copy = skeleton_copy(model);
+    bool crashed = false;
+    if (auto inferred = infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true, &crashed); !inferred && crashed) {
+      return check_failed("ONNX shape inference (libonnx " + std::string(onnx::LAST_RELEASE_VERSION) + ", opset " + std::to_string(library_max_opset()) +
+                          " schemas): " + one_line(inferred.error().message));
+    }
+  }
   onnx::checker::CheckerContext ctx;
   ctx.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), library_ir_version())));
   ctx.set_opset_imports({{onnx::ONNX_DOMAIN, schema_opset}});
@@ -330,8 +342,8 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   if (!failure.empty()) return check_failed("ONNX checker on an emitted node: " + failure);
   v.detail += "the model (opset " + std::to_string(default_opset(model)) + ", IR " + std::to_string(model.ir_version()) +
               ") is newer than this ONNX library (opset " + std::to_string(library_max_opset()) + ", IR " +
-              std::to_string(library_ir_version()) + "): checked graph structure, every node's input and output counts, convolution ranks and strides, and the " +
-              std::to_string(checked) +
+              std::to_string(library_ir_version()) + "): checked graph structure, every node's input and output counts, convolution ranks and strides, that " +
+              "ONNX shape inference does not crash on it, and the " + std::to_string(checked) +
               " emitted nodes against opset " + std::to_string(library_max_opset()) + " schemas";
   return v;
 }
