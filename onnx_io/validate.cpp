@@ -80,6 +80,12 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
       }
     }
     for (const auto& out : node.output()) {
+      // ONNX allows no shadowing by a node: its outputs may not reuse a name an outer graph defines (a subgraph's
+      // inputs and initializers may, as the checker allows).
+      if (!out.empty() && visible.count(out) != 0 && defined.count(out) == 0) {
+        return check_failed(path + ": " + describe_node(node) + " writes '" + out + "', which an outer graph already defines " +
+                            "(ONNX requires single static assignment across subgraphs)");
+      }
       if (auto s = define(out, describe_node(node)); !s) return s;
     }
   }

@@ -79,6 +79,34 @@ g (float[1,2,4,3] X, bool c) => (float[1,2,4,3] Y) {
   CHECK_THAT(result.error().message, Catch::Contains("Relu producing 'A' has 2 inputs, but Relu takes 1"));
 }
 
+TEST_CASE("the partial check refuses a subgraph node that redefines an outer name, as the checker does", "[onnx_io][validate]") {
+  // ONNX Runtime refuses it too ("Graph must be in single static assignment (SSA) form"). A subgraph input of an
+  // outer name is allowed, as libonnx's checker allows it.
+  auto model = parse(R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[1,2,4,3] X, bool c) => (float[1,2,4,3] Y) {
+  Y = If (c) <
+    then_branch = t () => (float[1,2,4,3] A) {
+      X = Identity (c)
+      A = Relu (X)
+    },
+    else_branch = e () => (float[1,2,4,3] B) { B = Identity (X) }>
+})");
+  const auto result = onnx_io::validate_model(model, {});
+  REQUIRE_FALSE(result.ok());
+  CHECK_THAT(result.error().message, Catch::Contains("main graph/If producing 'Y': Identity producing 'X' writes 'X', which an outer graph "
+                                                     "already defines (ONNX requires single static assignment across subgraphs)"));
+  auto loop = parse(R"(<ir_version: 8, opset_import: ["" : 18]>
+g (float[1,2,4,3] X, int64 n) => (float[1,2,4,3] V) {
+  V = Loop (n, , X) <body = b (int64 i, bool c, float[1,2,4,3] X) => (bool c2, float[1,2,4,3] v) {
+    c2 = Identity (c)
+    v = Relu (X)
+  }>
+})");
+  const auto shadowing_input = onnx_io::validate_model(loop, {});
+  INFO((shadowing_input ? shadowing_input->detail : shadowing_input.error().message));
+  CHECK(shadowing_input.ok());
+}
+
 TEST_CASE("the partial check accepts inputs that ops gained after the library's newest opset", "[onnx_io][validate]") {
   // Pad-18 takes an `axes` input and the Reduce ops take `axes` as an input from opset 18: libonnx 1.12's
   // newest schemas (Pad-13, ReduceMean-13) have fewer inputs, but the model is valid.
@@ -328,17 +356,15 @@ g (float[1,2,5,5] X0, float[2,2,3,3] W) => (float[1,2,3,3] Y) {
   X = Relu (X0)
   Y = Conv (X, W)
 })",
-      // A branch's own W (rank 4, a Constant) hides the main graph's rank-2 W, which no convolution reads. (The
-      // checker of libonnx 1.12 refuses a name defined in two scopes; at opset 19 it cannot judge the model.)
-      R"(<ir_version: 8, opset_import: ["" : 19]>
-g (float[1,1,3,3] X, float[1,3] W, bool c) => (float[1,1,?,?] Y, float[1,3] V) {
+      // A Loop body's own W (rank 4, a body input) hides the main graph's rank-2 W, which no convolution reads.
+      R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,1,3,3] X, float[1,3] W, float[1,1,1,1] K, int64 n) => (float[1,3] V, float[1,1,1,1] KO, float[?,1,1,3,3] S) {
   V = Identity (W)
-  Y = If (c) <
-    then_branch = t () => (float[1,1,?,?] A) {
-      W = Constant <value = float[1,1,1,1] {2}> ()
-      A = Conv (X, W)
-    },
-    else_branch = e () => (float[1,1,3,3] B) { B = Identity (X) }>
+  KO, S = Loop (n, , K) <body = b (int64 i, bool c, float[1,1,1,1] W) => (bool c2, float[1,1,1,1] wo, float[1,1,3,3] a) {
+    c2 = Identity (c)
+    wo = Identity (W)
+    a = Conv (X, W)
+  }>
 })",
   };
   for (const auto& text : valid) {
