@@ -298,6 +298,9 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
     v.full = false;
     v.detail = "the checker could not judge it (" + one_line(e.what()) + "); ";
   }
+  // libonnx 1.12's checker does not check that every graph output is defined (ONNX Runtime refuses a model whose
+  // output nothing writes); the structure check does, for every model.
+  if (auto s = check_structure(model.graph()); !s) return s.error();
   // Before libonnx's shape inference sees the model: what it would crash on, with the ranks the graph declares.
   if (auto s = check_inference_preconditions(model.graph(), {}, "main graph", "value_info"); !s) return s.error();
   if (!newer) {
@@ -314,7 +317,6 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
 
   // A model newer than the library: check what it can, and say so.
   v.full = false;
-  if (auto s = check_structure(model.graph()); !s) return s.error();
   const int schema_opset = static_cast<int>(std::min(default_opset(model), library_max_opset()));
   if (auto s = check_arity(model.graph(), schema_opset, "main graph"); !s) return s.error();
   // Inference here uses the library's older schemas, so what it infers or refuses does not judge the model (the

@@ -134,6 +134,11 @@ int main(int argc, char** argv) {
   test::set_random_initializer(*conv_stride0.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 3, 3}, 5);
   test::name_node(conv_stride0, "Y", "c1");
   write_model("conv_stride_zero.onnx", conv_stride0);
+  // Found by fuzzing: a graph output that no node writes, which libonnx 1.12's checker passes.
+  auto lost_output = deconv("group=4, strides=[2,2], pads=[1,1,1,1]");
+  *lost_output.mutable_graph()->add_output() = lost_output.graph().output(0);
+  lost_output.mutable_graph()->mutable_output(1)->set_name("Y_lost");
+  write_model("graph_output_undefined.onnx", lost_output);
   // Opset 18 is newer than libonnx 1.12, so only the partial check runs; it must still count inputs and outputs.
   auto two_outputs = deconv("group=4, strides=[2,2], pads=[1,1,1,1]", "4, 1, 4, 4", 18);
   two_outputs.mutable_graph()->mutable_node(0)->add_output("Y_extra");

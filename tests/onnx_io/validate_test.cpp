@@ -107,6 +107,22 @@ g (float[1,2,4,3] X, int64 n) => (float[1,2,4,3] V) {
   CHECK(shadowing_input.ok());
 }
 
+TEST_CASE("a graph output that nothing writes is refused at every opset", "[onnx_io][validate]") {
+  // libonnx 1.12's checker passes it at the opsets it knows; ONNX Runtime refuses it ("Graph output (Y2) does not
+  // exist in the graph"). Found by fuzzing, with ONNX Runtime as the judge.
+  for (int opset : {13, 18}) {
+    CAPTURE(opset);
+    auto model = parse(R"(<ir_version: 8, opset_import: ["" : )" + std::to_string(opset) + R"(]>
+g (float[1,2,4,3] X) => (float[1,2,4,3] Y1, float[1,2,4,3] Y2) {
+  Y1 = Relu (X)
+  Y3 = Relu (X)
+})");
+    const auto result = onnx_io::validate_model(model, {});
+    CHECK_FALSE(result.ok());
+    if (!result.ok()) CHECK_THAT(result.error().message, Catch::Contains("main graph: graph output 'Y2' is never defined"));
+  }
+}
+
 TEST_CASE("the partial check accepts inputs that ops gained after the library's newest opset", "[onnx_io][validate]") {
   // Pad-18 takes an `axes` input and the Reduce ops take `axes` as an input from opset 18: libonnx 1.12's
   // newest schemas (Pad-13, ReduceMean-13) have fewer inputs, but the model is valid.
