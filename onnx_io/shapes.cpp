@@ -1,9 +1,12 @@
 #include "onnx_io/shapes.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -11,6 +14,14 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnx_io/graph_walk.h"
+
+// The sanitizer runtime's interface, declared weak: non-null only in a build that links a sanitizer (ASan, UBSan,
+// and so libFuzzer's builds, which install their crash reporting through them).
+extern "C" {
+void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+void __sanitizer_set_report_fd(void* fd) __attribute__((weak));
+const char* __sanitizer_get_report_path() __attribute__((weak));
+}
 
 namespace dwdeconv::onnx_io {
 namespace {
@@ -85,6 +96,32 @@ void densify_sparse_initializers(onnx::GraphProto& graph) {
   }
 }
 
+// Makes the forked child of infer_shapes_isolated end quietly when libonnx crashes in it. The child inherits
+// its parent's signal handlers: a sanitizer's (ASan's SEGV, BUS and FPE handlers) or libFuzzer's (ABRT, ILL,
+// INT, ...), which would report the child's crash as the parent's, and under libFuzzer also dump the current
+// input as a crash artifact from inside the child. With the default actions a crash just kills the child by its
+// signal, which the parent turns into an error. What a sanitizer still finds in the child (a bad free inside
+// libonnx, say) ends it with the sanitizer's exit status, but calls no death callback (libFuzzer's writes the
+// artifact) and prints its report to /dev/null, unless ASAN_OPTIONS=log_path (or UBSAN_OPTIONS) asked for a file.
+void quiet_child() {
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigset_t deadly;
+  sigemptyset(&deadly);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGXCPU, SIGXFSZ, SIGINT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2}) {
+    ::sigaction(sig, &default_action, nullptr);
+    sigaddset(&deadly, sig);
+  }
+  ::sigprocmask(SIG_UNBLOCK, &deadly, nullptr);
+  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(nullptr);
+  const bool report_file = __sanitizer_get_report_path != nullptr && __sanitizer_get_report_path() != nullptr;
+  if (__sanitizer_set_report_fd != nullptr && !report_file) {
+    const int null_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null_fd >= 0) __sanitizer_set_report_fd(reinterpret_cast<void*>(static_cast<intptr_t>(null_fd)));
+  }
+}
+
 bool has_type(const onnx::ValueInfoProto& v) { return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET; }
 
 }  // namespace
@@ -100,7 +137,8 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes) 
   return copy;
 }
 
-core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation) {
+core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation, bool* crashed) {
+  if (crashed != nullptr) *crashed = false;
   int fds[2];
   if (::pipe(fds) != 0) return core::io_error(std::string("shape inference: pipe failed: ") + std::strerror(errno));
   std::fflush(nullptr);
@@ -111,7 +149,9 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
     return core::io_error(std::string("shape inference: fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    // Child: infer, send 'O' and the inferred skeleton (or 'E' and the message), and leave without cleanup.
+    // Child: infer, send 'O' and the inferred skeleton (or 'E' and the message), and leave with _exit (no
+    // atexit handlers, no leak check, no flushing of the parent's buffers).
+    quiet_child();
     ::close(fds[0]);
     std::string reply;
     try {
@@ -120,6 +160,8 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
       reply = "O" + skeleton.SerializeAsString();
     } catch (const std::exception& e) {
       reply = std::string("E") + e.what();
+    } catch (...) {
+      reply = "Ean exception that is not a std::exception";
     }
     size_t done = 0;
     while (done < reply.size()) {
@@ -145,8 +187,9 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
   }
   const core::ErrorKind kind = core::ErrorKind::kCheckFailed;
   // A crash kills the child by a signal, or, under a sanitizer, ends it with a non-zero status and no reply.
-  const bool crashed = WIFSIGNALED(status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty();
-  if (crashed) {
+  const bool died = WIFSIGNALED(status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty();
+  if (died) {
+    if (crashed != nullptr) *crashed = true;
     const std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status)) + ", " + strsignal(WTERMSIG(status))
                                                 : "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return core::Error{kind, "ONNX shape inference crashed on this model (" + how + "); the model is malformed in a way libonnx " +

@@ -1,8 +1,11 @@
 #include "onnx_io/validate.h"
 
 #include <limits>
+#include <map>
+#include <vector>
 
 #include <onnx/checker.h>
+#include <onnx/common/version.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -77,6 +80,12 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
       }
     }
     for (const auto& out : node.output()) {
+      // ONNX allows no shadowing by a node: its outputs may not reuse a name an outer graph defines (a subgraph's
+      // inputs and initializers may, as the checker allows).
+      if (!out.empty() && visible.count(out) != 0 && defined.count(out) == 0) {
+        return check_failed(path + ": " + describe_node(node) + " writes '" + out + "', which an outer graph already defines " +
+                            "(ONNX requires single static assignment across subgraphs)");
+      }
       if (auto s = define(out, describe_node(node)); !s) return s;
     }
   }
@@ -133,6 +142,139 @@ core::Status check_arity(const onnx::GraphProto& graph, int opset, const std::st
   return core::Ok{};
 }
 
+// Every rank the graph declares for a tensor, where it says so: a tensor may be declared in several places
+// (a graph input and its initializer, a Constant and a value_info entry), and they need not agree.
+struct DeclaredRank {
+  int rank;
+  const char* source;  // "graph input", "initializer", "Constant", "value_info", ...
+};
+using DeclaredRanks = std::map<std::string, std::vector<DeclaredRank>>;
+
+// The ranks `graph` declares, on top of those of the graphs around it (`outer`): a name this graph defines
+// hides the outer one, as ONNX scoping does, whether or not this graph gives it a rank. Ranks from value_info
+// are labelled `value_info_source`.
+DeclaredRanks declared_ranks(const onnx::GraphProto& graph, DeclaredRanks outer, const char* value_info_source) {
+  for (const auto& v : graph.input()) outer.erase(v.name());
+  for (const auto& t : graph.initializer()) outer.erase(t.name());
+  for (const auto& t : graph.sparse_initializer()) outer.erase(t.values().name());
+  for (const auto& node : graph.node()) {
+    for (const auto& out : node.output()) outer.erase(out);
+  }
+  auto declare = [&outer](const std::string& name, int rank, const char* source) {
+    if (!name.empty()) outer[name].push_back({rank, source});
+  };
+  auto declare_value = [&declare](const onnx::ValueInfoProto& v, const char* source) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) declare(v.name(), v.type().tensor_type().shape().dim_size(), source);
+  };
+  for (const auto& v : graph.input()) declare_value(v, "graph input");
+  for (const auto& t : graph.initializer()) declare(t.name(), t.dims_size(), "initializer");
+  for (const auto& t : graph.sparse_initializer()) declare(t.values().name(), t.dims_size(), "sparse initializer");
+  for (const auto& node : graph.node()) {
+    const bool constant = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx");
+    if (!constant || node.output_size() != 1 || node.attribute_size() != 1) continue;
+    const auto& a = node.attribute(0);
+    if (a.name() == "value") declare(node.output(0), a.t().dims_size(), "Constant");
+    if (a.name() == "sparse_value") declare(node.output(0), a.sparse_tensor().dims_size(), "Constant");
+    if (a.name() == "value_float" || a.name() == "value_int" || a.name() == "value_string") declare(node.output(0), 0, "Constant");
+    if (a.name() == "value_floats" || a.name() == "value_ints" || a.name() == "value_strings") declare(node.output(0), 1, "Constant");
+  }
+  for (const auto& v : graph.value_info()) declare_value(v, value_info_source);
+  for (const auto& v : graph.output()) declare_value(v, "graph output");
+  return outer;
+}
+
+// The convolutions whose libonnx 1.12 shape inference takes the kernel's spatial rank from the weight and
+// indexes the input's attributes and dims with it unchecked: input `data` is N x C x D1...Dn, input `weight`
+// the kernel, laid out as `layout`.
+struct ConvInputs {
+  int data;
+  int weight;
+  const char* layout;
+};
+const std::map<std::string, ConvInputs> kConvInputs = {
+    {"Conv", {0, 1, "M x C/group x k1...kn"}},
+    {"ConvInteger", {0, 1, "M x C/group x k1...kn"}},
+    {"QLinearConv", {0, 3, "M x C/group x k1...kn"}},
+    {"ConvTranspose", {0, 1, "C x M/group x k1...kn"}},
+};
+
+// The ops whose libonnx 1.12 shape inference divides by each stride unchecked (SIGFPE on a zero stride). A
+// ConvTranspose multiplies by its strides instead; the rewrite's matcher refuses a bad one with its own reason.
+const std::set<std::string> kDividingStrides = {"Conv", "ConvInteger", "QLinearConv", "AveragePool", "MaxPool", "LpPool"};
+
+std::string join_ints(const google::protobuf::RepeatedField<int64_t>& values) {
+  std::string out = "[";
+  for (int i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+std::string rank_text(const std::string& role, const std::string& name, const DeclaredRank& r) {
+  return role + " '" + name + "' has rank " + std::to_string(r.rank) + " (" + r.source + ")";
+}
+
+// What libonnx 1.12's shape inference assumes and does not check, in `graph` and its subgraphs: every
+// convolution whose input and weight ranks the graph declares has an input of rank >= 3, a weight of rank >= 3,
+// and as many spatial dims in both (a ConvTranspose weight of rank 2 is a null read in its shape inference,
+// other mismatches read past the end of its vectors); and the ops that divide by their strides have strides
+// >= 1. ONNX Runtime refuses every model that breaks one of these.
+core::Status check_inference_preconditions(const onnx::GraphProto& graph, const DeclaredRanks& outer, const std::string& path,
+                                           const char* value_info_source) {
+  const DeclaredRanks ranks = declared_ranks(graph, outer, value_info_source);
+  auto declared = [&ranks](const onnx::NodeProto& node, int index) -> const std::vector<DeclaredRank>* {
+    if (index >= node.input_size() || node.input(index).empty()) return nullptr;
+    const auto it = ranks.find(node.input(index));
+    return it == ranks.end() ? nullptr : &it->second;
+  };
+  for (const auto& node : graph.node()) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    const auto conv = default_domain ? kConvInputs.find(node.op_type()) : kConvInputs.end();
+    if (conv != kConvInputs.end()) {
+      const std::string who = path + ": " + describe_node(node) + ": ";
+      const auto* data = declared(node, conv->second.data);
+      const auto* weight = declared(node, conv->second.weight);
+      for (const auto& d : data ? *data : std::vector<DeclaredRank>{}) {
+        if (d.rank < 3) {
+          return check_failed(who + rank_text("input", node.input(conv->second.data), d) + ", but a " + node.op_type() +
+                              " input must have at least 3 dimensions (N x C x D1...Dn)");
+        }
+      }
+      for (const auto& w : weight ? *weight : std::vector<DeclaredRank>{}) {
+        if (w.rank < 3) {
+          return check_failed(who + rank_text("weight", node.input(conv->second.weight), w) + ", but a " + node.op_type() +
+                              " weight must have at least 3 dimensions (" + conv->second.layout + ")");
+        }
+        for (const auto& d : data ? *data : std::vector<DeclaredRank>{}) {
+          if (w.rank != d.rank) {
+            return check_failed(who + rank_text("weight", node.input(conv->second.weight), w) + " and " +
+                                rank_text("input", node.input(conv->second.data), d) + ", but their spatial dimensions (" +
+                                std::to_string(w.rank - 2) + " and " + std::to_string(d.rank - 2) + ") must agree");
+          }
+        }
+      }
+    }
+    if (default_domain && kDividingStrides.count(node.op_type()) != 0) {
+      for (const auto& attr : node.attribute()) {
+        if (attr.name() != "strides") continue;
+        for (int64_t stride : attr.ints()) {
+          if (stride < 1) {
+            return check_failed(path + ": " + describe_node(node) + ": stride " + std::to_string(stride) + " must be >= 1 (strides " +
+                                join_ints(attr.ints()) + ")");
+          }
+        }
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) {
+        if (auto s = check_inference_preconditions(attr.g(), ranks, path + "/" + describe_node(node), value_info_source); !s) return s;
+      }
+      for (const auto& g : attr.graphs()) {
+        if (auto s = check_inference_preconditions(g, ranks, path + "/" + describe_node(node), value_info_source); !s) return s;
+      }
+    }
+  }
+  return core::Ok{};
+}
+
 }  // namespace
 
 int64_t library_max_opset() {
@@ -156,20 +298,38 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
     v.full = false;
     v.detail = "the checker could not judge it (" + one_line(e.what()) + "); ";
   }
+  // libonnx 1.12's checker does not check that every graph output is defined (ONNX Runtime refuses a model whose
+  // output nothing writes); the structure check does, for every model.
+  if (auto s = check_structure(model.graph()); !s) return s.error();
+  // Before libonnx's shape inference sees the model: what it would crash on, with the ranks the graph declares.
+  if (auto s = check_inference_preconditions(model.graph(), {}, "main graph", "value_info"); !s) return s.error();
   if (!newer) {
     onnx::ModelProto copy = skeleton_copy(model);  // inference needs types and dims, not weight data
     if (auto inferred = infer_shapes_isolated(copy, /*strict=*/true, /*data_propagation=*/false); !inferred) {
       return check_failed("ONNX shape inference: " + one_line(inferred.error().message));
     }
+    // The same ranks as inference found them (a weight computed by a node, say), which libonnx 1.12 itself reads
+    // past the end of its vectors on, without a crash.
+    if (auto s = check_inference_preconditions(copy.graph(), {}, "main graph", "inferred by ONNX shape inference"); !s) return s.error();
     v.detail = "ONNX checker and strict shape inference passed";
     return v;
   }
 
   // A model newer than the library: check what it can, and say so.
   v.full = false;
-  if (auto s = check_structure(model.graph()); !s) return s.error();
   const int schema_opset = static_cast<int>(std::min(default_opset(model), library_max_opset()));
   if (auto s = check_arity(model.graph(), schema_opset, "main graph"); !s) return s.error();
+  // Inference here uses the library's older schemas, so what it infers or refuses does not judge the model (the
+  // rewrite runs it too, for what it can tell). A crash does: a model libonnx 1.12 crashes on is malformed in
+  // every opset (a weight whose rank, computed by a node, is below its input's), and ONNX Runtime refuses it.
+  {
+    onnx::ModelProto copy = skeleton_copy(model);
+    bool crashed = false;
+    if (auto inferred = infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true, &crashed); !inferred && crashed) {
+      return check_failed("ONNX shape inference (libonnx " + std::string(onnx::LAST_RELEASE_VERSION) + ", opset " + std::to_string(library_max_opset()) +
+                          " schemas): " + one_line(inferred.error().message));
+    }
+  }
   onnx::checker::CheckerContext ctx;
   ctx.set_ir_version(static_cast<int>(std::min<int64_t>(model.ir_version(), library_ir_version())));
   ctx.set_opset_imports({{onnx::ONNX_DOMAIN, schema_opset}});
@@ -190,7 +350,8 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   if (!failure.empty()) return check_failed("ONNX checker on an emitted node: " + failure);
   v.detail += "the model (opset " + std::to_string(default_opset(model)) + ", IR " + std::to_string(model.ir_version()) +
               ") is newer than this ONNX library (opset " + std::to_string(library_max_opset()) + ", IR " +
-              std::to_string(library_ir_version()) + "): checked graph structure, every node's input and output counts, and the " + std::to_string(checked) +
+              std::to_string(library_ir_version()) + "): checked graph structure, every node's input and output counts, convolution ranks and strides, that " +
+              "ONNX shape inference does not crash on it, and the " + std::to_string(checked) +
               " emitted nodes against opset " + std::to_string(library_max_opset()) + " schemas";
   return v;
 }

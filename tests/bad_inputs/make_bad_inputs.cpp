@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   write_model("group_not_dividing.onnx", deconv("group=3, strides=[2,2], pads=[1,1,1,1]"));
   write_model("attribute_wrong_type.onnx", deconv("group=4, strides=2, pads=[1,1,1,1]"));
   // Found by fuzzing: libonnx 1.12's ConvTranspose shape inference dereferences null when the weight's rank is
-  // below the input's. The tool runs inference in a child process, so this is an error, not a crash.
+  // below the input's. Validation refuses a declared rank before inference runs.
   auto low_rank = test::parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,3] X, float[1,3] W) => (float[1,1,5] Y) {
@@ -101,6 +101,44 @@ int main(int argc, char** argv) {
     })");
   test::name_node(low_rank, "Y", "up1");
   write_model("weight_rank_below_input.onnx", low_rank);
+  // The same with the weight's rank computed by a node, which only inference knows: libonnx still crashes, in
+  // the child process that runs it, so this is an error, not a crash. At opset 19 too, where inference runs
+  // with the library's opset-17 schemas only to see whether it crashes.
+  for (int opset : {13, 19}) {
+    auto computed = test::parse_model(R"(
+      <ir_version: 8, opset_import: ["" : )" + std::to_string(opset) + R"(]>
+      g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) {
+        W = Identity (W0)
+        Y = ConvTranspose (X, W)
+      })");
+    test::name_node(computed, "Y", "up1");
+    write_model(opset == 13 ? "weight_rank_below_input_via_identity.onnx" : "weight_rank_below_input_via_identity_opset19.onnx", computed);
+  }
+  // Ranks that libonnx 1.12 reads past the end of its vectors on without a crash, so that the old tool wrote the
+  // model back: a ConvTranspose weight with one spatial dim for a 2-D input, and a Conv weight with three.
+  write_model("deconv_weight_rank3_input4.onnx", deconv("group=4, strides=[2,2], pads=[1,1,1,1]", "4, 1, 4"));
+  auto conv_rank5 = test::parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,5,5] X) => (float[1,4,?,?] Y) {
+      Y = Conv <group=4> (X, W)
+    })");
+  test::set_random_initializer(*conv_rank5.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 3, 3, 3}, 4);
+  test::name_node(conv_rank5, "Y", "c1");
+  write_model("conv_weight_rank5_input4.onnx", conv_rank5);
+  // A Conv with a zero stride: libonnx 1.12's inference divides by it (SIGFPE).
+  auto conv_stride0 = test::parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,5,5] X) => (float[1,4,?,?] Y) {
+      Y = Conv <group=4, strides=[0,0]> (X, W)
+    })");
+  test::set_random_initializer(*conv_stride0.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 3, 3}, 5);
+  test::name_node(conv_stride0, "Y", "c1");
+  write_model("conv_stride_zero.onnx", conv_stride0);
+  // Found by fuzzing: a graph output that no node writes, which libonnx 1.12's checker passes.
+  auto lost_output = deconv("group=4, strides=[2,2], pads=[1,1,1,1]");
+  *lost_output.mutable_graph()->add_output() = lost_output.graph().output(0);
+  lost_output.mutable_graph()->mutable_output(1)->set_name("Y_lost");
+  write_model("graph_output_undefined.onnx", lost_output);
   // Opset 18 is newer than libonnx 1.12, so only the partial check runs; it must still count inputs and outputs.
   auto two_outputs = deconv("group=4, strides=[2,2], pads=[1,1,1,1]", "4, 1, 4, 4", 18);
   two_outputs.mutable_graph()->mutable_node(0)->add_output("Y_extra");

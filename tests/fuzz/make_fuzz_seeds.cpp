@@ -1,0 +1,786 @@
+// Writes the fuzzer's seed corpus: every upsampler form the tool rewrites (conv_transpose, nearest_mask,
+// zero_insertion, reshape_zero_insertion, nearest_conv) at several opsets and geometries, a near miss of each
+// that must be kept, spec corners (subgraphs, functions, sparse and shared weights, old IR, newer opsets), and
+// hostile models (convolution ranks libonnx 1.12 crashes on, zero strides). Each seed states what the tool must
+// do with it, and the generator checks that before writing, so a seed that silently stops reaching its form
+// fails here rather than fuzzing nothing.
+//
+//   make_fuzz_seeds DIR            write the seeds (DIR must exist)
+//   make_fuzz_seeds --check        check the expectations only, write nothing
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "onnx_io/model_io.h"
+#include "onnx_io/tensor.h"
+#include "onnx_io/validate.h"
+#include "rewrite/rewriter.h"
+#include "tests/support/model_builder.h"
+
+using namespace dwdeconv;
+
+namespace {
+
+// What the tool must do with a seed.
+enum class Expect {
+  kRewrite,  // validates, and an upsampler of `form` is rewritten
+  kKeep,     // validates, and nothing is rewritten (a near miss, or a form that is always kept)
+  kInvalid,  // validation refuses it
+  kAny,      // no promise: a spec corner whose outcome is not the point
+};
+
+struct Seed {
+  std::string name;
+  onnx::ModelProto model;
+  Expect expect;
+  std::string form;  // for kRewrite
+};
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::string header(int64_t opset, int64_t ir = 8) {
+  return "<ir_version: " + str(ir) + ", opset_import: [\"\" : " + str(opset) + "]>\n";
+}
+
+std::vector<double> one_tap_planes(int64_t channels, int64_t k, int64_t ty, int64_t tx) {
+  std::vector<double> v(static_cast<size_t>(channels * k * k), 0.0);
+  for (int64_t c = 0; c < channels; ++c) v[static_cast<size_t>((c * k + ty) * k + tx)] = 1.0;
+  return v;
+}
+
+// --- conv_transpose --------------------------------------------------------------------------------------
+
+// Y = ConvTranspose <group, attrs> (X, W[, B]) named "up1", weight [cin, cout/group, kh, kw].
+struct Deconv {
+  int64_t c = 3, m = 1, group = 3, kh = 4, kw = 4, h = 5, w = 4;
+  std::string attrs = "strides = [2, 2], pads = [1, 1, 1, 1]";
+  int64_t opset = 13, ir = 8;
+  std::string type = "float";
+  int32_t dtype = onnx::TensorProto::FLOAT;
+  bool bias = false, symbolic = false, raw = true;
+};
+
+onnx::ModelProto deconv(const Deconv& d) {
+  const std::string hh = d.symbolic ? "H" : str(d.h), ww = d.symbolic ? "W" : str(d.w);
+  auto model = test::parse_model(header(d.opset, d.ir) + "g (" + d.type + "[1," + str(d.c) + "," + hh + "," + ww + "] X) => (" + d.type +
+                                 "[1," + str(d.m * d.group) + ",?,?] Y) {\n  Y = ConvTranspose <group = " + str(d.group) +
+                                 (d.attrs.empty() ? "" : ", " + d.attrs) + "> (X, W" + (d.bias ? ", B" : "") + ")\n}\n");
+  auto& g = *model.mutable_graph();
+  test::set_random_initializer(g, "W", d.dtype, {d.c, d.m, d.kh, d.kw}, 1, d.raw);
+  if (d.bias) test::set_random_initializer(g, "B", d.dtype, {d.m * d.group}, 2, d.raw);
+  test::name_node(model, "Y", "up1");
+  return model;
+}
+
+// --- nearest_mask: Resize, Mul by a one-per-cell mask, Pad, depthwise Conv ---------------------------------
+
+struct Mask {
+  int64_t s = 2, k = 4, pad_begin = 2, pad_end = 1, jy = 0, jx = 0, c = 3, h = 5, w = 4, opset = 13;
+  double gain = 1.0;
+  bool per_channel = false, extra_cell = false;
+  std::string resize_mode = "nearest", pad_mode = "constant";
+  int64_t conv_stride = 1;
+};
+
+onnx::ModelProto mask_model(const Mask& m) {
+  const std::string c = str(m.c);
+  const std::string resize_in = m.opset >= 13 ? "X, , scales" : "X, roi, scales";
+  const std::string body =
+      "  u = Resize <mode = \"" + m.resize_mode + "\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> (" +
+      resize_in + ")\n  mk = Mul (u, mask)\n  p = Pad <mode = \"" + m.pad_mode + "\"> (mk, pads)\n  Y = Conv <group = " + c +
+      ", kernel_shape = [" + str(m.k) + ", " + str(m.k) + "], strides = [" + str(m.conv_stride) + ", " + str(m.conv_stride) + "]> (p, W)\n";
+  auto model = test::parse_model(header(m.opset) + "g (float[1," + c + "," + str(m.h) + "," + str(m.w) + "] X) => (float[1," + c +
+                                 ",?,?] Y) {\n" + body + "}\n");
+  auto& g = *model.mutable_graph();
+  if (m.opset < 13) *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
+  const double s = static_cast<double>(m.s);
+  *g.add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1, 1, s, s}, true);
+  const int64_t planes = m.per_channel ? m.c : 1, mh = m.s * m.h, mw = m.s * m.w;
+  std::vector<double> mask(static_cast<size_t>(planes * mh * mw), 0.0);
+  for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t y = 0; y < mh; ++y) {
+      for (int64_t x = 0; x < mw; ++x) {
+        const bool tap = y % m.s == m.jy && x % m.s == m.jx;
+        const bool extra = m.extra_cell && y % m.s == (m.jy + 1) % m.s && x % m.s == m.jx;
+        if (tap || extra) mask[static_cast<size_t>((p * mh + y) * mw + x)] = m.gain;
+      }
+    }
+  }
+  *g.add_initializer() = onnx_io::make_tensor("mask", onnx::TensorProto::FLOAT, {1, planes, mh, mw}, mask, true);
+  *g.add_initializer() = onnx_io::make_int64_tensor("pads", {8}, {0, 0, m.pad_begin, m.pad_begin, 0, 0, m.pad_end, m.pad_end});
+  test::set_random_initializer(g, "W", onnx::TensorProto::FLOAT, {m.c, 1, m.k, m.k}, 11);
+  test::name_node(model, "Y", "up1");
+  return model;
+}
+
+// --- zero_insertion: one-tap depthwise ConvTranspose (kernel <= stride), Pad, depthwise Conv ------------------
+
+struct ZeroInsertion {
+  int64_t s = 2, k = 2, ty = 0, tx = 0, conv_k = 4, pad_begin = 2, pad_end = 1, c = 3, h = 5, w = 4, opset = 13;
+  bool second_tap = false, ct_bias = false;
+};
+
+onnx::ModelProto zero_insertion_model(const ZeroInsertion& m) {
+  const std::string c = str(m.c), s = str(m.s), k = str(m.k), kk = str(m.conv_k);
+  const std::string body = "  z = ConvTranspose <group = " + c + ", strides = [" + s + ", " + s + "], kernel_shape = [" + k + ", " + k +
+                           "]> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n  p = Pad <mode = \"constant\"> (z, pads)\n  Y = Conv <group = " +
+                           c + ", kernel_shape = [" + kk + ", " + kk + "]> (p, W)\n";
+  auto model = test::parse_model(header(m.opset) + "g (float[1," + c + "," + str(m.h) + "," + str(m.w) + "] X) => (float[1," + c +
+                                 ",?,?] Y) {\n" + body + "}\n");
+  auto& g = *model.mutable_graph();
+  auto taps = one_tap_planes(m.c, m.k, m.ty, m.tx);
+  if (m.second_tap) taps[static_cast<size_t>(((m.ty + 1) % m.k) * m.k + m.tx)] = 1.0;
+  *g.add_initializer() = onnx_io::make_tensor("V", onnx::TensorProto::FLOAT, {m.c, 1, m.k, m.k}, taps, true);
+  if (m.ct_bias) *g.add_initializer() = onnx_io::make_tensor("VB", onnx::TensorProto::FLOAT, {m.c}, std::vector<double>(static_cast<size_t>(m.c), 0.5), true);
+  *g.add_initializer() = onnx_io::make_int64_tensor("pads", {8}, {0, 0, m.pad_begin, m.pad_begin, 0, 0, m.pad_end, m.pad_end});
+  test::set_random_initializer(g, "W", onnx::TensorProto::FLOAT, {m.c, 1, m.conv_k, m.conv_k}, 31);
+  test::name_node(model, "Y", "up1");
+  test::name_node(model, "z", "ins");
+  return model;
+}
+
+// --- reshape_zero_insertion: StyleGAN2-ADA's upfirdn2d with constant Reshape targets ------------------------
+
+struct Upfirdn {
+  int64_t s = 2, before = 0, k = 4, pad_begin = 2, pad_end = 1, c = 3, h = 5, w = 4, opset = 13;
+  bool slices = true, wrong_split = false;
+  bool shape_ends = false;  // the Slices' ends read from Shape(p), as a dynamic export has them; else INT64_MAX
+  std::string pad_mode = "constant";
+};
+
+onnx::ModelProto upfirdn_model(const Upfirdn& m) {
+  const std::string c = str(m.c), h = str(m.h), w = str(m.w);
+  std::string body = m.wrong_split ? "  split_shape = Constant <value = int64[6] {1, " + c + ", 1, " + h + ", " + w + ", 1}> ()\n"
+                                   : "  split_shape = Constant <value = int64[6] {1, " + c + ", " + h + ", 1, " + w + ", 1}> ()\n";
+  body += "  merge_shape = Constant <value = int64[4] {1, " + c + ", " + str(m.s * m.h) + ", " + str(m.s * m.w) + "}> ()\n";
+  body += "  r = Reshape (X, split_shape)\n  z = Pad <mode = \"constant\"> (r, ipads)\n  u = Reshape (z, merge_shape)\n";
+  body += "  p = Pad <mode = \"" + m.pad_mode + "\"> (u, pads)\n";
+  std::string conv_in = "p";
+  if (m.slices) {
+    // x[:, :, 0:, 0:] or x[:, :, 0:x.shape[2], 0:x.shape[3]], as PyTorch exports them.
+    body += "  one = Constant <value = int64[1] {1}> ()\n";
+    for (int axis = 2; axis < 4; ++axis) {
+      const std::string a = str(axis);
+      if (m.shape_ends) {
+        body += "  ps" + a + " = Shape (p)\n  pi" + a + " = Constant <value = int64[1] {" + a + "}> ()\n";
+        body += "  pe" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n";
+      } else {
+        body += "  pe" + a + " = Constant <value = int64[1] {9223372036854775807}> ()\n";
+      }
+      body += "  st" + a + " = Constant <value = int64[1] {0}> ()\n  ax" + a + " = Constant <value = int64[1] {" + a + "}> ()\n";
+    }
+    body += "  q2 = Slice (p, st2, pe2, ax2, one)\n  q3 = Slice (q2, st3, pe3, ax3, one)\n";
+    conv_in = "q3";
+  }
+  body += "  Y = Conv <group = " + c + ", kernel_shape = [" + str(m.k) + ", " + str(m.k) + "]> (" + conv_in + ", Wt)\n";
+  auto model = test::parse_model(header(m.opset) + "g (float[1," + c + "," + h + "," + w + "] X) => (float[1," + c + ",?,?] Y) {\n" + body + "}\n");
+  auto& g = *model.mutable_graph();
+  // Pads of the 6-D [N,C,H,1,W,1]: zeros before and after the two singletons.
+  *g.add_initializer() = onnx_io::make_int64_tensor("ipads", {12}, {0, 0, 0, m.before, 0, m.before, 0, 0, 0, m.s - 1 - m.before, 0, m.s - 1 - m.before});
+  *g.add_initializer() = onnx_io::make_int64_tensor("pads", {8}, {0, 0, m.pad_begin, m.pad_begin, 0, 0, m.pad_end, m.pad_end});
+  test::set_random_initializer(g, "Wt", onnx::TensorProto::FLOAT, {m.c, 1, m.k, m.k}, 51);
+  test::name_node(model, "Y", "up1");
+  return model;
+}
+
+// --- nearest_conv: nearest Resize by s, then a stride-1 Conv of any group -----------------------------------
+
+struct NearestConv {
+  int64_t s = 2, k = 3, cin = 4, cout = 4, group = 4, h = 3, w = 4, opset = 13;
+  std::string pads = "pads = [1, 1, 1, 1]";
+  std::string mode = "nearest", coordinate = "asymmetric", rounding = "floor";
+  std::vector<double> scales;  // default {1, 1, s, s}
+  bool by_sizes = false, bias = false, weight_input = false;
+  int64_t conv_stride = 1, conv_dilation = 1;
+};
+
+onnx::ModelProto nearest_conv_model(const NearestConv& m) {
+  const std::vector<double> scales = m.scales.empty() ? std::vector<double>{1, 1, double(m.s), double(m.s)} : m.scales;
+  std::string attrs = "mode = \"" + m.mode + "\"";
+  if (!m.coordinate.empty()) attrs += ", coordinate_transformation_mode = \"" + m.coordinate + "\"";
+  if (!m.rounding.empty()) attrs += ", nearest_mode = \"" + m.rounding + "\"";
+  const std::string resize_in = m.opset < 11 ? "X, scales" : m.by_sizes ? "X, , , sizes" : m.opset < 13 ? "X, roi, scales" : "X, , scales";
+  const std::string conv_attrs = "group = " + str(m.group) + ", kernel_shape = [" + str(m.k) + ", " + str(m.k) + "], strides = [" +
+                                 str(m.conv_stride) + ", " + str(m.conv_stride) + "], dilations = [" + str(m.conv_dilation) + ", " +
+                                 str(m.conv_dilation) + "], " + m.pads;
+  std::string inputs = "float[1," + str(m.cin) + "," + str(m.h) + "," + str(m.w) + "] X";
+  if (m.weight_input) inputs += ", float[" + str(m.cout) + "," + str(m.cin / m.group) + "," + str(m.k) + "," + str(m.k) + "] W";
+  auto model = test::parse_model(header(m.opset) + "g (" + inputs + ") => (float[1," + str(m.cout) + ",?,?] Y) {\n  u = Resize <" + attrs +
+                                 "> (" + resize_in + ")\n  Y = Conv <" + conv_attrs + "> (u, W" + (m.bias ? ", B" : "") + ")\n}\n");
+  auto& g = *model.mutable_graph();
+  if (m.opset >= 11 && m.opset < 13 && !m.by_sizes) *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
+  if (m.by_sizes) {
+    *g.add_initializer() = onnx_io::make_int64_tensor("sizes", {4}, {1, m.cin, m.s * m.h, m.s * m.w});
+  } else {
+    *g.add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, scales, true);
+  }
+  if (!m.weight_input) test::set_random_initializer(g, "W", onnx::TensorProto::FLOAT, {m.cout, m.cin / m.group, m.k, m.k}, 61);
+  if (m.bias) test::set_random_initializer(g, "B", onnx::TensorProto::FLOAT, {m.cout}, 62);
+  test::name_node(model, "Y", "up1");
+  return model;
+}
+
+// --- spec corners and hostile models ----------------------------------------------------------------------
+
+onnx::ModelProto text_model(const std::string& text) { return test::parse_model(text); }
+
+// A model from ONNX text whose initializers are named with their dims: {"W", {3, 1, 4, 4}}.
+onnx::ModelProto with_weights(onnx::ModelProto model, const std::vector<std::pair<std::string, std::vector<int64_t>>>& weights) {
+  uint32_t seed = 70;
+  for (const auto& [name, dims] : weights) test::set_random_initializer(*model.mutable_graph(), name, onnx::TensorProto::FLOAT, dims, seed++);
+  return model;
+}
+
+std::vector<Seed> seeds() {
+  std::vector<Seed> out;
+  auto add = [&out](const std::string& name, onnx::ModelProto model, Expect expect, const std::string& form = "") {
+    out.push_back({name, std::move(model), expect, form});
+  };
+  const std::string ct = "conv_transpose";
+
+  // conv_transpose: the clean upscales, at every opset family the emitter distinguishes.
+  for (int64_t opset : {7, 9, 11, 13, 17, 18, 19, 21}) {
+    Deconv d;
+    d.opset = opset;
+    add("ct_k4s2p1_opset" + str(opset), deconv(d), Expect::kRewrite, ct);
+  }
+  {
+    Deconv d;
+    d.kh = d.kw = 3;
+    d.attrs = "strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]";
+    d.bias = true;
+    add("ct_k3s2p1op1_bias", deconv(d), Expect::kRewrite, ct);
+    d = Deconv{};
+    d.kh = d.kw = 2;
+    d.attrs = "strides = [2, 2]";
+    add("ct_k2s2", deconv(d), Expect::kRewrite, ct);
+    d.kh = d.kw = 1;
+    d.attrs = "strides = [2, 2], output_padding = [1, 1]";
+    d.opset = 9;
+    add("ct_k1s2_bias_only_phases_opset9", deconv(d), Expect::kRewrite, ct);
+    d.opset = 8;
+    add("ct_k1s2_opset8_needs_constantofshape", deconv(d), Expect::kKeep);
+    d = Deconv{};
+    d.kh = d.kw = 6;
+    d.attrs = "strides = [3, 3], pads = [2, 1, 2, 3], output_padding = [1, 1]";
+    add("ct_k6s3_asymmetric_pads", deconv(d), Expect::kRewrite, ct);
+    d = Deconv{};
+    d.kh = 4;
+    d.kw = 2;
+    d.attrs = "strides = [2, 2], pads = [1, 0, 1, 0]";
+    add("ct_k4x2_rectangular", deconv(d), Expect::kRewrite, ct);
+    d = Deconv{};
+    d.kh = d.kw = 8;
+    d.attrs = "strides = [4, 4], pads = [2, 2, 2, 2]";
+    add("ct_k8s4", deconv(d), Expect::kRewrite, ct);
+    d.attrs = "strides = [8, 8]";
+    add("ct_k8s8_64_phases", deconv(d), Expect::kRewrite, ct);
+    d.kh = d.kw = 9;
+    d.attrs = "strides = [9, 9]";
+    add("ct_s9_over_max_phases", deconv(d), Expect::kKeep);
+    d = Deconv{};
+    d.attrs = "strides = [2, 2], auto_pad = \"SAME_UPPER\"";
+    add("ct_auto_pad_same_upper", deconv(d), Expect::kRewrite, ct);
+    d.kh = d.kw = 3;
+    d.attrs = "strides = [2, 2], auto_pad = \"SAME_LOWER\"";
+    add("ct_k3_auto_pad_same_lower", deconv(d), Expect::kRewrite, ct);
+    d = Deconv{};
+    d.attrs = "strides = [2, 2], output_shape = [10, 8]";
+    add("ct_output_shape", deconv(d), Expect::kRewrite, ct);
+    d.symbolic = true;
+    d.attrs = "strides = [2, 2], pads = [1, 1, 1, 1]";
+    add("ct_symbolic_hw", deconv(d), Expect::kRewrite, ct);
+    d.attrs = "strides = [2, 2], output_shape = [10, 8]";
+    add("ct_output_shape_symbolic_hw", deconv(d), Expect::kKeep);
+    d = Deconv{};
+    d.type = "float16";
+    d.dtype = onnx::TensorProto::FLOAT16;
+    add("ct_float16", deconv(d), Expect::kRewrite, ct);
+    d.type = "double";
+    d.dtype = onnx::TensorProto::DOUBLE;
+    d.raw = false;
+    d.bias = true;
+    add("ct_double_typed_fields", deconv(d), Expect::kRewrite, ct);
+  }
+  // conv_transpose near misses: each kept with a reason.
+  {
+    Deconv d;
+    d.group = 1;
+    d.m = 3;
+    add("ct_dense_kept", deconv(d), Expect::kKeep);
+    d = Deconv{};
+    d.c = 4;
+    d.group = 2;
+    d.m = 2;
+    add("ct_grouped_kept", deconv(d), Expect::kKeep);
+    d = Deconv{};
+    d.m = 2;
+    add("ct_channel_multiplier_kept", deconv(d), Expect::kKeep);
+    d = Deconv{};
+    d.attrs = "strides = [2, 2], pads = [1, 1, 1, 1], dilations = [2, 2]";
+    add("ct_dilation_kept", deconv(d), Expect::kKeep);
+    d.attrs = "strides = [2, 3], pads = [1, 1, 1, 1]";
+    add("ct_strides_differ_kept", deconv(d), Expect::kKeep);
+    d.attrs = "strides = [2, 2], pads = [0, 0, 0, 0]";
+    add("ct_not_clean_upscale_kept", deconv(d), Expect::kKeep);
+    d.attrs = "strides = [2, 2], pads = [3, 3, 3, 3]";
+    add("ct_crop_kept", deconv(d), Expect::kKeep);
+  }
+  add("ct_1d_kept", with_weights(text_model(header(13) + R"(g (float[1,3,7] X) => (float[1,3,14] Y) {
+  Y = ConvTranspose <group = 3, strides = [2], pads = [1, 1]> (X, W)
+})"), {{"W", {3, 1, 4}}}), Expect::kKeep);
+  add("ct_3d_kept", with_weights(text_model(header(13) + R"(g (float[1,3,3,4,5] X) => (float[1,3,6,8,10] Y) {
+  Y = ConvTranspose <group = 3, strides = [2, 2, 2], pads = [1, 1, 1, 1, 1, 1]> (X, W)
+})"), {{"W", {3, 1, 4, 4, 4}}}), Expect::kKeep);
+  add("ct_weight_graph_input_kept", text_model(header(13) + R"(g (float[1,3,5,4] X, float[3,1,4,4] W) => (float[1,3,10,8] Y) {
+  Y = ConvTranspose <group = 3, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)
+})"), Expect::kKeep);
+  {
+    auto q = text_model(header(13) + R"(g (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
+  Wf = DequantizeLinear (Wq, ws, wz)
+  Y = ConvTranspose <group = 3, strides = [2, 2], pads = [1, 1, 1, 1]> (X, Wf)
+})");
+    auto& g = *q.mutable_graph();
+    auto& wq = *g.add_initializer();
+    wq.set_name("Wq");
+    wq.set_data_type(onnx::TensorProto::INT8);
+    for (int64_t dim : {3, 1, 4, 4}) wq.add_dims(dim);
+    wq.set_raw_data(std::string(48, '\x05'));
+    *g.add_initializer() = onnx_io::make_tensor("ws", onnx::TensorProto::FLOAT, {}, {0.1}, true);
+    auto& wz = *g.add_initializer();
+    wz.set_name("wz");
+    wz.set_data_type(onnx::TensorProto::INT8);
+    wz.set_raw_data(std::string(1, '\0'));
+    add("ct_qdq_weight_kept", q, Expect::kKeep);
+  }
+  // Where weights come from: a Constant, an Identity, a sparse initializer; one weight shared by two deconvs.
+  {
+    auto m = text_model(header(13) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y) {
+  Wc = Constant <value = float[2,1,4,4] {1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16}> ()
+  Wi = Identity (Wc)
+  Y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, Wi)
+})");
+    test::name_node(m, "Y", "up1");
+    add("ct_weight_constant_identity", m, Expect::kRewrite, ct);
+  }
+  {
+    auto m = with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y1, float[1,2,8,6] Y2) {
+  Y1 = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)
+  Y2 = ConvTranspose <group = 2, strides = [2, 2], pads = [2, 0, 0, 2]> (X, W)
+})"), {{"W", {2, 1, 4, 4}}});
+    add("ct_shared_weight_two_pads", m, Expect::kRewrite, ct);
+  }
+  {
+    auto m = text_model(header(13) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y) {
+  Y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, SW)
+})");
+    auto& sp = *m.mutable_graph()->add_sparse_initializer();
+    for (int64_t dim : {2, 1, 4, 4}) sp.add_dims(dim);
+    sp.mutable_values()->set_name("SW");
+    sp.mutable_values()->set_data_type(onnx::TensorProto::FLOAT);
+    sp.mutable_values()->add_dims(2);
+    sp.mutable_values()->add_float_data(0.5F);
+    sp.mutable_values()->add_float_data(-2.0F);
+    sp.mutable_indices()->set_data_type(onnx::TensorProto::INT64);
+    sp.mutable_indices()->add_dims(2);
+    sp.mutable_indices()->add_int64_data(3);
+    sp.mutable_indices()->add_int64_data(20);
+    add("ct_sparse_weight_kept", m, Expect::kKeep);
+  }
+  {
+    // A chain: one rewritten deconv feeding another, with activations between.
+    auto m = with_weights(text_model(header(13) + R"(g (float[1,2,3,3] X) => (float[1,2,12,12] Y) {
+  a = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W1, B1)
+  r = LeakyRelu <alpha = 0.2> (a)
+  Y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (r, W2)
+})"), {{"W1", {2, 1, 4, 4}}, {"B1", {2}}, {"W2", {2, 1, 4, 4}}});
+    add("ct_chain_two_deconvs", m, Expect::kRewrite, ct);
+  }
+  // Subgraphs and scopes: a deconv in both branches of an If, one in a Loop body, one shadowing an outer name.
+  add("ct_in_if_branches", with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
+  Y = If (c) <
+    then_branch = t () => (float[1,2,8,6] A) { A = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W) },
+    else_branch = e () => (float[1,2,8,6] B) { B = ConvTranspose <group = 2, strides = [2, 2], pads = [2, 0, 0, 2]> (X, W) }>
+})"), {{"W", {2, 1, 4, 4}}}), Expect::kRewrite, ct);
+  add("ct_in_loop_body", with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X, int64 n) => (float[1,2,4,3] Z, float[?,1,2,8,6] S) {
+  t = Constant <value = bool {1}> ()
+  Z, S = Loop (n, t, X) <body = b (int64 i, bool cond, float[1,2,4,3] x) => (bool co, float[1,2,4,3] xo, float[1,2,8,6] y) {
+    co = Identity (cond)
+    xo = Identity (x)
+    y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, W)
+  }>
+})"), {{"W", {2, 1, 4, 4}}}), Expect::kRewrite, ct);
+  // A branch's Constant redefines the main graph's W: no SSA form, refused also at opset 19, where libonnx's
+  // checker cannot judge the model.
+  add("ct_if_redefines_weight_opset19", with_weights(text_model(header(19) + R"(g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
+  Y = If (c) <
+    then_branch = t () => (float[1,2,8,6] A) {
+      W = Constant <value = float[2,1,2,2] {1, 0, 0, 0, 0, 0, 0, 1}> ()
+      A = ConvTranspose <group = 2, strides = [2, 2]> (X, W)
+    },
+    else_branch = e () => (float[1,2,8,6] B) { B = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W) }>
+})"), {{"W", {2, 1, 4, 4}}}), Expect::kInvalid);
+  {
+    // A deconv inside a model-local function: kept (a function body is a template).
+    onnx::ModelProto m = text_model(header(13) + R"(g (float[1,2,4,3] X, float[2,1,4,4] W) => (float[1,2,8,6] Y) {
+  Y = local.Up (X, W)
+})");
+    m.mutable_opset_import(0)->set_version(13);
+    auto* local = m.add_opset_import();
+    local->set_domain("local");
+    local->set_version(1);
+    auto& f = *m.add_functions();
+    f.set_name("Up");
+    f.set_domain("local");
+    f.add_input("x");
+    f.add_input("w");
+    f.add_output("y");
+    f.add_opset_import()->set_version(13);
+    auto& n = *f.add_node();
+    n.set_op_type("ConvTranspose");
+    n.add_input("x");
+    n.add_input("w");
+    n.add_output("y");
+    auto* g = n.add_attribute();
+    g->set_name("group");
+    g->set_type(onnx::AttributeProto::INT);
+    g->set_i(2);
+    auto* st = n.add_attribute();
+    st->set_name("strides");
+    st->set_type(onnx::AttributeProto::INTS);
+    st->add_ints(2);
+    st->add_ints(2);
+    auto* pd = n.add_attribute();
+    pd->set_name("pads");
+    pd->set_type(onnx::AttributeProto::INTS);
+    for (int i = 0; i < 4; ++i) pd->add_ints(1);
+    add("ct_in_local_function_kept", m, Expect::kAny);
+  }
+  {
+    // IR 3: initializers are listed as graph inputs too (opset 8).
+    Deconv d;
+    d.opset = 8;
+    d.ir = 3;
+    auto m = deconv(d);
+    auto* in = m.mutable_graph()->add_input();
+    in->set_name("W");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t dim : {3, 1, 4, 4}) tt->mutable_shape()->add_dim()->set_dim_value(dim);
+    add("ct_ir3_initializer_as_input", m, Expect::kAny);
+  }
+  {
+    // training_info binds the weight: kept (phase weights would not follow training).
+    auto m = deconv(Deconv{});
+    auto& ti = *m.add_training_info();
+    auto* b = ti.add_update_binding();
+    b->set_key("W");
+    b->set_value("W_new");
+    add("ct_training_info_binding", m, Expect::kAny);
+  }
+  {
+    auto m = deconv(Deconv{});
+    m.set_doc_string("a doc string");
+    m.set_producer_name("fuzz-seeds");
+    auto* p = m.add_metadata_props();
+    p->set_key("k");
+    p->set_value("v");
+    auto* vi = m.mutable_graph()->add_value_info();
+    vi->set_name("Y");
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    add("ct_metadata_value_info", m, Expect::kRewrite, ct);
+  }
+
+  // nearest_mask (MI-GAN's hand-written form).
+  for (int64_t opset : {11, 13, 17, 18, 19}) {
+    Mask m;
+    m.opset = opset;
+    add("mask_s2_opset" + str(opset), mask_model(m), Expect::kRewrite, "nearest_mask");
+  }
+  {
+    Mask m;
+    m.jy = 1;
+    m.jx = 1;
+    m.gain = 2.0;
+    add("mask_offset_gain", mask_model(m), Expect::kRewrite, "nearest_mask");
+    m = Mask{};
+    m.s = 3;
+    m.k = 6;
+    m.pad_begin = 3;
+    m.pad_end = 2;
+    add("mask_s3", mask_model(m), Expect::kRewrite, "nearest_mask");
+    m = Mask{};
+    m.per_channel = true;
+    add("mask_per_channel", mask_model(m), Expect::kRewrite, "nearest_mask");
+    m = Mask{};
+    m.extra_cell = true;
+    add("mask_two_per_cell_kept", mask_model(m), Expect::kKeep);
+    m = Mask{};
+    m.pad_mode = "reflect";
+    add("mask_reflect_pad_kept", mask_model(m), Expect::kKeep);
+    m = Mask{};
+    m.resize_mode = "linear";
+    add("mask_linear_resize_kept", mask_model(m), Expect::kKeep);
+    m = Mask{};
+    m.conv_stride = 2;
+    add("mask_conv_stride2_kept", mask_model(m), Expect::kKeep);
+  }
+
+  // zero_insertion (MI-GAN's older form).
+  for (int64_t opset : {11, 13, 19}) {
+    ZeroInsertion z;
+    z.opset = opset;
+    add("zero_insertion_opset" + str(opset), zero_insertion_model(z), Expect::kRewrite, "zero_insertion");
+  }
+  {
+    ZeroInsertion z;
+    z.ty = 1;
+    z.tx = 1;
+    add("zero_insertion_tap11", zero_insertion_model(z), Expect::kRewrite, "zero_insertion");
+    z = ZeroInsertion{};
+    z.s = 3;
+    z.k = 3;
+    z.conv_k = 6;
+    z.pad_begin = 3;
+    z.pad_end = 2;
+    add("zero_insertion_s3", zero_insertion_model(z), Expect::kRewrite, "zero_insertion");
+    z = ZeroInsertion{};
+    z.second_tap = true;
+    add("zero_insertion_second_tap", zero_insertion_model(z), Expect::kAny);
+    z = ZeroInsertion{};
+    z.ct_bias = true;
+    add("zero_insertion_ct_bias", zero_insertion_model(z), Expect::kAny);
+  }
+
+  // reshape_zero_insertion (StyleGAN2-ADA's upfirdn2d).
+  for (int64_t opset : {11, 13, 18}) {
+    Upfirdn u;
+    u.opset = opset;
+    add("upfirdn_opset" + str(opset), upfirdn_model(u), Expect::kRewrite, "reshape_zero_insertion");
+  }
+  {
+    Upfirdn u;
+    u.slices = false;
+    add("upfirdn_no_slices", upfirdn_model(u), Expect::kRewrite, "reshape_zero_insertion");
+    u = Upfirdn{};
+    u.before = 1;
+    add("upfirdn_zero_before", upfirdn_model(u), Expect::kRewrite, "reshape_zero_insertion");
+    u = Upfirdn{};
+    u.s = 3;
+    u.k = 6;
+    u.pad_begin = 3;
+    u.pad_end = 2;
+    add("upfirdn_s3", upfirdn_model(u), Expect::kRewrite, "reshape_zero_insertion");
+    u = Upfirdn{};
+    // Static shapes with ends read from Shape(p): inference does not know the first Slice's output dims, and
+    // the recogniser calls the second Slice a crop, a conservative keep.
+    u.shape_ends = true;
+    add("upfirdn_shape_ends_static", upfirdn_model(u), Expect::kAny);
+    u = Upfirdn{};
+    u.wrong_split = true;
+    add("upfirdn_wrong_split_kept", upfirdn_model(u), Expect::kKeep);
+    u = Upfirdn{};
+    u.pad_mode = "edge";
+    add("upfirdn_edge_pad_kept", upfirdn_model(u), Expect::kKeep);
+  }
+
+  // nearest_conv: depthwise, dense and grouped; every Resize spelling that replicates; near misses.
+  {
+    const std::string nc = "nearest_conv";
+    NearestConv n;
+    add("nearest_conv_depthwise", nearest_conv_model(n), Expect::kRewrite, nc);
+    n.group = 1;
+    add("nearest_conv_dense", nearest_conv_model(n), Expect::kRewrite, nc);
+    n.group = 2;
+    n.bias = true;
+    add("nearest_conv_grouped_bias", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.opset = 10;
+    n.coordinate = "";
+    n.rounding = "";
+    add("nearest_conv_opset10", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.opset = 11;
+    add("nearest_conv_opset11_roi", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.coordinate = "half_pixel";
+    n.rounding = "round_prefer_ceil";
+    add("nearest_conv_half_pixel", nearest_conv_model(n), Expect::kRewrite, nc);
+    n.coordinate = "pytorch_half_pixel";
+    n.rounding = "round_prefer_floor";
+    add("nearest_conv_pytorch_half_pixel", nearest_conv_model(n), Expect::kRewrite, nc);
+    n.coordinate = "tf_half_pixel_for_nn";
+    n.rounding = "floor";
+    add("nearest_conv_tf_half_pixel_for_nn", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.opset = 19;
+    n.coordinate = "half_pixel_symmetric";
+    n.rounding = "round_prefer_floor";
+    add("nearest_conv_opset19_half_pixel_symmetric", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.by_sizes = true;
+    add("nearest_conv_by_sizes", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.s = 3;
+    add("nearest_conv_s3", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.pads = "auto_pad = \"SAME_UPPER\"";
+    add("nearest_conv_same_upper", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.k = 1;
+    n.pads = "pads = [0, 0, 0, 0]";
+    add("nearest_conv_k1", nearest_conv_model(n), Expect::kRewrite, nc);
+    n = NearestConv{};
+    n.mode = "linear";
+    n.rounding = "";
+    add("nearest_conv_linear_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.conv_stride = 2;
+    add("nearest_conv_stride2_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.conv_dilation = 2;
+    n.pads = "pads = [2, 2, 2, 2]";
+    add("nearest_conv_dilation2_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.scales = {1, 1, 2, 3};
+    add("nearest_conv_scales_differ_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.scales = {1, 1, 1.5, 1.5};
+    add("nearest_conv_scale_1p5_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.weight_input = true;
+    add("nearest_conv_weight_input_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.coordinate = "half_pixel";
+    n.rounding = "floor";
+    add("nearest_conv_half_pixel_floor_kept", nearest_conv_model(n), Expect::kKeep);
+    n = NearestConv{};
+    n.pads = "auto_pad = \"SAME_UPPER\", pads = [1, 1, 1, 1]";
+    add("nearest_conv_auto_pad_and_pads_kept", nearest_conv_model(n), Expect::kAny);
+  }
+  // Upsample (opsets 7-9) and a nearest Resize that starts no form.
+  {
+    auto m = with_weights(text_model(header(9) + R"(g (float[1,4,3,4] X) => (float[1,4,6,8] Y) {
+  u = Upsample <mode = "nearest"> (X, scales)
+  Y = Conv <group = 4, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)
+})"), {{"W", {4, 1, 3, 3}}});
+    *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1, 1, 2, 2}, true);
+    add("upsample_opset9_conv", m, Expect::kAny);
+  }
+
+  // Hostile: convolution ranks libonnx 1.12's shape inference crashes on or reads past, each in the places a
+  // rank can be declared. ONNX Runtime refuses every one of them.
+  const std::string ct_rank_text = R"(g (float[1,1,3] X, float[1,3] W) => (float[1,1,5] Y) {
+  Y = ConvTranspose (X, W)
+})";
+  add("rank_ct_weight2_graph_input_opset13", text_model(header(13) + ct_rank_text), Expect::kInvalid);
+  add("rank_ct_weight2_graph_input_opset19", text_model(header(19) + ct_rank_text), Expect::kInvalid);
+  add("rank_ct_weight2_initializer", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = ConvTranspose <group = 2, strides = [2, 2]> (X, W)
+})"), {{"W", {2, 1}}}), Expect::kInvalid);
+  add("rank_ct_weight2_constant_opset19", text_model(header(19) + R"(g (float[1,1,3] X) => (float[1,1,?] Y) {
+  W = Constant <value = float[1,3] {1, 2, 3}> ()
+  Y = ConvTranspose (X, W)
+})"), Expect::kInvalid);
+  add("rank_ct_weight2_via_identity_opset13", text_model(header(13) + R"(g (float[1,1,3] X, float[1,3] W0) => (float[1,1,?] Y) {
+  W = Identity (W0)
+  Y = ConvTranspose (X, W)
+})"), Expect::kInvalid);
+  add("rank_ct_weight2_via_identity_opset19", text_model(header(19) + R"(g (float[1,1,3] X, float[1,3] W0) => (float[1,1,?] Y) {
+  W = Identity (W0)
+  Y = ConvTranspose (X, W)
+})"), Expect::kInvalid);
+  add("rank_ct_weight3_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = ConvTranspose <group = 2> (X, W)
+})"), {{"W", {2, 1, 3}}}), Expect::kInvalid);
+  add("rank_ct_weight5_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = ConvTranspose <group = 2> (X, W)
+})"), {{"W", {2, 1, 3, 3, 3}}}), Expect::kInvalid);
+  add("rank_ct_weight2_in_if_branch", with_weights(text_model(header(13) + R"(g (float[1,1,3] X, bool c) => (float[1,1,?] Y) {
+  Y = If (c) <
+    then_branch = t () => (float[1,1,?] A) { A = ConvTranspose (X, W) },
+    else_branch = e () => (float[1,1,3] B) { B = Identity (X) }>
+})"), {{"W", {1, 3}}}), Expect::kInvalid);
+  add("rank_conv_weight3_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = Conv (X, W)
+})"), {{"W", {2, 2, 3}}}), Expect::kInvalid);
+  add("rank_conv_weight3_input4_same_upper", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = Conv <auto_pad = "SAME_UPPER"> (X, W)
+})"), {{"W", {2, 2, 3}}}), Expect::kInvalid);
+  add("rank_conv_weight5_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = Conv (X, W)
+})"), {{"W", {2, 2, 3, 3, 3}}}), Expect::kInvalid);
+  add("rank_conv_input2", with_weights(text_model(header(13) + R"(g (float[1,2] X) => (float[1,2] Y) {
+  Y = Conv (X, W)
+})"), {{"W", {2, 2}}}), Expect::kInvalid);
+  add("rank_conv_weight3_input4_opset19", with_weights(text_model(header(19) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = Conv (X, W)
+})"), {{"W", {2, 2, 3}}}), Expect::kInvalid);
+  add("stride0_conv", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = Conv <strides = [0, 0]> (X, W)
+})"), {{"W", {2, 2, 3, 3}}}), Expect::kInvalid);
+  add("stride0_maxpool", text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = MaxPool <kernel_shape = [2, 2], strides = [0, 0]> (X)
+})"), Expect::kInvalid);
+  add("stride0_averagepool_opset19", text_model(header(19) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  Y = AveragePool <kernel_shape = [2, 2], strides = [0, 0]> (X)
+})"), Expect::kAny);
+  // A deconv next to ops the executor and the shape chains read, at a newer opset.
+  add("ct_with_shape_chain_opset19", with_weights(text_model(header(19) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y, int64[4] S) {
+  Y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)
+  S = Shape (Y)
+})"), {{"W", {2, 1, 4, 4}}}), Expect::kRewrite, ct);
+  return out;
+}
+
+// Validates and rewrites a copy of the seed as the tool would; "" when that matches its expectation.
+std::string mismatch(const Seed& seed) {
+  auto valid = onnx_io::validate_model(seed.model, {});
+  if (seed.expect == Expect::kInvalid) return valid ? "validation passed, but the seed must be refused" : "";
+  if (!valid) return seed.expect == Expect::kAny ? "" : "validation refused it: " + valid.error().message;
+  onnx::ModelProto copy = seed.model;
+  auto result = rewrite::rewrite_model(copy, {});
+  if (!result) return seed.expect == Expect::kAny ? "" : "rewrite failed: " + result.error().message;
+  std::string rows;
+  bool form_rewritten = false;
+  for (const auto& n : result->nodes) {
+    rows += " [" + n.summary.form + " '" + n.summary.name + "' " + (n.rewritten ? "rewritten" : "kept: " + n.reason) + "]";
+    form_rewritten = form_rewritten || (n.rewritten && n.summary.form == seed.form);
+  }
+  if (seed.expect == Expect::kRewrite && !form_rewritten) return "no " + seed.form + " rewritten:" + rows;
+  if (seed.expect == Expect::kKeep && result->rewritten != 0) return "something was rewritten:" + rows;
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: make_fuzz_seeds DIR | --check\n";
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const bool write = dir != "--check";
+  int failures = 0;
+  const auto all = seeds();
+  for (const auto& seed : all) {
+    if (const std::string why = mismatch(seed); !why.empty()) {
+      std::cerr << seed.name << ": " << why << "\n";
+      ++failures;
+      continue;
+    }
+    if (!write) continue;
+    std::string bytes;
+    seed.model.SerializeToString(&bytes);
+    std::ofstream(dir + "/" + seed.name + ".onnx", std::ios::binary) << bytes;
+  }
+  if (failures != 0) {
+    std::cerr << failures << " of " << all.size() << " seeds do not do what they state\n";
+    return 1;
+  }
+  std::cout << all.size() << " seeds hold their expectations" << (write ? ", written to " + dir : "") << "\n";
+  return 0;
+}
