@@ -81,6 +81,7 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     else if (op == "Sqrt") r = std::sqrt(v);
     else if (op == "Erf") r = std::erf(v);
     else if (op == "Exp") r = std::exp(v);
+    else if (op == "Log") r = std::log(v);
     else if (op == "Floor") r = std::floor(v);
     else if (op == "Ceil") r = std::ceil(v);
     y.f[k] = round_to_type(r, x.dtype);

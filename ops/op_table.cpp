@@ -43,6 +43,7 @@ std::vector<OpSpec> make_table() {
   unary("Exp", {1, 6, 13}, 6);
   unary("Floor", {1, 6, 13}, 6);
   unary("Ceil", {1, 6, 13}, 6);
+  unary("Log", {1, 6, 13}, 6);
   t.push_back({"Clip", {1, 6, 11, 12, 13}, 6, 1, 3, 1, {any("min"), any("max")}, {}, run_clip});
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) t.push_back({op, {1, 6, 7, 13, 14}, 7, 2, 2, 1, {}, {}, run_binary});
   t.push_back({"Pow", {1, 7, 12, 13, 15}, 7, 2, 2, 1, {}, {}, run_pow});
@@ -107,6 +108,9 @@ std::vector<OpSpec> make_table() {
   t.push_back({"ReduceSum", {1, 11, 13}, 1, 1, 2, 1, reduce, {}, run_reduce});
   t.push_back({"ReduceMax", {1, 11, 12, 13, 18, 20}, 1, 1, 2, 1, reduce, {}, run_reduce});
   t.push_back({"Softmax", {1, 11, 13}, 1, 1, 1, 1, {any("axis")}, {}, run_softmax});
+  t.push_back({"LogSoftmax", {1, 11, 13}, 1, 1, 1, 1, {any("axis")}, {}, run_softmax});
+  t.push_back({"ArgMax", {1, 11, 12, 13}, 1, 1, 1, 1, {any("axis"), flag("keepdims"), flag("select_last_index")}, {},
+               run_argmax});
 
   // antialias changes linear and cubic downscaling only; not implemented, so only its default is taken. axes
   // (opset 18) is not implemented. keep_aspect_ratio_policy is implemented for its default, "stretch".

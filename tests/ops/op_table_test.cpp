@@ -120,7 +120,8 @@ TEST_CASE("A node outside its kernel's spec is refused with the reason, whatever
       Case{"y = Where (c, x)", 13, "has 2 inputs, needs 3"},
       Case{"y = Pad (x, p, v, a, e)", 18, "input 4 ('e') is not implemented"},
       Case{"y, i = MaxPool <kernel_shape = [2, 2]> (x)", 13, "output 1 ('i') is not implemented"},
-      Case{"y = BatchNormalization <training_mode = 1> (x, s, b, m, v)", 15, "attribute training_mode = 1 is not implemented"});
+      Case{"y = BatchNormalization <training_mode = 1> (x, s, b, m, v)", 15, "attribute training_mode = 1 is not implemented"},
+      Case{"y = ArgMax <keepdims = 2> (x)", 13, "attribute keepdims = 2 is not implemented (only 0, 1)"});
   CAPTURE(text, opset);
   const auto model = parse(text, opset);
   const auto& node = model.graph().node(0);
@@ -139,7 +140,9 @@ TEST_CASE("A node inside its kernel's spec is run, defaults included", "[ops][ta
   const auto [text, opset] = GENERATE(Case{"y = Resize <mode = \"nearest\", antialias = 0> (x, r, s)", 18},
                                       Case{"y = Resize <coordinate_transformation_mode = \"half_pixel_symmetric\"> (x, r, s)", 19},
                                       Case{"y = DepthToSpace <blocksize = 1, mode = \"CRD\"> (x)", 13},
-                                      Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6});
+                                      Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6},
+                                      Case{"y = LogSoftmax <axis = 1> (x)", 11},
+                                      Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13});
   CAPTURE(text, opset);
   CHECK(ops::unsupported_reason(parse(text, opset).graph().node(0), opset).empty());
 }

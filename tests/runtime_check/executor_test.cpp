@@ -1,4 +1,5 @@
 // The XNNPACK paths that could silently be wrong, each against core/reference.h, with placement asserted.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -431,4 +432,61 @@ TEST_CASE("Neg and Sqrt run on XNNPACK in the producer's layout and match the re
     ++seen;
   }
   CHECK(seen == 3);
+}
+
+TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and matches a double-precision head",
+          "[executor][logsoftmax]") {
+  // Before LogSoftmax and ArgMax were in the op table, Executor::create refused this model, so --verify fell back to
+  // per-node mode and --bench exited 3. Before opset 13, LogSoftmax's axis 1 coerces [C, H, W] into one row; from 13
+  // it is one axis (the classes).
+  const int opset = GENERATE(11, 13);
+  INFO("opset " << opset);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                "]> g (float[2,3,5,4] x) => (float[2,6,5,4] scores, int64[2,1,5,4] labels) {\n"
+                                "  logits = Conv <pads = [1, 1, 1, 1]> (x, w, b)\n"
+                                "  scores = LogSoftmax <axis = 1> (logits)\n"
+                                "  labels = ArgMax <axis = 1, keepdims = 1> (scores)\n"
+                                "}");
+  const std::vector<int64_t> w_dims = {6, 3, 3, 3};
+  const auto w = add_initializer(model, "w", w_dims, 31);
+  const auto b = add_initializer(model, "b", {6}, 32);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("Conv", Placement::kXnnpack) == 1);
+  CHECK(ran.executor.count("LogSoftmax", Placement::kReference) == 1);  // XNNPACK has no log-softmax
+  CHECK(ran.executor.count("ArgMax", Placement::kReference) == 1);
+  REQUIRE(ran.outputs.size() == 2);
+
+  // The naive head in double: the Conv from the ONNX formula, then log(exp(v) / sum of exp) over each row.
+  core::Conv2dParams p;
+  p.pads = {1, 1, 1, 1};
+  const core::Tensor4 logits = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                                      to_tensor4(w, w_dims), b, p);
+  const int64_t n = 2, c = 6, hw = 5 * 4;
+  core::Tensor4 expected = logits;
+  for (int64_t image = 0; image < n; ++image) {
+    // Opset 11: one row of C*H*W per image; opset 13: one row of C per pixel.
+    const int64_t rows = opset < 13 ? 1 : hw, length = opset < 13 ? c * hw : c, stride = opset < 13 ? 1 : hw;
+    for (int64_t row = 0; row < rows; ++row) {
+      const auto at = [&](int64_t j) { return static_cast<size_t>(image * c * hw + row + j * stride); };
+      double total = 0.0;
+      for (int64_t j = 0; j < length; ++j) total += std::exp(logits.data[at(j)]);
+      for (int64_t j = 0; j < length; ++j) expected.data[at(j)] = std::log(std::exp(logits.data[at(j)]) / total);
+    }
+  }
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+
+  // ArgMax over the classes of the executor's own scores: the first largest, as INT64, with the class axis kept.
+  const Tensor& scores = ran.outputs[0].tensor;
+  const Tensor& labels = ran.outputs[1].tensor;
+  CHECK(labels.dtype == onnx::TensorProto::INT64);
+  REQUIRE(labels.dims == std::vector<int64_t>{2, 1, 5, 4});
+  for (int64_t image = 0; image < n; ++image) {
+    for (int64_t pixel = 0; pixel < hw; ++pixel) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < c; ++k) {
+        if (scores.f[static_cast<size_t>((image * c + k) * hw + pixel)] > scores.f[static_cast<size_t>((image * c + best) * hw + pixel)]) best = k;
+      }
+      CHECK(labels.i[static_cast<size_t>(image * hw + pixel)] == best);
+    }
+  }
 }
