@@ -69,7 +69,9 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     }
     return core::Ok{};
   }
-  const float alpha = attr_float(node, "alpha", 0.01f);
+  const bool hard_sigmoid = op == "HardSigmoid";
+  const float alpha = attr_float(node, "alpha", hard_sigmoid ? 0.2f : 0.01f);  // HardSigmoid's, or LeakyRelu's
+  const float beta = attr_float(node, "beta", 0.5f);                           // HardSigmoid's
   for (size_t k = 0; k < n; ++k) {
     const float v = x.f[k];
     float r = v;
@@ -82,6 +84,8 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     else if (op == "Erf") r = std::erf(v);
     else if (op == "Exp") r = std::exp(v);
     else if (op == "Log") r = std::log(v);
+    else if (hard_sigmoid) r = static_cast<float>(std::clamp(static_cast<double>(alpha) * v + beta, 0.0, 1.0));
+    else if (op == "HardSwish") r = static_cast<float>(v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0));  // x * HardSigmoid(x, 1/6, 1/2)
     else if (op == "Floor") r = std::floor(v);
     else if (op == "Ceil") r = std::ceil(v);
     y.f[k] = round_to_type(r, x.dtype);

@@ -102,7 +102,8 @@ inline int64_t truncate_to_int64(double v) {
 // one the spec lists. One line names the ops each serves.
 
 // elementwise.cpp
-KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Log, Floor, Ceil
+KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Log, Floor, Ceil,
+                             // HardSigmoid, HardSwish
 KernelFunction run_clip;
 KernelFunction run_binary;   // Add, Sub, Mul, Div, numpy broadcasting
 KernelFunction run_cast;

@@ -201,7 +201,7 @@ core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float h
 // caller sizes `target` before the next run and guarantees nothing else reads the Conv's own output.
 core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset);
 
-// Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt; Add, Sub, Mul, Div (step_elementwise.cpp).
+// Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt; Add, Sub, Mul, Div (step_elementwise.cpp).
 core::Result<Built> make_unary_step(const NodeIo& io, Values& v);
 // What Relu ([0, inf]) or Clip (its constant bounds) clamps to; `declined` says why there is no such range.
 struct ClampRange {

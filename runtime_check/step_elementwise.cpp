@@ -1,5 +1,5 @@
-// Elementwise steps: Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt and Pow by 2; Add, Sub, Mul and Div; Softmax over rows;
-// inference BatchNormalization.
+// Elementwise steps: Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt and Pow by 2; Add, Sub, Mul and Div;
+// Softmax over rows; inference BatchNormalization.
 #include <algorithm>
 #include <cmath>
 
@@ -11,8 +11,8 @@
 namespace dwdeconv::runtime_check::detail {
 namespace {
 
-// Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt and Pow by 2 (square) as one flat [numel, 1] batch, in whatever layout
-// the input has.
+// Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt and Pow by 2 (square) as one flat [numel, 1] batch, in
+// whatever layout the input has.
 class UnaryStep : public XnnStep {
  public:
   UnaryStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup (unary)") { y_ = y; }
@@ -26,6 +26,8 @@ class UnaryStep : public XnnStep {
       status = xnn_create_leaky_relu_nc_f32(1, 1, 1, a != nullptr ? a->f() : 0.01f, 0, &raw);
     } else if (op == "Sigmoid") {
       status = xnn_create_sigmoid_nc_f32(1, 1, 1, 0, &raw);
+    } else if (op == "HardSwish") {
+      status = xnn_create_hardswish_nc_f32(1, 1, 1, 0, &raw);
     } else if (op == "Neg") {
       status = xnn_create_negate_nc_f32(1, 1, 1, 0, &raw);
     } else if (op == "Sqrt") {
@@ -50,6 +52,7 @@ class UnaryStep : public XnnStep {
     for (int64_t d : y_dims_) n *= static_cast<size_t>(d);
     if (op == "LeakyRelu") return xnn_setup_leaky_relu_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Sigmoid") return xnn_setup_sigmoid_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
+    if (op == "HardSwish") return xnn_setup_hardswish_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Neg") return xnn_setup_negate_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Sqrt") return xnn_setup_square_root_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Pow") return xnn_setup_square_nc_f32(ops_[0].get(), n, x[0], y, threadpool);

@@ -52,6 +52,7 @@ const std::map<std::string, XnnpackFamily>& xnnpack_families() {
       {"Relu", {{}, unary}},
       {"LeakyRelu", {{any("alpha")}, unary}},
       {"Sigmoid", {{}, unary}},
+      {"HardSwish", {{}, unary}},
       {"Clip", {{any("min"), any("max")}, unary}},
       {"Neg", {{}, unary}},
       {"Sqrt", {{}, unary}},

@@ -1,6 +1,6 @@
 // Ops the reference kernels ran until XNNPACK got the forms it has an operator for: Softmax over the innermost axis,
 // ReduceMean over H and W with keepdims (global average pooling), Split on the innermost axis in storage (strided
-// copies), and Pow by a constant 2 (square). Each placement is asserted, the other forms stay on the reference
+// copies), Pow by a constant 2 (square) and HardSwish. Each placement is asserted, the other forms stay on the reference
 // kernels, and the numbers are compared with the reference kernels (bit for bit where XNNPACK computes the same).
 #include <algorithm>
 #include <cmath>
@@ -205,6 +205,32 @@ TEST_CASE("Pow by a constant 2 runs on XNNPACK's square bit for bit, and other e
   CHECK(y[2].tensor.f == r[2].tensor.f);
   CHECK(y[3].tensor.dims == std::vector<int64_t>{1, 4, 6, 5});
   CHECK(max_abs_diff(y[3].tensor, r[3].tensor) < 1e-4);
+}
+
+TEST_CASE("HardSwish runs on XNNPACK in the producer's layout and matches the reference kernels", "[xnnpack][hardswish]") {
+  // x * 4 reaches past both of HardSwish's bends (-3 and 3); the Conv's output is NHWC and is read as it is.
+  const int opset = GENERATE(14, 22);
+  INFO("opset " << opset);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                "]> g (float[1,3,6,5] x) => (float a, float b) {\n"
+                                "  wide = Mul (x, four)\n"
+                                "  a = HardSwish (wide)\n"
+                                "  conv = Conv <pads = [1, 1, 1, 1]> (wide, w)\n"
+                                "  b = HardSwish (conv)\n"
+                                "}");
+  add_scalar(model, "four", 4.0);
+  add_initializer(model, "w", {4, 3, 3, 3}, 45);
+  const Both both = run_both(model);
+  const Executor& fast = both.fast.executor;
+  CHECK(placement_of(fast, "HardSwish producing 'a'") == "xnnpack");
+  CHECK(placement_of(fast, "HardSwish producing 'b'") == "xnnpack");
+  CHECK(both.slow.executor.count("HardSwish", Placement::kReference) == 2);
+  const auto& y = both.fast.outputs;
+  const auto& r = both.slow.outputs;
+  REQUIRE(y.size() == 2);
+  // XNNPACK computes x * clamp(x / 6 + 1/2, 0, 1) in f32, the reference in double rounded once: an ulp or so of 4.
+  CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 2e-6);
+  CHECK(max_abs_diff(y[1].tensor, r[1].tensor) < 1e-4);  // and the Conv's own rounding
 }
 
 TEST_CASE("Each XNNPACK family implements a subset of what the op table implements", "[executor][xnnpack][table]") {
