@@ -1,5 +1,5 @@
-// Elementwise reference kernels: activations and other unary math, Clip, broadcasting arithmetic, Pow, Equal,
-// Where and Cast.
+// Elementwise reference kernels: activations and other unary math, Clip, broadcasting arithmetic, PRelu, Pow,
+// Equal, Where and Cast.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -177,6 +177,33 @@ core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const
     y.i[static_cast<size_t>(k)] = wrap_to_type(apply(a.i[static_cast<size_t>(oa)], b.i[static_cast<size_t>(ob)]), a.dtype);
   });
   if (!refused.empty()) return node_error(node, refused);
+  return core::Ok{};
+}
+
+core::Status run_prelu(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  const Tensor& slope = *in[1];
+  Tensor& y = *out[0];
+  if (x.dtype != slope.dtype) {
+    return node_error(node, "X is " + describe_tensor(x) + " but slope is " + describe_tensor(slope) + "; their types must match");
+  }
+  // Unidirectional broadcasting: slope broadcasts to X's shape, which the output keeps.
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, x.dims, slope.dims));
+  if (out_dims != x.dims) {
+    return node_error(node, "slope " + format_dims(slope.dims) + " does not broadcast to X " + format_dims(x.dims));
+  }
+  y.reshape(x.dtype, x.dims);
+  for_each_broadcast(x.dims, {x.dims, slope.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    if (x.is_float()) {
+      const float v = x.f[at[0]];
+      y.f[k] = v < 0.0f ? round_to_type(slope.f[at[1]] * v, x.dtype) : v;
+    } else {
+      const int64_t v = x.i[at[0]];
+      // Wrapping product (computed on uint64), as the type's own arithmetic would.
+      const auto product = static_cast<int64_t>(static_cast<uint64_t>(slope.i[at[1]]) * static_cast<uint64_t>(v));
+      y.i[k] = v < 0 ? wrap_to_type(product, x.dtype) : v;
+    }
+  });
   return core::Ok{};
 }
 

@@ -106,6 +106,7 @@ KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, S
                              // HardSigmoid, HardSwish
 KernelFunction run_clip;
 KernelFunction run_binary;   // Add, Sub, Mul, Div, numpy broadcasting
+KernelFunction run_prelu;    // slope * x where x < 0, slope broadcast to x (unidirectionally)
 KernelFunction run_cast;
 KernelFunction run_pow;      // the base's type wins; integer results truncate toward zero
 KernelFunction run_equal;    // BOOL result, broadcasting

@@ -46,6 +46,8 @@ std::vector<OpSpec> make_table() {
   unary("Log", {1, 6, 13}, 6);
   unary("HardSigmoid", {1, 6, 22}, 6, {any("alpha"), any("beta")});
   unary("HardSwish", {14, 22}, 14);
+  // Unidirectional broadcasting of slope from PRelu-7 on; PRelu-6 only said that a one-element slope is shared.
+  t.push_back({"PRelu", {1, 6, 7, 9, 16}, 7, 2, 2, 1, {}, {}, run_prelu});
   t.push_back({"Clip", {1, 6, 11, 12, 13}, 6, 1, 3, 1, {any("min"), any("max")}, {}, run_clip});
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) t.push_back({op, {1, 6, 7, 13, 14}, 7, 2, 2, 1, {}, {}, run_binary});
   t.push_back({"Pow", {1, 7, 12, 13, 15}, 7, 2, 2, 1, {}, {}, run_pow});

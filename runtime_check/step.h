@@ -203,6 +203,8 @@ core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector
 
 // Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt; Add, Sub, Mul, Div (step_elementwise.cpp).
 core::Result<Built> make_unary_step(const NodeIo& io, Values& v);
+// PRelu whose slope is a constant that is one value, per channel of a rank-4 x (run NHWC) or along x's last axis.
+core::Result<Built> make_prelu_step(const NodeIo& io, Values& v);
 // What Relu ([0, inf]) or Clip (its constant bounds) clamps to; `declined` says why there is no such range.
 struct ClampRange {
   float lo = kNoMin, hi = kNoMax;

@@ -53,6 +53,7 @@ const std::map<std::string, XnnpackFamily>& xnnpack_families() {
       {"LeakyRelu", {{any("alpha")}, unary}},
       {"Sigmoid", {{}, unary}},
       {"HardSwish", {{}, unary}},
+      {"PRelu", {{}, plain<make_prelu_step>}},
       {"Clip", {{any("min"), any("max")}, unary}},
       {"Neg", {{}, unary}},
       {"Sqrt", {{}, unary}},

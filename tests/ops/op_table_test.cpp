@@ -122,6 +122,7 @@ TEST_CASE("A node outside its kernel's spec is refused with the reason, whatever
       Case{"y, i = MaxPool <kernel_shape = [2, 2]> (x)", 13, "output 1 ('i') is not implemented"},
       Case{"y = BatchNormalization <training_mode = 1> (x, s, b, m, v)", 15, "attribute training_mode = 1 is not implemented"},
       Case{"y = HardSigmoid <consumed_inputs = [0]> (x)", 5, "HardSigmoid-1 (opset 5) is not implemented"},
+      Case{"y = PRelu (x, s)", 6, "PRelu-6 (opset 6) is not implemented (versions from 7 on are)"},
       Case{"y = ArgMax <keepdims = 2> (x)", 13, "attribute keepdims = 2 is not implemented (only 0, 1)"});
   CAPTURE(text, opset);
   const auto model = parse(text, opset);
@@ -144,7 +145,8 @@ TEST_CASE("A node inside its kernel's spec is run, defaults included", "[ops][ta
                                       Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6},
                                       Case{"y = LogSoftmax <axis = 1> (x)", 11},
                                       Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13},
-                                      Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22}, Case{"y = HardSwish (x)", 14});
+                                      Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22}, Case{"y = HardSwish (x)", 14},
+                                      Case{"y = PRelu (x, s)", 16});
   CAPTURE(text, opset);
   CHECK(ops::unsupported_reason(parse(text, opset).graph().node(0), opset).empty());
 }

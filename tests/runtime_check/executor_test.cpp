@@ -490,3 +490,47 @@ TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and ma
     }
   }
 }
+
+TEST_CASE("PRelu broadcasts its slope to X, integers included, and ArgMax picks the first or last maximum",
+          "[reference][prelu][argmax]") {
+  // Forms the conformance data lacks: a per-channel [C, 1, 1] slope, integer PRelu (PRelu-9), integer ArgMax and
+  // ties with select_last_index on a middle axis. Reference kernels only, against values worked out by hand.
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,1,3] x, int64[4] k, float[2,3] t) => "
+      "(float a, int64 b, int64 c, int64 d, int64 e) {\n"
+      "  a = PRelu (x, channel_slope)\n"
+      "  b = PRelu (k, int_slope)\n"
+      "  c = ArgMax <axis = 0, keepdims = 0> (k)\n"
+      "  d = ArgMax <axis = 1> (t)\n"
+      "  e = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (t)\n"
+      "}");
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("channel_slope", onnx::TensorProto::FLOAT, {2, 1, 1}, {0.5, -2.0}, true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_int64_tensor("int_slope", {1}, {3});
+  ExecutorOptions options;
+  options.use_xnnpack = false;
+  Tensor x, k, t;
+  x.reshape(onnx::TensorProto::FLOAT, {1, 2, 1, 3});
+  x.f = std::vector<float>{-1.0f, 2.0f, -4.0f, -1.0f, 0.0f, 3.0f};
+  k.reshape(onnx::TensorProto::INT64, {4});
+  k.i = {-5, 7, 7, 2};
+  t.reshape(onnx::TensorProto::FLOAT, {2, 3});
+  t.f = std::vector<float>{1.0f, 4.0f, 4.0f, -2.0f, -3.0f, -2.0f};
+  options.inputs = {{"x", x}, {"k", k}, {"t", t}};
+  auto ran = create_and_run(model, options);
+  REQUIRE(ran.outputs.size() == 5);
+  CHECK(ran.outputs[0].tensor.f == std::vector<float>{-0.5f, 2.0f, -2.0f, 2.0f, 0.0f, 3.0f});
+  CHECK(ran.outputs[1].tensor.i == std::vector<int64_t>{-15, 7, 7, 2});
+  CHECK(ran.outputs[2].tensor.dims.empty());
+  CHECK(ran.outputs[2].tensor.i == std::vector<int64_t>{1});  // the first of the two 7s
+  CHECK(ran.outputs[3].tensor.dims == std::vector<int64_t>{2, 1});
+  CHECK(ran.outputs[3].tensor.i == std::vector<int64_t>{1, 0});
+  CHECK(ran.outputs[4].tensor.dims == std::vector<int64_t>{2});
+  CHECK(ran.outputs[4].tensor.i == std::vector<int64_t>{2, 2});
+  for (size_t k = 1; k < 5; ++k) CHECK(ran.outputs[k].tensor.dtype == onnx::TensorProto::INT64);
+
+  // NaN has no agreed index (numpy takes the first NaN, ONNX Runtime skips them): a run over one is refused.
+  t.f[1] = std::nanf("");
+  auto refused = ran.executor.run({{"x", x}, {"k", k}, {"t", t}});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("ArgMax") && Catch::Contains("NaN"));
+}

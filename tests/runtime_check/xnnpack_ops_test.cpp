@@ -1,6 +1,6 @@
 // Ops the reference kernels ran until XNNPACK got the forms it has an operator for: Softmax over the innermost axis,
 // ReduceMean over H and W with keepdims (global average pooling), Split on the innermost axis in storage (strided
-// copies), Pow by a constant 2 (square) and HardSwish. Each placement is asserted, the other forms stay on the reference
+// copies), Pow by a constant 2 (square), HardSwish and PRelu by a constant slope. Each placement is asserted, the other forms stay on the reference
 // kernels, and the numbers are compared with the reference kernels (bit for bit where XNNPACK computes the same).
 #include <algorithm>
 #include <cmath>
@@ -55,6 +55,15 @@ std::string placement_of(const Executor& executor, const std::string& node) {
     if (p.node == node) return placement_name(p.placement);
   }
   return "missing";
+}
+
+// The placement of `node`; the test fails when there is none.
+const NodePlacement& placement(const Executor& executor, const std::string& node) {
+  for (const auto& p : executor.placements()) {
+    if (p.node == node) return p;
+  }
+  FAIL("no placement for " << node);
+  return executor.placements().front();
 }
 
 }  // namespace
@@ -231,6 +240,49 @@ TEST_CASE("HardSwish runs on XNNPACK in the producer's layout and matches the re
   // XNNPACK computes x * clamp(x / 6 + 1/2, 0, 1) in f32, the reference in double rounded once: an ulp or so of 4.
   CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 2e-6);
   CHECK(max_abs_diff(y[1].tensor, r[1].tensor) < 1e-4);  // and the Conv's own rounding
+}
+
+TEST_CASE("PRelu by a constant slope along one innermost axis runs on XNNPACK, bit for bit", "[xnnpack][prelu]") {
+  // A per-channel slope on a rank-4 value runs NHWC (the Conv's layout); a slope along the last axis runs in ONNX
+  // order; a one-element slope in any layout. A slope varying along two axes, or one that is a graph input, stays on
+  // the reference kernels.
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 16]> g (float[1,3,6,5] x, float[3,1,1] s) => (float a, float b, float c, "
+      "float d, float e, float f) {\n"
+      "  conv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+      "  a = PRelu (conv, per_channel)\n"
+      "  b = PRelu (x, last_axis)\n"
+      "  c = PRelu (x, one)\n"
+      "  d = PRelu (x, two_axes)\n"
+      "  e = PRelu (x, s)\n"
+      "  f = PRelu (x, x_channels)\n"
+      "}");
+  add_initializer(model, "w", {4, 3, 3, 3}, 46);
+  add_initializer(model, "per_channel", {4, 1, 1}, 47);
+  add_initializer(model, "last_axis", {5}, 48);
+  add_initializer(model, "one", {1}, 49);
+  add_initializer(model, "two_axes", {3, 1, 5}, 50);
+  add_initializer(model, "x_channels", {1, 3, 1, 1}, 51);
+  const Both both = run_both(model);
+  const Executor& fast = both.fast.executor;
+  CHECK(placement_of(fast, "PRelu producing 'a'") == "xnnpack");
+  CHECK(placement_of(fast, "PRelu producing 'b'") == "xnnpack");
+  CHECK(placement_of(fast, "PRelu producing 'c'") == "xnnpack");
+  CHECK(placement_of(fast, "PRelu producing 'd'") == "reference");
+  CHECK_THAT(placement(fast, "PRelu producing 'd'").reason, Catch::Contains("more than one axis"));
+  CHECK(placement_of(fast, "PRelu producing 'e'") == "reference");
+  CHECK(placement_of(fast, "PRelu producing 'f'") == "xnnpack");  // per channel of an NCHW input: converted to NHWC
+  CHECK(fast.count("PRelu", Placement::kXnnpack) == 4);
+  const auto& y = both.fast.outputs;
+  const auto& r = both.slow.outputs;
+  REQUIRE(y.size() == 6);
+  CHECK(y[0].tensor.dims == std::vector<int64_t>{1, 4, 6, 5});
+  CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 1e-5);  // the Conv's own rounding
+  for (size_t k = 1; k < y.size(); ++k) {
+    INFO(y[k].name);
+    CHECK(y[k].tensor.dims == std::vector<int64_t>{1, 3, 6, 5});
+    CHECK(y[k].tensor.f == r[k].tensor.f);  // one f32 multiply where x < 0, either way
+  }
 }
 
 TEST_CASE("Each XNNPACK family implements a subset of what the op table implements", "[executor][xnnpack][table]") {
