@@ -153,5 +153,6 @@ KernelFunction run_argmax;         // INT64 indices of the first (or last) maxim
 
 // resize.cpp
 KernelFunction run_resize;
+KernelFunction run_upsample;  // Upsample-7 and -9: Resize-10's nearest (floor) and linear, asymmetric, scales >= 1
 
 }  // namespace dwdeconv::ops::detail

@@ -127,6 +127,10 @@ std::vector<OpSpec> make_table() {
                 any("cubic_coeff_a"), flag("exclude_outside"), any("extrapolation_value"), ints("antialias", {0}),
                 strings("keep_aspect_ratio_policy", {"stretch"})},
                {"axes"}, run_resize});
+  // Upsample-7 takes its scales as an attribute, Upsample-9 as an input; Upsample-1 (height_scale, width_scale) is
+  // not implemented, and Upsample-10 is the deprecated schema (ONNX's checker and ONNX Runtime refuse it: Resize).
+  t.push_back({"Upsample", {1, 7, 9, 10}, 7, 1, 2, 1, {strings("mode", {"nearest", "linear"}), any("scales")}, {},
+               run_upsample, 9});
   std::sort(t.begin(), t.end(), [](const OpSpec& a, const OpSpec& b) { return a.op_type < b.op_type; });
   return t;
 }
@@ -208,6 +212,11 @@ std::string unsupported_reason(const onnx::NodeProto& node, int64_t opset) {
   if (version < spec->first_implemented) {
     return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) +
            ") is not implemented (versions from " + std::to_string(spec->first_implemented) + " on are)";
+  }
+  if (spec->last_implemented != 0 && version > spec->last_implemented) {
+    return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) +
+           ") is not implemented (versions " + std::to_string(spec->first_implemented) + " to " +
+           std::to_string(spec->last_implemented) + " are)";
   }
   for (int k = 0; k < node.input_size(); ++k) {
     const bool present = !node.input(k).empty();

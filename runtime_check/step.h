@@ -226,7 +226,7 @@ std::unique_ptr<Step> make_fused_concat_step(int y);
 // Split on the axis innermost in storage: channels of an NHWC value, else the last axis (step_data.cpp).
 core::Result<Built> make_split_step(const NodeIo& io, Values& v);
 
-// MaxPool, AveragePool, GlobalAveragePool, bilinear Resize, MatMul / Gemm (step_spatial.cpp).
+// MaxPool, AveragePool, GlobalAveragePool, bilinear Resize (and Upsample), MatMul / Gemm (step_spatial.cpp).
 core::Result<Built> make_pool_step(const NodeIo& io, Values& v);
 core::Result<Built> make_global_average_pool_step(const NodeIo& io, Values& v);
 // ReduceMean over H and W of a rank-4 value with keepdims: global average pooling.
@@ -238,7 +238,7 @@ core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v);
 inline constexpr const char* kFusedIntoNote = "fused into";
 
 inline constexpr const char* kNearestUpsampleNote = "optimized nearest upsample";
-// An integer-factor nearest Resize as row/pixel replication in the input's layout, with its placement note
+// An integer-factor nearest Resize or Upsample as row/pixel replication in the input's layout, with its placement note
 // ("optimized nearest upsample (2x2 replication, NHWC)"); a null step when the node is not one.
 Built make_nearest_upsample_step(const NodeIo& io, Values& v);
 

@@ -491,6 +491,79 @@ TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and ma
   }
 }
 
+TEST_CASE("Upsample-7 and -9 resize as Resize-10 does: floor(in * scale) outputs, asymmetric source coordinates",
+          "[reference][upsample]") {
+  // The conformance data has one Upsample case (opset 9, nearest, integer scales): the attribute form of 7, linear
+  // mode and fractional scales are checked here against the formulas written out. Reference kernels only.
+  struct Case {
+    int opset;
+    std::string mode;
+    double sh, sw;
+  };
+  const Case c = GENERATE(Case{7, "nearest", 2.0, 3.0}, Case{7, "linear", 2.0, 2.0}, Case{8, "nearest", 1.5, 2.5},
+                          Case{9, "linear", 1.5, 3.0}, Case{9, "nearest", 1.0, 2.0});
+  CAPTURE(c.opset, c.mode, c.sh, c.sw);
+  const std::string scales = "[1.0, 1.0, " + std::to_string(c.sh) + ", " + std::to_string(c.sw) + "]";
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(c.opset) +
+                                "]> g (float[2,3,4,5] x) => (float y) {\n  y = Upsample <mode = \"" + c.mode + "\"" +
+                                (c.opset < 9 ? ", scales = " + scales + "> (x)" : "> (x, s)") + "\n}");
+  if (c.opset >= 9) {
+    *model.mutable_graph()->add_initializer() =
+        onnx_io::make_tensor("s", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, c.sh, c.sw}, true);
+  }
+  ExecutorOptions reference_only;
+  reference_only.use_xnnpack = false;
+  auto ran = create_and_run(model, reference_only);
+  CHECK(ran.executor.count("Upsample", Placement::kReference) == 1);
+  const core::Tensor4 x = to_tensor4(ran.executor.creation_inputs()[0].tensor);
+  const auto out_h = static_cast<int64_t>(std::floor(4 * c.sh)), out_w = static_cast<int64_t>(std::floor(5 * c.sw));
+  core::Tensor4 expected(2, 3, out_h, out_w);
+  // Per output index on one axis of `in`: the two source indices and the weight of the second.
+  struct Tap {
+    int64_t lo, hi;
+    double t;
+  };
+  const auto tap = [&](int64_t o, int64_t in, double scale) {
+    const double src = o / scale;  // asymmetric
+    const auto lo = static_cast<int64_t>(std::floor(src));
+    if (c.mode == "nearest") return Tap{lo, lo, 0.0};
+    return Tap{std::min(lo, in - 1), std::min(lo + 1, in - 1), src - static_cast<double>(lo)};
+  };
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ch = 0; ch < 3; ++ch)
+      for (int64_t oy = 0; oy < out_h; ++oy)
+        for (int64_t ox = 0; ox < out_w; ++ox) {
+          const Tap ty = tap(oy, 4, c.sh), tx = tap(ox, 5, c.sw);
+          const auto at = [&](int64_t iy, int64_t ix) { return x.data[static_cast<size_t>(((n * 3 + ch) * 4 + iy) * 5 + ix)]; };
+          const double top = at(ty.lo, tx.lo) * (1 - tx.t) + at(ty.lo, tx.hi) * tx.t;
+          const double bottom = at(ty.hi, tx.lo) * (1 - tx.t) + at(ty.hi, tx.hi) * tx.t;
+          expected.data[static_cast<size_t>(((n * 3 + ch) * out_h + oy) * out_w + ox)] = top * (1 - ty.t) + bottom * ty.t;
+        }
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < 1e-6);
+}
+
+TEST_CASE("Upsample refuses scales below 1, scales in the wrong place and linear integers, naming the node",
+          "[reference][upsample]") {
+  using Case = std::pair<std::string, std::string>;  // node text at its opset, expected message
+  const auto [text, message] = GENERATE(
+      Case{"<opset_import: [\"\" : 9]> g (float[1,1,4,4] x) => (float y) { y = Upsample (x, half) }",
+           "scale 0.500000 is not a finite number >= 1"},
+      Case{"<opset_import: [\"\" : 9]> g (float[1,1,4,4] x) => (float y) { y = Upsample <scales = [1.0, 1.0, 2.0, 2.0]> (x, two) }",
+           "the scales attribute is Upsample-7's"},
+      Case{"<opset_import: [\"\" : 7]> g (float[1,1,4,4] x) => (float y) { y = Upsample <scales = [1.0, 2.0]> (x) }",
+           "2 scales for a rank-4 input"},
+      Case{"<opset_import: [\"\" : 9]> g (int64[1,1,4,4] x) => (int64 y) { y = Upsample <mode = \"linear\"> (x, two) }",
+           "linear mode on INT64[1x1x4x4] is not implemented"});
+  CAPTURE(text);
+  auto model = parse_model_text("<ir_version: 8, " + text.substr(1));
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("half", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 0.5, 0.5}, true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("two", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 2.0, 2.0}, true);
+  model.mutable_graph()->mutable_node(0)->set_name("up");
+  auto executor = Executor::create(model, {});
+  REQUIRE_FALSE(executor.ok());
+  CHECK_THAT(executor.error().message, Catch::Contains("Upsample 'up'") && Catch::Contains(message));
+}
+
 TEST_CASE("PRelu broadcasts its slope to X, integers included, and ArgMax picks the first or last maximum",
           "[reference][prelu][argmax]") {
   // Forms the conformance data lacks: a per-channel [C, 1, 1] slope, integer PRelu (PRelu-9), integer ArgMax and

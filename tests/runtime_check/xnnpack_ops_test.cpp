@@ -1,6 +1,7 @@
 // Ops the reference kernels ran until XNNPACK got the forms it has an operator for: Softmax over the innermost axis,
 // ReduceMean over H and W with keepdims (global average pooling), Split on the innermost axis in storage (strided
-// copies), Pow by a constant 2 (square), HardSwish and PRelu by a constant slope. Each placement is asserted, the other forms stay on the reference
+// copies), Pow by a constant 2 (square), HardSwish, PRelu by a constant slope and bilinear Upsample (with nearest
+// Upsample on the replication kernel). Each placement is asserted, the other forms stay on the reference
 // kernels, and the numbers are compared with the reference kernels (bit for bit where XNNPACK computes the same).
 #include <algorithm>
 #include <cmath>
@@ -282,6 +283,57 @@ TEST_CASE("PRelu by a constant slope along one innermost axis runs on XNNPACK, b
     INFO(y[k].name);
     CHECK(y[k].tensor.dims == std::vector<int64_t>{1, 3, 6, 5});
     CHECK(y[k].tensor.f == r[k].tensor.f);  // one f32 multiply where x < 0, either way
+  }
+}
+
+TEST_CASE("Upsample: linear runs on XNNPACK's bilinear resize, integer nearest on the replication kernel",
+          "[xnnpack][upsample]") {
+  // Upsample-7 (scales attribute) and -9 (scales input) are Resize-10 for scales >= 1. Linear by scales XNNPACK can
+  // take runs there; nearest by integer factors on H and W replicates rows and pixels (exact); nearest by 1.5 and
+  // linear that scales N stay on the reference kernels.
+  const int opset = GENERATE(7, 9);
+  INFO("opset " << opset);
+  const auto up = [&](const std::string& mode, const std::string& x, const std::string& scales, const std::string& values) {
+    const std::string m = mode.empty() ? "" : "mode = \"" + mode + "\"";
+    if (opset < 9) return "Upsample <" + m + (m.empty() ? "" : ", ") + "scales = " + values + "> (" + x + ")";
+    return "Upsample " + (m.empty() ? std::string() : "<" + m + "> ") + "(" + x + ", " + scales + ")";
+  };
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                "]> g (float[2,3,4,5] x) => (float a, float b, float c, float d, float e) {\n"
+                                "  conv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+                                "  a = " + up("linear", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") + "\n"
+                                "  b = " + up("", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") + "\n"
+                                "  c = " + up("nearest", "x", "three_two", "[1.0, 1.0, 3.0, 2.0]") + "\n"
+                                "  d = " + up("nearest", "x", "one_half", "[1.0, 1.0, 1.5, 1.5]") + "\n"
+                                "  e = " + up("linear", "x", "batch", "[2.0, 1.0, 2.0, 2.0]") + "\n"
+                                "}");
+  add_initializer(model, "w", {4, 3, 3, 3}, 52);
+  for (const auto& [name, values] : std::vector<std::pair<std::string, std::vector<double>>>{
+           {"two", {1, 1, 2, 2}}, {"three_two", {1, 1, 3, 2}}, {"one_half", {1, 1, 1.5, 1.5}}, {"batch", {2, 1, 2, 2}}}) {
+    if (opset >= 9) *model.mutable_graph()->add_initializer() = onnx_io::make_tensor(name, onnx::TensorProto::FLOAT, {4}, values, true);
+  }
+  const Both both = run_both(model);
+  const Executor& fast = both.fast.executor;
+  CHECK(placement_of(fast, "Upsample producing 'a'") == "xnnpack");
+  CHECK(placement_of(fast, "Upsample producing 'b'") == "reference");
+  CHECK_THAT(placement(fast, "Upsample producing 'b'").note, Catch::StartsWith("optimized nearest upsample (2x2 replication, NHWC)"));
+  CHECK_THAT(placement(fast, "Upsample producing 'c'").note, Catch::StartsWith("optimized nearest upsample (3x2 replication, NCHW)"));
+  CHECK(placement(fast, "Upsample producing 'd'").note.empty());
+  CHECK(placement_of(fast, "Upsample producing 'e'") == "reference");
+  CHECK_THAT(placement(fast, "Upsample producing 'e'").reason, Catch::Contains("resizes N or C"));
+  CHECK(fast.count("Upsample", Placement::kXnnpack) == 1);
+  const auto& y = both.fast.outputs;
+  const auto& r = both.slow.outputs;
+  REQUIRE(y.size() == 5);
+  CHECK(y[0].tensor.dims == std::vector<int64_t>{2, 4, 8, 10});
+  CHECK(y[2].tensor.dims == std::vector<int64_t>{2, 3, 12, 10});
+  CHECK(y[3].tensor.dims == std::vector<int64_t>{2, 3, 6, 7});
+  CHECK(y[4].tensor.dims == std::vector<int64_t>{4, 3, 8, 10});
+  CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 1e-5);  // bilinear in f32, and the Conv's own rounding
+  CHECK(max_abs_diff(y[1].tensor, r[1].tensor) < 1e-5);  // the Conv's own rounding
+  for (size_t k = 2; k < y.size(); ++k) {
+    INFO(y[k].name);
+    CHECK(y[k].tensor.f == r[k].tensor.f);
   }
 }
 
