@@ -1,5 +1,5 @@
-// Elementwise reference kernels: activations and other unary math, Clip, broadcasting arithmetic, Pow, Equal,
-// Where and Cast.
+// Elementwise reference kernels: activations and other unary math, Clip, broadcasting arithmetic, PRelu, Pow,
+// Equal, Where and Cast.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -69,7 +69,9 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     }
     return core::Ok{};
   }
-  const float alpha = attr_float(node, "alpha", 0.01f);
+  const bool hard_sigmoid = op == "HardSigmoid";
+  const float alpha = attr_float(node, "alpha", hard_sigmoid ? 0.2f : 0.01f);  // HardSigmoid's, or LeakyRelu's
+  const float beta = attr_float(node, "beta", 0.5f);                           // HardSigmoid's
   for (size_t k = 0; k < n; ++k) {
     const float v = x.f[k];
     float r = v;
@@ -81,6 +83,9 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     else if (op == "Sqrt") r = std::sqrt(v);
     else if (op == "Erf") r = std::erf(v);
     else if (op == "Exp") r = std::exp(v);
+    else if (op == "Log") r = std::log(v);
+    else if (hard_sigmoid) r = static_cast<float>(std::clamp(static_cast<double>(alpha) * v + beta, 0.0, 1.0));
+    else if (op == "HardSwish") r = static_cast<float>(v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0));  // x * HardSigmoid(x, 1/6, 1/2)
     else if (op == "Floor") r = std::floor(v);
     else if (op == "Ceil") r = std::ceil(v);
     y.f[k] = round_to_type(r, x.dtype);
@@ -172,6 +177,33 @@ core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const
     y.i[static_cast<size_t>(k)] = wrap_to_type(apply(a.i[static_cast<size_t>(oa)], b.i[static_cast<size_t>(ob)]), a.dtype);
   });
   if (!refused.empty()) return node_error(node, refused);
+  return core::Ok{};
+}
+
+core::Status run_prelu(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  const Tensor& slope = *in[1];
+  Tensor& y = *out[0];
+  if (x.dtype != slope.dtype) {
+    return node_error(node, "X is " + describe_tensor(x) + " but slope is " + describe_tensor(slope) + "; their types must match");
+  }
+  // Unidirectional broadcasting: slope broadcasts to X's shape, which the output keeps.
+  RC_ASSIGN(const auto out_dims, broadcast_dims(node, x.dims, slope.dims));
+  if (out_dims != x.dims) {
+    return node_error(node, "slope " + format_dims(slope.dims) + " does not broadcast to X " + format_dims(x.dims));
+  }
+  y.reshape(x.dtype, x.dims);
+  for_each_broadcast(x.dims, {x.dims, slope.dims}, [&](size_t k, const std::vector<size_t>& at) {
+    if (x.is_float()) {
+      const float v = x.f[at[0]];
+      y.f[k] = v < 0.0f ? round_to_type(slope.f[at[1]] * v, x.dtype) : v;
+    } else {
+      const int64_t v = x.i[at[0]];
+      // Wrapping product (computed on uint64), as the type's own arithmetic would.
+      const auto product = static_cast<int64_t>(static_cast<uint64_t>(slope.i[at[1]]) * static_cast<uint64_t>(v));
+      y.i[k] = v < 0 ? wrap_to_type(product, x.dtype) : v;
+    }
+  });
   return core::Ok{};
 }
 

@@ -1,5 +1,5 @@
 // The reference kernels, one family per file (elementwise.cpp, shape.cpp, conv.cpp, norm.cpp, resize.cpp), and the
-// helpers they share. run_reference_node in dispatch.cpp dispatches to them. Internal to the op library and the
+// helpers they share. run_reference_node in op_table.cpp dispatches to them. Internal to the op library and the
 // executor built on it.
 #pragma once
 
@@ -102,9 +102,11 @@ inline int64_t truncate_to_int64(double v) {
 // one the spec lists. One line names the ops each serves.
 
 // elementwise.cpp
-KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Floor, Ceil
+KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Log, Floor, Ceil,
+                             // HardSigmoid, HardSwish
 KernelFunction run_clip;
 KernelFunction run_binary;   // Add, Sub, Mul, Div, numpy broadcasting
+KernelFunction run_prelu;    // slope * x where x < 0, slope broadcast to x (unidirectionally)
 KernelFunction run_cast;
 KernelFunction run_pow;      // the base's type wins; integer results truncate toward zero
 KernelFunction run_equal;    // BOOL result, broadcasting
@@ -146,9 +148,11 @@ KernelFunction run_gemm;
 KernelFunction run_batch_norm;     // inference mode
 KernelFunction run_instance_norm;  // scale * (x - mean) / sqrt(var + epsilon) + B per image and channel
 KernelFunction run_reduce;         // ReduceMean, ReduceSum, ReduceMax; axes attribute or input by version
-KernelFunction run_softmax;        // before opset 13 over the input coerced to 2-D at axis
+KernelFunction run_softmax;        // Softmax, LogSoftmax; before opset 13 over the input coerced to 2-D at axis
+KernelFunction run_argmax;         // INT64 indices of the first (or last) maximum along one axis
 
 // resize.cpp
 KernelFunction run_resize;
+KernelFunction run_upsample;  // Upsample-7 and -9: Resize-10's nearest (floor) and linear, asymmetric, scales >= 1
 
 }  // namespace dwdeconv::ops::detail

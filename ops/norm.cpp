@@ -1,4 +1,5 @@
-// Normalization and reduction reference kernels.
+// Normalization and reduction reference kernels: BatchNormalization, InstanceNormalization, the Reduce ops,
+// Softmax and LogSoftmax, ArgMax.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -140,6 +141,7 @@ core::Status run_softmax(const OpContext& ctx, const onnx::NodeProto& node, cons
   const int64_t opset = ctx.opset;
   const Tensor& x = *in[0];
   Tensor& y = *out[0];
+  const bool log_softmax = node.op_type() == "LogSoftmax";
   if (!x.is_float()) return node_error(node, "needs a float input, not " + describe_tensor(x));
   const auto rank = static_cast<int64_t>(x.dims.size());
   RC_ASSIGN(int64_t axis, attr_int(node, "axis", opset < 13 ? 1 : -1));
@@ -160,9 +162,54 @@ core::Status run_softmax(const OpContext& ctx, const onnx::NodeProto& node, cons
       for (int64_t j = 0; j < length; ++j) top = std::max(top, static_cast<double>(x.f[at(j)]));
       double total = 0.0;
       for (int64_t j = 0; j < length; ++j) total += std::exp(x.f[at(j)] - top);
+      // softmax = exp(x - top) / total; log_softmax = (x - top) - log(total), which stays finite where the
+      // softmax underflows to 0.
       for (int64_t j = 0; j < length; ++j) {
-        y.f[at(j)] = round_to_type(static_cast<float>(std::exp(x.f[at(j)] - top) / total), x.dtype);
+        const double shifted = x.f[at(j)] - top;
+        const double r = log_softmax ? shifted - std::log(total) : std::exp(shifted) / total;
+        y.f[at(j)] = round_to_type(static_cast<float>(r), x.dtype);
       }
+    }
+  return core::Ok{};
+}
+
+core::Status run_argmax(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  const Tensor& x = *in[0];
+  Tensor& y = *out[0];
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  RC_ASSIGN(int64_t axis, attr_int(node, "axis", 0));
+  RC_CHECK(resolve_axis(node, axis, rank));
+  RC_ASSIGN(const int64_t keepdims, attr_int(node, "keepdims", 1));
+  RC_ASSIGN(const int64_t select_last, attr_int(node, "select_last_index", 0));
+  const int64_t length = x.dims[static_cast<size_t>(axis)];
+  if (length == 0) return node_error(node, "axis " + std::to_string(axis) + " is empty: it has no maximum");
+  // NaN has no place in the order: numpy (the ONNX reference) takes the first NaN as the maximum, ONNX Runtime
+  // skips NaNs. Refused rather than answered one way.
+  if (x.is_float() && std::any_of(x.f.begin(), x.f.end(), [](float v) { return std::isnan(v); })) {
+    return node_error(node, "input holds NaN, whose index runtimes answer differently");
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (a < axis) outer *= x.dims[static_cast<size_t>(a)];
+    if (a > axis) inner *= x.dims[static_cast<size_t>(a)];
+  }
+  std::vector<int64_t> dims = x.dims;
+  if (keepdims != 0) dims[static_cast<size_t>(axis)] = 1;
+  else dims.erase(dims.begin() + axis);
+  y.reshape(onnx::TensorProto::INT64, dims);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * length + j) * inner + i; };
+      // The first index of the maximum, or with select_last_index the last: a later equal value replaces it only
+      // then. Integers compare exactly, as int64.
+      int64_t best = 0;
+      for (int64_t j = 1; j < length; ++j) {
+        const auto k = static_cast<size_t>(at(j)), b = static_cast<size_t>(at(best));
+        const bool greater = x.is_float() ? x.f[k] > x.f[b] : x.i[k] > x.i[b];
+        const bool equal = x.is_float() ? x.f[k] == x.f[b] : x.i[k] == x.i[b];
+        if (greater || (equal && select_last != 0)) best = j;
+      }
+      y.i[static_cast<size_t>(o * inner + i)] = best;
     }
   return core::Ok{};
 }

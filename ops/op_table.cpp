@@ -43,6 +43,11 @@ std::vector<OpSpec> make_table() {
   unary("Exp", {1, 6, 13}, 6);
   unary("Floor", {1, 6, 13}, 6);
   unary("Ceil", {1, 6, 13}, 6);
+  unary("Log", {1, 6, 13}, 6);
+  unary("HardSigmoid", {1, 6, 22}, 6, {any("alpha"), any("beta")});
+  unary("HardSwish", {14, 22}, 14);
+  // Unidirectional broadcasting of slope from PRelu-7 on; PRelu-6 only said that a one-element slope is shared.
+  t.push_back({"PRelu", {1, 6, 7, 9, 16}, 7, 2, 2, 1, {}, {}, run_prelu});
   t.push_back({"Clip", {1, 6, 11, 12, 13}, 6, 1, 3, 1, {any("min"), any("max")}, {}, run_clip});
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) t.push_back({op, {1, 6, 7, 13, 14}, 7, 2, 2, 1, {}, {}, run_binary});
   t.push_back({"Pow", {1, 7, 12, 13, 15}, 7, 2, 2, 1, {}, {}, run_pow});
@@ -107,6 +112,9 @@ std::vector<OpSpec> make_table() {
   t.push_back({"ReduceSum", {1, 11, 13}, 1, 1, 2, 1, reduce, {}, run_reduce});
   t.push_back({"ReduceMax", {1, 11, 12, 13, 18, 20}, 1, 1, 2, 1, reduce, {}, run_reduce});
   t.push_back({"Softmax", {1, 11, 13}, 1, 1, 1, 1, {any("axis")}, {}, run_softmax});
+  t.push_back({"LogSoftmax", {1, 11, 13}, 1, 1, 1, 1, {any("axis")}, {}, run_softmax});
+  t.push_back({"ArgMax", {1, 11, 12, 13}, 1, 1, 1, 1, {any("axis"), flag("keepdims"), flag("select_last_index")}, {},
+               run_argmax});
 
   // antialias changes linear and cubic downscaling only; not implemented, so only its default is taken. axes
   // (opset 18) is not implemented. keep_aspect_ratio_policy is implemented for its default, "stretch".
@@ -119,6 +127,10 @@ std::vector<OpSpec> make_table() {
                 any("cubic_coeff_a"), flag("exclude_outside"), any("extrapolation_value"), ints("antialias", {0}),
                 strings("keep_aspect_ratio_policy", {"stretch"})},
                {"axes"}, run_resize});
+  // Upsample-7 takes its scales as an attribute, Upsample-9 as an input; Upsample-1 (height_scale, width_scale) is
+  // not implemented, and Upsample-10 is the deprecated schema (ONNX's checker and ONNX Runtime refuse it: Resize).
+  t.push_back({"Upsample", {1, 7, 9, 10}, 7, 1, 2, 1, {strings("mode", {"nearest", "linear"}), any("scales")}, {},
+               run_upsample, 9});
   std::sort(t.begin(), t.end(), [](const OpSpec& a, const OpSpec& b) { return a.op_type < b.op_type; });
   return t;
 }
@@ -200,6 +212,11 @@ std::string unsupported_reason(const onnx::NodeProto& node, int64_t opset) {
   if (version < spec->first_implemented) {
     return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) +
            ") is not implemented (versions from " + std::to_string(spec->first_implemented) + " on are)";
+  }
+  if (spec->last_implemented != 0 && version > spec->last_implemented) {
+    return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) +
+           ") is not implemented (versions " + std::to_string(spec->first_implemented) + " to " +
+           std::to_string(spec->last_implemented) + " are)";
   }
   for (int k = 0; k < node.input_size(); ++k) {
     const bool present = !node.input(k).empty();

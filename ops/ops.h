@@ -62,6 +62,9 @@ struct OpSpec {
   // unlisted attribute is). Listed so that the schema sweep test can tell a decision from an oversight.
   std::vector<std::string> refused;
   KernelFunction* kernel = nullptr;
+  // The newest version implemented (0: every version from first_implemented on). Newer ones are refused, e.g. a
+  // version ONNX deprecated (Upsample-10), which runtimes refuse too.
+  int64_t last_implemented = 0;
 };
 
 // The table, one entry per default-domain op, by op type.
@@ -120,7 +123,8 @@ core::Result<PoolGeometry> resolve_pool(const onnx::NodeProto& node, const std::
 core::Result<std::vector<int64_t>> broadcast_dims(const onnx::NodeProto& node, const std::vector<int64_t>& a,
                                                   const std::vector<int64_t>& b);
 
-// Resize's output size and per-axis scale (out/in when sizes are given), from its inputs for `opset`.
+// Resize's output size and per-axis scale (out/in when sizes are given), from its inputs for `opset`; also Upsample's,
+// from its `scales` attribute (Upsample-7) or input (Upsample-9), each of which must be >= 1.
 struct ResizeGeometry {
   std::vector<int64_t> output_dims;
   std::vector<double> scales;
@@ -129,7 +133,7 @@ struct ResizeGeometry {
 core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset,
                                             const std::vector<const Tensor*>& inputs);
 
-// For a nearest Resize: per axis, the input index each output index reads, exactly as run_resize maps it (-1 where
+// For a nearest Resize or Upsample: per axis, the input index each output index reads, exactly as run_resize maps it (-1 where
 // tf_crop_and_resize writes extrapolation_value). Lets a faster kernel prove it computes the same thing. Error
 // unless mode is nearest.
 core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onnx::NodeProto& node, int64_t opset,

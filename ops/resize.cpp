@@ -1,4 +1,6 @@
-// Resize: its geometry (shared with the XNNPACK nearest-upsample step) and its separable reference kernel.
+// Resize and Upsample: their geometry (shared with the XNNPACK bilinear and nearest-upsample steps) and their one
+// separable reference kernel. Upsample-7 and -9 are Resize-10 (asymmetric coordinates, nearest rounds down) for
+// scales >= 1, with the scales in an attribute (7) or an input (9).
 #include <algorithm>
 #include <cmath>
 
@@ -114,10 +116,15 @@ void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out,
       }
 }
 
-// Resize's attributes with the defaults of `opset`.
+// Resize's attributes with the defaults of `opset`; for Upsample, its mode with Resize-10's fixed rest.
 core::Result<ResizeMode> resize_mode(const onnx::NodeProto& node, int64_t opset) {
   ResizeMode m;
   RC_ASSIGN(m.mode, onnx_io::get_string(node, "mode", "nearest"));
+  if (node.op_type() == "Upsample") {
+    m.coordinate = "asymmetric";
+    m.nearest = "floor";
+    return m;
+  }
   RC_ASSIGN(m.coordinate, onnx_io::get_string(node, "coordinate_transformation_mode",
                                               opset < 11 ? "asymmetric" : "half_pixel"));
   RC_ASSIGN(m.nearest, onnx_io::get_string(node, "nearest_mode", opset < 11 ? "floor" : "round_prefer_floor"));
@@ -133,15 +140,11 @@ bool resize_skips_axis(const ResizeMode& m, const ResizeGeometry& g, int64_t in,
   return g.output_dims[axis] == in && g.scales[axis] == 1.0 && m.coordinate != "tf_crop_and_resize";
 }
 
-}  // namespace
 
-core::Status detail::run_resize(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
-  const int64_t opset = ctx.opset;
-  Tensor& y = *out[0];
-  RC_ASSIGN(const ResizeMode m, resize_mode(node, opset));
-  RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, in));
+// The kernel of both ops: x resized axis by axis to g's sizes in mode m.
+core::Status resize(const OpContext& ctx, const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g,
+                    const Tensor& x, Tensor& y) {
   RC_CHECK(check_element_count(ctx, node, g.output_dims));
-  const Tensor& x = *in[0];
   const size_t rank = x.dims.size();
   Tensor current = x, next;
   for (size_t a = 0; a < rank; ++a) {
@@ -158,8 +161,63 @@ core::Status detail::run_resize(const OpContext& ctx, const onnx::NodeProto& nod
   return core::Ok{};
 }
 
+}  // namespace
+
+core::Status detail::run_resize(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  RC_ASSIGN(const ResizeMode m, resize_mode(node, ctx.opset));
+  RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, ctx.opset, in));
+  return resize(ctx, node, m, g, *in[0], *out[0]);
+}
+
+core::Status detail::run_upsample(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out) {
+  RC_ASSIGN(const ResizeMode m, resize_mode(node, ctx.opset));
+  const Tensor& x = *in[0];
+  // The spec leaves the rounding of an interpolated integer open (ONNX Runtime truncates): not implemented.
+  if (m.mode == "linear" && !x.is_float()) return node_error(node, "linear mode on " + describe_tensor(x) + " is not implemented");
+  RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, ctx.opset, in));
+  return resize(ctx, node, m, g, x, *out[0]);
+}
+
+namespace {
+
+// Upsample's geometry: one scale >= 1 per axis, from the attribute (Upsample-7) or the input (Upsample-9), and
+// output_dimension = floor(input_dimension * scale).
+core::Result<ResizeGeometry> resolve_upsample(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
+  const Tensor& x = *inputs[0];
+  const Tensor* scales_input = input_or_null(inputs, 1);
+  const onnx::AttributeProto* attribute = onnx_io::find_attribute(node, "scales");
+  std::vector<double> scales;
+  if (opset < 9) {
+    if (scales_input != nullptr) return node_error(node, "Upsample-7 takes its scales as an attribute, not an input");
+    if (attribute == nullptr || attribute->type() != onnx::AttributeProto::FLOATS) {
+      return node_error(node, "needs the scales attribute (floats)");
+    }
+    scales.assign(attribute->floats().begin(), attribute->floats().end());
+  } else {
+    if (attribute != nullptr) return node_error(node, "Upsample-9 takes its scales as an input; the scales attribute is Upsample-7's");
+    if (scales_input == nullptr) return node_error(node, "needs the scales input");
+    for (int64_t k = 0; k < scales_input->numel(); ++k) scales.push_back(scales_input->get(k));
+  }
+  if (scales.size() != x.dims.size()) {
+    return node_error(node, std::to_string(scales.size()) + " scales for a rank-" + std::to_string(x.dims.size()) + " input");
+  }
+  ResizeGeometry g;
+  for (size_t a = 0; a < scales.size(); ++a) {
+    const double s = scales[a];
+    if (!(std::isfinite(s) && s >= 1.0)) return node_error(node, "scale " + std::to_string(s) + " is not a finite number >= 1");
+    g.scales.push_back(s);
+    g.output_dims.push_back(truncate_to_int64(std::floor(static_cast<double>(x.dims[a]) * s)));
+  }
+  // The scales are attribute or input values: a hostile one must not reach an allocation.
+  RC_CHECK(check_element_count(OpContext{opset}, node, g.output_dims));
+  return g;
+}
+
+}  // namespace
+
 core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset,
                                             const std::vector<const Tensor*>& inputs) {
+  if (node.op_type() == "Upsample") return resolve_upsample(node, opset, inputs);
   const Tensor& x = *inputs[0];
   const size_t rank = x.dims.size();
   const Tensor* roi = nullptr;

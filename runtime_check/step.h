@@ -201,8 +201,10 @@ core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float h
 // caller sizes `target` before the next run and guarantees nothing else reads the Conv's own output.
 core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset);
 
-// Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt; Add, Sub, Mul, Div (step_elementwise.cpp).
+// Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt; Add, Sub, Mul, Div (step_elementwise.cpp).
 core::Result<Built> make_unary_step(const NodeIo& io, Values& v);
+// PRelu whose slope is a constant that is one value, per channel of a rank-4 x (run NHWC) or along x's last axis.
+core::Result<Built> make_prelu_step(const NodeIo& io, Values& v);
 // What Relu ([0, inf]) or Clip (its constant bounds) clamps to; `declined` says why there is no such range.
 struct ClampRange {
   float lo = kNoMin, hi = kNoMax;
@@ -224,7 +226,7 @@ std::unique_ptr<Step> make_fused_concat_step(int y);
 // Split on the axis innermost in storage: channels of an NHWC value, else the last axis (step_data.cpp).
 core::Result<Built> make_split_step(const NodeIo& io, Values& v);
 
-// MaxPool, AveragePool, GlobalAveragePool, bilinear Resize, MatMul / Gemm (step_spatial.cpp).
+// MaxPool, AveragePool, GlobalAveragePool, bilinear Resize (and Upsample), MatMul / Gemm (step_spatial.cpp).
 core::Result<Built> make_pool_step(const NodeIo& io, Values& v);
 core::Result<Built> make_global_average_pool_step(const NodeIo& io, Values& v);
 // ReduceMean over H and W of a rank-4 value with keepdims: global average pooling.
@@ -236,7 +238,7 @@ core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v);
 inline constexpr const char* kFusedIntoNote = "fused into";
 
 inline constexpr const char* kNearestUpsampleNote = "optimized nearest upsample";
-// An integer-factor nearest Resize as row/pixel replication in the input's layout, with its placement note
+// An integer-factor nearest Resize or Upsample as row/pixel replication in the input's layout, with its placement note
 // ("optimized nearest upsample (2x2 replication, NHWC)"); a null step when the node is not one.
 Built make_nearest_upsample_step(const NodeIo& io, Values& v);
 

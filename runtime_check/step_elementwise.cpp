@@ -1,5 +1,5 @@
-// Elementwise steps: Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt and Pow by 2; Add, Sub, Mul and Div; Softmax over rows;
-// inference BatchNormalization.
+// Elementwise steps: Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt and Pow by 2; PRelu by a constant slope;
+// Add, Sub, Mul and Div; Softmax over rows; inference BatchNormalization.
 #include <algorithm>
 #include <cmath>
 
@@ -11,8 +11,8 @@
 namespace dwdeconv::runtime_check::detail {
 namespace {
 
-// Relu, LeakyRelu, Sigmoid, Clip, Neg, Sqrt and Pow by 2 (square) as one flat [numel, 1] batch, in whatever layout
-// the input has.
+// Relu, LeakyRelu, Sigmoid, HardSwish, Clip, Neg, Sqrt and Pow by 2 (square) as one flat [numel, 1] batch, in
+// whatever layout the input has.
 class UnaryStep : public XnnStep {
  public:
   UnaryStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup (unary)") { y_ = y; }
@@ -26,6 +26,8 @@ class UnaryStep : public XnnStep {
       status = xnn_create_leaky_relu_nc_f32(1, 1, 1, a != nullptr ? a->f() : 0.01f, 0, &raw);
     } else if (op == "Sigmoid") {
       status = xnn_create_sigmoid_nc_f32(1, 1, 1, 0, &raw);
+    } else if (op == "HardSwish") {
+      status = xnn_create_hardswish_nc_f32(1, 1, 1, 0, &raw);
     } else if (op == "Neg") {
       status = xnn_create_negate_nc_f32(1, 1, 1, 0, &raw);
     } else if (op == "Sqrt") {
@@ -50,11 +52,41 @@ class UnaryStep : public XnnStep {
     for (int64_t d : y_dims_) n *= static_cast<size_t>(d);
     if (op == "LeakyRelu") return xnn_setup_leaky_relu_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Sigmoid") return xnn_setup_sigmoid_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
+    if (op == "HardSwish") return xnn_setup_hardswish_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Neg") return xnn_setup_negate_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Sqrt") return xnn_setup_square_root_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     if (op == "Pow") return xnn_setup_square_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
     return xnn_setup_clamp_nc_f32(ops_[0].get(), n, x[0], y, threadpool);
   }
+};
+
+// PRelu by a constant slope that varies along at most one axis, the innermost in storage: rows of `channels`
+// elements, each multiplied where negative by the slope of its position in the row (XNNPACK packs the slopes at
+// creation). A one-element slope is one channel.
+class PReluStep : public XnnStep {
+ public:
+  PReluStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_prelu_nc_f32") { y_ = y; }
+
+  core::Status plan(Values& v, int x, Layout layout, const std::vector<float>& slopes) {
+    xnn_operator_t raw = nullptr;
+    const size_t channels = slopes.size();
+    const xnn_status status = xnn_create_prelu_nc_f32(channels, channels, channels, slopes.data(), 0, &raw);
+    if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_prelu_nc_f32", status);
+    add_operator(raw);
+    y_layout_ = layout;
+    add_input(v, x, layout);
+    y_dims_ = v.peek(x).dims;
+    rows_ = static_cast<size_t>(v.peek(x).numel()) / channels;
+    return core::Ok{};
+  }
+
+ protected:
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    return xnn_setup_prelu_nc_f32(ops_[0].get(), rows_, x[0], y, threadpool);
+  }
+
+ private:
+  size_t rows_ = 0;
 };
 
 // Softmax over rows of `channels` contiguous elements, in ONNX order (an NHWC value is read NCHW).
@@ -240,6 +272,34 @@ core::Result<Built> make_pow_step(const NodeIo& io, Values& v) {
     return declined("only a constant exponent of 2 runs on XNNPACK (square)");
   }
   return make_unary_step(io, v);
+}
+
+core::Result<Built> make_prelu_step(const NodeIo& io, Values& v) {
+  const int x_id = io.input(0), slope_id = io.input(1);
+  if (slope_id < 0 || !v.constant(slope_id)) return declined("the slope is not a constant");
+  const Tensor& x = v.peek(x_id);
+  const Tensor& slope = v.peek(slope_id);
+  if (!slope.is_float() || x.numel() == 0 || slope.numel() == 0) return declined("the slope is not float, or a tensor is empty");
+  RC_ASSIGN(const auto out_dims, broadcast_dims(io.node, x.dims, slope.dims));
+  if (out_dims != x.dims) return declined("the slope does not broadcast to X");  // the reference kernel says why
+  // The one axis of x along which the slope varies (right-aligned; -1 when it is one value).
+  const size_t offset = x.dims.size() - slope.dims.size();
+  int64_t varying = -1;
+  for (size_t a = 0; a < slope.dims.size(); ++a) {
+    if (slope.dims[a] == 1) continue;
+    if (varying >= 0) return declined("the slope varies along more than one axis");
+    varying = static_cast<int64_t>(offset + a);
+  }
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  // Per channel of a rank-4 x: rows are NHWC pixels. Along the last axis: rows are ONNX-order rows.
+  Layout layout = v.layout(x_id);
+  if (varying == 1 && rank == 4) layout = Layout::kNhwc;
+  else if (varying == rank - 1) layout = Layout::kNchw;
+  else if (varying >= 0) return declined("the slope varies along an axis that is not innermost in either layout");
+  const std::vector<float> slopes(slope.f.begin(), slope.f.end());  // in the order of that one axis
+  auto step = std::make_unique<PReluStep>(io.node, io.out[0]);
+  RC_CHECK(step->plan(v, x_id, layout, slopes));
+  return built(std::move(step));
 }
 
 core::Result<Built> make_softmax_step(const NodeIo& io, Values& v) {

@@ -52,6 +52,8 @@ const std::map<std::string, XnnpackFamily>& xnnpack_families() {
       {"Relu", {{}, unary}},
       {"LeakyRelu", {{any("alpha")}, unary}},
       {"Sigmoid", {{}, unary}},
+      {"HardSwish", {{}, unary}},
+      {"PRelu", {{}, plain<make_prelu_step>}},
       {"Clip", {{any("min"), any("max")}, unary}},
       {"Neg", {{}, unary}},
       {"Sqrt", {{}, unary}},
@@ -78,6 +80,8 @@ const std::map<std::string, XnnpackFamily>& xnnpack_families() {
                    only_int("exclude_outside", 0), any("cubic_coeff_a"), any("nearest_mode"), any("extrapolation_value"),
                    only("keep_aspect_ratio_policy", "stretch")},
                   plain<make_resize_step>}},
+      // Upsample-7 and -9 are Resize-10 (asymmetric) for scales >= 1: bilinear on the same step.
+      {"Upsample", {{only("mode", "linear"), any("scales")}, plain<make_resize_step>}},
       {"MatMul", {{}, plain<make_fully_connected_step>}},
       {"Gemm", {{any("alpha"), any("beta"), any("transA"), any("transB")}, plain<make_fully_connected_step>}},
       {"Split", {{any("axis"), any("split"), any("num_outputs")}, plain<make_split_step>}},
@@ -439,7 +443,9 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       placement.placement = Placement::kXnnpack;
     } else {
       Built upsample;
-      if (options.use_xnnpack && node.op_type() == "Resize") upsample = make_nearest_upsample_step(io, v);
+      if (options.use_xnnpack && (node.op_type() == "Resize" || node.op_type() == "Upsample")) {
+        upsample = make_nearest_upsample_step(io, v);
+      }
       if (upsample.step) {
         placement.note = std::move(upsample.note);
         step = std::move(upsample.step);

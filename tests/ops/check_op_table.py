@@ -32,7 +32,7 @@ def main():
         if versions != spec["versions"]:
             problems.append("%s: table versions %s, onnx %s %s" % (op, spec["versions"], onnx.__version__, versions))
         for v in versions:
-            if v < spec["first_implemented"]:
+            if v < spec["first_implemented"] or (spec["last_implemented"] and v > spec["last_implemented"]):
                 continue
             for name, attr in onnx.defs.get_schema(op, v).attributes.items():
                 implemented = name in spec["attributes"]

@@ -1,5 +1,5 @@
-// Prints the op table as JSON for tests/ops/check_op_table.py: per op, its versions, the first one implemented, and
-// the implemented attributes with their values and the refused ones.
+// Prints the op table as JSON for tests/ops/check_op_table.py: per op, its versions, the first and last implemented
+// (0: every later one), and the implemented attributes with their values and the refused ones.
 #include <iostream>
 
 #include "ops/ops.h"
@@ -18,7 +18,8 @@ int main() {
     std::cout << (first_op ? "\n" : ",\n") << "  {\"op\": " << quoted(spec.op_type) << ", \"versions\": [";
     first_op = false;
     for (size_t k = 0; k < spec.versions.size(); ++k) std::cout << (k ? ", " : "") << spec.versions[k];
-    std::cout << "], \"first_implemented\": " << spec.first_implemented << ", \"attributes\": {";
+    std::cout << "], \"first_implemented\": " << spec.first_implemented << ", \"last_implemented\": " << spec.last_implemented
+              << ", \"attributes\": {";
     for (size_t k = 0; k < spec.attributes.size(); ++k) {
       const auto& a = spec.attributes[k];
       std::cout << (k ? ", " : "") << quoted(a.name) << ": [";

@@ -61,6 +61,10 @@ TEST_CASE("The op table lists every version libonnx knows of each op, and no oth
     CHECK(std::is_sorted(spec.versions.begin(), spec.versions.end()));
     CHECK(std::adjacent_find(spec.versions.begin(), spec.versions.end()) == spec.versions.end());
     CHECK(std::find(spec.versions.begin(), spec.versions.end(), spec.first_implemented) != spec.versions.end());
+    if (spec.last_implemented != 0) {
+      CHECK(spec.last_implemented >= spec.first_implemented);
+      CHECK(std::find(spec.versions.begin(), spec.versions.end(), spec.last_implemented) != spec.versions.end());
+    }
     CHECK(spec.kernel != nullptr);
   }
 }
@@ -71,6 +75,7 @@ TEST_CASE("Every attribute of an implemented op version is implemented or refuse
     std::set<std::string> seen;  // attribute names of the implemented versions libonnx knows
     for (int64_t version : spec.versions) {
       if (version < spec.first_implemented || version > max_opset) continue;
+      if (spec.last_implemented != 0 && version > spec.last_implemented) continue;
       const auto* schema = onnx::OpSchemaRegistry::Schema(spec.op_type, static_cast<int>(version), onnx::ONNX_DOMAIN);
       REQUIRE(schema != nullptr);
       for (const auto& [name, attr] : schema->attributes()) {
@@ -120,7 +125,13 @@ TEST_CASE("A node outside its kernel's spec is refused with the reason, whatever
       Case{"y = Where (c, x)", 13, "has 2 inputs, needs 3"},
       Case{"y = Pad (x, p, v, a, e)", 18, "input 4 ('e') is not implemented"},
       Case{"y, i = MaxPool <kernel_shape = [2, 2]> (x)", 13, "output 1 ('i') is not implemented"},
-      Case{"y = BatchNormalization <training_mode = 1> (x, s, b, m, v)", 15, "attribute training_mode = 1 is not implemented"});
+      Case{"y = BatchNormalization <training_mode = 1> (x, s, b, m, v)", 15, "attribute training_mode = 1 is not implemented"},
+      Case{"y = Upsample (x, s)", 10, "Upsample-10 (opset 10) is not implemented (versions 7 to 9 are)"},
+      Case{"y = Upsample <height_scale = 2.0, width_scale = 2.0> (x)", 6, "Upsample-1 (opset 6) is not implemented"},
+      Case{"y = Upsample <mode = \"cubic\"> (x, s)", 9, "mode = 'cubic' is not implemented (only 'nearest', 'linear')"},
+      Case{"y = HardSigmoid <consumed_inputs = [0]> (x)", 5, "HardSigmoid-1 (opset 5) is not implemented"},
+      Case{"y = PRelu (x, s)", 6, "PRelu-6 (opset 6) is not implemented (versions from 7 on are)"},
+      Case{"y = ArgMax <keepdims = 2> (x)", 13, "attribute keepdims = 2 is not implemented (only 0, 1)"});
   CAPTURE(text, opset);
   const auto model = parse(text, opset);
   const auto& node = model.graph().node(0);
@@ -139,7 +150,12 @@ TEST_CASE("A node inside its kernel's spec is run, defaults included", "[ops][ta
   const auto [text, opset] = GENERATE(Case{"y = Resize <mode = \"nearest\", antialias = 0> (x, r, s)", 18},
                                       Case{"y = Resize <coordinate_transformation_mode = \"half_pixel_symmetric\"> (x, r, s)", 19},
                                       Case{"y = DepthToSpace <blocksize = 1, mode = \"CRD\"> (x)", 13},
-                                      Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6});
+                                      Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6},
+                                      Case{"y = Upsample <mode = \"linear\", scales = [1.0, 1.0, 2.0, 2.0]> (x)", 7},
+                                      Case{"y = Upsample (x, s)", 9}, Case{"y = LogSoftmax <axis = 1> (x)", 11},
+                                      Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13},
+                                      Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22}, Case{"y = HardSwish (x)", 14},
+                                      Case{"y = PRelu (x, s)", 16});
   CAPTURE(text, opset);
   CHECK(ops::unsupported_reason(parse(text, opset).graph().node(0), opset).empty());
 }

@@ -216,9 +216,9 @@ TEST_CASE("ONNX node conformance data passes for every supported op", "[conforma
   std::cout << "  nearest Resize on the replication kernel: " << g_nearest_upsamples << " runs\n";
   CHECK(g_nearest_upsamples > 0);
   // The XNNPACK paths must really have been exercised by this independent data.
-  for (const char* op : {"Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "Clip", "Add", "Sub", "Mul", "Div",
-                         "Pad", "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool", "Resize",
-                         "MatMul", "Gemm"}) {
+  for (const char* op : {"Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "HardSwish", "PRelu", "Clip", "Add",
+                         "Sub", "Mul", "Div", "Pad", "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool",
+                         "Resize", "MatMul", "Gemm"}) {
     INFO("op " << op);
     CHECK(tally[op].first > 0);
   }

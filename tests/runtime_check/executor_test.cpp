@@ -1,4 +1,5 @@
 // The XNNPACK paths that could silently be wrong, each against core/reference.h, with placement asserted.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -431,4 +432,178 @@ TEST_CASE("Neg and Sqrt run on XNNPACK in the producer's layout and match the re
     ++seen;
   }
   CHECK(seen == 3);
+}
+
+TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and matches a double-precision head",
+          "[executor][logsoftmax]") {
+  // Before LogSoftmax and ArgMax were in the op table, Executor::create refused this model, so --verify fell back to
+  // per-node mode and --bench exited 3. Before opset 13, LogSoftmax's axis 1 coerces [C, H, W] into one row; from 13
+  // it is one axis (the classes).
+  const int opset = GENERATE(11, 13);
+  INFO("opset " << opset);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                "]> g (float[2,3,5,4] x) => (float[2,6,5,4] scores, int64[2,1,5,4] labels) {\n"
+                                "  logits = Conv <pads = [1, 1, 1, 1]> (x, w, b)\n"
+                                "  scores = LogSoftmax <axis = 1> (logits)\n"
+                                "  labels = ArgMax <axis = 1, keepdims = 1> (scores)\n"
+                                "}");
+  const std::vector<int64_t> w_dims = {6, 3, 3, 3};
+  const auto w = add_initializer(model, "w", w_dims, 31);
+  const auto b = add_initializer(model, "b", {6}, 32);
+  auto ran = create_and_run(model);
+  CHECK(ran.executor.count("Conv", Placement::kXnnpack) == 1);
+  CHECK(ran.executor.count("LogSoftmax", Placement::kReference) == 1);  // XNNPACK has no log-softmax
+  CHECK(ran.executor.count("ArgMax", Placement::kReference) == 1);
+  REQUIRE(ran.outputs.size() == 2);
+
+  // The naive head in double: the Conv from the ONNX formula, then log(exp(v) / sum of exp) over each row.
+  core::Conv2dParams p;
+  p.pads = {1, 1, 1, 1};
+  const core::Tensor4 logits = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
+                                                      to_tensor4(w, w_dims), b, p);
+  const int64_t n = 2, c = 6, hw = 5 * 4;
+  core::Tensor4 expected = logits;
+  for (int64_t image = 0; image < n; ++image) {
+    // Opset 11: one row of C*H*W per image; opset 13: one row of C per pixel.
+    const int64_t rows = opset < 13 ? 1 : hw, length = opset < 13 ? c * hw : c, stride = opset < 13 ? 1 : hw;
+    for (int64_t row = 0; row < rows; ++row) {
+      const auto at = [&](int64_t j) { return static_cast<size_t>(image * c * hw + row + j * stride); };
+      double total = 0.0;
+      for (int64_t j = 0; j < length; ++j) total += std::exp(logits.data[at(j)]);
+      for (int64_t j = 0; j < length; ++j) expected.data[at(j)] = std::log(std::exp(logits.data[at(j)]) / total);
+    }
+  }
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
+
+  // ArgMax over the classes of the executor's own scores: the first largest, as INT64, with the class axis kept.
+  const Tensor& scores = ran.outputs[0].tensor;
+  const Tensor& labels = ran.outputs[1].tensor;
+  CHECK(labels.dtype == onnx::TensorProto::INT64);
+  REQUIRE(labels.dims == std::vector<int64_t>{2, 1, 5, 4});
+  for (int64_t image = 0; image < n; ++image) {
+    for (int64_t pixel = 0; pixel < hw; ++pixel) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < c; ++k) {
+        if (scores.f[static_cast<size_t>((image * c + k) * hw + pixel)] > scores.f[static_cast<size_t>((image * c + best) * hw + pixel)]) best = k;
+      }
+      CHECK(labels.i[static_cast<size_t>(image * hw + pixel)] == best);
+    }
+  }
+}
+
+TEST_CASE("Upsample-7 and -9 resize as Resize-10 does: floor(in * scale) outputs, asymmetric source coordinates",
+          "[reference][upsample]") {
+  // The conformance data has one Upsample case (opset 9, nearest, integer scales): the attribute form of 7, linear
+  // mode and fractional scales are checked here against the formulas written out. Reference kernels only.
+  struct Case {
+    int opset;
+    std::string mode;
+    double sh, sw;
+  };
+  const Case c = GENERATE(Case{7, "nearest", 2.0, 3.0}, Case{7, "linear", 2.0, 2.0}, Case{8, "nearest", 1.5, 2.5},
+                          Case{9, "linear", 1.5, 3.0}, Case{9, "nearest", 1.0, 2.0});
+  CAPTURE(c.opset, c.mode, c.sh, c.sw);
+  const std::string scales = "[1.0, 1.0, " + std::to_string(c.sh) + ", " + std::to_string(c.sw) + "]";
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(c.opset) +
+                                "]> g (float[2,3,4,5] x) => (float y) {\n  y = Upsample <mode = \"" + c.mode + "\"" +
+                                (c.opset < 9 ? ", scales = " + scales + "> (x)" : "> (x, s)") + "\n}");
+  if (c.opset >= 9) {
+    *model.mutable_graph()->add_initializer() =
+        onnx_io::make_tensor("s", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, c.sh, c.sw}, true);
+  }
+  ExecutorOptions reference_only;
+  reference_only.use_xnnpack = false;
+  auto ran = create_and_run(model, reference_only);
+  CHECK(ran.executor.count("Upsample", Placement::kReference) == 1);
+  const core::Tensor4 x = to_tensor4(ran.executor.creation_inputs()[0].tensor);
+  const auto out_h = static_cast<int64_t>(std::floor(4 * c.sh)), out_w = static_cast<int64_t>(std::floor(5 * c.sw));
+  core::Tensor4 expected(2, 3, out_h, out_w);
+  // Per output index on one axis of `in`: the two source indices and the weight of the second.
+  struct Tap {
+    int64_t lo, hi;
+    double t;
+  };
+  const auto tap = [&](int64_t o, int64_t in, double scale) {
+    const double src = o / scale;  // asymmetric
+    const auto lo = static_cast<int64_t>(std::floor(src));
+    if (c.mode == "nearest") return Tap{lo, lo, 0.0};
+    return Tap{std::min(lo, in - 1), std::min(lo + 1, in - 1), src - static_cast<double>(lo)};
+  };
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ch = 0; ch < 3; ++ch)
+      for (int64_t oy = 0; oy < out_h; ++oy)
+        for (int64_t ox = 0; ox < out_w; ++ox) {
+          const Tap ty = tap(oy, 4, c.sh), tx = tap(ox, 5, c.sw);
+          const auto at = [&](int64_t iy, int64_t ix) { return x.data[static_cast<size_t>(((n * 3 + ch) * 4 + iy) * 5 + ix)]; };
+          const double top = at(ty.lo, tx.lo) * (1 - tx.t) + at(ty.lo, tx.hi) * tx.t;
+          const double bottom = at(ty.hi, tx.lo) * (1 - tx.t) + at(ty.hi, tx.hi) * tx.t;
+          expected.data[static_cast<size_t>(((n * 3 + ch) * out_h + oy) * out_w + ox)] = top * (1 - ty.t) + bottom * ty.t;
+        }
+  CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < 1e-6);
+}
+
+TEST_CASE("Upsample refuses scales below 1, scales in the wrong place and linear integers, naming the node",
+          "[reference][upsample]") {
+  using Case = std::pair<std::string, std::string>;  // node text at its opset, expected message
+  const auto [text, message] = GENERATE(
+      Case{"<opset_import: [\"\" : 9]> g (float[1,1,4,4] x) => (float y) { y = Upsample (x, half) }",
+           "scale 0.500000 is not a finite number >= 1"},
+      Case{"<opset_import: [\"\" : 9]> g (float[1,1,4,4] x) => (float y) { y = Upsample <scales = [1.0, 1.0, 2.0, 2.0]> (x, two) }",
+           "the scales attribute is Upsample-7's"},
+      Case{"<opset_import: [\"\" : 7]> g (float[1,1,4,4] x) => (float y) { y = Upsample <scales = [1.0, 2.0]> (x) }",
+           "2 scales for a rank-4 input"},
+      Case{"<opset_import: [\"\" : 9]> g (int64[1,1,4,4] x) => (int64 y) { y = Upsample <mode = \"linear\"> (x, two) }",
+           "linear mode on INT64[1x1x4x4] is not implemented"});
+  CAPTURE(text);
+  auto model = parse_model_text("<ir_version: 8, " + text.substr(1));
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("half", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 0.5, 0.5}, true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("two", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 2.0, 2.0}, true);
+  model.mutable_graph()->mutable_node(0)->set_name("up");
+  auto executor = Executor::create(model, {});
+  REQUIRE_FALSE(executor.ok());
+  CHECK_THAT(executor.error().message, Catch::Contains("Upsample 'up'") && Catch::Contains(message));
+}
+
+TEST_CASE("PRelu broadcasts its slope to X, integers included, and ArgMax picks the first or last maximum",
+          "[reference][prelu][argmax]") {
+  // Forms the conformance data lacks: a per-channel [C, 1, 1] slope, integer PRelu (PRelu-9), integer ArgMax and
+  // ties with select_last_index on a middle axis. Reference kernels only, against values worked out by hand.
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,1,3] x, int64[4] k, float[2,3] t) => "
+      "(float a, int64 b, int64 c, int64 d, int64 e) {\n"
+      "  a = PRelu (x, channel_slope)\n"
+      "  b = PRelu (k, int_slope)\n"
+      "  c = ArgMax <axis = 0, keepdims = 0> (k)\n"
+      "  d = ArgMax <axis = 1> (t)\n"
+      "  e = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (t)\n"
+      "}");
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("channel_slope", onnx::TensorProto::FLOAT, {2, 1, 1}, {0.5, -2.0}, true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_int64_tensor("int_slope", {1}, {3});
+  ExecutorOptions options;
+  options.use_xnnpack = false;
+  Tensor x, k, t;
+  x.reshape(onnx::TensorProto::FLOAT, {1, 2, 1, 3});
+  x.f = std::vector<float>{-1.0f, 2.0f, -4.0f, -1.0f, 0.0f, 3.0f};
+  k.reshape(onnx::TensorProto::INT64, {4});
+  k.i = {-5, 7, 7, 2};
+  t.reshape(onnx::TensorProto::FLOAT, {2, 3});
+  t.f = std::vector<float>{1.0f, 4.0f, 4.0f, -2.0f, -3.0f, -2.0f};
+  options.inputs = {{"x", x}, {"k", k}, {"t", t}};
+  auto ran = create_and_run(model, options);
+  REQUIRE(ran.outputs.size() == 5);
+  CHECK(ran.outputs[0].tensor.f == std::vector<float>{-0.5f, 2.0f, -2.0f, 2.0f, 0.0f, 3.0f});
+  CHECK(ran.outputs[1].tensor.i == std::vector<int64_t>{-15, 7, 7, 2});
+  CHECK(ran.outputs[2].tensor.dims.empty());
+  CHECK(ran.outputs[2].tensor.i == std::vector<int64_t>{1});  // the first of the two 7s
+  CHECK(ran.outputs[3].tensor.dims == std::vector<int64_t>{2, 1});
+  CHECK(ran.outputs[3].tensor.i == std::vector<int64_t>{1, 0});
+  CHECK(ran.outputs[4].tensor.dims == std::vector<int64_t>{2});
+  CHECK(ran.outputs[4].tensor.i == std::vector<int64_t>{2, 2});
+  for (size_t k = 1; k < 5; ++k) CHECK(ran.outputs[k].tensor.dtype == onnx::TensorProto::INT64);
+
+  // NaN has no agreed index (numpy takes the first NaN, ONNX Runtime skips them): a run over one is refused.
+  t.f[1] = std::nanf("");
+  auto refused = ran.executor.run({{"x", x}, {"k", k}, {"t", t}});
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.error().message, Catch::Contains("ArgMax") && Catch::Contains("NaN"));
 }

@@ -1,6 +1,7 @@
 // Ops the reference kernels ran until XNNPACK got the forms it has an operator for: Softmax over the innermost axis,
 // ReduceMean over H and W with keepdims (global average pooling), Split on the innermost axis in storage (strided
-// copies), and Pow by a constant 2 (square). Each placement is asserted, the other forms stay on the reference
+// copies), Pow by a constant 2 (square), HardSwish, PRelu by a constant slope and bilinear Upsample (with nearest
+// Upsample on the replication kernel). Each placement is asserted, the other forms stay on the reference
 // kernels, and the numbers are compared with the reference kernels (bit for bit where XNNPACK computes the same).
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,15 @@ std::string placement_of(const Executor& executor, const std::string& node) {
     if (p.node == node) return placement_name(p.placement);
   }
   return "missing";
+}
+
+// The placement of `node`; the test fails when there is none.
+const NodePlacement& placement(const Executor& executor, const std::string& node) {
+  for (const auto& p : executor.placements()) {
+    if (p.node == node) return p;
+  }
+  FAIL("no placement for " << node);
+  return executor.placements().front();
 }
 
 }  // namespace
@@ -205,6 +215,126 @@ TEST_CASE("Pow by a constant 2 runs on XNNPACK's square bit for bit, and other e
   CHECK(y[2].tensor.f == r[2].tensor.f);
   CHECK(y[3].tensor.dims == std::vector<int64_t>{1, 4, 6, 5});
   CHECK(max_abs_diff(y[3].tensor, r[3].tensor) < 1e-4);
+}
+
+TEST_CASE("HardSwish runs on XNNPACK in the producer's layout and matches the reference kernels", "[xnnpack][hardswish]") {
+  // x * 4 reaches past both of HardSwish's bends (-3 and 3); the Conv's output is NHWC and is read as it is.
+  const int opset = GENERATE(14, 22);
+  INFO("opset " << opset);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                "]> g (float[1,3,6,5] x) => (float a, float b) {\n"
+                                "  wide = Mul (x, four)\n"
+                                "  a = HardSwish (wide)\n"
+                                "  conv = Conv <pads = [1, 1, 1, 1]> (wide, w)\n"
+                                "  b = HardSwish (conv)\n"
+                                "}");
+  add_scalar(model, "four", 4.0);
+  add_initializer(model, "w", {4, 3, 3, 3}, 45);
+  const Both both = run_both(model);
+  const Executor& fast = both.fast.executor;
+  CHECK(placement_of(fast, "HardSwish producing 'a'") == "xnnpack");
+  CHECK(placement_of(fast, "HardSwish producing 'b'") == "xnnpack");
+  CHECK(both.slow.executor.count("HardSwish", Placement::kReference) == 2);
+  const auto& y = both.fast.outputs;
+  const auto& r = both.slow.outputs;
+  REQUIRE(y.size() == 2);
+  // XNNPACK computes x * clamp(x / 6 + 1/2, 0, 1) in f32, the reference in double rounded once: an ulp or so of 4.
+  CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 2e-6);
+  CHECK(max_abs_diff(y[1].tensor, r[1].tensor) < 1e-4);  // and the Conv's own rounding
+}
+
+TEST_CASE("PRelu by a constant slope along one innermost axis runs on XNNPACK, bit for bit", "[xnnpack][prelu]") {
+  // A per-channel slope on a rank-4 value runs NHWC (the Conv's layout); a slope along the last axis runs in ONNX
+  // order; a one-element slope in any layout. A slope varying along two axes, or one that is a graph input, stays on
+  // the reference kernels.
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 16]> g (float[1,3,6,5] x, float[3,1,1] s) => (float a, float b, float c, "
+      "float d, float e, float f) {\n"
+      "  conv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+      "  a = PRelu (conv, per_channel)\n"
+      "  b = PRelu (x, last_axis)\n"
+      "  c = PRelu (x, one)\n"
+      "  d = PRelu (x, two_axes)\n"
+      "  e = PRelu (x, s)\n"
+      "  f = PRelu (x, x_channels)\n"
+      "}");
+  add_initializer(model, "w", {4, 3, 3, 3}, 46);
+  add_initializer(model, "per_channel", {4, 1, 1}, 47);
+  add_initializer(model, "last_axis", {5}, 48);
+  add_initializer(model, "one", {1}, 49);
+  add_initializer(model, "two_axes", {3, 1, 5}, 50);
+  add_initializer(model, "x_channels", {1, 3, 1, 1}, 51);
+  const Both both = run_both(model);
+  const Executor& fast = both.fast.executor;
+  CHECK(placement_of(fast, "PRelu producing 'a'") == "xnnpack");
+  CHECK(placement_of(fast, "PRelu producing 'b'") == "xnnpack");
+  CHECK(placement_of(fast, "PRelu producing 'c'") == "xnnpack");
+  CHECK(placement_of(fast, "PRelu producing 'd'") == "reference");
+  CHECK_THAT(placement(fast, "PRelu producing 'd'").reason, Catch::Contains("more than one axis"));
+  CHECK(placement_of(fast, "PRelu producing 'e'") == "reference");
+  CHECK(placement_of(fast, "PRelu producing 'f'") == "xnnpack");  // per channel of an NCHW input: converted to NHWC
+  CHECK(fast.count("PRelu", Placement::kXnnpack) == 4);
+  const auto& y = both.fast.outputs;
+  const auto& r = both.slow.outputs;
+  REQUIRE(y.size() == 6);
+  CHECK(y[0].tensor.dims == std::vector<int64_t>{1, 4, 6, 5});
+  CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 1e-5);  // the Conv's own rounding
+  for (size_t k = 1; k < y.size(); ++k) {
+    INFO(y[k].name);
+    CHECK(y[k].tensor.dims == std::vector<int64_t>{1, 3, 6, 5});
+    CHECK(y[k].tensor.f == r[k].tensor.f);  // one f32 multiply where x < 0, either way
+  }
+}
+
+TEST_CASE("Upsample: linear runs on XNNPACK's bilinear resize, integer nearest on the replication kernel",
+          "[xnnpack][upsample]") {
+  // Upsample-7 (scales attribute) and -9 (scales input) are Resize-10 for scales >= 1. Linear by scales XNNPACK can
+  // take runs there; nearest by integer factors on H and W replicates rows and pixels (exact); nearest by 1.5 and
+  // linear that scales N stay on the reference kernels.
+  const int opset = GENERATE(7, 9);
+  INFO("opset " << opset);
+  const auto up = [&](const std::string& mode, const std::string& x, const std::string& scales, const std::string& values) {
+    const std::string m = mode.empty() ? "" : "mode = \"" + mode + "\"";
+    if (opset < 9) return "Upsample <" + m + (m.empty() ? "" : ", ") + "scales = " + values + "> (" + x + ")";
+    return "Upsample " + (m.empty() ? std::string() : "<" + m + "> ") + "(" + x + ", " + scales + ")";
+  };
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
+                                "]> g (float[2,3,4,5] x) => (float a, float b, float c, float d, float e) {\n"
+                                "  conv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+                                "  a = " + up("linear", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") + "\n"
+                                "  b = " + up("", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") + "\n"
+                                "  c = " + up("nearest", "x", "three_two", "[1.0, 1.0, 3.0, 2.0]") + "\n"
+                                "  d = " + up("nearest", "x", "one_half", "[1.0, 1.0, 1.5, 1.5]") + "\n"
+                                "  e = " + up("linear", "x", "batch", "[2.0, 1.0, 2.0, 2.0]") + "\n"
+                                "}");
+  add_initializer(model, "w", {4, 3, 3, 3}, 52);
+  for (const auto& [name, values] : std::vector<std::pair<std::string, std::vector<double>>>{
+           {"two", {1, 1, 2, 2}}, {"three_two", {1, 1, 3, 2}}, {"one_half", {1, 1, 1.5, 1.5}}, {"batch", {2, 1, 2, 2}}}) {
+    if (opset >= 9) *model.mutable_graph()->add_initializer() = onnx_io::make_tensor(name, onnx::TensorProto::FLOAT, {4}, values, true);
+  }
+  const Both both = run_both(model);
+  const Executor& fast = both.fast.executor;
+  CHECK(placement_of(fast, "Upsample producing 'a'") == "xnnpack");
+  CHECK(placement_of(fast, "Upsample producing 'b'") == "reference");
+  CHECK_THAT(placement(fast, "Upsample producing 'b'").note, Catch::StartsWith("optimized nearest upsample (2x2 replication, NHWC)"));
+  CHECK_THAT(placement(fast, "Upsample producing 'c'").note, Catch::StartsWith("optimized nearest upsample (3x2 replication, NCHW)"));
+  CHECK(placement(fast, "Upsample producing 'd'").note.empty());
+  CHECK(placement_of(fast, "Upsample producing 'e'") == "reference");
+  CHECK_THAT(placement(fast, "Upsample producing 'e'").reason, Catch::Contains("resizes N or C"));
+  CHECK(fast.count("Upsample", Placement::kXnnpack) == 1);
+  const auto& y = both.fast.outputs;
+  const auto& r = both.slow.outputs;
+  REQUIRE(y.size() == 5);
+  CHECK(y[0].tensor.dims == std::vector<int64_t>{2, 4, 8, 10});
+  CHECK(y[2].tensor.dims == std::vector<int64_t>{2, 3, 12, 10});
+  CHECK(y[3].tensor.dims == std::vector<int64_t>{2, 3, 6, 7});
+  CHECK(y[4].tensor.dims == std::vector<int64_t>{4, 3, 8, 10});
+  CHECK(max_abs_diff(y[0].tensor, r[0].tensor) < 1e-5);  // bilinear in f32, and the Conv's own rounding
+  CHECK(max_abs_diff(y[1].tensor, r[1].tensor) < 1e-5);  // the Conv's own rounding
+  for (size_t k = 2; k < y.size(); ++k) {
+    INFO(y[k].name);
+    CHECK(y[k].tensor.f == r[k].tensor.f);
+  }
 }
 
 TEST_CASE("Each XNNPACK family implements a subset of what the op table implements", "[executor][xnnpack][table]") {
