@@ -4,7 +4,8 @@
 // The layer kinds: a depthwise ConvTranspose (one XNNPACK deconvolution as written), and three hand-written
 // upsamplers, 2x: nearest_mask (nearest Resize, Mul by a [[1,0],[0,0]] mask, Pad [2,2,1,1], depthwise 4x4 Conv:
 // MI-GAN's form, = k4 s2 p1), nearest_conv_dw (nearest Resize, depthwise 3x3 Conv pads 1) and nearest_conv_dense
-// (nearest Resize, dense 3x3 Conv pads 1, C in and out). A layer the rewrite leaves alone (its form not recognised
+// (nearest Resize, dense 3x3 Conv pads 1, C in and out); and dense ConvTranspose k4 s2 p1 and k2 s2 (C in and out), which
+// the tool keeps (rewritten here with RewriteOptions::dense_conv_transpose, to show why). A layer the rewrite leaves alone (its form not recognised
 // by this build) is not timed; its row says "not rewritten" and why.
 //
 // Each benchmark is one layer. Its single Google Benchmark iteration runs a warm-up, checks once that both graphs
@@ -60,7 +61,7 @@ struct Settings {
 Settings g_settings;
 
 // What a layer is as written.
-enum class Kind { kConvTranspose, kNearestMask, kNearestConvDepthwise, kNearestConvDense };
+enum class Kind { kConvTranspose, kNearestMask, kNearestConvDepthwise, kNearestConvDense, kDenseConvTranspose };
 
 // One upsampling layer on x [1, C, H, H]. A ConvTranspose has weight [C, 1, k, k] and bias [C]; the hand-written
 // kinds are 2x and fix their own geometry (nearest_mask is k4 s2 p1, nearest + 3x3 Conv pads 1 is too).
@@ -75,6 +76,7 @@ struct Layer {
       case Kind::kNearestConvDepthwise: return "nearest_conv_dw";
       case Kind::kNearestConvDense: return "nearest_conv_dense";
       case Kind::kConvTranspose: break;
+      case Kind::kDenseConvTranspose: return "dense_k" + std::to_string(kernel) + "s" + std::to_string(stride) + "p" + std::to_string(pad);
     }
     return "k" + std::to_string(kernel) + "s" + std::to_string(stride) + "p" + std::to_string(pad) + "op" +
            std::to_string(output_padding);
@@ -133,16 +135,18 @@ onnx::ModelProto make_handwritten_model(const Layer& l, uint32_t seed) {
 onnx::ModelProto make_layer_model(const Layer& l) {
   const auto seed = static_cast<uint32_t>(l.channels * 7919 + l.size * 104729 + l.kernel * 31 + l.stride * 7 + l.pad +
                                           static_cast<int64_t>(l.kind) * 13);
-  if (l.kind != Kind::kConvTranspose) return make_handwritten_model(l, seed);
+  const bool dense = l.kind == Kind::kDenseConvTranspose;
+  if (l.kind != Kind::kConvTranspose && !dense) return make_handwritten_model(l, seed);
   dwdeconv::examples::ModelBuilder b("layer_" + l.geometry(), 17, seed);
   const std::string c = std::to_string(l.channels), h = std::to_string(l.size);
   const int64_t out = l.stride * (l.size - 1) + l.output_padding + l.kernel - 2 * l.pad;
   b.input("x", {"1", c, h, h});
   b.output("y", {"1", c, std::to_string(out), std::to_string(out)});
-  const std::string w = b.random("w", {l.channels, 1, l.kernel, l.kernel}, 0.5);
+  // Depthwise [C, 1, k, k] with group C, or dense [C, C, k, k] with group 1 (C in and out).
+  const std::string w = b.random("w", {l.channels, dense ? l.channels : 1, l.kernel, l.kernel}, dense ? 0.5 / static_cast<double>(l.channels) : 0.5);
   const std::string bias = b.random("b", {l.channels}, 0.1);
   auto& node = b.node("ConvTranspose", "up", {"x", w, bias}, "y");
-  dwdeconv::examples::set_int(node, "group", l.channels);
+  dwdeconv::examples::set_int(node, "group", dense ? 1 : l.channels);
   dwdeconv::examples::set_ints(node, "kernel_shape", {l.kernel, l.kernel});
   dwdeconv::examples::set_ints(node, "strides", {l.stride, l.stride});
   dwdeconv::examples::set_ints(node, "pads", {l.pad, l.pad, l.pad, l.pad});
@@ -186,6 +190,7 @@ void bench_layer(benchmark::State& state, Layer layer) {
   onnx::ModelProto rewritten = original;
   dwdeconv::rewrite::RewriteOptions all_forms;
   all_forms.forms = {dwdeconv::rewrite::known_forms().begin(), dwdeconv::rewrite::known_forms().end()};
+  all_forms.dense_conv_transpose = layer.kind == Kind::kDenseConvTranspose;  // the tool keeps these; measured here
   const auto rewrite = dwdeconv::rewrite::rewrite_model(rewritten, all_forms);
   if (!rewrite.ok()) return fail("rewrite failed: " + rewrite.error().message);
   if (rewrite->rewritten != 1) {
@@ -206,7 +211,8 @@ void bench_layer(benchmark::State& state, Layer layer) {
   row.placement = polyphase->placement_summary();
   row.stock_placement = stock->placement_summary();
   if (g_settings.fusion && polyphase->count_fused("Concat") != 1) return fail("the Concat was not fused: " + row.placement);
-  const std::string stock_op = layer.kind == Kind::kConvTranspose ? "ConvTranspose" : "Conv";
+  const bool transposed = layer.kind == Kind::kConvTranspose || layer.kind == Kind::kDenseConvTranspose;
+  const std::string stock_op = transposed ? "ConvTranspose" : "Conv";
   if (stock->count(stock_op, dwdeconv::runtime_check::Placement::kXnnpack) != 1) {
     return fail("the stock " + stock_op + " did not run on XNNPACK: " + stock->placement_summary());
   }
@@ -330,9 +336,27 @@ int main(int argc, char** argv) {
     kinds.push_back({Kind::kConvTranspose, 0, 0, g[0], g[1], g[2], g[3]});
   }
   for (Kind kind : {Kind::kNearestMask, Kind::kNearestConvDepthwise, Kind::kNearestConvDense}) kinds.push_back({kind});
+  // Dense ConvTranspose (issue 16): the tool keeps it; these rows are the measurement that says why.
+  std::vector<Layer> dense;
+  for (const auto& g : std::vector<std::array<int64_t, 3>>{{4, 2, 1}, {2, 2, 0}}) {
+    dense.push_back({Kind::kDenseConvTranspose, 0, 0, g[0], g[1], g[2], 0});
+  }
   for (const Layer& kind : kinds) {
     for (int64_t c : {16, 64, 256, 512}) {
       for (int64_t h : {32, 64, 128}) {
+        Layer layer = kind;
+        layer.channels = c;
+        layer.size = h;
+        benchmark::RegisterBenchmark(layer.name().c_str(), bench_layer, layer)
+            ->Iterations(1)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  for (const Layer& kind : dense) {
+    for (int64_t c : {16, 64, 256}) {
+      for (int64_t h : {32, 64}) {
         Layer layer = kind;
         layer.channels = c;
         layer.size = h;

@@ -95,7 +95,7 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
 }  // namespace
 
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const onnx_io::ScopedTypes& types) {
+                          const onnx_io::ScopedTypes& types, bool dense) {
   MatchOutcome out{{}, core::declined("not matched")};
   NodeSummary& sum = out.summary;
   sum.name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string()) : node.name();
@@ -182,15 +182,17 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   if (!a.pads.empty()) sum.pads = std::array<int64_t, 4>{a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
 
   // The node is valid; from here on every refusal is a reason to keep it.
-  if (a.group == 1 && c_in > 1) {
-    return fail(declined("dense (group 1): " + std::to_string(c_in) + " input channels, " + std::to_string(w_dims[1]) +
-                         " output channels, not depthwise"));
+  const bool take_dense = dense && a.group == 1;
+  if (a.group == 1 && c_in > 1 && !take_dense) {
+    return fail(declined("dense (group 1), " + std::to_string(c_in) + " to " + std::to_string(w_dims[1]) +
+                         " channels: XNNPACK already runs a dense deconvolution as polyphase subconvolutions, and a "
+                         "polyphase rewrite measured 0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose\")"));
   }
-  if (a.group != c_in) {
+  if (a.group != c_in && !take_dense) {
     return fail(declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) +
                          " input channels"));
   }
-  if (w_dims[1] != 1) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
+  if (w_dims[1] != 1 && !take_dense) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
   if ((*dilations)[0] != 1 || (*dilations)[1] != 1) {
     return fail(declined("dilation > 1 (dilations " + join({(*dilations)[0], (*dilations)[1]}) + ")"));
   }
@@ -240,8 +242,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
       return fail(declined("bias '" + bias->name + "' is a sparse initializer, which is not supported by this tool"));
     }
     const auto b_dims = onnx_io::dims_of(*bias->tensor);
-    if (b_dims.size() != 1 || b_dims[0] != c_in) {
-      return fail(invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_in) + "]"));
+    const int64_t c_out = w_dims[1] * a.group;
+    if (b_dims.size() != 1 || b_dims[0] != c_out) {
+      return fail(invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]"));
     }
   }
 
@@ -253,6 +256,10 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   m.bias = node.input_size() > 2 ? node.input(2) : std::string();
   m.output = node.output(0);
   m.channels = c_in;
+  if (take_dense) {
+    m.group = 1;
+    m.out_channels = w_dims[1];
+  }
   m.y = geo[0];
   m.x = geo[1];
   m.weight = std::move(*weight);

@@ -69,7 +69,8 @@ struct MatchOutcome {
 // Matches a default-domain ConvTranspose. An error of kind kInvalidModel means the node breaks the ONNX spec
 // (stride 0, negative pads, group not dividing channels, ...) and the model must be refused.
 // `types` are looked up in the node's scope (scope.index).
+// `dense` also takes a dense (group 1) ConvTranspose, which is otherwise kept (see RewriteOptions::dense_conv_transpose).
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const onnx_io::ScopedTypes& types);
+                          const onnx_io::ScopedTypes& types, bool dense = false);
 
 }  // namespace dwdeconv::rewrite

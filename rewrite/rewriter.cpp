@@ -230,7 +230,7 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
       if (is_deconv(node) && absorbed.count(&node) != 0) {
         continue;
       } else if (is_deconv(node)) {
-        MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types);
+        MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types, options.dense_conv_transpose);
         summary = std::move(outcome.summary);
         if (outcome.match) {
           match = UpsamplerMatch{std::move(*outcome.match), {}};

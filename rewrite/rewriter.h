@@ -22,6 +22,10 @@ struct RewriteOptions {
   std::set<std::string> skip;  // never rewrite these nodes
   // The upsampler forms to rewrite (see known_forms()); a recognised upsampler of another form is kept.
   std::set<std::string> forms = default_forms();
+  // Also rewrite dense (group 1) ConvTranspose nodes. Off, and not on the command line: XNNPACK runs a dense
+  // deconvolution as polyphase subconvolutions already, and the rewrite measured 0.88x-1.08x. The layer bench turns
+  // it on to keep that measurement (BENCHMARKS.md, "Dense ConvTranspose") reproducible.
+  bool dense_conv_transpose = false;
 };
 
 // One upsampler (a ConvTranspose, or a hand-written form named by its Conv) as the plan and the report show it.
