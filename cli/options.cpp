@@ -9,6 +9,7 @@
 
 #include "cli/version.h"
 #include "rewrite/recognisers.h"
+#include "rewrite/targets.h"
 
 namespace dwdeconv::cli {
 namespace {
@@ -82,6 +83,9 @@ void add_options(CLI::App& app, Options& opt) {
                  "Upsampler forms to rewrite, comma-separated: " + form_list() + " (default: " + form_list(true) + ")")
       ->delimiter(',')
       ->allow_extra_args(false);
+  std::string targets = "The runtime the model ships to, which decides what is rewritten and how:";
+  for (const auto& t : rewrite::targets()) targets += "\n  " + t.name + ": " + t.runtime + "; " + t.summary;
+  app.add_option("--target", opt.target, targets)->type_name("NAME");
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
   app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
       ->check(whole_number_from(1));
@@ -119,6 +123,9 @@ std::string usage_problem(const Options& opt) {
     return "";
   }
   if (opt.dry_run && opt.check) return "--dry-run and --check cannot be combined";
+  if (rewrite::find_target(opt.target) == nullptr) {
+    return "--target: unknown target '" + opt.target + "' (known: " + rewrite::target_names() + ")";
+  }
   for (const auto& form : opt.forms) {
     const auto& known = rewrite::known_forms();
     if (std::find(known.begin(), known.end(), form) == known.end()) {

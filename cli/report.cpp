@@ -139,6 +139,8 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   o << "  \"input\": " << json_string(run.input) << ",\n";
   o << "  \"output\": " << (run.output.empty() ? "null" : json_string(run.output)) << ",\n";
   o << "  \"opset\": " << run.opset << ",\n";
+  o << "  \"target\": " << (result.target ? json_string(result.target->name) : "null") << ",\n";
+  o << "  \"cpu\": " << (result.target ? json_string(result.cpu.describe()) : "null") << ",\n";
   o << "  \"nodes\": [";
   for (size_t i = 0; i < result.nodes.size(); ++i) {
     const auto& n = result.nodes[i];
@@ -148,7 +150,8 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
       << ", \"channels\": " << known(s.channels) << ", \"kernel\": " << (s.kernel[0] > 0 ? json_ints(s.kernel) : "null")
       << ", \"stride\": " << known(s.stride) << ", \"pads\": " << (s.pads ? json_ints(*s.pads) : "null")
       << ", \"output_padding\": " << (s.output_padding ? json_ints(*s.output_padding) : "null")
-      << ", \"form\": " << json_string(s.form) << "}";
+      << ", \"form\": " << json_string(s.form)
+      << ", \"layout\": " << (n.rewritten ? json_string(rewrite::phase_layout_name(n.layout)) : "null") << "}";
   }
   o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
   o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
@@ -183,6 +186,10 @@ std::string report_list_json(const std::vector<std::string>& entries) {
 
 std::string plan_text(const rewrite::RewriteResult& result) {
   std::ostringstream o;
+  if (result.target != nullptr) {
+    o << "target: " << result.target->name << " (" << result.target->runtime << "; rules from BENCHMARKS.md "
+      << result.target->measured << "; " << result.cpu.describe() << ")\n";
+  }
   for (const auto& n : result.nodes) {
     const auto& s = n.summary;
     o << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
@@ -200,6 +207,7 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     if (s.output_padding) o << " output_padding=" << json_ints(*s.output_padding);
     if (n.rewritten) {
       o << " -> " << n.emitted_nodes.size() << " nodes";
+      if (n.layout != rewrite::PhaseLayout::kDcr) o << " (" << rewrite::phase_layout_name(n.layout) << ")";
     } else {
       o << ": " << n.reason;
     }

@@ -313,6 +313,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
   if (!opt.forms.empty()) ro.forms = {opt.forms.begin(), opt.forms.end()};
+  ro.target = rewrite::find_target(opt.target);  // a known name: usage_problem checked it
   std::optional<core::Result<rewrite::RewriteResult>> attempt;
   try {
     attempt.emplace(rewrite::rewrite_model(model, ro));

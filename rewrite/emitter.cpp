@@ -65,7 +65,22 @@ void Emitter::add_initializer(const GraphScope& scope, onnx::TensorProto tensor)
   *scope.graph->add_initializer() = std::move(tensor);
 }
 
-std::string Emitter::keep_reason(const DeconvMatch& m) const {
+const char* phase_layout_name(PhaseLayout layout) {
+  switch (layout) {
+    case PhaseLayout::kDcr: return "dcr";
+    case PhaseLayout::kGatherCrd: return "gather_crd";
+    case PhaseLayout::kBatchCrd: return "batch_crd";
+  }
+  return "";
+}
+
+bool known_batch_of_one(const DeconvMatch& m) {
+  if (!m.input_type || !m.input_type->has_tensor_type() || !m.input_type->tensor_type().has_shape()) return false;
+  const auto& shape = m.input_type->tensor_type().shape();
+  return shape.dim_size() == 4 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() == 1;
+}
+
+std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const {
   // A stride s emits s*s phases: each a Concat input, most a Conv. Compared without computing s*s, which
   // can overflow for a huge stride with a matching output_padding.
   const int64_t s = m.y.stride;
@@ -82,6 +97,13 @@ std::string Emitter::keep_reason(const DeconvMatch& m) const {
         return "a phase of the edge-padded form would start inside x (an edge Pad cannot crop)";
       }
     }
+  }
+  if (layout != PhaseLayout::kDcr && s > 1 && opset_ < 11) {
+    return std::string("the ") + phase_layout_name(layout) + " form needs DepthToSpace mode CRD, which exists from opset 11 on; "
+           "the model is opset " + std::to_string(opset_);
+  }
+  if (layout == PhaseLayout::kBatchCrd && s > 1 && !known_batch_of_one(m)) {
+    return "the batch_crd form needs an input of batch 1, and the batch of '" + m.input + "' is not known to be 1";
   }
   // Taps split by residue mod s, so some phase has none exactly when k < s on an axis.
   if ((m.y.kernel < s || m.x.kernel < s) && opset_ < 9) {
@@ -219,7 +241,7 @@ void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int6
   }
 }
 
-core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
+core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
   const core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   const int64_t s = plan.stride();
   const std::string base = m.name.empty() ? m.output : m.name;
@@ -276,18 +298,56 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m) {
   }
   if (s == 1) return nodes;
 
+  // The last node takes the node's name (or a fresh one) and writes its output.
+  const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
+  const auto depth_to_space = [&](const std::string& name, const std::string& in, const std::string& out, const char* mode) {
+    onnx::NodeProto d2s = make_node("DepthToSpace", name, {in}, {out});
+    *d2s.add_attribute() = onnx_io::make_int_attribute("blocksize", s);
+    if (opset_ >= 11) *d2s.add_attribute() = onnx_io::make_string_attribute("mode", mode);  // before 11, DCR is the only mode
+    nodes.push_back(std::move(d2s));
+  };
+  const auto transpose_01 = [&](const std::string& name, const std::string& in, const std::string& out) {
+    onnx::NodeProto t = make_node("Transpose", name, {in}, {out});
+    *t.add_attribute() = onnx_io::make_ints_attribute("perm", {1, 0, 2, 3});  // swaps N and C
+    nodes.push_back(std::move(t));
+  };
   const std::string concat_name = names_.fresh(base + "_concat");
   const std::string concat_out = names_.fresh(concat_name + "_out");
   onnx::NodeProto concat = make_node("Concat", concat_name, phase_outputs, {concat_out});
-  *concat.add_attribute() = onnx_io::make_int_attribute("axis", 1);
+  *concat.add_attribute() = onnx_io::make_int_attribute("axis", layout == PhaseLayout::kBatchCrd ? 0 : 1);
   nodes.push_back(std::move(concat));
-  add_value_info(m, concat_out, m.outputs() * s * s, {0, 0, 0, 0});
 
-  onnx::NodeProto d2s = make_node("DepthToSpace", m.name.empty() ? names_.fresh(base + "_depth_to_space") : m.name,
-                                  {concat_out}, {m.output});
-  *d2s.add_attribute() = onnx_io::make_int_attribute("blocksize", s);
-  if (opset_ >= 11) *d2s.add_attribute() = onnx_io::make_string_attribute("mode", "DCR");  // before 11, DCR is the only mode
-  nodes.push_back(std::move(d2s));
+  if (layout == PhaseLayout::kBatchCrd) {
+    // [s*s, C, H, W] -> [C, s*s, H, W]: channel c's phases side by side, CRD's order -> [C, 1, sH, sW] -> [1, C, sH, sW].
+    const std::string per_channel = names_.fresh(base + "_per_channel");
+    const std::string per_channel_out = names_.fresh(per_channel + "_out");
+    transpose_01(per_channel, concat_out, per_channel_out);
+    const std::string d2s_name = names_.fresh(base + "_depth_to_space");
+    const std::string d2s_out = names_.fresh(d2s_name + "_out");
+    depth_to_space(d2s_name, per_channel_out, d2s_out, "CRD");
+    transpose_01(last_name("_batch_to_channel"), d2s_out, m.output);
+    return nodes;
+  }
+  add_value_info(m, concat_out, m.outputs() * s * s, {0, 0, 0, 0});
+  if (layout == PhaseLayout::kGatherCrd) {
+    // Channel p*C + c (phase-major, as concatenated) moves to c*s*s + p (channel-major), the order CRD reads.
+    const int64_t c_out = m.outputs(), phases = s * s;
+    std::vector<int64_t> perm(static_cast<size_t>(c_out * phases));
+    for (int64_t c = 0; c < c_out; ++c) {
+      for (int64_t p = 0; p < phases; ++p) perm[static_cast<size_t>(c * phases + p)] = p * c_out + c;
+    }
+    const std::string gather_name = names_.fresh(base + "_to_crd");
+    const std::string perm_name = names_.fresh(gather_name + "_perm");
+    add_initializer(*m.scope, onnx_io::make_int64_tensor(perm_name, {c_out * phases}, perm));
+    const std::string gathered = names_.fresh(gather_name + "_out");
+    onnx::NodeProto gather = make_node("Gather", gather_name, {concat_out, perm_name}, {gathered});
+    *gather.add_attribute() = onnx_io::make_int_attribute("axis", 1);
+    nodes.push_back(std::move(gather));
+    add_value_info(m, gathered, c_out * phases, {0, 0, 0, 0});
+    depth_to_space(last_name("_depth_to_space"), gathered, m.output, "CRD");
+    return nodes;
+  }
+  depth_to_space(last_name("_depth_to_space"), concat_out, m.output, "DCR");
   return nodes;
 }
 

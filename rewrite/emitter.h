@@ -11,6 +11,14 @@
 //                                                 like the others, so inf and NaN in x reach it as in the original
 //          y_cat  = Concat(y_0 .. y_{s*s-1})      axis=1, row-major (ay, ax) order
 //          y      = DepthToSpace(y_cat)           blocksize=s, mode=DCR (attribute from opset 11 on)
+// or, for runtimes whose converters take only CRD (PhaseLayout):
+//          y_crd  = Gather(y_cat, perm)           axis=1, perm[c*s*s + p] = p*C + c (channel-major)
+//          y      = DepthToSpace(y_crd)           blocksize=s, mode=CRD
+// or, for an input of batch 1:
+//          y_b    = Concat(y_0 .. y_{s*s-1})      axis=0: [s*s, C, H, W]
+//          y_t    = Transpose(y_b)                perm [1,0,2,3]: [C, s*s, H, W], phases per channel (CRD order)
+//          y_d    = DepthToSpace(y_t)             blocksize=s, mode=CRD: [C, 1, sH, sW]
+//          y      = Transpose(y_d)                perm [1,0,2,3]: [1, C, sH, sW]
 // With s == 1 the single Conv writes y itself. When the match pads with x's edge (nearest + reflect Pad + Conv),
 // every phase's padding is a Pad with mode edge and its Conv has no pads.
 #pragma once
@@ -31,6 +39,19 @@ namespace dwdeconv::rewrite {
 // The default of EmitOptions::max_phases: strides up to 8.
 constexpr int64_t kDefaultMaxPhases = 64;
 
+// How the s*s phase outputs become the upsampled output. A target picks it per node (rewrite/targets.h).
+enum class PhaseLayout {
+  kDcr,        // Concat(axis=1) in phase-major order, DepthToSpace DCR: the order XNNPACK and TFLite run natively
+  kGatherCrd,  // Concat(axis=1), Gather(axis=1) into channel-major order, DepthToSpace CRD: converts with onnx2torch
+  kBatchCrd,   // N = 1 only: Concat(axis=0), Transpose, DepthToSpace CRD, Transpose: converts too, without a Gather
+};
+
+// "dcr", "gather_crd", "batch_crd": how the plan and the report name a layout.
+const char* phase_layout_name(PhaseLayout layout);
+
+// Whether shape inference knows m's input to have batch 1 (what kBatchCrd needs).
+bool known_batch_of_one(const DeconvMatch& m);
+
 struct EmitOptions {
   bool explicit_pad = false;  // every phase pad as a Pad node instead of folding non-negative pads into Conv
   int64_t max_phases = kDefaultMaxPhases;  // a node of stride s emits s*s phases; more than this keeps it
@@ -45,10 +66,13 @@ class Emitter {
 
   // Why m must be kept although it matched, or "" when it can be emitted: more than options.max_phases
   // phases, or phases without taps at an opset without ConstantOfShape. Reads only the match, so it is cheap.
-  std::string keep_reason(const DeconvMatch& m) const;
+  // With `layout`, also: a CRD DepthToSpace before opset 11 (no mode attribute), and kBatchCrd for an input whose
+  // batch is not known to be 1.
+  std::string keep_reason(const DeconvMatch& m, PhaseLayout layout = PhaseLayout::kDcr) const;
 
-  // The nodes that replace m.node, in order. New initializers and value_info are added to the graphs now.
-  core::Result<std::vector<onnx::NodeProto>> emit(const DeconvMatch& m);
+  // The nodes that replace m.node, in order, ending in the phase outputs' `layout`. New initializers and value_info
+  // are added to the graphs now.
+  core::Result<std::vector<onnx::NodeProto>> emit(const DeconvMatch& m, PhaseLayout layout = PhaseLayout::kDcr);
 
   // Every phase weight emitted, by name, with the name of the weight it was gathered from; the save uses it to
   // store a phase weight wherever its source was stored (inline or external data).

@@ -164,6 +164,8 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
 
 core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options) {
   RewriteResult result;
+  result.target = options.target;
+  result.cpu = options.cpu;
   const auto types = onnx_io::infer_types(model);
   GraphTree tree(model);
   NameAllocator names(model);
@@ -179,8 +181,10 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   ConstEvaluator eval(model.ir_version(), onnx_io::default_opset(model), types);
   const auto uses = count_uses(model);
   // Why the command line keeps a matched upsampler, or "" when it is selected.
-  auto unselected = [&options](const NodeSummary& summary) -> std::string {
+  const Target& target = *options.target;
+  auto unselected = [&options, &target](const NodeSummary& summary) -> std::string {
     if (options.forms.count(summary.form) == 0) return "form " + summary.form + " not selected by --forms";
+    if (target.forms.count(summary.form) == 0) return "form " + summary.form + " is not rewritten for --target " + target.name;
     if (!options.only.empty() && options.only.count(summary.name) == 0) return "not selected by --only";
     if (options.skip.count(summary.name) != 0) return "skipped by --skip";
     return "";
@@ -213,7 +217,8 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
         const std::string ct_name = ct.name().empty() ? ct.output(0) : ct.name();
         if (options.skip.count(ct_name) != 0) {
           outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
-        } else if (unselected(outcome->summary).empty() && emitter.keep_reason(outcome->match->deconv).empty() &&
+        } else if (unselected(outcome->summary).empty() && target.keep(outcome->summary, outcome->match->deconv, options.cpu).empty() &&
+                   emitter.keep_reason(outcome->match->deconv, target.layout(outcome->match->deconv)).empty() &&
                    !invalid(match_deconv(ct, scope, model.ir_version(), types))) {
           absorbed.insert(&ct);
           seen_names.insert(ct_name);
@@ -291,14 +296,19 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   for (auto& [index, m, replaced] : matches) {
-    if (std::string reason = emitter.keep_reason(m); !reason.empty()) {
-      result.nodes[index].reason = std::move(reason);  // decided before emitting anything: a kept node costs nothing
+    // Decided before emitting anything, so a kept node costs nothing: the target's rule, then what the emitter needs.
+    const PhaseLayout layout = target.layout(m);
+    std::string reason = target.keep(result.nodes[index].summary, m, options.cpu);
+    if (reason.empty()) reason = emitter.keep_reason(m, layout);
+    if (!reason.empty()) {
+      result.nodes[index].reason = std::move(reason);
       continue;
     }
-    auto nodes = emitter.emit(m);
+    auto nodes = emitter.emit(m, layout);
     if (!nodes) return nodes.error();
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
     result.nodes[index].rewritten = true;
+    result.nodes[index].layout = layout;
     replacements.emplace(m.node, std::move(*nodes));
     // The weight's Identity chain, then the weight itself, may be orphaned now; for a recognised form, every
     // node and constant that computed its input from x and its weight.

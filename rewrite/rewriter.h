@@ -12,6 +12,7 @@
 #include "rewrite/emitter.h"
 #include "rewrite/matcher.h"
 #include "rewrite/recognisers.h"
+#include "rewrite/targets.h"
 
 namespace dwdeconv::rewrite {
 
@@ -26,6 +27,11 @@ struct RewriteOptions {
   // deconvolution as polyphase subconvolutions already, and the rewrite measured 0.88x-1.08x. The layer bench turns
   // it on to keep that measurement (BENCHMARKS.md, "Dense ConvTranspose") reproducible.
   bool dense_conv_transpose = false;
+  // The runtime the model ships to (rewrite/targets.h): which selected upsamplers it rewrites and how it joins the
+  // phases. The library's default is xnnpack (every selected form, DCR); the CLI passes the `default` profile when
+  // --target is not given.
+  const Target* target = find_target("xnnpack");
+  CpuFeatures cpu = host_cpu();  // what the target's rules may read
 };
 
 // One upsampler (a ConvTranspose, or a hand-written form named by its Conv) as the plan and the report show it.
@@ -34,9 +40,12 @@ struct NodeReport {
   bool rewritten = false;
   std::string reason;                       // why it was kept; empty when rewritten
   std::vector<std::string> emitted_nodes;   // names of the nodes that replaced it
+  PhaseLayout layout = PhaseLayout::kDcr;   // how the emitted phases are joined (when rewritten)
 };
 
 struct RewriteResult {
+  const Target* target = nullptr;            // the profile the decisions came from
+  CpuFeatures cpu;                           // what its rules read
   std::vector<NodeReport> nodes;             // every default-domain ConvTranspose and recognised upsampler, in graph order
   int rewritten = 0;
   int kept = 0;

@@ -120,8 +120,12 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
     if (name == "mode") return attr.s() == "constant" || attr.s() == "edge";  // edge: a copy of x's edge samples
     return name == "value" && attr.type() == onnx::AttributeProto::FLOAT && attr.f() == 0;
   }
-  if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && attr.i() == 1;
-  if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && attr.s() == "DCR");
+  // Concat on channels (or, for the batch_crd layout, on the batch axis); DepthToSpace in either order; the
+  // Gather (constant indices) and Transpose of the CRD layouts only move elements.
+  if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && (attr.i() == 1 || attr.i() == 0);
+  if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && (attr.s() == "DCR" || attr.s() == "CRD"));
+  if (op == "Gather") return name == "axis";
+  if (op == "Transpose") return name == "perm";
   if (op == "ConstantOfShape") return name == "value" && attr.type() == onnx::AttributeProto::TENSOR && all_zero(attr.t());
   return op == "Constant";  // a constant, whatever it holds; Shape has no attribute the emitter writes
 }
@@ -131,10 +135,12 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 // emitted ops are affine in x (constant Pad, Conv with constant weights, Concat, DepthToSpace) or ignore its values
 // (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
-  static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Shape", "ConstantOfShape", "Constant"};
+  static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Gather", "Transpose", "Shape",
+                                              "ConstantOfShape", "Constant"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
-    return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Shape, ConstantOfShape, Constant)";
+    return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
+                   "ConstantOfShape, Constant)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
@@ -159,6 +165,9 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
   }
   if (node.op_type() == "Pad" && (node.input_size() > 2 || (node.input_size() == 2 && !constant(node.input(1))))) {
     return where + " has inputs the rewrite does not emit (only the data and constant pads)";
+  }
+  if (node.op_type() == "Gather" && (node.input_size() != 2 || !constant(node.input(1)))) {
+    return where + " gathers by indices that are not a constant";
   }
   return "";
 }

@@ -1,0 +1,107 @@
+#include "rewrite/targets.h"
+
+#include <algorithm>
+
+#include "rewrite/recognisers.h"
+
+namespace dwdeconv::rewrite {
+namespace {
+
+bool depthwise(const DeconvMatch& m) { return m.groups() == m.channels && m.outputs() == m.channels; }
+
+// ExecuTorch through onnx2torch takes DepthToSpace in CRD only. Both CRD spellings convert and lower into the
+// XNNPACK delegate; the batch one leaves nothing outside it and measured 1.06x-1.15x the Gather one for s = 3 but
+// 0.81x for s = 2 at C = 64 (BENCHMARKS.md, "ExecuTorch: how the phases are joined"), and it needs batch 1.
+PhaseLayout crd_layout(const DeconvMatch& m) {
+  return m.y.stride >= 3 && known_batch_of_one(m) ? PhaseLayout::kBatchCrd : PhaseLayout::kGatherCrd;
+}
+
+PhaseLayout dcr_layout(const DeconvMatch&) { return PhaseLayout::kDcr; }
+
+std::string rewrite_all(const NodeSummary&, const DeconvMatch&, const CpuFeatures&) { return ""; }
+
+// A depthwise nearest + Conv is one fast depthwise Conv after a Resize on LiteRT, and the rewrite adds PAD,
+// CONCATENATION and DEPTH_TO_SPACE copies: 0.63x-0.97x at 3 of 4 sizes there.
+const char* kDepthwiseNearestConvOnLiteRT =
+    "a depthwise nearest + Conv measured 0.63x-0.97x on LiteRT after rewriting (BENCHMARKS.md, \"LiteRT: hand-written "
+    "upsamplers\")";
+
+std::string keep_for_litert(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures&) {
+  if (s.form == "nearest_conv" && depthwise(m)) return std::string(kDepthwiseNearestConvOnLiteRT) + "; kept for --target litert";
+  return "";
+}
+
+// The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): the one rule
+// that costs something is LiteRT's.
+std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures&) {
+  if (s.form == "nearest_conv" && depthwise(m)) {
+    return std::string(kDepthwiseNearestConvOnLiteRT) + "; kept by default, which is slower on no runtime "
+           "(--target xnnpack rewrites it: 1.9x-4.1x on the executor)";
+  }
+  return "";
+}
+
+// ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and
+// DepthToSpace as a general 6-D transpose that alone costs about the original layer.
+std::string keep_for_ort(const NodeSummary&, const DeconvMatch&, const CpuFeatures& cpu) {
+  const std::string measured = "every depthwise ConvTranspose layer measured 0.12x-0.94x on ONNX Runtime's CPU provider "
+                               "after rewriting, on an AMD EPYC without AVX-512 (BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
+  if (!cpu.avx512f) return measured + "; kept for --target ort on this CPU (" + cpu.describe() + ")";
+  return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
+                    "1.17x-1.29x for two layers), and is not measured here: time the node on ONNX Runtime with "
+                    "--runtime ort --tune";
+}
+
+std::vector<Target> make_targets() {
+  const std::set<std::string> all(known_forms().begin(), known_forms().end());
+  std::vector<Target> t;
+  t.push_back({kDefaultTarget, "any of the runtimes below",
+               "slower on none of the measured runtimes (executor, LiteRT, ExecuTorch) and converts on each: every form "
+               "but a depthwise nearest + Conv, joined for onnx2torch (Gather or batch + CRD DepthToSpace)",
+               all, keep_for_default, crd_layout,
+               "\"LiteRT: hand-written upsamplers\", \"ExecuTorch: how the phases are joined\""});
+  t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
+               "every form, DCR DepthToSpace: 9x-28x per ConvTranspose layer, 1.9x-4.1x per nearest + 3x3 Conv",
+               all, rewrite_all, dcr_layout, "\"Layer level\", \"Hand-written upsamplers\""});
+  t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf",
+               "every form but a depthwise nearest + Conv (slower there), DCR DepthToSpace (native)", all, keep_for_litert,
+               dcr_layout, "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\""});
+  t.push_back({"ort", "ONNX Runtime's CPU execution provider",
+               "nothing on CPUs without AVX-512, where every rewritten layer measured slower; elsewhere time it with --tune",
+               all, keep_for_ort, dcr_layout, "\"ONNX Runtime (CPU provider)\""});
+  t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
+               "every form, joined so that onnx2torch converts it (Gather or batch + CRD DepthToSpace)", all, rewrite_all,
+               crd_layout, "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\""});
+  return t;
+}
+
+}  // namespace
+
+std::string CpuFeatures::describe() const { return std::string("AVX-512F: ") + (avx512f ? "yes" : "no"); }
+
+CpuFeatures host_cpu() {
+  CpuFeatures cpu;
+#if defined(__x86_64__) || defined(__i386__)
+  cpu.avx512f = __builtin_cpu_supports("avx512f");
+#endif
+  return cpu;
+}
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> table = make_targets();
+  return table;
+}
+
+const Target* find_target(const std::string& name) {
+  const auto& t = targets();
+  const auto it = std::find_if(t.begin(), t.end(), [&](const Target& target) { return target.name == name; });
+  return it == t.end() ? nullptr : &*it;
+}
+
+std::string target_names() {
+  std::string names;
+  for (const auto& t : targets()) names += (names.empty() ? "" : ", ") + t.name;
+  return names;
+}
+
+}  // namespace dwdeconv::rewrite
