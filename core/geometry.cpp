@@ -2,20 +2,39 @@
 
 namespace dwdeconv::core {
 
-int64_t deconv_output_length(const AxisGeometry& g, int64_t input_length) {
-  return g.stride * (input_length - 1) + g.output_padding + g.kernel - g.pad_begin - g.pad_end;
+namespace {
+
+// a + b - c - d - e without overflow, or nullopt: hostile pads and strides are int64 attributes.
+std::optional<int64_t> sum_checked(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r) || __builtin_sub_overflow(r, c, &r) || __builtin_sub_overflow(r, d, &r) ||
+      __builtin_sub_overflow(r, e, &r)) {
+    return std::nullopt;
+  }
+  return r;
 }
 
-int64_t upscale_excess(const AxisGeometry& g) {
+}  // namespace
+
+std::optional<int64_t> deconv_output_length(const AxisGeometry& g, int64_t input_length) {
+  int64_t span = 0;
+  if (__builtin_mul_overflow(g.stride, input_length - 1, &span)) return std::nullopt;
+  return sum_checked(span, g.output_padding + g.kernel, g.pad_begin, g.pad_end, 0);
+}
+
+std::optional<int64_t> upscale_excess(const AxisGeometry& g) {
   // s*(H-1) + op + k - Pb - Pe - s*H  ==  k + op - Pb - Pe - s
-  return g.kernel + g.output_padding - g.pad_begin - g.pad_end - g.stride;
+  int64_t k_op = 0;
+  if (__builtin_add_overflow(g.kernel, g.output_padding, &k_op)) return std::nullopt;
+  return sum_checked(k_op, 0, g.pad_begin, g.pad_end, g.stride);
 }
 
 std::string describe_output_length(const AxisGeometry& g, const std::string& axis) {
-  const int64_t excess = upscale_excess(g);
+  const auto excess = upscale_excess(g);
   std::string text = std::to_string(g.stride) + "*" + axis;
-  if (excess > 0) text += "+" + std::to_string(excess);
-  if (excess < 0) text += std::to_string(excess);
+  if (!excess) return text + " off by more than int64 holds";
+  if (*excess > 0) text += "+" + std::to_string(*excess);
+  if (*excess < 0) text += std::to_string(*excess);
   return text;
 }
 

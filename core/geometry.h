@@ -26,12 +26,12 @@ struct AxisGeometry {
 };
 
 // L = s*(H-1) + op + k - Pb - Pe, the ONNX output length for input length H.
-int64_t deconv_output_length(const AxisGeometry& g, int64_t input_length);
+std::optional<int64_t> deconv_output_length(const AxisGeometry& g, int64_t input_length);  // nullopt: overflows int64
 
 // L - s*H. It does not depend on H, so a node is a clean upscale (excess 0) whatever its input size.
-int64_t upscale_excess(const AxisGeometry& g);
+std::optional<int64_t> upscale_excess(const AxisGeometry& g);  // nullopt: overflows int64
 
-inline bool is_clean_upscale(const AxisGeometry& g) { return upscale_excess(g) == 0; }
+inline bool is_clean_upscale(const AxisGeometry& g) { return upscale_excess(g) == std::optional<int64_t>(0); }
 
 // Human-readable output length, e.g. "2*H+1"; `axis` names H or W.
 std::string describe_output_length(const AxisGeometry& g, const std::string& axis);

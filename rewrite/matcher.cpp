@@ -225,10 +225,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     std::string reason = "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " +
                          core::describe_output_length(geo[1], "W");
     const auto h = known_dim(input_type, 2), wd = known_dim(input_type, 3);
-    if (h && wd) {
-      reason += " (" + std::to_string(core::deconv_output_length(geo[0], *h)) + "x" +
-                std::to_string(core::deconv_output_length(geo[1], *wd)) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
-    }
+    const auto oh = h ? core::deconv_output_length(geo[0], *h) : std::nullopt;
+    const auto ow = wd ? core::deconv_output_length(geo[1], *wd) : std::nullopt;
+    if (oh && ow && *oh > 0 && *ow > 0) reason += " (" + std::to_string(*oh) + "x" + std::to_string(*ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
     return fail(declined(reason + ", wants " + std::to_string(sum.stride) + "*H x " + std::to_string(sum.stride) + "*W"));
   }
 

@@ -329,7 +329,8 @@ std::string slice_not_noop(const onnx::NodeProto& slice, const GraphScope& scope
                                : (same.count(e.of) > 0 && e.axis == axis && e.factor == 1);
     if (whole) continue;
     const std::string at = "Slice on axis " + std::to_string(axes[i]);
-    if (e.value) return at + " crops (it ends at " + std::to_string(*e.value) + ")";
+    if (e.value && dim) return at + " crops (it ends at " + std::to_string(*e.value) + " of " + std::to_string(*dim) + ")";
+    if (e.value) return at + " may crop (it ends at " + std::to_string(*e.value) + ", and the dim is not known)";
     return at + " may crop (it ends at " + (e.factor != 1 ? std::to_string(e.factor) + " x " : "") + "dim " +
            std::to_string(e.axis) + " of '" + e.of + "', not at its own dim)";
   }

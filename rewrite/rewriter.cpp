@@ -143,16 +143,18 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
     s.strides = {*factor, *factor};
   }
   std::string readers;
-  int count = 0;
+  int nodes = 0, reads = 0;  // reading nodes, and their inputs that name the output (a node may read it twice)
   for (const auto& node : scope.graph->node()) {
-    if (std::find(node.input().begin(), node.input().end(), resize.output(0)) == node.input().end()) continue;
-    if (++count <= 3) readers += (readers.empty() ? "" : ", ") + onnx_io::describe_node(node);
+    const auto n = std::count(node.input().begin(), node.input().end(), resize.output(0));
+    if (n == 0) continue;
+    reads += static_cast<int>(n);
+    if (++nodes <= 3) readers += (readers.empty() ? "" : ", ") + onnx_io::describe_node(node);
   }
-  if (count > 3) readers += " and " + std::to_string(count - 3) + " more";
+  if (nodes > 3) readers += " and " + std::to_string(nodes - 3) + " more";
   const int read = parts::use_count(uses, resize.output(0));
-  if (count == 0) {
+  if (nodes == 0) {
     readers = read > 0 ? "a graph output or a subgraph" : "nothing";
-  } else if (read > count) {
+  } else if (read > reads) {
     readers += ", and a graph output or a subgraph";
   }
   row.reason = "no upsampler form starts at this nearest Resize: its output is read by " + readers +

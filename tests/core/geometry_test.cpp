@@ -10,7 +10,7 @@ TEST_CASE("output length follows the ConvTranspose formula", "[core][geometry]")
   CHECK(is_clean_upscale(g));
   const AxisGeometry wide{4, 2, 0, 1, 0};
   CHECK(deconv_output_length(wide, 16) == 33);
-  CHECK(upscale_excess(wide) == 1);
+  CHECK(upscale_excess(wide) == std::optional<int64_t>(1));
   CHECK(describe_output_length(wide, "H") == "2*H+1");
   CHECK(describe_output_length(AxisGeometry{3, 2, 1, 1, 0}, "W") == "2*W-1");
 }
@@ -80,4 +80,18 @@ TEST_CASE("VALID means zero pads, negative totals are declined", "[core][geometr
   CHECK_THAT(negative.error().message, Catch::Contains("-2"));
   CHECK_FALSE(parse_auto_pad("SAME").has_value());
   CHECK(parse_auto_pad("") == AutoPad::kNotSet);
+}
+
+TEST_CASE("hostile strides and pads overflow to no length, never to a wrapped one", "[core][geometry]") {
+  // Strides and pads are int64 attributes. The lengths used to wrap, and keep reasons printed
+  // "(-9223372036854775807x-9223372036854775807 from 3x3)".
+  const int64_t huge = int64_t{1} << 62;
+  const AxisGeometry wide_stride{1, huge, 0, 0, 0};
+  CHECK(deconv_output_length(wide_stride, 3) == std::nullopt);
+  CHECK(deconv_output_length(wide_stride, 1) == std::optional<int64_t>(1));
+  const AxisGeometry huge_pads{1, 2, huge, huge, 0};
+  CHECK(upscale_excess(huge_pads) == std::nullopt);
+  CHECK_FALSE(is_clean_upscale(huge_pads));
+  CHECK(describe_output_length(huge_pads, "H") == "2*H off by more than int64 holds");
+  CHECK(deconv_output_length(huge_pads, 3) == std::optional<int64_t>(5 - huge - huge));  // negative, but it fits
 }

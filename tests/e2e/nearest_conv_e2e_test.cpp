@@ -133,16 +133,19 @@ TEST_CASE("The plan shows only the geometry matching read, and a row for each ne
   // feeding an Add, as FPN decoders write it: no form starts there, and it used to get no row at all.
   auto model = parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4,5,6] X, float[4,1,3,3] W, float[1,4,10,12] S) => (float[1,4,10,12] Y, float[1,4,10,12] Z) {
+    g (float[1,4,5,6] X, float[4,1,3,3] W, float[1,4,10,12] S) => (float[1,4,10,12] Y, float[1,4,10,12] Z, float[1,4,10,12] T) {
       u = Resize <mode = "nearest"> (X, , s2)
       Y = Conv <group = 4, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)
       r = Resize <mode = "nearest"> (X, , s2)
       Z = Add (r, S)
+      q = Resize <mode = "nearest"> (X, , s2)
+      T = Add (q, q)
     })");
   auto& g = *model.mutable_graph();
   *g.add_initializer() = dwdeconv::onnx_io::make_tensor("s2", onnx::TensorProto::FLOAT, {4}, {1, 1, 2, 2}, true);
   name_node(model, "Y", "up1");
   name_node(model, "r", "r2");
+  name_node(model, "q", "r3");  // read twice by one Add, and by nothing else
   TempDir dir;
   const fs::path input = dir.path / "g.onnx", report = dir.path / "r.json";
   save(model, input);
@@ -152,8 +155,10 @@ TEST_CASE("The plan shows only the geometry matching read, and a row for each ne
   CHECK_THAT(r.out, Catch::Contains("keep    \"up1\" (nearest_conv): Conv weight not constant"));
   CHECK_THAT(r.out, Catch::Contains("keep    \"r2\" (resize)  C=4 s=2: no upsampler form starts at this nearest Resize: its "
                                     "output is read by Add producing 'Z'"));
+  CHECK_THAT(r.out, Catch::Contains("keep    \"r3\" (resize)  C=4 s=2: no upsampler form starts at this nearest Resize: its "
+                                    "output is read by Add producing 'T', and a form needs"));
   CHECK_THAT(r.out, !Catch::Contains("k=0x0") && !Catch::Contains("pads=[0, 0, 0, 0]"));
-  CHECK_THAT(r.out, Catch::Contains("plan: rewrite 0 of 2 upsamplers, keep 2"));
+  CHECK_THAT(r.out, Catch::Contains("plan: rewrite 0 of 3 upsamplers, keep 3"));
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"channels\": null, \"kernel\": null, \"stride\": null, \"pads\": null, "
                                    "\"output_padding\": null, \"form\": \"nearest_conv\""));

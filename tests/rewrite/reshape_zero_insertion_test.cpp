@@ -31,6 +31,7 @@ struct UpfirdnSpec {
   bool bool_cast_split = false;    // symbolic: the first Reshape is [N,C,Cast(Cast(H, bool)),-1,W,1], so [N,C,1,H,W,1]
   std::string pad_mode = "constant";
   int64_t slice_start = 0;         // the first Slice's start
+  int64_t slice_end = 0;           // the first Slice's end as a literal (0: read from Shape(p))
   int64_t conv_stride = 1;
   bool merge_extra_reader = false; // the second Reshape's output is also a graph output
   // One Slice over all four axes instead of two, its ends Reshape(Concat(axis=ends_axis, Gather(Shape(p), [[0],[1]]),
@@ -96,7 +97,11 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
     body += "  ps" + a + " = Shape (p)\n  pi" + a + " = Constant <value = int64 {" + a + "}> ()\n";
     body += "  pd" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n";
     if (m.unfolded) body += "  z" + a + " = Constant <value = int64 {0}> ()\n  pm" + a + " = Sub (pd" + a + ", z" + a + ")\n";
-    body += unsqueeze0("pe" + a, (m.unfolded ? "pm" : "pd") + a, m.opset);
+    if (axis == 2 && m.slice_end != 0) {
+      body += "  pe2 = Constant <value = int64[1] {" + std::to_string(m.slice_end) + "}> ()\n";
+    } else {
+      body += unsqueeze0("pe" + a, (m.unfolded ? "pm" : "pd") + a, m.opset);
+    }
     body += "  st" + a + " = Constant <value = int64[1] {" + std::to_string(axis == 2 ? m.slice_start : 0) + "}> ()\n";
     body += "  ax" + a + " = Constant <value = int64[1] {" + a + "}> ()\n";
   }
@@ -239,6 +244,16 @@ TEST_CASE("near-miss upfirdn2d upsamplers are kept with a reason", "[rewrite][re
     UpfirdnSpec spec;
     spec.slice_start = 1;
     require_kept(upfirdn_model(spec), "Slice on axis 2 is not a no-op (start 1, step 1)");
+  }
+  SECTION("a Slice with a literal end says whether it crops, and of what") {
+    // The reason used to say "crops (it ends at 500)" of a dim it did not know (type inference cannot read the
+    // PyTorch pads chain, so Pad's output dims are unknown even for a static X).
+    UpfirdnSpec spec;
+    spec.slice_end = 12;
+    require_kept(upfirdn_model(spec), "Slice on axis 2 may crop (it ends at 12, and the dim is not known)");
+    spec.symbolic = 1;
+    spec.slice_end = 500;
+    require_kept(upfirdn_model(spec), "Slice on axis 2 may crop (it ends at 500, and the dim is not known)");
   }
   SECTION("a Slice whose ends Concat joins on axis 1 crops H to the channel count") {
     // Concat(axis=1) of two [2,1] index reads is [[N, Hp], [C, Wp]], which the Reshape flattens to [N, Hp, C, Wp]:
