@@ -191,6 +191,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
       }
     }
   }
+  if (auto why = parts::derived_overflow(w, weight->data_type); !why.empty()) return fail(declined(why));
   UpsamplerMatch m;
   m.deconv = parts::derived_match(conv, scope, ir_version, types, x, weight->data_type, {c_in, c_out_group, wy, wx}, w);
   DeconvMatch& d = m.deconv;

@@ -1,5 +1,6 @@
 #include "rewrite/recogniser_parts.h"
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -197,6 +198,10 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   return tail;
 }
 
+namespace {
+constexpr double kMinGain = 1.0 / (1 << 24), kMaxGain = 1 << 24;  // 2^-24 and 2^24
+}  // namespace
+
 core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                               const onnx_io::ScopedTypes& types, const std::string& x, const ConvTail& tail,
                                               const std::array<int64_t, 4>& pads, const ZeroInsertion& zi, NodeSummary& summary) {
@@ -228,6 +233,15 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
   summary.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
   summary.output_padding = std::array<int64_t, 2>{0, 0};
 
+  // The fold is exact where the original's intermediates are finite, which x * gain narrows to |x| < max / |gain|
+  // (and rounds to zero below min / |gain|) while gain * f does not: a gain far from 1 changes the values the model
+  // computes for inputs the export never meant to reach. Exporters write gains of 1 and s^2; 2^24 bounds both ways.
+  for (const double gain : zi.gains) {
+    if (!(std::fabs(gain) >= kMinGain && std::fabs(gain) <= kMaxGain)) {
+      return declined("gain " + number(gain) + " is outside [2^-24, 2^24]: folded into the weights it would remove "
+                      "the overflow or underflow of the original's x * gain");
+    }
+  }
   // The derived kernel: w[c, 0, ty, tx] = a[c] * f[c, 0, Ky-1-ty, Kx-1-tx] (the filter flipped, times the gain).
   const int64_t channels = tail.channels, ky = weight.dims[2], kx = weight.dims[3];
   std::vector<double> w(weight.reals.size());
@@ -239,10 +253,25 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
       }
     }
   }
+  if (auto why = derived_overflow(w, weight.data_type); !why.empty()) return declined(why);
   DeconvMatch d = derived_match(conv, scope, ir_version, types, x, weight.data_type, weight.dims, w);
   d.y = geo[0];
   d.x = geo[1];
   return d;
+}
+
+std::string derived_overflow(const std::vector<double>& values, int32_t data_type) {
+  for (const double v : values) {
+    if (!std::isfinite(v)) continue;  // the original's own inf or NaN taps, which the rewrite keeps
+    float stored = static_cast<float>(v);
+    if (data_type == onnx::TensorProto::FLOAT16) stored = onnx_io::half_to_float(onnx_io::float_to_half(stored));
+    if (data_type == onnx::TensorProto::BFLOAT16) stored = onnx_io::bfloat16_to_float(onnx_io::float_to_bfloat16(stored));
+    if (data_type != onnx::TensorProto::DOUBLE && std::isinf(stored)) {
+      return "a derived weight (" + number(v) + ") overflows " + onnx_io::data_type_name(data_type) +
+             ": the rewrite would compute inf where the original is finite";
+    }
+  }
+  return "";
 }
 
 DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,

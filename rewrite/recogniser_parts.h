@@ -91,6 +91,11 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
                                               const onnx_io::ScopedTypes& types, const std::string& x, const ConvTail& tail,
                                               const std::array<int64_t, 4>& pads, const ZeroInsertion& zi, NodeSummary& summary);
 
+// Why the derived kernel `values` cannot be stored as `data_type`, or "" when it can: a finite value that rounds
+// to an infinity there (a box sum or gain x tap past 65504 in float16, past 3.4e38 in float32). Stored, it would
+// give inf or NaN where the original computes finite values.
+std::string derived_overflow(const std::vector<double>& values, int32_t data_type);
+
 // The DeconvMatch replacing Conv `conv` (its name, output and bias) by a ConvTranspose of `x` with the derived
 // kernel `values` of `dims` ([C_in, C_out/group, ky, kx], element type `data_type`), stored where the Conv's
 // weight is. The geometry, and group and out_channels when not depthwise, are the caller's to set.

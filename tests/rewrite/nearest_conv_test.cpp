@@ -407,3 +407,25 @@ TEST_CASE("the forms option selects nearest_conv, which the default rewrites", "
   out = rewrite_copy(original, options);
   CHECK(out.result.nodes[0].reason == "skipped by --skip");
 }
+
+TEST_CASE("nearest + Conv whose box sums overflow the weight's type is kept", "[rewrite][recogniser][nearest_conv][refusal]") {
+  // Taps of 2e38 (float32) or 30000 (float16) are finite, but the ConvTranspose kernel sums s x s of them: stored,
+  // its weights were inf and the rewrite gave inf where the original is finite (ONNX Runtime, x = 1e-3).
+  for (const auto& [type, tap] : std::vector<std::pair<int32_t, double>>{{onnx::TensorProto::FLOAT, 2e38},
+                                                                         {onnx::TensorProto::FLOAT16, 30000}}) {
+    CAPTURE(type);
+    auto original = nearest_conv_model(NearestConvSpec{});
+    for (auto& init : *original.mutable_graph()->mutable_initializer()) {
+      if (init.name() == "W") init = onnx_io::make_tensor("W", type, {4, 1, 3, 3}, std::vector<double>(36, tap), true);
+    }
+    // A corner phase sums two taps along one axis and one along the other; float16 fits 2 x 30000, not 4 x 30000.
+    require_kept(original, type == onnx::TensorProto::FLOAT ? "a derived weight (4e+38) overflows FLOAT: the rewrite would compute inf"
+                                                            : "a derived weight (120000) overflows FLOAT16");
+  }
+  // Half of that is no overflow, and is rewritten.
+  auto fits = nearest_conv_model(NearestConvSpec{});
+  for (auto& init : *fits.mutable_graph()->mutable_initializer()) {
+    if (init.name() == "W") init = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT16, {4, 1, 3, 3}, std::vector<double>(36, 15000), true);
+  }
+  CHECK(rewrite_copy(fits, all_forms()).result.rewritten == 1);
+}

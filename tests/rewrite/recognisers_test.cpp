@@ -192,3 +192,19 @@ TEST_CASE("the forms option and only/skip select hand-written upsamplers by thei
   out = rewrite_copy(original, options);
   CHECK(out.result.nodes[0].rewritten);
 }
+
+TEST_CASE("a mask gain far from 1 is kept: folded, it would remove the original's overflow", "[rewrite][recogniser][refusal]") {
+  // Gain 1e30 and taps 1e-30: the original's x * 1e30 is inf for |x| > 3.4e8, the folded weights ~1 are not
+  // (ONNX Runtime: original all inf or NaN at x = 1e10, the rewrite finite). A gain of 1e-30 underflows instead.
+  MaskSpec spec;
+  spec.gain = GENERATE(1e30, 1e-30, 0x1p25);
+  CAPTURE(spec.gain);
+  require_kept(mask_model(spec), "is outside [2^-24, 2^24]: folded into the weights it would remove the overflow or underflow");
+}
+
+TEST_CASE("a mask gain at the bound is folded", "[rewrite][recogniser]") {
+  MaskSpec spec;
+  spec.gain = GENERATE(0x1p24, 0x1p-24);
+  CAPTURE(spec.gain);
+  CHECK(rewrite_copy(mask_model(spec)).result.rewritten == 1);
+}
