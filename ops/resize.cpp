@@ -25,27 +25,36 @@ struct ResizeMode {
   double extrapolation = 0.0;
 };
 
-// The source coordinate of output index `o` on one axis.
-double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out, double scale, double roi_start,
-                         double roi_end) {
-  const double x = static_cast<double>(o);
-  if (m.coordinate == "half_pixel") return (x + 0.5) / scale - 0.5;
+// The source coordinate of output index `o` on one axis, in arithmetic T. The ONNX reference computes in double
+// with x / scale; runtimes compute in float32, some as x * (1 / scale) (ONNX Runtime): `reciprocal` selects that.
+template <typename T>
+T source_coordinate_in(const ResizeMode& m, int64_t o, int64_t in, int64_t out, T scale, double roi_start, double roi_end,
+                       bool reciprocal) {
+  const T x = static_cast<T>(o), half = static_cast<T>(0.5), n = static_cast<T>(in);
+  const T inv = static_cast<T>(1) / scale;
+  auto over_scale = [&](T a) { return reciprocal ? a * inv : a / scale; };
+  if (m.coordinate == "half_pixel") return over_scale(x + half) - half;
   if (m.coordinate == "half_pixel_symmetric") {
     // Opset 19: the implicit ROI's center stays at the output's center when in*scale is not a whole number.
-    const double width = static_cast<double>(in) * scale;  // output_width, possibly fractional
-    const double offset = static_cast<double>(in) / 2.0 * (1.0 - static_cast<double>(out) / width);
-    return offset + (x + 0.5) / scale - 0.5;
+    const T width = n * scale;  // output_width, possibly fractional
+    const T offset = n / static_cast<T>(2) * (static_cast<T>(1) - static_cast<T>(out) / width);
+    return offset + over_scale(x + half) - half;
   }
-  if (m.coordinate == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (m.coordinate == "pytorch_half_pixel") return out > 1 ? over_scale(x + half) - half : static_cast<T>(0);
   // length_resized is in*scale, unfloored, as the ONNX reference uses it (sizes given: scale = out/in).
-  if (m.coordinate == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (static_cast<double>(in) * scale - 1.0);
-  if (m.coordinate == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  if (m.coordinate == "align_corners") return out == 1 ? static_cast<T>(0) : x * static_cast<T>(in - 1) / (n * scale - static_cast<T>(1));
+  if (m.coordinate == "tf_half_pixel_for_nn") return over_scale(x + half);
   if (m.coordinate == "tf_crop_and_resize") {
-    return out > 1 ? roi_start * static_cast<double>(in - 1) +
-                         x * (roi_end - roi_start) * static_cast<double>(in - 1) / static_cast<double>(out - 1)
-                   : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
+    const T start = static_cast<T>(roi_start), end = static_cast<T>(roi_end), last = static_cast<T>(in - 1);
+    return out > 1 ? start * last + x * (end - start) * last / static_cast<T>(out - 1) : half * (start + end) * last;
   }
-  return x / scale;  // asymmetric
+  return over_scale(x);  // asymmetric
+}
+
+// The coordinate the executor uses: the ONNX reference's.
+double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out, double scale, double roi_start,
+                         double roi_end) {
+  return source_coordinate_in<double>(m, o, in, out, scale, roi_start, roi_end, false);
 }
 
 // The input index nearest mode reads for source coordinate `src` on an axis of `in` elements.
@@ -57,6 +66,42 @@ int64_t nearest_index(const ResizeMode& m, double src, int64_t in) {
   else if (m.nearest == "round_prefer_ceil") r = frac == 0.5 ? std::ceil(src) : std::round(src);
   else r = frac == 0.5 ? std::floor(src) : std::round(src);  // round_prefer_floor
   return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+// Why runtimes may compute another answer than the ONNX reference for this axis, or "" when they cannot:
+//  - nearest: an output reads another input element when the coordinate is computed in float32, through a
+//    reciprocal, or with the scale out/in instead of the one given (a source coordinate on a rounding boundary:
+//    asymmetric + round_prefer_ceil at scale 0.4 reads x[2] in the reference, x[3] in ONNX Runtime);
+//  - linear and cubic: align_corners and half_pixel_symmetric read in*scale, which ONNX Runtime replaces by the
+//    output length when in*scale is not a whole number.
+// The executor follows the reference; where the two part it cannot stand for the runtime, so it refuses.
+std::string ambiguous_axis(const ResizeMode& m, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+  const double exact_out = static_cast<double>(in) * scale;
+  if (m.mode != "nearest") {
+    if ((m.coordinate == "align_corners" || m.coordinate == "half_pixel_symmetric") && exact_out != static_cast<double>(out)) {
+      return m.coordinate + " with in * scale = " + std::to_string(exact_out) + " not the output length " + std::to_string(out) +
+             ": runtimes differ on which they use";
+    }
+    return "";
+  }
+  const double ratio = static_cast<double>(out) / static_cast<double>(in);
+  for (int64_t o = 0; o < out; ++o) {
+    const double src = source_coordinate(m, o, in, out, scale, roi_start, roi_end);
+    const int64_t i = nearest_index(m, src, in);
+    const double variants[] = {
+        static_cast<double>(source_coordinate_in<float>(m, o, in, out, static_cast<float>(scale), roi_start, roi_end, false)),
+        static_cast<double>(source_coordinate_in<float>(m, o, in, out, static_cast<float>(scale), roi_start, roi_end, true)),
+        source_coordinate(m, o, in, out, ratio, roi_start, roi_end)};
+    for (const double v : variants) {
+      if (m.coordinate == "tf_crop_and_resize") break;  // its extrapolation bounds are checked as given
+      if (const int64_t j = nearest_index(m, v, in); j != i) {
+        return "output " + std::to_string(o) + " reads source coordinate " + std::to_string(src) + ", which rounds to input " +
+               std::to_string(i) + " or " + std::to_string(j) + " depending on the arithmetic (float32 or double, the scale " +
+               "or out/in): runtimes differ there";
+      }
+    }
+  }
+  return "";
 }
 
 // Resizes one axis of `x` (row-major, logical order): the ONNX Resize is separable per axis.
@@ -141,10 +186,25 @@ bool resize_skips_axis(const ResizeMode& m, const ResizeGeometry& g, int64_t in,
 }
 
 
+// Refuses a Resize whose answer the runtimes and the reference do not agree on (ambiguous_axis), naming the axis.
+core::Status check_unambiguous(const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g, const std::vector<int64_t>& dims) {
+  const size_t rank = dims.size();
+  for (size_t a = 0; a < rank; ++a) {
+    if (resize_skips_axis(m, g, dims[a], a)) continue;
+    const double roi_start = g.roi.empty() ? 0.0 : g.roi[a];
+    const double roi_end = g.roi.empty() ? 1.0 : g.roi[a + rank];
+    if (std::string why = ambiguous_axis(m, dims[a], g.output_dims[a], g.scales[a], roi_start, roi_end); !why.empty()) {
+      return node_error(node, "axis " + std::to_string(a) + ": " + why + ", so it is not run");
+    }
+  }
+  return core::Ok{};
+}
+
 // The kernel of both ops: x resized axis by axis to g's sizes in mode m.
 core::Status resize(const OpContext& ctx, const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g,
                     const Tensor& x, Tensor& y) {
   RC_CHECK(check_element_count(ctx, node, g.output_dims));
+  RC_CHECK(check_unambiguous(node, m, g, x.dims));
   const size_t rank = x.dims.size();
   Tensor current = x, next;
   for (size_t a = 0; a < rank; ++a) {
@@ -263,6 +323,7 @@ core::Result<std::vector<std::vector<int64_t>>> nearest_resize_sources(const onn
   if (m.mode != "nearest") return node_error(node, "mode '" + m.mode + "' is not nearest");
   RC_ASSIGN(const ResizeGeometry g, resolve_resize(node, opset, inputs));
   const Tensor& x = *inputs[0];
+  RC_CHECK(check_unambiguous(node, m, g, x.dims));
   const size_t rank = x.dims.size();
   std::vector<std::vector<int64_t>> sources(rank);
   for (size_t a = 0; a < rank; ++a) {

@@ -63,6 +63,10 @@ const std::map<std::string, std::string> kKnownSkips = {
     {"test_gathernd_example_int32", "GatherND is not a supported op (matches the test_gather prefix)"},
     {"test_gathernd_example_int32_batch_dim1", "GatherND is not a supported op (matches the test_gather prefix)"},
     {"test_identity_opt", "optional-typed values are not supported"},
+    // The reference divides by in*scale - 1 where ONNX Runtime divides by the output length - 1: refused, since
+    // the executor cannot stand for both (issue 16 review B11; ORT differs from these expected outputs by up to 1.6).
+    {"test_resize_downsample_scales_cubic_align_corners", "align_corners with in * scale not the output length"},
+    {"test_resize_downsample_scales_linear_align_corners", "align_corners with in * scale not the output length"},
     {"test_identity_sequence", "sequence-typed values are not supported"},
     {"test_matmulinteger", "MatMulInteger is not a supported op (matches the test_matmul prefix)"},
     {"test_maxpool_with_argmax_2d_precomputed_pads", "MaxPool's Indices output is not supported"},

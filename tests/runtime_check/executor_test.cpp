@@ -607,3 +607,36 @@ TEST_CASE("PRelu broadcasts its slope to X, integers included, and ArgMax picks 
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.error().message, Catch::Contains("ArgMax") && Catch::Contains("NaN"));
 }
+
+TEST_CASE("a Resize whose answer depends on the arithmetic is refused, one that does not runs", "[reference][resize]") {
+  // asymmetric + round_prefer_ceil at scale 0.4: output 1 reads 1 / 0.4 = 2.5 in exact arithmetic, 2.4999999 in
+  // double with the float32 scale (x[2], the ONNX reference) and 2.5 through float32's 1 / 0.4 (x[3], ONNX
+  // Runtime). The executor ran the reference's answer, and --compare passed an OTHER ORT says differs.
+  // align_corners downscaling 5 -> 3 (scale 0.64): the reference divides by 5 * 0.64 - 1, ONNX Runtime by 3 - 1.
+  using Case = std::pair<std::string, std::string>;  // Resize attributes and scales, expected message ("" runs)
+  const auto [attributes, message] = GENERATE(
+      Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"round_prefer_ceil\"|0.4",
+           "axis 3: output 1 reads source coordinate 2.500000, which rounds to input 2 or 3 depending on the arithmetic"},
+      Case{"mode = \"linear\", coordinate_transformation_mode = \"align_corners\"|0.64",
+           "axis 3: align_corners with in * scale = 3.200000 not the output length 3: runtimes differ"},
+      Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"|2", ""},
+      Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"|3", ""},
+      Case{"mode = \"nearest\", coordinate_transformation_mode = \"half_pixel\", nearest_mode = \"round_prefer_floor\"|2", ""},
+      Case{"mode = \"linear\", coordinate_transformation_mode = \"align_corners\"|2", ""});
+  const auto bar = attributes.find('|');
+  const double scale = std::stod(attributes.substr(bar + 1));
+  CAPTURE(attributes);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,1,1,5] x) => (float y) { y = Resize <" +
+                                attributes.substr(0, bar) + "> (x, , sc) }");
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("sc", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 1.0, scale}, true);
+  model.mutable_graph()->mutable_node(0)->set_name("r");
+  ExecutorOptions options;
+  options.use_xnnpack = false;
+  auto executor = Executor::create(model, options);
+  if (message.empty()) {
+    CHECK(executor.ok());
+  } else {
+    REQUIRE_FALSE(executor.ok());
+    CHECK_THAT(executor.error().message, Catch::Contains("Resize 'r'") && Catch::Contains(message) && Catch::Contains("so it is not run"));
+  }
+}
