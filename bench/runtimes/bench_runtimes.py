@@ -7,12 +7,14 @@ as bench/runtimes/README.md says. For each pair (original ONNX, rewritten ONNX) 
      .pte lowered to XNNPACK; ONNX Runtime loads the ONNX file itself) and records the converted graph's op list,
   2. runs both on the same seeded input and checks they agree (max abs error, and that error relative to the
      output's largest magnitude); a pair that disagrees is reported and never timed,
-  3. times them interleaved, A B A B, in one run, and reports medians and their ratio.
+  3. times them interleaved, A B A B, in one run, and reports medians, spread (min-max; p10/p90 in the JSON), their
+     ratio and the load average, in one table format for every runtime.
 
 Runtimes (each needs its own packages; see README.md):
   litert      onnx2tf (float32) -> ai-edge-litert Interpreter, XNNPACK delegate applied by default
   ort         onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL
-  executorch  onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte
+  executorch  onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte (in a child
+              process), run by executorch.runtime; reports the ops left outside the XNNPACK delegate
 
 Suites:
   layers   one depthwise ConvTranspose per model, the executor's layer table (bench/layer_bench.cpp)
@@ -20,7 +22,14 @@ Suites:
            as bench/layer_bench.cpp builds them; --layer-filter and --channels/--sizes pick them
   migan    the MI-GAN-like generator at 256, form (a) (and form (b) with --migan-forms a b)
   dla      the DLA-style detection decoder (examples/make_examples.cpp --dla)
-  --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own
+  sr       BasicSR's RRDBNet (ESRGAN's generator, x4, nearest + 3x3 Conv upsamplers; examples/export_rrdbnet.py)
+  issue17  what the tool's issue 17 asks for on every runtime: k4s2p1 layers (C 16-512, H 32-128), k6s3p2op1 at
+           H=64, nearest + 3x3 depthwise and dense layers, MI-GAN forms (a) and (b), the DLA decoder, RRDBNet
+  --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own, on every runtime
+
+--respell gather_crd|batch_d2s_b rewrites the tool's DCR DepthToSpace into a spelling that reaches ExecuTorch;
+--et-static-resize lets a nearest Resize with constant scales through onnx2torch and torch.export; --rewrite-args
+passes extra arguments to dwdeconv-rewrite. README.md says what each table holds.
 
 Examples (from the repository root, after building the tool):
   python bench/runtimes/bench_runtimes.py --runtime ort --threads 1 2 --suite layers migan dla --work /tmp/rt
@@ -734,32 +743,58 @@ class ExecuTorchRuntime:
         self.work = work / "executorch"
         self.work.mkdir(parents=True, exist_ok=True)
         self.jobs = 1
+        # --et-static-resize, through the environment so that the converter and perf children see it too.
+        self.static_resize = os.environ.get("BENCH_ET_STATIC_RESIZE") == "1"
+        self.variant = ".static-resize" if self.static_resize else ""
+        self.timeout = 0.0  # seconds per model's conversion, 0 for none (--convert-timeout)
 
     def versions(self):
         from importlib.metadata import version
 
-        return {p: version(p) for p in ("executorch", "torch", "onnx2torch", "onnx")}
+        v = {p: version(p) for p in ("executorch", "torch", "onnx2torch", "onnx")}
+        if self.static_resize:
+            v["onnx2torch patch"] = "--et-static-resize (constant nearest Resize scales read at conversion)"
+        return v
 
     def pte_path(self, path: Path) -> Path:
-        return self.work / f"{model_key(path)}.pte"
+        return self.work / f"{model_key(path)}{self.variant}.pte"
 
     def info_path(self, path: Path) -> Path:
-        return self.work / f"{model_key(path)}.json"
+        return self.work / f"{model_key(path)}{self.variant}.json"
 
     def convert_all(self, paths):
         """Converts every model without a cached result (WORK/executorch/KEY.json, with KEY.pte if it converted).
-        The child writes each result as it goes; if it dies, the model it was on is recorded as failed with the
-        exit status and the rest are converted by a new child."""
+        The child writes each result as it goes, and the model and stage it is on to a progress file. If it dies,
+        or spends more than --convert-timeout seconds on one model, the model it was on is recorded as failed at
+        that stage (with the exit status or the timeout) and the rest are converted by a new child."""
         todo = [p for p in dict.fromkeys(paths) if not self.info_path(p).exists()]
+        progress = self.work / "_progress.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "_executorch", str(self.work.parent)]
         while todo:
-            child = subprocess.run(cmd + [str(p) for p in todo])
+            progress.unlink(missing_ok=True)
+            child = subprocess.Popen(cmd + [str(p) for p in todo])
+            current, since, timed_out = None, time.monotonic(), None
+            while child.poll() is None:
+                time.sleep(0.5)
+                with contextlib.suppress(OSError, ValueError):
+                    state = json.loads(progress.read_text())
+                    if state["model"] != current:
+                        current, since = state["model"], time.monotonic()
+                if self.timeout and current and time.monotonic() - since > self.timeout:
+                    timed_out = current
+                    child.kill()
+                    child.wait()
             left = [p for p in todo if not self.info_path(p).exists()]
-            if left and child.returncode != 0:
-                status = (f"signal {-child.returncode}" if child.returncode < 0 else f"exit {child.returncode}")
-                self.info_path(left[0]).write_text(json.dumps(
-                    {"failed": f"converter process died ({status}) while converting this model",
-                     "failed_stage": "converter process"}))
+            if left and (child.returncode != 0 or timed_out):
+                stage = "converter process"
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    stage = json.loads(progress.read_text())["stage"]
+                if timed_out:
+                    why = f"timed out after {self.timeout:g} s (--convert-timeout)"
+                else:
+                    code = child.returncode
+                    why = f"converter process died ({f'signal {-code}' if code < 0 else f'exit {code}'})"
+                self.info_path(left[0]).write_text(json.dumps({"failed": f"{stage}: {why}", "failed_stage": stage}))
                 left = left[1:]
             elif left:
                 raise RuntimeError(f"the ExecuTorch converter exited without converting {left[0]}")
@@ -795,25 +830,34 @@ def executorch_child(work: Path, paths: list[str]) -> int:
     from executorch.exir import to_edge_transform_and_lower
 
     folder = work / "executorch"
+    variant = ""
+    if os.environ.get("BENCH_ET_STATIC_RESIZE") == "1":
+        patch_onnx2torch_resize()
+        variant = ".static-resize"
 
     def counts(graph):
         # An edge op prints with its whole schema; its aten overload prints as e.g. aten.convolution.default.
         return collections.Counter(str(getattr(n.target, "_op", n.target)) for n in graph.nodes
                                    if n.op == "call_function")
 
+    def at(stage):
+        (folder / "_progress.json").write_text(json.dumps({"model": str(path), "stage": stage}))
+        return stage
+
     for path in map(Path, paths):
         key = model_key(path)
         info = {"model": str(path)}
-        stage = "onnx2torch.convert"
+        stage = at("onnx2torch.convert")
         print(f"executorch: converting {path.name}", file=sys.stderr, flush=True)
+        started = time.monotonic()
         try:
             module = onnx2torch.convert(str(path)).eval()
             inputs = tuple(torch.from_numpy(x) for x in onnx_inputs(path, 0).values())
-            stage = "torch.export.export"
+            stage = at("torch.export.export")
             with torch.no_grad():
                 exported = torch.export.export(module, inputs)
             info["aten_ops"] = dict(counts(exported.graph))
-            stage = "to_edge_transform_and_lower(XnnpackPartitioner)"
+            stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
             edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
             program = edge.exported_program()
             lowered = counts(program.graph)
@@ -825,13 +869,63 @@ def executorch_child(work: Path, paths: list[str]) -> int:
                        if k not in ("executorch_call_delegate", "<built-in function getitem>")}
             info.update(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
                         not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
-            stage = "to_executorch"
-            (folder / f"{key}.pte").write_bytes(edge.to_executorch().buffer)
+            stage = at("to_executorch")
+            (folder / f"{key}{variant}.pte").write_bytes(edge.to_executorch().buffer)
         except Exception as e:  # noqa: BLE001 - the reason is the finding
             message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
             info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
-        (folder / f"{key}.json").write_text(json.dumps(info, indent=1))
+        info["convert_seconds"] = round(time.monotonic() - started, 1)
+        (folder / f"{key}{variant}.json").write_text(json.dumps(info, indent=1))
     return 0
+
+
+def patch_onnx2torch_resize():
+    """--et-static-resize: onnx2torch's Resize reads its scales from a tensor at run time (`scales.tolist()`), which
+    torch.export cannot trace (GuardOnDataDependentSymNode), so no model with a Resize reaches ExecuTorch. This
+    converts a nearest Resize whose scales are a constant [1, 1, sh, sw] (asymmetric, floor: ONNX's spelling of
+    PyTorch's nearest interpolate) to F.interpolate with those scales fixed at conversion, which is what
+    torch.export of the PyTorch model would give. Every other Resize keeps onnx2torch's converter."""
+    import torch
+    from onnx2torch.node_converters import registry
+    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult, get_const_value
+
+    class StaticNearestResize(torch.nn.Module, OnnxToTorchModule):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, scale_factor=self.scale, mode="nearest")
+
+    def static_scales(node, graph):
+        a = node.attributes
+        if (a.get("mode", "nearest"), a.get("coordinate_transformation_mode", "half_pixel"),
+                a.get("nearest_mode", "round_prefer_floor")) != ("nearest", "asymmetric", "floor"):
+            return None
+        names = list(node.input_values) + ["", "", ""]
+        if not names[2] or names[3]:
+            return None
+        try:
+            scales = [float(v) for v in get_const_value(names[2], graph).tolist()]
+        except KeyError:
+            return None
+        if len(scales) != 4 or scales[:2] != [1.0, 1.0]:
+            return None
+        return tuple(scales[2:])
+
+    for version in (11, 13):
+        key = registry.OperationDescription(domain="", operation_type="Resize", version=version)
+        stock = registry._CONVERTER_REGISTRY[key]
+
+        def converter(node, graph, stock=stock):
+            scale = static_scales(node, graph)
+            if scale is None:
+                return stock(node, graph)
+            return OperationConverterResult(torch_module=StaticNearestResize(scale),
+                                            onnx_mapping=OnnxMapping(inputs=(node.input_values[0],),
+                                                                     outputs=node.output_values))
+
+        registry._CONVERTER_REGISTRY[key] = converter
 
 
 class ExecuTorchRunner:
@@ -880,17 +974,23 @@ def time_interleaved(a, b, budget: float, min_pairs: int, max_pairs: int, warmup
     for _ in range(warmup):
         a()
         b()
-    times_a, times_b = [], []
+    times_a, times_b, cpu_a, cpu_b = [], [], [], []
+    clock = time.thread_time  # this thread's CPU time: with 1 thread the runtimes do their work on the caller
     start = time.perf_counter()
     while len(times_a) < max_pairs and (len(times_a) < min_pairs or time.perf_counter() - start < budget):
-        t0 = time.perf_counter()
+        c0, t0 = clock(), time.perf_counter()
         a()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), clock()
         b()
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), clock()
         times_a.append(t1 - t0)
         times_b.append(t2 - t1)
-    return spread(times_a), spread(times_b), len(times_a)
+        cpu_a.append(c1 - c0)
+        cpu_b.append(c2 - c1)
+    sa, sb = spread(times_a), spread(times_b)
+    # With 1 thread, wall time close to this thread's CPU time means the run had a core to itself.
+    sa["cpu_median"], sb["cpu_median"] = spread(cpu_a)["median"], spread(cpu_b)["median"]
+    return sa, sb, len(times_a)
 
 
 def onnx_output_shapes(path: Path):
@@ -1194,6 +1294,10 @@ def main(argv=None):
                         help="extra arguments for dwdeconv-rewrite, one shell-quoted string after '=', e.g. "
                              "--rewrite-args='--target executorch'; the rewritten files and case names get them as a "
                              "suffix, and the tool's kept upsamplers are reported, not warned about")
+    parser.add_argument("--et-static-resize", action="store_true",
+                        help="ExecuTorch: convert a nearest Resize with constant scales to F.interpolate with fixed "
+                             "scales (onnx2torch's own Resize cannot pass torch.export, so without this no model with "
+                             "a Resize converts); cached apart from stock conversions")
     parser.add_argument("--respell", choices=RESPELLINGS,
                         help="respell every DCR DepthToSpace of each rewritten model (pairs too) in this form before "
                              "converting, checked on ONNX Runtime (exact): a stand-in for the tool's coming "
@@ -1206,6 +1310,9 @@ def main(argv=None):
     parser.add_argument("--profile-layers", help="also profile the layers whose name matches this regex")
     parser.add_argument("--profile-runs", type=int, default=10)
     parser.add_argument("--convert-jobs", type=int, default=1, help="onnx2tf conversions run in parallel")
+    parser.add_argument("--convert-timeout", type=float, default=1800,
+                        help="ExecuTorch: seconds one model's conversion may take before it is recorded as failed "
+                             "at the stage it was in (default 1800; 0 for no limit)")
     parser.add_argument("--prepare-only", action="store_true", help="convert, list ops and check; do not time")
     parser.add_argument("--work", type=Path, default=Path("bench-runtimes-work"))
     parser.add_argument("--tool", type=Path, default=REPO / "build/cli/dwdeconv-rewrite")
@@ -1215,6 +1322,8 @@ def main(argv=None):
     if not args.suite and not args.pair:
         parser.error("nothing to measure: give --suite and/or --pair")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.et_static_resize:
+        os.environ["BENCH_ET_STATIC_RESIZE"] = "1"
 
     cases = build_cases(args)
     names = graph_names(cases)
@@ -1227,6 +1336,7 @@ def main(argv=None):
     for rt_name in args.runtime:
         runtime = RUNTIMES[rt_name](args.work)
         runtime.jobs = args.convert_jobs
+        runtime.timeout = args.convert_timeout
         block = {"versions": runtime.versions(), "machine_before": machine_state(), "rows": [], "graphs": {},
                  "profiles": {}}
         results["runtimes"][rt_name] = block
