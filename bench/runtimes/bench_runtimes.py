@@ -7,12 +7,14 @@ as bench/runtimes/README.md says. For each pair (original ONNX, rewritten ONNX) 
      .pte lowered to XNNPACK; ONNX Runtime loads the ONNX file itself) and records the converted graph's op list,
   2. runs both on the same seeded input and checks they agree (max abs error, and that error relative to the
      output's largest magnitude); a pair that disagrees is reported and never timed,
-  3. times them interleaved, A B A B, in one run, and reports medians and their ratio.
+  3. times them interleaved, A B A B, in one run, and reports medians, spread (min-max; p10/p90 in the JSON), their
+     ratio and the load average, in one table format for every runtime.
 
 Runtimes (each needs its own packages; see README.md):
   litert      onnx2tf (float32) -> ai-edge-litert Interpreter, XNNPACK delegate applied by default
   ort         onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL
-  executorch  onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte
+  executorch  onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte (in a child
+              process), run by executorch.runtime; reports the ops left outside the XNNPACK delegate
 
 Suites:
   layers   one depthwise ConvTranspose per model, the executor's layer table (bench/layer_bench.cpp)
@@ -20,7 +22,14 @@ Suites:
            as bench/layer_bench.cpp builds them; --layer-filter and --channels/--sizes pick them
   migan    the MI-GAN-like generator at 256, form (a) (and form (b) with --migan-forms a b)
   dla      the DLA-style detection decoder (examples/make_examples.cpp --dla)
-  --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own
+  sr       BasicSR's RRDBNet (ESRGAN's generator, x4, nearest + 3x3 Conv upsamplers; examples/export_rrdbnet.py)
+  issue17  what the tool's issue 17 asks for on every runtime: k4s2p1 layers (C 16-512, H 32-128), k6s3p2op1 at
+           H=64, nearest + 3x3 depthwise and dense layers, MI-GAN forms (a) and (b), the DLA decoder, RRDBNet
+  --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own, on every runtime
+
+--respell gather_crd|batch_d2s_b rewrites the tool's DCR DepthToSpace into a spelling that reaches ExecuTorch;
+--et-static-resize lets a nearest Resize with constant scales through onnx2torch and torch.export; --rewrite-args
+passes extra arguments to dwdeconv-rewrite. README.md says what each table holds.
 
 Examples (from the repository root, after building the tool):
   python bench/runtimes/bench_runtimes.py --runtime ort --threads 1 2 --suite layers migan dla --work /tmp/rt
@@ -31,11 +40,15 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import copy
 import dataclasses
+import functools
+import hashlib
 import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -72,6 +85,8 @@ class Case:
     rewritten: Path
     kind: str  # "layer", "model" or "pair"
     layer: tuple | None = None  # (C, H, k, s, p, op) for a layer
+    error: str | None = None  # "STAGE: message" when the pair could not be made; reported in the tables, not run
+    info: dict = dataclasses.field(default_factory=dict)  # what the tool rewrote and kept, and any respelling
 
 
 def layer_name(c, h, k, s, p, op):
@@ -131,87 +146,278 @@ def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
     return model
 
 
+class StageError(RuntimeError):
+    """A step that failed, with the stage it failed in ("dwdeconv-rewrite", "onnx2tf", ...) and its message."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+
+
 def run_tool(args, what):
-    result = subprocess.run(args, capture_output=True, text=True)
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(f"{what} failed (exit {result.returncode}): {result.stderr.strip() or result.stdout.strip()}")
+        message = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        raise StageError(what, f"exit {result.returncode}: {' / '.join(message[-3:])[:600]}")
     return result.stdout
 
 
-def rewrite(tool, original: Path, rewritten: Path):
-    if rewritten.exists() and rewritten.stat().st_mtime >= original.stat().st_mtime:
-        return
-    run_tool([str(tool), str(original), "-o", str(rewritten), "-q"], f"dwdeconv-rewrite {original}")
-    kept = [n.op_type for n in onnx.load(str(rewritten), load_external_data=False).graph.node if n.op_type == "ConvTranspose"]
-    if kept:
-        raise RuntimeError(f"{rewritten}: the tool kept {len(kept)} ConvTranspose node(s)")
-    resizes = [n.name for n in onnx.load(str(rewritten), load_external_data=False).graph.node if n.op_type == "Resize"]
-    if resizes:
-        raise RuntimeError(f"{rewritten}: the tool kept {len(resizes)} hand-written upsampler(s): {resizes[:3]}")
+def rewrite_tag(rewrite_args: list[str]) -> str:
+    """'' for the tool's default output, else the extra arguments as a file-name part, e.g. '.target-executorch'."""
+    words = re.sub(r"[^A-Za-z0-9_.=]+", "-", " ".join(rewrite_args or [])).strip("-")
+    return f".{words}" if words else ""
+
+
+def rewrite(args, original: Path, rewritten: Path) -> dict:
+    """`dwdeconv-rewrite ORIGINAL -o REWRITTEN --report ... [--rewrite-args]`, cached while REWRITTEN is newer
+    than ORIGINAL and the tool; returns the report's counts: upsamplers rewritten and kept, by form."""
+    report = rewritten.with_name(rewritten.name[:-5] + ".report.json")
+    newest = max(original.stat().st_mtime, Path(args.tool).stat().st_mtime)
+    if not (rewritten.exists() and report.exists() and rewritten.stat().st_mtime >= newest):
+        run_tool([args.tool, original, "-o", rewritten, "-q", "--report", report] + list(args.rewrite_args or []),
+                 "dwdeconv-rewrite")
+    r = json.loads(report.read_text())
+    forms = collections.Counter(n.get("form") or "conv_transpose" for n in r.get("nodes", [])
+                                if n.get("decision") == "rewritten")
+    info = {"tool_rewrote": r.get("rewritten"), "tool_kept": r.get("kept"), "rewritten_forms": dict(forms),
+            "kept_reasons": [f"{n.get('name')}: {n.get('reason')}" for n in r.get("nodes", [])
+                             if n.get("decision") != "rewritten"][:5]}
+    if r.get("kept") and not args.rewrite_args:
+        print(f"warning: dwdeconv-rewrite kept {r['kept']} upsampler(s) of {original.name}: {info['kept_reasons']}",
+              file=sys.stderr)
+    return info
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Respelling the tool's DepthToSpace for ExecuTorch (a stand-in until the tool emits these itself).
+#
+# onnx2torch converts only CRD DepthToSpace (to pixel_shuffle) and no Reshape passes torch.export, so the tool's
+# DCR DepthToSpace does not reach ExecuTorch. Two spellings convert, lower to XNNPACK and run (the ExecuTorch
+# probe of 2026-12-01, the tool's issue 17):
+#   gather_crd   Gather(axis=1, int64 perm[c*s*s + p] = p*C + c) then DepthToSpace CRD; any N. The Gather
+#                (aten.index.Tensor) stays outside the XNNPACK delegate.
+#   batch_d2s_b  N = 1 and the DepthToSpace reads a Concat(axis=1) of s*s phases (the tool's form): that Concat
+#                on axis 0 ([s*s, C, H, W], the same memory order), Transpose [1,0,2,3], DepthToSpace CRD,
+#                Transpose [1,0,2,3]; everything inside the delegate.
+RESPELLINGS = ("gather_crd", "batch_d2s_b")
+
+
+def _attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def respell_depth_to_space(model: onnx.ModelProto, form: str) -> tuple[onnx.ModelProto, int]:
+    """Every DCR DepthToSpace of the main graph in `form`; returns the new model and how many were respelled."""
+    model = copy.deepcopy(model)
+    graph = model.graph
+    inferred = onnx.shape_inference.infer_shapes(model).graph
+    shapes = {}
+    for v in list(inferred.value_info) + list(inferred.input) + list(inferred.output):
+        shapes[v.name] = [d.dim_value if d.HasField("dim_value") else None for d in v.type.tensor_type.shape.dim]
+    producer = {o: n for n in graph.node for o in n.output}
+    readers = collections.Counter(i for n in graph.node for i in n.input)
+    readers.update(o.name for o in graph.output)
+    nodes, inits, count, retyped = [], {}, 0, set()
+    for node in graph.node:
+        mode = _attr(node, "mode", b"DCR")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
+        if node.op_type != "DepthToSpace" or node.domain not in ("", "ai.onnx") or mode != "DCR":
+            nodes.append(node)
+            continue
+        s, x, y = _attr(node, "blocksize"), node.input[0], node.output[0]
+        dims = shapes.get(x)
+        if not dims or len(dims) != 4 or dims[1] is None:
+            raise StageError("respell", f"DepthToSpace '{node.name}': the channel count of '{x}' is unknown")
+        c = dims[1] // (s * s)
+        tag = re.sub(r"[^A-Za-z0-9_]+", "_", node.name or y)
+        if form == "gather_crd":
+            perm = f"crd_perm_s{s}_c{c}"
+            inits[perm] = numpy_helper.from_array(
+                np.array([p * c + ch for ch in range(c) for p in range(s * s)], np.int64), perm)
+            nodes += [helper.make_node("Gather", [x, perm], [f"{tag}_crd"], name=f"{tag}_gather", axis=1),
+                      helper.make_node("DepthToSpace", [f"{tag}_crd"], [y], name=node.name, blocksize=s, mode="CRD")]
+        elif form == "batch_d2s_b":
+            cat = producer.get(x)
+            ok = (dims[0] == 1 and cat is not None and cat.op_type == "Concat" and _attr(cat, "axis") in (1, -3)
+                  and len(cat.input) == s * s and readers[x] == 1
+                  and all((shapes.get(i) or [None, None])[1] == c for i in cat.input))
+            if not ok:
+                raise StageError("respell", f"batch_d2s_b needs N = 1 and a Concat(axis=1) of {s * s} phases of C "
+                                            f"channels read only by DepthToSpace '{node.name}'")
+            for a in cat.attribute:
+                if a.name == "axis":
+                    a.i = 0
+            retyped.add(x)
+            nodes += [helper.make_node("Transpose", [x], [f"{tag}_cphw"], name=f"{tag}_to_cphw", perm=[1, 0, 2, 3]),
+                      helper.make_node("DepthToSpace", [f"{tag}_cphw"], [f"{tag}_c1hw"], name=node.name, blocksize=s,
+                                       mode="CRD"),
+                      helper.make_node("Transpose", [f"{tag}_c1hw"], [y], name=f"{tag}_to_nchw", perm=[1, 0, 2, 3])]
+        else:
+            raise ValueError(form)
+        count += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+    graph.initializer.extend(inits.values())
+    keep = [v for v in graph.value_info if v.name not in retyped]
+    del graph.value_info[:]
+    graph.value_info.extend(keep)
+    onnx.checker.check_model(model)
+    return model, count
+
+
+def respell(rewritten: Path, respelled: Path, form: str) -> dict:
+    """Writes `respelled` (cached while newer than `rewritten`) and checks on ONNX Runtime that it computes what
+    the tool's output computes; pure data movement, so the difference must be 0."""
+    sidecar = respelled.with_name(respelled.name[:-5] + ".json")
+    if respelled.exists() and sidecar.exists() and respelled.stat().st_mtime >= rewritten.stat().st_mtime:
+        return json.loads(sidecar.read_text())
+    model, count = respell_depth_to_space(onnx.load(str(rewritten)), form)
+    onnx.save(model, str(respelled))
+    info = {"respelled": form, "depth_to_space_respelled": count}
+    try:
+        import onnxruntime
+    except ImportError:
+        info["respell_check"] = "not checked (no onnxruntime)"
+    else:
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        feeds = onnx_inputs(rewritten, seed=1)
+        outs = [onnxruntime.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]).run(None, feeds)
+                for p in (rewritten, respelled)]
+        info["respell_max_abs_vs_dcr"], _ = compare(outs[0], outs[1])
+        if info["respell_max_abs_vs_dcr"] != 0:
+            respelled.unlink()
+            raise StageError("respell", f"the {form} model differs from the tool's on ONNX Runtime by "
+                                        f"{info['respell_max_abs_vs_dcr']:.2e}")
+    sidecar.write_text(json.dumps(info))
+    return info
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Suites
+
+SUITES = ("layers", "handwritten", "migan", "dla", "sr", "issue17")
+# --suite issue17: what the tool's issue 17 asks to measure on every runtime. Layer names matched per suite.
+ISSUE17_LAYERS = {"layers": r"^k4s2p1op0_|^k6s3p2op1_C\d+_H64$", "handwritten": r"^nearest_conv_(dw|dense)_"}
+
+
+def export_rrdbnet(args, out: Path):
+    """examples/export_rrdbnet.py with Debian's torch (--export-python), written under a temporary name first."""
+    tmp = out.with_name(out.name + ".tmp.onnx")
+    run_tool([args.export_python, REPO / "examples/export_rrdbnet.py", tmp, "--num-feat", args.sr_num_feat,
+              "--num-block", args.sr_num_block, "--num-grow-ch", args.sr_num_grow_ch, "--size", args.sr_size,
+              "--opset", "17"], "examples/export_rrdbnet.py")
+    tmp.rename(out)
 
 
 def build_cases(args) -> list[Case]:
     work = args.work / "models"
     work.mkdir(parents=True, exist_ok=True)
+    suites = set(args.suite or [])
+    patterns = {s: None for s in ("layers", "handwritten") if s in suites}  # None: every layer of that suite
+    if "issue17" in suites:
+        for suite, pattern in ISSUE17_LAYERS.items():
+            if suite not in patterns:
+                patterns[suite] = [pattern]
+        suites |= {"migan", "dla", "sr"}
+    migan_forms = args.migan_forms or (["a", "b"] if "issue17" in suites else ["a"])
+    tag = rewrite_tag(args.rewrite_args)
+
+    def wanted(suite, name):
+        if args.layer_filter and not re.search(args.layer_filter, name):
+            return False
+        return patterns[suite] is None or any(re.search(p, name) for p in patterns[suite])
+
     cases = []
-    if "layers" in args.suite:
+    if "layers" in patterns:
         for (k, s, p, op) in GEOMETRIES:
             for c in args.channels:
                 for h in args.sizes:
                     name = layer_name(c, h, k, s, p, op)
-                    if args.layer_filter and not re.search(args.layer_filter, name):
+                    if not wanted("layers", name):
                         continue
                     original = work / f"{name}.onnx"
                     if not original.exists():
                         onnx.save(make_layer_model(c, h, k, s, p, op), str(original))
-                    cases.append(Case(name, original, work / f"{name}.xnn.onnx", "layer", (c, h, k, s, p, op)))
-    if "handwritten" in args.suite:
+                    cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer", (c, h, k, s, p, op)))
+    if "handwritten" in patterns:
         for kind in HANDWRITTEN_KINDS:
             for c in args.channels:
                 for h in args.sizes:
                     name = f"{kind}_C{c}_H{h}"
-                    if args.layer_filter and not re.search(args.layer_filter, name):
+                    if not wanted("handwritten", name):
                         continue
                     original = work / f"{name}.onnx"
                     if not original.exists():
                         onnx.save(make_handwritten_model(kind, c, h), str(original))
-                    cases.append(Case(name, original, work / f"{name}.xnn.onnx", "layer"))
-    if "migan" in args.suite:
-        for form in args.migan_forms:
-            original = work / f"migan{args.migan_size}{form}.onnx"
+                    cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
+    if "migan" in suites:
+        for form in migan_forms:
+            name = f"migan{args.migan_size}{form}"
+            original = work / f"{name}.onnx"
             form_a = work / f"migan{args.migan_size}a.onnx"
-            for path, f in ((form_a, "deconv"), (original, "handwritten")):
-                if not path.exists() and (path == form_a or form == "b"):
-                    run_tool([str(args.make_examples), "--migan", str(args.migan_size), "--form", f, "-o", str(path)],
-                             "dwdeconv-make-examples")
-            if form == "a-img" and not original.exists():
-                # onnx2tf cannot convert form (a) as is (its layout tracking breaks on the 3-channel image path,
-                # see BENCHMARKS.md); with only those six 3-channel upsamplers rewritten it can. Comparing this
-                # with the fully rewritten form measures the main path's upsamplers (128 to 512 channels).
-                plan = run_tool([str(args.tool), str(form_a), "--dry-run"], "dwdeconv-rewrite --dry-run")
-                only = [a for name in re.findall(r'"([^"]*img_up)"', plan) for a in ("--only", name)]
-                run_tool([str(args.tool), str(form_a), "-o", str(original), "-q"] + only, "dwdeconv-rewrite --only")
-            # Form (b) is rewritten from itself (its nearest x mask upsamplers, form nearest_mask); "b-vs-a"
-            # compares (b) as written with the rewritten form (a), as the executor's table in BENCHMARKS.md does.
-            if form == "b":
-                rewritten = work / f"migan{args.migan_size}b.xnn.onnx"
-            else:
-                rewritten = work / f"migan{args.migan_size}a.xnn.onnx"
-            cases.append(Case(f"migan{args.migan_size}{form}", original, rewritten, "model"))
-    if "dla" in args.suite:
+            # Form (b) is rewritten from itself (its nearest x mask upsamplers, form nearest_mask); (a) and a-img
+            # are compared with the rewritten form (a), as the executor's table in BENCHMARKS.md does.
+            stem = f"migan{args.migan_size}{'b' if form == 'b' else 'a'}"
+            case = Case(name, original, work / f"{stem}.xnn{tag}.onnx", "model")
+            cases.append(case)
+            try:
+                for path, f in ((form_a, "deconv"), (original, "handwritten")):
+                    if not path.exists() and (path == form_a or form == "b"):
+                        run_tool([args.make_examples, "--migan", args.migan_size, "--form", f, "-o", path],
+                                 "dwdeconv-make-examples")
+                if form == "a-img" and not original.exists():
+                    # onnx2tf cannot convert form (a) as is (its layout tracking breaks on the 3-channel image path,
+                    # see BENCHMARKS.md); with only those six 3-channel upsamplers rewritten it can. Comparing this
+                    # with the fully rewritten form measures the main path's upsamplers (128 to 512 channels).
+                    plan = run_tool([args.tool, form_a, "--dry-run"], "dwdeconv-rewrite --dry-run")
+                    only = [a for n in re.findall(r'"([^"]*img_up)"', plan) for a in ("--only", n)]
+                    run_tool([args.tool, form_a, "-o", original, "-q"] + only, "dwdeconv-rewrite --only")
+            except StageError as e:
+                case.error = str(e)
+    if "dla" in suites:
         original = work / f"dla{args.dla_size}.onnx"
+        case = Case(f"dla{args.dla_size}", original, work / f"dla{args.dla_size}.xnn{tag}.onnx", "model")
+        cases.append(case)
         if not original.exists():
-            run_tool([str(args.make_examples), "--dla", str(args.dla_size), "-o", str(original)], "dwdeconv-make-examples")
-        cases.append(Case(f"dla{args.dla_size}", original, work / f"dla{args.dla_size}.xnn.onnx", "model"))
+            try:
+                run_tool([args.make_examples, "--dla", args.dla_size, "-o", original], "dwdeconv-make-examples")
+            except StageError as e:
+                case.error = str(e)
+    if "sr" in suites:
+        name = f"rrdbnet_f{args.sr_num_feat}b{args.sr_num_block}g{args.sr_num_grow_ch}_H{args.sr_size}"
+        original = work / f"{name}.onnx"
+        case = Case(name, original, work / f"{name}.xnn{tag}.onnx", "model")
+        cases.append(case)
+        if not original.exists():
+            try:
+                export_rrdbnet(args, original)
+            except StageError as e:
+                case.error = str(e)
     for i, (a, b) in enumerate(args.pair or []):
-        cases.append(Case(f"pair{i}_{Path(a).stem}", Path(a), Path(b), "pair"))
+        cases.append(Case(f"pair{i}_{Path(b).stem}", Path(a), Path(b), "pair"))
     for case in cases:
-        if case.kind == "pair":
+        if case.error:
             continue
-        source = case.original
-        if case.name.startswith("migan") and not case.name.endswith("b"):
-            source = work / f"migan{args.migan_size}a.onnx"
-        rewrite(args.tool, source, case.rewritten)
+        try:
+            if case.kind != "pair":
+                source = case.original
+                if case.name.startswith("migan") and not case.name.endswith("b"):
+                    source = work / f"migan{args.migan_size}a.onnx"
+                case.info.update(rewrite(args, source, case.rewritten))
+            if tag:
+                case.name += tag
+            if args.respell:
+                dcr = case.rewritten
+                name = dcr.name[:-5] if case.kind != "pair" else model_key(dcr)
+                case.rewritten = work / f"{name}.{args.respell}.onnx"
+                case.info.update(respell(dcr, case.rewritten, args.respell))
+                case.name += f".{args.respell}"
+        except (StageError, OSError, onnx.checker.ValidationError) as e:
+            case.error = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {e}"
     return cases
 
 
@@ -229,6 +435,27 @@ def onnx_inputs(path: Path, seed: int) -> dict[str, np.ndarray]:
             raise RuntimeError(f"{path}: input '{value.name}' has a symbolic dim; export it with a fixed shape")
         feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
     return feeds
+
+
+def model_key(path: Path) -> str:
+    """The name a model's conversions are cached under: its stem and a hash of its bytes (and of any external data
+    files it names), so that two models with one file name (a --pair from another folder, a regenerated model)
+    never share a cached conversion."""
+    path = Path(path)
+    stat = path.stat()
+    return _model_key(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _model_key(name: str, mtime_ns: int, size: int) -> str:
+    path = Path(name)
+    digest = hashlib.sha1(path.read_bytes())
+    model = onnx.load(str(path), load_external_data=False)
+    tensors = list(model.graph.initializer) + [a.t for n in model.graph.node for a in n.attribute if a.HasField("t")]
+    locations = sorted({e.value for t in tensors for e in t.external_data if e.key == "location"})
+    for location in locations:
+        digest.update((path.parent / location).read_bytes())
+    return f"{path.stem}-{digest.hexdigest()[:10]}"
 
 
 def onnx_op_counts(path: Path) -> dict[str, int]:
@@ -257,7 +484,7 @@ class OrtRuntime:
 
     def prepare(self, path: Path) -> dict:
         """Saves ORT's optimised graph (the graph its CPU provider runs) and returns its op list."""
-        optimized = self.work / f"{path.stem}.ort_optimized.onnx"
+        optimized = self.work / f"{model_key(path)}.ort_optimized.onnx"
         options = self._options(1)
         options.optimized_model_filepath = str(optimized)
         self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -281,7 +508,7 @@ class OrtRuntime:
 
     def profile(self, path: Path, threads: int, inputs, runs: int) -> dict[str, float]:
         """ms per run by op type, from ORT's profiling JSON."""
-        runner = self.load(path, threads, profile_prefix=str(self.work / f"{path.stem}.profile"))
+        runner = self.load(path, threads, profile_prefix=str(self.work / f"{model_key(path)}.profile"))
         runner.feed(inputs)
         for _ in range(runs):
             runner.invoke()
@@ -328,7 +555,7 @@ class LiteRtRuntime:
         return {p: version(p) for p in ("ai-edge-litert", "onnx2tf", "tensorflow", "onnx")}
 
     def tflite_path(self, path: Path) -> Path:
-        return self.work / path.stem / f"{path.stem}_float32.tflite"
+        return self.work / model_key(path) / f"{path.stem}_float32.tflite"
 
     def convert_all(self, paths: list[Path]):
         todo = [p for p in dict.fromkeys(paths) if not self.tflite_path(p).exists()]
@@ -340,14 +567,16 @@ class LiteRtRuntime:
         children = [subprocess.Popen(cmd + [str(p) for p in todo[j::self.jobs]]) for j in range(self.jobs)]
         for child in children:
             child.wait()
-        for p in todo:
-            if not self.tflite_path(p).exists():
-                log = self.work / p.stem / "onnx2tf.log"
-                raise RuntimeError(f"onnx2tf did not convert {p}; see {log}")
 
     def prepare(self, path: Path) -> dict:
         """The .tflite's op list, and which of its ops the XNNPACK delegate took."""
         tflite = self.tflite_path(path)
+        if not tflite.exists():
+            log = self.work / model_key(path) / "onnx2tf.log"
+            lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+            said = [l for l in lines if l.startswith("onnx2tf failed:")] or [l for l in lines if l.strip()][-1:]
+            message = said[-1].removeprefix("onnx2tf failed: ")[:400] if said else "no log"
+            raise StageError("onnx2tf", f"{message} (log: {log})")
         delegated = self.litert.Interpreter(model_path=str(tflite), num_threads=1)
         delegated.allocate_tensors()
         ops = delegated._get_ops_details()
@@ -402,7 +631,7 @@ def onnx2tf_child(work: Path, paths: list[str]):
     # an activated environment); without it onnx2tf converts the unsimplified model and only warns.
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     for p in map(Path, paths):
-        out = work / p.stem
+        out = work / model_key(p)
         out.mkdir(parents=True, exist_ok=True)
         log = out / "onnx2tf.log"
         source = out / p.name  # a copy: onnx2tf overwrites its input with onnxsim's output
@@ -499,7 +728,9 @@ def to_nchw(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
 
 
 class ExecuTorchRuntime:
-    """onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> to_executorch."""
+    """onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> to_executorch, in a child
+    process (a converter that crashes costs one model, not the run, and the timing process never traces), then
+    the .pte on ExecuTorch's runtime (executorch.runtime), with XNNPACK's thread pool set per load."""
 
     name = "executorch"
 
@@ -511,53 +742,71 @@ class ExecuTorchRuntime:
         self.runtime = Runtime.get()
         self.work = work / "executorch"
         self.work.mkdir(parents=True, exist_ok=True)
-        self.conversion = {}
+        self.jobs = 1
+        # --et-static-resize, through the environment so that the converter and perf children see it too.
+        self.static_resize = os.environ.get("BENCH_ET_STATIC_RESIZE") == "1"
+        self.variant = ".static-resize" if self.static_resize else ""
+        self.timeout = 0.0  # seconds per model's conversion, 0 for none (--convert-timeout)
 
     def versions(self):
         from importlib.metadata import version
 
-        return {p: version(p) for p in ("executorch", "torch", "onnx2torch", "onnx")}
+        v = {p: version(p) for p in ("executorch", "torch", "onnx2torch", "onnx")}
+        if self.static_resize:
+            v["onnx2torch patch"] = "--et-static-resize (constant nearest Resize scales read at conversion)"
+        return v
 
     def pte_path(self, path: Path) -> Path:
-        return self.work / f"{path.stem}.pte"
+        return self.work / f"{model_key(path)}{self.variant}.pte"
+
+    def info_path(self, path: Path) -> Path:
+        return self.work / f"{model_key(path)}{self.variant}.json"
 
     def convert_all(self, paths):
-        for p in dict.fromkeys(paths):
-            self.conversion[p] = self._convert(p)
-
-    def _convert(self, path: Path) -> dict:
-        """Converts one model and returns its op lists, or where and why it did not convert."""
-        import onnx2torch
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-        from executorch.exir import to_edge_transform_and_lower
-
-        info = {}
-        stage = "onnx2torch.convert"
-        try:
-            module = onnx2torch.convert(str(path)).eval()
-            inputs = tuple(self.torch.from_numpy(x) for x in onnx_inputs(path, 0).values())
-            stage = "torch.export.export"
-            with self.torch.no_grad():
-                exported = self.torch.export.export(module, inputs)
-            info["aten_ops"] = dict(collections.Counter(
-                str(n.target) for n in exported.graph.nodes if n.op == "call_function"))
-            stage = "to_edge_transform_and_lower(XnnpackPartitioner)"
-            edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
-            graph = edge.exported_program().graph
-            info["after_lowering"] = dict(collections.Counter(
-                str(n.target) for n in graph.nodes if n.op == "call_function"))
-            stage = "to_executorch"
-            program = edge.to_executorch()
-            self.pte_path(path).write_bytes(program.buffer)
-        except Exception as e:  # noqa: BLE001 - the reason is the finding
-            info["failed"] = f"{stage}: {type(e).__name__}: {str(e).strip().splitlines()[0][:400] if str(e).strip() else ''}"
-        return info
+        """Converts every model without a cached result (WORK/executorch/KEY.json, with KEY.pte if it converted).
+        The child writes each result as it goes, and the model and stage it is on to a progress file. If it dies,
+        or spends more than --convert-timeout seconds on one model, the model it was on is recorded as failed at
+        that stage (with the exit status or the timeout) and the rest are converted by a new child."""
+        todo = [p for p in dict.fromkeys(paths) if not self.info_path(p).exists()]
+        progress = self.work / "_progress.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "_executorch", str(self.work.parent)]
+        while todo:
+            progress.unlink(missing_ok=True)
+            child = subprocess.Popen(cmd + [str(p) for p in todo])
+            current, since, timed_out = None, time.monotonic(), None
+            while child.poll() is None:
+                time.sleep(0.5)
+                with contextlib.suppress(OSError, ValueError):
+                    state = json.loads(progress.read_text())
+                    if state["model"] != current:
+                        current, since = state["model"], time.monotonic()
+                if self.timeout and current and time.monotonic() - since > self.timeout:
+                    timed_out = current
+                    child.kill()
+                    child.wait()
+            left = [p for p in todo if not self.info_path(p).exists()]
+            if left and (child.returncode != 0 or timed_out):
+                stage = "converter process"
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    stage = json.loads(progress.read_text())["stage"]
+                if timed_out:
+                    why = f"timed out after {self.timeout:g} s (--convert-timeout)"
+                else:
+                    code = child.returncode
+                    why = f"converter process died ({f'signal {-code}' if code < 0 else f'exit {code}'})"
+                self.info_path(left[0]).write_text(json.dumps({"failed": f"{stage}: {why}", "failed_stage": stage}))
+                left = left[1:]
+            elif left:
+                raise RuntimeError(f"the ExecuTorch converter exited without converting {left[0]}")
+            todo = left
 
     def prepare(self, path: Path) -> dict:
-        info = self.conversion.get(path) or {}
+        info = json.loads(self.info_path(path).read_text()) if self.info_path(path).exists() else {
+            "failed": "not converted"}
         if "failed" in info:
-            raise RuntimeError(f"did not convert: {info['failed']}")
-        return {"ops": info.get("after_lowering", {}), "aten_ops": info.get("aten_ops", {})}
+            stage = info.get("failed_stage", "conversion")
+            raise StageError(stage, info["failed"].removeprefix(f"{stage}: "))
+        return info
 
     def set_threads(self, threads: int):
         from executorch.extension.pybindings import portable_lib
@@ -568,6 +817,115 @@ class ExecuTorchRuntime:
         self.set_threads(threads)
         program = self.runtime.load_program(self.pte_path(path))
         return ExecuTorchRunner(program.load_method("forward"), self.torch)
+
+
+def executorch_child(work: Path, paths: list[str]) -> int:
+    """Converts each ONNX file to an ExecuTorch .pte lowered to XNNPACK and writes, per model, WORK/executorch/
+    KEY.json: the exported program's aten ops, the ops of the lowered program (every executorch_call_delegate is
+    one XNNPACK partition; any other call_function node runs on ExecuTorch's portable kernels), and the edge ops
+    inside the partitions; or the stage that failed and the converter's message."""
+    import onnx2torch
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    folder = work / "executorch"
+    variant = ""
+    if os.environ.get("BENCH_ET_STATIC_RESIZE") == "1":
+        patch_onnx2torch_resize()
+        variant = ".static-resize"
+
+    def counts(graph):
+        # An edge op prints with its whole schema; its aten overload prints as e.g. aten.convolution.default.
+        return collections.Counter(str(getattr(n.target, "_op", n.target)) for n in graph.nodes
+                                   if n.op == "call_function")
+
+    def at(stage):
+        (folder / "_progress.json").write_text(json.dumps({"model": str(path), "stage": stage}))
+        return stage
+
+    for path in map(Path, paths):
+        key = model_key(path)
+        info = {"model": str(path)}
+        stage = at("onnx2torch.convert")
+        print(f"executorch: converting {path.name}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        try:
+            module = onnx2torch.convert(str(path)).eval()
+            inputs = tuple(torch.from_numpy(x) for x in onnx_inputs(path, 0).values())
+            stage = at("torch.export.export")
+            with torch.no_grad():
+                exported = torch.export.export(module, inputs)
+            info["aten_ops"] = dict(counts(exported.graph))
+            stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
+            edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
+            program = edge.exported_program()
+            lowered = counts(program.graph)
+            inside = collections.Counter()
+            for node in program.graph.nodes:
+                if node.op == "get_attr" and str(node.target).startswith("lowered_module"):
+                    inside += counts(getattr(program.graph_module, node.target).original_module.graph)
+            outside = {k: v for k, v in lowered.items()
+                       if k not in ("executorch_call_delegate", "<built-in function getitem>")}
+            info.update(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
+                        not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
+            stage = at("to_executorch")
+            (folder / f"{key}{variant}.pte").write_bytes(edge.to_executorch().buffer)
+        except Exception as e:  # noqa: BLE001 - the reason is the finding
+            message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
+            info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
+        info["convert_seconds"] = round(time.monotonic() - started, 1)
+        (folder / f"{key}{variant}.json").write_text(json.dumps(info, indent=1))
+    return 0
+
+
+def patch_onnx2torch_resize():
+    """--et-static-resize: onnx2torch's Resize reads its scales from a tensor at run time (`scales.tolist()`), which
+    torch.export cannot trace (GuardOnDataDependentSymNode), so no model with a Resize reaches ExecuTorch. This
+    converts a nearest Resize whose scales are a constant [1, 1, sh, sw] (asymmetric, floor: ONNX's spelling of
+    PyTorch's nearest interpolate) to F.interpolate with those scales fixed at conversion, which is what
+    torch.export of the PyTorch model would give. Every other Resize keeps onnx2torch's converter."""
+    import torch
+    from onnx2torch.node_converters import registry
+    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult, get_const_value
+
+    class StaticNearestResize(torch.nn.Module, OnnxToTorchModule):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, scale_factor=self.scale, mode="nearest")
+
+    def static_scales(node, graph):
+        a = node.attributes
+        if (a.get("mode", "nearest"), a.get("coordinate_transformation_mode", "half_pixel"),
+                a.get("nearest_mode", "round_prefer_floor")) != ("nearest", "asymmetric", "floor"):
+            return None
+        names = list(node.input_values) + ["", "", ""]
+        if not names[2] or names[3]:
+            return None
+        try:
+            scales = [float(v) for v in get_const_value(names[2], graph).tolist()]
+        except KeyError:
+            return None
+        if len(scales) != 4 or scales[:2] != [1.0, 1.0]:
+            return None
+        return tuple(scales[2:])
+
+    for version in (11, 13):
+        key = registry.OperationDescription(domain="", operation_type="Resize", version=version)
+        stock = registry._CONVERTER_REGISTRY[key]
+
+        def converter(node, graph, stock=stock):
+            scale = static_scales(node, graph)
+            if scale is None:
+                return stock(node, graph)
+            return OperationConverterResult(torch_module=StaticNearestResize(scale),
+                                            onnx_mapping=OnnxMapping(inputs=(node.input_values[0],),
+                                                                     outputs=node.output_values))
+
+        registry._CONVERTER_REGISTRY[key] = converter
 
 
 class ExecuTorchRunner:
@@ -603,22 +961,36 @@ def compare(a_list, b_list):
     return max_abs, max_abs / scale if scale > 0 else max_abs
 
 
+def spread(seconds: list[float]) -> dict:
+    """Median, min, p10, p90 and max of a list of run times, in ms."""
+    ms = sorted(t * 1e3 for t in seconds)
+    deciles = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) > 1 else ms * 9
+    return {"median": statistics.median(ms), "min": ms[0], "p10": deciles[0], "p90": deciles[-1], "max": ms[-1]}
+
+
 def time_interleaved(a, b, budget: float, min_pairs: int, max_pairs: int, warmup: int = 2):
-    """Medians of a() and b() timed A B A B until `budget` seconds have passed (at least min_pairs pairs)."""
+    """Times a() and b() A B A B, after `warmup` untimed pairs, until `budget` seconds have passed (at least
+    min_pairs and at most max_pairs pairs). Returns each side's spread() and the number of pairs."""
     for _ in range(warmup):
         a()
         b()
-    times_a, times_b = [], []
+    times_a, times_b, cpu_a, cpu_b = [], [], [], []
+    clock = time.thread_time  # this thread's CPU time: with 1 thread the runtimes do their work on the caller
     start = time.perf_counter()
     while len(times_a) < max_pairs and (len(times_a) < min_pairs or time.perf_counter() - start < budget):
-        t0 = time.perf_counter()
+        c0, t0 = clock(), time.perf_counter()
         a()
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), clock()
         b()
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), clock()
         times_a.append(t1 - t0)
         times_b.append(t2 - t1)
-    return statistics.median(times_a) * 1e3, statistics.median(times_b) * 1e3, len(times_a)
+        cpu_a.append(c1 - c0)
+        cpu_b.append(c2 - c1)
+    sa, sb = spread(times_a), spread(times_b)
+    # With 1 thread, wall time close to this thread's CPU time means the run had a core to itself.
+    sa["cpu_median"], sb["cpu_median"] = spread(cpu_a)["median"], spread(cpu_b)["median"]
+    return sa, sb, len(times_a)
 
 
 def onnx_output_shapes(path: Path):
@@ -643,9 +1015,11 @@ def measure(runtime, case: Case, threads: int, args, reference=None) -> dict:
     if not row["max_rel"] <= REL_TOLERANCE:
         row["error"] = f"original and rewritten disagree: max rel {row['max_rel']:.2e} > {REL_TOLERANCE:g}; not timed"
         return row
-    ms_a, ms_b, pairs = time_interleaved(runners[0].invoke, runners[1].invoke, args.budget, args.min_pairs,
-                                         args.max_pairs)
-    row.update(original_ms=ms_a, rewritten_ms=ms_b, ratio=ms_a / ms_b, pairs=pairs)
+    row["loadavg_before"] = os.getloadavg()
+    a, b, pairs = time_interleaved(runners[0].invoke, runners[1].invoke, args.budget, args.min_pairs, args.max_pairs)
+    row["loadavg_after"] = os.getloadavg()
+    row.update(original_ms=a["median"], rewritten_ms=b["median"], ratio=a["median"] / b["median"], pairs=pairs,
+               original_spread=a, rewritten_spread=b)
     return row
 
 
@@ -669,20 +1043,112 @@ def fmt_ops(ops: dict) -> str:
     return ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def fmt_ms(v: float) -> str:
+    return f"{v:.3f}" if v < 10 else f"{v:.2f}" if v < 100 else f"{v:.1f}"
+
+
+def time_cell(row: dict, side: str) -> str:
+    """'median [min-max]' in ms (the median alone for rows from JSON files written before spreads were kept)."""
+    sp = row.get(f"{side}_spread")
+    median = fmt_ms(row[f"{side}_ms"])
+    return f"{median} [{fmt_ms(sp['min'])}-{fmt_ms(sp['max'])}]" if sp else median
+
+
+def cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+LEFT_TO = {"litert": "TFLite's kernels", "executorch": "ExecuTorch's portable kernels"}
+
+
+def runtime_heading(rt: str, block: dict, results: dict) -> str:
+    before = block.get("machine_before") or results["machine"]
+    after = block.get("machine_after") or results.get("machine_after") or before
+    versions = ", ".join(f"{k} {v}" for k, v in block["versions"].items())
+    cpu = f"{before['cpu_model']}, " if before.get("cpu_model") else ""
+    return (f"{rt}, {versions}; {before['date_utc']} UTC, {cpu}load average {before['loadavg'][0]:.1f} before, "
+            f"{after['loadavg'][0]:.1f} after")
+
+
+def timing_table(block: dict) -> list[str]:
+    """One row per case, each thread count's original and rewritten time (median [min-max] ms) and ratio side by
+    side; then agreement, pairs, the 1-min load average before the case's first timing and after its last, and
+    for a delegating runtime the ops each side leaves outside XNNPACK."""
+    threads = sorted({r["threads"] for r in block["rows"]})
+    delegating = any("xnnpack_partitions" in g for g in block["graphs"].values())
+    head = ("| case |" + "".join(f" {t}T original ms | {t}T rewritten ms | {t}T ratio |" for t in threads)
+            + " max abs (rel) | vs ONNX (rel) | pairs | load |")
+    rule = "|---|" + "---:|---:|---:|" * len(threads) + "---:|---:|---:|---:|"
+    if delegating:
+        head += " outside XNNPACK: original; rewritten |"
+        rule += "---|"
+    lines = [head, rule]
+    rows = collections.OrderedDict()
+    for r in block["rows"]:
+        rows.setdefault(r["case"], {})[r["threads"]] = r
+
+    def outside(name):
+        info = block["graphs"].get(name) if name else None
+        if not info or "xnnpack_partitions" not in info:
+            return "-"
+        return fmt_ops(info["not_delegated"]) or "none"
+
+    for case, by_t in rows.items():
+        cells, agree, ref, pairs, loads = [], "-", "-", [], []
+        for t in threads:
+            r = by_t.get(t)
+            if r is None:
+                cells.append(" - | - | not run |")
+                continue
+            if "ratio" in r:
+                cells.append(f" {time_cell(r, 'original')} | {time_cell(r, 'rewritten')} | **{r['ratio']:.2f}x** |")
+                pairs.append(str(r["pairs"]))
+            else:
+                cells.append(f" - | - | {cell(r.get('error', 'not run'))} |")
+            if "max_abs" in r:
+                agree = f"{r['max_abs']:.1e} ({r['max_rel']:.0e})"
+            if "vs_onnx_max_rel" in r:
+                ref = f"{r['vs_onnx_max_abs']:.1e} ({r['vs_onnx_max_rel']:.0e})"
+            if "loadavg_before" in r:
+                loads.append((r["loadavg_before"][0], r["loadavg_after"][0]))
+        load = f"{loads[0][0]:.1f}-{loads[-1][1]:.1f}" if loads else "-"
+        line = f"| {case} |" + "".join(cells) + f" {agree} | {ref} | {'/'.join(pairs) or '-'} | {load} |"
+        if delegating:
+            first = next(iter(by_t.values()))
+            line += f" {cell(outside(first.get('original_graph')))}; {cell(outside(first.get('rewritten_graph')))} |"
+        lines.append(line)
+    return lines
+
+
+def case_notes(results: dict) -> list[str]:
+    """What the tool did to each case's model, any respelling, and cases that could not be made."""
+    lines = []
+    for name, c in results.get("cases", {}).items():
+        parts = []
+        if "error" in c:
+            parts.append(f"**not measured**: {c['error']}")
+        if c.get("tool_rewrote") is not None:
+            forms = ", ".join(f"{f} x{n}" for f, n in c.get("rewritten_forms", {}).items())
+            parts.append(f"the tool rewrote {c['tool_rewrote']} upsampler(s) ({forms or 'none'}), kept {c['tool_kept']}"
+                         + (f" ({'; '.join(c['kept_reasons'])})" if c.get("kept_reasons") else ""))
+        if c.get("respelled"):
+            check = (f"ONNX Runtime max abs vs the tool's output {c['respell_max_abs_vs_dcr']:.1e}"
+                     if "respell_max_abs_vs_dcr" in c else c.get("respell_check", ""))
+            parts.append(f"{c['depth_to_space_respelled']} DepthToSpace respelled as {c['respelled']} ({check})")
+        if parts:
+            lines.append(f"- `{name}`: " + "; ".join(parts))
+    return lines
+
+
 def markdown(results: dict) -> str:
     lines = []
+    notes = case_notes(results)
+    if notes:
+        lines += ["### Cases\n"] + notes + [""]
     for rt, block in results["runtimes"].items():
-        lines.append(f"### {rt} ({', '.join(f'{k} {v}' for k, v in block['versions'].items())})\n")
-        lines.append("| case | threads | original ms | rewritten ms | ratio | max abs | max rel | vs ONNX (rel) | pairs |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for row in block["rows"]:
-            if "error" in row:
-                lines.append(f"| {row['case']} | {row['threads']} | - | - | - | {row.get('max_abs', float('nan')):.2e} "
-                             f"| {row.get('max_rel', float('nan')):.2e} | - | {row['error']} |")
-                continue
-            ref = f"{row['vs_onnx_max_rel']:.1e}" if "vs_onnx_max_rel" in row else "-"
-            lines.append(f"| {row['case']} | {row['threads']} | {row['original_ms']:.3f} | {row['rewritten_ms']:.3f} "
-                         f"| **{row['ratio']:.2f}x** | {row['max_abs']:.2e} | {row['max_rel']:.1e} | {ref} | {row['pairs']} |")
+        lines.append(f"### {rt}\n")
+        lines.append(runtime_heading(rt, block, results) + "\n")
+        lines += timing_table(block)
         lines.append("")
         lines.append("Converted graphs (op: count):\n")
         for name, info in block["graphs"].items():
@@ -692,7 +1158,8 @@ def markdown(results: dict) -> str:
             extra = ""
             if "xnnpack_partitions" in info:
                 left = fmt_ops(info["not_delegated"]) or "none"
-                extra = f"; XNNPACK partitions: {info['xnnpack_partitions']}, ops left to TFLite's kernels: {left}"
+                extra = (f"; XNNPACK partitions: {info['xnnpack_partitions']}, "
+                         f"ops left to {LEFT_TO.get(rt, 'the runtime')}: {left}")
             lines.append(f"- `{name}`: {fmt_ops(info['ops'])}{extra}")
         if block.get("profiles"):
             lines.append("\nProfiles (ms per run by op type):\n")
@@ -715,6 +1182,7 @@ def run_child(runtime_name: str, work: Path, path: Path, threads: int, runs: int
     runtime = RUNTIMES[runtime_name](work)
     if runtime_name == "executorch" and not runtime.pte_path(path).exists():
         runtime.convert_all([path])
+        runtime.prepare(path)
     runner = runtime.load(path, threads)
     runner.feed(onnx_inputs(path, seed=1))
     for _ in range(2):
@@ -764,46 +1232,39 @@ def perf_profile(runtime_name: str, work: Path, path: Path, threads: int, runs: 
 
 
 def benchmarks_tables(paths: list[str]) -> str:
-    """BENCHMARKS.md's tables from one or more --json files: per runtime, one row per case with each thread
-    count's times and ratio side by side."""
+    """BENCHMARKS.md's tables from one or more --json files: per runtime, the heading line (versions, date, CPU,
+    load before and after) and timing_table()."""
     out = []
     for path in paths:
         results = json.loads(Path(path).read_text())
-        load = f"load average {results['machine']['loadavg'][0]:.1f} before, {results['machine_after']['loadavg'][0]:.1f} after"
         for rt, block in results["runtimes"].items():
-            threads = sorted({r["threads"] for r in block["rows"]})
-            out.append(f"{rt}, {', '.join(f'{k} {v}' for k, v in block['versions'].items())}; "
-                       f"{results['machine']['date_utc']} UTC, {load}\n")
-            head = "| case |" + "".join(f" {t}T original ms | {t}T rewritten ms | {t}T ratio |" for t in threads)
-            out += [head + " max abs (rel) | pairs |", "|---|" + "---:|---:|---:|" * len(threads) + "---:|---:|"]
-            rows = collections.OrderedDict()
-            for r in block["rows"]:
-                rows.setdefault(r["case"], {})[r["threads"]] = r
-            for case, by_t in rows.items():
-                cells, agree, pairs = [], "", []
-                for t in threads:
-                    r = by_t.get(t, {})
-                    if "ratio" in r:
-                        cells.append(f" {r['original_ms']:.3f} | {r['rewritten_ms']:.3f} | **{r['ratio']:.2f}x** |")
-                        pairs.append(str(r["pairs"]))
-                    else:
-                        cells.append(f" - | - | {r.get('error', 'not run')} |")
-                    if "max_abs" in r:
-                        agree = f"{r['max_abs']:.1e} ({r['max_rel']:.0e})"
-                out.append(f"| {case} |" + "".join(cells) + f" {agree} | {'/'.join(pairs)} |")
+            out.append(runtime_heading(rt, block, results) + "\n")
+            out += timing_table(block)
             out.append("")
     return "\n".join(out)
 
 
+def cpu_model() -> str:
+    """What `lscpu | grep 'Model name'` says (Linux), else the platform's processor name."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def machine_state() -> dict:
     return {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "loadavg": os.getloadavg(),
-            "cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.processor() or platform.machine()}
+            "cpus": os.cpu_count(), "cpu_model": cpu_model(), "python": platform.python_version(),
+            "machine": platform.processor() or platform.machine()}
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_onnx2tf":
         return onnx2tf_child(Path(argv[1]), argv[2:])
+    if argv and argv[0] == "_executorch":
+        return executorch_child(Path(argv[1]), argv[2:])
     if argv and argv[0] == "_tables":
         print(benchmarks_tables(argv[1:]))
         return 0
@@ -812,15 +1273,35 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtime", nargs="+", choices=list(RUNTIMES), required=True)
     parser.add_argument("--threads", nargs="+", type=int, default=[1])
-    parser.add_argument("--suite", nargs="*", choices=["layers", "handwritten", "migan", "dla"], default=[])
-    parser.add_argument("--pair", nargs=2, action="append", metavar=("ORIGINAL", "REWRITTEN"))
+    parser.add_argument("--suite", nargs="*", choices=SUITES, default=[])
+    parser.add_argument("--pair", nargs=2, action="append", metavar=("ORIGINAL", "REWRITTEN"),
+                        help="a pair of your own (fixed input shapes); repeat for several")
     parser.add_argument("--channels", nargs="+", type=int, default=CHANNELS)
     parser.add_argument("--sizes", nargs="+", type=int, default=SIZES)
     parser.add_argument("--layer-filter", help="only layers whose name matches this regex, e.g. 'k4s2p1op0_C64'")
     parser.add_argument("--migan-size", type=int, default=256)
-    parser.add_argument("--migan-forms", nargs="+", choices=["a", "b", "a-img"], default=["a"],
-                        help="a: stock deconvs; b: hand-written; a-img: (a) with its 3-channel image upsamplers rewritten")
+    parser.add_argument("--migan-forms", nargs="+", choices=["a", "b", "a-img"],
+                        help="a: stock deconvs; b: hand-written; a-img: (a) with its 3-channel image upsamplers "
+                             "rewritten (default: a; a b with --suite issue17)")
     parser.add_argument("--dla-size", type=int, default=512)
+    parser.add_argument("--sr-num-feat", type=int, default=32, help="RRDBNet (--suite sr): num_feat (default 32)")
+    parser.add_argument("--sr-num-block", type=int, default=2, help="RRDBNet: RRDB blocks (default 2)")
+    parser.add_argument("--sr-num-grow-ch", type=int, default=32, help="RRDBNet: num_grow_ch (default 32)")
+    parser.add_argument("--sr-size", type=int, default=64, help="RRDBNet: input height and width (default 64)")
+    parser.add_argument("--export-python", default="/usr/bin/python3",
+                        help="the Python with PyTorch that runs examples/export_rrdbnet.py (default Debian's)")
+    parser.add_argument("--rewrite-args", type=shlex.split, metavar="'ARGS'",
+                        help="extra arguments for dwdeconv-rewrite, one shell-quoted string after '=', e.g. "
+                             "--rewrite-args='--target executorch'; the rewritten files and case names get them as a "
+                             "suffix, and the tool's kept upsamplers are reported, not warned about")
+    parser.add_argument("--et-static-resize", action="store_true",
+                        help="ExecuTorch: convert a nearest Resize with constant scales to F.interpolate with fixed "
+                             "scales (onnx2torch's own Resize cannot pass torch.export, so without this no model with "
+                             "a Resize converts); cached apart from stock conversions")
+    parser.add_argument("--respell", choices=RESPELLINGS,
+                        help="respell every DCR DepthToSpace of each rewritten model (pairs too) in this form before "
+                             "converting, checked on ONNX Runtime (exact): a stand-in for the tool's coming "
+                             "--target executorch")
     parser.add_argument("--budget", type=float, default=1.0, help="seconds of timed pairs per case (default 1)")
     parser.add_argument("--min-pairs", type=int, default=5)
     parser.add_argument("--max-pairs", type=int, default=200)
@@ -829,6 +1310,9 @@ def main(argv=None):
     parser.add_argument("--profile-layers", help="also profile the layers whose name matches this regex")
     parser.add_argument("--profile-runs", type=int, default=10)
     parser.add_argument("--convert-jobs", type=int, default=1, help="onnx2tf conversions run in parallel")
+    parser.add_argument("--convert-timeout", type=float, default=1800,
+                        help="ExecuTorch: seconds one model's conversion may take before it is recorded as failed "
+                             "at the stage it was in (default 1800; 0 for no limit)")
     parser.add_argument("--prepare-only", action="store_true", help="convert, list ops and check; do not time")
     parser.add_argument("--work", type=Path, default=Path("bench-runtimes-work"))
     parser.add_argument("--tool", type=Path, default=REPO / "build/cli/dwdeconv-rewrite")
@@ -838,15 +1322,25 @@ def main(argv=None):
     if not args.suite and not args.pair:
         parser.error("nothing to measure: give --suite and/or --pair")
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.et_static_resize:
+        os.environ["BENCH_ET_STATIC_RESIZE"] = "1"
 
     cases = build_cases(args)
-    results = {"machine": machine_state(), "command": [sys.executable] + sys.argv, "runtimes": {}}
+    names = graph_names(cases)
+    results = {"machine": machine_state(), "command": [sys.executable] + sys.argv, "runtimes": {},
+               "cases": {c.name: {"original": str(c.original), "rewritten": str(c.rewritten), **c.info,
+                                  **({"error": c.error} if c.error else {})} for c in cases}}
+    for case in cases:
+        if case.error:
+            print(f"{case.name}: {case.error}", file=sys.stderr)
     for rt_name in args.runtime:
         runtime = RUNTIMES[rt_name](args.work)
         runtime.jobs = args.convert_jobs
-        block = {"versions": runtime.versions(), "rows": [], "graphs": {}, "profiles": {}}
+        runtime.timeout = args.convert_timeout
+        block = {"versions": runtime.versions(), "machine_before": machine_state(), "rows": [], "graphs": {},
+                 "profiles": {}}
         results["runtimes"][rt_name] = block
-        paths = list(dict.fromkeys(p for c in cases for p in (c.original, c.rewritten)))
+        paths = list(dict.fromkeys(p for c in cases if not c.error for p in (c.original, c.rewritten)))
         if hasattr(runtime, "convert_all"):
             try:
                 runtime.convert_all(paths)
@@ -854,37 +1348,61 @@ def main(argv=None):
                 print(f"{rt_name}: {e}", file=sys.stderr)
         for path in paths:
             try:
-                block["graphs"][path.stem] = runtime.prepare(path)
+                block["graphs"][names[path]] = runtime.prepare(path)
             except Exception as e:  # noqa: BLE001 - a conversion that fails is a finding, reported in the table
-                block["graphs"][path.stem] = {"failed": f"{type(e).__name__}: {e}"}
+                message = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {e}"
+                block["graphs"][names[path]] = {"failed": message.removeprefix("did not convert: ")}
         for case in cases:
-            if any("failed" in block["graphs"][p.stem] for p in (case.original, case.rewritten)):
+            base = {"case": case.name, "runtime": rt_name}
+            if not case.error:
+                base.update(original_graph=names[case.original], rewritten_graph=names[case.rewritten])
+            failed = case.error or "; ".join(
+                f"{side} did not convert: {block['graphs'][names[p]]['failed']}"
+                for side, p in (("original", case.original), ("rewritten", case.rewritten))
+                if "failed" in block["graphs"][names[p]])
+            if failed:
+                for threads in args.threads:
+                    block["rows"].append(dict(base, threads=threads, error=failed))
+                print(json.dumps(block["rows"][-1]), flush=True)
                 continue
-            reference = ort_reference(case) if rt_name != "ort" else None
+            try:
+                reference = ort_reference(case) if rt_name != "ort" else None
+            except Exception as e:  # noqa: BLE001
+                reference = None
+                print(f"{case.name}: no ONNX Runtime reference: {type(e).__name__}: {e}", file=sys.stderr)
             for threads in args.threads:
                 try:
                     row = measure(runtime, case, threads, args if not args.prepare_only else _no_timing(args), reference)
                 except Exception as e:  # noqa: BLE001
-                    row = {"case": case.name, "runtime": rt_name, "threads": threads, "error": f"{type(e).__name__}: {e}"}
+                    row = {"threads": threads, "error": f"{type(e).__name__}: {e}"}
+                row = dict(base, **row)
                 block["rows"].append(row)
                 print(json.dumps(row), flush=True)
             if (args.profile and case.kind != "layer") or (args.profile_layers and re.search(args.profile_layers, case.name)):
                 for path in (case.original, case.rewritten):
                     try:
                         if rt_name == "ort":
-                            block["profiles"][path.stem] = runtime.profile(path, args.threads[0], onnx_inputs(path, 1),
-                                                                           args.profile_runs)
+                            block["profiles"][names[path]] = runtime.profile(path, args.threads[0],
+                                                                             onnx_inputs(path, 1), args.profile_runs)
                         else:
-                            block["profiles"][path.stem] = perf_profile(rt_name, args.work, path, args.threads[0],
-                                                                        args.profile_runs)
+                            block["profiles"][names[path]] = perf_profile(rt_name, args.work, path, args.threads[0],
+                                                                          args.profile_runs)
                     except Exception as e:  # noqa: BLE001
-                        block["profiles"][path.stem] = {"failed": f"{type(e).__name__}: {e}"}
+                        block["profiles"][names[path]] = {"failed": f"{type(e).__name__}: {e}"}
+        block["machine_after"] = machine_state()
     results["machine_after"] = machine_state()
     out = args.json or args.work / f"results-{'-'.join(args.runtime)}.json"
     out.write_text(json.dumps(results, indent=1))
     print(markdown(results))
     print(f"results: {out}")
     return 0
+
+
+def graph_names(cases: list[Case]) -> dict:
+    """Each model's name in the tables: its file stem, or stem@hash where two different files share a stem."""
+    paths = list(dict.fromkeys(p for c in cases if not c.error for p in (c.original, c.rewritten)))
+    stems = collections.Counter(p.stem for p in {p.resolve() for p in paths})
+    return {p: p.stem if stems[p.stem] == 1 else f"{p.stem}@{model_key(p).rsplit('-', 1)[1][:6]}" for p in paths}
 
 
 def _no_timing(args):
