@@ -57,6 +57,7 @@ struct Settings {
   bool fusion = true;
   std::string only;  // "stock" or "rewritten": time one side alone (for a profiler); empty times both
   bool steps_only = false;  // skip timing Executor::run() (for a profiler)
+  std::string target = "xnnpack";  // the profile whose phase layout the rewritten side gets (its keep rules are not asked)
 };
 Settings g_settings;
 
@@ -191,6 +192,14 @@ void bench_layer(benchmark::State& state, Layer layer) {
   dwdeconv::rewrite::RewriteOptions all_forms;
   all_forms.forms = {dwdeconv::rewrite::known_forms().begin(), dwdeconv::rewrite::known_forms().end()};
   all_forms.dense_conv_transpose = layer.kind == Kind::kDenseConvTranspose;  // the tool keeps these; measured here
+  // The target's phase layout (DCR, Gather + CRD, batch + CRD) on every layer: its keep rules are what this measures.
+  static const dwdeconv::rewrite::Target layout_only = [] {
+    const auto* named = dwdeconv::rewrite::find_target(g_settings.target);
+    dwdeconv::rewrite::Target t = *named;
+    t.keep = [](const auto&, const auto&, const auto&) { return std::string(); };
+    return t;
+  }();
+  all_forms.target = &layout_only;
   const auto rewrite = dwdeconv::rewrite::rewrite_model(rewritten, all_forms);
   if (!rewrite.ok()) return fail("rewrite failed: " + rewrite.error().message);
   if (rewrite->rewritten != 1) {
@@ -309,6 +318,7 @@ bool parse_own_flags(int& argc, char** argv) {
     else if (const char* v3 = value("--max_pairs=")) g_settings.max_pairs = std::atoi(v3);
     else if (const char* v4 = value("--threads=")) g_settings.threads = static_cast<size_t>(std::atoi(v4));
     else if (const char* v5 = value("--only=")) g_settings.only = v5;
+    else if (const char* v6 = value("--target=")) g_settings.target = v6;
     else if (arg == "--no_fusion") g_settings.fusion = false;
     else if (arg == "--steps_only") g_settings.steps_only = true;
     else argv[kept++] = argv[k];
@@ -327,6 +337,10 @@ bool parse_own_flags(int& argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (!parse_own_flags(argc, argv)) return 2;
+  if (dwdeconv::rewrite::find_target(g_settings.target) == nullptr) {
+    std::fprintf(stderr, "layer bench: --target takes one of %s\n", dwdeconv::rewrite::target_names().c_str());
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 

@@ -18,6 +18,11 @@ PhaseLayout crd_layout(const DeconvMatch& m) {
 
 PhaseLayout dcr_layout(const DeconvMatch&) { return PhaseLayout::kDcr; }
 
+// The default's join: Gather + CRD for every s and batch size. It converts through onnx2torch, LiteRT takes it,
+// and the executor runs the pair as two channel copies (the batch form's Transposes and axis-0 Concat run on its
+// reference kernels): BENCHMARKS.md, "Targets: the default's join on each runtime".
+PhaseLayout gather_layout(const DeconvMatch&) { return PhaseLayout::kGatherCrd; }
+
 std::string rewrite_all(const NodeSummary&, const DeconvMatch&, const CpuFeatures&) { return ""; }
 
 // A depthwise nearest + Conv is one fast depthwise Conv after a Resize on LiteRT, and the rewrite adds PAD,
@@ -42,14 +47,25 @@ std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const C
 }
 
 // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and
-// DepthToSpace as a general 6-D transpose that alone costs about the original layer.
-std::string keep_for_ort(const NodeSummary&, const DeconvMatch&, const CpuFeatures& cpu) {
-  const std::string measured = "every depthwise ConvTranspose layer measured 0.12x-0.94x on ONNX Runtime's CPU provider "
-                               "after rewriting, on an AMD EPYC without AVX-512 (BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
-  if (!cpu.avx512f) return measured + "; kept for --target ort on this CPU (" + cpu.describe() + ")";
+// DepthToSpace as a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a
+// nearest Resize is a GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels.
+constexpr int64_t kOrtDenseNearestConvMinChannels = 64;
+
+std::string keep_for_ort(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures& cpu) {
+  const std::string where = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
+  if (s.form == "nearest_conv" && !depthwise(m)) {
+    if (m.channels >= kOrtDenseNearestConvMinChannels) return "";
+    return "a dense nearest + 3x3 Conv with " + std::to_string(m.channels) + " input channels (< " +
+           std::to_string(kOrtDenseNearestConvMinChannels) + ") measured 0.68x-0.94x " + where + "; kept for --target ort";
+  }
+  std::string measured;
+  if (s.form == "nearest_conv") measured = "a depthwise nearest + 3x3 Conv measured 0.27x-0.41x " + where;
+  else if (s.form == "conv_transpose") measured = "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where;
+  else measured = "the hand-written zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where;
+  if (!cpu.avx512f || s.form != "conv_transpose") return measured + "; kept for --target ort (" + cpu.describe() + ")";
   return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
-                    "1.17x-1.29x for two layers), and is not measured here: time the node on ONNX Runtime with "
-                    "--runtime ort --tune";
+                    "1.17x-1.29x for two layers) and is not measured here, so it is kept: time the node on ONNX Runtime "
+                    "with --runtime ort --tune";
 }
 
 std::vector<Target> make_targets() {
@@ -57,9 +73,9 @@ std::vector<Target> make_targets() {
   std::vector<Target> t;
   t.push_back({kDefaultTarget, "any of the runtimes below",
                "slower on none of the measured runtimes (executor, LiteRT, ExecuTorch) and converts on each: every form "
-               "but a depthwise nearest + Conv, joined for onnx2torch (Gather or batch + CRD DepthToSpace)",
-               all, keep_for_default, crd_layout,
-               "\"LiteRT: hand-written upsamplers\", \"ExecuTorch: how the phases are joined\""});
+               "but a depthwise nearest + Conv, joined for onnx2torch (Gather + CRD DepthToSpace)",
+               all, keep_for_default, gather_layout,
+               "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\""});
   t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
                "every form, DCR DepthToSpace: 9x-28x per ConvTranspose layer, 1.9x-4.1x per nearest + 3x3 Conv",
                all, rewrite_all, dcr_layout, "\"Layer level\", \"Hand-written upsamplers\""});
@@ -67,7 +83,7 @@ std::vector<Target> make_targets() {
                "every form but a depthwise nearest + Conv (slower there), DCR DepthToSpace (native)", all, keep_for_litert,
                dcr_layout, "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\""});
   t.push_back({"ort", "ONNX Runtime's CPU execution provider",
-               "nothing on CPUs without AVX-512, where every rewritten layer measured slower; elsewhere time it with --tune",
+               "only a dense nearest + 3x3 Conv with >= 64 input channels (1.1x-1.9x there); every other form measured slower",
                all, keep_for_ort, dcr_layout, "\"ONNX Runtime (CPU provider)\""});
   t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
                "every form, joined so that onnx2torch converts it (Gather or batch + CRD DepthToSpace)", all, rewrite_all,

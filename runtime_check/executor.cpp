@@ -238,6 +238,9 @@ std::string Executor::placement_summary() const {
   if (const size_t upsamples = noted(detail::kNearestUpsampleNote); upsamples > 0) {
     text += "; " + std::string(detail::kNearestUpsampleNote) + " " + std::to_string(upsamples);
   }
+  if (const size_t permutes = noted(detail::kChannelPermuteNote); permutes > 0) {
+    text += "; " + std::string(detail::kChannelPermuteNote) + " " + std::to_string(permutes);
+  }
   return text;
 }
 

@@ -242,4 +242,9 @@ inline constexpr const char* kNearestUpsampleNote = "optimized nearest upsample"
 // ("optimized nearest upsample (2x2 replication, NHWC)"); a null step when the node is not one.
 Built make_nearest_upsample_step(const NodeIo& io, Values& v);
 
+inline constexpr const char* kChannelPermuteNote = "optimized channel permutation";
+// A Gather on the channel axis of a rank-4 value with constant 1-D indices, or a CRD DepthToSpace, as a per-pixel
+// channel copy in NHWC, with its placement note; a null step when the node is not one (step_data.cpp).
+Built make_channel_permute_step(const NodeIo& io, Values& v);
+
 }  // namespace dwdeconv::runtime_check::detail

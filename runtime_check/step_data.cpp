@@ -179,6 +179,75 @@ class DepthToSpaceStep : public XnnStep {
   }
 };
 
+// Channel permutations on NHWC values, as plain copies split by input row over the thread pool: a Gather on the
+// channel axis with constant indices, and DepthToSpace in CRD order (XNNPACK's depth-to-space is DCR). The rewrite
+// writes both for runtimes that take DepthToSpace in CRD only (onnx2torch): the Gather takes the phases from DCR
+// to CRD order, and the pair computes what one DCR DepthToSpace computes, at one more copy.
+struct ChannelPermuteJob {
+  const float* x = nullptr;
+  float* y = nullptr;
+  size_t w = 0, c_in = 0;        // pixels per input row, channels per input pixel
+  std::vector<size_t> index;     // Gather: the input channel of each output channel
+  size_t block = 0, c_out = 0;   // DepthToSpace CRD: block size, output channels
+};
+
+// Gather: output pixel p, channel j reads input pixel p, channel index[j].
+void gather_channels_row(void* context, size_t row) {
+  const auto& job = *static_cast<const ChannelPermuteJob*>(context);
+  const size_t c_out = job.index.size();
+  const float* src = job.x + row * job.w * job.c_in;
+  float* dst = job.y + row * job.w * c_out;
+  for (size_t p = 0; p < job.w; ++p) {
+    for (size_t j = 0; j < c_out; ++j) dst[p * c_out + j] = src[p * job.c_in + job.index[j]];
+  }
+}
+
+// DepthToSpace CRD: output (h*b + i, w*b + j, c) reads input (h, w, c*b*b + i*b + j). Input row `row` (n*H + h)
+// writes output rows row*b .. row*b + b-1.
+void depth_to_space_crd_row(void* context, size_t row) {
+  const auto& job = *static_cast<const ChannelPermuteJob*>(context);
+  const size_t b = job.block, bb = b * b, out_w = job.w * b;
+  const float* src = job.x + row * job.w * job.c_in;
+  for (size_t i = 0; i < b; ++i) {
+    float* dst = job.y + (row * b + i) * out_w * job.c_out;
+    for (size_t px = 0; px < job.w; ++px) {
+      for (size_t j = 0; j < b; ++j) {
+        const float* in = src + px * job.c_in + i * b + j;
+        float* out = dst + (px * b + j) * job.c_out;
+        for (size_t c = 0; c < job.c_out; ++c) out[c] = in[c * bb];
+      }
+    }
+  }
+}
+
+class ChannelPermuteStep : public Step {
+ public:
+  ChannelPermuteStep(const onnx::NodeProto& node, int x, int y, std::vector<int64_t> y_dims, ChannelPermuteJob job, const Values& v)
+      : node_(node), x_(x), y_(y), x_dims_(v.peek(x).dims), y_dims_(std::move(y_dims)), job_(std::move(job)) {}
+
+  core::Status run(Values& v) override {
+    const Tensor& x = v.read(x_, Layout::kNhwc);
+    RC_CHECK(check_dims(node_, x, x_dims_));
+    Tensor& y = v.write(y_, Layout::kNhwc, x.dtype, y_dims_);
+    job_.x = x.f.data();
+    job_.y = y.f.data();
+    const size_t rows = static_cast<size_t>(x_dims_[0] * x_dims_[2]);
+    pthreadpool_parallelize_1d(v.threadpool, job_.block > 0 ? &depth_to_space_crd_row : &gather_channels_row, &job_, rows, 0);
+    return core::Ok{};
+  }
+
+  void accesses(const Values&, std::vector<Access>& out) const override {
+    out.push_back(Access{x_, Layout::kNhwc, false});
+    out.push_back(Access{y_, Layout::kNhwc, true});
+  }
+
+ private:
+  onnx::NodeProto node_;
+  int x_, y_;
+  std::vector<int64_t> x_dims_, y_dims_;
+  ChannelPermuteJob job_;
+};
+
 }  // namespace
 
 core::Result<Built> make_pad_step(const NodeIo& io, Values& v) {
@@ -269,6 +338,51 @@ core::Result<Built> make_split_step(const NodeIo& io, Values& v) {
   auto step = std::make_unique<SplitStep>(io.node, io.out[0]);
   RC_CHECK(step->plan(v, io.input(0), io.out, layout, sizes));
   return built(std::move(step));
+}
+
+}  // namespace dwdeconv::runtime_check::detail
+
+namespace dwdeconv::runtime_check::detail {
+
+Built make_channel_permute_step(const NodeIo& io, Values& v) {
+  Built none = declined("");
+  const std::string& op = io.node.op_type();
+  if ((op != "Gather" && op != "DepthToSpace") || io.in.empty() || io.input(0) < 0 || io.out.size() != 1 || io.out[0] < 0) return none;
+  const Tensor& x = v.peek(io.input(0));
+  if (!x.is_float() || x.dims.size() != 4 || x.numel() == 0) return none;
+  const int64_t n = x.dims[0], c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  ChannelPermuteJob job;
+  job.w = static_cast<size_t>(w);
+  job.c_in = static_cast<size_t>(c);
+  std::vector<int64_t> y_dims;
+  if (op == "Gather") {
+    const auto axis = onnx_io::get_int(io.node, "axis", 0);
+    if (!axis.ok() || (axis.value() != 1 && axis.value() != -3)) return none;
+    if (io.input(1) < 0 || !v.constant(io.input(1))) return none;
+    const Tensor& indices = v.peek(io.input(1));
+    if (indices.is_float() || indices.dims.size() != 1) return none;  // a scalar index drops the axis
+    for (int64_t k = 0; k < indices.numel(); ++k) {
+      int64_t i = static_cast<int64_t>(indices.get(k));
+      if (i < 0) i += c;
+      if (i < 0 || i >= c) return none;  // the reference kernel names the bad index
+      job.index.push_back(static_cast<size_t>(i));
+    }
+    if (job.index.empty()) return none;
+    y_dims = {n, static_cast<int64_t>(job.index.size()), h, w};
+  } else {
+    const auto mode = onnx_io::get_string(io.node, "mode", "DCR");
+    const auto block = onnx_io::get_int(io.node, "blocksize", 0);
+    if (!mode.ok() || mode.value() != "CRD" || !block.ok() || block.value() <= 0) return none;
+    const int64_t b = block.value();
+    if (c % (b * b) != 0) return none;
+    job.block = static_cast<size_t>(b);
+    job.c_out = static_cast<size_t>(c / (b * b));
+    y_dims = {n, c / (b * b), h * b, w * b};
+  }
+  Built b;
+  b.step = std::make_unique<ChannelPermuteStep>(io.node, io.input(0), io.out[0], y_dims, std::move(job), v);
+  b.note = std::string(kChannelPermuteNote) + (op == "Gather" ? " (channel Gather, NHWC)" : " (CRD DepthToSpace, NHWC)");
+  return b;
 }
 
 }  // namespace dwdeconv::runtime_check::detail

@@ -445,6 +445,8 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       Built upsample;
       if (options.use_xnnpack && (node.op_type() == "Resize" || node.op_type() == "Upsample")) {
         upsample = make_nearest_upsample_step(io, v);
+      } else if (options.use_xnnpack && (node.op_type() == "Gather" || node.op_type() == "DepthToSpace")) {
+        upsample = make_channel_permute_step(io, v);
       }
       if (upsample.step) {
         placement.note = std::move(upsample.note);

@@ -180,3 +180,57 @@ TEST_CASE("MI-GAN's hand-written upsampler stays NHWC from Resize to Conv, with 
   INFO(report.summary());
   CHECK(report.passed);
 }
+
+TEST_CASE("a channel Gather and a CRD DepthToSpace run as channel copies, in either layout, equal to the reference kernels",
+          "[executor][depth_to_space]") {
+  // The rewrite's Gather + CRD join (the default and executorch targets): the Gather takes DCR-ordered phases to
+  // CRD order, so the pair equals one DCR DepthToSpace. Also a Gather that is no such permutation (repeats, a
+  // negative index, fewer channels), since the step runs any constant 1-D channel Gather.
+  using Case = std::pair<std::vector<int64_t>, int64_t>;  // Gather indices, DepthToSpace block
+  const auto [indices, block] = GENERATE(Case{{0, 3, 1, 4, 2, 5}, 0},                              // a permutation, no D2S
+                                         Case{{0, 2, 4, 6, 1, 3, 5, 7}, 2},                        // DCR -> CRD, C = 2, s = 2
+                                         Case{{-1, 0, 0, 3, 5, 1, 7, 2}, 2},                       // repeats, -1
+                                         Case{{0, 1, 2, 3, 4, 5, 6, 7, 0}, 3});                    // 9 channels, s = 3
+  const bool nhwc = GENERATE(true, false);
+  const size_t threads = GENERATE(1, 2);
+  CAPTURE(indices, block, nhwc, threads);
+  const int64_t c = 8, out_c = static_cast<int64_t>(indices.size());
+  std::string text = "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,8,3,5] x) => (float y) {\n";
+  text += nhwc ? "  h = Conv <group = 8> (x, ones)\n" : "  h = Identity (x)\n";
+  text += block > 0 ? "  g = Gather <axis = 1> (h, order)\n  y = DepthToSpace <blocksize = " + std::to_string(block) +
+                          ", mode = \"CRD\"> (g)\n}"
+                    : "  y = Gather <axis = 1> (h, order)\n}";
+  auto model = parse_model_text(text);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("ones", onnx::TensorProto::FLOAT, {c, 1, 1, 1}, std::vector<double>(8, 1.0), true);
+  add_int64_initializer(model, "order", indices);
+  auto fast = make(model, true, threads, {});
+  auto generic = make(model, false, 1, fast.creation_inputs());
+  const size_t expected = block > 0 ? 2 : 1;
+  CHECK_THAT(fast.placement_summary(), Catch::EndsWith("; optimized channel permutation " + std::to_string(expected)));
+  CHECK_THAT(generic.placement_summary(), !Catch::Contains("permutation"));
+  std::vector<NamedTensor> inputs = fast.creation_inputs();
+  for (int round = 0; round < 2; ++round) {
+    const auto y_fast = run(fast, inputs);
+    const auto y_generic = run(generic, inputs);
+    REQUIRE(y_fast.size() == 1);
+    const std::vector<int64_t> dims = block > 0 ? std::vector<int64_t>{2, out_c / (block * block), 3 * block, 5 * block}
+                                                : std::vector<int64_t>{2, out_c, 3, 5};
+    REQUIRE(y_fast[0].tensor.dims == dims);
+    REQUIRE(y_generic[0].tensor.dims == dims);
+    CHECK(y_fast[0].tensor.f == y_generic[0].tensor.f);  // exact: both only copy
+    for (float& v : inputs[0].tensor.f) v = 2.0f * v + 0.5f;
+  }
+}
+
+TEST_CASE("a Gather that is not a constant channel lookup, and a DCR DepthToSpace, take their usual steps", "[executor][depth_to_space]") {
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,8,3,5] x, int64[2] i) => (float a, float b, float d) {\n"
+      "  a = Gather <axis = 1> (x, i)\n  b = Gather <axis = 2> (x, two)\n  d = DepthToSpace <blocksize = 2> (x)\n}");
+  add_int64_initializer(model, "two", {0, 2});
+  ExecutorOptions options;
+  options.inputs = {};
+  auto executor = Executor::create(model, options);
+  REQUIRE(executor.ok());
+  CHECK_THAT(executor->placement_summary(), !Catch::Contains("permutation"));
+  CHECK_THAT(executor->placement_summary(), Catch::Contains("xnnpack 1 (DepthToSpace 1)"));
+}

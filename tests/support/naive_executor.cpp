@@ -278,7 +278,22 @@ NaiveTensor run_expand_or_tile(const onnx::NodeProto& node, const Env& env, bool
 NaiveTensor run_gather(const onnx::NodeProto& node, const Env& env) {
   const NaiveTensor& x = input(node, env, 0);
   const NaiveTensor& index = input(node, env, 1);
-  if (x.dims.size() != 1 || attr_int(node, "axis", 0) != 0) fail(node, "only axis 0 of a 1-D tensor is implemented");
+  if (x.dims.size() == 4 && attr_int(node, "axis", 0) == 1 && index.dims.size() == 1) {
+    // The channel Gather the rewrite emits for a CRD DepthToSpace: out[n, j] = x[n, index[j]].
+    const int64_t n = x.dims[0], c = x.dims[1], plane = x.dims[2] * x.dims[3];
+    NaiveTensor out({n, index.dims[0], x.dims[2], x.dims[3]}, {});
+    for (int64_t b = 0; b < n; ++b) {
+      for (double i : index.data) {
+        auto at = static_cast<int64_t>(i);
+        if (at < 0) at += c;
+        if (at < 0 || at >= c) fail(node, "index out of range");
+        const auto from = x.data.begin() + static_cast<std::ptrdiff_t>((b * c + at) * plane);
+        out.data.insert(out.data.end(), from, from + static_cast<std::ptrdiff_t>(plane));
+      }
+    }
+    return out;
+  }
+  if (x.dims.size() != 1 || attr_int(node, "axis", 0) != 0) fail(node, "only axis 0 of a 1-D tensor and axis 1 of a 4-D one are implemented");
   NaiveTensor out(index.dims, {});
   for (double i : index.data) {
     auto at = static_cast<int64_t>(i);
