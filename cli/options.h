@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "rewrite/emitter.h"
+#include "rewrite/targets.h"
 
 namespace dwdeconv::cli {
 
@@ -29,7 +30,7 @@ struct Options {
   std::vector<std::string> only;
   std::vector<std::string> skip;
   std::vector<std::string> forms;  // --forms; empty means rewrite::default_forms()
-  std::string target = "xnnpack";  // --target: a profile of rewrite::targets()
+  std::string target = rewrite::kDefaultTarget;  // --target: a profile of rewrite::targets()
   std::vector<std::string> input_shapes;  // NAME=1x4x256x256
   std::vector<std::string> input_files;   // [NAME=]FILE.npy|.pb
   uint64_t seed = 0;

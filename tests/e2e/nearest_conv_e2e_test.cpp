@@ -10,7 +10,7 @@
 
 using namespace dwdeconv::test;
 
-TEST_CASE("nearest Resize + Conv blocks are rewritten by default and verify whole-model", "[e2e][nearest_conv]") {
+TEST_CASE("nearest Resize + Conv blocks are rewritten for the xnnpack target and verify whole-model", "[e2e][nearest_conv]") {
   auto model = parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     decoder (float[1,8,6,5] X) => (float[1,4,48,40] Y) {
@@ -34,7 +34,8 @@ TEST_CASE("nearest Resize + Conv blocks are rewritten by default and verify whol
   const fs::path input = dir.path / "decoder.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
   save(model, input);
   const std::string before = read_file(input);
-  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  // --target xnnpack: the default keeps the depthwise one (next test).
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --target xnnpack --verify --report " + report.string(), dir);
   CAPTURE(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
@@ -67,7 +68,7 @@ TEST_CASE("nearest Resize + Conv blocks are rewritten by default and verify whol
   CHECK(run_cli(out.string() + " --check", dir).exit_code == 0);
   REQUIRE(run_cli(out.string() + " -o " + again.string(), dir).exit_code == 0);
   CHECK(read_file(again) == read_file(out));
-  REQUIRE(run_cli(input.string() + " -o " + twice.string(), dir).exit_code == 0);
+  REQUIRE(run_cli(input.string() + " -o " + twice.string() + " --target xnnpack", dir).exit_code == 0);
   CHECK(read_file(twice) == read_file(out));
   // --forms without nearest_conv keeps them all, with the reason in the plan.
   const auto kept = run_cli(input.string() + " --dry-run --forms conv_transpose,nearest_mask", dir);
@@ -91,7 +92,7 @@ TEST_CASE("An opset-19 half_pixel_symmetric nearest Resize + Conv is rewritten a
   TempDir dir;
   const fs::path input = dir.path / "up.onnx", out = dir.path / "out.onnx";
   save(model, input);
-  const auto r = run_cli(input.string() + " -o " + out.string() + " --verify", dir);
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --target xnnpack --verify", dir);  // depthwise
   CAPTURE(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("verify (whole-model)"));
