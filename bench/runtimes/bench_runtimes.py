@@ -835,10 +835,14 @@ def executorch_child(work: Path, paths: list[str]) -> int:
         patch_onnx2torch_resize()
         variant = ".static-resize"
 
+    def op_name(target):
+        # OpOverload, EdgeOpOverload and the delegate call have name() ("aten::index.Tensor"); str() of an edge op
+        # prints its whole schema, and the _op of an aten overload is a pybind function with no useful name.
+        name = getattr(target, "name", None)
+        return name().replace("::", ".") if callable(name) else str(target)
+
     def counts(graph):
-        # An edge op prints with its whole schema; its aten overload prints as e.g. aten.convolution.default.
-        return collections.Counter(str(getattr(n.target, "_op", n.target)) for n in graph.nodes
-                                   if n.op == "call_function")
+        return collections.Counter(op_name(n.target) for n in graph.nodes if n.op == "call_function")
 
     def at(stage):
         (folder / "_progress.json").write_text(json.dumps({"model": str(path), "stage": stage}))
