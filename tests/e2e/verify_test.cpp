@@ -101,6 +101,36 @@ TEST_CASE("compare passes an honest rewrite and fails a planted error in one pha
   CHECK_THAT(read_file(report), Catch::Contains("\"compared\": "));
 }
 
+TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs are compared exactly", "[e2e][verify]") {
+  // A second graph output Z = Shape(X) + K; MODEL and OTHER differ only in K, by 1 at 2^60, where doubles are 256
+  // apart (issue 16 review B4: compared through double, every element was equal, "max abs 0").
+  const auto with_k = [](const std::string& k) {
+    auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,3] X) => (float[1,2,6,6] Y, int64[4] Z) {\n"
+                         "  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  S = Shape (X)\n"
+                         "  K = Constant <value = int64[4] {" + k + ", " + k + ", " + k + ", " + k + "}> ()\n  Z = Add (S, K)\n}\n");
+    set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 21);
+    return m;
+  };
+  TempDir dir;
+  const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
+  save(with_k("1152921504606846976"), model);
+  save(with_k("1152921504606846977"), other);
+  CHECK(run_cli(model.string() + " --compare " + model.string(), dir).exit_code == 0);
+  const auto r = run_cli(model.string() + " --compare " + other.string() + " --atol 10 --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("Y: max abs 0") && Catch::Contains("): pass"));
+  // Element 0 of Shape(X) is 1: 1 + 2^60 against 1 + 2^60 + 1.
+  CHECK_THAT(r.err, Catch::Contains("Z: max abs 1,") &&
+                        Catch::Contains("FAIL (element 0 is 1152921504606846978, expected 1152921504606846977 (integers are compared exactly))"));
+  CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\", \"max_abs_error\": 0, \"max_rel_error\": 0, \"passed\": true}"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Z\", \"max_abs_error\": 1, "));
+  CHECK_THAT(json, Catch::Contains("\"passed\": false"));
+}
+
 TEST_CASE("verify falls back to per-node mode on an unsupported op and still catches a planted error", "[e2e][verify]") {
   TempDir dir;
   auto m = parse_model(R"(

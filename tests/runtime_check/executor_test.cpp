@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -397,6 +398,48 @@ TEST_CASE("compare_outputs: errors relative to the output scale, per-dtype defau
   actual.dims = {1, 3};
   CHECK_FALSE(compare_outputs({{"y", actual}}, {{"y", expected}}, {}).passed);  // shape mismatch
   CHECK(default_tolerance(onnx::TensorProto::FLOAT16).rtol > default_tolerance(onnx::TensorProto::FLOAT).rtol);
+}
+
+TEST_CASE("compare_tensor: integer and bool outputs are compared exactly as int64, never through double, with no tolerance",
+          "[compare]") {
+  // 2^60 and 2^60 + 1 are one double: compared through double they were equal (issue 16 review B4).
+  const int64_t big = int64_t{1} << 60;
+  Tensor expected;
+  expected.reshape(onnx::TensorProto::INT64, {4});
+  expected.i = {big, big, 7, -3};
+  Tensor actual = expected;
+  CHECK(compare_tensor("z", actual, expected, {}).passed);
+  actual.i[1] = big + 1;
+  actual.i[3] = -4;
+  const OutputComparison off_by_one = compare_tensor("z", actual, expected, {});
+  CHECK_FALSE(off_by_one.passed);
+  CHECK(off_by_one.message == "element 1 is 1152921504606846977, expected 1152921504606846976 (integers are compared exactly)");
+  CHECK(off_by_one.max_abs_error == 1.0);
+  CHECK(off_by_one.scale == static_cast<double>(big));
+  // A tolerance given for float outputs does not loosen an integer one.
+  const OutputComparison tolerant = compare_tensor("z", actual, expected, {1e3, 1.0});
+  CHECK_FALSE(tolerant.passed);
+  CHECK(tolerant.tolerance.atol == 0.0);
+  CHECK(tolerant.tolerance.rtol == 0.0);
+  CHECK_FALSE(compare_outputs({{"z", actual}}, {{"z", expected}}, {1e3, 1.0}).passed);
+  // The widest difference is measured without overflowing int64.
+  expected.i = {INT64_MAX};
+  expected.dims = {1};
+  actual = expected;
+  actual.i = {INT64_MIN};
+  const OutputComparison extremes = compare_tensor("z", actual, expected, {});
+  CHECK_FALSE(extremes.passed);
+  CHECK(extremes.max_abs_error == Approx(1.8446744073709552e19));
+  // BOOL is held as int64 0/1 and compared the same way.
+  Tensor mask;
+  mask.reshape(onnx::TensorProto::BOOL, {2});
+  mask.i = {1, 0};
+  Tensor flipped = mask;
+  flipped.i[0] = 0;
+  CHECK(compare_tensor("m", mask, mask, {}).passed);
+  const OutputComparison bools = compare_tensor("m", flipped, mask, {1.0, 1.0});
+  CHECK_FALSE(bools.passed);
+  CHECK(bools.message == "element 0 is 0, expected 1 (integers are compared exactly)");
 }
 
 TEST_CASE("Neg and Sqrt run on XNNPACK in the producer's layout and match the reference kernels", "[xnnpack][unary]") {
