@@ -27,7 +27,8 @@ struct ToleranceValues {
   double rtol = 0.0;
 };
 
-// FLOAT: rtol 1e-4, atol 1e-6. DOUBLE (computed in f32 here): the same. FLOAT16: rtol 1e-2, atol 1e-3.
+// FLOAT: rtol 1e-4, atol 1e-6. DOUBLE: the same (for callers comparing tensors of their own; the executor refuses to
+// compute DOUBLE). FLOAT16: rtol 1e-2, atol 1e-3.
 // BFLOAT16: rtol 2e-2, atol 1e-2. Integer and bool types: exact (0, 0), and compare_tensor() ignores any other.
 ToleranceValues default_tolerance(int32_t data_type);
 

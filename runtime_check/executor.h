@@ -8,7 +8,9 @@
 // shape arithmetic, Shape of a now-known tensor) are folded then, and every other node becomes a step whose input
 // and output shapes are fixed. run() requires inputs of the creation shapes. Graph inputs and outputs are NCHW;
 // inside, XNNPACK steps keep rank-4 activations in NHWC and convert only where a consumer needs NCHW.
-// Every floating type computes in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
+// FLOAT, FLOAT16 and BFLOAT16 compute in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
+// DOUBLE is refused: a node reading a DOUBLE value (other than Shape, which reads only dims) or writing one fails
+// create(), naming the node and the value, since f32 arithmetic passed off as f64 would judge a float64 model in f32.
 //
 // Memory: activations live in one arena allocated at creation, at offsets shared by values whose lifetimes (first
 // step writing, last step reading) do not overlap, layout conversions included (MemoryPlan). A run allocates
@@ -137,7 +139,8 @@ struct MemoryPlan {
 class Executor {
  public:
   // Plans `model` and runs it once on the creation inputs (see last_outputs()). Errors name the node and op
-  // (unsupported op, bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
+  // (unsupported op, bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold,
+  // a DOUBLE value). A given input of another float type than its graph input's is converted to the declared type.
   static core::Result<Executor> create(const onnx::ModelProto& model, const ExecutorOptions& options);
 
   Executor(Executor&&) noexcept;

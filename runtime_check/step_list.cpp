@@ -260,6 +260,34 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
   return dead;
 }
 
+// Every float type is held in f32 (ops/tensor.h). FLOAT16 and BFLOAT16 round to their type where a runtime would, but
+// a DOUBLE computed in f32 is another computation: (x + 1e10) - 1e10 gives 0 for every |x| < 512, not x. So no node
+// may read a DOUBLE value (a Shape reads only its dims) or write one, as the constant folder folds none.
+constexpr const char* kNoDouble =
+    "the executor holds float64 values in float32 and would judge a float64 computation in float32, so it does not run "
+    "DOUBLE values";
+
+// Why `node` is refused for a DOUBLE input (empty when it has none); `in` are its input slots.
+std::string double_input_reason(const onnx::NodeProto& node, const std::vector<int>& in, const Values& v) {
+  if (node.op_type() == "Shape") return {};
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] >= 0 && v.peek(in[k]).dtype == onnx::TensorProto::DOUBLE) {
+      return "reads '" + node.input(static_cast<int>(k)) + "', which is DOUBLE: " + kNoDouble;
+    }
+  }
+  return {};
+}
+
+// Why `node` is refused for a DOUBLE output it has just written (empty when it wrote none).
+std::string double_output_reason(const onnx::NodeProto& node, const std::vector<int>& out, const Values& v) {
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k] >= 0 && v.peek(out[k]).dtype == onnx::TensorProto::DOUBLE) {
+      return "writes '" + node.output(static_cast<int>(k)) + "', which is DOUBLE: " + kNoDouble;
+    }
+  }
+  return {};
+}
+
 // Elementwise ops of one data input: the op table's unary kernel, and Clip (whose bounds are scalars).
 bool layout_preserving(const std::string& op) {
   const ops::OpSpec* spec = ops::find_op(op);
@@ -352,7 +380,15 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
   RC_ASSIGN(auto random, make_random_inputs(inputs_only, shapes, options.seed));
   for (auto& r : random) {
     for (const auto& given : options.inputs) {
-      if (given.name == r.name) r.tensor = given.tensor;
+      if (given.name != r.name) continue;
+      const int32_t declared = r.tensor.dtype;
+      r.tensor = given.tensor;
+      // A file of another float type feeds the input as its declared type, as a caller converts it for a runtime:
+      // a float64 .npy for a float32 input is rounded to float32 (and a float32 one for a float64 input is DOUBLE).
+      if (r.tensor.is_float() && is_float_type(declared)) {
+        r.tensor.dtype = declared;
+        for (float& x : r.tensor.f) x = round_to_type(x, declared);
+      }
     }
     list.inputs.emplace_back(r.name, slot_of.at(r.name));
   }
@@ -389,6 +425,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       all_constant = all_constant && v.constant(it->second);
     }
     for (const auto& name : node.output()) out.push_back(name.empty() ? -1 : slot_of.at(name));
+    if (std::string why = double_input_reason(node, in, v); !why.empty()) return node_error(node, why);
     const NodeIo io{node, opset, in, out};
     NodePlacement placement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}, {}, {}};
     const bool shape_only = node.op_type() == "Shape";  // input dims are fixed at creation
@@ -398,6 +435,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       std::vector<Tensor*> outputs;
       for (int id : out) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
       RC_CHECK(run_reference_node(node, OpContext{opset}, inputs, outputs));
+      if (std::string why = double_output_reason(node, out, v); !why.empty()) return node_error(node, why);
       for (int id : out) {
         if (id < 0) continue;
         v.touch(id, Layout::kNchw);
@@ -413,7 +451,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.placement = Placement::kXnnpack;
         placement.fusion = kFusedConcatNote;
         RC_CHECK(fused->run(v));
-        add_step(std::move(fused), std::move(placement));
+          add_step(std::move(fused), std::move(placement));
         continue;
       }
     }
@@ -423,7 +461,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.placement = Placement::kXnnpack;
         placement.fusion = std::string(kFusedIntoNote) + " " + conv;
         list.placements.push_back(std::move(placement));
-        continue;
+          continue;
       }
     }
     std::unique_ptr<Step> step;
@@ -455,6 +493,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       if (!step) step = make_reference_step(node, opset, in, out, layout_preserving(node.op_type()));
     }
     RC_CHECK(step->run(v));
+    if (std::string why = double_output_reason(node, out, v); !why.empty()) return node_error(node, why);
     add_step(std::move(step), std::move(placement));
   }
 
@@ -462,6 +501,10 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     const auto it = slot_of.find(out.name());
     if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
       return core::invalid_model("graph output '" + out.name() + "' is never produced");
+    }
+    // A DOUBLE graph input or initializer that is itself a graph output: no node reads or writes it.
+    if (v.peek(it->second).dtype == onnx::TensorProto::DOUBLE) {
+      return core::invalid_model("graph output '" + out.name() + "' is DOUBLE: " + kNoDouble);
     }
     list.outputs.emplace_back(out.name(), it->second);
   }

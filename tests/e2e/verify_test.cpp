@@ -131,6 +131,34 @@ TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs
   CHECK_THAT(json, Catch::Contains("\"passed\": false"));
 }
 
+TEST_CASE("compare of float64 models fails naming the node and DOUBLE: the executor does not judge them in float32", "[e2e][verify]") {
+  // (x + 1e10) - 1e10 against x * 0: ONNX Runtime differs by up to 1, float32 gives 0 for both (issue 16 review B5).
+  TempDir dir;
+  const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
+  save(parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (double[1,2,3,3] x) => (double[1,2,3,3] z) {
+      big = Constant <value = double[1] {1e10}> ()
+      a = Add (x, big)
+      z = Sub (a, big)
+    })"), model);
+  save(parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (double[1,2,3,3] x) => (double[1,2,3,3] z) {
+      zero = Constant <value = double[1] {0.0}> ()
+      z = Mul (x, zero)
+    })"), other);
+  const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() + ": the original model cannot run whole: Constant producing "
+                                    "'big': writes 'big', which is DOUBLE: the executor holds float64 values in float32"));
+  CHECK_THAT(r.err, !Catch::Contains("verification passed"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"exit_code\": 1,") && Catch::Contains("which is DOUBLE"));
+  CHECK_THAT(json, !Catch::Contains("\"verify\""));  // nothing was compared
+}
+
 TEST_CASE("verify falls back to per-node mode on an unsupported op and still catches a planted error", "[e2e][verify]") {
   TempDir dir;
   auto m = parse_model(R"(

@@ -277,6 +277,52 @@ TEST_CASE("A FLOAT16 model computes in f32 and returns FLOAT16", "[executor][f16
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < 2e-3);
 }
 
+TEST_CASE("DOUBLE values are refused naming the node and the value: the executor does not judge float64 in float32",
+          "[executor][f64]") {
+  // In f32, (x + 1e10) - 1e10 is 0 for every |x| < 512; in f64 it is x (issue 16 review B5).
+  const auto refused = [](const std::string& text) {
+    auto executor = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n" + text), {});
+    REQUIRE_FALSE(executor.ok());
+    return executor.error().message;
+  };
+  const std::string why = "the executor holds float64 values in float32 and would judge a float64 computation in float32";
+  // A DOUBLE graph input read by a node, computed or folded.
+  CHECK_THAT(refused("g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n  a = Add (x, x)\n  z = Sub (a, x)\n}"),
+             Catch::StartsWith("Add producing 'a': reads 'x', which is DOUBLE: " + why));
+  CHECK_THAT(refused("g (float[2] x) => (double[1] z) {\n  c = Constant <value = double[1] {1.5}> ()\n  z = Neg (c)\n}"),
+             Catch::StartsWith("Constant producing 'c': writes 'c', which is DOUBLE: " + why));
+  // A Cast to DOUBLE writes one.
+  CHECK_THAT(refused("g (float[2] x) => (double[2] y) {\n  y = Cast <to = 11> (x)\n}"),
+             Catch::StartsWith("Cast producing 'y': writes 'y', which is DOUBLE: " + why));
+  // A DOUBLE graph input that is itself a graph output, which no node reads.
+  CHECK_THAT(refused("g (double[2] x, float[2] f) => (double[2] x, float[2] r) {\n  r = Relu (f)\n}"),
+             Catch::StartsWith("graph output 'x' is DOUBLE: " + why));
+
+  // Shape reads only the dims of a DOUBLE value, so a model may take one for its shape.
+  auto shape_only = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                                      "g (double[1,2,3] x, float[2] f) => (int64[3] s, float[2] r) {\n"
+                                                      "  s = Shape (x)\n  r = Relu (f)\n}"), {});
+  INFO((shape_only.ok() ? std::string() : shape_only.error().message));
+  REQUIRE(shape_only.ok());
+  const auto outputs = shape_only->last_outputs();
+  REQUIRE(outputs.size() == 2);
+  CHECK(outputs[0].tensor.i == std::vector<int64_t>{1, 2, 3});
+
+  // A float64 .npy for a float32 input is fed as float32, the input's declared type: the model still runs.
+  ExecutorOptions options;
+  NamedTensor given{"f", {}};
+  given.tensor.reshape(onnx::TensorProto::DOUBLE, {2});
+  given.tensor.f = {-0.5f, 0.25f};
+  options.inputs = {given};
+  auto fed = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                               "g (float[2] f) => (float[2] r) {\n  r = Relu (f)\n}"), options);
+  INFO((fed.ok() ? std::string() : fed.error().message));
+  REQUIRE(fed.ok());
+  CHECK(fed->creation_inputs()[0].tensor.dtype == onnx::TensorProto::FLOAT);
+  CHECK(fed->last_outputs()[0].tensor.dtype == onnx::TensorProto::FLOAT);
+  CHECK(fed->last_outputs()[0].tensor.f == FloatStorage{0.0f, 0.25f});
+}
+
 TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[executor]") {
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4] x) => (float y) {\n"
                                 "  y = Hardmax (x)\n}");
