@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,28 @@ struct MemoryPlan {
   size_t values = 0;            // activations and conversions placed
 };
 
+// The first element of a value that is inf or NaN. XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: a
+// NaN made inside an operator (0 * inf, inf - inf) comes out as -inf or +inf, a NaN read by one does too, and a later
+// Relu, Clip or Sigmoid makes that infinity finite; a zero-extended depthwise kernel computes 0 * inf where the model
+// has no such product. So a run that met one need not compute what the model computes, and comparing it with another
+// model's run proves nothing (kNonFiniteCaveat).
+struct NonFiniteValue {
+  std::string value;           // the value's name
+  std::string node;            // describe_node() of the node that wrote it; empty for a graph input or initializer
+  bool graph_input = false;    // with an empty node: a graph input (else an initializer)
+  int64_t element = 0;         // the first non-finite element, in ONNX (row-major NCHW) order
+  std::vector<int64_t> index;  // the same element per axis
+  float number = 0;            // inf, -inf or NaN
+
+  // "Sqrt producing 's' writes NaN to 's' at element 3 [0, 0, 0, 3]", "initializer 'w' holds inf at element 0 [0]".
+  std::string describe() const;
+};
+
+// Why a run holding a NonFiniteValue is not compared: the sentence verification adds to describe().
+inline constexpr const char* kNonFiniteCaveat =
+    "the executor cannot compare non-finite values faithfully (XNNPACK's output clamps do not keep NaN: it comes out "
+    "as -inf or +inf, which a later op can make finite)";
+
 class Executor {
  public:
   // Plans `model` and runs it once on the creation inputs (see last_outputs()). Errors name the node and op
@@ -167,6 +190,11 @@ class Executor {
 
   // The inputs create() used (explicit ones, else seeded random values), in graph input order.
   const std::vector<NamedTensor>& creation_inputs() const;
+
+  // The first value of the creation run holding inf or NaN (see NonFiniteValue): the graph inputs, then the
+  // initializers, then every value a node wrote (folded or run), in graph order; nullopt when every one is finite.
+  // Later runs are not scanned.
+  const std::optional<NonFiniteValue>& first_non_finite() const;
 
   // One entry per graph node, in graph order.
   const std::vector<NodePlacement>& placements() const;

@@ -1,7 +1,9 @@
 #include "runtime_check/step_list.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "onnx_io/attributes.h"
@@ -288,6 +290,54 @@ std::string double_output_reason(const onnx::NodeProto& node, const std::vector<
   return {};
 }
 
+// The first element of `t` (stored in `layout`) that is inf or NaN, in ONNX (row-major NCHW) order, and its value.
+std::optional<std::pair<int64_t, float>> first_non_finite_element(const Tensor& t, Layout layout) {
+  if (!t.is_float()) return std::nullopt;
+  const FloatStorage& f = t.f;
+  const auto bad = [](float x) { return !std::isfinite(x); };
+  if (std::none_of(f.begin(), f.end(), bad)) return std::nullopt;  // the common case: one pass, no index arithmetic
+  if (!layout_applies(t) || layout == Layout::kNchw) {
+    const auto at = static_cast<size_t>(std::find_if(f.begin(), f.end(), bad) - f.begin());
+    return std::make_pair(static_cast<int64_t>(at), f[at]);
+  }
+  // NHWC storage: logical element (n, c, h, w) is stored at ((n * H + h) * W + w) * C + c.
+  const int64_t batch = t.dims[0], channels = t.dims[1], height = t.dims[2], width = t.dims[3];
+  int64_t element = 0;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t h = 0; h < height; ++h) {
+        for (int64_t w = 0; w < width; ++w, ++element) {
+          const float x = f[static_cast<size_t>(((n * height + h) * width + w) * channels + c)];
+          if (bad(x)) return std::make_pair(element, x);
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Records value `id` (named `name`, written by `node`, or a graph input or initializer when `node` is empty) as the
+// executor's first non-finite value when it holds one and none was recorded before.
+void note_non_finite(StepList& list, int id, const std::string& name, const std::string& node, bool graph_input = false) {
+  if (list.non_finite || id < 0) return;
+  const Tensor& t = list.values.peek(id);
+  const auto found = first_non_finite_element(t, list.values.layout(id));
+  if (!found) return;
+  NonFiniteValue bad{name, node, graph_input, found->first, {}, found->second};
+  bad.index.assign(t.dims.size(), 0);
+  int64_t rest = found->first;  // row-major: the last axis varies fastest
+  for (size_t a = t.dims.size(); a-- > 0;) {
+    bad.index[a] = t.dims[a] > 0 ? rest % t.dims[a] : 0;
+    rest = t.dims[a] > 0 ? rest / t.dims[a] : 0;
+  }
+  list.non_finite = std::move(bad);
+}
+
+// Records the first non-finite output of `node` (see note_non_finite).
+void note_non_finite_outputs(StepList& list, const onnx::NodeProto& node, const std::vector<int>& out) {
+  for (size_t k = 0; k < out.size(); ++k) note_non_finite(list, out[k], node.output(static_cast<int>(k)), onnx_io::describe_node(node));
+}
+
 // Elementwise ops of one data input: the op table's unary kernel, and Clip (whose bounds are scalars).
 bool layout_preserving(const std::string& op) {
   const ops::OpSpec* spec = ops::find_op(op);
@@ -394,6 +444,10 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
   }
   list.creation_inputs = std::move(random);
   RC_CHECK(list.load_inputs(list.creation_inputs, false));
+  // Every value the run holds is scanned for inf and NaN (first_non_finite()): the inputs, the constants, and each
+  // node's outputs right after it wrote them (before the memory plan retires them).
+  for (const auto& [name, id] : list.inputs) note_non_finite(list, id, name, "", /*graph_input=*/true);
+  for (const auto& init : graph.initializer()) note_non_finite(list, slot_of.at(init.name()), init.name(), "");
 
   // Plan: fold constants, build a step per remaining node and run it once to fix shapes.
   auto add_step = [&](std::unique_ptr<Step> step, NodePlacement placement) {
@@ -441,6 +495,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         v.touch(id, Layout::kNchw);
         v.slots[static_cast<size_t>(id)].constant = true;
       }
+      note_non_finite_outputs(list, node, out);
       placement.placement = Placement::kFolded;
       list.placements.push_back(std::move(placement));
       continue;
@@ -451,7 +506,8 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.placement = Placement::kXnnpack;
         placement.fusion = kFusedConcatNote;
         RC_CHECK(fused->run(v));
-          add_step(std::move(fused), std::move(placement));
+        note_non_finite_outputs(list, node, out);
+        add_step(std::move(fused), std::move(placement));
         continue;
       }
     }
@@ -461,7 +517,8 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.placement = Placement::kXnnpack;
         placement.fusion = std::string(kFusedIntoNote) + " " + conv;
         list.placements.push_back(std::move(placement));
-          continue;
+        note_non_finite_outputs(list, node, out);
+        continue;
       }
     }
     std::unique_ptr<Step> step;
@@ -494,6 +551,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     }
     RC_CHECK(step->run(v));
     if (std::string why = double_output_reason(node, out, v); !why.empty()) return node_error(node, why);
+    note_non_finite_outputs(list, node, out);
     add_step(std::move(step), std::move(placement));
   }
 

@@ -323,6 +323,69 @@ TEST_CASE("DOUBLE values are refused naming the node and the value: the executor
   CHECK(fed->last_outputs()[0].tensor.f == FloatStorage{0.0f, 0.25f});
 }
 
+TEST_CASE("first_non_finite names the first value of the creation run holding inf or NaN, its writer and element",
+          "[executor][non_finite]") {
+  const auto create = [](const std::string& text, const std::vector<NamedTensor>& inputs = {}) {
+    ExecutorOptions options;
+    options.inputs = inputs;
+    auto executor = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n" + text), options);
+    INFO((executor.ok() ? std::string() : executor.error().message));
+    REQUIRE(executor.ok());
+    return std::move(executor.value());
+  };
+  // Sqrt of the seeded inputs in [-1, 1) is NaN at the first negative one; the Mul after it (XNNPACK, which clamps that
+  // NaN to -inf) is not what is named.
+  auto sqrt = create("g (float[1,2,2,3] x) => (float[1,2,2,3] y) {\n  s = Sqrt (x)\n"
+                     "  one = Constant <value = float[1] {1.0}> ()\n  y = Mul (s, one)\n}");
+  const Tensor& x = sqrt.creation_inputs()[0].tensor;
+  int64_t first_negative = 0;
+  while (first_negative < x.numel() && x.get(first_negative) >= 0) ++first_negative;
+  REQUIRE(first_negative < x.numel());
+  REQUIRE(sqrt.first_non_finite().has_value());
+  const NonFiniteValue& nan = *sqrt.first_non_finite();
+  CHECK(nan.value == "s");
+  CHECK(nan.node == "Sqrt producing 's'");
+  CHECK(std::isnan(nan.number));
+  CHECK(nan.element == first_negative);
+  CHECK_THAT(nan.describe(), Catch::StartsWith("Sqrt producing 's' writes NaN to 's' at element " + std::to_string(first_negative) + " ["));
+  CHECK(sqrt.count("Sqrt", Placement::kXnnpack) == 1);
+
+  // An NHWC value (a dense 1x1 Conv on XNNPACK) is searched in ONNX order: x = 3e38 at [0,0,0,2] and [0,1,0,0] overflows
+  // to inf at both; in NHWC storage [0,1,0,0] comes first, in ONNX order [0,0,0,2] does.
+  NamedTensor big{"x", {}};
+  big.tensor.reshape(onnx::TensorProto::FLOAT, {1, 2, 1, 3});
+  big.tensor.f = {0.5f, 0.25f, 3e38f, 3e38f, -0.5f, 0.125f};
+  auto conv = create("g (float[1,2,1,3] x) => (float[1,2,1,3] y) {\n"
+                     "  w = Constant <value = float[2,2,1,1] {10.0, 0.0, 0.0, 10.0}> ()\n  y = Conv (x, w)\n}", {big});
+  CHECK(conv.count("Conv", Placement::kXnnpack) == 1);
+  REQUIRE(conv.first_non_finite().has_value());
+  CHECK(conv.first_non_finite()->describe() == "Conv producing 'y' writes inf to 'y' at element 2 [0, 0, 0, 2]");
+
+  // Graph inputs first, then initializers, then node outputs (folded ones included).
+  NamedTensor minus_inf{"x", {}};
+  minus_inf.tensor.reshape(onnx::TensorProto::FLOAT, {2});
+  minus_inf.tensor.f = {1.0f, -std::numeric_limits<float>::infinity()};
+  auto input = create("g (float[2] x) => (float[2] y) {\n  y = Neg (x)\n}", {minus_inf});
+  REQUIRE(input.first_non_finite().has_value());
+  CHECK(input.first_non_finite()->describe() == "graph input 'x' holds -inf at element 1 [1]");
+  auto initializer = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[2] x) => (float[2] y) {\n  y = Add (x, b)\n}");
+  *initializer.mutable_graph()->add_initializer() =
+      onnx_io::make_tensor("b", onnx::TensorProto::FLOAT, {2}, {0.0, std::numeric_limits<double>::quiet_NaN()}, /*raw=*/true);
+  auto with_nan = Executor::create(initializer, {});
+  REQUIRE(with_nan.ok());
+  REQUIRE(with_nan->first_non_finite().has_value());
+  CHECK(with_nan->first_non_finite()->describe() == "initializer 'b' holds NaN at element 1 [1]");
+  auto folded = create("g (float[2] x) => (float[2] y) {\n  c = Constant <value = float[1] {3e38}> ()\n  d = Mul (c, c)\n"
+                       "  y = Add (x, d)\n}");
+  REQUIRE(folded.first_non_finite().has_value());
+  CHECK(folded.first_non_finite()->describe() == "Mul producing 'd' writes inf to 'd' at element 0 [0]");
+  CHECK(folded.count("Mul", Placement::kFolded) == 1);
+
+  // Finite everywhere: nothing to name.
+  auto finite = create("g (float[1,2,2,3] x) => (float[1,2,2,3] y) {\n  r = Relu (x)\n  y = Sqrt (r)\n}");
+  CHECK_FALSE(finite.first_non_finite().has_value());
+}
+
 TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[executor]") {
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4] x) => (float y) {\n"
                                 "  y = Hardmax (x)\n}");
