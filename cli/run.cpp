@@ -90,14 +90,17 @@ core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
     if (!tensor) return tensor.error();
     if (eq != std::string::npos) tensor->name = text.substr(0, eq);
     // XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: each path turns it into -inf or +inf its own
-    // way, so NaN inputs would fail a correct rewrite element by element. --bench only times, so it may run them.
+    // way, and an infinity makes NaN wherever a model computes 0 * inf or inf - inf, so the executor's runs on such
+    // inputs are not the models' (a correct rewrite failed, a wrong pair passed). --bench only times, so it may run them.
     const bool compares = opt.verify || !opt.compare.empty();
     for (int64_t k = 0; compares && tensor->tensor.is_float() && k < tensor->tensor.numel(); ++k) {
-      if (std::isnan(tensor->tensor.get(k))) {
+      if (const double x = tensor->tensor.get(k); !std::isfinite(x)) {
+        const std::string what = std::isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf";
         return core::Error{core::ErrorKind::kUsage,
-                           "--input " + path + ": element " + std::to_string(k) + " is NaN; --verify and --compare cannot compare "
-                           "NaN inputs, since XNNPACK's output clamps do not keep NaN (each model turns it into -inf or +inf "
-                           "its own way): give an input without NaN"};
+                           "--input " + path + ": element " + std::to_string(k) + " is " + what + "; --verify and --compare "
+                           "cannot compare non-finite inputs, since XNNPACK's output clamps do not keep NaN (each model "
+                           "turns a NaN, also one made from an infinity by 0 * inf or inf - inf, into -inf or +inf its own "
+                           "way): give an input with finite values"};
       }
     }
     setup.inputs.push_back(std::move(*tensor));

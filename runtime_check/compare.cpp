@@ -19,6 +19,36 @@ ToleranceValues default_tolerance(int32_t data_type) {
   }
 }
 
+namespace {
+
+// |a - b| as a double, without the overflow of a - b in int64 (INT64_MAX - INT64_MIN).
+double integer_distance(int64_t a, int64_t b) {
+  const uint64_t d = a >= b ? static_cast<uint64_t>(a) - static_cast<uint64_t>(b) : static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
+  return static_cast<double>(d);
+}
+
+// Integer and bool outputs element by element as int64, never through double (which holds 53 bits: 2^60 and
+// 2^60 + 1 are one double), and with no tolerance: an index, a shape or a count that is off by one is wrong.
+void compare_integers(OutputComparison& c, const Tensor& actual, const Tensor& expected) {
+  c.tolerance = {0.0, 0.0};
+  double scale = 0.0;
+  for (const int64_t e : expected.i) scale = std::max(scale, integer_distance(e, 0));
+  c.scale = scale > 0.0 ? scale : 1.0;
+  for (size_t k = 0; k < expected.i.size(); ++k) {
+    const int64_t e = expected.i[k], a = actual.i[k];
+    if (a == e) continue;
+    if (c.message.empty()) {
+      c.message = "element " + std::to_string(k) + " is " + std::to_string(a) + ", expected " + std::to_string(e) +
+                  " (integers are compared exactly)";
+    }
+    c.max_abs_error = std::max(c.max_abs_error, integer_distance(a, e));
+  }
+  c.max_rel_error = c.max_abs_error / c.scale;
+  c.passed = c.message.empty();
+}
+
+}  // namespace
+
 OutputComparison compare_tensor(const std::string& name, const Tensor& actual, const Tensor& expected,
                                 const Tolerances& tolerances) {
   OutputComparison c;
@@ -31,6 +61,10 @@ OutputComparison compare_tensor(const std::string& name, const Tensor& actual, c
   }
   if (actual.dtype != expected.dtype) {
     c.message = "type " + onnx_io::data_type_name(actual.dtype) + " != expected " + onnx_io::data_type_name(expected.dtype);
+    return c;
+  }
+  if (!expected.is_float()) {
+    compare_integers(c, actual, expected);
     return c;
   }
   double scale = 0.0;

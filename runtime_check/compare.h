@@ -5,6 +5,7 @@
 //   scale         = max |e| (1 when every expected value is 0)
 //   max_rel_error = max_abs_error / scale          (error relative to the output's scale, not per element)
 //   passed        = max_abs_error <= atol + rtol * scale, shapes and dtypes agree, NaNs in the same places.
+// Integer and bool outputs are compared exactly, as int64 (no tolerance applies, whatever is given).
 #pragma once
 
 #include <optional>
@@ -26,8 +27,9 @@ struct ToleranceValues {
   double rtol = 0.0;
 };
 
-// FLOAT: rtol 1e-4, atol 1e-6. DOUBLE (computed in f32 here): the same. FLOAT16: rtol 1e-2, atol 1e-3.
-// BFLOAT16: rtol 2e-2, atol 1e-2. Integer and bool types: exact.
+// FLOAT: rtol 1e-4, atol 1e-6. DOUBLE: the same (for callers comparing tensors of their own; the executor refuses to
+// compute DOUBLE). FLOAT16: rtol 1e-2, atol 1e-3.
+// BFLOAT16: rtol 2e-2, atol 1e-2. Integer and bool types: exact (0, 0), and compare_tensor() ignores any other.
 ToleranceValues default_tolerance(int32_t data_type);
 
 struct OutputComparison {

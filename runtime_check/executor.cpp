@@ -1,6 +1,7 @@
 #include "runtime_check/executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <new>
 
@@ -169,6 +170,17 @@ ExecutorProfile Executor::profile(size_t top_nodes) const {
 }
 
 const std::vector<NamedTensor>& Executor::creation_inputs() const { return impl_->creation_inputs; }
+
+const std::optional<NonFiniteValue>& Executor::first_non_finite() const { return impl_->non_finite; }
+
+std::string NonFiniteValue::describe() const {
+  const std::string what = std::isnan(number) ? "NaN" : number > 0 ? "inf" : "-inf";
+  std::string at = " at element " + std::to_string(element) + " [";
+  for (size_t a = 0; a < index.size(); ++a) at += (a ? ", " : "") + std::to_string(index[a]);
+  at += "]";
+  if (!node.empty()) return node + " writes " + what + " to '" + value + "'" + at;
+  return std::string(graph_input ? "graph input '" : "initializer '") + value + "' holds " + what + at;
+}
 
 const MemoryPlan& Executor::memory_plan() const { return impl_->memory; }
 

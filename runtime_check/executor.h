@@ -8,7 +8,9 @@
 // shape arithmetic, Shape of a now-known tensor) are folded then, and every other node becomes a step whose input
 // and output shapes are fixed. run() requires inputs of the creation shapes. Graph inputs and outputs are NCHW;
 // inside, XNNPACK steps keep rank-4 activations in NHWC and convert only where a consumer needs NCHW.
-// Every floating type computes in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
+// FLOAT, FLOAT16 and BFLOAT16 compute in f32 (FLOAT16/BFLOAT16 outputs are rounded to their type at the boundary).
+// DOUBLE is refused: a node reading a DOUBLE value (other than Shape, which reads only dims) or writing one fails
+// create(), naming the node and the value, since f32 arithmetic passed off as f64 would judge a float64 model in f32.
 //
 // Memory: activations live in one arena allocated at creation, at offsets shared by values whose lifetimes (first
 // step writing, last step reading) do not overlap, layout conversions included (MemoryPlan). A run allocates
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,10 +137,33 @@ struct MemoryPlan {
   size_t values = 0;            // activations and conversions placed
 };
 
+// The first element of a value that is inf or NaN. XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: a
+// NaN made inside an operator (0 * inf, inf - inf) comes out as -inf or +inf, a NaN read by one does too, and a later
+// Relu, Clip or Sigmoid makes that infinity finite; a zero-extended depthwise kernel computes 0 * inf where the model
+// has no such product. So a run that met one need not compute what the model computes, and comparing it with another
+// model's run proves nothing (kNonFiniteCaveat).
+struct NonFiniteValue {
+  std::string value;           // the value's name
+  std::string node;            // describe_node() of the node that wrote it; empty for a graph input or initializer
+  bool graph_input = false;    // with an empty node: a graph input (else an initializer)
+  int64_t element = 0;         // the first non-finite element, in ONNX (row-major NCHW) order
+  std::vector<int64_t> index;  // the same element per axis
+  float number = 0;            // inf, -inf or NaN
+
+  // "Sqrt producing 's' writes NaN to 's' at element 3 [0, 0, 0, 3]", "initializer 'w' holds inf at element 0 [0]".
+  std::string describe() const;
+};
+
+// Why a run holding a NonFiniteValue is not compared: the sentence verification adds to describe().
+inline constexpr const char* kNonFiniteCaveat =
+    "the executor cannot compare non-finite values faithfully (XNNPACK's output clamps do not keep NaN: it comes out "
+    "as -inf or +inf, which a later op can make finite)";
+
 class Executor {
  public:
   // Plans `model` and runs it once on the creation inputs (see last_outputs()). Errors name the node and op
-  // (unsupported op, bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold).
+  // (unsupported op, bad attribute, shape mismatch, missing input dims, a value too large for this machine to hold,
+  // a DOUBLE value). A given input of another float type than its graph input's is converted to the declared type.
   static core::Result<Executor> create(const onnx::ModelProto& model, const ExecutorOptions& options);
 
   Executor(Executor&&) noexcept;
@@ -164,6 +190,11 @@ class Executor {
 
   // The inputs create() used (explicit ones, else seeded random values), in graph input order.
   const std::vector<NamedTensor>& creation_inputs() const;
+
+  // The first value of the creation run holding inf or NaN (see NonFiniteValue): the graph inputs, then the
+  // initializers, then every value a node wrote (folded or run), in graph order; nullopt when every one is finite.
+  // Later runs are not scanned.
+  const std::optional<NonFiniteValue>& first_non_finite() const;
 
   // One entry per graph node, in graph order.
   const std::vector<NodePlacement>& placements() const;

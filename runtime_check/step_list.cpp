@@ -1,7 +1,9 @@
 #include "runtime_check/step_list.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "onnx_io/attributes.h"
@@ -260,6 +262,82 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
   return dead;
 }
 
+// Every float type is held in f32 (ops/tensor.h). FLOAT16 and BFLOAT16 round to their type where a runtime would, but
+// a DOUBLE computed in f32 is another computation: (x + 1e10) - 1e10 gives 0 for every |x| < 512, not x. So no node
+// may read a DOUBLE value (a Shape reads only its dims) or write one, as the constant folder folds none.
+constexpr const char* kNoDouble =
+    "the executor holds float64 values in float32 and would judge a float64 computation in float32, so it does not run "
+    "DOUBLE values";
+
+// Why `node` is refused for a DOUBLE input (empty when it has none); `in` are its input slots.
+std::string double_input_reason(const onnx::NodeProto& node, const std::vector<int>& in, const Values& v) {
+  if (node.op_type() == "Shape") return {};
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k] >= 0 && v.peek(in[k]).dtype == onnx::TensorProto::DOUBLE) {
+      return "reads '" + node.input(static_cast<int>(k)) + "', which is DOUBLE: " + kNoDouble;
+    }
+  }
+  return {};
+}
+
+// Why `node` is refused for a DOUBLE output it has just written (empty when it wrote none).
+std::string double_output_reason(const onnx::NodeProto& node, const std::vector<int>& out, const Values& v) {
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k] >= 0 && v.peek(out[k]).dtype == onnx::TensorProto::DOUBLE) {
+      return "writes '" + node.output(static_cast<int>(k)) + "', which is DOUBLE: " + kNoDouble;
+    }
+  }
+  return {};
+}
+
+// The first element of `t` (stored in `layout`) that is inf or NaN, in ONNX (row-major NCHW) order, and its value.
+std::optional<std::pair<int64_t, float>> first_non_finite_element(const Tensor& t, Layout layout) {
+  if (!t.is_float()) return std::nullopt;
+  const FloatStorage& f = t.f;
+  const auto bad = [](float x) { return !std::isfinite(x); };
+  if (std::none_of(f.begin(), f.end(), bad)) return std::nullopt;  // the common case: one pass, no index arithmetic
+  if (!layout_applies(t) || layout == Layout::kNchw) {
+    const auto at = static_cast<size_t>(std::find_if(f.begin(), f.end(), bad) - f.begin());
+    return std::make_pair(static_cast<int64_t>(at), f[at]);
+  }
+  // NHWC storage: logical element (n, c, h, w) is stored at ((n * H + h) * W + w) * C + c.
+  const int64_t batch = t.dims[0], channels = t.dims[1], height = t.dims[2], width = t.dims[3];
+  int64_t element = 0;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t h = 0; h < height; ++h) {
+        for (int64_t w = 0; w < width; ++w, ++element) {
+          const float x = f[static_cast<size_t>(((n * height + h) * width + w) * channels + c)];
+          if (bad(x)) return std::make_pair(element, x);
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Records value `id` (named `name`, written by `node`, or a graph input or initializer when `node` is empty) as the
+// executor's first non-finite value when it holds one and none was recorded before.
+void note_non_finite(StepList& list, int id, const std::string& name, const std::string& node, bool graph_input = false) {
+  if (list.non_finite || id < 0) return;
+  const Tensor& t = list.values.peek(id);
+  const auto found = first_non_finite_element(t, list.values.layout(id));
+  if (!found) return;
+  NonFiniteValue bad{name, node, graph_input, found->first, {}, found->second};
+  bad.index.assign(t.dims.size(), 0);
+  int64_t rest = found->first;  // row-major: the last axis varies fastest
+  for (size_t a = t.dims.size(); a-- > 0;) {
+    bad.index[a] = t.dims[a] > 0 ? rest % t.dims[a] : 0;
+    rest = t.dims[a] > 0 ? rest / t.dims[a] : 0;
+  }
+  list.non_finite = std::move(bad);
+}
+
+// Records the first non-finite output of `node` (see note_non_finite).
+void note_non_finite_outputs(StepList& list, const onnx::NodeProto& node, const std::vector<int>& out) {
+  for (size_t k = 0; k < out.size(); ++k) note_non_finite(list, out[k], node.output(static_cast<int>(k)), onnx_io::describe_node(node));
+}
+
 // Elementwise ops of one data input: the op table's unary kernel, and Clip (whose bounds are scalars).
 bool layout_preserving(const std::string& op) {
   const ops::OpSpec* spec = ops::find_op(op);
@@ -352,12 +430,24 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
   RC_ASSIGN(auto random, make_random_inputs(inputs_only, shapes, options.seed));
   for (auto& r : random) {
     for (const auto& given : options.inputs) {
-      if (given.name == r.name) r.tensor = given.tensor;
+      if (given.name != r.name) continue;
+      const int32_t declared = r.tensor.dtype;
+      r.tensor = given.tensor;
+      // A file of another float type feeds the input as its declared type, as a caller converts it for a runtime:
+      // a float64 .npy for a float32 input is rounded to float32 (and a float32 one for a float64 input is DOUBLE).
+      if (r.tensor.is_float() && is_float_type(declared)) {
+        r.tensor.dtype = declared;
+        for (float& x : r.tensor.f) x = round_to_type(x, declared);
+      }
     }
     list.inputs.emplace_back(r.name, slot_of.at(r.name));
   }
   list.creation_inputs = std::move(random);
   RC_CHECK(list.load_inputs(list.creation_inputs, false));
+  // Every value the run holds is scanned for inf and NaN (first_non_finite()): the inputs, the constants, and each
+  // node's outputs right after it wrote them (before the memory plan retires them).
+  for (const auto& [name, id] : list.inputs) note_non_finite(list, id, name, "", /*graph_input=*/true);
+  for (const auto& init : graph.initializer()) note_non_finite(list, slot_of.at(init.name()), init.name(), "");
 
   // Plan: fold constants, build a step per remaining node and run it once to fix shapes.
   auto add_step = [&](std::unique_ptr<Step> step, NodePlacement placement) {
@@ -389,6 +479,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       all_constant = all_constant && v.constant(it->second);
     }
     for (const auto& name : node.output()) out.push_back(name.empty() ? -1 : slot_of.at(name));
+    if (std::string why = double_input_reason(node, in, v); !why.empty()) return node_error(node, why);
     const NodeIo io{node, opset, in, out};
     NodePlacement placement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}, {}, {}};
     const bool shape_only = node.op_type() == "Shape";  // input dims are fixed at creation
@@ -398,11 +489,13 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       std::vector<Tensor*> outputs;
       for (int id : out) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
       RC_CHECK(run_reference_node(node, OpContext{opset}, inputs, outputs));
+      if (std::string why = double_output_reason(node, out, v); !why.empty()) return node_error(node, why);
       for (int id : out) {
         if (id < 0) continue;
         v.touch(id, Layout::kNchw);
         v.slots[static_cast<size_t>(id)].constant = true;
       }
+      note_non_finite_outputs(list, node, out);
       placement.placement = Placement::kFolded;
       list.placements.push_back(std::move(placement));
       continue;
@@ -413,6 +506,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.placement = Placement::kXnnpack;
         placement.fusion = kFusedConcatNote;
         RC_CHECK(fused->run(v));
+        note_non_finite_outputs(list, node, out);
         add_step(std::move(fused), std::move(placement));
         continue;
       }
@@ -423,6 +517,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
         placement.placement = Placement::kXnnpack;
         placement.fusion = std::string(kFusedIntoNote) + " " + conv;
         list.placements.push_back(std::move(placement));
+        note_non_finite_outputs(list, node, out);
         continue;
       }
     }
@@ -457,6 +552,8 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
       if (!step) step = make_reference_step(node, opset, in, out, layout_preserving(node.op_type()));
     }
     RC_CHECK(step->run(v));
+    if (std::string why = double_output_reason(node, out, v); !why.empty()) return node_error(node, why);
+    note_non_finite_outputs(list, node, out);
     add_step(std::move(step), std::move(placement));
   }
 
@@ -464,6 +561,10 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     const auto it = slot_of.find(out.name());
     if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
       return core::invalid_model("graph output '" + out.name() + "' is never produced");
+    }
+    // A DOUBLE graph input or initializer that is itself a graph output: no node reads or writes it.
+    if (v.peek(it->second).dtype == onnx::TensorProto::DOUBLE) {
+      return core::invalid_model("graph output '" + out.name() + "' is DOUBLE: " + kNoDouble);
     }
     list.outputs.emplace_back(out.name(), it->second);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -34,6 +35,7 @@ struct StepList {
   std::vector<float> arena;  // every activation when memory is planned (place_in_arena)
   const onnx::NodeProto* planning = nullptr;  // the node being planned, for errors thrown while sizing its values
   MemoryPlan memory;
+  std::optional<NonFiniteValue> non_finite;  // Executor::first_non_finite()
 
   // Copies every graph input into its slot (NCHW). With check_against_creation, dims and kind must match the
   // creation inputs.

@@ -1,6 +1,7 @@
 #include "runtime_check/verify.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -34,7 +35,18 @@ core::Status check_verify_inputs(const onnx::ModelProto& model, const onnx::Mode
       if (!r.x.empty()) deconv_inputs.insert(r.x);
     }
   }
-  return check_given_inputs(model, options.inputs, options.input_shapes, deconv_inputs);
+  RC_CHECK(check_given_inputs(model, options.inputs, options.input_shapes, deconv_inputs));
+  // A non-finite input makes whole-model mode fall back to per-node mode, which runs on random inputs: what was given
+  // would be dropped, so it is refused here instead.
+  for (const auto& given : options.inputs) {
+    for (int64_t k = 0; given.tensor.is_float() && k < given.tensor.numel(); ++k) {
+      if (const double x = given.tensor.get(k); !std::isfinite(x)) {
+        return usage("--input " + given.name + ": element " + std::to_string(k) + " is " +
+                     (std::isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf") + "; " + kNonFiniteCaveat + ": give finite inputs");
+      }
+    }
+  }
+  return core::Ok{};
 }
 
 core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
@@ -64,6 +76,10 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
       why_not = "the original model cannot run whole: " + a.error().message;
       return a.error();
     }
+    if (const auto& bad = a->first_non_finite()) {
+      why_not = "the original model cannot be compared whole: " + bad->describe() + "; " + kNonFiniteCaveat;
+      return cannot_verify(why_not);
+    }
     eo.inputs = a->creation_inputs();  // the very same inputs for both
     ya = a->last_outputs();
     original_placement = a->placement_summary();
@@ -74,6 +90,10 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   if (!b) {
     why_not = "the rewritten model cannot run whole: " + b.error().message;
     return b.error();
+  }
+  if (const auto& bad = b->first_non_finite()) {
+    why_not = "the rewritten model cannot be compared whole: " + bad->describe() + "; " + kNonFiniteCaveat;
+    return cannot_verify(why_not);
   }
   VerifyResult r;
   r.mode = VerifyMode::kWholeModel;

@@ -1,9 +1,11 @@
 // Verification of a rewrite: is the rewritten model still the same model when XNNPACK runs it?
 //
 // Whole-model mode runs both models through the Executor on the same seeded (or given) inputs and compares
-// every graph output. When either model cannot run whole (an op outside the executor's set, or shapes that
-// stay unknown), per-node mode checks each replaced upsampler (a ConvTranspose or a hand-written form) on its own
-// with verify_node(), which also compares both sides against an output computed another way.
+// every graph output. When either model cannot run whole (an op outside the executor's set, shapes that stay
+// unknown, a DOUBLE value) or cannot be compared whole (a value of its run holds inf or NaN, which the executor does
+// not compute faithfully: Executor::first_non_finite()), per-node mode checks each replaced upsampler (a
+// ConvTranspose or a hand-written form) on its own with verify_node(), which also compares both sides against an
+// output computed another way.
 #pragma once
 
 #include <functional>
@@ -73,8 +75,9 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
                                 const std::set<std::string>& inner_inputs = {});
 
 // Verifies `rewritten` against `original`. Errors (kCheckFailed) when nothing could be verified: the whole
-// models cannot run and no rewritten node can be checked on its own; errors (kInvalidModel) when a graph input,
-// or the input of a node checked on its own, is too large to hold. A numeric mismatch is passed == false.
+// models cannot run or be compared and no rewritten node can be checked on its own; errors (kInvalidModel) when a
+// graph input, or the input of a node checked on its own, is too large to hold; errors (kUsage) when a given input
+// holds inf or NaN. A numeric mismatch is passed == false.
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options);
 

@@ -129,10 +129,20 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   RC_ASSIGN(auto inputs, make_random_inputs(original_sub, options.input_shapes, seed));
   options.inputs = inputs;
 
-  // Creating an executor runs its model on options.inputs: those outputs are the ones compared.
+  // Creating an executor runs its model on options.inputs: those outputs are the ones compared. The inputs are
+  // finite, so a non-finite value comes from the region's constants, which the executor does not run faithfully.
+  const auto comparable = [&](const Executor& executor, const std::string& side) -> core::Status {
+    if (const auto& bad = executor.first_non_finite()) {
+      return core::Error{core::ErrorKind::kCheckFailed,
+                         "the " + side + " of " + result.node + " run on its own: " + bad->describe() + "; " + kNonFiniteCaveat};
+    }
+    return core::Ok{};
+  };
   RC_ASSIGN(Executor original_exec, Executor::create(original_sub, options));
+  RC_CHECK(comparable(original_exec, "original"));
   const auto original_out = original_exec.last_outputs();
   RC_ASSIGN(Executor rewritten_exec, Executor::create(rewritten_sub, options));
+  RC_CHECK(comparable(rewritten_exec, "replacement"));
   const auto rewritten_out = rewritten_exec.last_outputs();
   result.original_placement = original_exec.placement_summary();
   result.rewritten_placement = rewritten_exec.placement_summary();
@@ -169,6 +179,7 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
     ExecutorOptions reference_options = options;
     reference_options.use_xnnpack = false;
     RC_ASSIGN(Executor reference_exec, Executor::create(original_sub, reference_options));
+    RC_CHECK(comparable(reference_exec, "original (reference kernels)"));
     expected = std::move(reference_exec.last_outputs()[0].tensor);
     result.runs += reference_exec.runs();
     result.expected = "the original region on the reference kernels";

@@ -40,8 +40,9 @@ struct NodeVerification {
 // Isolates in each model the nodes that compute `output_name` from `input_name` and constants (weights may come
 // from initializers, Constant or Identity nodes and constant chains on either side), runs both on a random input of
 // `input_shape` and compares them with the expected output (see above). Errors when either side cannot be isolated,
-// the original's node producing `output_name` is no 2-D Conv or ConvTranspose, or an executor fails; a numeric
-// mismatch is a result with passed == false.
+// the original's node producing `output_name` is no 2-D Conv or ConvTranspose, an executor fails, or a value of
+// either side's run holds inf or NaN (Executor::first_non_finite(), kCheckFailed); a numeric mismatch is a result
+// with passed == false.
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                            const std::string& output_name, const std::string& input_name,
                                            const std::vector<int64_t>& input_shape, uint64_t seed,

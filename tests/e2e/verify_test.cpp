@@ -102,6 +102,133 @@ TEST_CASE("compare passes an honest rewrite and fails a planted error in one pha
   CHECK_THAT(read_file(report), Catch::Contains("\"compared\": "));
 }
 
+TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs are compared exactly", "[e2e][verify]") {
+  // A second graph output Z = Shape(X) + K; MODEL and OTHER differ only in K, by 1 at 2^60, where doubles are 256
+  // apart (issue 16 review B4: compared through double, every element was equal, "max abs 0").
+  const auto with_k = [](const std::string& k) {
+    auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,3] X) => (float[1,2,6,6] Y, int64[4] Z) {\n"
+                         "  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  S = Shape (X)\n"
+                         "  K = Constant <value = int64[4] {" + k + ", " + k + ", " + k + ", " + k + "}> ()\n  Z = Add (S, K)\n}\n");
+    set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 21);
+    return m;
+  };
+  TempDir dir;
+  const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
+  save(with_k("1152921504606846976"), model);
+  save(with_k("1152921504606846977"), other);
+  CHECK(run_cli(model.string() + " --compare " + model.string(), dir).exit_code == 0);
+  const auto r = run_cli(model.string() + " --compare " + other.string() + " --atol 10 --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("Y: max abs 0") && Catch::Contains("): pass"));
+  // Element 0 of Shape(X) is 1: 1 + 2^60 against 1 + 2^60 + 1.
+  CHECK_THAT(r.err, Catch::Contains("Z: max abs 1,") &&
+                        Catch::Contains("FAIL (element 0 is 1152921504606846978, expected 1152921504606846977 (integers are compared exactly))"));
+  CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\", \"max_abs_error\": 0, \"max_rel_error\": 0, \"passed\": true}"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Z\", \"max_abs_error\": 1, "));
+  CHECK_THAT(json, Catch::Contains("\"passed\": false"));
+}
+
+TEST_CASE("compare of float64 models fails naming the node and DOUBLE: the executor does not judge them in float32", "[e2e][verify]") {
+  // (x + 1e10) - 1e10 against x * 0: ONNX Runtime differs by up to 1, float32 gives 0 for both (issue 16 review B5).
+  TempDir dir;
+  const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
+  save(parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (double[1,2,3,3] x) => (double[1,2,3,3] z) {
+      big = Constant <value = double[1] {1e10}> ()
+      a = Add (x, big)
+      z = Sub (a, big)
+    })"), model);
+  save(parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (double[1,2,3,3] x) => (double[1,2,3,3] z) {
+      zero = Constant <value = double[1] {0.0}> ()
+      z = Mul (x, zero)
+    })"), other);
+  const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() + ": the original model cannot run whole: Constant producing "
+                                    "'big': writes 'big', which is DOUBLE: the executor holds float64 values in float32"));
+  CHECK_THAT(r.err, !Catch::Contains("verification passed"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"exit_code\": 1,") && Catch::Contains("which is DOUBLE"));
+  CHECK_THAT(json, !Catch::Contains("\"verify\""));  // nothing was compared
+}
+
+TEST_CASE("compare does not pass a model whose run holds NaN against one holding -inf there", "[e2e][verify][non_finite]") {
+  // Issue 16 review B1: MODEL y = Sqrt(x) * 1 (ONNX Runtime: NaN where x < 0), OTHER y = -inf there and Sqrt(x)
+  // elsewhere. XNNPACK's Mul clamps NaN to -inf, so on the default random inputs the pair passed with max abs 0.
+  TempDir dir;
+  const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
+  save(parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,4,5] x) => (float[1,3,4,5] y) {
+      s = Sqrt (x)
+      one = Constant <value = float[1] {1.0}> ()
+      y = Mul (s, one)
+    })"), model);
+  save(parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,4,5] x) => (float[1,3,4,5] y) {
+      r = Relu (x)
+      zero = Constant <value = float[1] {0.0}> ()
+      c = Equal (r, zero)
+      s = Sqrt (r)
+      big = Constant <value = float[1] {3e38}> ()
+      square = Mul (big, big)
+      ninf = Neg (square)
+      y = Where (c, ninf, s)
+    })"), other);
+  const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() + ": the original model cannot be compared whole: "
+                                    "Sqrt producing 's' writes NaN to 's' at element "));
+  CHECK_THAT(r.err, Catch::Contains("the executor cannot compare non-finite values faithfully"));
+  CHECK_THAT(r.err, Catch::Contains("; and no rewritten upsampler of the main graph can be checked on its own"));
+  CHECK_THAT(r.err, !Catch::Contains("verification passed"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"exit_code\": 1,") && Catch::Contains("writes NaN to 's'"));
+  CHECK_THAT(json, !Catch::Contains("\"verify\""));  // nothing was compared
+  // The other way round the folded -(3e38 * 3e38) is the first non-finite value.
+  const auto back = run_cli(other.string() + " --compare " + model.string(), dir);
+  CHECK(back.exit_code == 1);
+  CHECK_THAT(back.err, Catch::Contains("the original model cannot be compared whole: Mul producing 'square' writes inf to "
+                                       "'square' at element 0 [0]"));
+}
+
+TEST_CASE("verify of a correct rewrite whose model computes NaN runs per node, and the report says why", "[e2e][verify][non_finite]") {
+  // Log of the upsampled values is NaN wherever they are negative: not compared whole, but the ConvTranspose is
+  // checked on its own and everything else is the same in both models.
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    log_head (float[1,2,3,3] X) => (float[1,2,6,6] Z) {
+      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
+      Z = Log (Y)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 23);
+  name_node(m, "Y", "up");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(count_ops(load(out), "ConvTranspose") == 0);
+  CHECK_THAT(r.err, Catch::Contains("verify (per-node): the original model cannot be compared whole: Log producing 'Z' writes NaN "
+                                    "to 'Z' at element "));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(json, Catch::Contains("\"reason\": \"the original model cannot be compared whole: Log producing 'Z' writes NaN"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\", \"max_abs_error\": "));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true") && !Catch::Contains("\"passed\": false"));
+}
+
 TEST_CASE("verify falls back to per-node mode on an unsupported op and still catches a planted error", "[e2e][verify]") {
   TempDir dir;
   auto m = parse_model(R"(

@@ -32,22 +32,31 @@ const std::string kBfloat16AsUint16 =
     "the 1.12 data stores the bfloat16 tensor as UINT16, disagreeing with the model's declared type";
 const std::string kString = "STRING tensors are not supported";
 const std::string kCastLike = "CastLike is not a supported op (the case matches the test_cast prefix)";
+const std::string kDouble = "DOUBLE values are refused: the executor holds float64 in float32 (issue 16 review B5)";
 const std::map<std::string, std::string> kKnownSkips = {
     {"test_batchnorm_epsilon_training_mode", "training_mode=1 (running mean/var outputs) is not supported"},
     {"test_batchnorm_example_training_mode", "training_mode=1 (running mean/var outputs) is not supported"},
     {"test_cast_BFLOAT16_to_FLOAT", kBfloat16AsUint16},
+    {"test_cast_DOUBLE_to_FLOAT", kDouble},
+    {"test_cast_DOUBLE_to_FLOAT16", kDouble},
+    {"test_cast_FLOAT16_to_DOUBLE", kDouble},
     {"test_cast_FLOAT_to_BFLOAT16", kBfloat16AsUint16},
+    {"test_cast_FLOAT_to_DOUBLE", kDouble},
     {"test_cast_FLOAT_to_STRING", kString},
     {"test_cast_STRING_to_FLOAT", kString},
     {"test_castlike_BFLOAT16_to_FLOAT", kCastLike},
     {"test_castlike_BFLOAT16_to_FLOAT_expanded", kBfloat16AsUint16},
     {"test_castlike_DOUBLE_to_FLOAT", kCastLike},
     {"test_castlike_DOUBLE_to_FLOAT16", kCastLike},
+    {"test_castlike_DOUBLE_to_FLOAT16_expanded", kDouble},
+    {"test_castlike_DOUBLE_to_FLOAT_expanded", kDouble},
     {"test_castlike_FLOAT16_to_DOUBLE", kCastLike},
+    {"test_castlike_FLOAT16_to_DOUBLE_expanded", kDouble},
     {"test_castlike_FLOAT16_to_FLOAT", kCastLike},
     {"test_castlike_FLOAT_to_BFLOAT16", kCastLike},
     {"test_castlike_FLOAT_to_BFLOAT16_expanded", kBfloat16AsUint16},
     {"test_castlike_FLOAT_to_DOUBLE", kCastLike},
+    {"test_castlike_FLOAT_to_DOUBLE_expanded", kDouble},
     {"test_castlike_FLOAT_to_FLOAT16", kCastLike},
     {"test_castlike_FLOAT_to_STRING", kString},
     {"test_castlike_FLOAT_to_STRING_expanded", kString},

@@ -1,6 +1,7 @@
 // What verification costs: creating an executor runs its model once on the creation inputs, and whole-model
 // verification compares those outputs (Executor::last_outputs()) instead of running each model a second time.
 // The outputs must be bit-identical to a later run() on the same inputs, with and without the memory plan.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -124,4 +125,134 @@ TEST_CASE("Whole-model verification fails models whose graph inputs or outputs d
     CHECK(r->outputs.empty());  // refused before any output was compared
     CHECK_THAT(r->summary(), Catch::Contains("the models differ in their graph inputs or outputs"));
   }
+}
+
+TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in both modes, never passing a float32 check",
+          "[verify][f64]") {
+  // (x + 1e10) - 1e10 against x * 0: in float32 both are 0 for |x| < 512, so the pair passed (issue 16 review B5).
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                   "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n"
+                                   "  big = Constant <value = double[1] {1e10}> ()\n  a = Add (x, big)\n  z = Sub (a, big)\n}");
+  auto other = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n"
+                                "  zero = Constant <value = double[1] {0.0}> ()\n  z = Mul (x, zero)\n}");
+  auto whole = verify_models(original, other, {});
+  REQUIRE_FALSE(whole.ok());
+  CHECK(whole.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK_THAT(whole.error().message,
+             Catch::StartsWith("the original model cannot run whole: Constant producing 'big': writes 'big', which is DOUBLE: "
+                               "the executor holds float64 values in float32") &&
+                 Catch::EndsWith("; and no rewritten upsampler of the main graph can be checked on its own"));
+
+  // Per-node mode runs the upsampler through the executor too: a float64 ConvTranspose is not checked in float32.
+  auto deconv = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                 "g (double[1,2,3,3] x) => (double[1,2,6,6] y) {\n"
+                                 "  a = Hardmax <axis = 1> (x)\n"
+                                 "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (a, w)\n}");
+  auto w = onnx_io::make_tensor("w", onnx::TensorProto::DOUBLE, {2, 1, 4, 4}, random_values(32, 3), /*raw=*/false);
+  *deconv.mutable_graph()->add_initializer() = w;
+  deconv.mutable_graph()->mutable_node(1)->set_name("up");
+  onnx::ModelProto rewritten = deconv;
+  auto result = rewrite::rewrite_model(rewritten, {});
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten == 1);
+  auto per_node = verify_models(deconv, rewritten, {});
+  REQUIRE_FALSE(per_node.ok());
+  CHECK(per_node.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK_THAT(per_node.error().message, Catch::StartsWith("the original model cannot run whole: Hardmax") &&
+                                           Catch::Contains("; and ConvTranspose 'up': reads '") &&
+                                           Catch::Contains("', which is DOUBLE: the executor holds float64 values in float32"));
+}
+
+TEST_CASE("A NaN or infinity in either model's run is not compared whole: the executor does not keep NaN",
+          "[verify][non_finite]") {
+  // MODEL y = Sqrt(x) * 1 is NaN where x < 0; OTHER y = Where(Relu(x) == 0, -inf, Sqrt(Relu(x))) is -inf there (its -inf
+  // is -(3e38 * 3e38), folded: this ONNX text parser reads no inf literal). XNNPACK's
+  // Mul clamps NaN to -inf, so the two compared equal (issue 16 review B1). After a Relu both are 0 in the executor,
+  // where ONNX Runtime gives NaN and 0: no output holds a non-finite value, yet the runs are not the models'.
+  const auto model = [](const std::string& body, const std::string& inits = "") {
+    return parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,4,5] x) => (float[1,3,4,5] y)" + inits +
+                            " {\n" + body + "}");
+  };
+  const auto nan_model = model("  s = Sqrt (x)\n  one = Constant <value = float[1] {1.0}> ()\n  y = Mul (s, one)\n");
+  const auto inf_model = model("  r = Relu (x)\n  zero = Constant <value = float[1] {0.0}> ()\n  c = Equal (r, zero)\n"
+                               "  big = Constant <value = float[1] {3e38}> ()\n  square = Mul (big, big)\n  ninf = Neg (square)\n"
+                               "  s = Sqrt (r)\n  y = Where (c, ninf, s)\n");
+  const auto laundered = model("  s = Sqrt (x)\n  one = Constant <value = float[1] {1.0}> ()\n  m = Mul (s, one)\n  y = Relu (m)\n");
+  const auto clean = model("  r = Relu (x)\n  s = Sqrt (r)\n  y = Relu (s)\n");
+  const struct {
+    const char* what;
+    const onnx::ModelProto& original;
+    const onnx::ModelProto& other;
+    const char* side;
+    const char* first;
+  } cases[] = {
+      {"NaN against -inf", nan_model, inf_model, "original", "Sqrt producing 's' writes NaN to 's' at element "},
+      {"-inf against NaN", inf_model, nan_model, "original", "Mul producing 'square' writes inf to 'square' at element 0 [0]"},
+      {"NaN made finite by a Relu", laundered, clean, "original", "Sqrt producing 's' writes NaN to 's' at element "},
+      {"a clean original against NaN", clean, laundered, "rewritten", "Sqrt producing 's' writes NaN to 's' at element "},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    auto r = verify_models(c.original, c.other, {});
+    INFO((r.ok() ? r->summary() : r.error().message));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == core::ErrorKind::kCheckFailed);
+    CHECK_THAT(r.error().message,
+               Catch::StartsWith(std::string("the ") + c.side + " model cannot be compared whole: " + c.first) &&
+                   Catch::Contains("; the executor cannot compare non-finite values faithfully (XNNPACK's output clamps do "
+                                   "not keep NaN") &&
+                   Catch::EndsWith("; and no rewritten upsampler of the main graph can be checked on its own"));
+  }
+  // The same random inputs hold no negative x for the clean pair: it is compared whole and passes.
+  auto same = verify_models(clean, clean, {});
+  REQUIRE(same.ok());
+  CHECK(same->mode == VerifyMode::kWholeModel);
+  CHECK(same->passed);
+}
+
+TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, with the NaN as the reason", "[verify][non_finite]") {
+  // Log of the upsampled values is NaN wherever they are negative: whole-model mode cannot compare it, but every node
+  // outside the rewritten ConvTranspose is the same in both models, and the ConvTranspose is checked on its own.
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
+                                   "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                                   "  z = Log (y)\n}");
+  add_initializer(original, "w", {2, 1, 4, 4}, 7);
+  original.mutable_graph()->mutable_node(0)->set_name("up");
+  onnx::ModelProto rewritten = original;
+  auto result = rewrite::rewrite_model(rewritten, {});
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten == 1);
+  auto r = verify_models(original, rewritten, {});
+  INFO((r.ok() ? r->summary() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->mode == VerifyMode::kPerNode);
+  CHECK_THAT(r->mode_reason, Catch::StartsWith("the original model cannot be compared whole: Log producing 'z' writes NaN to 'z' "
+                                               "at element ") &&
+                                 Catch::Contains("the executor cannot compare non-finite values faithfully"));
+  CHECK(r->passed);
+  REQUIRE(r->nodes.size() == 1);
+  CHECK(r->nodes[0].node == "ConvTranspose 'up'");
+  CHECK(r->nodes[0].passed);
+
+  // A rewrite that is wrong inside the region still fails there.
+  for (auto& init : *rewritten.mutable_graph()->mutable_initializer()) {
+    if (init.data_type() != onnx::TensorProto::FLOAT || init.float_data_size() + static_cast<int>(init.raw_data().size()) == 0) continue;
+    if (init.name().find("phase") == std::string::npos) continue;
+    if (init.float_data_size() > 0) init.set_float_data(0, init.float_data(0) + 0.5f);
+    else {
+      std::string raw = init.raw_data();
+      float v;
+      std::memcpy(&v, raw.data(), 4);
+      v += 0.5f;
+      std::memcpy(raw.data(), &v, 4);
+      init.set_raw_data(raw);
+    }
+    break;
+  }
+  auto wrong = verify_models(original, rewritten, {});
+  REQUIRE(wrong.ok());
+  CHECK(wrong->mode == VerifyMode::kPerNode);
+  CHECK_FALSE(wrong->passed);
 }
