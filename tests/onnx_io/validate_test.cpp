@@ -288,6 +288,38 @@ g (float[1,2,5,5] X, float[1,2,4,4] Z, int64 n) => (float[1,2,4,4] V) {
   CHECK(types.find(1, "nowhere") == nullptr);
 }
 
+TEST_CASE("types come from the graph inputs, not from the shapes the file declares for computed tensors", "[onnx_io][shapes]") {
+  // A declared dim wins over an inferred symbol in ONNX's inference: value_info t [1,3,4,5] would make t 4x5 for an
+  // X of any size, and so would the declared shape of graph output T (issue 16 review B9).
+  auto model = parse(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,H,W] X, bool c) => (float[1,3,4,5] T, float[1,3,4,5] Z) {
+  t = Relu (X)
+  T = Relu (t)
+  U = Relu (T)
+  Z = If (c) <
+    then_branch = then_g () => (float[1,3,4,5] A) { A = Relu (X) },
+    else_branch = else_g () => (float[1,3,4,5] B) { B = Relu (X) }>
+})");
+  auto* declared = model.mutable_graph()->add_value_info();
+  *declared = model.graph().output(0);
+  declared->set_name("t");
+  const std::string before = model.SerializeAsString();
+  const auto types = onnx_io::infer_types(model);
+  CHECK(model.SerializeAsString() == before);
+  for (const std::string name : {"t", "T", "U", "Z"}) {
+    CAPTURE(name);
+    const auto* type = types.find(0, name);
+    REQUIRE(type != nullptr);
+    REQUIRE(type->tensor_type().shape().dim_size() == 4);
+    CHECK(type->tensor_type().shape().dim(1).dim_value() == 3);  // what inference knows stays known
+    CHECK_FALSE(type->tensor_type().shape().dim(2).has_dim_value());
+    CHECK(onnx_io::known_dims(*type).empty());
+  }
+  const auto* x = types.find(0, "X");  // a graph input is what a caller feeds: as declared
+  REQUIRE(x != nullptr);
+  CHECK(x->tensor_type().shape().dim(2).dim_param() == "H");
+}
+
 namespace {
 
 // A rank-3 ConvTranspose (1-D data) whose weight has rank 2: libonnx 1.12's inference reads its kernel through
