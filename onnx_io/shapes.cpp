@@ -122,6 +122,24 @@ void quiet_child() {
   }
 }
 
+// Drops what `graph` and its subgraphs declare about tensors they compute: every value_info entry, and the shape of
+// every graph output (a subgraph's outputs type the node that holds it). ONNX shape inference merges a declared dim
+// into the one it infers, and a declared 13 wins over an inferred symbol: a file could say that a crop of a symbolic
+// tensor ends at its dim, or that a Resize's input is 4x5, for one input size only (issue 16 review B9). Graph
+// inputs keep their types: they are what a caller feeds. The element types of outputs stay, so nothing else changes.
+void drop_declared_shapes(onnx::GraphProto& graph) {
+  graph.clear_value_info();
+  for (auto& out : *graph.mutable_output()) {
+    if (out.type().has_tensor_type()) out.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) drop_declared_shapes(*attr.mutable_g());
+      for (auto& g : *attr.mutable_graphs()) drop_declared_shapes(g);
+    }
+  }
+}
+
 bool has_type(const onnx::ValueInfoProto& v) { return v.has_type() && v.type().value_case() != onnx::TypeProto::VALUE_NOT_SET; }
 
 }  // namespace
@@ -213,6 +231,7 @@ const onnx::TypeProto* ScopedTypes::find(size_t scope, const std::string& name) 
 
 ScopedTypes infer_types(const onnx::ModelProto& model) {
   onnx::ModelProto copy = skeleton_copy(model);
+  drop_declared_shapes(*copy.mutable_graph());
   // Non-strict: partial information is still useful, and a crash only means there is none.
   (void)infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true);
   // The copy has the model's graphs in the same places, so numbering them in for_each_graph's order (as the

@@ -33,8 +33,8 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
 // What shape inference knows about the tensors of each graph of a model, looked up as ONNX scopes names.
 class ScopedTypes {
  public:
-  // The type of `name` as graph number `scope` reads it: from the graph that defines it (as an input,
-  // initializer, sparse initializer, node output, value_info or output entry), the nearest enclosing one.
+  // The type of `name` as graph number `scope` reads it, as inferred (see infer_types): from the graph that defines
+  // it (as an input, initializer, sparse initializer or node output), the nearest enclosing one.
   // nullptr when that graph does not know the type, or no graph defines the name: an outer graph's tensor of
   // the same name is hidden, never used. Graphs are numbered in for_each_graph's order, the main graph 0.
   const onnx::TypeProto* find(size_t scope, const std::string& name) const;
@@ -50,7 +50,10 @@ class ScopedTypes {
 };
 
 // Runs shape inference (with data propagation) on a skeleton of `model` and collects the types of every graph.
-// Inference errors are ignored: what was inferred before them is kept.
+// Inference errors are ignored: what was inferred before them is kept. Every shape comes from the graph inputs'
+// types, the initializers and the ops: the value_info entries and graph output shapes the file declares are dropped
+// before inference, since a declared dim would win over an inferred symbol (a symbolic tensor declared 13 wide is
+// 13 wide for one input size only). `model` itself keeps them.
 ScopedTypes infer_types(const onnx::ModelProto& model);
 
 // The tensor type's dims as numbers when every dim is known; empty otherwise.

@@ -47,23 +47,50 @@ core::Status check_tensor_dims(const onnx::GraphProto& graph) {
   return status;
 }
 
-core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> visible, const std::string& path) {
+// The names visible at a point of a graph, each with where it is defined ("an initializer of the main graph"),
+// for messages.
+using VisibleNames = std::map<std::string, std::string>;
+
+// `graph`'s structure, with `visible` the names its enclosing graphs define before the node holding it (none for
+// the main graph) and `attribute` the name of the attribute that holds it ("" for the main graph).
+//
+// A nested graph may not define a name visible from an outer scope, neither by a node output nor as an input or an
+// initializer. The ONNX IR spec says so since onnx 1.19 (docs/IR.md, "Nodes": "In the case of a nested subgraph, a
+// node output name and names of inputs and initializers of the subgraph MUST be distinct from the names from the
+// outer scopes that are visible in the nested subgraph. That is, variable shadowing is not allowed"; onnx/onnx#6955,
+// answering onnx/onnx#2303). The ONNX checker enforces it for node outputs only (libonnx 1.12 and onnx 1.23 alike:
+// check_graph looks up a subgraph's inputs in its own graph, "TODO: If shadowing isn't allowed, this should maybe use
+// this_or_ancestor_graph_has"), and runtimes disagree on the rest: ONNX Runtime 1.32 runs an If branch whose
+// initializer 'W' shadows an outer 'W' with the OUTER tensor when the outer one has another reader and with the inner
+// one otherwise, while the rewrite would fold whichever this tool's scoping picks.
+core::Status check_scope(const onnx::GraphProto& graph, VisibleNames visible, const std::string& path, const std::string& attribute) {
+  const std::string here = attribute.empty() ? "the " + path : path + " (" + attribute + ")";
   std::set<std::string> defined;
-  auto define = [&](const std::string& name, const std::string& what) -> core::Status {
+  // `what` names the kind of definition in messages, `where` says which one it is ("an initializer of the main graph").
+  auto define = [&](const std::string& name, const std::string& what, const std::string& where) -> core::Status {
     if (name.empty()) return core::Ok{};
     if (!defined.insert(name).second) return check_failed(path + ": tensor '" + name + "' is defined twice (" + what + ")");
-    visible.insert(name);
+    visible[name] = where;
     return core::Ok{};
   };
+  // Inputs and initializers of a nested graph: a name an outer scope defines would be ambiguous between the two.
+  auto define_own = [&](const std::string& name, const std::string& what, const std::string& article) -> core::Status {
+    if (const auto outer = visible.find(name); !attribute.empty() && outer != visible.end() && defined.count(name) == 0) {
+      return check_failed(path + ": the " + attribute + " graph's " + what + " '" + name + "' shadows '" + name + "', " + outer->second +
+                          " (ONNX forbids a nested graph's inputs and initializers to reuse a name visible from an outer "
+                          "scope, and runtimes resolve such a name differently)");
+    }
+    return define(name, what, article + " " + what + " of " + here);
+  };
   for (const auto& v : graph.input()) {
-    if (auto s = define(v.name(), "graph input"); !s) return s;
+    if (auto s = define_own(v.name(), "graph input", "a"); !s) return s;
   }
   for (const auto& t : graph.initializer()) {
     if (defined.count(t.name()) != 0) continue;  // IR < 4 lists initializers as inputs too
-    if (auto s = define(t.name(), "initializer"); !s) return s;
+    if (auto s = define_own(t.name(), "initializer", "an"); !s) return s;
   }
   for (const auto& t : graph.sparse_initializer()) {
-    if (auto s = define(t.values().name(), "sparse initializer"); !s) return s;
+    if (auto s = define_own(t.values().name(), "sparse initializer", "a"); !s) return s;
   }
   for (const auto& node : graph.node()) {
     for (const auto& in : node.input()) {
@@ -73,20 +100,19 @@ core::Status check_scope(const onnx::GraphProto& graph, std::set<std::string> vi
     }
     for (const auto& attr : node.attribute()) {
       if (attr.has_g()) {
-        if (auto s = check_scope(attr.g(), visible, path + "/" + describe_node(node)); !s) return s;
+        if (auto s = check_scope(attr.g(), visible, path + "/" + describe_node(node), attr.name()); !s) return s;
       }
       for (const auto& g : attr.graphs()) {
-        if (auto s = check_scope(g, visible, path + "/" + describe_node(node)); !s) return s;
+        if (auto s = check_scope(g, visible, path + "/" + describe_node(node), attr.name()); !s) return s;
       }
     }
     for (const auto& out : node.output()) {
-      // ONNX allows no shadowing by a node: its outputs may not reuse a name an outer graph defines (a subgraph's
-      // inputs and initializers may, as the checker allows).
+      // ONNX allows no shadowing by a node either: its outputs may not reuse a name an outer graph defines.
       if (!out.empty() && visible.count(out) != 0 && defined.count(out) == 0) {
         return check_failed(path + ": " + describe_node(node) + " writes '" + out + "', which an outer graph already defines " +
                             "(ONNX requires single static assignment across subgraphs)");
       }
-      if (auto s = define(out, describe_node(node)); !s) return s;
+      if (auto s = define(out, describe_node(node), "the output of " + describe_node(node) + " in " + here); !s) return s;
     }
   }
   for (const auto& out : graph.output()) {
@@ -285,7 +311,7 @@ int64_t library_max_opset() {
 
 int64_t library_ir_version() { return onnx::Version::IR_VERSION; }
 
-core::Status check_structure(const onnx::GraphProto& graph) { return check_scope(graph, {}, "main graph"); }
+core::Status check_structure(const onnx::GraphProto& graph) { return check_scope(graph, {}, "main graph", ""); }
 
 core::Result<Validation> validate_model(const onnx::ModelProto& model, const std::set<std::string>& emitted) {
   const bool newer = default_opset(model) > library_max_opset() || model.ir_version() > library_ir_version();

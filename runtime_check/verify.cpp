@@ -165,6 +165,8 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
     for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
   }
   const auto types = onnx_io::infer_types(fixed);
+  // And as the model declares them: which regions' inputs may take other sizes than the one checked.
+  const auto model_types = onnx_io::infer_types(original);
 
   VerifyResult r;
   r.mode = VerifyMode::kPerNode;
@@ -186,7 +188,7 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
     if (options.progress) {
       options.progress("verify: node " + std::to_string(index) + "/" + std::to_string(nodes.size()) + " '" + node.node->name() + "'");
     }
-    auto v = verify_node(original, rewritten, node.y, node.x, shape, options.seed, options.tolerances);
+    auto v = verify_node(original, rewritten, node.y, node.x, shape, model_types, options.seed, options.tolerances);
     if (!v) return cannot_verify(reason + "; and " + v.error().message);
     OutputComparison worst = v->rewritten.max_abs_error >= v->original.max_abs_error ? v->rewritten : v->original;
     worst.name = node.y;

@@ -1,10 +1,16 @@
 #include "runtime_check/verify_node.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "core/reference.h"
 #include "onnx_io/attributes.h"
+#include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/internal.h"
 #include "ops/ops.h"
@@ -75,6 +81,212 @@ core::Result<onnx::ModelProto> extract_subgraph(const onnx::ModelProto& model, c
   return sub;
 }
 
+// A Slice end at or past this is read as "to the end" for any tensor a runtime can hold, as the reshape_zero_insertion
+// recogniser reads it (PyTorch writes INT64_MAX for `x[:, :, a:]`).
+constexpr int64_t kLargeEnd = std::numeric_limits<int64_t>::max() / 2;
+
+// `dims` of a type as text, with the symbols of dims that are not fixed ("1x3xHxW", "?" for a dim without one).
+std::string type_dims_text(const onnx::TypeProto* type) {
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return "of unknown shape";
+  std::string text;
+  for (const auto& d : type->tensor_type().shape().dim()) {
+    text += (text.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+  }
+  return text.empty() ? "a scalar" : text;
+}
+
+// Whether dim `axis` of `name` may take other values than the one per-node mode runs: not a number in the model's
+// inferred types (a symbol, unknown, or no shape at all).
+bool dim_varies(const onnx_io::ScopedTypes& types, const std::string& name, int64_t axis) {
+  const auto* type = types.find(0, name);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return true;
+  const auto& shape = type->tensor_type().shape();
+  if (axis < 0) axis += shape.dim_size();
+  return axis < 0 || axis >= shape.dim_size() || !shape.dim(static_cast<int>(axis)).has_dim_value();
+}
+
+// Whether any dim of `name` may vary (see dim_varies), or its rank is not known.
+bool any_dim_varies(const onnx_io::ScopedTypes& types, const std::string& name) {
+  const auto* type = types.find(0, name);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return true;
+  for (const auto& d : type->tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return true;
+  }
+  return false;
+}
+
+std::string ints_text(const Tensor& t) {
+  std::string text = "[";
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", t.get(k));
+    text += (k ? "," : "") + std::string(buf);
+  }
+  return text + "]";
+}
+
+// Why the original's region `region` (extracted from `original`, reading `x`) may compute an output whose size does
+// not follow x's ("" when it cannot): a node whose output size a constant fixes on an axis the model lets vary. Per-node
+// mode runs the region at one input size; there a region fixed at 8x10 and a replacement giving 2H x 2W agree when
+// H x W is 4x5, and at no other size (issue 16 review B10). A size read from a Shape at run time follows the sizes it
+// reads and is not refused; a constant that only adds to a size (Pad's pads, a Slice's non-negative start), multiplies
+// it by an integer (Tile's repeats, Resize's integer scales) or keeps it (Reshape by 0 and -1, Expand by 1) does too.
+// What is refused on an axis whose dim varies: Resize by sizes, Resize by a scale that is not an integer (floor(H x
+// 2.01) is 2H only while H < 100), a Slice that ends at a literal (a crop once the input is larger) or starts at a
+// negative literal (a fixed count from the end) or steps by other than 1, a Reshape to literal dims other than 0 and
+// -1, and an Expand to a literal dim other than 1.
+core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original, const onnx::ModelProto& region, const std::string& x,
+                                               const std::vector<int64_t>& x_dims, const onnx_io::ScopedTypes& types,
+                                               const std::string& label) {
+  const onnx::GraphProto& g = region.graph();
+  std::map<std::string, const onnx::NodeProto*> producer;
+  for (const auto& node : g.node()) {
+    for (const auto& out : node.output()) producer[out] = &node;
+  }
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  // A literal: computed from initializers and Constants alone, reading no Shape and not x.
+  std::map<std::string, bool> memo;
+  std::function<bool(const std::string&)> literal = [&](const std::string& name) -> bool {
+    if (initializers.count(name) != 0) return true;
+    const auto it = producer.find(name);
+    if (name == x || it == producer.end()) return false;
+    if (const auto m = memo.find(name); m != memo.end()) return m->second;
+    memo[name] = false;
+    bool result = it->second->op_type() != "Shape";
+    for (const auto& in : it->second->input()) result = result && (in.empty() || literal(in));
+    return memo[name] = result;
+  };
+  int64_t opset = 0;
+  for (const auto& o : original.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  // The size parameters each node reads, as literal names to evaluate, and the checks on them below.
+  struct Param {
+    const onnx::NodeProto* node;
+    std::string role;  // "sizes", "scales", "starts", "ends", "axes", "steps", "shape"
+    std::string name;
+  };
+  std::vector<Param> params;
+  std::string refused;
+  const auto where = [&](const onnx::NodeProto& node) { return onnx_io::describe_node(node) + " in the original's upsampler that ends at " + label; };
+  const auto input = [](const onnx::NodeProto& node, int k) { return k < node.input_size() ? node.input(k) : std::string(); };
+  std::set<std::string> from_x{x};  // values computed from x's values (not through a Shape)
+  for (const auto& node : g.node()) {
+    if (!refused.empty()) break;
+    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+    const std::string& op = node.op_type();
+    // Only the nodes on x's data path: constant chains (a weight's Reshape) have sizes of their own.
+    const bool on_path = node.input_size() > 0 && from_x.count(node.input(0)) != 0;
+    if (node.op_type() != "Shape" && std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) { return from_x.count(in) != 0; })) {
+      from_x.insert(node.output().begin(), node.output().end());
+    }
+    if (!on_path) continue;
+    std::vector<std::pair<std::string, std::string>> wanted;  // role, input name
+    if (op == "Resize") {
+      if (opset <= 10) {
+        wanted = {{"scales", input(node, 1)}};
+      } else {
+        wanted = {{"scales", input(node, 2)}, {"sizes", input(node, 3)}};
+      }
+    } else if (op == "Slice" && node.input_size() >= 3) {
+      wanted = {{"starts", input(node, 1)}, {"ends", input(node, 2)}, {"axes", input(node, 3)}, {"steps", input(node, 4)}};
+    } else if (op == "Reshape" || op == "Expand") {
+      wanted = {{"shape", input(node, 1)}};
+    }
+    const auto* data_type = types.find(0, node.input(0));
+    const std::string data_dims = type_dims_text(data_type);
+    for (const auto& [role, name] : wanted) {
+      if (name.empty()) continue;
+      if (role == "sizes") {
+        // Sizes fix the output, read from a Shape or not (the recognisers take them only for an input of known dims).
+        if (any_dim_varies(types, node.input(0))) {
+          refused = where(node) + " reads sizes '" + name + "', which fix its output size whatever the size of its input '" +
+                    node.input(0) + "' (" + data_dims + " in the model)";
+          break;
+        }
+        continue;
+      }
+      // A Slice's bounds and a Reshape's or Expand's dims read from a Shape follow the sizes they read; the other
+      // parameters are taken only as literals.
+      const bool from_shape = !literal(name);
+      if (from_shape && (role == "starts" || role == "ends" || role == "shape")) continue;
+      if (from_shape) {
+        refused = where(node) + " reads its " + role + " '" + name + "' from a Shape, which per-node mode does not follow";
+        break;
+      }
+      params.push_back({&node, role, name});
+    }
+  }
+  if (!refused.empty() || params.empty()) return refused;
+
+  // The literals' values: the nodes computing them, run on the reference kernels (they do not read x).
+  std::vector<std::string> names;
+  for (const auto& p : params) names.push_back(p.name);
+  size_t count = 0;
+  RC_ASSIGN(const onnx::ModelProto literals, extract_subgraph(original, x, x_dims, names, "literals of " + label, &count));
+  ExecutorOptions options;
+  options.use_xnnpack = false;
+  options.input_shapes[x] = x_dims;
+  RC_ASSIGN(auto inputs, make_random_inputs(literals, options.input_shapes, 0));
+  options.inputs = inputs;
+  RC_ASSIGN(Executor exec, Executor::create(literals, options));
+  std::map<std::string, Tensor> value;
+  for (const auto& out : exec.last_outputs()) value[out.name] = out.tensor;
+
+  const auto value_of = [&](const onnx::NodeProto& node, const std::string& role) -> const Tensor* {
+    for (const auto& p : params) {
+      if (p.node == &node && p.role == role) return &value.at(p.name);
+    }
+    return nullptr;
+  };
+  for (const auto& p : params) {
+    const onnx::NodeProto& node = *p.node;
+    const std::string& data = node.input(0);
+    const Tensor& v = value.at(p.name);
+    const std::string of_input = "its input '" + data + "' is " + type_dims_text(types.find(0, data)) + " in the model";
+    if (p.role == "scales") {
+      for (int64_t k = 0; k < v.numel(); ++k) {
+        const double scale = v.get(k);
+        if (dim_varies(types, data, k) && scale != std::floor(scale)) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.10g", scale);
+          return where(node) + " scales axis " + std::to_string(k) + " by " + buf + ", not an integer, and " + of_input +
+                 ": floor(size x " + buf + ") is no one multiple of the size for every size";
+        }
+      }
+    } else if (p.role == "ends" || p.role == "starts" || p.role == "steps") {
+      const Tensor* axes = value_of(node, "axes");
+      for (int64_t k = 0; k < v.numel(); ++k) {
+        const int64_t axis = axes != nullptr && k < axes->numel() ? static_cast<int64_t>(axes->get(k)) : k;
+        if (!dim_varies(types, data, axis)) continue;
+        const auto e = static_cast<int64_t>(v.i.empty() ? v.get(k) : v.i[static_cast<size_t>(k)]);
+        const std::string on = " on axis " + std::to_string(axis) + ", and " + of_input;
+        if (p.role == "ends" && e >= 0 && e < kLargeEnd) {
+          return where(node) + " ends at " + std::to_string(e) + on + ": it crops any larger input to that size";
+        }
+        if (p.role == "starts" && e < 0) {
+          return where(node) + " starts at " + std::to_string(e) + on + ": it keeps " + std::to_string(-e) + " elements of any larger input";
+        }
+        if (p.role == "steps" && e != 1) {
+          return where(node) + " steps by " + std::to_string(e) + on + ": its output size is not one affine function of the input's";
+        }
+      }
+    } else if (p.role == "shape") {
+      const bool varies = any_dim_varies(types, data);
+      for (int64_t k = 0; varies && k < v.numel(); ++k) {
+        const auto d = static_cast<int64_t>(v.get(k));
+        const bool keeps = node.op_type() == "Reshape" ? (d == 0 || d == -1) : d == 1;
+        if (!keeps) {
+          return where(node) + (node.op_type() == "Reshape" ? " reshapes to " : " expands to ") + ints_text(v) + ", and " + of_input +
+                 ": a literal dim there is one size for every input size";
+        }
+      }
+    }
+  }
+  return std::string();
+}
+
 core::Tensor4 to_tensor4(const Tensor& t) {
   core::Tensor4 r(t.dims[0], t.dims[1], t.dims[2], t.dims[3]);
   for (size_t k = 0; k < r.data.size(); ++k) r.data[k] = t.get(static_cast<int64_t>(k));
@@ -94,8 +306,8 @@ std::string NodeVerification::summary() const {
 
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                            const std::string& output_name, const std::string& input_name,
-                                           const std::vector<int64_t>& input_shape, uint64_t seed,
-                                           const Tolerances& tolerances) {
+                                           const std::vector<int64_t>& input_shape, const onnx_io::ScopedTypes& model_types,
+                                           uint64_t seed, const Tolerances& tolerances) {
   const onnx::NodeProto* node = nullptr;
   for (const auto& n : original.graph().node()) {
     if (n.output_size() > 0 && n.output(0) == output_name) node = &n;
@@ -122,6 +334,17 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
             extract_subgraph(original, x, input_shape, original_outputs, "original " + result.node, &result.original_nodes));
   RC_ASSIGN(const onnx::ModelProto rewritten_sub,
             extract_subgraph(rewritten, x, input_shape, {output_name}, "rewritten " + result.node, &result.replacement_nodes));
+  // One input size is checked below. When the model lets x take others, the original's output size must follow x's
+  // as the replacement's does, or the two can agree at this size only.
+  if (any_dim_varies(model_types, x)) {
+    RC_ASSIGN(const std::string fixed, fixed_size_in_region(original, original_sub, x, input_shape, model_types, result.node));
+    if (!fixed.empty()) {
+      return core::Error{core::ErrorKind::kCheckFailed,
+                         fixed + "; per-node mode checks the region at one size of '" + x + "' (" + format_dims(input_shape) +
+                             ", where the model has " + type_dims_text(model_types.find(0, x)) + "), and there a replacement whose " +
+                             "output size follows x's can agree with it by chance: fix the model's input dims to check it"};
+    }
+  }
 
   ExecutorOptions options;
   options.seed = seed;

@@ -152,6 +152,33 @@ int main(int argc, char** argv) {
   no_output.mutable_graph()->mutable_node(0)->clear_output();
   no_output.mutable_graph()->mutable_output(0)->set_name("X");
   write_model("deconv_no_output_opset18.onnx", no_output);
+  // Found in review (issue 16 B8): an If branch's initializer W shadows the main graph's W, which the else branch
+  // reads too. ONNX Runtime runs the then branch with the outer W; the rewrite folded the inner one. libonnx's checker
+  // passes it; the IR spec forbids it. At opset 19 the same through a Loop body input and the partial check.
+  auto shadowed = test::parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,5,5] X, bool c) => (float[1,4,10,10] Y) {
+      Y = If (c) <
+        then_branch = then_g () => (float[1,4,10,10] A) { A = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, W) },
+        else_branch = else_g () => (float[1,4,10,10] B) { B = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, W) }>
+    })");
+  test::set_random_initializer(*shadowed.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 6);
+  test::set_random_initializer(*shadowed.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g(), "W", onnx::TensorProto::FLOAT,
+                               {4, 1, 4, 4}, 7);
+  test::name_node(shadowed, "Y", "branch");
+  write_model("subgraph_initializer_shadows_outer.onnx", shadowed);
+  auto loop_shadow = test::parse_model(R"(
+    <ir_version: 9, opset_import: ["" : 19]>
+    g (float[1,4,5,5] X, int64 n) => (float[1,4,5,5] V, float[?,1,4,10,10] S) {
+      V, S = Loop (n, , X) <body = b (int64 i, bool c, float[1,4,5,5] X) => (bool c2, float[1,4,5,5] v, float[1,4,10,10] s) {
+        c2 = Identity (c)
+        v = Relu (X)
+        s = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, W)
+      }>
+    })");
+  test::set_random_initializer(*loop_shadow.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 8);
+  test::name_node(loop_shadow, "V", "loop");
+  write_model("loop_body_input_shadows_outer_opset19.onnx", loop_shadow);
 
   // Not bad: a valid model with sparse initializers (a Conv weight, and a deconv weight, which is kept).
   auto sparse = test::parse_model(R"(

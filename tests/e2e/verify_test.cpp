@@ -592,3 +592,48 @@ TEST_CASE("an input file whose rank, static dims or element kind do not fit its 
   CAPTURE(ok.err);
   CHECK(ok.exit_code == 0);
 }
+
+TEST_CASE("per-node compare refuses a region whose output size a constant fixes while the model's input may take other sizes",
+          "[e2e][verify][symbolic]") {
+  // The review's pair (issue 16 B10): the model Resizes X to sizes 8x10, OTHER is the tool's rewrite of it at a static
+  // 4x5, with X made symbolic again. They agree at 4x5 and nowhere else (ONNX Runtime at H = 3: 8x10 and 6x10), yet
+  // --compare --input-shape X=1x3x4x5 passed. Hardmax keeps both from running whole.
+  TempDir dir;
+  const auto model = [](const std::string& x_dims) {
+    auto m = parse_model(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      resize_by_sizes (float[)" + x_dims + R"(] X) => (float[1,3,8,10] Y) {
+        sizes = Constant <value = int64[4] {1, 3, 8, 10}> ()
+        u = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (X, , , sizes)
+        v = Conv <group = 3, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)
+        Y = Hardmax <axis = 1> (v)
+      })");
+    set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 3, 3}, 61);
+    name_node(m, "v", "conv");
+    return m;
+  };
+  const auto fixed = dir.path / "fixed.onnx", fixed_out = dir.path / "fixed.xnn.onnx";
+  const auto symbolic = dir.path / "symbolic.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
+  save(model("1,3,4,5"), fixed);
+  REQUIRE(run_cli(fixed.string() + " -o " + fixed_out.string() + " --target xnnpack", dir).exit_code == 0);  // depthwise
+  auto rewritten = load(fixed_out);
+  REQUIRE(count_ops(rewritten, "Resize") == 0);
+  REQUIRE(count_ops(rewritten, "DepthToSpace") == 1);
+  const auto same_size = run_cli(fixed.string() + " --compare " + fixed_out.string(), dir);  // one size, checked there
+  INFO(same_size.err);
+  CHECK(same_size.exit_code == 0);
+
+  save(model("1,3,H,W"), symbolic);
+  auto* dims = rewritten.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  dims->mutable_dim(2)->set_dim_param("H");
+  dims->mutable_dim(3)->set_dim_param("W");
+  rewritten.mutable_graph()->clear_value_info();
+  save(rewritten, other);
+  const auto r = run_cli(symbolic.string() + " --compare " + other.string() + " --input-shape X=1x3x4x5 --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string()) &&
+                        Catch::Contains("Resize producing 'u' in the original's upsampler that ends at Conv 'conv' reads sizes 'sizes', "
+                                        "which fix its output size whatever the size of its input 'X' (1x3xHxW in the model)"));
+  CHECK_THAT(read_file(report), Catch::Contains("\"exit_code\": 1") && Catch::Contains("reads sizes 'sizes'"));
+}

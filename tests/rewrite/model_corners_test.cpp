@@ -54,7 +54,8 @@ g (float[1,8,5,5] A, float[1,8,4,4] B, float[1,8,10,10] C, bool c1, bool c2) => 
 }
 
 // A main-graph deconv on X (5x5) and a Loop whose body input is also called X but carries a 4x4 tensor (or one
-// of unknown size when `z_dims` says so). Both deconvs ask for a 10x10 output.
+// of unknown size when `z_dims` says so). Both deconvs ask for a 10x10 output. The ONNX IR spec forbids the
+// shadowing and the tool's validation refuses such an input; the rewrite's scoping must not depend on that.
 onnx::ModelProto loop_shadow_model(int64_t opset, const std::string& z_dims = "1,8,4,4") {
   auto m = parse_model(opset_header(opset) + "g (float[1,8,5,5] X, float[" + z_dims + R"(] Z, int64 trips) => (float[1,8,10,10] Y, float[)" +
                        z_dims + R"(] V, float[2,1,8,10,10] S) {

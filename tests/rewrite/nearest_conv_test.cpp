@@ -429,3 +429,57 @@ TEST_CASE("nearest + Conv whose box sums overflow the weight's type is kept", "[
   }
   CHECK(rewrite_copy(fits, all_forms()).result.rewritten == 1);
 }
+
+namespace {
+
+// t = Relu(X), Y = Conv(Resize(t, sizes [1,3,8,10]), W): a nearest_conv x2 when t is 4x5. `x_dims` is X's shape.
+onnx::ModelProto relu_resize_by_sizes(const std::string& x_dims) {
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[)" + x_dims + R"(] X) => (float[1,3,OH,OW] Y) {
+  t = Relu (X)
+  sizes = Constant <value = int64[4] {1, 3, 8, 10}> ()
+  u = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (t, , , sizes)
+  Y = Conv <group = 3, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)
+})");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {3, 1, 3, 3}, 17);
+  name_node(m, "Y", "up1");
+  return m;
+}
+
+onnx::ValueInfoProto declared_4x5(const std::string& name) {
+  onnx::ValueInfoProto v;
+  v.set_name(name);
+  auto* type = v.mutable_type()->mutable_tensor_type();
+  type->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {1, 3, 4, 5}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a Resize by sizes takes no factor from the shapes a file declares for computed tensors",
+          "[rewrite][recogniser][nearest_conv][value_info]") {
+  // X is [1,3,H,W] and the file says t is 4x5: Resize to 8x10 looked like x2. ONNX Runtime's original gives 8x10 for
+  // every input size, the rewrite gave 2H x 2W (issue 16 review B9). A graph output's declared shape is such a claim
+  // too when a node reads that output. Kept, with the declarations left in the model.
+  auto original = relu_resize_by_sizes("1,3,H,W");
+  SECTION("a value_info entry") { *original.mutable_graph()->add_value_info() = declared_4x5("t"); }
+  SECTION("a graph output that the Resize also reads") { *original.mutable_graph()->add_output() = declared_4x5("t"); }
+  require_upsampler_kept(original, "nearest_conv", "Resize by sizes of an input whose shape is not known");
+}
+
+TEST_CASE("a Resize by sizes of an input whose dims inference knows is rewritten, and declared value_info stays",
+          "[rewrite][recogniser][nearest_conv][value_info]") {
+  auto original = relu_resize_by_sizes("1,3,4,5");
+  *original.mutable_graph()->add_value_info() = declared_4x5("t");
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.rewritten == 1);
+  CHECK(out.result.nodes[0].summary.form == "nearest_conv");
+  CHECK(count_ops(out.model.graph(), "Resize") == 0);
+  CHECK(count_ops(out.model.graph(), "DepthToSpace") == 1);
+  const auto* kept = find_value_info(out.model.graph(), "t");  // t is still computed: its declaration is not lost
+  REQUIRE(kept != nullptr);
+  CHECK(kept->SerializeAsString() == declared_4x5("t").SerializeAsString());
+  // The derived kernel sums float taps: equal to float rounding, not bit for bit.
+  CHECK(output_diff(original, out.model, {{"X", random_tensor4(1, 3, 4, 5, 18)}}, "Y", {1, 3, 8, 10}) < 1e-5);
+}

@@ -276,3 +276,23 @@ TEST_CASE("near-miss upfirdn2d upsamplers are kept with a reason", "[rewrite][re
     require_kept(upfirdn_model(spec), "second Reshape output has another reader");
   }
 }
+
+TEST_CASE("a value_info the file declares does not make a Slice with a literal end a no-op",
+          "[rewrite][recogniser][reshape_zero_insertion][value_info]") {
+  // The first Slice ends at a literal. With X [1,3,H,W], a value_info declaring Pad's output 13 high (true for H = 5
+  // only) made the crop a no-op for every input size: ONNX Runtime gave 10x12 for the original at 6x6 and 12x12 for
+  // the rewrite (issue 16 review B9). With a static X the same lie works at the one size, since shape inference cannot
+  // read PyTorch's pads chain: Pad's output is 13 high, the file says 12, and a crop to 12 was called a no-op. Shapes
+  // now come from inference of the graph inputs; the declaration stays in the model.
+  UpfirdnSpec spec;
+  spec.symbolic = GENERATE(0, 1);
+  spec.slice_end = spec.symbolic ? 13 : 12;
+  CAPTURE(spec.symbolic);
+  auto original = upfirdn_model(spec);
+  auto* declared = original.mutable_graph()->add_value_info();
+  declared->set_name("p");
+  auto* type = declared->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {int64_t{1}, spec.channels, spec.slice_end, int64_t{11}}) type->mutable_shape()->add_dim()->set_dim_value(d);
+  require_kept(original, "Slice on axis 2 may crop (it ends at " + std::to_string(spec.slice_end) + ", and the dim is not known)");
+}

@@ -12,6 +12,7 @@
 #include "onnx_io/tensor.h"
 #include "runtime_check/graph_match.h"
 #include "runtime_check/verify.h"
+#include "tests/rewrite/nearest_conv_fixtures.h"
 #include "tests/rewrite/upsampler_fixtures.h"
 
 using namespace dwdeconv;
@@ -380,5 +381,95 @@ TEST_CASE("Per-node verify finds the region of other hand-written spellings of t
     REQUIRE(r.nodes.size() == 1);
     CHECK(r.nodes[0].original.passed);
     CHECK_FALSE(r.nodes[0].rewritten.passed);
+  }
+}
+
+namespace {
+
+// `model` with graph input X's H and W symbolic.
+onnx::ModelProto with_symbolic_x(onnx::ModelProto model) {
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    if (input.name() != "X") continue;
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->mutable_dim(2)->set_dim_param("H");
+    shape->mutable_dim(3)->set_dim_param("W");
+  }
+  return model;
+}
+
+runtime_check::VerifyOptions at_shape(const std::vector<int64_t>& dims) {
+  runtime_check::VerifyOptions options;
+  options.input_shapes["X"] = dims;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("Per-node mode refuses an original region whose output size a constant fixes while its input's size may vary",
+          "[verify][handwritten][symbolic]") {
+  // Checked at one input size, a region whose output a constant fixes agrees there with a replacement whose output
+  // follows x, and nowhere else: Resize to sizes 6x8 and the rewrite's 2H x 2W agree at 3x4 only (ONNX Runtime at
+  // H = 2: 6x8 and 4x8; issue 16 review B10). With static dims the same pair is checked and passes.
+  test::NearestConvSpec spec;
+  spec.by_sizes = true;
+  spec.c_in = spec.c_out = spec.group = 4;
+  const auto static_original = with_hardmax(test::nearest_conv_model(spec), "Y");
+  const auto out = test::rewrite_copy(static_original);
+  REQUIRE(out.result.rewritten == 1);
+  const auto checked = verify(static_original, out.model);
+  CHECK(checked.passed);
+
+  const auto original = with_symbolic_x(static_original);
+  const auto rewritten = with_symbolic_x(out.model);
+  const auto r = runtime_check::verify_models(original, rewritten, at_shape({1, 4, 3, 4}));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK_THAT(r.error().message, Catch::Contains("Resize producing 'u' in the original's upsampler that ends at Conv 'up1' reads sizes "
+                                                "'sizes', which fix its output size whatever the size of its input 'X' (1x4xHxW in "
+                                                "the model)") &&
+                                    Catch::Contains("per-node mode checks the region at one size of 'X' (1x4x3x4, where the model has "
+                                                    "1x4xHxW)"));
+}
+
+TEST_CASE("Per-node mode refuses a literal crop or reshape on an axis whose size may vary, and passes what follows x",
+          "[verify][handwritten][symbolic]") {
+  // A Slice ending at 10 on H is a no-op at H = 5 and a crop for every larger input; a Reshape to literal dims fits
+  // one size. The nearest x mask form's own region (a Resize by scales, a mask, pads) is checked as before.
+  const auto rewritten_static = rewritten_copy(small_mask_model(), 1);
+  const auto rewritten = with_symbolic_x(rewritten_static);
+  std::vector<double> one_tap;
+  for (int c = 0; c < 3; ++c) one_tap.insert(one_tap.end(), {1, 0, 0, 0});
+  const auto zw = onnx_io::make_tensor("zw", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, one_tap, true);
+
+  SECTION("the nearest x mask form itself") {
+    const auto r = runtime_check::verify_models(with_symbolic_x(small_mask_model()), rewritten, at_shape({1, 3, 5, 4}));
+    INFO((r.ok() ? r->summary() : r.error().message));
+    REQUIRE(r.ok());
+    CHECK(r->mode == VerifyMode::kPerNode);
+    CHECK(r->passed);
+  }
+  SECTION("a Slice that ends at a literal") {
+    const auto original = respelled("  m0 = ConvTranspose <group = 3, strides = [2, 2]> (X, zw)\n  m = Slice (m0, st, en, ax)\n",
+                                    {zw, onnx_io::make_int64_tensor("st", {1}, {0}), onnx_io::make_int64_tensor("en", {1}, {10}),
+                                     onnx_io::make_int64_tensor("ax", {1}, {2})});
+    CHECK(verify(original, rewritten_static).passed);  // static X: one size, checked
+    const auto r = runtime_check::verify_models(with_symbolic_x(original), rewritten, at_shape({1, 3, 5, 4}));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == core::ErrorKind::kCheckFailed);
+    CHECK_THAT(r.error().message, Catch::Contains("Slice producing 'm' in the original's upsampler that ends at Conv 'up1' ends at 10 on "
+                                                  "axis 2, and its input 'm0' is ") &&
+                                      Catch::Contains("it crops any larger input to that size"));
+  }
+  SECTION("a Reshape to literal dims") {
+    const auto original = respelled("  r6 = Reshape (X, shape6)\n  z6 = Pad (r6, pads6)\n  m = Reshape (z6, shape4)\n",
+                                    {onnx_io::make_int64_tensor("shape6", {6}, {1, 3, 5, 1, 4, 1}),
+                                     onnx_io::make_int64_tensor("pads6", {12}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1}),
+                                     onnx_io::make_int64_tensor("shape4", {4}, {1, 3, 10, 8})});
+    CHECK(verify(original, rewritten_static).passed);
+    const auto r = runtime_check::verify_models(with_symbolic_x(original), rewritten, at_shape({1, 3, 5, 4}));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::Contains("Reshape producing 'r6' in the original's upsampler that ends at Conv 'up1' reshapes to "
+                                                  "[1,3,5,1,4,1], and its input 'X' is 1x3xHxW in the model: a literal dim there is one "
+                                                  "size for every input size"));
   }
 }

@@ -108,7 +108,7 @@ TEST_CASE("verify_node passes a correct polyphase replacement and catches a wron
   auto rewritten = rewrite_by_hand(original, w, c);
 
   const std::vector<int64_t> shape = {2, c.channels, 7, 5};  // not the declared shape: the caller's shape wins
-  auto good = verify_node(original, rewritten, "y", "x", shape, 7, {});
+  auto good = verify_node(original, rewritten, "y", "x", shape, onnx_io::infer_types(original), 7, {});
   INFO((good.ok() ? good->summary() : good.error().message));
   REQUIRE(good.ok());
   CHECK(good->passed);
@@ -130,7 +130,7 @@ TEST_CASE("verify_node passes a correct polyphase replacement and catches a wron
     values.value()[0] += 0.25;
     init = onnx_io::make_tensor(init.name(), onnx::TensorProto::FLOAT, onnx_io::dims_of(init), values.value(), true);
   }
-  auto bad = verify_node(original, rewritten, "y", "x", shape, 7, {});
+  auto bad = verify_node(original, rewritten, "y", "x", shape, onnx_io::infer_types(original), 7, {});
   REQUIRE(bad.ok());
   INFO(bad->summary());
   CHECK_FALSE(bad->passed);
@@ -142,10 +142,10 @@ TEST_CASE("verify_node passes a correct polyphase replacement and catches a wron
 TEST_CASE("verify_node refuses what it cannot isolate", "[verify_node]") {
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,2,4,4] x) => (float y) {\n"
                                 "  y = Relu (x)\n}");
-  auto not_deconv = verify_node(model, model, "y", "x", {1, 2, 4, 4}, 0, {});
+  auto not_deconv = verify_node(model, model, "y", "x", {1, 2, 4, 4}, onnx_io::infer_types(model), 0, {});
   REQUIRE_FALSE(not_deconv.ok());
   CHECK_THAT(not_deconv.error().message, Catch::Contains("not a Conv or ConvTranspose"));
-  auto missing = verify_node(model, model, "nope", "x", {1, 2, 4, 4}, 0, {});
+  auto missing = verify_node(model, model, "nope", "x", {1, 2, 4, 4}, onnx_io::infer_types(model), 0, {});
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("'nope'"));
 }
