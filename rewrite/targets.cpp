@@ -38,10 +38,21 @@ std::string keep_for_litert(const NodeSummary& s, const DeconvMatch& m, const Cp
 
 // The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): the one rule
 // that costs something is LiteRT's.
+// The default's Gather runs outside LiteRT's delegate (TFLite's GATHER): a dense nearest + 3x3 Conv, which gains
+// only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64 (BENCHMARKS.md, "Targets: the
+// default's join on each runtime").
+constexpr int64_t kDefaultDenseNearestConvMinChannels = 64;
+
 std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures&) {
   if (s.form == "nearest_conv" && depthwise(m)) {
     return std::string(kDepthwiseNearestConvOnLiteRT) + "; kept by default, which is slower on no runtime "
            "(--target xnnpack rewrites it: 1.9x-4.1x on the executor)";
+  }
+  if (s.form == "nearest_conv" && m.channels < kDefaultDenseNearestConvMinChannels) {
+    return "a dense nearest + 3x3 Conv with " + std::to_string(m.channels) + " input channels (< " +
+           std::to_string(kDefaultDenseNearestConvMinChannels) + ") measured 0.53x-0.73x on LiteRT with the default's "
+           "Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); kept by default "
+           "(--target litert or xnnpack rewrites it)";
   }
   return "";
 }
@@ -73,7 +84,8 @@ std::vector<Target> make_targets() {
   std::vector<Target> t;
   t.push_back({kDefaultTarget, "any of the runtimes below",
                "slower on none of the measured runtimes (executor, LiteRT, ExecuTorch) and converts on each: every form "
-               "but a depthwise nearest + Conv, joined for onnx2torch (Gather + CRD DepthToSpace)",
+               "but a depthwise nearest + Conv and a dense one under 64 input channels, joined for onnx2torch (Gather + "
+               "CRD DepthToSpace)",
                all, keep_for_default, gather_layout,
                "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\""});
   t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
@@ -83,7 +95,8 @@ std::vector<Target> make_targets() {
                "every form but a depthwise nearest + Conv (slower there), DCR DepthToSpace (native)", all, keep_for_litert,
                dcr_layout, "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\""});
   t.push_back({"ort", "ONNX Runtime's CPU execution provider",
-               "only a dense nearest + 3x3 Conv with >= 64 input channels (1.1x-1.9x there); every other form measured slower",
+               "only a dense nearest + 3x3 Conv with >= 64 input channels (1.1x-1.9x there); every other form measured slower "
+               "or no faster",
                all, keep_for_ort, dcr_layout, "\"ONNX Runtime (CPU provider)\""});
   t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
                "every form, joined so that onnx2torch converts it (Gather or batch + CRD DepthToSpace)", all, rewrite_all,

@@ -59,7 +59,7 @@ def main():
     joins = {
         "xnnpack": {c: "DCR" for c in cases},
         "litert": {**{c: "DCR" for c in cases}, "nearest_conv_dw": None},
-        "default": {**{c: "Gather" for c in cases}, "nearest_conv_dw": None},
+        "default": {**{c: "Gather" for c in cases}, "nearest_conv_dw": None, "nearest_conv_dense_C16": None},
         "executorch": {**{c: "Gather" for c in cases}, "k6s3p2op1_dw": "Transpose"},
         "ort": {**{c: None for c in cases}, "nearest_conv_dense_C64": "DCR"},
     }
