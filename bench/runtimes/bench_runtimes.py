@@ -630,6 +630,15 @@ def onnx2tf_child(work: Path, paths: list[str]):
     # onnx2tf simplifies its input in place by running the `onnxsim` command, which must be on PATH (as it is in
     # an activated environment); without it onnx2tf converts the unsimplified model and only warns.
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    # For a model whose inputs look like RGB images (N <= 20, 3 channels) onnx2tf downloads sample images from
+    # GitHub to check its conversion with; offline that fails the whole conversion (RRDBNet). Seeded random data of
+    # the same shape stands in: the script checks every conversion against ONNX Runtime itself.
+    def offline_test_images():
+        return np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32)
+
+    import onnx2tf.onnx2tf as onnx2tf_main
+    import onnx2tf.utils.common_functions as onnx2tf_common
+    onnx2tf_main.download_test_image_data = onnx2tf_common.download_test_image_data = offline_test_images
     for p in map(Path, paths):
         out = work / model_key(p)
         out.mkdir(parents=True, exist_ok=True)
