@@ -49,7 +49,7 @@ std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const C
            "(--target xnnpack rewrites it: 1.9x-4.1x on the executor)";
   }
   if (s.form == "nearest_conv" && m.channels < kDefaultDenseNearestConvMinChannels) {
-    return "a dense nearest + 3x3 Conv with " + std::to_string(m.channels) + " input channels (< " +
+    return "a dense or grouped nearest + Conv with " + std::to_string(m.channels) + " input channels (< " +
            std::to_string(kDefaultDenseNearestConvMinChannels) + ") measured 0.53x-0.73x on LiteRT with the default's "
            "Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); kept by default "
            "(--target litert or xnnpack rewrites it)";
@@ -66,11 +66,11 @@ std::string keep_for_ort(const NodeSummary& s, const DeconvMatch& m, const CpuFe
   const std::string where = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
   if (s.form == "nearest_conv" && !depthwise(m)) {
     if (m.channels >= kOrtDenseNearestConvMinChannels) return "";
-    return "a dense nearest + 3x3 Conv with " + std::to_string(m.channels) + " input channels (< " +
+    return "a dense or grouped nearest + Conv with " + std::to_string(m.channels) + " input channels (< " +
            std::to_string(kOrtDenseNearestConvMinChannels) + ") measured 0.68x-0.94x " + where + "; kept for --target ort";
   }
   std::string measured;
-  if (s.form == "nearest_conv") measured = "a depthwise nearest + 3x3 Conv measured 0.27x-0.41x " + where;
+  if (s.form == "nearest_conv") measured = "a depthwise nearest + Conv measured 0.27x-0.41x " + where;
   else if (s.form == "conv_transpose") measured = "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where;
   else measured = "the hand-written zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where;
   if (!cpu.avx512f || s.form != "conv_transpose") return measured + "; kept for --target ort (" + cpu.describe() + ")";
