@@ -141,6 +141,8 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   o << "  \"opset\": " << run.opset << ",\n";
   o << "  \"target\": " << (result.target ? json_string(result.target->name) : "null") << ",\n";
   o << "  \"cpu\": " << (result.target ? json_string(result.cpu.describe()) : "null") << ",\n";
+  o << "  \"outside_delegate\": "
+    << (result.target && !result.target->outside_delegate.empty() ? json_string(result.target->outside_delegate) : "null") << ",\n";
   o << "  \"nodes\": [";
   for (size_t i = 0; i < result.nodes.size(); ++i) {
     const auto& n = result.nodes[i];

@@ -87,20 +87,24 @@ std::vector<Target> make_targets() {
                "but a depthwise nearest + Conv and a dense one under 64 input channels, joined for onnx2torch (Gather + "
                "CRD DepthToSpace)",
                all, keep_for_default, gather_layout,
-               "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\""});
+               "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\"",
+               "the Gather of each join: on ExecuTorch aten.index.Tensor on the portable kernels, on LiteRT GATHER on "
+               "TFLite's own kernel"});
   t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
                "every form, DCR DepthToSpace: 9x-28x per ConvTranspose layer, 1.9x-4.1x per nearest + 3x3 Conv",
-               all, rewrite_all, dcr_layout, "\"Layer level\", \"Hand-written upsamplers\""});
+               all, rewrite_all, dcr_layout, "\"Layer level\", \"Hand-written upsamplers\"", ""});
   t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf",
                "every form but a depthwise nearest + Conv (slower there), DCR DepthToSpace (native)", all, keep_for_litert,
-               dcr_layout, "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\""});
+               dcr_layout, "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"", ""});
   t.push_back({"ort", "ONNX Runtime's CPU execution provider",
                "only a dense nearest + 3x3 Conv with >= 64 input channels (1.1x-1.9x there); every other form measured slower "
                "or no faster",
-               all, keep_for_ort, dcr_layout, "\"ONNX Runtime (CPU provider)\""});
+               all, keep_for_ort, dcr_layout, "\"ONNX Runtime (CPU provider)\"", ""});
   t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
                "every form, joined so that onnx2torch converts it (Gather or batch + CRD DepthToSpace)", all, rewrite_all,
-               crd_layout, "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\""});
+               crd_layout, "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
+               "the Gather of each s = 2 (or batch > 1) join, aten.index.Tensor, on ExecuTorch's portable kernels; the "
+               "batch join has none"});
   return t;
 }
 

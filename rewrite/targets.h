@@ -32,6 +32,7 @@ struct Target {
   // How its emitted form joins the phases.
   PhaseLayout (*layout)(const DeconvMatch& match) = nullptr;
   std::string measured;  // the BENCHMARKS.md sections its rules cite
+  std::string outside_delegate;  // which of its emitted ops the runtime runs outside its XNNPACK delegate ("" none)
 };
 
 // The name of the profile used without --target.

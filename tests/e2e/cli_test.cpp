@@ -92,6 +92,7 @@ TEST_CASE("the report is the documented JSON", "[e2e]") {
                                    "\"channels\": 8, \"kernel\": [3, 3], \"stride\": 2, \"pads\": [1, 1, 1, 1], "
                                    "\"output_padding\": [1, 1], \"form\": \"conv_transpose\", \"layout\": \"gather_crd\"}"));
   CHECK_THAT(json, Catch::Contains("\"target\": \"default\""));  // no --target: the default profile
+  CHECK_THAT(json, Catch::Contains("\"outside_delegate\": \"the Gather of each join: on ExecuTorch aten.index.Tensor"));
   CHECK_THAT(json, Catch::Contains("\"cpu\": \"AVX-512F: "));
   CHECK_THAT(json, Catch::Contains("\"decision\": \"kept\", \"reason\": \"grouped but not depthwise"));
   CHECK_THAT(json, Catch::Contains("\"rewritten\": 3"));
