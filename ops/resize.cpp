@@ -84,6 +84,7 @@ std::string ambiguous_axis(const ResizeMode& m, int64_t in, int64_t out, double 
     }
     return "";
   }
+  if (m.coordinate == "tf_crop_and_resize") return "";  // its coordinates come from the roi, not the scale
   const double ratio = static_cast<double>(out) / static_cast<double>(in);
   for (int64_t o = 0; o < out; ++o) {
     const double src = source_coordinate(m, o, in, out, scale, roi_start, roi_end);
@@ -93,7 +94,6 @@ std::string ambiguous_axis(const ResizeMode& m, int64_t in, int64_t out, double 
         static_cast<double>(source_coordinate_in<float>(m, o, in, out, static_cast<float>(scale), roi_start, roi_end, true)),
         source_coordinate(m, o, in, out, ratio, roi_start, roi_end)};
     for (const double v : variants) {
-      if (m.coordinate == "tf_crop_and_resize") break;  // its extrapolation bounds are checked as given
       if (const int64_t j = nearest_index(m, v, in); j != i) {
         return "output " + std::to_string(o) + " reads source coordinate " + std::to_string(src) + ", which rounds to input " +
                std::to_string(i) + " or " + std::to_string(j) + " depending on the arithmetic (float32 or double, the scale " +

@@ -537,15 +537,16 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     if (step) {
       placement.placement = Placement::kXnnpack;
     } else {
-      Built upsample;
+      // Data movement the executor does itself, in the value's layout: nearest replication, channel permutations.
+      Built copy;
       if (options.use_xnnpack && (node.op_type() == "Resize" || node.op_type() == "Upsample")) {
-        upsample = make_nearest_upsample_step(io, v);
+        copy = make_nearest_upsample_step(io, v);
       } else if (options.use_xnnpack && (node.op_type() == "Gather" || node.op_type() == "DepthToSpace")) {
-        upsample = make_channel_permute_step(io, v);
+        copy = make_channel_permute_step(io, v);
       }
-      if (upsample.step) {
-        placement.note = std::move(upsample.note);
-        step = std::move(upsample.step);
+      if (copy.step) {
+        placement.note = std::move(copy.note);
+        step = std::move(copy.step);
       } else if (node.op_type() == "BatchNormalization") {
         step = make_batch_norm_step(io, v);
       }
