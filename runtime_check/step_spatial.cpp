@@ -83,6 +83,66 @@ class FullyConnectedStep : public XnnStep {
   std::vector<float> weights_, bias_;
 };
 
+// MatMul whose B is computed (attention's Q x K^T and its x V): one XNNPACK fully-connected operator per batch
+// matrix, whose weights are that matrix of B, created again whenever B's value changes (XNNPACK packs weights at
+// creation). A [..., M, K] x B [..., K, N] with the same batch dims, or a 2-D B for every batch.
+class DynamicMatMulStep : public XnnStep {
+ public:
+  DynamicMatMulStep(const onnx::NodeProto& node, int y) : XnnStep(node, "xnn_setup_fully_connected_nc_f32") {
+    y_ = y;
+    y_layout_ = Layout::kNchw;
+  }
+
+  core::Status plan(Values& v, int a_id, int b_id) {
+    const Tensor& a = v.peek(a_id);
+    const Tensor& b = v.peek(b_id);
+    m_ = static_cast<size_t>(a.dims[a.dims.size() - 2]);
+    k_ = static_cast<size_t>(a.dims.back());
+    n_ = static_cast<size_t>(b.dims.back());
+    batches_ = static_cast<size_t>(a.numel()) / std::max<size_t>(m_ * k_, 1);
+    b_batched_ = b.dims.size() > 2;
+    b_ = b_id;
+    y_dims_ = a.dims;
+    y_dims_.back() = static_cast<int64_t>(n_);
+    add_input(v, a_id, Layout::kNchw);
+    add_input(v, b_id, Layout::kNchw);
+    return core::Ok{};
+  }
+
+ protected:
+  core::Status prepare(Values& v) override {
+    const uint64_t version = v.slots[static_cast<size_t>(b_)].version;
+    if (!ops_.empty() && version == b_version_) return core::Ok{};
+    ops_.clear();
+    const float* b = v.peek(b_).f.data();
+    for (size_t i = 0; i < (b_batched_ ? batches_ : 1); ++i) {
+      xnn_operator_t raw = nullptr;
+      const xnn_status status = xnn_create_fully_connected_nc_f32(k_, n_, k_, n_, b + i * k_ * n_, nullptr, kNoMin, kNoMax,
+                                                                  XNN_FLAG_TRANSPOSE_WEIGHTS, &raw);
+      if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_fully_connected_nc_f32", status);
+      add_operator(raw);
+    }
+    b_version_ = version;
+    invalidate_setup();
+    return core::Ok{};
+  }
+
+  xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
+    if (!b_batched_) return xnn_setup_fully_connected_nc_f32(ops_[0].get(), batches_ * m_, x[0], y, threadpool);
+    for (size_t i = 0; i < batches_; ++i) {
+      const xnn_status status = xnn_setup_fully_connected_nc_f32(ops_[i].get(), m_, x[0] + i * m_ * k_, y + i * m_ * n_, threadpool);
+      if (status != xnn_status_success) return status;
+    }
+    return xnn_status_success;
+  }
+
+ private:
+  size_t m_ = 0, k_ = 0, n_ = 0, batches_ = 0;
+  bool b_batched_ = false;
+  int b_ = -1;
+  uint64_t b_version_ = 0;
+};
+
 // One nearest upsample over the storage [outer, h, w, inner]: NHWC is [N, H, W, C], NCHW is [N*C, H, W, 1].
 struct NearestUpsampleJob {
   const float* x = nullptr;
@@ -269,7 +329,20 @@ core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
 core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v) {
   const std::string& op = io.node.op_type();
   const Tensor& x = v.peek(io.input(0));
-  if (io.input(1) < 0 || !v.constant(io.input(1))) return declined("B is not constant");
+  if (io.input(1) < 0) return declined("no B");
+  if (!v.constant(io.input(1))) {
+    // MatMul of two computed values: A [..., M, K], B [..., K, N] with A's batch dims, or a 2-D B.
+    const Tensor& b = v.peek(io.input(1));
+    const bool same_batch = b.dims.size() == 2 ||
+                            (b.dims.size() == x.dims.size() && std::equal(b.dims.begin(), b.dims.end() - 2, x.dims.begin()));
+    if (op != "MatMul" || x.dims.size() < 2 || b.dims.size() < 2 || !x.is_float() || !b.is_float() || !same_batch ||
+        x.dims.back() != b.dims[b.dims.size() - 2] || x.numel() == 0 || b.numel() == 0) {
+      return declined("B is computed and the shapes are not batch matrices XNNPACK's fully-connected operator runs");
+    }
+    auto step = std::make_unique<DynamicMatMulStep>(io.node, io.out[0]);
+    RC_CHECK(step->plan(v, io.input(0), io.input(1)));
+    return built(std::move(step), "B computed: one fully-connected operator per batch matrix, packed again when B changes");
+  }
   const Tensor& b = v.peek(io.input(1));
   if (b.dims.size() != 2 || x.dims.size() < 2 || !b.is_float()) return declined("shapes");
   bool k_by_n = true;

@@ -1,6 +1,8 @@
 // Nearest Resize by integer factors runs on the executor's replication kernel (executor.h). It must give exactly
 // the generic reference kernel's values, take only the mappings that really are replication, stay in the
 // producer's layout, and keep MI-GAN's hand-written upsampler (Resize, mask Mul, Pad, Conv) free of conversions.
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -233,4 +235,42 @@ TEST_CASE("a Gather that is not a constant channel lookup, and a DCR DepthToSpac
   REQUIRE(executor.ok());
   CHECK_THAT(executor->placement_summary(), !Catch::Contains("permutation"));
   CHECK_THAT(executor->placement_summary(), Catch::Contains("xnnpack 1 (DepthToSpace 1)"));
+}
+
+TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected operator, repacked when B changes",
+          "[executor][matmul]") {
+  // Attention's Q x K^T and its x V: both operands computed. It ran on the naive reference kernel (issue 18 item 1).
+  using Case = std::pair<std::string, std::vector<int64_t>>;  // the graph's inputs and body, the output dims
+  const auto [text, dims] = GENERATE(
+      Case{"(float[2,3,5,4] a, float[2,3,6,4] b) => (float y) {\n  p = Relu (a)\n  q = Transpose <perm = [0, 1, 3, 2]> (b)\n"
+           "  y = MatMul (p, q)\n}", {2, 3, 5, 6}},
+      Case{"(float[1,7,5] a, float[5,3] b) => (float y) {\n  q = Sigmoid (b)\n  y = MatMul (a, q)\n}", {1, 7, 3}},
+      Case{"(float[6,4] a, float[4,9] b) => (float y) {\n  q = Neg (b)\n  y = MatMul (a, q)\n}", {6, 9}});
+  const size_t threads = GENERATE(1, 2);
+  CAPTURE(text, threads);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g " + text);
+  model.mutable_graph()->mutable_node(model.graph().node_size() - 1)->set_name("mm");
+  auto fast = make(model, true, threads, {});
+  auto generic = make(model, false, 1, fast.creation_inputs());
+  const NodePlacement& mm = placement_of(fast, "MatMul 'mm'");
+  CHECK(mm.placement == Placement::kXnnpack);
+  CHECK_THAT(mm.note, Catch::Contains("one fully-connected operator per batch matrix"));
+  // Three rounds on new values: B changes every time, so a step that kept its first packing would fail.
+  std::vector<NamedTensor> inputs = fast.creation_inputs();
+  for (int round = 0; round < 3; ++round) {
+    const auto y_fast = run(fast, inputs);
+    const auto y_generic = run(generic, inputs);
+    REQUIRE(y_fast[0].tensor.dims == dims);
+    REQUIRE(y_generic[0].tensor.dims == dims);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < y_fast[0].tensor.f.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(y_fast[0].tensor.f[i]) - y_generic[0].tensor.f[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(y_generic[0].tensor.f[i])));
+    }
+    CHECK(scale > 0.1);
+    CHECK(worst <= 1e-5 * scale);
+    for (auto& in : inputs) {
+      for (float& v : in.tensor.f) v = 1.5f * v - 0.25f * static_cast<float>(round + 1);
+    }
+  }
 }
