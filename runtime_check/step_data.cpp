@@ -309,6 +309,7 @@ core::Result<Built> make_depth_to_space_step(const NodeIo& io, Values& v) {
   // DCR only (CRD order has no XNNPACK operator): the family's attribute list sends CRD to the reference kernels.
   RC_ASSIGN(const int64_t block, onnx_io::get_int(io.node, "blocksize", 0));
   if (x.dims.size() != 4 || block <= 0 || x.dims[1] % (block * block) != 0) return declined("shape");
+  if (block == 1) return declined("blocksize 1 (a copy; XNNPACK's depth-to-space refuses it)");
   auto step = std::make_unique<DepthToSpaceStep>(io.node, io.out[0]);
   RC_CHECK(step->plan(v, io.input(0), block));
   return built(std::move(step));

@@ -274,3 +274,16 @@ TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected ope
     }
   }
 }
+
+TEST_CASE("a DepthToSpace of blocksize 1 is a copy the reference kernel runs", "[executor][depth_to_space]") {
+  // XNNPACK's depth-to-space refuses block size 1 at creation, which made the executor refuse a valid model.
+  const std::string mode = GENERATE("DCR", "CRD");
+  CAPTURE(mode);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,2,4] x) => (float y) {\n"
+                                "  h = Relu (x)\n  y = DepthToSpace <blocksize = 1, mode = \"" + mode + "\"> (h)\n}");
+  auto fast = make(model, true, 1, {});
+  const auto inputs = fast.creation_inputs();
+  const auto y = run(fast, inputs);
+  REQUIRE(y[0].tensor.dims == std::vector<int64_t>{1, 3, 2, 4});
+  for (size_t i = 0; i < y[0].tensor.f.size(); ++i) CHECK(y[0].tensor.f[i] == std::max(inputs[0].tensor.f[i], 0.0f));
+}
