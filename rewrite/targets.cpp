@@ -36,23 +36,27 @@ std::string keep_for_litert(const NodeSummary& s, const DeconvMatch& m, const Cp
   return "";
 }
 
-// The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): the one rule
-// that costs something is LiteRT's.
-// The default's Gather runs outside LiteRT's delegate (TFLite's GATHER): a dense nearest + 3x3 Conv, which gains
+// Why a dense or grouped nearest + Conv with fewer than `min_channels` input channels is kept, or "" when it is
+// not one: the rewrite cuts a dense Conv's MACs by 2.25x, which pays on a runtime only from some width on.
+std::string narrow_nearest_conv(const NodeSummary& s, const DeconvMatch& m, int64_t min_channels, const std::string& measured) {
+  if (s.form != "nearest_conv" || depthwise(m) || m.channels >= min_channels) return "";
+  return "a dense or grouped nearest + Conv with " + std::to_string(m.channels) + " input channels (< " +
+         std::to_string(min_channels) + ") measured " + measured;
+}
+
+// The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): both rules are
+// LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
 // only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64 (BENCHMARKS.md, "Targets: the
 // default's join on each runtime").
-constexpr int64_t kDefaultDenseNearestConvMinChannels = 64;
-
 std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures&) {
   if (s.form == "nearest_conv" && depthwise(m)) {
     return std::string(kDepthwiseNearestConvOnLiteRT) + "; kept by default, which is slower on no runtime "
            "(--target xnnpack rewrites it: 1.9x-4.1x on the executor)";
   }
-  if (s.form == "nearest_conv" && m.channels < kDefaultDenseNearestConvMinChannels) {
-    return "a dense or grouped nearest + Conv with " + std::to_string(m.channels) + " input channels (< " +
-           std::to_string(kDefaultDenseNearestConvMinChannels) + ") measured 0.53x-0.73x on LiteRT with the default's "
-           "Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); kept by default "
-           "(--target litert or xnnpack rewrites it)";
+  if (auto why = narrow_nearest_conv(s, m, 64, "0.53x-0.73x on LiteRT with the default's Gather + CRD join (BENCHMARKS.md, "
+                                               "\"Targets: the default's join on each runtime\")");
+      !why.empty()) {
+    return why + "; kept by default (--target litert or xnnpack rewrites it)";
   }
   return "";
 }
@@ -60,19 +64,16 @@ std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const C
 // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and
 // DepthToSpace as a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a
 // nearest Resize is a GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels.
-constexpr int64_t kOrtDenseNearestConvMinChannels = 64;
-
 std::string keep_for_ort(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures& cpu) {
   const std::string where = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
   if (s.form == "nearest_conv" && !depthwise(m)) {
-    if (m.channels >= kOrtDenseNearestConvMinChannels) return "";
-    return "a dense or grouped nearest + Conv with " + std::to_string(m.channels) + " input channels (< " +
-           std::to_string(kOrtDenseNearestConvMinChannels) + ") measured 0.68x-0.94x " + where + "; kept for --target ort";
+    const auto why = narrow_nearest_conv(s, m, 64, "0.68x-0.94x " + where);
+    return why.empty() ? "" : why + "; kept for --target ort";
   }
   std::string measured;
   if (s.form == "nearest_conv") measured = "a depthwise nearest + Conv measured 0.27x-0.41x " + where;
   else if (s.form == "conv_transpose") measured = "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where;
-  else measured = "the hand-written zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where;
+  else measured = "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where;
   if (!cpu.avx512f || s.form != "conv_transpose") return measured + "; kept for --target ort (" + cpu.describe() + ")";
   return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
                     "1.17x-1.29x for two layers) and is not measured here, so it is kept: time the node on ONNX Runtime "
