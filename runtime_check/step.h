@@ -79,6 +79,9 @@ class Values {
   // with a memory plan) the buffers are kept in `spare` and handed to the next values written, so the creation run
   // does not fault in fresh pages for every activation.
   void retire(int id);
+  // Creation: gives an empty float `id` a spare buffer of at least `size` floats before a kernel that sizes its own
+  // outputs (a reference step) writes it, so those outputs recycle retired buffers too instead of piling up beside them.
+  void lend_spare(int id, size_t size) { reuse(slots[static_cast<size_t>(id)].t, size); }
   bool reuse_spare = false;
   std::vector<std::vector<float>> spare;
 
