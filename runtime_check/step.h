@@ -250,4 +250,12 @@ inline constexpr const char* kChannelPermuteNote = "optimized channel permutatio
 // channel copy in NHWC, with its placement note; a null step when the node is not one (step_data.cpp).
 Built make_channel_permute_step(const NodeIo& io, Values& v);
 
+inline constexpr const char* kGroupNormNote = "optimized group normalization";
+// GroupNorm as PyTorch exports it: Reshape [N, G, -1] -> InstanceNormalization -> Reshape back -> optional Mul and Add
+// by per-channel constants, given as the chain's nodes and their slots in that order (step_norm.cpp). One step in
+// x's layout, with its placement note ("optimized group normalization (32 groups of 4 channels, NHWC; ...)"); a null
+// step when the values make the chain something else (a Reshape that does not group channels, a scale that is not
+// one per group, ...).
+Built make_group_norm_step(const std::vector<const onnx::NodeProto*>& chain, const std::vector<NodeIo>& io, Values& v);
+
 }  // namespace dwdeconv::runtime_check::detail

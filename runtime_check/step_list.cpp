@@ -210,11 +210,60 @@ core::Result<std::string> try_fuse_activation(const NodeIo& io, std::unordered_m
   return conv_placement.node;
 }
 
+// GroupNorm as PyTorch exports it (step_norm.cpp): per chain its nodes' indices, Reshape, InstanceNormalization,
+// Reshape, then a Mul and an Add when they follow. Structure only: each value inside the chain has the next node as
+// its one reader (not another node, not a graph output), so no other step can miss it. The values decide at the
+// chain's last node whether it is a group normalization (make_group_norm_step); when they do not, its nodes run
+// there one by one.
+std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph,
+                                                const std::unordered_map<std::string, int>& readers) {
+  std::unordered_map<std::string, int> reader_node;  // by value name, when one node reads it once
+  for (int n = 0; n < graph.node_size(); ++n) {
+    for (const auto& name : graph.node(n).input()) {
+      if (!name.empty()) reader_node[name] = n;
+    }
+  }
+  // The node that reads `node`'s only output as its data and is its only reader, if it has `op_type`.
+  const auto next = [&](const onnx::NodeProto& node, const char* op_type) -> int {
+    if (node.output_size() != 1) return -1;
+    const std::string& y = node.output(0);
+    const auto read = readers.find(y);
+    const auto it = reader_node.find(y);
+    if (read == readers.end() || read->second != 1 || it == reader_node.end()) return -1;
+    const onnx::NodeProto& r = graph.node(it->second);
+    if (r.op_type() != op_type || !r.domain().empty()) return -1;
+    const bool data = r.input_size() > 0 && r.input(0) == y;
+    const bool other = std::string(op_type) == "Mul" || std::string(op_type) == "Add";  // either operand
+    return data || (other && r.input_size() == 2 && r.input(1) == y) ? it->second : -1;
+  };
+  std::vector<std::vector<int>> chains;
+  std::unordered_set<int> claimed;
+  for (int n = 0; n < graph.node_size(); ++n) {
+    const onnx::NodeProto& first = graph.node(n);
+    if (first.op_type() != "Reshape" || !first.domain().empty() || first.input_size() != 2) continue;
+    const int norm = next(first, "InstanceNormalization");
+    if (norm < 0 || graph.node(norm).input_size() != 3) continue;
+    const int back = next(graph.node(norm), "Reshape");
+    if (back < 0 || graph.node(back).input_size() != 2) continue;
+    std::vector<int> chain{n, norm, back};
+    if (const int mul = next(graph.node(back), "Mul"); mul >= 0) chain.push_back(mul);
+    if (const int add = next(graph.node(chain.back()), "Add"); add >= 0) chain.push_back(add);
+    // A node belongs to one chain at most: a chain's closing Reshape may look like the start of another.
+    if (std::any_of(chain.begin(), chain.end(), [&](int k) { return claimed.count(k) > 0; })) continue;
+    claimed.insert(chain.begin(), chain.end());
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
 // Per node, the values no later node needs: the node's inputs it reads last, and outputs nothing reads. A Conv's
 // inputs stay until its output's only reader (and that one's only reader, after a Relu or Clip) has been planned,
 // since fusing them re-runs the Conv. Graph inputs and outputs and initializers are never listed.
+// `held` maps a node to a later one that reads its inputs in its place (a group normalization chain's first Reshape
+// to the chain's last node, whose step reads x).
 std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& slot_of,
-                                         const std::unordered_map<std::string, int>& readers) {
+                                         const std::unordered_map<std::string, int>& readers,
+                                         const std::unordered_map<int, int>& held) {
   const int nodes = graph.node_size();
   std::unordered_map<std::string, std::vector<int>> reader_nodes;
   for (int n = 0; n < nodes; ++n) {
@@ -232,6 +281,7 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
   for (int n = 0; n < nodes; ++n) {
     const auto& node = graph.node(n);
     int hold = n;
+    if (const auto h = held.find(n); h != held.end()) hold = h->second;
     if ((node.op_type() == "Conv" || node.op_type() == "ConvTranspose") && node.output_size() > 0) {
       const int r = only_reader(node.output(0));
       if (r >= 0) {
@@ -374,6 +424,69 @@ core::Status StepList::load_inputs(const std::vector<NamedTensor>& given, bool c
   return core::Ok{};
 }
 
+namespace {
+
+// Plans a group normalization chain at its last node (group_norm_chains()): one step when the values make it one,
+// else each of its nodes on the reference kernels, in order. `skipped` are the placements of the nodes before the
+// last, pushed where those nodes stand.
+core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<int>& chain,
+                             const std::vector<size_t>& skipped, const std::unordered_map<std::string, int>& slot_of,
+                             int64_t opset, StepList& list) {
+  Values& v = list.values;
+  std::vector<const onnx::NodeProto*> nodes;
+  std::vector<std::vector<int>> ins, outs;
+  std::unordered_set<std::string> inside;  // values the chain computes
+  for (int k : chain) {
+    const onnx::NodeProto& node = graph.node(k);
+    nodes.push_back(&node);
+    std::vector<int> in, out;
+    for (const auto& name : node.input()) {
+      if (name.empty()) { in.push_back(-1); continue; }
+      const auto it = slot_of.find(name);
+      if (it == slot_of.end() || (inside.count(name) == 0 && !v.slots[static_cast<size_t>(it->second)].defined)) {
+        return node_error(node, "input '" + name + "' is not produced by any earlier node, initializer or graph input");
+      }
+      in.push_back(it->second);
+    }
+    for (const auto& name : node.output()) {
+      out.push_back(name.empty() ? -1 : slot_of.at(name));
+      inside.insert(name);
+    }
+    ins.push_back(std::move(in));
+    outs.push_back(std::move(out));
+  }
+  std::vector<NodeIo> io;
+  for (size_t k = 0; k < chain.size(); ++k) io.push_back(NodeIo{*nodes[k], opset, ins[k], outs[k]});
+  const onnx::NodeProto& last = *nodes.back();
+  NodePlacement placement{onnx_io::describe_node(last), last.op_type(), Placement::kReference, {}, {}, {}};
+  Built fused = make_group_norm_step(nodes, io, v);
+  if (fused.step) {
+    for (size_t p : skipped) list.placements[p].note = std::string(kGroupNormNote) + ": runs in the step of " + placement.node;
+    placement.note = std::move(fused.note);
+    RC_CHECK(fused.step->run(v));
+    note_non_finite_outputs(list, last, outs.back());
+    list.steps.push_back(std::move(fused.step));
+    list.step_node.push_back(list.placements.size());
+    list.placements.push_back(std::move(placement));
+    return core::Ok{};
+  }
+  list.placements.push_back(std::move(placement));
+  for (size_t k = 0; k < chain.size(); ++k) {
+    const onnx::NodeProto& node = *nodes[k];
+    list.planning = &node;
+    if (std::string why = double_input_reason(node, ins[k], v); !why.empty()) return node_error(node, why);
+    auto step = make_reference_step(node, opset, ins[k], outs[k], layout_preserving(node.op_type()));
+    RC_CHECK(step->run(v));
+    if (std::string why = double_output_reason(node, outs[k], v); !why.empty()) return node_error(node, why);
+    note_non_finite_outputs(list, node, outs[k]);
+    list.steps.push_back(std::move(step));
+    list.step_node.push_back(k + 1 < chain.size() ? skipped[k] : list.placements.size() - 1);
+  }
+  return core::Ok{};
+}
+
+}  // namespace
+
 core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOptions& options, StepList& list) {
   RC_CHECK(ensure_xnnpack_initialized());
   const onnx::GraphProto& graph = model.graph();
@@ -456,8 +569,18 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     list.placements.push_back(std::move(placement));
   };
   // With a memory plan, creation frees each activation after its last reader, so it holds about what a run holds.
+  // Group normalization chains run as one step at their last node; their other nodes are skipped where they stand.
+  std::vector<std::vector<int>> chains;
+  std::unordered_map<int, size_t> chain_of;  // node index -> its chain
+  std::unordered_map<int, int> held;         // a chain's first node -> its last, which reads x in its place
+  if (options.use_xnnpack) chains = group_norm_chains(graph, readers);
+  for (size_t c = 0; c < chains.size(); ++c) {
+    for (int k : chains[c]) chain_of[k] = c;
+    held[chains[c].front()] = chains[c].back();
+  }
+  std::vector<std::vector<size_t>> chain_placements(chains.size());  // the skipped nodes' placements, by chain
   std::vector<std::vector<int>> dead;
-  if (options.plan_memory) dead = dead_after(graph, slot_of, readers);
+  if (options.plan_memory) dead = dead_after(graph, slot_of, readers, held);
   v.reuse_spare = options.plan_memory;
   for (int n = 0; n < graph.node_size(); ++n) {
     if (n > 0 && options.plan_memory) {
@@ -467,6 +590,15 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     }
     const onnx::NodeProto& node = graph.node(n);
     list.planning = &node;
+    if (const auto c = chain_of.find(n); c != chain_of.end()) {
+      if (n != chains[c->second].back()) {
+        chain_placements[c->second].push_back(list.placements.size());
+        list.placements.push_back(NodePlacement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}, {}, {}});
+        continue;
+      }
+      RC_CHECK(plan_group_norm(graph, chains[c->second], chain_placements[c->second], slot_of, opset, list));
+      continue;
+    }
     std::vector<int> in, out;
     bool all_constant = true;
     for (const auto& name : node.input()) {
