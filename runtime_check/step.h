@@ -103,6 +103,9 @@ class Step {
   virtual core::Status run(Values& v) = 0;
   // Appends every value run() reads or writes (`v` as planned, for the layouts values are stored in).
   virtual void accesses(const Values& v, std::vector<Access>& out) const = 0;
+  // True when `id` is a constant this step's operators hold their own packed copy of and run() never reads (a Conv's
+  // weights): once planning is done, a constant no step reads otherwise is freed.
+  virtual bool packed_copy_of(const Values&, int) const { return false; }
 };
 
 core::Error xnn_failure(const onnx::NodeProto& node, const char* call, xnn_status status);

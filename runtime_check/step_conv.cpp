@@ -86,6 +86,11 @@ class ConvStep : public XnnStep {
     if (b_ >= 0) out.push_back(Access{b_, v.layout(b_), false});
     out.push_back(Access{target_ < 0 ? y_ : target_, Layout::kNhwc, true});
   }
+  // Constant weights and bias are packed by XNNPACK at creation; prepare() reads them again only when they are not.
+  bool packed_copy_of(const Values& v, int id) const override {
+    const bool constant = v.constant(w_) && (b_ < 0 || v.constant(b_));
+    return constant && (id == w_ || (b_ >= 0 && id == b_));
+  }
   bool has_output_range() const { return min_ != kNoMin || max_ != kNoMax; }
 
   core::Status fuse_activation(Values& v, int y, float lo, float hi) {

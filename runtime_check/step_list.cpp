@@ -9,6 +9,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
 #include "runtime_check/internal.h"
+#include "runtime_check/memory_plan.h"
 #include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
@@ -258,7 +259,7 @@ std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph,
 
 // Per node, the values no later node needs: the node's inputs it reads last, and outputs nothing reads. A Conv's
 // inputs stay until its output's only reader (and that one's only reader, after a Relu or Clip) has been planned,
-// since fusing them re-runs the Conv. Graph inputs and outputs and initializers are never listed.
+// since fusing them re-runs the Conv. Graph inputs and outputs are never listed; initializers are.
 // `held` maps a node to a later one that reads its inputs in its place (a group normalization chain's first Reshape
 // to the chain's last node, whose step reads x).
 std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& slot_of,
@@ -300,7 +301,6 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
     for (const auto& name : node.output()) use(name, n);
   }
   std::unordered_set<int> kept;
-  for (const auto& init : graph.initializer()) kept.insert(slot_of.at(init.name()));
   for (const auto& in : graph.input()) kept.insert(slot_of.at(in.name()));
   for (const auto& out : graph.output()) {
     if (const auto it = slot_of.find(out.name()); it != slot_of.end()) kept.insert(it->second);
@@ -487,6 +487,35 @@ core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<in
 
 }  // namespace
 
+namespace {
+
+// Frees the float constants no step reads on a run: the ones only folded nodes read, and the weights XNNPACK holds
+// packed copies of (Step::packed_copy_of). Their dims stay. Stable Diffusion's VAE decoder holds 198 MB of Conv
+// weights, which were kept twice, as initializers here and packed in XNNPACK.
+void release_packed_constants(StepList& list) {
+  Values& v = list.values;
+  std::vector<bool> read(v.slots.size(), false);
+  std::vector<Access> accesses;
+  for (const auto& step : list.steps) {
+    accesses.clear();
+    step->accesses(v, accesses);
+    for (const Access& a : accesses) {
+      if (!step->packed_copy_of(v, a.id)) read[static_cast<size_t>(a.id)] = true;
+    }
+  }
+  for (const auto& output : list.outputs) read[static_cast<size_t>(output.second)] = true;
+  for (size_t id = 0; id < v.slots.size(); ++id) {
+    Slot& s = v.slots[id];
+    if (s.constant && !read[id] && s.t.is_float()) {
+      s.t.f.release();
+      s.converted.f.release();
+    }
+  }
+  list.memory.constant_bytes = held_constant_bytes(list);
+}
+
+}  // namespace
+
 core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOptions& options, StepList& list) {
   RC_CHECK(ensure_xnnpack_initialized());
   const onnx::GraphProto& graph = model.graph();
@@ -576,16 +605,34 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
   if (options.use_xnnpack) chains = group_norm_chains(graph, readers);
   for (size_t c = 0; c < chains.size(); ++c) {
     for (int k : chains[c]) chain_of[k] = c;
-    held[chains[c].front()] = chains[c].back();
+    for (int k : chains[c]) held[k] = chains[c].back();
   }
   std::vector<std::vector<size_t>> chain_placements(chains.size());  // the skipped nodes' placements, by chain
   std::vector<std::vector<int>> dead;
   if (options.plan_memory) dead = dead_after(graph, slot_of, readers, held);
+  std::vector<bool> run_reads(v.slots.size(), false);  // values a step built so far reads on every run
+  size_t scanned = 0;                                 // steps whose reads are in run_reads
+  std::vector<Access> accesses;
   v.reuse_spare = options.plan_memory;
   for (int n = 0; n < graph.node_size(); ++n) {
     if (n > 0 && options.plan_memory) {
+      // A constant whose last reader is planned is freed too, unless a step reads it on every run: what stays are
+      // the weights XNNPACK packed (Step::packed_copy_of), so the creation run does not hold them twice either.
+      for (; scanned < list.steps.size(); ++scanned) {
+        accesses.clear();
+        list.steps[scanned]->accesses(v, accesses);
+        for (const Access& a : accesses) {
+          if (!list.steps[scanned]->packed_copy_of(v, a.id)) run_reads[static_cast<size_t>(a.id)] = true;
+        }
+      }
       for (int id : dead[static_cast<size_t>(n - 1)]) {
-        if (!v.slots[static_cast<size_t>(id)].constant) v.retire(id);
+        Slot& s = v.slots[static_cast<size_t>(id)];
+        if (!s.constant) {
+          v.retire(id);
+        } else if (!run_reads[static_cast<size_t>(id)] && s.t.is_float()) {
+          s.t.f.release();
+          s.converted.f.release();
+        }
       }
     }
     const onnx::NodeProto& node = graph.node(n);
@@ -701,6 +748,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     }
     list.outputs.emplace_back(out.name(), it->second);
   }
+  release_packed_constants(list);
   return core::Ok{};
 }
 

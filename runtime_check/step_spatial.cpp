@@ -70,6 +70,9 @@ class FullyConnectedStep : public XnnStep {
     if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_fully_connected_nc_f32", status);
     add_operator(raw);
     add_input(v, a_id, Layout::kNchw);
+    // XNNPACK packed its own copy of both.
+    std::vector<float>().swap(weights_);
+    std::vector<float>().swap(bias_);
     return core::Ok{};
   }
 
