@@ -7,6 +7,7 @@ code and its message.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -188,12 +189,18 @@ def _read_report(path):
         return None
 
 
+# "dwdeconv-rewrite: error: MESSAGE", the binary's error lines (with or without the program name).
+_ERROR_LINE = re.compile(r"(?:^|: )error: (.*)")
+
+
 def _failure(code, log, report):
     """The DwdeconvError for a run that exited `code`: the report's error, else the binary's error lines."""
     message = report.get("error") if isinstance(report, dict) else None
     if not message:
-        errors = [line.split(": error: ", 1)[1] for line in log.splitlines() if ": error: " in line]
-        message = "; ".join(errors) or (log.strip().splitlines() or ["dwdeconv-rewrite exited %d" % code])[-1]
+        errors = [m.group(1) for m in map(_ERROR_LINE.search, log.splitlines()) if m]
+        # A command-line parse error is printed without the prefix, and ends with this hint.
+        others = [line for line in log.strip().splitlines() if line and line != "Run with --help for more information."]
+        message = "; ".join(errors or others) or "dwdeconv-rewrite exited %d" % code
     return DwdeconvError(code, message, log, report)
 
 
