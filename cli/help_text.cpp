@@ -8,7 +8,7 @@ std::string app_description() {
   return "Rewrites the upsamplers of an ONNX model for XNNPACK-based runtimes (LiteRT, ExecuTorch, a custom XNNPACK\n"
          "runtime): depthwise ConvTranspose, and the hand-written forms nearest x mask, zero insertion, upfirdn2d and\n"
          "nearest + Conv, become s*s stride-1 Convs + Concat + DepthToSpace, which XNNPACK runs as fast depthwise\n"
-         "kernels. --verify checks the result on XNNPACK; --dry-run shows each node's decision and why.\n"
+         "kernels. --verify checks the result on XNNPACK; --dry-run shows each node's decision and why.\n\n"
          "Where it does not pay off: ONNX Runtime's CPU provider (use --target ort, which keeps nearly everything);\n"
          "dense and grouped ConvTransposes, which XNNPACK already runs well (kept); and models whose time is mostly\n"
          "elsewhere (a MI-GAN-like generator: 1.38x on this tool's executor, though its upsamplers ran 19x faster).";

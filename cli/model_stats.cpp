@@ -80,7 +80,7 @@ std::string stats_change_text(const ModelStats& before, const ModelStats& after)
   for (const auto& op : changed_ops(before, after)) {
     ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count_of(before, op)) + " -> " + std::to_string(count_of(after, op));
   }
-  if (ops.empty() && before.model_bytes == after.model_bytes) return "no change";
+  if (ops.empty() && before.model_bytes == after.model_bytes) return "nothing";
   return (ops.empty() ? std::string() : ops + "; ") + std::to_string(before.nodes) + " -> " + std::to_string(after.nodes) +
          " nodes; model " + change_text(before.model_bytes, after.model_bytes) + ", weights " +
          change_text(before.weight_bytes, after.weight_bytes);

@@ -21,7 +21,7 @@ struct ModelStats {
 ModelStats model_stats(const onnx::ModelProto& model);
 
 // "ConvTranspose 8 -> 0, Conv 2 -> 34, ...; 18 -> 26 nodes; model 1.2 MB -> 1.4 MB (+13%), weights ...":
-// only the ops whose count changed, in name order. "no change" when nothing did.
+// only the ops whose count changed, in name order. "nothing" when nothing did.
 std::string stats_change_text(const ModelStats& before, const ModelStats& after);
 
 // The report's "changes" object: {"ops": {"Conv": [2, 34], ...}, "nodes": [18, 26], "model_bytes": [a, b],

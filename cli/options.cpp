@@ -73,7 +73,7 @@ std::string form_list(bool defaults_only = false) {
 void add_options(CLI::App& app, Options& opt) {
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + kFullVersion);
-  app.add_option("models", opt.models, "Input ONNX model(s); - reads one model from stdin")->required();
+  app.add_option("models", opt.models, "Input ONNX model(s), or directories of them (their *.onnx files); - reads one model from stdin")->required();
   app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input); - writes to stdout");
   app.add_option("--out-dir", opt.out_dir, "With several models or a directory: write each one here, under its own file name");
   app.add_option("--suffix", opt.suffix, "With --out-dir: name each output <stem><TEXT>.onnx, e.g. --suffix .xnn (default: the input's name)")
