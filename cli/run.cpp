@@ -200,7 +200,7 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   RunInfo info;
   info.input = input;
   info.compared = opt.compare;
-  PhaseLog log(input, phase_lines_wanted(opt.verbosity));
+  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
   auto finish = [&](int code, const std::string& message) {
     if (code != kExitOk) log.fail();
     if (!message.empty()) fail(code, message);
@@ -209,7 +209,7 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
     if (int written = write_report(report, report_json(info, {})); written != kExitOk) return written;
     return code;
   };
-  log.start("load " + input + " and " + opt.compare);
+  log.start("load both models");
   auto loaded_original = onnx_io::load_model_with_external_data(input);
   auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
   log.end();
@@ -228,11 +228,13 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   info.opset = onnx_io::default_opset(original);
   // The executor runs models ONNX refuses (a value defined twice, an unknown attribute): judge both first, as a
   // rewrite judges its input and output, so that passing means OTHER is a model at all.
+  log.start("validate both models");
   for (const auto& [path, model] : {std::pair<const std::string&, const onnx::ModelProto&>{input, original}, {opt.compare, other}}) {
     auto checked = onnx_io::validate_model(model, {});
     if (!checked) return finish(kExitInvalidModel, path + ": invalid model: " + checked.error().message);
     if (!checked->full) spdlog::warn("{}: {}", path, checked->detail);
   }
+  log.end();
   auto verified = run_verify(original, other, opt, setup, input, log, "");
   if (!verified) return finish(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   info.verify = *verified;
@@ -293,7 +295,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ModelOutcome out;
   RunInfo& info = out.info;
   info.input = input;
-  PhaseLog log(input, phase_lines_wanted(opt.verbosity));
+  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
   auto finish = [&out, &log](int code, const std::string& message) {
     log.fail();
     out.info.exit_code = fail(code, message);

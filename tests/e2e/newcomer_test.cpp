@@ -195,6 +195,19 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
     CHECK(end_at > start_at);
     previous_end = end_at;
   }
+  // --compare too: its loads, its validation and both runs.
+  const auto compare = run_cli(in.string() + " --compare " + out.string(), dir);
+  CHECK(compare.exit_code == 0);
+  for (const char* phase : {"load both models", "validate both models", "verify: running the original model",
+                            "verify: running the rewritten model"}) {
+    INFO(phase);
+    CHECK(lines_with(compare.err, model + phase + ": started").size() == 1);
+    CHECK(lines_with(compare.err, model + phase + ": done in ").size() == 1);
+  }
+  // stdin is named as such.
+  const auto piped = run_shell(std::string(DWDECONV_CLI) + " - -o - < " + in.string() + " > /dev/null", dir);
+  CHECK(piped.exit_code == 0);
+  CHECK(lines_with(piped.err, "<stdin>: load: started").size() == 1);
   // -q: errors only, no phase lines.
   const auto quiet = run_cli(in.string() + " -o " + out.string() + " --verify -q", dir);
   CHECK(quiet.exit_code == 0);
