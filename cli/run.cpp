@@ -23,8 +23,12 @@
 #include <onnx/defs/schema.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/batch_inputs.h"
 #include "cli/exit_codes.h"
+#include "cli/input_shape.h"
+#include "cli/model_stats.h"
 #include "cli/output_files.h"
+#include "cli/progress.h"
 #include "cli/report.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
@@ -70,7 +74,7 @@ int exit_code_for(const core::Error& e) {
 
 // What the executor needs from the command line, shared by --verify, --compare and --bench.
 struct RuntimeSetup {
-  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::vector<InputShapeArg> input_shapes;  // resolved per model (a bare shape names its only input)
   std::vector<runtime_check::NamedTensor> inputs;
   std::function<void(const std::string&)> progress;  // empty unless stderr is a terminal
 };
@@ -79,9 +83,9 @@ struct RuntimeSetup {
 core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
   RuntimeSetup setup;
   for (const auto& text : opt.input_shapes) {
-    auto parsed = runtime_check::parse_input_shape(text);
-    if (!parsed) return core::Error{core::ErrorKind::kUsage, "--input-shape: " + parsed.error().message};
-    setup.input_shapes[parsed->first] = parsed->second;
+    auto parsed = parse_input_shape_arg(text);
+    if (!parsed) return parsed.error();
+    setup.input_shapes.push_back(std::move(*parsed));
   }
   for (const auto& text : opt.input_files) {
     const auto eq = text.find('=');
@@ -117,24 +121,29 @@ void clear_progress(const RuntimeSetup& setup) {
 }
 
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
+// `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                     const Options& opt, const RuntimeSetup& setup) {
+                                                     const Options& opt, const RuntimeSetup& setup,
+                                                     const std::string& model_path, PhaseLog& log, const std::string& prefix) {
   runtime_check::VerifyOptions vo;
-  vo.input_shapes = setup.input_shapes;
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return shapes.error();
+  vo.input_shapes = *shapes;
   vo.inputs = setup.inputs;
   vo.seed = opt.seed;
   vo.threads = opt.threads;
   vo.tolerances = {opt.atol, opt.rtol};
-  vo.progress = setup.progress;
+  vo.progress = setup.progress ? setup.progress : log.callback();
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);
+  log.end();
   if (!result) return result;
   std::istringstream lines(result->summary());
   for (std::string line; std::getline(lines, line);) {
     if (result->passed) {
-      spdlog::info("{}", line);
+      spdlog::info("{}{}", prefix, line);
     } else {
-      spdlog::error("{}", line);
+      spdlog::error("{}{}", prefix, line);
     }
   }
   spdlog::debug("placement:\n{}", result->placement);
@@ -143,20 +152,25 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
 
 // Times both models on the executor and logs medians and the speedup.
 core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                   const Options& opt, const RuntimeSetup& setup) {
+                                                   const Options& opt, const RuntimeSetup& setup,
+                                                   const std::string& model_path, PhaseLog& log, const std::string& prefix) {
   runtime_check::BenchOptions bo;
-  bo.input_shapes = setup.input_shapes;
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return shapes.error();
+  bo.input_shapes = *shapes;
   bo.inputs = setup.inputs;
   bo.seed = opt.seed;
   bo.threads = opt.threads;
   bo.runs = opt.runs;
   bo.profile_runs = opt.verbosity > 0 ? 3 : 0;  // extra profiled runs only when -v will print them
-  bo.progress = setup.progress;
+  bo.progress = setup.progress ? setup.progress : log.callback();
+  log.start("bench: creating both executors (each runs its model once) and warming up");
   auto result = runtime_check::bench_models(original, rewritten, bo);
   clear_progress(setup);
+  log.end();
   if (!result) return result;
-  spdlog::info("bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
-               result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
+  spdlog::info("{}bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
+               prefix, result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
                result->speedup);
   spdlog::debug("bench placement, original: {}", result->original_placement);
   spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
@@ -186,15 +200,19 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   RunInfo info;
   info.input = input;
   info.compared = opt.compare;
+  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
   auto finish = [&](int code, const std::string& message) {
+    if (code != kExitOk) log.fail();
     if (!message.empty()) fail(code, message);
     info.exit_code = code;
     info.error = message;
     if (int written = write_report(report, report_json(info, {})); written != kExitOk) return written;
     return code;
   };
+  log.start("load both models");
   auto loaded_original = onnx_io::load_model_with_external_data(input);
   auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
+  log.end();
   // The report must not land on either model or their data.
   std::vector<RunFile> reads;
   add_compare_reads(input, loaded_original, reads);
@@ -210,16 +228,18 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   info.opset = onnx_io::default_opset(original);
   // The executor runs models ONNX refuses (a value defined twice, an unknown attribute): judge both first, as a
   // rewrite judges its input and output, so that passing means OTHER is a model at all.
+  log.start("validate both models");
   for (const auto& [path, model] : {std::pair<const std::string&, const onnx::ModelProto&>{input, original}, {opt.compare, other}}) {
     auto checked = onnx_io::validate_model(model, {});
     if (!checked) return finish(kExitInvalidModel, path + ": invalid model: " + checked.error().message);
     if (!checked->full) spdlog::warn("{}: {}", path, checked->detail);
   }
-  auto verified = run_verify(original, other, opt, setup);
+  log.end();
+  auto verified = run_verify(original, other, opt, setup, input, log, "");
   if (!verified) return finish(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
   info.verify = *verified;
   if (verified->passed && opt.bench) {
-    auto timed = run_bench(original, other, opt, setup);
+    auto timed = run_bench(original, other, opt, setup, input, log, "");
     if (!timed) return finish(exit_code_for(timed.error()), timed.error().message);
     info.bench = *timed;
   }
@@ -275,7 +295,9 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ModelOutcome out;
   RunInfo& info = out.info;
   info.input = input;
-  auto finish = [&out](int code, const std::string& message) {
+  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
+  auto finish = [&out, &log](int code, const std::string& message) {
+    log.fail();
     out.info.exit_code = fail(code, message);
     out.info.error = message;
     out.info.output.clear();  // a failed run wrote no model: the report says null for both
@@ -283,6 +305,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     return out;
   };
   PhaseTimer timer;
+  const std::string prefix = batch ? input + ": " : std::string();
+  log.start("load");
   auto loaded = load_input(input);
   if (!loaded) return finish(exit_code_for(loaded.error()), loaded.error().message);
   onnx::ModelProto& model = loaded->model;
@@ -306,6 +330,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (!input_check) return finish(kExitInvalidModel, input + ": invalid model: " + input_check.error().message);
   if (!input_check->full) spdlog::warn("{}: {}", input, input_check->detail);
   timer.mark("validate input");
+  const ModelStats before = model_stats(model);
 
   std::optional<onnx::ModelProto> original;
   if (opt.verify || opt.bench) original = model;  // verify and bench run the model as it was
@@ -318,6 +343,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (!opt.forms.empty()) ro.forms = {opt.forms.begin(), opt.forms.end()};
   ro.target = rewrite::find_target(opt.target);  // a known name: usage_problem checked it
   std::optional<core::Result<rewrite::RewriteResult>> attempt;
+  log.start("rewrite");
   try {
     attempt.emplace(rewrite::rewrite_model(model, ro));
   } catch (const std::bad_alloc&) {
@@ -329,6 +355,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   out.result = std::move(*rewritten);
   const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
+  log.end();
   for (const auto& name : result.unmatched_names) {
     const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
     // In a batch, each model has its own node names; a name missing from one model is not an error.
@@ -345,12 +372,16 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     }
   }
   if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << plan_text(result) << std::flush;
+  const ModelStats after = model_stats(model);
+  info.changes = stats_change_json(before, after);
 
   const bool writes_model = !opt.dry_run && !opt.check;
   std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
                         std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " (kept " + std::to_string(result.kept) + ")";
   if (writes_model) {
+    log.start("validate the output");
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
+    log.end();
     if (!validation) {
       return finish(kExitInvalidModel, input + ": the rewritten model failed validation, nothing written: " + validation.error().message);
     }
@@ -368,7 +399,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       spdlog::info("{}: nothing to verify: no node was rewritten, so the output is the input", input);
       summary += "; nothing to verify";
     } else if (opt.verify) {
-      auto verified = run_verify(*original, model, opt, setup);
+      auto verified = run_verify(*original, model, opt, setup, input, log, prefix);
       timer.mark("verify");
       if (!verified) return finish(exit_code_for(verified.error()), input + ": cannot verify the rewrite, nothing written: " + verified.error().message);
       info.verify = *verified;
@@ -378,7 +409,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       summary += std::string("; verified: max abs error ") + buf;
     }
     if (opt.bench) {
-      auto timed = run_bench(*original, model, opt, setup);
+      auto timed = run_bench(*original, model, opt, setup, input, log, prefix);
       timer.mark("bench");
       if (!timed) return finish(exit_code_for(timed.error()), input + ": --bench: " + timed.error().message);
       info.bench = *timed;
@@ -386,7 +417,10 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     }
 
     const auto ext = external_save_options(opt, output, loaded->external_tensors, result);
-    if (auto saved = save_output(model, output, ext); !saved) return finish(exit_code_for(saved.error()), saved.error().message);
+    log.start("save " + output);
+    auto saved = save_output(model, output, ext);
+    log.end();
+    if (!saved) return finish(exit_code_for(saved.error()), saved.error().message);
     if (!ext.data_name.empty()) spdlog::debug("{}: tensor data written to {}", output, ext.data_name);
     timer.mark("save");
     info.output = output;
@@ -401,7 +435,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     return finish(kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +
                                              std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " would be rewritten");
   }
-  spdlog::info("{}{}{}", batch ? input + ": " : std::string(), summary, writes_model ? " -> " + output : std::string());
+  spdlog::info("{}{}: {}", prefix, writes_model ? "changed" : "would change", stats_change_text(before, after));
+  spdlog::info("{}{}{}", prefix, summary, writes_model ? " -> " + output : std::string());
   return out;
 }
 
@@ -467,14 +502,18 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
   std::vector<std::string> entries;
   int code = kExitOk;
   size_t failed = 0;
+  std::string failed_list;
   for (const auto& o : outcomes) {
     entries.push_back(report_json(o.info, o.result));
     code = std::max(code, o.info.exit_code);
-    failed += o.info.exit_code != kExitOk;
+    if (o.info.exit_code != kExitOk) {
+      ++failed;
+      failed_list += (failed_list.empty() ? ": " : ", ") + o.info.input + " (exit " + std::to_string(o.info.exit_code) + ")";
+    }
   }
   if (int written = write_report(report, report_list_json(entries)); written != kExitOk) return written;
   const std::string line = "batch: " + std::to_string(opt.models.size()) + " models, " + std::to_string(opt.models.size() - failed) +
-                           " ok, " + std::to_string(failed) + " failed";
+                           " ok, " + std::to_string(failed) + " failed" + failed_list;
   if (failed) {
     spdlog::error("{}", line);
   } else {
@@ -485,9 +524,13 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
 
 }  // namespace
 
-int run(const Options& opt) {
+int run(const Options& given) {
+  // A directory among the models stands for its *.onnx files, in name order.
+  auto expanded = expand_model_directories(given);
+  if (!expanded) return fail(exit_code_for(expanded.error()), expanded.error().message);
+  const Options& opt = *expanded;
   if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(kExitUsage, problem);
-  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty());
+  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory);
   if (batch) {
     if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
   }

@@ -15,7 +15,7 @@ case $case_name in
     [ -x "$prefix/bin/dwdeconv-rewrite" ] || die "bin/dwdeconv-rewrite missing or not executable"
     "$prefix/bin/dwdeconv-rewrite" --version | grep -q "^dwdeconv-rewrite $DWDECONV_PROJECT_VERSION" \
       || die "the installed binary does not report version $DWDECONV_PROJECT_VERSION"
-    for f in LICENSE README.md; do
+    for f in LICENSE README.md docs/README.md docs/cli.md docs/forms.md docs/verification.md; do
       cmp "$DWDECONV_SOURCE_DIR/$f" "$prefix/share/doc/dwdeconv-rewrite/$f" || die "share/doc/dwdeconv-rewrite/$f"
     done
     man_page=$prefix/share/man/man1/dwdeconv-rewrite.1
