@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cli/runtime_python.h"
 #include "cli/version.h"
 #include "rewrite/recognisers.h"
 #include "rewrite/targets.h"
@@ -99,6 +100,7 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(finite_non_negative());
   app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
+  add_runtime_options(app, opt);
   app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--external-data", opt.external_data,
                  "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
@@ -115,6 +117,7 @@ std::string input_file_path(const std::string& argument) {
 }
 
 std::string usage_problem(const Options& opt) {
+  if (std::string problem = runtime_usage_problem(opt); !problem.empty()) return problem;
   const bool batch = opt.models.size() > 1 || !opt.out_dir.empty();
   if (!opt.compare.empty()) {
     if (batch || !opt.output.empty() || opt.dry_run || opt.check || opt.verify) {

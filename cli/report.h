@@ -5,6 +5,7 @@
 #include <vector>
 #include <string>
 
+#include "cli/runtime_python.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/bench.h"
 #include "runtime_check/verify.h"
@@ -21,6 +22,7 @@ struct RunInfo {
   std::string compared;    // the other model of --compare; empty otherwise
   std::optional<runtime_check::VerifyResult> verify;
   std::optional<runtime_check::BenchResult> bench;
+  std::optional<RuntimeRunInfo> runtime;  // where verify and bench ran, when either did
 };
 
 // {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
