@@ -218,7 +218,9 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   auto inputs = runtime_inputs(original, setup.input_shapes, setup.inputs, opt.seed);
   if (!inputs) return core::Error{inputs.error().kind, "--runtime " + opt.runtime + ": " + inputs.error().message};
   if (setup.progress) setup.progress("converting and running both models on --runtime " + opt.runtime + " ...");
-  auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, bench && result ? 3 : 0);
+  // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
+  const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
+  auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
   clear_progress(setup);
   if (!run) return core::Error{run.error().kind, run.error().message + "; nothing written"};
   checks.info.runtime = run->runtime;

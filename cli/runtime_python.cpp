@@ -210,19 +210,44 @@ bool profiled_as(const std::string& profiled, const onnx::NodeProto& node) {
   return false;
 }
 
+// The profiled time of one region: the profiled nodes that stand for one of its nodes, then the layout reorders ONNX
+// Runtime inserted around them (ReorderInput / ReorderOutput, which read a value those nodes write or write one they
+// read). Each profiled node counts once, for the first region that takes it (`used`).
 double time_of(const std::vector<const onnx::NodeProto*>& nodes, const std::vector<NodeMs>& times, std::set<size_t>& used) {
   double ms = 0;
+  std::set<std::string> values;  // what the region's profiled nodes read and write
   for (size_t k = 0; k < times.size(); ++k) {
     if (used.count(k)) continue;
     for (const auto* n : nodes) {
       if (profiled_as(times[k].node, *n)) {
         ms += times[k].ms;
         used.insert(k);
+        values.insert(times[k].inputs.begin(), times[k].inputs.end());
+        values.insert(times[k].outputs.begin(), times[k].outputs.end());
         break;
       }
     }
   }
+  for (size_t k = 0; k < times.size(); ++k) {
+    if (used.count(k) || times[k].op.rfind("Reorder", 0) != 0) continue;
+    const auto touches = [&](const std::vector<std::string>& names) {
+      return std::any_of(names.begin(), names.end(), [&](const std::string& v) { return values.count(v) != 0; });
+    };
+    if (touches(times[k].inputs) || touches(times[k].outputs)) {
+      ms += times[k].ms;
+      used.insert(k);
+    }
+  }
   return ms;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
 }
 
 }  // namespace
@@ -400,7 +425,12 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
     } else if (kind == "sample" && f.size() >= 3) {
       (f[1] == "original" ? run.original_samples_ms : run.rewritten_samples_ms).push_back(std::strtod(f[2].c_str(), nullptr));
     } else if (kind == "node" && f.size() >= 5) {
-      (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back({f[2], f[3], std::strtod(f[4].c_str(), nullptr)});
+      NodeMs node{f[2], f[3], std::strtod(f[4].c_str(), nullptr), {}, {}};
+      if (f.size() >= 7) {
+        node.inputs = split_lines(f[5]);
+        node.outputs = split_lines(f[6]);
+      }
+      (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
     } else if (kind == "error" && f.size() >= 4) {
       const std::string message = f.size() >= 4 ? f[3] : "";
       error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message
@@ -454,7 +484,7 @@ runtime_check::BenchResult bench_from_run(const PythonRun& run, size_t threads) 
 std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& profile) {
   std::vector<NodeMs> out;
   const double runs = profile.runs > 0 ? static_cast<double>(profile.runs) : 1.0;
-  for (const auto& n : profile.top_nodes) out.push_back({quoted_name(n.node), n.op_type, (n.ms + n.convert_ms) / runs});
+  for (const auto& n : profile.top_nodes) out.push_back({quoted_name(n.node), n.op_type, (n.ms + n.convert_ms) / runs, {}, {}});
   return out;
 }
 

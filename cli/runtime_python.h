@@ -77,11 +77,14 @@ struct RuntimeRunInfo {
 // "runtime": {...} and, with --bench, "upsamplers": [...], each line starting ",\n  " (report_json's layout).
 std::string runtime_report_fields(const RuntimeRunInfo& info, bool bench);
 
-// A profiler's time per node: the node's name as the runtime names it, its op type, ms per run.
+// A profiler's time per node: the node's name as the runtime names it, its op type, ms per run, and (ONNX Runtime)
+// the values it reads and writes in the graph the runtime ran.
 struct NodeMs {
   std::string node;
   std::string op;
   double ms = 0;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
 };
 
 // Both models on a Python runtime: the outputs for the comparison, the timed runs and the profile.

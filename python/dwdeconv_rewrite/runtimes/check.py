@@ -15,7 +15,8 @@ return are written \\\\, \\t, \\n and \\r:
   outside     SIDE        TEXT                     ops the converted graph leaves outside the XNNPACK delegate
   output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; in graph output order
   sample      SIDE        MS                       one timed run, in the order run (A B A B)
-  node        SIDE        NODE        OP      MS   ms per run of one node, from the runtime's profiler
+  node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node, from the runtime's profiler, with the
+                                                   values it reads and writes, newline-separated
   error       STAGE       SIDE        MESSAGE      a conversion failed (exit 3) or a run did (exit 4)
 
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
@@ -154,8 +155,9 @@ def check(argv: list[str]) -> int:
                 answer.add("sample", side, f"{ms:.6f}")
     if args.profile_runs > 0 and hasattr(runtime, "profile_nodes"):
         for side, path in sides.items():
-            for (node, op), ms in runtime.profile_nodes(path, args.threads, inputs, args.profile_runs).items():
-                answer.add("node", side, node, op, f"{ms:.6f}")
+            for n in runtime.profile_nodes(path, args.threads, inputs, args.profile_runs):
+                answer.add("node", side, n["node"], n["op"], f"{n['ms']:.6f}", "\n".join(n["inputs"]),
+                           "\n".join(n["outputs"]))
     answer.write(result)
     return 0
 

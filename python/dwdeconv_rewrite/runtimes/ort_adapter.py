@@ -5,6 +5,7 @@ import collections
 import contextlib
 import json
 import os
+import statistics
 from pathlib import Path
 
 from .common import model_key, onnx_op_counts
@@ -58,28 +59,52 @@ class OrtRuntime:
     def profile(self, path: Path, threads: int, inputs, runs: int) -> dict[str, float]:
         """ms per run by op type, from ORT's profiling JSON."""
         totals = collections.Counter()
-        for (_, op), ms in self.profile_nodes(path, threads, inputs, runs).items():
-            totals[op] += ms
+        for node in self.profile_nodes(path, threads, inputs, runs):
+            totals[node["op"]] += node["ms"]
         return dict(totals.most_common())
 
-    def profile_nodes(self, path: Path, threads: int, inputs, runs: int) -> dict[tuple[str, str], float]:
-        """ms per run by (node name, op type) of the graph ORT runs (its optimised graph: fused nodes keep the name
-        of the node they replace, layout reorders have names of their own), from ORT's profiling JSON: one "Node"
-        event per kernel call, named NODE_kernel_time, with its duration in microseconds."""
-        runner = self.load(path, threads, profile_prefix=str(self.work / f"{model_key(path)}.profile"))
+    def profile_nodes(self, path: Path, threads: int, inputs, runs: int) -> list[dict]:
+        """Per node of the graph ORT runs (its optimised graph: a node its layout transformer converts is named after
+        the node or its output, and the reorders it inserts have names of their own): {"node", "op", "ms" per run,
+        "inputs", "outputs"}, the values from the optimised graph, so that a reorder can be told apart by what it
+        reads and writes; "ms" is the node's median over the runs. From ORT's profiling JSON: one "Node" event per
+        kernel call, NODE_kernel_time, its duration in microseconds, inside the span of its run's "model_run" event.
+        One untimed run comes first (the first run of a session allocates)."""
+        key = model_key(path)
+        optimized = self.work / f"{key}.profiled_graph.onnx"
+        options = self._options(threads)
+        options.enable_profiling = True
+        options.profile_file_prefix = str(self.work / f"{key}.profile")
+        options.optimized_model_filepath = str(optimized)
+        runner = OrtRunner(self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]))
         runner.feed(inputs)
-        for _ in range(runs):
+        for _ in range(runs + 1):
             runner.invoke()
         trace = runner.session.end_profiling()
-        totals = collections.Counter()
         with open(trace) as f:
-            for event in json.load(f):
-                if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
-                    node = event["name"][: -len("_kernel_time")]
-                    totals[(node, event["args"]["op_name"])] += event["dur"] / 1000.0
+            events = json.load(f)
         with contextlib.suppress(OSError):
             os.unlink(trace)
-        return {key: ms / runs for key, ms in totals.most_common()}
+        # Each node's time in each run (a run is the span of its model_run event), then its median over the runs:
+        # on a shared machine one slow run would otherwise decide the table.
+        model_runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                            if e.get("cat") == "Session" and e.get("name") == "model_run")[1:]
+        per_run = [collections.Counter() for _ in model_runs]
+        for event in events:
+            if event.get("cat") != "Node" or not event.get("name", "").endswith("_kernel_time"):
+                continue
+            for k, (begin, end) in enumerate(model_runs):
+                if begin <= event["ts"] <= end:
+                    per_run[k][(event["name"][: -len("_kernel_time")], event["args"]["op_name"])] += event["dur"] / 1000.0
+        keys = list(dict.fromkeys(key for run in per_run for key in run))
+        totals = collections.Counter({key: statistics.median(run[key] for run in per_run) for key in keys})
+        io = {}
+        with contextlib.suppress(Exception):  # a graph ORT could not save (too large): no values, names only
+            import onnx
+
+            io = {n.name: (list(n.input), list(n.output)) for n in onnx.load(str(optimized), load_external_data=False).graph.node}
+        return [{"node": node, "op": op, "ms": ms, "inputs": io.get(node, ([], []))[0],
+                 "outputs": io.get(node, ([], []))[1]} for (node, op), ms in totals.most_common()]
 
 
 class OrtRunner:
