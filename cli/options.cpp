@@ -22,6 +22,7 @@ const char* kExamples = R"(Examples:
   dwdeconv-rewrite model.onnx -o out.onnx --verify    rewrite, then run both through XNNPACK and diff
   dwdeconv-rewrite model.onnx --compare out.onnx   verify any pair without rewriting
   dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20    time both models on XNNPACK
+  dwdeconv-rewrite model.onnx -o out.onnx --target litert --runtime litert --verify --bench    check and time on LiteRT itself
   dwdeconv-rewrite a.onnx b.onnx --out-dir out/ -j 2    a batch; one failure does not stop the others
   dwdeconv-rewrite - -o - < in.onnx > out.onnx     stdin to stdout
 
@@ -91,17 +92,17 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
       ->check(whole_number_from(1));
   app.add_option("--report", opt.report, "Write a JSON report to this file");
-  app.add_flag("--verify", opt.verify, "Run the original and the rewritten model through XNNPACK and compare outputs");
+  app.add_flag("--verify", opt.verify, "Run the original and the rewritten model on --runtime (default: XNNPACK) and compare outputs");
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
   app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims, e.g. image=1x4x256x256 (repeatable)")->allow_extra_args(false);
   app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")->allow_extra_args(false);
   app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
   app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(finite_non_negative());
   app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(finite_non_negative());
-  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
+  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on --runtime (default: XNNPACK): medians, spread, speedup, per-upsampler table");
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
   add_runtime_options(app, opt);
-  app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
+  app.add_option("--threads", opt.threads, "Threads for --verify, --bench and --compare, on any --runtime (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--external-data", opt.external_data,
                  "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
   app.add_option("--external-data-threshold", opt.external_threshold,
