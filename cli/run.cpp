@@ -222,7 +222,8 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
   auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
   clear_progress(setup);
-  if (!run) return core::Error{run.error().kind, run.error().message + "; nothing written"};
+  // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing.
+  if (!run) return core::Error{run.error().kind, result ? run.error().message + "; nothing written" : verify_prefix + run.error().message};
   checks.info.runtime = run->runtime;
   if (verify) {
     checks.verify = verify_from_run(*run, {opt.atol, opt.rtol});
@@ -259,11 +260,12 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
 // The --min-speedup gate: "" when the bench passes it (or there is none), else why it fails.
 std::string speedup_shortfall(const Options& opt, const RuntimeChecks& checks) {
   if (!opt.min_speedup || !checks.bench || checks.bench->speedup >= *opt.min_speedup) return "";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "--min-speedup %g: the rewritten model ran %.2fx as fast as the original on ", *opt.min_speedup,
-                checks.bench->speedup);
-  return buf + checks.info.runtime.label + " (medians of " + std::to_string(checks.bench->runs) + " interleaved runs), under the " +
-         [&] { char b[32]; std::snprintf(b, sizeof b, "%gx", *opt.min_speedup); return std::string(b); }() + " asked for";
+  char gate[32], ran[32];
+  std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
+  std::snprintf(ran, sizeof ran, "%.2f", checks.bench->speedup);
+  return std::string("--min-speedup ") + gate + ": the rewritten model ran " + ran + "x as fast as the original on " +
+         checks.info.runtime.label + " (medians of " + std::to_string(checks.bench->runs) + " interleaved runs), under the " + gate +
+         "x asked for";
 }
 
 // Writes the report; kExitOk, or the I/O error's exit code after logging it.

@@ -49,9 +49,10 @@ CLI::Validator positive_number() {
       "NUMBER > 0");
 }
 
-// A scratch directory, removed with everything in it when this goes out of scope.
+// A scratch directory, removed with everything in it when this goes out of scope unless `keep` is set.
 struct ScratchDir {
   fs::path path;
+  bool keep = false;
   ScratchDir() {
     std::error_code ec;
     fs::path base = fs::temp_directory_path(ec);
@@ -61,7 +62,7 @@ struct ScratchDir {
   }
   ~ScratchDir() {
     std::error_code ec;
-    if (!path.empty()) fs::remove_all(path, ec);
+    if (!path.empty() && !keep) fs::remove_all(path, ec);
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
@@ -264,10 +265,12 @@ void add_runtime_options(CLI::App& app, Options& opt) {
                  "ort (ONNX Runtime), litert (onnx2tf + LiteRT's XNNPACK delegate), executorch (onnx2torch + "
                  "torch.export + the XNNPACK partitioner); the last three through Python (docs/runtime-checks.md)")
       ->type_name("NAME");
-  app.add_option("--python", opt.python, "The Python interpreter of --runtime ort|litert|executorch (default $DWDECONV_PYTHON, else python3)");
+  app.add_option("--python", opt.python, "The Python interpreter of --runtime ort|litert|executorch (default $DWDECONV_PYTHON, else python3)")
+      ->type_name("PATH");
   app.add_option("--min-speedup", opt.min_speedup,
                  "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
-      ->check(positive_number());
+      ->check(positive_number())
+      ->type_name("X");
 }
 
 std::string runtime_usage_problem(const Options& opt) {
@@ -437,7 +440,11 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
                             : "cannot convert the " + f[2] + " model for " + run.runtime.label + ": " + f[1] + ": " + message;
     }
   }
-  if (!error.empty()) return core::Error{core::ErrorKind::kInvalidModel, error};
+  if (!error.empty()) {
+    // The converter's log and files (named in its message) are what a user needs next: they stay.
+    scratch.keep = true;
+    return core::Error{core::ErrorKind::kInvalidModel, error + " (the converted files and logs are kept in " + scratch.path.string() + ")"};
+  }
   if (*status != 0 || answer.empty()) {
     return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + opt.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
                                                        "check failed (exit " + std::to_string(*status) + "): " +

@@ -4,7 +4,8 @@ Usage: check_runtime.py ort|litert|executorch DWDECONV_REWRITE. On a model of tw
 upsamplers it checks that an honest rewrite verifies and is timed on the runtime (report: runtime, versions, spread,
 pairs; for ORT the per-upsampler table), that a rewrite with one planted weight error fails with exit 1, that
 --min-speedup gates with exit 1 and writes nothing, that an interpreter without the packages is exit 2 naming them,
-and (ExecuTorch) that a model the converter refuses is exit 3 with its message, not a verification failure.
+and (ONNX Runtime: an op it does not know; ExecuTorch: a DCR DepthToSpace, which onnx2torch refuses) that a model
+the runtime cannot take is exit 3 with the converter's stage and message, not a verification failure.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -134,7 +135,21 @@ def main():
         check(r.returncode == 2 and "lacks" in r.stderr and "-m pip install" in r.stderr, "missing packages: exit 2")
         check(not os.path.exists(out2) and not os.path.exists(report), "missing packages: nothing written, no report")
 
-        # 5. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 3), not a mismatch.
+        # 5. ONNX Runtime refuses an op it does not know: a conversion failure (exit 3), not a mismatch.
+        if runtime == "ort":
+            custom = onnx.load(out)
+            custom.graph.node.append(helper.make_node("Foo", ["y"], ["z"], domain="com.example", name="foo"))
+            custom.graph.output[0].name = "z"
+            custom.opset_import.append(helper.make_opsetid("com.example", 1))
+            onnx.save(custom, os.path.join(d, "custom.onnx"))
+            r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime)
+            check(r.returncode == 3, "ORT refusing a model is exit 3")
+            check(f"cannot verify {os.path.join(d, 'custom.onnx')}: cannot convert the rewritten model for ONNX Runtime"
+                  in r.stderr and "onnxruntime.InferenceSession" in r.stderr and "com.example:Foo" in r.stderr,
+                  "the stage and ORT's message")
+            check("verification failed" not in r.stderr, "not a verification failure")
+
+        # 6. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 3), not a mismatch.
         if runtime == "executorch":
             r = tool_run(src, "-o", out2, "--target", "xnnpack", "--runtime", runtime, "--verify")
             check(r.returncode == 3, "a conversion failure is exit 3")

@@ -19,7 +19,7 @@ bool python3_runs(const TempDir& dir) { return run_shell("python3 -c pass", dir)
 
 }  // namespace
 
-TEST_CASE("--runtime names a known runtime and needs something to run", "[e2e][runtime]") {
+TEST_CASE("the --runtime option names a known runtime and needs something to run", "[e2e][runtime]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx";
@@ -74,7 +74,7 @@ TEST_CASE("a Python --runtime without its packages names them and the pip comman
   CHECK(!fs::exists(report));
 }
 
-TEST_CASE("--bench on the executor reports the runtime, each side's spread, the pairs and a per-upsampler table", "[e2e][runtime]") {
+TEST_CASE("a --bench on the executor reports the runtime, each side's spread, the pairs and a per-upsampler table", "[e2e][runtime]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
@@ -104,7 +104,7 @@ TEST_CASE("--bench on the executor reports the runtime, each side's spread, the 
   CHECK(rows == 8);
 }
 
-TEST_CASE("--min-speedup fails a bench under the figure with exit 1 and writes no model, and passes one over it", "[e2e][runtime]") {
+TEST_CASE("the --min-speedup gate fails a bench under the figure with exit 1 and writes no model, and passes one over it", "[e2e][runtime]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";

@@ -8,7 +8,7 @@ import os
 import statistics
 from pathlib import Path
 
-from .common import model_key, onnx_op_counts
+from .common import StageError, model_key, onnx_op_counts
 
 
 # Each runtime loads a model into a Runner: feed(inputs) once, then invoke() is what is timed, and outputs()
@@ -37,7 +37,10 @@ class OrtRuntime:
         optimized = self.work / f"{model_key(path)}.ort_optimized.onnx"
         options = self._options(1)
         options.optimized_model_filepath = str(optimized)
-        self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        try:
+            self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 - ORT refusing the model is its conversion failing
+            raise StageError("onnxruntime.InferenceSession", f"{type(e).__name__}: {e}") from e
         return {"ops": onnx_op_counts(optimized), "optimized_graph": str(optimized)}
 
     def _options(self, threads: int):
