@@ -64,7 +64,8 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         src, out, report = os.path.join(d, "model.onnx"), os.path.join(d, "out.onnx"), os.path.join(d, "r.json")
         onnx.save(model, src)
-        env = dict(os.environ, DWDECONV_PYTHON=sys.executable)
+        # TMPDIR: the scratch folders the tool keeps after a converter failure land here and go with it.
+        env = dict(os.environ, DWDECONV_PYTHON=sys.executable, TMPDIR=d)
 
         def tool_run(*args, environ=env):
             r = subprocess.run([tool] + [str(a) for a in args], capture_output=True, text=True, env=environ)
@@ -148,6 +149,8 @@ def main():
                   in r.stderr and "onnxruntime.InferenceSession" in r.stderr and "com.example:Foo" in r.stderr,
                   "the stage and ORT's message")
             check("verification failed" not in r.stderr, "not a verification failure")
+            kept = re.search(r"the converted files and logs are kept in (\S+)\)", r.stderr)
+            check(kept and os.path.isdir(kept.group(1)), "the converter's files are kept, and the message says where")
 
         # 6. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 3), not a mismatch.
         if runtime == "executorch":
@@ -156,6 +159,7 @@ def main():
             check("cannot convert the rewritten model for ExecuTorch" in r.stderr and "onnx2torch" in r.stderr,
                   "the converter's stage and message")
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
+            check("the converted files and logs are kept in " + d in r.stderr, "the converter's files are kept")
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
         return 1
