@@ -27,6 +27,7 @@
 #include "cli/output_files.h"
 #include "cli/report.h"
 #include "cli/runtime_python.h"
+#include "cli/tune.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
@@ -403,7 +404,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   timer.mark("validate input");
 
   std::optional<onnx::ModelProto> original;
-  if (opt.verify || opt.bench) original = model;  // verify and bench run the model as it was
+  if (opt.verify || opt.bench || opt.tune) original = model;  // verify, bench and tune run the model as it was
 
   rewrite::RewriteOptions ro;
   ro.emit.explicit_pad = opt.explicit_pad;
@@ -424,6 +425,38 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   out.result = std::move(*rewritten);
   const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
+  std::optional<RuntimeRunInfo> tuned;
+  if (opt.tune && result.rewritten > 0) {
+    // Each candidate alone on --runtime; the slower ones are skipped in a second rewrite of the original.
+    auto inputs = runtime_inputs(*original, setup.input_shapes, setup.inputs, opt.seed);
+    if (!inputs) return finish(exit_code_for(inputs.error()), input + ": --tune: " + inputs.error().message);
+    RuntimeInfo where;
+    auto figures = tune_upsamplers(*original, model, result, ro, opt, *inputs, where);
+    timer.mark("tune");
+    if (!figures) return finish(exit_code_for(figures.error()), input + ": --tune: " + figures.error().message);
+    std::map<std::string, const TuneFigure*> slower;
+    for (const auto& f : *figures) {
+      spdlog::info("{}{}", batch ? input + ": " : std::string(), tune_line(f, where));
+      if (!f.rewritten) slower[f.name] = &f;
+    }
+    if (!slower.empty()) {
+      model = *original;
+      for (const auto& [name, f] : slower) ro.skip.insert(name);
+      auto second = rewrite::rewrite_model(model, ro);
+      if (!second) return finish(exit_code_for(second.error()), input + ": " + second.error().message);
+      out.result = std::move(*second);
+      for (auto& n : out.result.nodes) {
+        if (const auto f = slower.find(n.summary.name); f != slower.end() && !n.rewritten) n.reason = tune_reason(*f->second, where);
+      }
+    }
+    tuned.emplace();
+    tuned->runtime = where;
+    tuned->tune_json = tune_report_field(*figures);
+    info.runtime = tuned;
+    if (opt.dry_run) {
+      for (const auto& f : *figures) std::cout << tune_line(f, where) << "\n";
+    }
+  }
   for (const auto& name : result.unmatched_names) {
     const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
     // In a batch, each model has its own node names; a name missing from one model is not an error.
@@ -470,6 +503,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       timer.mark("verify and bench");
       if (!checked) return finish(exit_code_for(checked.error()), input + ": " + checked.error().message);
       info.runtime = checked->info;
+      if (tuned) info.runtime->tune_json = tuned->tune_json;
       const std::string& where = checked->info.runtime.label;
       const bool builtin = opt.runtime == kBuiltinRuntime;
       if (checked->verify) {

@@ -271,15 +271,19 @@ void add_runtime_options(CLI::App& app, Options& opt) {
                  "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
       ->check(positive_number())
       ->type_name("X");
+  app.add_flag("--tune", opt.tune,
+               "Time each upsampler the target would rewrite alone (cut out at its input shape), both ways, on --runtime, "
+               "and rewrite only those that measured faster; the plan and the report show the figures");
 }
 
 std::string runtime_usage_problem(const Options& opt) {
   if (std::find(kRuntimes.begin(), kRuntimes.end(), opt.runtime) == kRuntimes.end()) {
     return "--runtime: unknown runtime '" + opt.runtime + "' (known: " + runtime_names() + ")";
   }
-  const bool running = opt.verify || opt.bench || !opt.compare.empty();
+  if (opt.tune && (!opt.compare.empty() || opt.check)) return "--tune decides a rewrite: it does not combine with --compare or --check";
+  const bool running = opt.verify || opt.bench || !opt.compare.empty() || opt.tune;
   if (!running && (opt.runtime != kBuiltinRuntime || !opt.python.empty())) {
-    return "--runtime and --python apply to --verify, --bench and --compare";
+    return "--runtime and --python apply to --verify, --bench, --compare and --tune";
   }
   if (!opt.python.empty() && !is_python_runtime(opt.runtime)) return "--python applies to --runtime ort, litert or executorch";
   if (opt.min_speedup && !opt.bench) return "--min-speedup gates the timing of --bench: add --bench";
@@ -320,7 +324,7 @@ core::Result<std::string> find_python_module_dir() {
 }
 
 core::Status probe_runtime(const Options& opt) {
-  if (!is_python_runtime(opt.runtime) || !(opt.verify || opt.bench || !opt.compare.empty())) return core::Ok{};
+  if (!is_python_runtime(opt.runtime) || !(opt.verify || opt.bench || !opt.compare.empty() || opt.tune)) return core::Ok{};
   auto dir = find_python_module_dir();
   if (!dir) return dir.error();
   const std::string python = python_interpreter(opt);
@@ -495,11 +499,10 @@ std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& pr
   return out;
 }
 
-std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                           const rewrite::RewriteResult& result, const std::vector<NodeMs>& original_nodes,
-                                           const std::vector<NodeMs>& rewritten_nodes,
-                                           const std::vector<runtime_check::NamedTensor>& inputs) {
-  std::vector<UpsamplerTime> rows;
+std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                               const rewrite::RewriteResult& result,
+                                               const std::vector<runtime_check::NamedTensor>& inputs) {
+  std::vector<UpsamplerRegion> regions;
   const auto& og = original.graph();
   // Values the rewritten main graph still computes: an original node whose outputs are all gone was replaced.
   std::set<std::string> still;
@@ -510,8 +513,8 @@ std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, con
   }
   std::set<std::string> initializers;
   for (const auto& t : og.initializer()) initializers.insert(t.name());
-  // Shapes of the original's values at the inputs' dims, for the table's input column.
-  std::map<std::string, std::string> shapes;
+  // Types of the original's values at the inputs' dims.
+  std::map<std::string, onnx::TypeProto> types;
   onnx::ModelProto skeleton = onnx_io::skeleton_copy(original);
   for (auto& in : *skeleton.mutable_graph()->mutable_input()) {
     for (const auto& t : inputs) {
@@ -525,12 +528,7 @@ std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, con
     const auto& g = skeleton.graph();
     for (const auto* list : {&g.input(), &g.value_info(), &g.output()}) {
       for (const auto& v : *list) {
-        if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
-        std::string text;
-        for (const auto& d : v.type().tensor_type().shape().dim()) {
-          text += (text.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
-        }
-        shapes[v.name()] = text;
+        if (v.type().has_tensor_type()) types[v.name()] = v.type();
       }
     }
   }
@@ -538,18 +536,16 @@ std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, con
   for (const auto& n : og.node()) by_plan_name.emplace(plan_name(n), &n);
   std::map<std::string, const onnx::NodeProto*> rewritten_by_name;
   for (const auto& n : rewritten.graph().node()) rewritten_by_name.emplace(plan_name(n), &n);
-  std::set<size_t> used_original, used_rewritten;
   for (const auto& n : result.nodes) {
     if (!n.rewritten || n.summary.graph_path != "main") continue;
-    UpsamplerTime row;
-    row.name = n.summary.name;
-    row.form = n.summary.form;
-    row.input_shape = "?";
     const auto anchor = by_plan_name.find(n.summary.name);
     if (anchor == by_plan_name.end()) continue;
-    // The region: the named node and, walking back, the nodes feeding it whose outputs the rewrite removed.
-    std::vector<const onnx::NodeProto*> region = {anchor->second}, todo = {anchor->second};
-    std::string region_input;
+    UpsamplerRegion region;
+    region.name = n.summary.name;
+    region.form = n.summary.form;
+    // The named node and, walking back, the nodes feeding it whose outputs the rewrite removed.
+    region.original_nodes = {anchor->second};
+    std::vector<const onnx::NodeProto*> todo = {anchor->second};
     while (!todo.empty()) {
       const auto* node = todo.back();
       todo.pop_back();
@@ -559,22 +555,49 @@ std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, con
         const bool removed = p != producer.end() && std::none_of(p->second->output().begin(), p->second->output().end(),
                                                                  [&](const std::string& o) { return still.count(o) != 0; });
         if (removed && p->second->op_type() != "Constant") {
-          if (std::find(region.begin(), region.end(), p->second) == region.end()) {
-            region.push_back(p->second);
+          if (std::find(region.original_nodes.begin(), region.original_nodes.end(), p->second) == region.original_nodes.end()) {
+            region.original_nodes.push_back(p->second);
             todo.push_back(p->second);
           }
         } else if (p == producer.end() || p->second->op_type() != "Constant") {
-          region_input = in;  // the last non-constant value from outside: the upsampler's input
+          region.input = in;  // the non-constant value from outside: the upsampler's input
         }
       }
     }
-    if (const auto s = shapes.find(region_input); s != shapes.end()) row.input_shape = s->second;
-    row.original_ms = time_of(region, original_nodes, used_original);
-    std::vector<const onnx::NodeProto*> emitted;
-    for (const auto& name : n.emitted_nodes) {
-      if (const auto e = rewritten_by_name.find(name); e != rewritten_by_name.end()) emitted.push_back(e->second);
+    region.output = anchor->second->output_size() ? anchor->second->output(0) : "";
+    region.input_shape = "?";
+    if (const auto t = types.find(region.input); t != types.end()) {
+      region.input_type = t->second;
+      if (t->second.tensor_type().has_shape()) {
+        std::string text;
+        for (const auto& d : t->second.tensor_type().shape().dim()) {
+          text += (text.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
+        }
+        region.input_shape = text;
+      }
     }
-    row.rewritten_ms = time_of(emitted, rewritten_nodes, used_rewritten);
+    if (const auto t = types.find(region.output); t != types.end()) region.output_type = t->second;
+    for (const auto& name : n.emitted_nodes) {
+      if (const auto e = rewritten_by_name.find(name); e != rewritten_by_name.end()) region.emitted_nodes.push_back(e->second);
+    }
+    regions.push_back(std::move(region));
+  }
+  return regions;
+}
+
+std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                           const rewrite::RewriteResult& result, const std::vector<NodeMs>& original_nodes,
+                                           const std::vector<NodeMs>& rewritten_nodes,
+                                           const std::vector<runtime_check::NamedTensor>& inputs) {
+  std::vector<UpsamplerTime> rows;
+  std::set<size_t> used_original, used_rewritten;
+  for (const auto& region : upsampler_regions(original, rewritten, result, inputs)) {
+    UpsamplerTime row;
+    row.name = region.name;
+    row.form = region.form;
+    row.input_shape = region.input_shape;
+    row.original_ms = time_of(region.original_nodes, original_nodes, used_original);
+    row.rewritten_ms = time_of(region.emitted_nodes, rewritten_nodes, used_rewritten);
     rows.push_back(row);
   }
   return rows;
@@ -601,9 +624,11 @@ std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows) {
 }
 
 std::string speedup_text(double speedup, const RuntimeInfo& runtime) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, speedup >= 1 ? "; %.2fx faster on " : "; %.2fx (slower) on ", speedup);
-  return buf + runtime.label;
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.2f", speedup);
+  // Said by the figure shown: 0.999 prints as 1.00, which is neither faster nor (visibly) slower.
+  const char* how = std::string(figure) == "1.00" ? "x (as fast) on " : speedup > 1 ? "x faster on " : "x (slower) on ";
+  return std::string("; ") + figure + how + runtime.label;
 }
 
 std::string target_runtime_note(const Options& opt) {
@@ -631,6 +656,7 @@ std::string runtime_report_fields(const RuntimeRunInfo& info, bool bench) {
     }
     o << (info.upsamplers.empty() ? "" : "\n  ") << "]";
   }
+  o << info.tune_json;
   return o.str();
 }
 

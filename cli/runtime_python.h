@@ -72,9 +72,11 @@ struct RuntimeRunInfo {
   RuntimeInfo runtime;
   std::optional<double> min_speedup;   // --min-speedup
   std::vector<UpsamplerTime> upsamplers;  // with --bench, when the runtime has a profiler
+  std::string tune_json;  // with --tune: tune_report_field() (cli/tune.h)
 };
 
-// "runtime": {...} and, with --bench, "upsamplers": [...], each line starting ",\n  " (report_json's layout).
+// "runtime": {...}, with --bench "upsamplers": [...], with --tune "tune": [...], each line starting ",\n  " (report_json's
+// layout).
 std::string runtime_report_fields(const RuntimeRunInfo& info, bool bench);
 
 // A profiler's time per node: the node's name as the runtime names it, its op type, ms per run, and (ONNX Runtime)
@@ -121,6 +123,26 @@ runtime_check::VerifyResult verify_from_run(const PythonRun& run, const runtime_
 // --bench's result from a Python run's samples.
 runtime_check::BenchResult bench_from_run(const PythonRun& run, size_t threads);
 
+// One rewritten upsampler of the main graph as a region of the original: the node the plan names and, walking back,
+// the nodes feeding it whose outputs the rewrite removed (pointers into `original`), the nodes emitted for it
+// (pointers into `rewritten`), its input and output values and what shape inference says of them.
+struct UpsamplerRegion {
+  std::string name;
+  std::string form;
+  std::vector<const onnx::NodeProto*> original_nodes;
+  std::vector<const onnx::NodeProto*> emitted_nodes;
+  std::string input;
+  std::string output;
+  std::optional<onnx::TypeProto> input_type;
+  std::optional<onnx::TypeProto> output_type;
+  std::string input_shape;  // "1x64x32x32", "?" where unknown
+};
+
+// The regions of `result`'s rewritten upsamplers; `inputs` fix the original's input dims for shape inference.
+std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                               const rewrite::RewriteResult& result,
+                                               const std::vector<runtime_check::NamedTensor>& inputs);
+
 // The per-node table: per rewritten upsampler of `result`, the profiler's time of the original region (the named
 // node and the nodes feeding it that the rewrite removed) and of the emitted nodes. `original` is the model before
 // the rewrite; `inputs` fix its input dims for shape inference.
@@ -135,7 +157,7 @@ std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& pr
 // The table for the log: "  upsampler  form  input  original ms  rewritten ms  ratio" rows.
 std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows);
 
-// "; 1.38x faster on LiteRT 2.3.0 (XNNPACK delegate)", or "; 0.61x (slower) on ...".
+// "; 1.38x faster on LiteRT 2.3.0 (XNNPACK delegate)", "; 0.61x (slower) on ..." or "; 1.00x (as fast) on ...".
 std::string speedup_text(double speedup, const RuntimeInfo& runtime);
 
 // "" or, when --target names a runtime other than --runtime, "; --runtime litert would check on the target's runtime".

@@ -79,7 +79,7 @@ def main():
         check(r.returncode == 0, "an honest rewrite passes (exit 0)")
         check(os.path.exists(out), "the output is written")
         check(re.search(r"verified on " + LABEL[runtime] + r": max abs error", r.stderr), "the summary says where it verified")
-        check(re.search(r"x (faster|\(slower\)) on " + LABEL[runtime], r.stderr), "the summary names the runtime timed")
+        check(re.search(r"x (faster|\(slower\)|\(as fast\)) on " + LABEL[runtime], r.stderr), "the summary names the runtime timed")
         rep = json.load(open(report))
         check(rep["runtime"]["name"] == runtime, "report: runtime name")
         check(rep["runtime"]["python"] == sys.executable, "report: the interpreter from DWDECONV_PYTHON")
@@ -152,7 +152,22 @@ def main():
             kept = re.search(r"the converted files and logs are kept in (\S+)\)", r.stderr)
             check(kept and os.path.isdir(kept.group(1)), "the converter's files are kept, and the message says where")
 
-        # 6. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 3), not a mismatch.
+        # 6. ONNX Runtime: --tune times each upsampler alone there and rewrites only those measured faster.
+        if runtime == "ort":
+            r = tool_run(src, "--dry-run", "--target", TARGET[runtime], "--runtime", runtime, "--tune", "--runs", 5,
+                         "--report", report)
+            check(r.returncode == 0, "--tune --dry-run passes")
+            tune = {t["name"]: t for t in json.load(open(report))["tune"]}
+            check(sorted(tune) == ["up1", "up2"], "one figure per candidate")
+            for name, t in tune.items():
+                check(t["original_ms"] > 0 and t["rewritten_ms"] > 0, f"{name} is timed both ways")
+                check((t["decision"] == "rewritten") == (t["speedup"] >= 1), f"{name}'s decision follows its figure")
+                check(re.search(rf'^(rewrite|keep   ) "{name}"', r.stdout, re.M).group(1).strip()
+                      == ("rewrite" if t["decision"] == "rewritten" else "keep"), f"the plan says {name}'s decision")
+                check(re.search(rf'tune: "{name}" \(1x16x(16x16|32x32)\) .* alone on ' + LABEL[runtime], r.stdout),
+                      f"the plan shows {name}'s figure")
+
+        # 7. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 3), not a mismatch.
         if runtime == "executorch":
             r = tool_run(src, "-o", out2, "--target", "xnnpack", "--runtime", runtime, "--verify")
             check(r.returncode == 3, "a conversion failure is exit 3")

@@ -1,6 +1,7 @@
 // --runtime, --python and --min-speedup where no Python package is needed: the option checks, the missing
 // interpreter or package (exit 2 before anything is written), the report's runtime, spread and per-node table on
 // the executor, and the --min-speedup gate. The Python runtimes themselves: check_runtime_*.py.
+#include <map>
 #include <regex>
 
 #include "tests/e2e/cli_runner.h"
@@ -28,7 +29,7 @@ TEST_CASE("the --runtime option names a known runtime and needs something to run
   CHECK_THAT(r.err, Catch::Contains("unknown runtime 'tflite'") && Catch::Contains("xnnpack, ort, litert, executorch"));
   r = run_cli(in.string() + " -o " + out.string() + " --runtime ort", dir);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("--runtime and --python apply to --verify, --bench and --compare"));
+  CHECK_THAT(r.err, Catch::Contains("--runtime and --python apply to --verify, --bench, --compare and --tune"));
   r = run_cli(in.string() + " -o " + out.string() + " --verify --min-speedup 1.2", dir);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("--min-speedup gates the timing of --bench"));
@@ -80,7 +81,7 @@ TEST_CASE("a --bench on the executor reports the runtime, each side's spread, th
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
   const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 3 --report " + report.string(), dir);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains("faster on XNNPACK") || Catch::Contains("(slower) on XNNPACK"));
+  CHECK_THAT(r.err, Catch::Contains("x faster on XNNPACK") || Catch::Contains("x (slower) on XNNPACK") || Catch::Contains("x (as fast) on XNNPACK"));
   CHECK_THAT(r.err, Catch::Contains("(this tool's executor)"));
   CHECK_THAT(r.err, Catch::Contains("per upsampler on XNNPACK"));
   const std::string json = read_file(report);
@@ -134,6 +135,54 @@ TEST_CASE("a --target for another runtime than the checks ran on is named in the
   r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --verify", dir);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, !Catch::Contains("would check there"));
+}
+
+}  // namespace dwdeconv::test
+
+namespace dwdeconv::test {
+
+TEST_CASE("--tune times each candidate alone on the runtime and rewrites only those measured faster", "[e2e][runtime][tune]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto report = dir.path / "r.json";
+  const auto r = run_cli(in.string() + " --dry-run --target xnnpack --tune --runs 3 --report " + report.string(), dir);
+  REQUIRE(r.exit_code == 0);
+  // One figure per candidate, on stdout with the plan, and the same in the report.
+  const std::regex line("tune: \"([^\"]+)\" \\((1x[0-9]+x[0-9]+x[0-9]+)\\) [0-9.]+ ms -> [0-9.]+ ms, [0-9.]+x alone on XNNPACK [^\\n]*"
+                        "\\(this tool's executor\\): (rewrite|keep)");
+  std::map<std::string, std::string> decisions;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line); it != std::sregex_iterator(); ++it) decisions[(*it)[1]] = (*it)[3];
+  CHECK(decisions.size() == 8);
+  const std::string json = read_file(report);
+  const std::regex entry("\\{\"name\": \"([^\"]+)\", \"input_shape\": \"[0-9x]+\", \"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": "
+                         "([0-9.e+-]+), \"speedup\": ([0-9.e+-]+), \"decision\": \"(rewritten|kept)\"\\}");
+  size_t entries = 0, kept = 0;
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), entry); it != std::sregex_iterator(); ++it) {
+    ++entries;
+    const std::string name = (*it)[1], decision = (*it)[5];
+    const double speedup = std::stod((*it)[4]);
+    CHECK(std::stod((*it)[2]) > 0);
+    CHECK(std::stod((*it)[3]) > 0);
+    // The decision follows the figure, and the plan says the same.
+    CHECK((decision == "rewritten") == (speedup >= 1.0));
+    CHECK(decisions[name] == (decision == "rewritten" ? "rewrite" : "keep"));
+    if (decision == "kept") {
+      ++kept;
+      CHECK_THAT(r.out, Catch::Contains("keep    \"" + name + "\"") && Catch::Contains("--tune: measured"));
+    } else {
+      CHECK_THAT(r.out, Catch::Contains("rewrite \"" + name + "\""));
+    }
+  }
+  CHECK(entries == 8);
+  CHECK_THAT(r.out, Catch::Contains("plan: rewrite " + std::to_string(8 - kept) + " of 8 ConvTranspose nodes, keep " + std::to_string(kept)));
+}
+
+TEST_CASE("--tune does not combine with --compare or --check", "[e2e][runtime][tune]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  auto r = run_cli(in.string() + " --check --tune", dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--tune decides a rewrite"));
 }
 
 }  // namespace dwdeconv::test
