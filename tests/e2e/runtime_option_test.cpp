@@ -141,7 +141,7 @@ TEST_CASE("a --target for another runtime than the checks ran on is named in the
 
 namespace dwdeconv::test {
 
-TEST_CASE("--tune times each candidate alone on the runtime and rewrites only those measured faster", "[e2e][runtime][tune]") {
+TEST_CASE("the --tune option times each candidate alone on the runtime and rewrites only those measured faster", "[e2e][runtime][tune]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto report = dir.path / "r.json";
@@ -177,7 +177,7 @@ TEST_CASE("--tune times each candidate alone on the runtime and rewrites only th
   CHECK_THAT(r.out, Catch::Contains("plan: rewrite " + std::to_string(8 - kept) + " of 8 ConvTranspose nodes, keep " + std::to_string(kept)));
 }
 
-TEST_CASE("--tune does not combine with --compare or --check", "[e2e][runtime][tune]") {
+TEST_CASE("the --tune option does not combine with --compare or --check", "[e2e][runtime][tune]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   auto r = run_cli(in.string() + " --check --tune", dir);
