@@ -158,9 +158,14 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   auto result = runtime_check::bench_models(original, rewritten, bo);
   clear_progress(setup);
   if (!result) return result;
-  spdlog::info("bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
-               result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
-               result->speedup);
+  const auto [olo, ohi] = std::minmax_element(result->original_samples_ms.begin(), result->original_samples_ms.end());
+  const auto [rlo, rhi] = std::minmax_element(result->rewritten_samples_ms.begin(), result->rewritten_samples_ms.end());
+  if (!result->original_samples_ms.empty() && !result->rewritten_samples_ms.empty()) {
+    spdlog::info("bench on {} ({} thread{}, median [min-max] of {} interleaved runs): original {:.3f} [{:.3f}-{:.3f}] ms, "
+                 "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", builtin_runtime_info().label, result->threads,
+                 result->threads == 1 ? "" : "s", result->runs, result->original_ms, *olo, *ohi, result->rewritten_ms, *rlo, *rhi,
+                 result->speedup);
+  }
   spdlog::debug("bench placement, original: {}", result->original_placement);
   spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
   if (opt.verbosity > 0) {
