@@ -1,6 +1,7 @@
-// dwdeconv-rewrite: rewrites clean xs depthwise ConvTranspose nodes into polyphase Conv + Concat +
-// DepthToSpace. This file only parses the command line and sets up logging; cli/run.cpp does the run,
+// dwdeconv-rewrite: rewrites clean xs upsamplers (depthwise ConvTranspose and hand-written forms) into
+// polyphase Conv + Concat + DepthToSpace. This file only parses the command line and sets up logging; cli/run.cpp does the run,
 // cli/options.cpp defines the options, cli/output_files.cpp guards the files a run writes.
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -11,9 +12,11 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/exit_codes.h"
+#include "cli/help_text.h"
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/run.h"
+#include "cli/usage_errors.h"
 
 namespace {
 
@@ -42,16 +45,16 @@ class PrintableSink : public spdlog::sinks::sink {
 
 int main(int argc, char** argv) {
   cli::Options opt;
-  CLI::App app{"Rewrites clean xs depthwise ConvTranspose nodes into polyphase depthwise Convs + Concat + "
-               "DepthToSpace(DCR), which XNNPACK runs many times faster, and checks the result on XNNPACK.",
-               "dwdeconv-rewrite"};
+  CLI::App app{cli::app_description(), "dwdeconv-rewrite"};
   cli::add_options(app, opt);
+  cli::use_readable_value_names(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // In the tool's voice, as every other error: the prefix, and for a typo the option meant.
+    std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", cli::printable(cli::parse_error_message(app, e)).c_str());
     return cli::kExitUsage;
   }
 

@@ -16,14 +16,16 @@ namespace dwdeconv::cli {
 namespace {
 
 const char* kExamples = R"(Examples:
-  dwdeconv-rewrite model.onnx -o model.xnn.onnx    rewrite every clean depthwise ConvTranspose
+  dwdeconv-rewrite model.onnx -o model.xnn.onnx    rewrite every upsampler that pays off on the default target
+  dwdeconv-rewrite model.onnx -o out.onnx --target litert    for LiteRT (TFLite) through onnx2tf
   dwdeconv-rewrite model.onnx --dry-run            print the plan, write nothing
   dwdeconv-rewrite model.onnx --check              CI gate: exit 1 if any node would be rewritten
   dwdeconv-rewrite model.onnx -o out.onnx --verify    rewrite, then run both through XNNPACK and diff
   dwdeconv-rewrite model.onnx --compare out.onnx   verify any pair without rewriting
   dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20    time both models on XNNPACK
+  dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image:1,3,256,256    a model with dynamic dims
+  dwdeconv-rewrite models/ --out-dir out/ --suffix .xnn -j 2    a batch: out/NAME.xnn.onnx for each models/*.onnx
   dwdeconv-rewrite model.onnx -o out.onnx --target litert --runtime litert --verify --bench    check and time on LiteRT itself
-  dwdeconv-rewrite a.onnx b.onnx --out-dir out/ -j 2    a batch; one failure does not stop the others
   dwdeconv-rewrite - -o - < in.onnx > out.onnx     stdin to stdout
 
 Exit status:
@@ -73,14 +75,16 @@ std::string form_list(bool defaults_only = false) {
 void add_options(CLI::App& app, Options& opt) {
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + kFullVersion);
-  app.add_option("models", opt.models, "Input ONNX model(s); - reads one model from stdin")->required();
+  app.add_option("models", opt.models, "Input ONNX model(s), or directories of them (their *.onnx files); - reads one model from stdin")->required();
   app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input); - writes to stdout");
-  app.add_option("--out-dir", opt.out_dir, "With several models: write each one here, under its own file name");
+  app.add_option("--out-dir", opt.out_dir, "With several models or a directory: write each one here, under its own file name");
+  app.add_option("--suffix", opt.suffix, "With --out-dir: name each output <stem><TEXT>.onnx, e.g. --suffix .xnn (default: the input's name)")
+      ->type_name("TEXT");
   app.add_option("-j,--jobs", opt.jobs, "With several models: how many to process at once (default 1)")->check(CLI::Range(1, 256));
-  app.add_flag("--dry-run", opt.dry_run, "Print the plan, one line per ConvTranspose, and write no model");
+  app.add_flag("--dry-run", opt.dry_run, "Print the plan, one line per upsampler (rewrite or keep, and why), and write no model");
   app.add_flag("--check", opt.check, "Exit 1 if any node would be rewritten; write no model");
-  app.add_option("--only", opt.only, "Rewrite only the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
-  app.add_option("--skip", opt.skip, "Never rewrite the ConvTranspose with this name (repeatable)")->allow_extra_args(false);
+  app.add_option("--only", opt.only, "Rewrite only the upsampler with this name, as the plan shows it (repeatable)")->allow_extra_args(false);
+  app.add_option("--skip", opt.skip, "Never rewrite the upsampler with this name, as the plan shows it (repeatable)")->allow_extra_args(false);
   app.add_option("--forms", opt.forms,
                  "Upsampler forms to rewrite, comma-separated: " + form_list() + " (default: " + form_list(true) + ")")
       ->delimiter(',')
@@ -94,7 +98,8 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--report", opt.report, "Write a JSON report to this file");
   app.add_flag("--verify", opt.verify, "Run the original and the rewritten model on --runtime (default: XNNPACK) and compare outputs");
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
-  app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims, e.g. image=1x4x256x256 (repeatable)")->allow_extra_args(false);
+  app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims: image:1,3,256,256 (also image:[1,3,256,256], image=1x3x256x256, or 1,3,256,256 for a "
+                 "model with one input; repeatable)")->allow_extra_args(false);
   app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")->allow_extra_args(false);
   app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
   app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(finite_non_negative());
@@ -119,10 +124,13 @@ std::string input_file_path(const std::string& argument) {
 
 std::string usage_problem(const Options& opt) {
   if (std::string problem = runtime_usage_problem(opt); !problem.empty()) return problem;
-  const bool batch = opt.models.size() > 1 || !opt.out_dir.empty();
+  const bool batch = opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory;
+  if (!opt.suffix.empty() && opt.out_dir.empty()) return "--suffix names the outputs in --out-dir DIR: give --out-dir";
+  if (opt.suffix.find('/') != std::string::npos) return "--suffix is added to a file name; it cannot hold '/'";
   if (!opt.compare.empty()) {
-    if (batch || !opt.output.empty() || opt.dry_run || opt.check || opt.verify) {
-      return "--compare runs alone on one MODEL: drop -o, --out-dir, --dry-run, --check and --verify";
+    // --verify is what --compare does; it is accepted beside it (dwdeconv_rewrite.check() passes it with --runtime).
+    if (batch || !opt.output.empty() || opt.dry_run || opt.check) {
+      return "--compare runs alone on one MODEL: drop -o, --out-dir, --dry-run and --check";
     }
     return "";
   }

@@ -17,6 +17,8 @@ struct Options {
   std::vector<std::string> models;  // one, or several for a batch
   std::string output;
   std::string out_dir;               // batch output directory
+  std::string suffix;                // --suffix: batch outputs are <stem><suffix>.onnx
+  bool from_directory = false;       // a model argument was a directory (a batch, even of one model)
   size_t jobs = 1;
   std::string report;
   std::string compare;  // --compare OTHER: verify OTHER against the input, no rewrite

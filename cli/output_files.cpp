@@ -121,7 +121,13 @@ std::vector<RunFile> model_writes(const Options& opt, const std::string& input, 
 }
 
 std::string batch_output(const Options& opt, const std::string& input) {
-  return opt.out_dir.empty() ? std::string() : (std::filesystem::path(opt.out_dir) / std::filesystem::path(input).filename()).string();
+  if (opt.out_dir.empty()) return std::string();
+  const std::filesystem::path file = std::filesystem::path(input).filename();
+  // --suffix .xnn: a.onnx -> a.xnn.onnx; a name without the .onnx extension gets the suffix at its end.
+  const std::string name = opt.suffix.empty() ? file.string()
+                           : file.extension() == ".onnx" ? file.stem().string() + opt.suffix + ".onnx"
+                                                         : file.string() + opt.suffix;
+  return (std::filesystem::path(opt.out_dir) / name).string();
 }
 
 core::Status check_batch_files(const Options& opt) {

@@ -158,6 +158,7 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   }
   o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
   o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
+  if (!run.changes.empty()) o << "  \"changes\": " << run.changes << ",\n";
   o << "  \"validation\": " << (run.validation.empty() ? "null" : json_string(run.validation));
   if (!run.compared.empty()) o << ",\n  \"compared\": " << json_string(run.compared);
   if (run.verify) o << ",\n  \"verify\": " << verify_json(*run.verify);

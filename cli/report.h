@@ -20,6 +20,7 @@ struct RunInfo {
   int64_t opset = 0;
   std::string validation;  // what the output validation checked; empty when nothing is written
   std::string compared;    // the other model of --compare; empty otherwise
+  std::string changes;     // the "changes" JSON object (model_stats.h); empty when the model was not rewritten in memory
   std::optional<runtime_check::VerifyResult> verify;
   std::optional<runtime_check::BenchResult> bench;
   std::optional<RuntimeRunInfo> runtime;  // where verify and bench ran, when either did

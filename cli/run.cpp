@@ -23,8 +23,12 @@
 #include <onnx/defs/schema.h>
 #include <spdlog/spdlog.h>
 
+#include "cli/batch_inputs.h"
 #include "cli/exit_codes.h"
+#include "cli/input_shape.h"
+#include "cli/model_stats.h"
 #include "cli/output_files.h"
+#include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/runtime_python.h"
 #include "cli/tune.h"
@@ -72,7 +76,7 @@ int exit_code_for(const core::Error& e) {
 
 // What the executor needs from the command line, shared by --verify, --compare and --bench.
 struct RuntimeSetup {
-  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::vector<InputShapeArg> input_shapes;  // resolved per model (a bare shape names its only input)
   std::vector<runtime_check::NamedTensor> inputs;
   std::function<void(const std::string&)> progress;  // empty unless stderr is a terminal
 };
@@ -81,9 +85,9 @@ struct RuntimeSetup {
 core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
   RuntimeSetup setup;
   for (const auto& text : opt.input_shapes) {
-    auto parsed = runtime_check::parse_input_shape(text);
-    if (!parsed) return core::Error{core::ErrorKind::kUsage, "--input-shape: " + parsed.error().message};
-    setup.input_shapes[parsed->first] = parsed->second;
+    auto parsed = parse_input_shape_arg(text);
+    if (!parsed) return parsed.error();
+    setup.input_shapes.push_back(std::move(*parsed));
   }
   for (const auto& text : opt.input_files) {
     const auto eq = text.find('=');
@@ -119,24 +123,29 @@ void clear_progress(const RuntimeSetup& setup) {
 }
 
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
+// `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                     const Options& opt, const RuntimeSetup& setup) {
+                                                     const Options& opt, const RuntimeSetup& setup,
+                                                     const std::string& model_path, PhaseLog& log, const std::string& prefix) {
   runtime_check::VerifyOptions vo;
-  vo.input_shapes = setup.input_shapes;
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return shapes.error();
+  vo.input_shapes = *shapes;
   vo.inputs = setup.inputs;
   vo.seed = opt.seed;
   vo.threads = opt.threads;
   vo.tolerances = {opt.atol, opt.rtol};
-  vo.progress = setup.progress;
+  vo.progress = setup.progress ? setup.progress : log.callback();
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);
+  log.end();
   if (!result) return result;
   std::istringstream lines(result->summary());
   for (std::string line; std::getline(lines, line);) {
     if (result->passed) {
-      spdlog::info("{}", line);
+      spdlog::info("{}{}", prefix, line);
     } else {
-      spdlog::error("{}", line);
+      spdlog::error("{}{}", prefix, line);
     }
   }
   spdlog::debug("placement:\n{}", result->placement);
@@ -145,24 +154,29 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
 
 // Times both models on the executor and logs medians and the speedup.
 core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                   const Options& opt, const RuntimeSetup& setup) {
+                                                   const Options& opt, const RuntimeSetup& setup,
+                                                   const std::string& model_path, PhaseLog& log, const std::string& prefix) {
   runtime_check::BenchOptions bo;
-  bo.input_shapes = setup.input_shapes;
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return shapes.error();
+  bo.input_shapes = *shapes;
   bo.inputs = setup.inputs;
   bo.seed = opt.seed;
   bo.threads = opt.threads;
   bo.runs = opt.runs;
   bo.profile_runs = 3;  // after the timed runs: the per-node table, and the profile -v prints
   bo.profile_top_nodes = static_cast<size_t>(-1);  // every node, for the per-node table
-  bo.progress = setup.progress;
+  bo.progress = setup.progress ? setup.progress : log.callback();
+  log.start("bench: creating both executors (each runs its model once) and warming up");
   auto result = runtime_check::bench_models(original, rewritten, bo);
   clear_progress(setup);
+  log.end();
   if (!result) return result;
   const auto [olo, ohi] = std::minmax_element(result->original_samples_ms.begin(), result->original_samples_ms.end());
   const auto [rlo, rhi] = std::minmax_element(result->rewritten_samples_ms.begin(), result->rewritten_samples_ms.end());
   if (!result->original_samples_ms.empty() && !result->rewritten_samples_ms.empty()) {
-    spdlog::info("bench on {} ({} thread{}, median [min-max] of {} interleaved runs): original {:.3f} [{:.3f}-{:.3f}] ms, "
-                 "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", builtin_runtime_info().label, result->threads,
+    spdlog::info("{}bench on {} ({} thread{}, median [min-max] of {} interleaved runs): original {:.3f} [{:.3f}-{:.3f}] ms, "
+                 "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", prefix, builtin_runtime_info().label, result->threads,
                  result->threads == 1 ? "" : "s", result->runs, result->original_ms, *olo, *ohi, result->rewritten_ms, *rlo, *rhi,
                  result->speedup);
   }
@@ -196,23 +210,26 @@ void log_upsampler_times(const std::vector<UpsamplerTime>& rows, const std::stri
 // `bench_prefix` when the executor's verification or timing failed.
 core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                        const rewrite::RewriteResult* result, const Options& opt, const RuntimeSetup& setup,
-                                       bool verify, bool bench, const std::string& verify_prefix, const std::string& bench_prefix) {
+                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify,
+                                       bool bench, const std::string& verify_prefix, const std::string& bench_prefix) {
   RuntimeChecks checks;
   checks.info.min_speedup = opt.min_speedup;
   if (opt.runtime == kBuiltinRuntime) {
     checks.info.runtime = builtin_runtime_info();
     if (verify) {
-      auto verified = run_verify(original, rewritten, opt, setup);
+      auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix);
       if (!verified) return core::Error{verified.error().kind, verify_prefix + verified.error().message};
       checks.verify = *verified;
       if (!verified->passed) return checks;
     }
     if (bench) {
-      auto timed = run_bench(original, rewritten, opt, setup);
+      auto timed = run_bench(original, rewritten, opt, setup, model_path, log, prefix);
       if (!timed) return core::Error{timed.error().kind, bench_prefix + timed.error().message};
       checks.bench = *timed;
       if (result != nullptr) {
-        auto inputs = runtime_inputs(original, setup.input_shapes, setup.inputs, opt.seed);
+        auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+        auto inputs = shapes ? runtime_inputs(original, *shapes, setup.inputs, opt.seed)
+                             : core::Result<std::vector<runtime_check::NamedTensor>>(shapes.error());
         checks.info.upsamplers = upsampler_times(original, rewritten, *result, executor_node_times(timed->original_profile),
                                                  executor_node_times(timed->rewritten_profile),
                                                  inputs ? *inputs : std::vector<runtime_check::NamedTensor>{});
@@ -221,7 +238,9 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
     }
     return checks;
   }
-  auto inputs = runtime_inputs(original, setup.input_shapes, setup.inputs, opt.seed);
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return core::Error{shapes.error().kind, "--runtime " + opt.runtime + ": " + shapes.error().message};
+  auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
   if (!inputs) return core::Error{inputs.error().kind, "--runtime " + opt.runtime + ": " + inputs.error().message};
   if (setup.progress) setup.progress("converting and running both models on --runtime " + opt.runtime + " ...");
   // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
@@ -287,15 +306,19 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   RunInfo info;
   info.input = input;
   info.compared = opt.compare;
+  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
   auto finish = [&](int code, const std::string& message) {
+    if (code != kExitOk) log.fail();
     if (!message.empty()) fail(code, message);
     info.exit_code = code;
     info.error = message;
     if (int written = write_report(report, report_json(info, {})); written != kExitOk) return written;
     return code;
   };
+  log.start("load both models");
   auto loaded_original = onnx_io::load_model_with_external_data(input);
   auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
+  log.end();
   // The report must not land on either model or their data.
   std::vector<RunFile> reads;
   add_compare_reads(input, loaded_original, reads);
@@ -311,12 +334,15 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   info.opset = onnx_io::default_opset(original);
   // The executor runs models ONNX refuses (a value defined twice, an unknown attribute): judge both first, as a
   // rewrite judges its input and output, so that passing means OTHER is a model at all.
+  log.start("validate both models");
   for (const auto& [path, model] : {std::pair<const std::string&, const onnx::ModelProto&>{input, original}, {opt.compare, other}}) {
     auto checked = onnx_io::validate_model(model, {});
     if (!checked) return finish(kExitInvalidModel, path + ": invalid model: " + checked.error().message);
     if (!checked->full) spdlog::warn("{}: {}", path, checked->detail);
   }
-  auto checked = run_checks(original, other, nullptr, opt, setup, /*verify=*/true, opt.bench, "cannot verify " + opt.compare + ": ", "");
+  log.end();
+  auto checked = run_checks(original, other, nullptr, opt, setup, input, log, "", /*verify=*/true, opt.bench,
+                            "cannot verify " + opt.compare + ": ", "");
   if (!checked) return finish(exit_code_for(checked.error()), checked.error().message);
   info.runtime = checked->info;
   info.verify = checked->verify;
@@ -376,7 +402,9 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ModelOutcome out;
   RunInfo& info = out.info;
   info.input = input;
-  auto finish = [&out](int code, const std::string& message) {
+  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
+  auto finish = [&out, &log](int code, const std::string& message) {
+    log.fail();
     out.info.exit_code = fail(code, message);
     out.info.error = message;
     out.info.output.clear();  // a failed run wrote no model: the report says null for both
@@ -384,6 +412,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     return out;
   };
   PhaseTimer timer;
+  const std::string prefix = batch ? input + ": " : std::string();
+  log.start("load");
   auto loaded = load_input(input);
   if (!loaded) return finish(exit_code_for(loaded.error()), loaded.error().message);
   onnx::ModelProto& model = loaded->model;
@@ -407,6 +437,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (!input_check) return finish(kExitInvalidModel, input + ": invalid model: " + input_check.error().message);
   if (!input_check->full) spdlog::warn("{}: {}", input, input_check->detail);
   timer.mark("validate input");
+  const ModelStats before = model_stats(model);
 
   std::optional<onnx::ModelProto> original;
   if (opt.verify || opt.bench || opt.tune) original = model;  // verify, bench and tune run the model as it was
@@ -419,6 +450,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (!opt.forms.empty()) ro.forms = {opt.forms.begin(), opt.forms.end()};
   ro.target = rewrite::find_target(opt.target);  // a known name: usage_problem checked it
   std::optional<core::Result<rewrite::RewriteResult>> attempt;
+  log.start("rewrite");
   try {
     attempt.emplace(rewrite::rewrite_model(model, ro));
   } catch (const std::bad_alloc&) {
@@ -430,10 +462,13 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   out.result = std::move(*rewritten);
   const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
+  log.end();
   std::optional<RuntimeRunInfo> tuned;
   if (opt.tune && result.rewritten > 0) {
     // Each candidate alone on --runtime; the slower ones are skipped in a second rewrite of the original.
-    auto inputs = runtime_inputs(*original, setup.input_shapes, setup.inputs, opt.seed);
+    auto shapes = resolve_input_shapes(setup.input_shapes, *original, input);
+    if (!shapes) return finish(exit_code_for(shapes.error()), input + ": --tune: " + shapes.error().message);
+    auto inputs = runtime_inputs(*original, *shapes, setup.inputs, opt.seed);
     if (!inputs) return finish(exit_code_for(inputs.error()), input + ": --tune: " + inputs.error().message);
     RuntimeInfo where;
     auto figures = tune_upsamplers(*original, model, result, ro, opt, *inputs, where);
@@ -478,12 +513,16 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     }
   }
   if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << plan_text(result) << std::flush;
+  const ModelStats after = model_stats(model);
+  info.changes = stats_change_json(before, after);
 
   const bool writes_model = !opt.dry_run && !opt.check;
   std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
                         std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " (kept " + std::to_string(result.kept) + ")";
   if (writes_model) {
+    log.start("validate the output");
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
+    log.end();
     if (!validation) {
       return finish(kExitInvalidModel, input + ": the rewritten model failed validation, nothing written: " + validation.error().message);
     }
@@ -503,7 +542,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     }
     const bool verify = opt.verify && result.rewritten > 0;
     if (verify || opt.bench) {
-      auto checked = run_checks(*original, model, &result, opt, setup, verify, opt.bench,
+      auto checked = run_checks(*original, model, &result, opt, setup, input, log, prefix, verify, opt.bench,
                                 "cannot verify the rewrite, nothing written: ", "--bench: ");
       timer.mark("verify and bench");
       if (!checked) return finish(exit_code_for(checked.error()), input + ": " + checked.error().message);
@@ -531,7 +570,10 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     }
 
     const auto ext = external_save_options(opt, output, loaded->external_tensors, result);
-    if (auto saved = save_output(model, output, ext); !saved) return finish(exit_code_for(saved.error()), saved.error().message);
+    log.start("save " + output);
+    auto saved = save_output(model, output, ext);
+    log.end();
+    if (!saved) return finish(exit_code_for(saved.error()), saved.error().message);
     if (!ext.data_name.empty()) spdlog::debug("{}: tensor data written to {}", output, ext.data_name);
     timer.mark("save");
     info.output = output;
@@ -546,7 +588,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     return finish(kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +
                                              std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " would be rewritten");
   }
-  spdlog::info("{}{}{}", batch ? input + ": " : std::string(), summary, writes_model ? " -> " + output : std::string());
+  spdlog::info("{}{}: {}", prefix, writes_model ? "changed" : "would change", stats_change_text(before, after));
+  spdlog::info("{}{}{}", prefix, summary, writes_model ? " -> " + output : std::string());
   return out;
 }
 
@@ -612,14 +655,18 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
   std::vector<std::string> entries;
   int code = kExitOk;
   size_t failed = 0;
+  std::string failed_list;
   for (const auto& o : outcomes) {
     entries.push_back(report_json(o.info, o.result));
     code = std::max(code, o.info.exit_code);
-    failed += o.info.exit_code != kExitOk;
+    if (o.info.exit_code != kExitOk) {
+      ++failed;
+      failed_list += (failed_list.empty() ? ": " : ", ") + o.info.input + " (exit " + std::to_string(o.info.exit_code) + ")";
+    }
   }
   if (int written = write_report(report, report_list_json(entries)); written != kExitOk) return written;
   const std::string line = "batch: " + std::to_string(opt.models.size()) + " models, " + std::to_string(opt.models.size() - failed) +
-                           " ok, " + std::to_string(failed) + " failed";
+                           " ok, " + std::to_string(failed) + " failed" + failed_list;
   if (failed) {
     spdlog::error("{}", line);
   } else {
@@ -630,11 +677,15 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
 
 }  // namespace
 
-int run(const Options& opt) {
+int run(const Options& given) {
+  // A directory among the models stands for its *.onnx files, in name order.
+  auto expanded = expand_model_directories(given);
+  if (!expanded) return fail(exit_code_for(expanded.error()), expanded.error().message);
+  const Options& opt = *expanded;
   if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(kExitUsage, problem);
   // A Python --runtime without its interpreter or packages is a usage error, found before anything is written.
   if (auto probed = probe_runtime(opt); !probed) return fail(exit_code_for(probed.error()), probed.error().message);
-  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty());
+  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory);
   if (batch) {
     if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
   }

@@ -2,6 +2,7 @@
 # dwdeconv-rewrite_<version>-1_<arch>.deb, whose Depends dpkg-shlibdeps (Debian package dpkg-dev) derives from
 # the shared libraries the binary links: libonnx, libprotobuf, libxnnpack, libpthreadpool, libspdlog, libfmt, ...
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md")
 
 set(DWDECONV_PACKAGE_MAINTAINER "dwdeconv-rewrite maintainers <maintainers@users.noreply.a-seed-8d2ff7ae.example>"
     CACHE STRING "Maintainer field of the .deb")

@@ -6,21 +6,23 @@ only shows the usual source of the models it rewrites, a PyTorch module whose x2
 ConvTranspose2d (groups == in_channels == out_channels, kernel 4, stride 2, padding 1), as in StyleGAN-style
 generators and MI-GAN.
 
-Not run in this repository's CI or on its build machine: PyTorch is not installed there. To try it:
+Run with Debian bookworm's PyTorch 1.13 (apt-get install python3-torch python3-onnx), or any recent one:
 
-    python3 -m pip install torch onnx        # in a virtualenv of your own
     python3 examples/export_pytorch.py upsampler.onnx
-    examples/pipeline.sh upsampler.onnx upsampler.xnn.onnx
 
-or, with the tool alone:
+It prints the next command, with the path of the tool it found (build/cli/dwdeconv-rewrite in this checkout,
+else dwdeconv-rewrite on PATH), e.g.
 
-    dwdeconv-rewrite upsampler.onnx -o upsampler.xnn.onnx --verify --report upsampler.json
+    build/cli/dwdeconv-rewrite upsampler.onnx -o upsampler.xnn.onnx --verify --bench
 
 The export uses a fixed input shape, so --verify needs no --input-shape. If you export with dynamic height
-and width instead (dynamic_axes), pass the shape to verify with, e.g. --input-shape image=1x16x64x64.
+and width instead (dynamic_axes), pass the shape to verify with, e.g. --input-shape image:1,16,64,64.
 """
 import argparse
+import os
+import shutil
 import sys
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -69,9 +71,21 @@ def main() -> int:
     # Opset 17: the newest opset Debian bookworm's libonnx (1.12), which the tool validates with, knows fully.
     torch.onnx.export(model, (example,), args.output, input_names=["image"], output_names=["rgb"],
                       opset_version=17)
+    rewritten = (args.output[:-len(".onnx")] if args.output.endswith(".onnx") else args.output) + ".xnn.onnx"
     print(f"wrote {args.output}; next:", file=sys.stderr)
-    print(f"  examples/pipeline.sh {args.output} {args.output.removesuffix('.onnx')}.xnn.onnx", file=sys.stderr)
+    print(f"  {tool_command()} {args.output} -o {rewritten} --verify --bench", file=sys.stderr)
     return 0
+
+
+def tool_command() -> str:
+    """How to call the tool from here: this checkout's build, else the one on PATH, else how to build it."""
+    built = Path(__file__).resolve().parent.parent / "build" / "cli" / "dwdeconv-rewrite"
+    if built.is_file() and os.access(built, os.X_OK):
+        relative = os.path.relpath(built)  # holds a '/', so the shell never looks it up on PATH
+        return str(built) if relative.startswith("..") else relative
+    if shutil.which("dwdeconv-rewrite"):
+        return "dwdeconv-rewrite"
+    return f"(build it first: see {Path(__file__).resolve().parent.parent / 'README.md'}) dwdeconv-rewrite"
 
 
 if __name__ == "__main__":

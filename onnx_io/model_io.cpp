@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -33,6 +34,17 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// The first line of a Git LFS pointer file, which a checkout without LFS leaves in place of the model. Its 'v'
+// (0x76: field 14, wire type 6, which does not exist) never starts a protobuf, so only a failed parse checks it.
+constexpr std::string_view kLfsPointerStart = "version https://git-lfs.github.com/spec/";
+
+bool is_lfs_pointer(std::string_view head) { return head.substr(0, kLfsPointerStart.size()) == kLfsPointerStart; }
+
+core::Error lfs_pointer_error(const std::string& origin) {
+  return core::invalid_model(origin + " is a Git LFS pointer, not an ONNX model; check out with lfs: true "
+                             "(actions/checkout), or run git lfs pull");
+}
+
 }  // namespace
 
 core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& origin) {
@@ -42,6 +54,7 @@ core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::
   coded.SetTotalBytesLimit(INT32_MAX);
   onnx::ModelProto model;
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    if (is_lfs_pointer(bytes)) return lfs_pointer_error(origin);
     return core::invalid_model(origin + ": not a valid ONNX ModelProto (protobuf parse failed; truncated or not a model)");
   }
   if (!model.has_graph()) return core::invalid_model(origin + ": the model has no graph");
@@ -73,9 +86,14 @@ core::Result<onnx::ModelProto> parse_model_file(const std::string& path) {
     parsed = model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
     read_errno = file.GetErrno();
   }
+  std::string head(kLfsPointerStart.size(), '\0');
+  const ssize_t head_size = parsed || read_errno != 0 ? 0 : ::pread(fd, head.data(), head.size(), 0);
   ::close(fd);
   if (read_errno != 0) return core::io_error(path + ": read failed: " + std::strerror(read_errno));
   if (!parsed) {
+    if (head_size > 0 && is_lfs_pointer(std::string_view(head.data(), static_cast<size_t>(head_size)))) {
+      return lfs_pointer_error(path);
+    }
     return core::invalid_model(path + ": not a valid ONNX ModelProto (protobuf parse failed; truncated or not a model)");
   }
   if (!model.has_graph()) return core::invalid_model(path + ": the model has no graph");

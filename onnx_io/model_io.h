@@ -21,8 +21,8 @@ struct LoadedModel {
 };
 
 // Parses a model file, streaming from the file (no second copy of its bytes in memory), and reads its external
-// data (see external_data.h). Errors name the file: unreadable, empty, not a ModelProto, no graph, bad external
-// data.
+// data (see external_data.h). Errors name the file: unreadable, empty, not a ModelProto (a Git LFS pointer
+// is called one, with how to fetch the model), no graph, bad external data.
 core::Result<LoadedModel> load_model_with_external_data(const std::string& path);
 
 // load_model_with_external_data for callers that do not write the model back.
@@ -35,7 +35,7 @@ core::Result<std::set<std::string>> model_data_files(const std::string& path);
 // symlinks of their directories are resolved, or both exist and are the same file (a symlink or hard link).
 bool same_file(const std::string& a, const std::string& b);
 
-// Parses a model from bytes; `origin` names the source in errors.
+// Parses a model from bytes; `origin` names the source in errors, which are those of a model file.
 core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& origin);
 
 // Serializes deterministically (same model, same bytes).

@@ -250,6 +250,13 @@ std::string Executor::placement_summary() const {
   if (const size_t upsamples = noted(detail::kNearestUpsampleNote); upsamples > 0) {
     text += "; " + std::string(detail::kNearestUpsampleNote) + " " + std::to_string(upsamples);
   }
+  if (const size_t norms = noted(detail::kGroupNormNote); norms > 0) {
+    const std::string step_note = std::string(detail::kGroupNormNote) + " (";
+    const auto steps = static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
+      return p.note.rfind(step_note, 0) == 0;
+    }));
+    text += "; " + std::string(detail::kGroupNormNote) + " " + std::to_string(steps) + " (" + std::to_string(norms) + " nodes)";
+  }
   if (const size_t permutes = noted(detail::kChannelPermuteNote); permutes > 0) {
     text += "; " + std::string(detail::kChannelPermuteNote) + " " + std::to_string(permutes);
   }

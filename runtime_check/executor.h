@@ -135,6 +135,9 @@ struct MemoryPlan {
   size_t value_bytes = 0;       // the activations in it, summed as if each had a buffer of its own
   size_t conversion_bytes = 0;  // their NCHW<->NHWC conversions, summed likewise
   size_t values = 0;            // activations and conversions placed
+  // Float constants still held after creation: those a step reads on every run. Weights XNNPACK packed a copy of,
+  // and constants only folded nodes read, are freed (held in XNNPACK's packed form, or not at all).
+  size_t constant_bytes = 0;
 };
 
 // The first element of a value that is inf or NaN. XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: a

@@ -139,6 +139,15 @@ void place_in_arena(StepList& list) {
   }
   memory.arena_bytes = list.arena.size() * sizeof(float);
   memory.values = placed.size();
+  memory.constant_bytes = held_constant_bytes(list);
+}
+
+size_t held_constant_bytes(const StepList& list) {
+  size_t bytes = 0;
+  for (const Slot& s : list.values.slots) {
+    if (s.constant && s.t.is_float()) bytes += s.t.f.size() * sizeof(float);
+  }
+  return bytes;
 }
 
 }  // namespace dwdeconv::runtime_check::detail

@@ -38,4 +38,7 @@ struct StepList;
 // values keep their own storage. Fills list.memory.
 void place_in_arena(StepList& list);
 
+// The bytes of the float constants `list` holds (MemoryPlan::constant_bytes).
+size_t held_constant_bytes(const StepList& list);
+
 }  // namespace dwdeconv::runtime_check::detail

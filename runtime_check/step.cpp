@@ -138,7 +138,13 @@ class ReferenceStep : public Step {
     std::vector<const Tensor*> inputs;
     for (int id : in_) inputs.push_back(id < 0 ? nullptr : &v.read(id, inputs.empty() ? layout : Layout::kNchw));
     std::vector<Tensor*> outputs;
-    for (int id : out_) outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
+    // The output's size is known only once the kernel ran; the first input's is the size of most (Reshape, Transpose,
+    // InstanceNormalization, elementwise ops), and a buffer that turns out too small is simply reallocated.
+    const size_t guess = inputs.empty() || inputs[0] == nullptr || !inputs[0]->is_float() ? 0 : inputs[0]->f.size();
+    for (int id : out_) {
+      if (id >= 0) v.lend_spare(id, guess);
+      outputs.push_back(id < 0 ? nullptr : &v.slots[static_cast<size_t>(id)].t);
+    }
     RC_CHECK(run_reference_node(node_, OpContext{opset_}, inputs, outputs));
     for (int id : out_) {
       if (id >= 0) v.touch(id, layout);

@@ -79,6 +79,9 @@ class Values {
   // with a memory plan) the buffers are kept in `spare` and handed to the next values written, so the creation run
   // does not fault in fresh pages for every activation.
   void retire(int id);
+  // Creation: gives an empty float `id` a spare buffer of at least `size` floats before a kernel that sizes its own
+  // outputs (a reference step) writes it, so those outputs recycle retired buffers too instead of piling up beside them.
+  void lend_spare(int id, size_t size) { reuse(slots[static_cast<size_t>(id)].t, size); }
   bool reuse_spare = false;
   std::vector<std::vector<float>> spare;
 
@@ -100,6 +103,9 @@ class Step {
   virtual core::Status run(Values& v) = 0;
   // Appends every value run() reads or writes (`v` as planned, for the layouts values are stored in).
   virtual void accesses(const Values& v, std::vector<Access>& out) const = 0;
+  // True when `id` is a constant this step's operators hold their own packed copy of and run() never reads (a Conv's
+  // weights): once planning is done, a constant no step reads otherwise is freed.
+  virtual bool packed_copy_of(const Values&, int) const { return false; }
 };
 
 core::Error xnn_failure(const onnx::NodeProto& node, const char* call, xnn_status status);
@@ -246,5 +252,13 @@ inline constexpr const char* kChannelPermuteNote = "optimized channel permutatio
 // A Gather on the channel axis of a rank-4 value with constant 1-D indices, or a CRD DepthToSpace, as a per-pixel
 // channel copy in NHWC, with its placement note; a null step when the node is not one (step_data.cpp).
 Built make_channel_permute_step(const NodeIo& io, Values& v);
+
+inline constexpr const char* kGroupNormNote = "optimized group normalization";
+// GroupNorm as PyTorch exports it: Reshape [N, G, -1] -> InstanceNormalization -> Reshape back -> optional Mul and Add
+// by per-channel constants, given as the chain's nodes and their slots in that order (step_norm.cpp). One step in
+// x's layout, with its placement note ("optimized group normalization (32 groups of 4 channels, NHWC; ...)"); a null
+// step when the values make the chain something else (a Reshape that does not group channels, a scale that is not
+// one per group, ...).
+Built make_group_norm_step(const std::vector<const onnx::NodeProto*>& chain, const std::vector<NodeIo>& io, Values& v);
 
 }  // namespace dwdeconv::runtime_check::detail

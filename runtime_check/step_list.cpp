@@ -9,6 +9,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
 #include "runtime_check/internal.h"
+#include "runtime_check/memory_plan.h"
 #include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
@@ -210,11 +211,60 @@ core::Result<std::string> try_fuse_activation(const NodeIo& io, std::unordered_m
   return conv_placement.node;
 }
 
+// GroupNorm as PyTorch exports it (step_norm.cpp): per chain its nodes' indices, Reshape, InstanceNormalization,
+// Reshape, then a Mul and an Add when they follow. Structure only: each value inside the chain has the next node as
+// its one reader (not another node, not a graph output), so no other step can miss it. The values decide at the
+// chain's last node whether it is a group normalization (make_group_norm_step); when they do not, its nodes run
+// there one by one.
+std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph,
+                                                const std::unordered_map<std::string, int>& readers) {
+  std::unordered_map<std::string, int> reader_node;  // by value name, when one node reads it once
+  for (int n = 0; n < graph.node_size(); ++n) {
+    for (const auto& name : graph.node(n).input()) {
+      if (!name.empty()) reader_node[name] = n;
+    }
+  }
+  // The node that reads `node`'s only output as its data and is its only reader, if it has `op_type`.
+  const auto next = [&](const onnx::NodeProto& node, const char* op_type) -> int {
+    if (node.output_size() != 1) return -1;
+    const std::string& y = node.output(0);
+    const auto read = readers.find(y);
+    const auto it = reader_node.find(y);
+    if (read == readers.end() || read->second != 1 || it == reader_node.end()) return -1;
+    const onnx::NodeProto& r = graph.node(it->second);
+    if (r.op_type() != op_type || !r.domain().empty()) return -1;
+    const bool data = r.input_size() > 0 && r.input(0) == y;
+    const bool other = std::string(op_type) == "Mul" || std::string(op_type) == "Add";  // either operand
+    return data || (other && r.input_size() == 2 && r.input(1) == y) ? it->second : -1;
+  };
+  std::vector<std::vector<int>> chains;
+  std::unordered_set<int> claimed;
+  for (int n = 0; n < graph.node_size(); ++n) {
+    const onnx::NodeProto& first = graph.node(n);
+    if (first.op_type() != "Reshape" || !first.domain().empty() || first.input_size() != 2) continue;
+    const int norm = next(first, "InstanceNormalization");
+    if (norm < 0 || graph.node(norm).input_size() != 3) continue;
+    const int back = next(graph.node(norm), "Reshape");
+    if (back < 0 || graph.node(back).input_size() != 2) continue;
+    std::vector<int> chain{n, norm, back};
+    if (const int mul = next(graph.node(back), "Mul"); mul >= 0) chain.push_back(mul);
+    if (const int add = next(graph.node(chain.back()), "Add"); add >= 0) chain.push_back(add);
+    // A node belongs to one chain at most: a chain's closing Reshape may look like the start of another.
+    if (std::any_of(chain.begin(), chain.end(), [&](int k) { return claimed.count(k) > 0; })) continue;
+    claimed.insert(chain.begin(), chain.end());
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
 // Per node, the values no later node needs: the node's inputs it reads last, and outputs nothing reads. A Conv's
 // inputs stay until its output's only reader (and that one's only reader, after a Relu or Clip) has been planned,
-// since fusing them re-runs the Conv. Graph inputs and outputs and initializers are never listed.
+// since fusing them re-runs the Conv. Graph inputs and outputs are never listed; initializers are.
+// `held` maps a node to a later one that reads its inputs in its place (a group normalization chain's first Reshape
+// to the chain's last node, whose step reads x).
 std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& slot_of,
-                                         const std::unordered_map<std::string, int>& readers) {
+                                         const std::unordered_map<std::string, int>& readers,
+                                         const std::unordered_map<int, int>& held) {
   const int nodes = graph.node_size();
   std::unordered_map<std::string, std::vector<int>> reader_nodes;
   for (int n = 0; n < nodes; ++n) {
@@ -232,6 +282,7 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
   for (int n = 0; n < nodes; ++n) {
     const auto& node = graph.node(n);
     int hold = n;
+    if (const auto h = held.find(n); h != held.end()) hold = h->second;
     if ((node.op_type() == "Conv" || node.op_type() == "ConvTranspose") && node.output_size() > 0) {
       const int r = only_reader(node.output(0));
       if (r >= 0) {
@@ -250,7 +301,6 @@ std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const st
     for (const auto& name : node.output()) use(name, n);
   }
   std::unordered_set<int> kept;
-  for (const auto& init : graph.initializer()) kept.insert(slot_of.at(init.name()));
   for (const auto& in : graph.input()) kept.insert(slot_of.at(in.name()));
   for (const auto& out : graph.output()) {
     if (const auto it = slot_of.find(out.name()); it != slot_of.end()) kept.insert(it->second);
@@ -374,6 +424,98 @@ core::Status StepList::load_inputs(const std::vector<NamedTensor>& given, bool c
   return core::Ok{};
 }
 
+namespace {
+
+// Plans a group normalization chain at its last node (group_norm_chains()): one step when the values make it one,
+// else each of its nodes on the reference kernels, in order. `skipped` are the placements of the nodes before the
+// last, pushed where those nodes stand.
+core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<int>& chain,
+                             const std::vector<size_t>& skipped, const std::unordered_map<std::string, int>& slot_of,
+                             int64_t opset, StepList& list) {
+  Values& v = list.values;
+  std::vector<const onnx::NodeProto*> nodes;
+  std::vector<std::vector<int>> ins, outs;
+  std::unordered_set<std::string> inside;  // values the chain computes
+  for (int k : chain) {
+    const onnx::NodeProto& node = graph.node(k);
+    nodes.push_back(&node);
+    std::vector<int> in, out;
+    for (const auto& name : node.input()) {
+      if (name.empty()) { in.push_back(-1); continue; }
+      const auto it = slot_of.find(name);
+      if (it == slot_of.end() || (inside.count(name) == 0 && !v.slots[static_cast<size_t>(it->second)].defined)) {
+        return node_error(node, "input '" + name + "' is not produced by any earlier node, initializer or graph input");
+      }
+      in.push_back(it->second);
+    }
+    for (const auto& name : node.output()) {
+      out.push_back(name.empty() ? -1 : slot_of.at(name));
+      inside.insert(name);
+    }
+    ins.push_back(std::move(in));
+    outs.push_back(std::move(out));
+  }
+  std::vector<NodeIo> io;
+  for (size_t k = 0; k < chain.size(); ++k) io.push_back(NodeIo{*nodes[k], opset, ins[k], outs[k]});
+  const onnx::NodeProto& last = *nodes.back();
+  NodePlacement placement{onnx_io::describe_node(last), last.op_type(), Placement::kReference, {}, {}, {}};
+  Built fused = make_group_norm_step(nodes, io, v);
+  if (fused.step) {
+    for (size_t p : skipped) list.placements[p].note = std::string(kGroupNormNote) + ": runs in the step of " + placement.node;
+    placement.note = std::move(fused.note);
+    RC_CHECK(fused.step->run(v));
+    note_non_finite_outputs(list, last, outs.back());
+    list.steps.push_back(std::move(fused.step));
+    list.step_node.push_back(list.placements.size());
+    list.placements.push_back(std::move(placement));
+    return core::Ok{};
+  }
+  list.placements.push_back(std::move(placement));
+  for (size_t k = 0; k < chain.size(); ++k) {
+    const onnx::NodeProto& node = *nodes[k];
+    list.planning = &node;
+    if (std::string why = double_input_reason(node, ins[k], v); !why.empty()) return node_error(node, why);
+    auto step = make_reference_step(node, opset, ins[k], outs[k], layout_preserving(node.op_type()));
+    RC_CHECK(step->run(v));
+    if (std::string why = double_output_reason(node, outs[k], v); !why.empty()) return node_error(node, why);
+    note_non_finite_outputs(list, node, outs[k]);
+    list.steps.push_back(std::move(step));
+    list.step_node.push_back(k + 1 < chain.size() ? skipped[k] : list.placements.size() - 1);
+  }
+  return core::Ok{};
+}
+
+}  // namespace
+
+namespace {
+
+// Frees the float constants no step reads on a run: the ones only folded nodes read, and the weights XNNPACK holds
+// packed copies of (Step::packed_copy_of). Their dims stay. Stable Diffusion's VAE decoder holds 198 MB of Conv
+// weights, which were kept twice, as initializers here and packed in XNNPACK.
+void release_packed_constants(StepList& list) {
+  Values& v = list.values;
+  std::vector<bool> read(v.slots.size(), false);
+  std::vector<Access> accesses;
+  for (const auto& step : list.steps) {
+    accesses.clear();
+    step->accesses(v, accesses);
+    for (const Access& a : accesses) {
+      if (!step->packed_copy_of(v, a.id)) read[static_cast<size_t>(a.id)] = true;
+    }
+  }
+  for (const auto& output : list.outputs) read[static_cast<size_t>(output.second)] = true;
+  for (size_t id = 0; id < v.slots.size(); ++id) {
+    Slot& s = v.slots[id];
+    if (s.constant && !read[id] && s.t.is_float()) {
+      s.t.f.release();
+      s.converted.f.release();
+    }
+  }
+  list.memory.constant_bytes = held_constant_bytes(list);
+}
+
+}  // namespace
+
 core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOptions& options, StepList& list) {
   RC_CHECK(ensure_xnnpack_initialized());
   const onnx::GraphProto& graph = model.graph();
@@ -456,17 +598,54 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     list.placements.push_back(std::move(placement));
   };
   // With a memory plan, creation frees each activation after its last reader, so it holds about what a run holds.
+  // Group normalization chains run as one step at their last node; their other nodes are skipped where they stand.
+  std::vector<std::vector<int>> chains;
+  std::unordered_map<int, size_t> chain_of;  // node index -> its chain
+  std::unordered_map<int, int> held;         // a chain's first node -> its last, which reads x in its place
+  if (options.use_xnnpack) chains = group_norm_chains(graph, readers);
+  for (size_t c = 0; c < chains.size(); ++c) {
+    for (int k : chains[c]) chain_of[k] = c;
+    for (int k : chains[c]) held[k] = chains[c].back();
+  }
+  std::vector<std::vector<size_t>> chain_placements(chains.size());  // the skipped nodes' placements, by chain
   std::vector<std::vector<int>> dead;
-  if (options.plan_memory) dead = dead_after(graph, slot_of, readers);
+  if (options.plan_memory) dead = dead_after(graph, slot_of, readers, held);
+  std::vector<bool> run_reads(v.slots.size(), false);  // values a step built so far reads on every run
+  size_t scanned = 0;                                 // steps whose reads are in run_reads
+  std::vector<Access> accesses;
   v.reuse_spare = options.plan_memory;
   for (int n = 0; n < graph.node_size(); ++n) {
     if (n > 0 && options.plan_memory) {
+      // A constant whose last reader is planned is freed too, unless a step reads it on every run: what stays are
+      // the weights XNNPACK packed (Step::packed_copy_of), so the creation run does not hold them twice either.
+      for (; scanned < list.steps.size(); ++scanned) {
+        accesses.clear();
+        list.steps[scanned]->accesses(v, accesses);
+        for (const Access& a : accesses) {
+          if (!list.steps[scanned]->packed_copy_of(v, a.id)) run_reads[static_cast<size_t>(a.id)] = true;
+        }
+      }
       for (int id : dead[static_cast<size_t>(n - 1)]) {
-        if (!v.slots[static_cast<size_t>(id)].constant) v.retire(id);
+        Slot& s = v.slots[static_cast<size_t>(id)];
+        if (!s.constant) {
+          v.retire(id);
+        } else if (!run_reads[static_cast<size_t>(id)] && s.t.is_float()) {
+          s.t.f.release();
+          s.converted.f.release();
+        }
       }
     }
     const onnx::NodeProto& node = graph.node(n);
     list.planning = &node;
+    if (const auto c = chain_of.find(n); c != chain_of.end()) {
+      if (n != chains[c->second].back()) {
+        chain_placements[c->second].push_back(list.placements.size());
+        list.placements.push_back(NodePlacement{onnx_io::describe_node(node), node.op_type(), Placement::kReference, {}, {}, {}});
+        continue;
+      }
+      RC_CHECK(plan_group_norm(graph, chains[c->second], chain_placements[c->second], slot_of, opset, list));
+      continue;
+    }
     std::vector<int> in, out;
     bool all_constant = true;
     for (const auto& name : node.input()) {
@@ -569,6 +748,7 @@ core::Status build_step_list(const onnx::ModelProto& model, const ExecutorOption
     }
     list.outputs.emplace_back(out.name(), it->second);
   }
+  release_packed_constants(list);
   return core::Ok{};
 }
 

@@ -70,6 +70,9 @@ class FullyConnectedStep : public XnnStep {
     if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_fully_connected_nc_f32", status);
     add_operator(raw);
     add_input(v, a_id, Layout::kNchw);
+    // XNNPACK packed its own copy of both.
+    std::vector<float>().swap(weights_);
+    std::vector<float>().swap(bias_);
     return core::Ok{};
   }
 
@@ -93,12 +96,16 @@ class DynamicMatMulStep : public XnnStep {
     y_layout_ = Layout::kNchw;
   }
 
-  core::Status plan(Values& v, int a_id, int b_id) {
+  // `b_is_n_by_k`: Gemm's transB, B given as [N, K]. `bias`: Gemm's beta * C as a row of N (or empty).
+  core::Status plan(Values& v, int a_id, int b_id, bool b_is_n_by_k = false, std::vector<float> bias = {}) {
     const Tensor& a = v.peek(a_id);
     const Tensor& b = v.peek(b_id);
     m_ = static_cast<size_t>(a.dims[a.dims.size() - 2]);
     k_ = static_cast<size_t>(a.dims.back());
-    n_ = static_cast<size_t>(b.dims.back());
+    n_ = static_cast<size_t>(b_is_n_by_k ? b.dims[b.dims.size() - 2] : b.dims.back());
+    // XNNPACK's fully-connected weights are [N, K]; a [K, N] B is transposed as it is packed.
+    flags_ = b_is_n_by_k ? 0 : XNN_FLAG_TRANSPOSE_WEIGHTS;
+    bias_ = std::move(bias);
     batches_ = static_cast<size_t>(a.numel()) / std::max<size_t>(m_ * k_, 1);
     b_batched_ = b.dims.size() > 2;
     b_ = b_id;
@@ -117,8 +124,9 @@ class DynamicMatMulStep : public XnnStep {
     const float* b = v.peek(b_).f.data();
     for (size_t i = 0; i < (b_batched_ ? batches_ : 1); ++i) {
       xnn_operator_t raw = nullptr;
-      const xnn_status status = xnn_create_fully_connected_nc_f32(k_, n_, k_, n_, b + i * k_ * n_, nullptr, kNoMin, kNoMax,
-                                                                  XNN_FLAG_TRANSPOSE_WEIGHTS, &raw);
+      const xnn_status status = xnn_create_fully_connected_nc_f32(k_, n_, k_, n_, b + i * k_ * n_,
+                                                                  bias_.empty() ? nullptr : bias_.data(), kNoMin, kNoMax,
+                                                                  flags_, &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_fully_connected_nc_f32", status);
       add_operator(raw);
     }
@@ -138,6 +146,8 @@ class DynamicMatMulStep : public XnnStep {
 
  private:
   size_t m_ = 0, k_ = 0, n_ = 0, batches_ = 0;
+  uint32_t flags_ = XNN_FLAG_TRANSPOSE_WEIGHTS;
+  std::vector<float> bias_;
   bool b_batched_ = false;
   int b_ = -1;
   uint64_t b_version_ = 0;
@@ -330,6 +340,37 @@ core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v) {
   const std::string& op = io.node.op_type();
   const Tensor& x = v.peek(io.input(0));
   if (io.input(1) < 0) return declined("no B");
+  // Gemm's C as a bias row: beta * C when C is a constant row of N values or one value (none when absent).
+  const auto gemm_bias = [&](int64_t n, std::vector<float>& bias) -> std::string {
+    if (io.input(2) < 0) return {};
+    const Tensor& c = v.peek(io.input(2));
+    if (!v.constant(io.input(2)) || !c.is_float()) return "C is not constant";
+    const float beta = attr_float_or(io.node, "beta", 1.0f);
+    if (c.numel() == n && (c.dims.size() == 1 || (c.dims.size() == 2 && c.dims[0] == 1))) {
+      for (float value : c.f) bias.push_back(beta * value);
+    } else if (c.numel() == 1) {
+      bias.assign(static_cast<size_t>(n), beta * c.f[0]);
+    } else {
+      return "C is not a row vector";
+    }
+    return {};
+  };
+  if (!v.constant(io.input(1)) && op == "Gemm") {
+    // Gemm of two computed values: A [M, K] (transA 0, alpha 1), B [K, N] or, with transB, [N, K].
+    const Tensor& b = v.peek(io.input(1));
+    RC_ASSIGN(const int64_t trans_a, onnx_io::get_int(io.node, "transA", 0));
+    RC_ASSIGN(const int64_t trans_b, onnx_io::get_int(io.node, "transB", 0));
+    if (trans_a != 0 || attr_float_or(io.node, "alpha", 1.0f) != 1.0f) return declined("transA or alpha");
+    if (x.dims.size() != 2 || b.dims.size() != 2 || !x.is_float() || !b.is_float() || x.numel() == 0 || b.numel() == 0 ||
+        x.dims[1] != (trans_b != 0 ? b.dims[1] : b.dims[0])) {
+      return declined("B is computed and the shapes are not matrices XNNPACK's fully-connected operator runs");
+    }
+    std::vector<float> bias;
+    if (std::string why = gemm_bias(trans_b != 0 ? b.dims[0] : b.dims[1], bias); !why.empty()) return declined(why);
+    auto step = std::make_unique<DynamicMatMulStep>(io.node, io.out[0]);
+    RC_CHECK(step->plan(v, io.input(0), io.input(1), trans_b != 0, std::move(bias)));
+    return built(std::move(step), "B computed: one fully-connected operator, packed again when B changes");
+  }
   if (!v.constant(io.input(1))) {
     // MatMul of two computed values: A [..., M, K], B [..., K, N] with A's batch dims, or a 2-D B.
     const Tensor& b = v.peek(io.input(1));
@@ -352,19 +393,7 @@ core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v) {
     RC_ASSIGN(const int64_t trans_b, onnx_io::get_int(io.node, "transB", 0));
     if (trans_a != 0 || attr_float_or(io.node, "alpha", 1.0f) != 1.0f) return declined("transA or alpha");
     k_by_n = trans_b == 0;
-    const int64_t n = k_by_n ? b.dims[1] : b.dims[0];
-    if (io.input(2) >= 0) {
-      const Tensor& c = v.peek(io.input(2));
-      if (!v.constant(io.input(2)) || !c.is_float()) return declined("C is not constant");
-      const float beta = attr_float_or(io.node, "beta", 1.0f);
-      if (c.numel() == n && (c.dims.size() == 1 || (c.dims.size() == 2 && c.dims[0] == 1))) {
-        for (float value : c.f) bias.push_back(beta * value);
-      } else if (c.numel() == 1) {
-        bias.assign(static_cast<size_t>(n), beta * c.f[0]);
-      } else {
-        return declined("C is not a row vector");
-      }
-    }
+    if (std::string why = gemm_bias(k_by_n ? b.dims[1] : b.dims[0], bias); !why.empty()) return declined(why);
   }
   if (x.dims.back() != (k_by_n ? b.dims[0] : b.dims[1])) return declined("inner dimensions differ");
   auto step = std::make_unique<FullyConnectedStep>(io.node, io.out[0]);

@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 512; ++i) junk += static_cast<char>((i * 7919 + 13) % 251);
   write_bytes("random_bytes.onnx", junk);
   write_bytes("truncated.onnx", good_bytes.substr(0, good_bytes.size() / 2));
+  // What a checkout without Git LFS leaves in place of a model tracked by LFS.
+  write_bytes("lfs_pointer.onnx",
+              "version https://git-lfs.github.com/spec/v1\n"
+              "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+              "size 1354604\n");
   onnx::TensorProto tensor;  // a valid protobuf, but a TensorProto
   tensor.set_name("not_a_model");
   tensor.set_data_type(onnx::TensorProto::FLOAT);

@@ -42,6 +42,29 @@ TEST_CASE("every file of the bad-input corpus is refused as documented", "[e2e][
   CHECK(cases >= 15);
 }
 
+TEST_CASE("a Git LFS pointer is named as one, from a file, from stdin and as --compare's model", "[e2e][bad_input]") {
+  TempDir dir;
+  const auto pointer = dir.path / "pointer.onnx";
+  fs::copy_file(fs::path(DWDECONV_SOURCE_DIR) / "tests" / "bad_inputs" / "lfs_pointer.onnx", pointer);
+  const std::string advice = "is a Git LFS pointer, not an ONNX model; check out with lfs: true";
+  const auto from_file = run_cli(pointer.string() + " -o " + (dir.path / "out.onnx").string(), dir);
+  CHECK(from_file.exit_code == 3);
+  CHECK_THAT(from_file.err, Catch::Contains(pointer.string() + " " + advice));
+  const auto from_stdin = run_cli("- -o " + (dir.path / "out.onnx").string() + " < " + pointer.string(), dir);
+  CHECK(from_stdin.exit_code == 3);
+  CHECK_THAT(from_stdin.err, Catch::Contains("<stdin> " + advice));
+  const auto example = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto compared = run_cli(example.string() + " --compare " + pointer.string(), dir);
+  CHECK(compared.exit_code == 3);
+  CHECK_THAT(compared.err, Catch::Contains(pointer.string() + " " + advice));
+  CHECK_FALSE(fs::exists(dir.path / "out.onnx"));
+  // Text that is no pointer is still called no model.
+  std::ofstream(dir.path / "text.onnx") << "version 1\n";
+  const auto text = run_cli((dir.path / "text.onnx").string() + " --check", dir);
+  CHECK(text.exit_code == 3);
+  CHECK_THAT(text.err, Catch::Contains("not a valid ONNX ModelProto"));
+}
+
 TEST_CASE("an output path that cannot be written is exit 3 and leaves nothing", "[e2e][bad_input]") {
   TempDir dir;
   const auto in = dir.copy_example();

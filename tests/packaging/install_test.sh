@@ -26,7 +26,7 @@ case $case_name in
       rm -f "$bare"
       grep -qF "with the Python module from $module_dir" <<<"$said" || die "the installed binary does not use the installed module: $said"
     fi
-    for f in LICENSE README.md; do
+    for f in LICENSE README.md docs/README.md docs/cli.md docs/forms.md docs/verification.md; do
       cmp "$DWDECONV_SOURCE_DIR/$f" "$prefix/share/doc/dwdeconv-rewrite/$f" || die "share/doc/dwdeconv-rewrite/$f"
     done
     man_page=$prefix/share/man/man1/dwdeconv-rewrite.1

@@ -95,6 +95,35 @@ TEST_CASE("Memory plan: outputs are bit-identical to one buffer per value where 
   check_bit_identical(planned, unplanned, model);
 }
 
+TEST_CASE("Memory plan: weights XNNPACK packed are freed, constants a step reads on every run are kept", "[memory]") {
+  // w feeds two Convs (packed twice by XNNPACK, read by no step on a run); m is read by the Mul on every run.
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float y) {\n"
+                                "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Conv <pads = [1, 1, 1, 1]> (a, w)\n"
+                                "  y = Mul (b, m)\n}");
+  add_initializer(model, "w", {4, 4, 3, 3}, 31);
+  add_initializer(model, "m", {1, 4, 1, 1}, 32);
+  const bool plan = GENERATE(true, false);
+  CAPTURE(plan);
+  auto executor = make_executor(model, plan);
+  CHECK(executor.memory_plan().constant_bytes == 4 * sizeof(float));  // m only: w's 144 floats are gone
+  // Still right on new values after the weights were freed: against the reference kernels, which keep them.
+  ExecutorOptions generic;
+  generic.use_xnnpack = false;
+  generic.inputs = executor.creation_inputs();
+  auto reference = std::move(create_and_run(model, generic).executor);
+  CHECK(reference.memory_plan().constant_bytes == (144 + 4) * sizeof(float));
+  auto inputs = executor.creation_inputs();
+  for (float& v : inputs[0].tensor.f) v = -2.0f * v;
+  const auto y = executor.run(inputs);
+  const auto y_ref = reference.run(inputs);
+  REQUIRE((y.ok() && y_ref.ok()));
+  double worst = 0;
+  for (size_t k = 0; k < y->at(0).tensor.f.size(); ++k) {
+    worst = std::max(worst, std::abs(static_cast<double>(y->at(0).tensor.f[k]) - y_ref->at(0).tensor.f[k]));
+  }
+  CHECK(worst < 1e-4);
+}
+
 TEST_CASE("Memory plan: a layout conversion gets its own lifetime, not a permanent copy", "[memory]") {
   // a is NHWC (a Conv output) and read NCHW by the Reshape: one conversion, alive for that step only.
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float y) {\n"

@@ -275,6 +275,49 @@ TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected ope
   }
 }
 
+TEST_CASE("a Gemm of two computed values runs on XNNPACK's fully-connected operator, with transB and C as its bias",
+          "[executor][matmul]") {
+  struct Case {
+    std::string body;  // after the inputs a [6, 4] and b (q = Neg(b) is computed)
+    std::vector<int64_t> b_dims;
+    bool xnnpack;      // false: an attribute the step does not take, so the reference kernel runs it
+  };
+  const Case c = GENERATE(Case{"y = Gemm (a, q)", {4, 9}, true},
+                          Case{"y = Gemm <transB = 1, beta = 0.5> (a, q, c)", {9, 4}, true},
+                          Case{"y = Gemm <beta = 2.0> (a, q, c1)", {4, 9}, true},
+                          Case{"y = Gemm <alpha = 0.5> (a, q)", {4, 9}, false},
+                          Case{"y = Gemm <transA = 1> (t, q)", {4, 9}, false});
+  CAPTURE(c.body);
+  std::string b_dims = std::to_string(c.b_dims[0]) + "," + std::to_string(c.b_dims[1]);
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[6,4] a, float[" + b_dims +
+                                "] b) => (float y) {\n  q = Neg (b)\n  t = Transpose (a)\n  " + c.body + "\n}");
+  model.mutable_graph()->mutable_node(model.graph().node_size() - 1)->set_name("mm");
+  add_initializer(model, "c", {9}, 21);
+  add_initializer(model, "c1", {1}, 22);
+  auto fast = make(model, true, 1, {});
+  auto generic = make(model, false, 1, fast.creation_inputs());
+  const NodePlacement& mm = placement_of(fast, "Gemm 'mm'");
+  CHECK(mm.placement == (c.xnnpack ? Placement::kXnnpack : Placement::kReference));
+  if (c.xnnpack) CHECK_THAT(mm.note, Catch::Contains("packed again when B changes"));
+  std::vector<NamedTensor> inputs = fast.creation_inputs();
+  for (int round = 0; round < 3; ++round) {
+    const auto y_fast = run(fast, inputs);
+    const auto y_generic = run(generic, inputs);
+    REQUIRE(y_fast[0].tensor.dims == std::vector<int64_t>{6, 9});
+    REQUIRE(y_generic[0].tensor.dims == y_fast[0].tensor.dims);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < y_fast[0].tensor.f.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(y_fast[0].tensor.f[i]) - y_generic[0].tensor.f[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(y_generic[0].tensor.f[i])));
+    }
+    CHECK(scale > 0.1);
+    CHECK(worst <= 1e-5 * scale);
+    for (auto& in : inputs) {
+      for (float& v : in.tensor.f) v = 1.5f * v - 0.25f * static_cast<float>(round + 1);
+    }
+  }
+}
+
 TEST_CASE("a DepthToSpace of blocksize 1 is a copy the reference kernel runs", "[executor][depth_to_space]") {
   // XNNPACK's depth-to-space refuses block size 1 at creation, which made the executor refuse a valid model.
   const std::string mode = GENERATE("DCR", "CRD");

@@ -1,0 +1,92 @@
+#include "cli/input_shape.h"
+
+#include <charconv>
+#include <set>
+
+#include "runtime_check/tensor_io.h"
+
+namespace dwdeconv::cli {
+namespace {
+
+constexpr const char* kSpellings = "NAME:1,3,256,256, NAME:[1,3,256,256], NAME=1x3x256x256, or a bare 1,3,256,256 for a model with one input";
+
+core::Error usage(const std::string& text, const std::string& problem) {
+  return core::Error{core::ErrorKind::kUsage, "--input-shape '" + text + "': " + problem + " (write " + kSpellings + ")"};
+}
+
+}  // namespace
+
+core::Result<InputShapeArg> parse_input_shape_arg(const std::string& text) {
+  InputShapeArg arg;
+  arg.text = text;
+  const auto sep = text.find_last_of(":=");
+  std::string dims_text = sep == std::string::npos ? text : text.substr(sep + 1);
+  if (sep != std::string::npos) {
+    arg.name = text.substr(0, sep);
+    if (arg.name.empty()) return usage(text, "the name before '" + std::string(1, text[sep]) + "' is empty");
+  }
+  if (!dims_text.empty() && dims_text.front() == '[') {
+    if (dims_text.back() != ']') return usage(text, "'[' without a closing ']'");
+    dims_text = dims_text.substr(1, dims_text.size() - 2);
+  }
+  if (dims_text.empty()) return usage(text, "no dims");
+  const bool commas = dims_text.find(',') != std::string::npos, exes = dims_text.find('x') != std::string::npos;
+  if (commas && exes) return usage(text, "dims separated by both ',' and 'x'");
+  const char delimiter = exes ? 'x' : ',';
+  size_t start = 0;
+  while (true) {
+    const size_t end = std::min(dims_text.find(delimiter, start), dims_text.size());
+    const std::string item = dims_text.substr(start, end - start);
+    if (item.empty()) return usage(text, "an empty dim");
+    int64_t dim = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), dim);
+    if (item.find_first_not_of("0123456789") != std::string::npos || ec == std::errc::invalid_argument) {
+      return usage(text, "'" + item + "' is not a whole number (symbolic dims need a value to run)");
+    }
+    if (ec == std::errc::result_out_of_range || ptr != item.data() + item.size()) return usage(text, "dim '" + item + "' is beyond int64");
+    // A 0 dim leaves nothing to compare, and a verifier must not pass what it did not check.
+    if (dim == 0) return usage(text, "a 0 dim: there would be nothing to run");
+    arg.dims.push_back(dim);
+    if (end == dims_text.size()) break;
+    start = end + 1;
+  }
+  // The size checks (element and byte counts, physical memory) of the executor's own parser.
+  std::string canonical = "x=";
+  for (size_t i = 0; i < arg.dims.size(); ++i) canonical += (i ? "x" : "") + std::to_string(arg.dims[i]);
+  if (auto sized = runtime_check::parse_input_shape(canonical); !sized) {
+    return core::Error{core::ErrorKind::kUsage, "--input-shape '" + text + "': " + sized.error().message};
+  }
+  return arg;
+}
+
+core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(const std::vector<InputShapeArg>& args,
+                                                                              const onnx::ModelProto& model,
+                                                                              const std::string& model_path) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::vector<std::string> inputs;
+  for (const auto& in : model.graph().input()) {
+    if (initializers.count(in.name()) == 0) inputs.push_back(in.name());
+  }
+  for (const auto& arg : args) {
+    std::string name = arg.name;
+    if (name.empty()) {
+      if (inputs.size() != 1) {
+        std::string list;
+        for (const auto& n : inputs) list += (list.empty() ? "'" : ", '") + n + "'";
+        return core::Error{core::ErrorKind::kUsage,
+                           "--input-shape '" + arg.text + "' names no input, and " + model_path + " has " +
+                               std::to_string(inputs.size()) + " graph inputs" + (list.empty() ? "" : " (" + list + ")") +
+                               ": write NAME:" + arg.text};
+      }
+      name = inputs.front();
+    }
+    if (!shapes.emplace(name, arg.dims).second) {
+      return core::Error{core::ErrorKind::kUsage, "--input-shape gives the shape of '" + name + "' twice"};
+    }
+  }
+  return shapes;
+}
+
+}  // namespace dwdeconv::cli

@@ -1,0 +1,54 @@
+"""dwdeconv-rewrite from Python: the line after torch.onnx.export.
+
+    import dwdeconv_rewrite
+    result = dwdeconv_rewrite.rewrite("generator.onnx", target="litert", verify=True)
+    onnx.save(result.model, "generator.xnn.onnx")
+    ok = dwdeconv_rewrite.check("generator.onnx", result, runtime="litert", bench=True)
+
+rewrite() and check() run the bundled dwdeconv-rewrite binary (the only implementation) and parse its JSON report;
+`python -m dwdeconv_rewrite ARGS` is its command line. Every failure raises DwdeconvError, which carries the
+binary's exit code and message (docs/install-pip.md).
+"""
+
+from dwdeconv_rewrite._api import (
+    EXIT_CHECK_FAILED,
+    EXIT_INVALID_MODEL,
+    EXIT_OK,
+    EXIT_USAGE,
+    CheckResult,
+    DwdeconvError,
+    Result,
+    check,
+    rewrite,
+)
+from dwdeconv_rewrite._binary import EXIT_NOT_FOUND, find_binary
+
+try:
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("dwdeconv-rewrite")
+except (ImportError, PackageNotFoundError):  # Python 3.7, or run from the source tree
+    __version__ = "unknown"
+
+
+def binary_path():
+    """The path of the dwdeconv-rewrite binary rewrite() and check() run; raises DwdeconvError (127) without one."""
+    path, problem = find_binary()
+    if path is None:
+        raise DwdeconvError(EXIT_NOT_FOUND, problem)
+    return path
+
+
+__all__ = [
+    "CheckResult",
+    "DwdeconvError",
+    "EXIT_CHECK_FAILED",
+    "EXIT_INVALID_MODEL",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Result",
+    "binary_path",
+    "check",
+    "rewrite",
+]

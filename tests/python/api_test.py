@@ -1,0 +1,279 @@
+"""The Python API's argument handling against the real binary: a model as a path, bytes or an onnx.ModelProto,
+Result and CheckResult, DwdeconvError with the binary's exit code, and `python -m dwdeconv_rewrite`.
+
+ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python. The
+ModelProto cases need the onnx package and are skipped, saying so, without it; every other case runs.
+"""
+
+import contextlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from pathlib import Path
+
+import dwdeconv_rewrite
+from dwdeconv_rewrite import DwdeconvError
+
+EXAMPLES = Path(os.environ["DWDECONV_SOURCE_DIR"]) / "examples"
+MIGAN = EXAMPLES / "migan_tiny_deconv.onnx"  # 8 depthwise ConvTranspose nodes, all rewritten
+SMALL = EXAMPLES / "upsampler_small.onnx"  # symbolic input dims: --verify needs --input-shape
+LFS_POINTER = Path(os.environ["DWDECONV_SOURCE_DIR"]) / "tests" / "bad_inputs" / "lfs_pointer.onnx"
+
+try:
+    import onnx
+    from onnx import numpy_helper
+except ImportError:
+    onnx = None
+
+
+@contextlib.contextmanager
+def without_onnx():
+    """`import onnx` fails inside, as where onnx is not installed."""
+    saved = sys.modules.get("onnx")
+    sys.modules["onnx"] = None
+    try:
+        yield
+    finally:
+        if saved is None:
+            del sys.modules["onnx"]
+        else:
+            sys.modules["onnx"] = saved
+
+
+@contextlib.contextmanager
+def environment(**values):
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class RewriteTest(unittest.TestCase):
+    def test_a_path_gives_bytes_without_onnx_and_the_report_as_a_dict(self):
+        with without_onnx():
+            r = dwdeconv_rewrite.rewrite(str(MIGAN))
+        self.assertIsInstance(r.model, bytes)
+        self.assertEqual((r.rewritten, r.kept, r.verified), (8, 0, None))
+        self.assertEqual(r.report["input"], str(MIGAN))
+        self.assertEqual(r.report["exit_code"], 0)
+        self.assertIsNone(r.path)
+        # The bytes are the model the command line writes.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.onnx"
+            subprocess.run([os.environ["DWDECONV_REWRITE"], str(MIGAN), "-o", str(out), "-q"], check=True)
+            self.assertEqual(r.model, out.read_bytes())
+
+    def test_bytes_and_a_pathlike_give_the_same_model(self):
+        with without_onnx():
+            from_bytes = dwdeconv_rewrite.rewrite(MIGAN.read_bytes())
+            from_path = dwdeconv_rewrite.rewrite(MIGAN)
+            from_memoryview = dwdeconv_rewrite.rewrite(memoryview(MIGAN.read_bytes()))
+        self.assertEqual(from_bytes.model, from_path.model)
+        self.assertEqual(from_memoryview.model, from_path.model)
+        self.assertEqual(from_bytes.rewritten, 8)
+
+    def test_verify_and_input_shapes_reach_the_binary(self):
+        with without_onnx():
+            r = dwdeconv_rewrite.rewrite(MIGAN, verify=True)
+            self.assertTrue(r.verified)
+            self.assertEqual(r.report["verify"]["mode"], "whole-model")
+            with self.assertRaises(DwdeconvError) as no_shape:
+                dwdeconv_rewrite.rewrite(SMALL, verify=True, target="xnnpack")
+            self.assertEqual(no_shape.exception.exit_code, 1)
+            self.assertIsNotNone(no_shape.exception.report)
+            shaped = dwdeconv_rewrite.rewrite(SMALL, verify=True, target="xnnpack", input_shapes={"image": (1, 8, 16, 16)})
+            self.assertTrue(shaped.verified)
+            as_text = dwdeconv_rewrite.rewrite(SMALL, verify=True, target="xnnpack", input_shapes=["image=1x8x16x16"])
+            self.assertEqual(as_text.model, shaped.model)
+
+    def test_only_skip_and_forms_take_a_str_or_a_list(self):
+        with without_onnx():
+            names = [n["name"] for n in dwdeconv_rewrite.rewrite(MIGAN).report["nodes"]]
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, skip=names[0]).kept, 1)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, skip=names[:3]).kept, 3)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, only=(names[1],)).rewritten, 1)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, forms="nearest_mask").rewritten, 0)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, forms=["conv_transpose", "nearest_mask"]).rewritten, 8)
+            with self.assertRaises(DwdeconvError) as typo:
+                dwdeconv_rewrite.rewrite(MIGAN, only="no_such_node")
+            self.assertEqual(typo.exception.exit_code, 2)
+            self.assertIn("no_such_node", typo.exception.message)
+
+    def test_output_keeps_the_file(self):
+        with tempfile.TemporaryDirectory() as tmp, without_onnx():
+            out = Path(tmp) / "-starts-with-a-dash.onnx"
+            r = dwdeconv_rewrite.rewrite(MIGAN, output=out)
+            self.assertEqual(out.read_bytes(), r.model)
+            self.assertEqual(r.path, str(out))
+
+    def test_every_failure_is_one_exception_with_the_exit_code_and_the_message(self):
+        with without_onnx():
+            cases = [
+                (b"this is not a model", 3, "not a valid ONNX ModelProto"),
+                (LFS_POINTER.read_bytes(), 3, "is a Git LFS pointer, not an ONNX model; check out with lfs: true"),
+                ("/no/such/model.onnx", 3, "/no/such/model.onnx"),
+            ]
+            for model, code, fragment in cases:
+                with self.subTest(model=model), self.assertRaises(DwdeconvError) as e:
+                    dwdeconv_rewrite.rewrite(model)
+                self.assertEqual(e.exception.exit_code, code)
+                self.assertIn(fragment, e.exception.message)
+                self.assertIn("(exit %d)" % code, str(e.exception))
+            with self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.rewrite(MIGAN, target="no_such_target")
+            self.assertEqual(e.exception.exit_code, 2)
+            self.assertIn("unknown target 'no_such_target'", e.exception.message)
+            self.assertIn("error", e.exception.log)
+            with self.assertRaises(DwdeconvError) as e:  # refused by the option parser
+                dwdeconv_rewrite.rewrite(MIGAN, args=["--no-such-option"])
+            self.assertEqual(e.exception.exit_code, 2)
+            self.assertEqual(e.exception.message, "unknown option '--no-such-option' (see --help)")
+            for bad in (42, None, [b"x"], {"model": 1}):
+                with self.subTest(bad=bad), self.assertRaises(DwdeconvError) as e:
+                    dwdeconv_rewrite.rewrite(bad)
+                self.assertEqual(e.exception.exit_code, 2)
+                self.assertIn("expected a path, bytes or an onnx.ModelProto", e.exception.message)
+            for kwargs in ({"verify": "yes"}, {"target": 3}, {"only": 5}, {"input_shapes": {"image": "x"}},
+                           {"input_shapes": {"image": [1, "a"]}}):
+                with self.subTest(kwargs=kwargs), self.assertRaises(DwdeconvError) as e:
+                    dwdeconv_rewrite.rewrite(MIGAN, **kwargs)
+                self.assertEqual(e.exception.exit_code, 2)
+
+    def test_no_binary_is_exit_127(self):
+        with environment(DWDECONV_REWRITE="/no/such/dwdeconv-rewrite"), self.assertRaises(DwdeconvError) as e:
+            dwdeconv_rewrite.rewrite(MIGAN)
+        self.assertEqual(e.exception.exit_code, 127)
+        self.assertIn("DWDECONV_REWRITE=/no/such/dwdeconv-rewrite", e.exception.message)
+
+    @unittest.skipIf(onnx is None, "the onnx package is not importable here")
+    def test_a_model_proto_in_gives_a_model_proto_out(self):
+        model = onnx.load(str(MIGAN))
+        r = dwdeconv_rewrite.rewrite(model, verify=True)
+        self.assertIsInstance(r.model, onnx.ModelProto)
+        ops = [n.op_type for n in r.model.graph.node]
+        self.assertEqual(ops.count("ConvTranspose"), 0)
+        self.assertEqual(ops.count("DepthToSpace"), 8)
+        self.assertTrue(r.verified)
+        # The same model as from the file.
+        self.assertEqual(r.model.SerializeToString(), dwdeconv_rewrite.rewrite(str(MIGAN)).model.SerializeToString())
+
+
+class CheckTest(unittest.TestCase):
+    def test_a_rewrite_passes_against_its_original(self):
+        with without_onnx():
+            r = dwdeconv_rewrite.rewrite(MIGAN)
+            checked = dwdeconv_rewrite.check(MIGAN, r)
+            self.assertTrue(checked.passed)
+            self.assertTrue(checked)
+            self.assertIsNone(checked.speedup)
+            self.assertEqual(checked.report["verify"]["mode"], "whole-model")
+            timed = dwdeconv_rewrite.check(str(MIGAN), r.model, bench=True, args=["--runs", "2"])
+            self.assertGreater(timed.speedup, 0)
+
+    def test_a_different_model_fails_and_an_unreadable_one_raises(self):
+        with without_onnx():
+            wrong = dwdeconv_rewrite.check(MIGAN, SMALL)  # another model: it cannot be compared, exit 1
+            self.assertFalse(wrong.passed)
+            self.assertFalse(wrong)
+            with self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.check(MIGAN, b"junk")
+            self.assertEqual(e.exception.exit_code, 3)
+            with self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.check(MIGAN, MIGAN, runtime="")
+            self.assertEqual(e.exception.exit_code, 2)
+            with self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.check(MIGAN, MIGAN, python="/usr/bin/python3")
+            self.assertEqual(e.exception.exit_code, 2)
+
+    def test_a_runtime_is_passed_as_the_runtime_options(self):
+        # A stand-in binary that records its arguments and writes the report: the command line check() builds for
+        # a runtime run in Python (the --runtime issue's options), whatever the real binary supports.
+        with tempfile.TemporaryDirectory() as tmp:
+            stub = Path(tmp) / "stub"
+            argv_file = Path(tmp) / "argv.json"
+            stub.write_text(textwrap.dedent("""\
+                #!%s
+                import json, sys
+                args = sys.argv[1:]
+                json.dump(args, open(%r, "w"))
+                report = args[args.index("--report") + 1]
+                passed = "--min-speedup=9.0" not in args
+                json.dump({"exit_code": 0 if passed else 1, "error": None if passed else "speedup 1.5x < 9.0x",
+                           "bench": {"speedup": 1.5}}, open(report, "w"))
+                sys.exit(0 if passed else 1)
+                """ % (sys.executable, str(argv_file))))
+            stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+            with environment(DWDECONV_REWRITE=str(stub)):
+                ok = dwdeconv_rewrite.check(MIGAN, MIGAN, runtime="litert", bench=True, input_shapes={"x": [1, 2]})
+                args = json.loads(argv_file.read_text())
+                self.assertEqual(args[:3], [str(MIGAN), "--compare", str(MIGAN)])
+                for option in ("--verify", "--runtime=litert", "--python=" + sys.executable, "--bench",
+                               "--input-shape=x=1x2"):
+                    self.assertIn(option, args)
+                self.assertTrue(ok.passed)
+                self.assertEqual(ok.speedup, 1.5)
+                gated = dwdeconv_rewrite.check(MIGAN, MIGAN, runtime="ort", min_speedup=9, python="/opt/py")
+                args = json.loads(argv_file.read_text())
+                for option in ("--runtime=ort", "--python=/opt/py", "--bench", "--min-speedup=9.0"):
+                    self.assertIn(option, args)
+                self.assertFalse(gated.passed)
+                self.assertEqual(gated.error, "speedup 1.5x < 9.0x")
+                dwdeconv_rewrite.check(MIGAN, MIGAN)
+                args = json.loads(argv_file.read_text())
+                self.assertFalse([a for a in args if a.startswith(("--runtime", "--python", "--verify", "--bench"))])
+
+    @unittest.skipIf(onnx is None, "the onnx package is not importable here")
+    def test_a_tampered_model_proto_fails(self):
+        r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)))
+        self.assertTrue(dwdeconv_rewrite.check(MIGAN, r.model).passed)
+        w = next(t for t in r.model.graph.initializer if t.dims and len(t.dims) == 4)
+        values = numpy_helper.to_array(w).copy()
+        values.flat[0] += 1.0
+        w.CopyFrom(numpy_helper.from_array(values, w.name))
+        self.assertFalse(dwdeconv_rewrite.check(MIGAN, r.model).passed)
+
+
+class CommandLineTest(unittest.TestCase):
+    def run_module(self, *args):
+        return subprocess.run([sys.executable, "-m", "dwdeconv_rewrite"] + list(args), capture_output=True, text=True)
+
+    def test_python_m_runs_the_binary_with_its_exit_codes(self):
+        version = self.run_module("--version")
+        self.assertEqual(version.returncode, 0)
+        self.assertRegex(version.stdout, r"^dwdeconv-rewrite \d+\.\d+\.\d+")
+        self.assertEqual(self.run_module(str(MIGAN), "--check").returncode, 1)
+        missing = self.run_module("/no/such/model.onnx", "--check")
+        self.assertEqual(missing.returncode, 3)
+        self.assertIn("/no/such/model.onnx", missing.stderr)
+        self.assertEqual(self.run_module("--frobnicate").returncode, 2)
+
+    def test_python_m_streams_stdin_to_stdout(self):
+        with open(MIGAN, "rb") as f:
+            piped = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite", "-", "-o", "-", "-q"], stdin=f,
+                                   capture_output=True)
+        self.assertEqual(piped.returncode, 0)
+        with without_onnx():
+            self.assertEqual(piped.stdout, dwdeconv_rewrite.rewrite(MIGAN).model)
+
+    def test_no_binary_says_so(self):
+        env = dict(os.environ, DWDECONV_REWRITE="/no/such/dwdeconv-rewrite")
+        r = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite", "--version"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("is not an executable file", r.stderr)
+
+
+if __name__ == "__main__":
+    if onnx is None:
+        print("api_test: onnx is not importable: the ModelProto cases are skipped", file=sys.stderr)
+    unittest.main(verbosity=2)
