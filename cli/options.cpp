@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cli/runtime_python.h"
 #include "cli/version.h"
 #include "rewrite/recognisers.h"
 #include "rewrite/targets.h"
@@ -24,6 +25,7 @@ const char* kExamples = R"(Examples:
   dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20    time both models on XNNPACK
   dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image:1,3,256,256    a model with dynamic dims
   dwdeconv-rewrite models/ --out-dir out/ --suffix .xnn -j 2    a batch: out/NAME.xnn.onnx for each models/*.onnx
+  dwdeconv-rewrite model.onnx -o out.onnx --target litert --runtime litert --verify --bench    check and time on LiteRT itself
   dwdeconv-rewrite - -o - < in.onnx > out.onnx     stdin to stdout
 
 Exit status:
@@ -94,7 +96,7 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
       ->check(whole_number_from(1));
   app.add_option("--report", opt.report, "Write a JSON report to this file");
-  app.add_flag("--verify", opt.verify, "Run the original and the rewritten model through XNNPACK and compare outputs");
+  app.add_flag("--verify", opt.verify, "Run the original and the rewritten model on --runtime (default: XNNPACK) and compare outputs");
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
   app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims: image:1,3,256,256 (also image:[1,3,256,256], image=1x3x256x256, or 1,3,256,256 for a "
                  "model with one input; repeatable)")->allow_extra_args(false);
@@ -102,9 +104,10 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
   app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(finite_non_negative());
   app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(finite_non_negative());
-  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on XNNPACK (medians, speedup)");
+  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on --runtime (default: XNNPACK): medians, spread, speedup, per-upsampler table");
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
-  app.add_option("--threads", opt.threads, "XNNPACK threads for --verify, --bench and --compare (default 1)")->check(CLI::Range(1, 256));
+  add_runtime_options(app, opt);
+  app.add_option("--threads", opt.threads, "Threads for --verify, --bench and --compare, on any --runtime (default 1)")->check(CLI::Range(1, 256));
   app.add_option("--external-data", opt.external_data,
                  "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
   app.add_option("--external-data-threshold", opt.external_threshold,
@@ -120,12 +123,14 @@ std::string input_file_path(const std::string& argument) {
 }
 
 std::string usage_problem(const Options& opt) {
+  if (std::string problem = runtime_usage_problem(opt); !problem.empty()) return problem;
   const bool batch = opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory;
   if (!opt.suffix.empty() && opt.out_dir.empty()) return "--suffix names the outputs in --out-dir DIR: give --out-dir";
   if (opt.suffix.find('/') != std::string::npos) return "--suffix is added to a file name; it cannot hold '/'";
   if (!opt.compare.empty()) {
-    if (batch || !opt.output.empty() || opt.dry_run || opt.check || opt.verify) {
-      return "--compare runs alone on one MODEL: drop -o, --out-dir, --dry-run, --check and --verify";
+    // --verify is what --compare does; it is accepted beside it (dwdeconv_rewrite.check() passes it with --runtime).
+    if (batch || !opt.output.empty() || opt.dry_run || opt.check) {
+      return "--compare runs alone on one MODEL: drop -o, --out-dir, --dry-run and --check";
     }
     return "";
   }

@@ -39,6 +39,10 @@ struct Options {
   std::optional<double> atol;
   std::optional<double> rtol;
   size_t threads = 1;
+  std::string runtime = "xnnpack";       // --runtime: where --verify, --bench and --compare run (cli/runtime_python.h)
+  std::string python;                    // --python; empty: $DWDECONV_PYTHON, else python3
+  std::optional<double> min_speedup;     // --min-speedup X with --bench
+  bool tune = false;                     // --tune: time each candidate alone on --runtime, rewrite the faster ones
   std::string external_data;                 // --external-data NAME
   std::optional<uint64_t> external_threshold;  // --external-data-threshold BYTES
   int verbosity = 0;  // -1 quiet, 0 info, 1+ debug

@@ -1,5 +1,6 @@
 #include "cli/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -164,8 +165,17 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   if (run.bench) {
     const auto& b = *run.bench;
     o << ",\n  \"bench\": {\"threads\": " << b.threads << ", \"runs\": " << b.runs << ", \"original_ms\": " << json_number(b.original_ms)
-      << ", \"rewritten_ms\": " << json_number(b.rewritten_ms) << ", \"speedup\": " << json_number(b.speedup) << "}";
+      << ", \"rewritten_ms\": " << json_number(b.rewritten_ms) << ", \"speedup\": " << json_number(b.speedup);
+    // The spread of each side and the number of interleaved pairs, so a reader can judge the medians.
+    for (const auto& [side, samples] : {std::pair<const char*, const std::vector<double>&>{"original", b.original_samples_ms},
+                                        {"rewritten", b.rewritten_samples_ms}}) {
+      const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+      o << ", \"" << side << "_min_ms\": " << (samples.empty() ? "null" : json_number(*lo)) << ", \"" << side
+        << "_max_ms\": " << (samples.empty() ? "null" : json_number(*hi));
+    }
+    o << ", \"pairs\": " << std::min(b.original_samples_ms.size(), b.rewritten_samples_ms.size()) << "}";
   }
+  if (run.runtime) o << runtime_report_fields(*run.runtime, run.bench.has_value());
   o << "\n}\n";
   return o.str();
 }

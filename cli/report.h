@@ -5,6 +5,7 @@
 #include <vector>
 #include <string>
 
+#include "cli/runtime_python.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/bench.h"
 #include "runtime_check/verify.h"
@@ -22,6 +23,7 @@ struct RunInfo {
   std::string changes;     // the "changes" JSON object (model_stats.h); empty when the model was not rewritten in memory
   std::optional<runtime_check::VerifyResult> verify;
   std::optional<runtime_check::BenchResult> bench;
+  std::optional<RuntimeRunInfo> runtime;  // where verify and bench ran, when either did
 };
 
 // {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus

@@ -30,6 +30,8 @@
 #include "cli/output_files.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/runtime_python.h"
+#include "cli/tune.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
@@ -162,29 +164,133 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   bo.seed = opt.seed;
   bo.threads = opt.threads;
   bo.runs = opt.runs;
-  bo.profile_runs = opt.verbosity > 0 ? 3 : 0;  // extra profiled runs only when -v will print them
+  bo.profile_runs = 3;  // after the timed runs: the per-node table, and the profile -v prints
+  bo.profile_top_nodes = static_cast<size_t>(-1);  // every node, for the per-node table
   bo.progress = setup.progress ? setup.progress : log.callback();
   log.start("bench: creating both executors (each runs its model once) and warming up");
   auto result = runtime_check::bench_models(original, rewritten, bo);
   clear_progress(setup);
   log.end();
   if (!result) return result;
-  spdlog::info("{}bench ({} thread{}, median of {} interleaved runs): original {:.3f} ms, rewritten {:.3f} ms, {:.2f}x",
-               prefix, result->threads, result->threads == 1 ? "" : "s", result->runs, result->original_ms, result->rewritten_ms,
-               result->speedup);
+  const auto [olo, ohi] = std::minmax_element(result->original_samples_ms.begin(), result->original_samples_ms.end());
+  const auto [rlo, rhi] = std::minmax_element(result->rewritten_samples_ms.begin(), result->rewritten_samples_ms.end());
+  if (!result->original_samples_ms.empty() && !result->rewritten_samples_ms.empty()) {
+    spdlog::info("{}bench on {} ({} thread{}, median [min-max] of {} interleaved runs): original {:.3f} [{:.3f}-{:.3f}] ms, "
+                 "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", prefix, builtin_runtime_info().label, result->threads,
+                 result->threads == 1 ? "" : "s", result->runs, result->original_ms, *olo, *ohi, result->rewritten_ms, *rlo, *rhi,
+                 result->speedup);
+  }
   spdlog::debug("bench placement, original: {}", result->original_placement);
   spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
-  if (bo.profile_runs > 0) {
+  if (opt.verbosity > 0) {
     spdlog::debug("profile of the original model (separate runs):\n{}", runtime_check::format_profile(result->original_profile));
     spdlog::debug("profile of the rewritten model (separate runs):\n{}", runtime_check::format_profile(result->rewritten_profile));
   }
   return result;
 }
 
-std::string speedup_text(double speedup) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "; %.2fx faster on XNNPACK", speedup);
-  return buf;
+// What --verify and --bench found on opt.runtime, and where they ran.
+struct RuntimeChecks {
+  std::optional<runtime_check::VerifyResult> verify;
+  std::optional<runtime_check::BenchResult> bench;
+  RuntimeRunInfo info;
+};
+
+// Logs the per-node table, one line each, when there is one.
+void log_upsampler_times(const std::vector<UpsamplerTime>& rows, const std::string& where) {
+  if (rows.empty()) return;
+  spdlog::info("per upsampler on {} (profiled runs after the timed ones):", where);
+  std::istringstream lines(format_upsampler_times(rows));
+  for (std::string line; std::getline(lines, line);) spdlog::info("{}", line);
+}
+
+// Runs --verify (when `verify`) and --bench (when `bench`) on opt.runtime. The executor verifies first and times
+// only a model that passed; a Python runtime converts and runs both models once for both. `result` (null for
+// --compare) names the upsamplers of the per-node table. An error's message starts with `verify_prefix` or
+// `bench_prefix` when the executor's verification or timing failed.
+core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                       const rewrite::RewriteResult* result, const Options& opt, const RuntimeSetup& setup,
+                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify,
+                                       bool bench, const std::string& verify_prefix, const std::string& bench_prefix) {
+  RuntimeChecks checks;
+  checks.info.min_speedup = opt.min_speedup;
+  if (opt.runtime == kBuiltinRuntime) {
+    checks.info.runtime = builtin_runtime_info();
+    if (verify) {
+      auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix);
+      if (!verified) return core::Error{verified.error().kind, verify_prefix + verified.error().message};
+      checks.verify = *verified;
+      if (!verified->passed) return checks;
+    }
+    if (bench) {
+      auto timed = run_bench(original, rewritten, opt, setup, model_path, log, prefix);
+      if (!timed) return core::Error{timed.error().kind, bench_prefix + timed.error().message};
+      checks.bench = *timed;
+      if (result != nullptr) {
+        auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+        auto inputs = shapes ? runtime_inputs(original, *shapes, setup.inputs, opt.seed)
+                             : core::Result<std::vector<runtime_check::NamedTensor>>(shapes.error());
+        checks.info.upsamplers = upsampler_times(original, rewritten, *result, executor_node_times(timed->original_profile),
+                                                 executor_node_times(timed->rewritten_profile),
+                                                 inputs ? *inputs : std::vector<runtime_check::NamedTensor>{});
+        log_upsampler_times(checks.info.upsamplers, checks.info.runtime.label);
+      }
+    }
+    return checks;
+  }
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return core::Error{shapes.error().kind, "--runtime " + opt.runtime + ": " + shapes.error().message};
+  auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
+  if (!inputs) return core::Error{inputs.error().kind, "--runtime " + opt.runtime + ": " + inputs.error().message};
+  if (setup.progress) setup.progress("converting and running both models on --runtime " + opt.runtime + " ...");
+  // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
+  const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
+  auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
+  clear_progress(setup);
+  // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing.
+  if (!run) return core::Error{run.error().kind, result ? run.error().message + "; nothing written" : verify_prefix + run.error().message};
+  checks.info.runtime = run->runtime;
+  if (verify) {
+    checks.verify = verify_from_run(*run, {opt.atol, opt.rtol});
+    std::istringstream lines(checks.verify->summary());
+    for (std::string line; std::getline(lines, line);) {
+      if (checks.verify->passed) {
+        spdlog::info("{}", line);
+      } else {
+        spdlog::error("{}", line);
+      }
+    }
+    if (!checks.verify->passed) return checks;
+  }
+  if (bench) {
+    checks.bench = bench_from_run(*run, opt.threads);
+    const auto& b = *checks.bench;
+    const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
+    const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
+    if (!b.original_samples_ms.empty() && !b.rewritten_samples_ms.empty()) {
+      spdlog::info("bench on {} ({} thread{}, median [min-max] of {} interleaved pairs): original {:.3f} [{:.3f}-{:.3f}] ms, "
+                   "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", run->runtime.label, b.threads, b.threads == 1 ? "" : "s",
+                   b.runs, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi, b.speedup);
+    }
+    spdlog::debug("bench placement, original: {}", b.original_placement);
+    spdlog::debug("bench placement, rewritten: {}", b.rewritten_placement);
+    if (result != nullptr && (!run->original_nodes.empty() || !run->rewritten_nodes.empty())) {
+      checks.info.upsamplers = upsampler_times(original, rewritten, *result, run->original_nodes, run->rewritten_nodes, *inputs);
+      log_upsampler_times(checks.info.upsamplers, run->runtime.label);
+    }
+  }
+  return checks;
+}
+
+// The --min-speedup gate: "" when the bench passes it (or there is none), else why it fails.
+std::string speedup_shortfall(const Options& opt, const RuntimeChecks& checks) {
+  if (!opt.min_speedup || !checks.bench || checks.bench->speedup >= *opt.min_speedup) return "";
+  char gate[32], ran[32];
+  std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
+  std::snprintf(ran, sizeof ran, "%.2f", checks.bench->speedup);
+  return std::string("--min-speedup ") + gate + ": the rewritten model ran " + ran + "x as fast as the original on " +
+         checks.info.runtime.label + " (medians of " + std::to_string(checks.bench->runs) + " interleaved runs), under the " + gate +
+         "x asked for";
 }
 
 // Writes the report; kExitOk, or the I/O error's exit code after logging it.
@@ -235,15 +341,16 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
     if (!checked->full) spdlog::warn("{}: {}", path, checked->detail);
   }
   log.end();
-  auto verified = run_verify(original, other, opt, setup, input, log, "");
-  if (!verified) return finish(exit_code_for(verified.error()), "cannot verify " + opt.compare + ": " + verified.error().message);
-  info.verify = *verified;
-  if (verified->passed && opt.bench) {
-    auto timed = run_bench(original, other, opt, setup, input, log, "");
-    if (!timed) return finish(exit_code_for(timed.error()), timed.error().message);
-    info.bench = *timed;
-  }
-  if (!verified->passed) return finish(kExitCheckFailed, opt.compare + ": verification failed");
+  auto checked = run_checks(original, other, nullptr, opt, setup, input, log, "", /*verify=*/true, opt.bench,
+                            "cannot verify " + opt.compare + ": ", "");
+  if (!checked) return finish(exit_code_for(checked.error()), checked.error().message);
+  info.runtime = checked->info;
+  info.verify = checked->verify;
+  info.bench = checked->bench;
+  if (!checked->verify->passed) return finish(kExitCheckFailed, opt.compare + ": verification failed");
+  if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty()) return finish(kExitCheckFailed, opt.compare + ": " + gate);
+  if (checked->bench) spdlog::info("{}: passed{}{}", opt.compare, speedup_text(checked->bench->speedup, checked->info.runtime),
+                                   target_runtime_note(opt));
   return finish(kExitOk, "");
 }
 
@@ -333,7 +440,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   const ModelStats before = model_stats(model);
 
   std::optional<onnx::ModelProto> original;
-  if (opt.verify || opt.bench) original = model;  // verify and bench run the model as it was
+  if (opt.verify || opt.bench || opt.tune) original = model;  // verify, bench and tune run the model as it was
 
   rewrite::RewriteOptions ro;
   ro.emit.explicit_pad = opt.explicit_pad;
@@ -356,6 +463,40 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
   log.end();
+  std::optional<RuntimeRunInfo> tuned;
+  if (opt.tune && result.rewritten > 0) {
+    // Each candidate alone on --runtime; the slower ones are skipped in a second rewrite of the original.
+    auto shapes = resolve_input_shapes(setup.input_shapes, *original, input);
+    if (!shapes) return finish(exit_code_for(shapes.error()), input + ": --tune: " + shapes.error().message);
+    auto inputs = runtime_inputs(*original, *shapes, setup.inputs, opt.seed);
+    if (!inputs) return finish(exit_code_for(inputs.error()), input + ": --tune: " + inputs.error().message);
+    RuntimeInfo where;
+    auto figures = tune_upsamplers(*original, model, result, ro, opt, *inputs, where);
+    timer.mark("tune");
+    if (!figures) return finish(exit_code_for(figures.error()), input + ": --tune: " + figures.error().message);
+    std::map<std::string, const TuneFigure*> slower;
+    for (const auto& f : *figures) {
+      spdlog::info("{}{}", batch ? input + ": " : std::string(), tune_line(f, where));
+      if (!f.rewritten) slower[f.name] = &f;
+    }
+    if (!slower.empty()) {
+      model = *original;
+      for (const auto& [name, f] : slower) ro.skip.insert(name);
+      auto second = rewrite::rewrite_model(model, ro);
+      if (!second) return finish(exit_code_for(second.error()), input + ": " + second.error().message);
+      out.result = std::move(*second);
+      for (auto& n : out.result.nodes) {
+        if (const auto f = slower.find(n.summary.name); f != slower.end() && !n.rewritten) n.reason = tune_reason(*f->second, where);
+      }
+    }
+    tuned.emplace();
+    tuned->runtime = where;
+    tuned->tune_json = tune_report_field(*figures);
+    info.runtime = tuned;
+    if (opt.dry_run) {
+      for (const auto& f : *figures) std::cout << tune_line(f, where) << "\n";
+    }
+  }
   for (const auto& name : result.unmatched_names) {
     const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
     // In a batch, each model has its own node names; a name missing from one model is not an error.
@@ -398,22 +539,34 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       info.verify = nothing;
       spdlog::info("{}: nothing to verify: no node was rewritten, so the output is the input", input);
       summary += "; nothing to verify";
-    } else if (opt.verify) {
-      auto verified = run_verify(*original, model, opt, setup, input, log, prefix);
-      timer.mark("verify");
-      if (!verified) return finish(exit_code_for(verified.error()), input + ": cannot verify the rewrite, nothing written: " + verified.error().message);
-      info.verify = *verified;
-      if (!verified->passed) return finish(kExitCheckFailed, input + ": verification failed, nothing written");
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.2g", verified->max_abs_error());
-      summary += std::string("; verified: max abs error ") + buf;
     }
-    if (opt.bench) {
-      auto timed = run_bench(*original, model, opt, setup, input, log, prefix);
-      timer.mark("bench");
-      if (!timed) return finish(exit_code_for(timed.error()), input + ": --bench: " + timed.error().message);
-      info.bench = *timed;
-      summary += speedup_text(timed->speedup);
+    const bool verify = opt.verify && result.rewritten > 0;
+    if (verify || opt.bench) {
+      auto checked = run_checks(*original, model, &result, opt, setup, input, log, prefix, verify, opt.bench,
+                                "cannot verify the rewrite, nothing written: ", "--bench: ");
+      timer.mark("verify and bench");
+      if (!checked) return finish(exit_code_for(checked.error()), input + ": " + checked.error().message);
+      info.runtime = checked->info;
+      if (tuned) info.runtime->tune_json = tuned->tune_json;
+      const std::string& where = checked->info.runtime.label;
+      const bool builtin = opt.runtime == kBuiltinRuntime;
+      if (checked->verify) {
+        info.verify = *checked->verify;
+        if (!checked->verify->passed) {
+          return finish(kExitCheckFailed, input + ": verification failed" + (builtin ? "" : " on " + where) + ", nothing written");
+        }
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.2g", checked->verify->max_abs_error());
+        summary += std::string("; verified") + (builtin ? "" : " on " + where) + ": max abs error " + buf;
+      }
+      if (checked->bench) {
+        info.bench = *checked->bench;
+        summary += speedup_text(checked->bench->speedup, checked->info.runtime);
+        if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty()) {
+          return finish(kExitCheckFailed, input + ": " + gate + "; nothing written");
+        }
+      }
+      summary += target_runtime_note(opt);
     }
 
     const auto ext = external_save_options(opt, output, loaded->external_tensors, result);
@@ -530,6 +683,8 @@ int run(const Options& given) {
   if (!expanded) return fail(exit_code_for(expanded.error()), expanded.error().message);
   const Options& opt = *expanded;
   if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(kExitUsage, problem);
+  // A Python --runtime without its interpreter or packages is a usage error, found before anything is written.
+  if (auto probed = probe_runtime(opt); !probed) return fail(exit_code_for(probed.error()), probed.error().message);
   const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory);
   if (batch) {
     if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);

@@ -77,7 +77,7 @@ std::string keep_for_ort(const NodeSummary& s, const DeconvMatch& m, const CpuFe
   if (!cpu.avx512f || s.form != "conv_transpose") return measured + "; kept for --target ort (" + cpu.describe() + ")";
   return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
                     "1.17x-1.29x for two layers) and is not measured here, so it is kept: time the node on ONNX Runtime "
-                    "with --runtime ort --tune";
+                    "with --target xnnpack --runtime ort --tune, which rewrites it only if it measures faster";
 }
 
 std::vector<Target> make_targets() {

@@ -39,18 +39,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import copy
 import dataclasses
-import functools
-import hashlib
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,6 +57,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 REPO = Path(__file__).resolve().parents[2]
+# The conversion, run and timing code is the tool's own runtime module (dwdeconv-rewrite --runtime uses it too).
+sys.path.insert(0, str(REPO / "python"))
+from dwdeconv_rewrite.runtimes import NAMES as RUNTIME_NAMES, load_runtime  # noqa: E402
+from dwdeconv_rewrite.runtimes.common import (  # noqa: E402
+    StageError, compare, machine_state, model_key, onnx_inputs, onnx_output_shapes, time_interleaved)
 
 # The executor's layer table (bench/layer_bench.cpp): kernel, stride, pad, output_padding.
 GEOMETRIES = [(4, 2, 1, 0), (3, 2, 1, 1), (2, 2, 0, 0), (6, 3, 2, 1)]
@@ -145,13 +145,6 @@ def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
     onnx.checker.check_model(model)
     return model
 
-
-class StageError(RuntimeError):
-    """A step that failed, with the stage it failed in ("dwdeconv-rewrite", "onnx2tf", ...) and its message."""
-
-    def __init__(self, stage: str, message: str):
-        super().__init__(f"{stage}: {message}")
-        self.stage = stage
 
 
 def run_tool(args, what):
@@ -421,594 +414,8 @@ def build_cases(args) -> list[Case]:
     return cases
 
 
-def onnx_inputs(path: Path, seed: int) -> dict[str, np.ndarray]:
-    """A seeded standard-normal input for every graph input (fixed shapes only)."""
-    model = onnx.load(str(path), load_external_data=False)
-    initializers = {t.name for t in model.graph.initializer}
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
-        if any(d <= 0 for d in dims):
-            raise RuntimeError(f"{path}: input '{value.name}' has a symbolic dim; export it with a fixed shape")
-        feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
-    return feeds
-
-
-def model_key(path: Path) -> str:
-    """The name a model's conversions are cached under: its stem and a hash of its bytes (and of any external data
-    files it names), so that two models with one file name (a --pair from another folder, a regenerated model)
-    never share a cached conversion."""
-    path = Path(path)
-    stat = path.stat()
-    return _model_key(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=None)
-def _model_key(name: str, mtime_ns: int, size: int) -> str:
-    path = Path(name)
-    digest = hashlib.sha1(path.read_bytes())
-    model = onnx.load(str(path), load_external_data=False)
-    tensors = list(model.graph.initializer) + [a.t for n in model.graph.node for a in n.attribute if a.HasField("t")]
-    locations = sorted({e.value for t in tensors for e in t.external_data if e.key == "location"})
-    for location in locations:
-        digest.update((path.parent / location).read_bytes())
-    return f"{path.stem}-{digest.hexdigest()[:10]}"
-
-
-def onnx_op_counts(path: Path) -> dict[str, int]:
-    model = onnx.load(str(path), load_external_data=False)
-    return dict(collections.Counter((n.domain + "." if n.domain else "") + n.op_type for n in model.graph.node))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Runtimes. Each loads a model into a Runner: feed(inputs) once, then invoke() is what is timed, and outputs()
-# gives the results in ONNX layout (NCHW) for the agreement check.
-
-
-class OrtRuntime:
-    name = "ort"
-
-    def __init__(self, work: Path):
-        import onnxruntime
-
-        self.ort = onnxruntime
-        onnxruntime.set_default_logger_severity(3)  # not the warning that an NCHWc-optimised graph is machine-specific
-        self.work = work / "ort"
-        self.work.mkdir(parents=True, exist_ok=True)
-
-    def versions(self):
-        return {"onnxruntime": self.ort.__version__}
-
-    def prepare(self, path: Path) -> dict:
-        """Saves ORT's optimised graph (the graph its CPU provider runs) and returns its op list."""
-        optimized = self.work / f"{model_key(path)}.ort_optimized.onnx"
-        options = self._options(1)
-        options.optimized_model_filepath = str(optimized)
-        self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        return {"ops": onnx_op_counts(optimized), "optimized_graph": str(optimized)}
-
-    def _options(self, threads: int):
-        options = self.ort.SessionOptions()
-        options.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = self.ort.ExecutionMode.ORT_SEQUENTIAL
-        return options
-
-    def load(self, path: Path, threads: int, profile_prefix: str | None = None):
-        options = self._options(threads)
-        if profile_prefix:
-            options.enable_profiling = True
-            options.profile_file_prefix = profile_prefix
-        session = self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        return OrtRunner(session)
-
-    def profile(self, path: Path, threads: int, inputs, runs: int) -> dict[str, float]:
-        """ms per run by op type, from ORT's profiling JSON."""
-        runner = self.load(path, threads, profile_prefix=str(self.work / f"{model_key(path)}.profile"))
-        runner.feed(inputs)
-        for _ in range(runs):
-            runner.invoke()
-        trace = runner.session.end_profiling()
-        totals = collections.Counter()
-        with open(trace) as f:
-            for event in json.load(f):
-                if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
-                    totals[event["args"]["op_name"]] += event["dur"] / 1000.0
-        return {op: ms / runs for op, ms in totals.most_common()}
-
-
-class OrtRunner:
-    def __init__(self, session):
-        self.session = session
-        self.names = [o.name for o in session.get_outputs()]
-
-    def feed(self, inputs):
-        self.inputs = inputs
-
-    def invoke(self):
-        self.result = self.session.run(self.names, self.inputs)
-
-    def outputs(self, onnx_shapes):
-        return self.result
-
-
-class LiteRtRuntime:
-    """onnx2tf (run in a child process: TensorFlow and LiteRT stay out of each other's way) + ai-edge-litert."""
-
-    name = "litert"
-
-    def __init__(self, work: Path):
-        from ai_edge_litert import interpreter as litert
-
-        self.litert = litert
-        self.work = work / "litert"
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.jobs = 1
-
-    def versions(self):
-        from importlib.metadata import version
-
-        return {p: version(p) for p in ("ai-edge-litert", "onnx2tf", "tensorflow", "onnx")}
-
-    def tflite_path(self, path: Path) -> Path:
-        return self.work / model_key(path) / f"{path.stem}_float32.tflite"
-
-    def convert_all(self, paths: list[Path]):
-        todo = [p for p in dict.fromkeys(paths) if not self.tflite_path(p).exists()]
-        if not todo:
-            return
-        # Few children for all of them: importing TensorFlow costs seconds. Biggest first, spread over the jobs.
-        todo.sort(key=lambda p: p.stat().st_size, reverse=True)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "_onnx2tf", str(self.work)]
-        children = [subprocess.Popen(cmd + [str(p) for p in todo[j::self.jobs]]) for j in range(self.jobs)]
-        for child in children:
-            child.wait()
-
-    def prepare(self, path: Path) -> dict:
-        """The .tflite's op list, and which of its ops the XNNPACK delegate took."""
-        tflite = self.tflite_path(path)
-        if not tflite.exists():
-            log = self.work / model_key(path) / "onnx2tf.log"
-            lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-            said = [l for l in lines if l.startswith("onnx2tf failed:")] or [l for l in lines if l.strip()][-1:]
-            message = said[-1].removeprefix("onnx2tf failed: ")[:400] if said else "no log"
-            raise StageError("onnx2tf", f"{message} (log: {log})")
-        delegated = self.litert.Interpreter(model_path=str(tflite), num_threads=1)
-        delegated.allocate_tensors()
-        ops = delegated._get_ops_details()
-        on_cpu = ops_left_to_tflite(ops, {t["index"] for t in delegated.get_output_details()})
-        total = collections.Counter(op["op_name"] for op in ops if op["op_name"] != "DELEGATE")
-        left = collections.Counter(op["op_name"] for op in ops if op["index"] in on_cpu)
-        return {"ops": dict(total), "tflite": str(tflite),
-                "xnnpack_partitions": sum(op["op_name"] == "DELEGATE" for op in ops),
-                "not_delegated": dict(left)}
-
-    def load(self, path: Path, threads: int):
-        interpreter = self.litert.Interpreter(model_path=str(self.tflite_path(path)), num_threads=threads)
-        interpreter.allocate_tensors()
-        return LiteRtRunner(interpreter)
-
-
-def onnx2tf_child(work: Path, paths: list[str]):
-    """Converts each ONNX file with onnx2tf's Python API, float32, one output folder per model.
-
-    onnx2tf also writes a SavedModel and a float16 .tflite, which are not used here and cost two thirds of the
-    time of a C=512 layer (512 per-channel transposed convolutions). Both are skipped: SavedModel export is a
-    no-op, and the converter stops at its second convert() (the float16 one). The float32 .tflite is converted
-    from the same Keras model either way.
-    """
-    import onnx2tf
-    import tensorflow as tf
-
-    class Float32Written(Exception):
-        pass
-
-    def stop_after_first_convert(make):
-        def wrapped(*a, **k):
-            converter = make(*a, **k)
-            real, calls = converter.convert, []
-
-            def convert():
-                calls.append(1)
-                if len(calls) > 1:
-                    raise Float32Written()
-                return real()
-
-            converter.convert = convert
-            return converter
-
-        return staticmethod(wrapped)
-
-    tf.saved_model.save = lambda *a, **k: None
-    for factory in ("from_keras_model", "from_concrete_functions"):
-        setattr(tf.lite.TFLiteConverter, factory, stop_after_first_convert(getattr(tf.lite.TFLiteConverter, factory)))
-
-    # onnx2tf simplifies its input in place by running the `onnxsim` command, which must be on PATH (as it is in
-    # an activated environment); without it onnx2tf converts the unsimplified model and only warns.
-    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
-    # For a model whose inputs look like RGB images (N <= 20, 3 channels) onnx2tf downloads sample images from
-    # GitHub to check its conversion with; offline that fails the whole conversion (RRDBNet). Seeded random data of
-    # the same shape stands in: the script checks every conversion against ONNX Runtime itself.
-    def offline_test_images():
-        return np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32)
-
-    import onnx2tf.onnx2tf as onnx2tf_main
-    import onnx2tf.utils.common_functions as onnx2tf_common
-    onnx2tf_main.download_test_image_data = onnx2tf_common.download_test_image_data = offline_test_images
-    for p in map(Path, paths):
-        out = work / model_key(p)
-        out.mkdir(parents=True, exist_ok=True)
-        log = out / "onnx2tf.log"
-        source = out / p.name  # a copy: onnx2tf overwrites its input with onnxsim's output
-        shutil.copyfile(p, source)
-        with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
-            try:
-                onnx2tf.convert(input_onnx_file_path=str(source), output_folder_path=str(out), non_verbose=True,
-                                copy_onnx_input_output_names_to_tflite=True)
-            except Float32Written:
-                pass
-            except BaseException as e:  # noqa: BLE001 - report and go on with the next model
-                print(f"onnx2tf failed: {type(e).__name__}: {e}")
-        print(f"onnx2tf {p.name}: {'ok' if (out / f'{p.stem}_float32.tflite').exists() else 'FAILED, see ' + str(log)}",
-              flush=True)
-
-
-def ops_left_to_tflite(ops, graph_outputs: set) -> set:
-    """Indices of the nodes that the delegate did not take, from the node list after delegation.
-
-    LiteRT keeps the replaced nodes in its node list and appends one DELEGATE node per partition, so a node runs
-    on TFLite's own kernels when something outside a partition reads an output that no DELEGATE node produces:
-    a DELEGATE node, a graph output, or (working back) another such node.
-    """
-    delegates = [op for op in ops if op["op_name"] == "DELEGATE"]
-    produced = {t for op in delegates for t in op["outputs"]}
-    read = collections.Counter(t for op in delegates for t in op["inputs"])
-    nodes = [op for op in ops if op["op_name"] != "DELEGATE"]
-    on_cpu = set()
-    changed = True
-    while changed:
-        changed = False
-        for op in nodes:
-            if op["index"] in on_cpu:
-                continue
-            outs = [t for t in op["outputs"] if t not in produced]
-            if any(t in graph_outputs or read[t] for t in outs):
-                on_cpu.add(op["index"])
-                read.update(t for t in op["inputs"])
-                changed = True
-    return on_cpu
-
-
-class LiteRtRunner:
-    """Feeds ONNX-layout (NCHW) inputs into the NHWC .tflite that onnx2tf writes, and the outputs back."""
-
-    def __init__(self, interpreter):
-        self.interpreter = interpreter
-        self.in_details = interpreter.get_input_details()
-        self.out_details = interpreter.get_output_details()
-
-    @staticmethod
-    def _match(details, names):
-        """Each ONNX name's tensor detail: by name (onnx2tf keeps them, sometimes with a serving prefix or ':0')."""
-        by_name = {}
-        for d in details:
-            bare = re.sub(r"^serving_default_|:\d+$", "", d["name"])
-            by_name[bare] = d
-        if all(n in by_name for n in names):
-            return [by_name[n] for n in names]
-        if len(details) == len(names) == 1:
-            return list(details)
-        raise RuntimeError(f"cannot match ONNX names {names} to tflite tensors {[d['name'] for d in details]}")
-
-    def feed(self, inputs):
-        for detail, (name, x) in zip(self._match(self.in_details, list(inputs)), inputs.items()):
-            self.interpreter.set_tensor(detail["index"], to_nhwc(x, tuple(detail["shape"])))
-
-    def invoke(self):
-        self.interpreter.invoke()
-
-    def outputs(self, onnx_shapes):
-        return [to_nchw(self.interpreter.get_tensor(d["index"]), s) for d, s in zip(self.out_details, onnx_shapes)]
-
-
-# onnx2tf turns 4D tensors NCHW -> NHWC, model inputs and outputs included, but may leave a model output in NCHW
-# (it does for MI-GAN's image). Where both layouts fit a shape (C equal to H and W, as a C=64 layer's 64x64
-# output) the NHWC default is taken: guessing from shapes alone made a correct conversion look wrong there.
-def to_nhwc(x: np.ndarray, shape: tuple) -> np.ndarray:
-    nhwc = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim == 4 else x
-    if nhwc.shape == shape:
-        return nhwc
-    if x.shape == shape:
-        return x
-    raise RuntimeError(f"input of shape {x.shape} does not fit the converted model's {shape}")
-
-
-def to_nchw(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
-    nchw = np.moveaxis(y, -1, 1) if y.ndim == 4 else y
-    if nchw.shape == onnx_shape:
-        return nchw
-    if y.shape == onnx_shape:
-        return y
-    raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {onnx_shape}")
-
-
-class ExecuTorchRuntime:
-    """onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> to_executorch, in a child
-    process (a converter that crashes costs one model, not the run, and the timing process never traces), then
-    the .pte on ExecuTorch's runtime (executorch.runtime), with XNNPACK's thread pool set per load."""
-
-    name = "executorch"
-
-    def __init__(self, work: Path):
-        import torch
-        from executorch.runtime import Runtime
-
-        self.torch = torch
-        self.runtime = Runtime.get()
-        self.work = work / "executorch"
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.jobs = 1
-        # --et-static-resize, through the environment so that the converter and perf children see it too.
-        self.static_resize = os.environ.get("BENCH_ET_STATIC_RESIZE") == "1"
-        self.variant = ".static-resize" if self.static_resize else ""
-        self.timeout = 0.0  # seconds per model's conversion, 0 for none (--convert-timeout)
-
-    def versions(self):
-        from importlib.metadata import version
-
-        v = {p: version(p) for p in ("executorch", "torch", "onnx2torch", "onnx")}
-        if self.static_resize:
-            v["onnx2torch patch"] = "--et-static-resize (constant nearest Resize scales read at conversion)"
-        return v
-
-    def pte_path(self, path: Path) -> Path:
-        return self.work / f"{model_key(path)}{self.variant}.pte"
-
-    def info_path(self, path: Path) -> Path:
-        return self.work / f"{model_key(path)}{self.variant}.json"
-
-    def convert_all(self, paths):
-        """Converts every model without a cached result (WORK/executorch/KEY.json, with KEY.pte if it converted).
-        The child writes each result as it goes, and the model and stage it is on to a progress file. If it dies,
-        or spends more than --convert-timeout seconds on one model, the model it was on is recorded as failed at
-        that stage (with the exit status or the timeout) and the rest are converted by a new child."""
-        todo = [p for p in dict.fromkeys(paths) if not self.info_path(p).exists()]
-        progress = self.work / "_progress.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "_executorch", str(self.work.parent)]
-        while todo:
-            progress.unlink(missing_ok=True)
-            child = subprocess.Popen(cmd + [str(p) for p in todo])
-            current, since, timed_out = None, time.monotonic(), None
-            while child.poll() is None:
-                time.sleep(0.5)
-                with contextlib.suppress(OSError, ValueError):
-                    state = json.loads(progress.read_text())
-                    if state["model"] != current:
-                        current, since = state["model"], time.monotonic()
-                if self.timeout and current and time.monotonic() - since > self.timeout:
-                    timed_out = current
-                    child.kill()
-                    child.wait()
-            left = [p for p in todo if not self.info_path(p).exists()]
-            if left and (child.returncode != 0 or timed_out):
-                stage = "converter process"
-                with contextlib.suppress(OSError, ValueError, KeyError):
-                    stage = json.loads(progress.read_text())["stage"]
-                if timed_out:
-                    why = f"timed out after {self.timeout:g} s (--convert-timeout)"
-                else:
-                    code = child.returncode
-                    why = f"converter process died ({f'signal {-code}' if code < 0 else f'exit {code}'})"
-                self.info_path(left[0]).write_text(json.dumps({"failed": f"{stage}: {why}", "failed_stage": stage}))
-                left = left[1:]
-            elif left:
-                raise RuntimeError(f"the ExecuTorch converter exited without converting {left[0]}")
-            todo = left
-
-    def prepare(self, path: Path) -> dict:
-        info = json.loads(self.info_path(path).read_text()) if self.info_path(path).exists() else {
-            "failed": "not converted"}
-        if "failed" in info:
-            stage = info.get("failed_stage", "conversion")
-            raise StageError(stage, info["failed"].removeprefix(f"{stage}: "))
-        return info
-
-    def set_threads(self, threads: int):
-        from executorch.extension.pybindings import portable_lib
-
-        portable_lib._unsafe_reset_threadpool(threads)
-
-    def load(self, path: Path, threads: int):
-        self.set_threads(threads)
-        program = self.runtime.load_program(self.pte_path(path))
-        return ExecuTorchRunner(program.load_method("forward"), self.torch)
-
-
-def executorch_child(work: Path, paths: list[str]) -> int:
-    """Converts each ONNX file to an ExecuTorch .pte lowered to XNNPACK and writes, per model, WORK/executorch/
-    KEY.json: the exported program's aten ops, the ops of the lowered program (every executorch_call_delegate is
-    one XNNPACK partition; any other call_function node runs on ExecuTorch's portable kernels), and the edge ops
-    inside the partitions; or the stage that failed and the converter's message."""
-    import onnx2torch
-    import torch
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-    from executorch.exir import to_edge_transform_and_lower
-
-    folder = work / "executorch"
-    variant = ""
-    if os.environ.get("BENCH_ET_STATIC_RESIZE") == "1":
-        patch_onnx2torch_resize()
-        variant = ".static-resize"
-
-    def op_name(target):
-        # OpOverload, EdgeOpOverload and the delegate call have name() ("aten::index.Tensor"); str() of an edge op
-        # prints its whole schema, and the _op of an aten overload is a pybind function with no useful name.
-        name = getattr(target, "name", None)
-        return name().replace("::", ".") if callable(name) else str(target)
-
-    def counts(graph):
-        return collections.Counter(op_name(n.target) for n in graph.nodes if n.op == "call_function")
-
-    def at(stage):
-        (folder / "_progress.json").write_text(json.dumps({"model": str(path), "stage": stage}))
-        return stage
-
-    for path in map(Path, paths):
-        key = model_key(path)
-        info = {"model": str(path)}
-        stage = at("onnx2torch.convert")
-        print(f"executorch: converting {path.name}", file=sys.stderr, flush=True)
-        started = time.monotonic()
-        try:
-            module = onnx2torch.convert(str(path)).eval()
-            inputs = tuple(torch.from_numpy(x) for x in onnx_inputs(path, 0).values())
-            stage = at("torch.export.export")
-            with torch.no_grad():
-                exported = torch.export.export(module, inputs)
-            info["aten_ops"] = dict(counts(exported.graph))
-            stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
-            edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
-            program = edge.exported_program()
-            lowered = counts(program.graph)
-            inside = collections.Counter()
-            for node in program.graph.nodes:
-                if node.op == "get_attr" and str(node.target).startswith("lowered_module"):
-                    inside += counts(getattr(program.graph_module, node.target).original_module.graph)
-            outside = {k: v for k, v in lowered.items()
-                       if k not in ("executorch_call_delegate", "<built-in function getitem>")}
-            info.update(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
-                        not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
-            stage = at("to_executorch")
-            (folder / f"{key}{variant}.pte").write_bytes(edge.to_executorch().buffer)
-        except Exception as e:  # noqa: BLE001 - the reason is the finding
-            message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
-            info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
-        info["convert_seconds"] = round(time.monotonic() - started, 1)
-        (folder / f"{key}{variant}.json").write_text(json.dumps(info, indent=1))
-    return 0
-
-
-def patch_onnx2torch_resize():
-    """--et-static-resize: onnx2torch's Resize reads its scales from a tensor at run time (`scales.tolist()`), which
-    torch.export cannot trace (GuardOnDataDependentSymNode), so no model with a Resize reaches ExecuTorch. This
-    converts a nearest Resize whose scales are a constant [1, 1, sh, sw] (asymmetric, floor: ONNX's spelling of
-    PyTorch's nearest interpolate) to F.interpolate with those scales fixed at conversion, which is what
-    torch.export of the PyTorch model would give. Every other Resize keeps onnx2torch's converter."""
-    import torch
-    from onnx2torch.node_converters import registry
-    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult, get_const_value
-
-    class StaticNearestResize(torch.nn.Module, OnnxToTorchModule):
-        def __init__(self, scale):
-            super().__init__()
-            self.scale = scale
-
-        def forward(self, x):
-            return torch.nn.functional.interpolate(x, scale_factor=self.scale, mode="nearest")
-
-    def static_scales(node, graph):
-        a = node.attributes
-        if (a.get("mode", "nearest"), a.get("coordinate_transformation_mode", "half_pixel"),
-                a.get("nearest_mode", "round_prefer_floor")) != ("nearest", "asymmetric", "floor"):
-            return None
-        names = list(node.input_values) + ["", "", ""]
-        if not names[2] or names[3]:
-            return None
-        try:
-            scales = [float(v) for v in get_const_value(names[2], graph).tolist()]
-        except KeyError:
-            return None
-        if len(scales) != 4 or scales[:2] != [1.0, 1.0]:
-            return None
-        return tuple(scales[2:])
-
-    for version in (11, 13):
-        key = registry.OperationDescription(domain="", operation_type="Resize", version=version)
-        stock = registry._CONVERTER_REGISTRY[key]
-
-        def converter(node, graph, stock=stock):
-            scale = static_scales(node, graph)
-            if scale is None:
-                return stock(node, graph)
-            return OperationConverterResult(torch_module=StaticNearestResize(scale),
-                                            onnx_mapping=OnnxMapping(inputs=(node.input_values[0],),
-                                                                     outputs=node.output_values))
-
-        registry._CONVERTER_REGISTRY[key] = converter
-
-
-class ExecuTorchRunner:
-    def __init__(self, method, torch):
-        self.method = method
-        self.torch = torch
-
-    def feed(self, inputs):
-        self.inputs = [self.torch.from_numpy(x) for x in inputs.values()]
-
-    def invoke(self):
-        self.result = self.method.execute(self.inputs)
-
-    def outputs(self, onnx_shapes):
-        return [r.numpy() for r in self.result]
-
-
-RUNTIMES = {"ort": OrtRuntime, "litert": LiteRtRuntime, "executorch": ExecuTorchRuntime}
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Checking and timing
-
-
-def compare(a_list, b_list):
-    """Max abs error over all outputs, and that error relative to the original output's largest magnitude."""
-    max_abs, scale = 0.0, 0.0
-    for a, b in zip(a_list, b_list, strict=True):
-        if a.shape != b.shape:
-            raise RuntimeError(f"output shapes differ: {a.shape} vs {b.shape}")
-        max_abs = max(max_abs, float(np.max(np.abs(a.astype(np.float64) - b))))
-        scale = max(scale, float(np.max(np.abs(a))))
-    return max_abs, max_abs / scale if scale > 0 else max_abs
-
-
-def spread(seconds: list[float]) -> dict:
-    """Median, min, p10, p90 and max of a list of run times, in ms."""
-    ms = sorted(t * 1e3 for t in seconds)
-    deciles = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) > 1 else ms * 9
-    return {"median": statistics.median(ms), "min": ms[0], "p10": deciles[0], "p90": deciles[-1], "max": ms[-1]}
-
-
-def time_interleaved(a, b, budget: float, min_pairs: int, max_pairs: int, warmup: int = 2):
-    """Times a() and b() A B A B, after `warmup` untimed pairs, until `budget` seconds have passed (at least
-    min_pairs and at most max_pairs pairs). Returns each side's spread() and the number of pairs."""
-    for _ in range(warmup):
-        a()
-        b()
-    times_a, times_b, cpu_a, cpu_b = [], [], [], []
-    clock = time.thread_time  # this thread's CPU time: with 1 thread the runtimes do their work on the caller
-    start = time.perf_counter()
-    while len(times_a) < max_pairs and (len(times_a) < min_pairs or time.perf_counter() - start < budget):
-        c0, t0 = clock(), time.perf_counter()
-        a()
-        t1, c1 = time.perf_counter(), clock()
-        b()
-        t2, c2 = time.perf_counter(), clock()
-        times_a.append(t1 - t0)
-        times_b.append(t2 - t1)
-        cpu_a.append(c1 - c0)
-        cpu_b.append(c2 - c1)
-    sa, sb = spread(times_a), spread(times_b)
-    # With 1 thread, wall time close to this thread's CPU time means the run had a core to itself.
-    sa["cpu_median"], sb["cpu_median"] = spread(cpu_a)["median"], spread(cpu_b)["median"]
-    return sa, sb, len(times_a)
-
-
-def onnx_output_shapes(path: Path):
-    model = onnx.load(str(path), load_external_data=False)
-    return [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output]
 
 
 def measure(runtime, case: Case, threads: int, args, reference=None) -> dict:
@@ -1192,7 +599,7 @@ def markdown(results: dict) -> str:
 def run_child(runtime_name: str, work: Path, path: Path, threads: int, runs: int):
     """Runs one model `runs` times after a warm-up; with perf's control FIFO in the environment (see
     perf_profile), samples only those runs, not Python's start-up or the model's loading."""
-    runtime = RUNTIMES[runtime_name](work)
+    runtime = load_runtime(runtime_name, work)
     if runtime_name == "executorch" and not runtime.pte_path(path).exists():
         runtime.convert_all([path])
         runtime.prepare(path)
@@ -1257,34 +664,16 @@ def benchmarks_tables(paths: list[str]) -> str:
     return "\n".join(out)
 
 
-def cpu_model() -> str:
-    """What `lscpu | grep 'Model name'` says (Linux), else the platform's processor name."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
-def machine_state() -> dict:
-    return {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "loadavg": os.getloadavg(),
-            "cpus": os.cpu_count(), "cpu_model": cpu_model(), "python": platform.python_version(),
-            "machine": platform.processor() or platform.machine()}
-
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_onnx2tf":
-        return onnx2tf_child(Path(argv[1]), argv[2:])
-    if argv and argv[0] == "_executorch":
-        return executorch_child(Path(argv[1]), argv[2:])
     if argv and argv[0] == "_tables":
         print(benchmarks_tables(argv[1:]))
         return 0
     if argv and argv[0] == "_run":
         return run_child(argv[1], Path(argv[2]), Path(argv[3]), int(argv[4]), int(argv[5]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runtime", nargs="+", choices=list(RUNTIMES), required=True)
+    parser.add_argument("--runtime", nargs="+", choices=list(RUNTIME_NAMES), required=True)
     parser.add_argument("--threads", nargs="+", type=int, default=[1])
     parser.add_argument("--suite", nargs="*", choices=SUITES, default=[])
     parser.add_argument("--pair", nargs=2, action="append", metavar=("ORIGINAL", "REWRITTEN"),
@@ -1347,7 +736,7 @@ def main(argv=None):
         if case.error:
             print(f"{case.name}: {case.error}", file=sys.stderr)
     for rt_name in args.runtime:
-        runtime = RUNTIMES[rt_name](args.work)
+        runtime = load_runtime(rt_name, args.work)
         runtime.jobs = args.convert_jobs
         runtime.timeout = args.convert_timeout
         block = {"versions": runtime.versions(), "machine_before": machine_state(), "rows": [], "graphs": {},

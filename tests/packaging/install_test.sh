@@ -15,6 +15,17 @@ case $case_name in
     [ -x "$prefix/bin/dwdeconv-rewrite" ] || die "bin/dwdeconv-rewrite missing or not executable"
     "$prefix/bin/dwdeconv-rewrite" --version | grep -q "^dwdeconv-rewrite $DWDECONV_PROJECT_VERSION" \
       || die "the installed binary does not report version $DWDECONV_PROJECT_VERSION"
+    # --runtime's Python module, where the installed binary looks for it (../share/dwdeconv-rewrite/python).
+    module_dir=$(cd "$prefix/share/dwdeconv-rewrite/python" && pwd -P) || die "share/dwdeconv-rewrite/python missing"
+    [ -f "$module_dir/dwdeconv_rewrite/runtimes/__main__.py" ] || die "the --runtime module's __main__.py is not installed"
+    if command -v python3 >/dev/null; then
+      bare=$(mktemp)
+      printf '#!/bin/sh\nexec python3 -S "$@"\n' >"$bare" && chmod +x "$bare"
+      said=$("$prefix/bin/dwdeconv-rewrite" "$DWDECONV_SOURCE_DIR/examples/upsampler_small.onnx" -v --runtime ort \
+             --compare "$DWDECONV_SOURCE_DIR/examples/upsampler_small.onnx" --python "$bare" 2>&1 || true)
+      rm -f "$bare"
+      grep -qF "with the Python module from $module_dir" <<<"$said" || die "the installed binary does not use the installed module: $said"
+    fi
     for f in LICENSE README.md docs/README.md docs/cli.md docs/forms.md docs/verification.md; do
       cmp "$DWDECONV_SOURCE_DIR/$f" "$prefix/share/doc/dwdeconv-rewrite/$f" || die "share/doc/dwdeconv-rewrite/$f"
     done

@@ -1,0 +1,663 @@
+#include "cli/runtime_python.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/report.h"
+#include "onnx_io/external_data.h"
+#include "onnx_io/shapes.h"
+#include "runtime_check/tensor_io.h"
+
+extern char** environ;
+
+namespace dwdeconv::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kRuntimes = {kBuiltinRuntime, "ort", "litert", "executorch"};
+
+bool is_python_runtime(const std::string& name) { return name != kBuiltinRuntime; }
+
+// A finite number > 0 for --min-speedup.
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value <= 0) {
+          return "'" + text + "' is not a finite number > 0";
+        }
+        return "";
+      },
+      "NUMBER > 0");
+}
+
+// A scratch directory, removed with everything in it when this goes out of scope unless `keep` is set.
+struct ScratchDir {
+  fs::path path;
+  bool keep = false;
+  ScratchDir() {
+    std::error_code ec;
+    fs::path base = fs::temp_directory_path(ec);
+    if (ec) base = "/tmp";
+    std::string tmpl = (base / "dwdeconv-runtime-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) path = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path.empty() && !keep) fs::remove_all(path, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The last `n` non-empty lines of `text`, joined by " / ".
+std::string last_lines(const std::string& text, size_t n) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  std::string out;
+  for (size_t k = lines.size() > n ? lines.size() - n : 0; k < lines.size(); ++k) out += (out.empty() ? "" : " / ") + lines[k];
+  return out;
+}
+
+// Runs `argv` (argv[0] looked up on PATH) with `pythonpath` in front of $PYTHONPATH, stdout and stderr to files.
+// Returns the exit status (128 + signal when killed), or an error (kUsage) when it cannot be started.
+core::Result<int> run_process(const std::vector<std::string>& argv, const std::string& pythonpath, const fs::path& out,
+                              const fs::path& err) {
+  std::vector<std::string> env_text;
+  const char* old = std::getenv("PYTHONPATH");
+  env_text.push_back("PYTHONPATH=" + pythonpath + (old != nullptr && *old != '\0' ? ":" + std::string(old) : ""));
+  env_text.push_back("PYTHONDONTWRITEBYTECODE=1");  // an installed module's folder may not be writable
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 && std::strncmp(*e, "PYTHONDONTWRITEBYTECODE=", 24) != 0) env_text.push_back(*e);
+  }
+  std::vector<char*> envp, args;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    return core::Error{core::ErrorKind::kUsage, "cannot run the Python interpreter '" + argv[0] + "': " + std::strerror(rc) +
+                                                    "; give --python PATH or set DWDECONV_PYTHON"};
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return core::Error{core::ErrorKind::kInvalidModel, std::string("waitpid: ") + std::strerror(errno)};
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// One answer line of python/dwdeconv_rewrite/runtimes/check.py, split on tabs, each field unescaped.
+std::vector<std::string> answer_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '\t') {
+      fields.emplace_back();
+    } else if (c == '\\' && i + 1 < line.size()) {
+      const char n = line[++i];
+      fields.back() += n == 't' ? '\t' : n == 'n' ? '\n' : n == 'r' ? '\r' : n;
+    } else {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(answer_fields(line));
+  }
+  return lines;
+}
+
+std::string executable_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+bool holds_module(const fs::path& dir) { return !dir.empty() && fs::exists(dir / "dwdeconv_rewrite" / "runtimes" / "__main__.py"); }
+
+// The pip names of a runtime's packages, for the install command when the probe cannot list them.
+std::string display_name(const std::string& runtime) {
+  if (runtime == "ort") return "ONNX Runtime";
+  if (runtime == "litert") return "LiteRT";
+  if (runtime == "executorch") return "ExecuTorch";
+  return "XNNPACK";
+}
+
+// `model` with each graph input's dims set to those of its input tensor, so that every converter sees static shapes
+// (onnx2tf and torch.export need them), written to `path` (with external data when it is too large for one file).
+core::Status write_static_model(const onnx::ModelProto& model, const std::vector<runtime_check::NamedTensor>& inputs,
+                                const fs::path& path) {
+  onnx::ModelProto copy = model;
+  for (auto& in : *copy.mutable_graph()->mutable_input()) {
+    for (const auto& t : inputs) {
+      if (t.name != in.name() || !in.type().has_tensor_type()) continue;
+      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : t.tensor.dims) shape->add_dim()->set_dim_value(d);
+    }
+  }
+  onnx_io::ExternalSaveOptions ext;
+  if (copy.ByteSizeLong() > (size_t{1} << 31) - (size_t{1} << 24)) {
+    ext.data_name = path.filename().string() + ".data";
+    ext.threshold_bytes = 1024;
+  }
+  return onnx_io::save_model_with_external_data(copy, path.string(), ext);
+}
+
+// The node name inside describe_node()'s text: "Conv 'c1'" -> c1, "Conv producing 'y'" -> y.
+std::string quoted_name(const std::string& described) {
+  const auto open = described.find('\'');
+  const auto close = described.rfind('\'');
+  if (open == std::string::npos || close <= open) return described;
+  return described.substr(open + 1, close - open - 1);
+}
+
+// The plan's name of a node: its name, or its first output's when unnamed.
+std::string plan_name(const onnx::NodeProto& n) { return !n.name().empty() ? n.name() : (n.output_size() ? n.output(0) : ""); }
+
+// Whether a profiler's node name stands for `node`: the same name or first output, or one ONNX Runtime derived from
+// it (its layout transformer names a converted node after the node or its output, plus a suffix such as "_nchwc").
+bool profiled_as(const std::string& profiled, const onnx::NodeProto& node) {
+  for (const std::string& name : {node.name(), node.output_size() ? node.output(0) : std::string()}) {
+    if (name.empty()) continue;
+    if (profiled == name) return true;
+    if (profiled.size() > name.size() && profiled.compare(0, name.size(), name) == 0 && profiled[name.size()] == '_' &&
+        profiled.find("_nchwc", name.size()) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The profiled time of one region: the profiled nodes that stand for one of its nodes, then the layout reorders ONNX
+// Runtime inserted around them (ReorderInput / ReorderOutput, which read a value those nodes write or write one they
+// read). Each profiled node counts once, for the first region that takes it (`used`).
+double time_of(const std::vector<const onnx::NodeProto*>& nodes, const std::vector<NodeMs>& times, std::set<size_t>& used) {
+  double ms = 0;
+  std::set<std::string> values;  // what the region's profiled nodes read and write
+  for (size_t k = 0; k < times.size(); ++k) {
+    if (used.count(k)) continue;
+    for (const auto* n : nodes) {
+      if (profiled_as(times[k].node, *n)) {
+        ms += times[k].ms;
+        used.insert(k);
+        values.insert(times[k].inputs.begin(), times[k].inputs.end());
+        values.insert(times[k].outputs.begin(), times[k].outputs.end());
+        break;
+      }
+    }
+  }
+  for (size_t k = 0; k < times.size(); ++k) {
+    if (used.count(k) || times[k].op.rfind("Reorder", 0) != 0) continue;
+    const auto touches = [&](const std::vector<std::string>& names) {
+      return std::any_of(names.begin(), names.end(), [&](const std::string& v) { return values.count(v) != 0; });
+    };
+    if (touches(times[k].inputs) || touches(times[k].outputs)) {
+      ms += times[k].ms;
+      used.insert(k);
+    }
+  }
+  return ms;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string runtime_names() {
+  std::string s;
+  for (const auto& r : kRuntimes) s += (s.empty() ? "" : ", ") + r;
+  return s;
+}
+
+void add_runtime_options(CLI::App& app, Options& opt) {
+  app.add_option("--runtime", opt.runtime,
+                 "Where --verify, --bench and --compare run: xnnpack (this tool's executor, the default; no Python), "
+                 "ort (ONNX Runtime), litert (onnx2tf + LiteRT's XNNPACK delegate), executorch (onnx2torch + "
+                 "torch.export + the XNNPACK partitioner); the last three through Python (docs/runtime-checks.md)")
+      ->type_name("NAME");
+  app.add_option("--python", opt.python, "The Python interpreter of --runtime ort|litert|executorch (default $DWDECONV_PYTHON, else python3)")
+      ->type_name("PATH");
+  app.add_option("--min-speedup", opt.min_speedup,
+                 "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
+      ->check(positive_number())
+      ->type_name("X");
+  app.add_flag("--tune", opt.tune,
+               "Time each upsampler the target would rewrite alone (cut out at its input shape), both ways, on --runtime, "
+               "and rewrite only those that measured faster; the plan and the report show the figures");
+}
+
+std::string runtime_usage_problem(const Options& opt) {
+  if (std::find(kRuntimes.begin(), kRuntimes.end(), opt.runtime) == kRuntimes.end()) {
+    return "--runtime: unknown runtime '" + opt.runtime + "' (known: " + runtime_names() + ")";
+  }
+  if (opt.tune && (!opt.compare.empty() || opt.check)) return "--tune decides a rewrite: it does not combine with --compare or --check";
+  const bool running = opt.verify || opt.bench || !opt.compare.empty() || opt.tune;
+  if (!running && (opt.runtime != kBuiltinRuntime || !opt.python.empty())) {
+    return "--runtime and --python apply to --verify, --bench, --compare and --tune";
+  }
+  if (!opt.python.empty() && !is_python_runtime(opt.runtime)) return "--python applies to --runtime ort, litert or executorch";
+  if (opt.min_speedup && !opt.bench) return "--min-speedup gates the timing of --bench: add --bench";
+  return "";
+}
+
+RuntimeInfo builtin_runtime_info() {
+  RuntimeInfo info;
+  info.name = kBuiltinRuntime;
+  info.label = std::string("XNNPACK ") + DWDECONV_XNNPACK_VERSION + " (this tool's executor)";
+  info.versions = {{"xnnpack", DWDECONV_XNNPACK_VERSION}};
+  return info;
+}
+
+std::string python_interpreter(const Options& opt) {
+  if (!opt.python.empty()) return opt.python;
+  const char* env = std::getenv("DWDECONV_PYTHON");
+  return env != nullptr && *env != '\0' ? env : "python3";
+}
+
+core::Result<std::string> find_python_module_dir() {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("DWDECONV_PYTHONPATH"); env != nullptr && *env != '\0') candidates.emplace_back(env);
+  if (const std::string exe = executable_dir(); !exe.empty()) {
+    candidates.push_back(fs::path(exe) / ".." / "..");
+    candidates.push_back(fs::path(exe) / ".." / "share" / "dwdeconv-rewrite" / "python");
+  }
+  candidates.emplace_back(DWDECONV_SOURCE_PYTHON_DIR);
+  std::string searched;
+  for (const auto& dir : candidates) {
+    std::error_code ec;
+    if (holds_module(dir)) return fs::weakly_canonical(dir, ec).string();
+    searched += (searched.empty() ? "" : ", ") + dir.lexically_normal().string();
+  }
+  return core::Error{core::ErrorKind::kUsage, "--runtime: the Python module dwdeconv_rewrite.runtimes is not installed next to "
+                                              "this binary (searched " + searched + "); set DWDECONV_PYTHONPATH to the folder "
+                                              "that holds dwdeconv_rewrite/runtimes/"};
+}
+
+core::Status probe_runtime(const Options& opt) {
+  if (!is_python_runtime(opt.runtime) || !(opt.verify || opt.bench || !opt.compare.empty() || opt.tune)) return core::Ok{};
+  auto dir = find_python_module_dir();
+  if (!dir) return dir.error();
+  const std::string python = python_interpreter(opt);
+  spdlog::debug("--runtime {}: {} with the Python module from {}", opt.runtime, python, *dir);
+  ScratchDir scratch;
+  if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
+  auto status = run_process({python, "-m", "dwdeconv_rewrite.runtimes", "probe", opt.runtime}, *dir, scratch.path / "out",
+                            scratch.path / "err");
+  if (!status) return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": " + status.error().message};
+  const std::string said = read_text(scratch.path / "out");
+  if (*status != 0) {
+    return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter '" + python +
+                                                    "' failed to run the module (exit " + std::to_string(*status) + "): " +
+                                                    last_lines(read_text(scratch.path / "err") + said, 3) +
+                                                    "; give --python PATH or set DWDECONV_PYTHON to a Python 3.9 or newer"};
+  }
+  std::string exe = python, version, missing, pip;
+  for (const auto& f : answer_lines(said)) {
+    if (f[0] == "python" && f.size() >= 3) {
+      exe = f[1];
+      version = f[2];
+    } else if (f[0] == "missing" && f.size() >= 3) {
+      missing += (missing.empty() ? "" : ", ") + f[2];
+      pip += " " + f[2];
+    }
+  }
+  if (missing.empty()) return core::Ok{};
+  std::string pinned;
+  if (opt.runtime != "ort") {
+    pinned = " (the versions the project measured with: " + exe + " -m pip install --no-deps -r bench/runtimes/requirements-" +
+             (opt.runtime == "litert" ? "litert" : "ort-executorch") + ".txt)";
+  }
+  const std::string named = exe == python ? exe : "'" + python + "' (" + exe + ",";
+  return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter " + named +
+                                                  (exe == python ? " (" : " ") + "Python " + version + ") lacks " + missing + "; install with: " + exe + " -m pip install" +
+                                                  pip + pinned + ", or give --python PATH / DWDECONV_PYTHON naming one that has them"};
+}
+
+core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx::ModelProto& model,
+                                                                     const std::map<std::string, std::vector<int64_t>>& shapes,
+                                                                     const std::vector<runtime_check::NamedTensor>& given,
+                                                                     uint64_t seed) {
+  if (auto ok = runtime_check::check_given_inputs(model, given, shapes); !ok) return ok.error();
+  std::map<std::string, std::vector<int64_t>> dims = shapes;
+  for (const auto& g : given) dims[g.name] = g.tensor.dims;  // a given input fixes its own dims
+  auto inputs = runtime_check::make_random_inputs(model, dims, seed);
+  if (!inputs) return inputs.error();
+  for (auto& in : *inputs) {
+    for (const auto& g : given) {
+      if (g.name == in.name) in = g;
+    }
+  }
+  return inputs;
+}
+
+core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                              const std::vector<runtime_check::NamedTensor>& inputs, const Options& opt,
+                                              size_t runs, size_t profile_runs) {
+  auto dir = find_python_module_dir();
+  if (!dir) return dir.error();
+  ScratchDir scratch;
+  if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
+  const fs::path in_dir = scratch.path / "inputs", out_dir = scratch.path / "outputs";
+  fs::create_directories(in_dir);
+  fs::create_directories(out_dir);
+  for (const auto& [model, file] : {std::pair<const onnx::ModelProto&, const char*>{original, "original.onnx"}, {rewritten, "rewritten.onnx"}}) {
+    if (auto saved = write_static_model(model, inputs, scratch.path / file); !saved) return saved.error();
+  }
+  std::string list;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    auto proto = runtime_check::tensor_to_proto(inputs[k].tensor, inputs[k].name);
+    const std::string file = std::to_string(k) + ".pb";
+    std::ofstream(in_dir / file, std::ios::binary) << proto.SerializeAsString();
+    list += file + "\n";
+  }
+  std::ofstream(in_dir / "inputs.txt") << list;
+  const std::string python = python_interpreter(opt);
+  std::vector<std::string> argv = {python, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", opt.runtime,
+                                   "--work", (scratch.path / "work").string(), "--original", (scratch.path / "original.onnx").string(),
+                                   "--rewritten", (scratch.path / "rewritten.onnx").string(), "--inputs", in_dir.string(),
+                                   "--out", out_dir.string(), "--threads", std::to_string(opt.threads),
+                                   "--runs", std::to_string(runs), "--profile-runs", std::to_string(profile_runs)};
+  auto status = run_process(argv, *dir, scratch.path / "python.out", scratch.path / "python.err");
+  if (!status) return status.error();
+  const std::string answer = read_text(out_dir / "result.tsv");
+  PythonRun run;
+  run.runtime.name = opt.runtime;
+  run.runtime.label = display_name(opt.runtime);
+  run.runtime.python = python;
+  std::string error;
+  for (const auto& f : answer_lines(answer)) {
+    const std::string& kind = f[0];
+    if (kind == "label" && f.size() >= 2) {
+      run.runtime.label = f[1];
+    } else if (kind == "version" && f.size() >= 3) {
+      run.runtime.versions.emplace_back(f[1], f[2]);
+    } else if (kind == "outside" && f.size() >= 3) {
+      (f[1] == "original" ? run.original_outside : run.rewritten_outside) = f[2];
+    } else if (kind == "output" && f.size() >= 4) {
+      auto tensor = runtime_check::load_tensor_file(f[3]);
+      if (!tensor) return core::Error{core::ErrorKind::kInvalidModel, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
+                                                                          run.runtime.label + ": " + tensor.error().message};
+      tensor->name = f[2];
+      (f[1] == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
+    } else if (kind == "sample" && f.size() >= 3) {
+      (f[1] == "original" ? run.original_samples_ms : run.rewritten_samples_ms).push_back(std::strtod(f[2].c_str(), nullptr));
+    } else if (kind == "node" && f.size() >= 5) {
+      NodeMs node{f[2], f[3], std::strtod(f[4].c_str(), nullptr), {}, {}};
+      if (f.size() >= 7) {
+        node.inputs = split_lines(f[5]);
+        node.outputs = split_lines(f[6]);
+      }
+      (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
+    } else if (kind == "error" && f.size() >= 4) {
+      const std::string message = f.size() >= 4 ? f[3] : "";
+      error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message
+                            : "cannot convert the " + f[2] + " model for " + run.runtime.label + ": " + f[1] + ": " + message;
+    }
+  }
+  if (!error.empty()) {
+    // The converter's log and files (named in its message) are what a user needs next: they stay.
+    scratch.keep = true;
+    return core::Error{core::ErrorKind::kInvalidModel, error + " (the converted files and logs are kept in " + scratch.path.string() + ")"};
+  }
+  if (*status != 0 || answer.empty()) {
+    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + opt.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
+                                                       "check failed (exit " + std::to_string(*status) + "): " +
+                                                       last_lines(read_text(scratch.path / "python.err"), 3)};
+  }
+  return run;
+}
+
+runtime_check::VerifyResult verify_from_run(const PythonRun& run, const runtime_check::Tolerances& tolerances) {
+  runtime_check::VerifyResult v;
+  v.mode = runtime_check::VerifyMode::kWholeModel;
+  v.mode_reason = "on " + run.runtime.label;
+  const auto report = runtime_check::compare_outputs(run.rewritten_outputs, run.original_outputs, tolerances);
+  v.outputs = report.outputs;
+  v.passed = report.passed && !run.original_outputs.empty();
+  if (run.rewritten_outputs.size() != run.original_outputs.size()) {
+    v.difference = "the original has " + std::to_string(run.original_outputs.size()) + " outputs, the rewritten model " +
+                   std::to_string(run.rewritten_outputs.size());
+    v.passed = false;
+  }
+  v.placement = "converted for " + run.runtime.label +
+                (run.rewritten_outside.empty() ? std::string() : "; outside the XNNPACK delegate: " + run.rewritten_outside);
+  v.original_runs = v.rewritten_runs = 1;
+  return v;
+}
+
+runtime_check::BenchResult bench_from_run(const PythonRun& run, size_t threads) {
+  runtime_check::BenchResult b;
+  b.threads = threads;
+  b.runs = run.original_samples_ms.size();
+  b.original_samples_ms = run.original_samples_ms;
+  b.rewritten_samples_ms = run.rewritten_samples_ms;
+  b.original_ms = runtime_check::median(b.original_samples_ms);
+  b.rewritten_ms = runtime_check::median(b.rewritten_samples_ms);
+  b.speedup = b.rewritten_ms > 0 ? b.original_ms / b.rewritten_ms : 0;
+  const auto where = [&](const std::string& outside) {
+    return run.runtime.label + (outside.empty() ? std::string() : "; outside the XNNPACK delegate: " + outside);
+  };
+  b.original_placement = where(run.original_outside);
+  b.rewritten_placement = where(run.rewritten_outside);
+  return b;
+}
+
+std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& profile) {
+  std::vector<NodeMs> out;
+  const double runs = profile.runs > 0 ? static_cast<double>(profile.runs) : 1.0;
+  for (const auto& n : profile.top_nodes) out.push_back({quoted_name(n.node), n.op_type, (n.ms + n.convert_ms) / runs, {}, {}});
+  return out;
+}
+
+std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                               const rewrite::RewriteResult& result,
+                                               const std::vector<runtime_check::NamedTensor>& inputs) {
+  std::vector<UpsamplerRegion> regions;
+  const auto& og = original.graph();
+  // Values the rewritten main graph still computes: an original node whose outputs are all gone was replaced.
+  std::set<std::string> still;
+  for (const auto& n : rewritten.graph().node()) still.insert(n.output().begin(), n.output().end());
+  std::map<std::string, const onnx::NodeProto*> producer;
+  for (const auto& n : og.node()) {
+    for (const auto& o : n.output()) producer[o] = &n;
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : og.initializer()) initializers.insert(t.name());
+  // Types of the original's values at the inputs' dims.
+  std::map<std::string, onnx::TypeProto> types;
+  onnx::ModelProto skeleton = onnx_io::skeleton_copy(original);
+  for (auto& in : *skeleton.mutable_graph()->mutable_input()) {
+    for (const auto& t : inputs) {
+      if (t.name != in.name() || !in.type().has_tensor_type()) continue;
+      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : t.tensor.dims) shape->add_dim()->set_dim_value(d);
+    }
+  }
+  if (onnx_io::infer_shapes_isolated(skeleton, /*strict=*/false, /*data_propagation=*/true)) {
+    const auto& g = skeleton.graph();
+    for (const auto* list : {&g.input(), &g.value_info(), &g.output()}) {
+      for (const auto& v : *list) {
+        if (v.type().has_tensor_type()) types[v.name()] = v.type();
+      }
+    }
+  }
+  std::map<std::string, const onnx::NodeProto*> by_plan_name;
+  for (const auto& n : og.node()) by_plan_name.emplace(plan_name(n), &n);
+  std::map<std::string, const onnx::NodeProto*> rewritten_by_name;
+  for (const auto& n : rewritten.graph().node()) rewritten_by_name.emplace(plan_name(n), &n);
+  for (const auto& n : result.nodes) {
+    if (!n.rewritten || n.summary.graph_path != "main") continue;
+    const auto anchor = by_plan_name.find(n.summary.name);
+    if (anchor == by_plan_name.end()) continue;
+    UpsamplerRegion region;
+    region.name = n.summary.name;
+    region.form = n.summary.form;
+    // The named node and, walking back, the nodes feeding it whose outputs the rewrite removed.
+    region.original_nodes = {anchor->second};
+    std::vector<const onnx::NodeProto*> todo = {anchor->second};
+    while (!todo.empty()) {
+      const auto* node = todo.back();
+      todo.pop_back();
+      for (const auto& in : node->input()) {
+        if (in.empty() || initializers.count(in)) continue;
+        const auto p = producer.find(in);
+        const bool removed = p != producer.end() && std::none_of(p->second->output().begin(), p->second->output().end(),
+                                                                 [&](const std::string& o) { return still.count(o) != 0; });
+        if (removed && p->second->op_type() != "Constant") {
+          if (std::find(region.original_nodes.begin(), region.original_nodes.end(), p->second) == region.original_nodes.end()) {
+            region.original_nodes.push_back(p->second);
+            todo.push_back(p->second);
+          }
+        } else if (p == producer.end() || p->second->op_type() != "Constant") {
+          region.input = in;  // the non-constant value from outside: the upsampler's input
+        }
+      }
+    }
+    region.output = anchor->second->output_size() ? anchor->second->output(0) : "";
+    region.input_shape = "?";
+    if (const auto t = types.find(region.input); t != types.end()) {
+      region.input_type = t->second;
+      if (t->second.tensor_type().has_shape()) {
+        std::string text;
+        for (const auto& d : t->second.tensor_type().shape().dim()) {
+          text += (text.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
+        }
+        region.input_shape = text;
+      }
+    }
+    if (const auto t = types.find(region.output); t != types.end()) region.output_type = t->second;
+    for (const auto& name : n.emitted_nodes) {
+      if (const auto e = rewritten_by_name.find(name); e != rewritten_by_name.end()) region.emitted_nodes.push_back(e->second);
+    }
+    regions.push_back(std::move(region));
+  }
+  return regions;
+}
+
+std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                           const rewrite::RewriteResult& result, const std::vector<NodeMs>& original_nodes,
+                                           const std::vector<NodeMs>& rewritten_nodes,
+                                           const std::vector<runtime_check::NamedTensor>& inputs) {
+  std::vector<UpsamplerTime> rows;
+  std::set<size_t> used_original, used_rewritten;
+  for (const auto& region : upsampler_regions(original, rewritten, result, inputs)) {
+    UpsamplerTime row;
+    row.name = region.name;
+    row.form = region.form;
+    row.input_shape = region.input_shape;
+    row.original_ms = time_of(region.original_nodes, original_nodes, used_original);
+    row.rewritten_ms = time_of(region.emitted_nodes, rewritten_nodes, used_rewritten);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows) {
+  size_t width = 9;
+  for (const auto& r : rows) width = std::max(width, printable(r.name).size());
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12s %13s %7s\n", static_cast<int>(width), "upsampler", "form", "input",
+                "original ms", "rewritten ms", "ratio");
+  std::string text = line;
+  for (const auto& r : rows) {
+    const std::string ratio = r.rewritten_ms > 0 ? [&] {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.2fx", r.original_ms / r.rewritten_ms);
+      return std::string(b);
+    }() : std::string("-");
+    std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12.3f %13.3f %7s\n", static_cast<int>(width), printable(r.name).c_str(),
+                  r.form.c_str(), r.input_shape.c_str(), r.original_ms, r.rewritten_ms, ratio.c_str());
+    text += line;
+  }
+  return text;
+}
+
+std::string speedup_text(double speedup, const RuntimeInfo& runtime) {
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.2f", speedup);
+  // Said by the figure shown: 0.999 prints as 1.00, which is neither faster nor (visibly) slower.
+  const char* how = std::string(figure) == "1.00" ? "x (as fast) on " : speedup > 1 ? "x faster on " : "x (slower) on ";
+  return std::string("; ") + figure + how + runtime.label;
+}
+
+std::string target_runtime_note(const Options& opt) {
+  if (opt.target == opt.runtime || std::find(kRuntimes.begin(), kRuntimes.end(), opt.target) == kRuntimes.end()) return "";
+  return "; --target " + opt.target + " ships to " + display_name(opt.target) + ": --runtime " + opt.target + " would check there";
+}
+
+std::string runtime_report_fields(const RuntimeRunInfo& info, bool bench) {
+  std::ostringstream o;
+  o << ",\n  \"runtime\": {\"name\": " << json_string(info.runtime.name) << ", \"label\": " << json_string(info.runtime.label)
+    << ", \"python\": " << (info.runtime.python.empty() ? "null" : json_string(info.runtime.python)) << ", \"versions\": {";
+  for (size_t k = 0; k < info.runtime.versions.size(); ++k) {
+    o << (k ? ", " : "") << json_string(info.runtime.versions[k].first) << ": " << json_string(info.runtime.versions[k].second);
+  }
+  o << "}}";
+  if (info.min_speedup) o << ",\n  \"min_speedup\": " << *info.min_speedup;
+  if (bench) {
+    o << ",\n  \"upsamplers\": [";
+    for (size_t k = 0; k < info.upsamplers.size(); ++k) {
+      const auto& r = info.upsamplers[k];
+      char ms[96];
+      std::snprintf(ms, sizeof ms, "\"original_ms\": %.6g, \"rewritten_ms\": %.6g", r.original_ms, r.rewritten_ms);
+      o << (k ? "," : "") << "\n    {\"name\": " << json_string(r.name) << ", \"form\": " << json_string(r.form)
+        << ", \"input_shape\": " << json_string(r.input_shape) << ", " << ms << "}";
+    }
+    o << (info.upsamplers.empty() ? "" : "\n  ") << "]";
+  }
+  o << info.tune_json;
+  return o.str();
+}
+
+}  // namespace dwdeconv::cli

@@ -1,0 +1,151 @@
+#include "cli/tune.h"
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "cli/report.h"
+#include "runtime_check/bench.h"
+#include "runtime_check/tensor_io.h"
+
+namespace dwdeconv::cli {
+namespace {
+
+// The region cut out as a model: its nodes in graph order, the Constant nodes and initializers they read, its input
+// as the graph input at its static shape and its output as the graph output. Errors say why it cannot stand alone.
+core::Result<onnx::ModelProto> cut_out(const onnx::ModelProto& original, const UpsamplerRegion& region) {
+  if (region.input.empty() || !region.input_type || !region.input_type->tensor_type().has_shape()) {
+    return core::Error{core::ErrorKind::kCheckFailed, "the input's shape is not known"};
+  }
+  for (const auto& d : region.input_type->tensor_type().shape().dim()) {
+    if (!d.has_dim_value()) return core::Error{core::ErrorKind::kCheckFailed, "the input's shape " + region.input_shape + " is not static"};
+  }
+  std::set<const onnx::NodeProto*> members(region.original_nodes.begin(), region.original_nodes.end());
+  std::set<std::string> read;
+  for (const auto* n : region.original_nodes) read.insert(n->input().begin(), n->input().end());
+  onnx::ModelProto mini;
+  mini.set_ir_version(original.ir_version());
+  *mini.mutable_opset_import() = original.opset_import();
+  *mini.mutable_functions() = original.functions();
+  auto* g = mini.mutable_graph();
+  g->set_name("tune");
+  for (const auto& n : original.graph().node()) {
+    const bool constant = n.op_type() == "Constant" && n.output_size() == 1 && read.count(n.output(0));
+    if (members.count(&n) || constant) *g->add_node() = n;
+  }
+  for (const auto& t : original.graph().initializer()) {
+    if (read.count(t.name())) *g->add_initializer() = t;
+  }
+  auto* in = g->add_input();
+  in->set_name(region.input);
+  *in->mutable_type() = *region.input_type;
+  auto* out = g->add_output();
+  out->set_name(region.output);
+  if (region.output_type) {
+    *out->mutable_type() = *region.output_type;
+  } else {
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(region.input_type->tensor_type().elem_type());
+  }
+  return mini;
+}
+
+std::string ratio_text(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2fx", x);
+  return b;
+}
+
+}  // namespace
+
+core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                      const rewrite::RewriteResult& result, const rewrite::RewriteOptions& options,
+                                                      const Options& opt, const std::vector<runtime_check::NamedTensor>& inputs,
+                                                      RuntimeInfo& runtime) {
+  std::vector<TuneFigure> figures;
+  if (opt.runtime == kBuiltinRuntime) runtime = builtin_runtime_info();
+  for (const auto& region : upsampler_regions(original, rewritten, result, inputs)) {
+    TuneFigure f;
+    f.name = region.name;
+    f.input_shape = region.input_shape;
+    auto mini = cut_out(original, region);
+    if (!mini) {
+      f.not_timed = mini.error().message;
+      figures.push_back(f);
+      continue;
+    }
+    // The same rewrite, of this upsampler only.
+    onnx::ModelProto mini_rewritten = *mini;
+    rewrite::RewriteOptions one = options;
+    one.only = {region.name};
+    one.skip.clear();
+    auto again = rewrite::rewrite_model(mini_rewritten, one);
+    if (!again || again->rewritten != 1) {
+      f.not_timed = again ? "cut out, the rewrite does not take it" : again.error().message;
+      figures.push_back(f);
+      continue;
+    }
+    if (opt.runtime == kBuiltinRuntime) {
+      runtime_check::BenchOptions bo;
+      bo.seed = opt.seed;
+      bo.threads = opt.threads;
+      bo.runs = opt.runs;
+      bo.profile_runs = 0;
+      auto timed = runtime_check::bench_models(*mini, mini_rewritten, bo);
+      if (!timed) {
+        f.not_timed = timed.error().message;
+      } else {
+        f.original_ms = timed->original_ms;
+        f.rewritten_ms = timed->rewritten_ms;
+        f.speedup = timed->speedup;
+      }
+    } else {
+      auto mini_inputs = runtime_inputs(*mini, {}, {}, opt.seed);
+      if (!mini_inputs) return mini_inputs.error();
+      auto run = run_on_python_runtime(*mini, mini_rewritten, *mini_inputs, opt, opt.runs, 0);
+      if (!run) {
+        // The runtime unreachable fails the run; a converter refusing one piece is that piece's figure.
+        if (run.error().kind == core::ErrorKind::kUsage) return run.error();
+        f.not_timed = run.error().message;
+      } else {
+        runtime = run->runtime;
+        const auto b = bench_from_run(*run, opt.threads);
+        f.original_ms = b.original_ms;
+        f.rewritten_ms = b.rewritten_ms;
+        f.speedup = b.speedup;
+      }
+    }
+    f.rewritten = !f.not_timed.empty() || f.speedup >= 1.0;
+    figures.push_back(f);
+  }
+  return figures;
+}
+
+std::string tune_line(const TuneFigure& f, const RuntimeInfo& runtime) {
+  std::string line = "tune: " + json_string(f.name) + " (" + f.input_shape + ")";
+  if (!f.not_timed.empty()) return line + " not timed alone (" + f.not_timed + "): rewrite, as the target decides";
+  char ms[96];
+  std::snprintf(ms, sizeof ms, " %.3f ms -> %.3f ms, ", f.original_ms, f.rewritten_ms);
+  return line + ms + ratio_text(f.speedup) + " alone on " + runtime.label + ": " + (f.rewritten ? "rewrite" : "keep");
+}
+
+std::string tune_reason(const TuneFigure& f, const RuntimeInfo& runtime) {
+  return "--tune: measured " + ratio_text(f.speedup) + " alone on " + runtime.label + " at input " + f.input_shape +
+         " (medians of interleaved runs), slower rewritten";
+}
+
+std::string tune_report_field(const std::vector<TuneFigure>& figures) {
+  std::ostringstream o;
+  o << ",\n  \"tune\": [";
+  for (size_t k = 0; k < figures.size(); ++k) {
+    const auto& f = figures[k];
+    char ms[128];
+    std::snprintf(ms, sizeof ms, "\"original_ms\": %.6g, \"rewritten_ms\": %.6g, \"speedup\": %.6g", f.original_ms, f.rewritten_ms, f.speedup);
+    o << (k ? "," : "") << "\n    {\"name\": " << json_string(f.name) << ", \"input_shape\": " << json_string(f.input_shape) << ", "
+      << (f.not_timed.empty() ? std::string(ms) : "\"not_timed\": " + json_string(f.not_timed))
+      << ", \"decision\": " << (f.rewritten ? "\"rewritten\"" : "\"kept\"") << "}";
+  }
+  o << (figures.empty() ? "" : "\n  ") << "]";
+  return o.str();
+}
+
+}  // namespace dwdeconv::cli

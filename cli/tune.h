@@ -1,0 +1,48 @@
+// --tune: each upsampler the target would rewrite is timed alone, both ways, on --runtime, and only those that
+// measured faster are rewritten. A candidate is its region of the original (rewrite::... as upsampler_regions()
+// finds it) cut out into a model of its own, with its input at the shape it has in the whole model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "cli/options.h"
+#include "cli/runtime_python.h"
+#include "core/result.h"
+#include "rewrite/rewriter.h"
+
+namespace dwdeconv::cli {
+
+// One candidate's figure: its speedup alone (original ms / rewritten ms, medians of --runs interleaved runs), or why
+// it was not timed (then it keeps the target's decision).
+struct TuneFigure {
+  std::string name;
+  std::string input_shape;
+  double original_ms = 0;
+  double rewritten_ms = 0;
+  double speedup = 0;
+  std::string not_timed;  // empty when timed
+  bool rewritten = true;  // the decision --tune took
+};
+
+// Times every rewritten upsampler of `result` alone on opt.runtime. `original` is the model before the rewrite,
+// `rewritten` after it, `options` the rewrite's; `inputs` fix the original's input dims. Errors (kUsage,
+// kInvalidModel) only when the runtime itself cannot be reached; a candidate that cannot be cut out or timed is a
+// figure with not_timed set.
+core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                      const rewrite::RewriteResult& result, const rewrite::RewriteOptions& options,
+                                                      const Options& opt, const std::vector<runtime_check::NamedTensor>& inputs,
+                                                      RuntimeInfo& runtime);
+
+// "tune: 'up1' (1x64x32x32) 1.45x alone on LiteRT 2.3.0 (XNNPACK delegate): rewrite" (or ": keep", or "not timed: ...").
+std::string tune_line(const TuneFigure& figure, const RuntimeInfo& runtime);
+
+// The kept reason of a candidate --tune measured slower.
+std::string tune_reason(const TuneFigure& figure, const RuntimeInfo& runtime);
+
+// ",\n  \"tune\": [...]" for the report.
+std::string tune_report_field(const std::vector<TuneFigure>& figures);
+
+}  // namespace dwdeconv::cli

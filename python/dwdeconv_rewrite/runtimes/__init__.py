@@ -1,0 +1,61 @@
+"""Runtime adapters: convert an ONNX model the way a user of a deployment runtime does, run it, time it.
+
+One adapter per runtime, each in its own file, with the same small interface (Polygraphy's runners are the
+model): `Runtime(work)` with `versions()`, `label()`, `prepare(path)` (convert, return the converted graph's op
+list; raises StageError naming the converter's stage), `load(path, threads)` -> a Runner with `feed(inputs)`,
+`invoke()` (what is timed) and `outputs(onnx_shapes)` (ONNX layout). Converters that run in a child process add
+`convert_all(paths)`.
+
+  ort          onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL                         (ort_adapter.py)
+  litert       onnx2tf -> float32 .tflite -> ai-edge-litert Interpreter, XNNPACK delegate (litert_adapter.py)
+  executorch   onnx2torch -> torch.export -> XnnpackPartitioner -> .pte -> executorch.runtime (executorch_adapter.py)
+
+dwdeconv-rewrite's --runtime runs `python -m dwdeconv_rewrite.runtimes` (see __main__.py);
+bench/runtimes/bench_runtimes.py imports these adapters. This file imports the standard library only, so that a
+missing package is reported by name instead of failing the import.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+NAMES = ("ort", "litert", "executorch")
+
+_ADAPTERS = {"ort": ("ort_adapter", "OrtRuntime"), "litert": ("litert_adapter", "LiteRtRuntime"),
+             "executorch": ("executorch_adapter", "ExecuTorchRuntime")}
+
+# What each runtime imports, as (import name, pip name). The LiteRT and ExecuTorch sets that the project measured
+# with are pinned in bench/runtimes/requirements-*.txt (onnx2tf pins old numpy and onnxruntime).
+REQUIREMENTS = {
+    "ort": [("numpy", "numpy"), ("onnx", "onnx"), ("onnxruntime", "onnxruntime")],
+    "litert": [("numpy", "numpy"), ("onnx", "onnx"), ("onnx2tf", "onnx2tf"), ("tensorflow", "tensorflow"),
+               ("ai_edge_litert", "ai-edge-litert"), ("onnx_graphsurgeon", "onnx-graphsurgeon"),
+               ("sng4onnx", "sng4onnx")],
+    "executorch": [("numpy", "numpy"), ("onnx", "onnx"), ("torch", "torch"), ("onnx2torch", "onnx2torch"),
+                   ("executorch", "executorch")],
+}
+
+
+def missing_packages(name: str) -> list[tuple[str, str]]:
+    """The (import name, pip name) pairs of `name`'s requirements that this interpreter cannot import. Looks the
+    modules up without importing them (TensorFlow's import alone takes seconds)."""
+    missing = []
+    for module, pip in REQUIREMENTS[name]:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append((module, pip))
+    return missing
+
+
+def runtime_class(name: str):
+    """The adapter class of runtime `name` (imports its packages)."""
+    module, cls = _ADAPTERS[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
+def load_runtime(name: str, work):
+    """An instance of runtime `name` that caches its conversions under `work`."""
+    return runtime_class(name)(work)

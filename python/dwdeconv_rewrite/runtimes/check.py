@@ -1,0 +1,165 @@
+"""The two commands dwdeconv-rewrite runs: `probe` and `check`, and the line format they answer in.
+
+The binary keeps the decisions: it makes the inputs (the same seeded or given tensors as its own executor), compares
+the outputs under its tolerance rules and chooses the exit code. This side converts both models the way the runtime's
+users do, runs them on those inputs, writes their outputs, and times them interleaved.
+
+Answers are lines of tab-separated fields, the first naming the line; a field's backslash, tab, newline and carriage
+return are written \\\\, \\t, \\n and \\r:
+
+  python      EXECUTABLE  VERSION                  (probe) the interpreter
+  missing     IMPORT      PIP                      (probe) a package the runtime needs that is not importable
+  runtime     NAME
+  label       TEXT                                 e.g. "ONNX Runtime 1.32.0 (CPU provider)"
+  version     PACKAGE     VERSION
+  outside     SIDE        TEXT                     ops the converted graph leaves outside the XNNPACK delegate
+  output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; in graph output order
+  sample      SIDE        MS                       one timed run, in the order run (A B A B)
+  node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node, from the runtime's profiler, with the
+                                                   values it reads and writes, newline-separated
+  error       STAGE       SIDE        MESSAGE      a conversion failed (exit 3) or a run did (exit 4)
+
+check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
+      --inputs DIR --out DIR --threads T  writes DIR/result.tsv. The inputs are DIR/*.pb TensorProtos listed in
+      DIR/inputs.txt (one file name a line, graph input order).
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from pathlib import Path
+
+from . import NAMES, REQUIREMENTS, load_runtime, missing_packages
+
+
+def _field(value) -> str:
+    return (str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
+
+
+class Answer:
+    """Collects answer lines and writes them to a file (or stdout) in one go."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def add(self, *fields):
+        self.lines.append("\t".join(_field(f) for f in fields))
+
+    def write(self, path: Path | None):
+        text = "".join(line + "\n" for line in self.lines)
+        if path is None:
+            sys.stdout.write(text)
+        else:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            tmp.replace(path)
+
+
+def probe(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in NAMES:
+        print(f"usage: probe {'|'.join(NAMES)}", file=sys.stderr)
+        return 2
+    answer = Answer()
+    answer.add("python", sys.executable, platform.python_version())
+    for module, pip in missing_packages(argv[0]):
+        answer.add("missing", module, pip)
+    answer.write(None)
+    return 0
+
+
+def _outside(info: dict) -> str | None:
+    """The ops a converted graph leaves outside the XNNPACK delegate, as 'GATHER x2, SPLIT' ('none' when all is in)."""
+    if "xnnpack_partitions" not in info:
+        return None
+    ops = info.get("not_delegated") or {}
+    return ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+
+
+def check(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dwdeconv_rewrite.runtimes check")
+    parser.add_argument("--runtime", choices=NAMES, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--original", type=Path, required=True)
+    parser.add_argument("--rewritten", type=Path, required=True)
+    parser.add_argument("--inputs", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=0, help="timed pairs (0: no timing)")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--profile-runs", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from .common import StageError, onnx_output_shapes, time_interleaved
+
+    answer = Answer()
+    result = args.out / "result.tsv"
+    answer.add("runtime", args.runtime)
+    runtime = load_runtime(args.runtime, args.work)
+    runtime.child_stdout = sys.stderr  # converter progress is a log, not an answer
+    answer.add("label", runtime.label())
+    for package, version in runtime.versions().items():
+        answer.add("version", package, version)
+    sides = {"original": args.original, "rewritten": args.rewritten}
+
+    def failed(stage, side, message, code):
+        answer.add("error", stage, side, message)
+        answer.write(result)
+        return code
+
+    if hasattr(runtime, "convert_all"):
+        runtime.convert_all(list(sides.values()))
+    for side, path in sides.items():
+        try:
+            info = runtime.prepare(path)
+        except StageError as e:
+            return failed(e.stage, side, str(e).removeprefix(f"{e.stage}: "), 3)
+        except Exception as e:  # noqa: BLE001 - a converter's own failure, reported with its message
+            return failed("conversion", side, f"{type(e).__name__}: {e}", 3)
+        if _outside(info) is not None:
+            answer.add("outside", side, _outside(info))
+
+    names = (args.inputs / "inputs.txt").read_text().split("\n")
+    inputs = {}
+    for name in filter(None, names):
+        tensor = onnx.load_tensor(str(args.inputs / name))
+        inputs[tensor.name] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
+    runners = {}
+    for side, path in sides.items():
+        try:
+            runner = runtime.load(path, args.threads)
+            runner.feed(inputs)
+            runner.invoke()
+            outs = runner.outputs(onnx_output_shapes(path))
+        except Exception as e:  # noqa: BLE001
+            return failed("run", side, f"{type(e).__name__}: {e}", 4)
+        graph_outputs = [o.name for o in onnx.load(str(path), load_external_data=False).graph.output]
+        for k, (name, value) in enumerate(zip(graph_outputs, outs)):
+            value = np.asarray(value)
+            if value.dtype == np.bool_ or value.dtype.kind in "iu":
+                value = value.astype(np.int64)  # the binary reads int64 and compares integers exactly
+            file = args.out / f"{side}_{k}.npy"
+            np.save(file, np.ascontiguousarray(value))
+            answer.add("output", side, name, file)
+        runners[side] = runner
+    if args.runs > 0:
+        samples = {}
+        time_interleaved(runners["original"].invoke, runners["rewritten"].invoke, 0.0, args.runs, args.runs,
+                         warmup=args.warmup, samples=samples)
+        for side, key in (("original", "a"), ("rewritten", "b")):
+            for ms in samples[key]:
+                answer.add("sample", side, f"{ms:.6f}")
+    if args.profile_runs > 0 and hasattr(runtime, "profile_nodes"):
+        for side, path in sides.items():
+            for n in runtime.profile_nodes(path, args.threads, inputs, args.profile_runs):
+                answer.add("node", side, n["node"], n["op"], f"{n['ms']:.6f}", "\n".join(n["inputs"]),
+                           "\n".join(n["outputs"]))
+    answer.write(result)
+    return 0
+
+
+__all__ = ["probe", "check", "REQUIREMENTS"]

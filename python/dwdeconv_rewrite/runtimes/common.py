@@ -1,0 +1,147 @@
+"""What every runtime adapter shares: seeded inputs, cache keys, agreement, interleaved timing, the machine's state.
+
+Moved here from bench/runtimes/bench_runtimes.py, which imports it, so that the tool's --runtime checks and the
+benchmarks convert, run and time models with one piece of code.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import hashlib
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+# The folder that holds the dwdeconv_rewrite package: a child process started with child_command() imports it.
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+class StageError(RuntimeError):
+    """A step that failed, with the stage it failed in ("dwdeconv-rewrite", "onnx2tf", ...) and its message."""
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+
+
+def child_command(*args) -> tuple[list[str], dict]:
+    """`python -m dwdeconv_rewrite.runtimes ARGS...` and its environment, with this package importable: the converters
+    run in child processes (TensorFlow and LiteRT never share one; a crashing converter costs one model)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+    return [sys.executable, "-m", "dwdeconv_rewrite.runtimes"] + [str(a) for a in args], env
+
+
+def onnx_inputs(path: Path, seed: int) -> dict[str, np.ndarray]:
+    """A seeded standard-normal input for every graph input (fixed shapes only)."""
+    model = onnx.load(str(path), load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        if any(d <= 0 for d in dims):
+            raise RuntimeError(f"{path}: input '{value.name}' has a symbolic dim; export it with a fixed shape")
+        feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
+    return feeds
+
+
+def model_key(path: Path) -> str:
+    """The name a model's conversions are cached under: its stem and a hash of its bytes (and of any external data
+    files it names), so that two models with one file name (a --pair from another folder, a regenerated model)
+    never share a cached conversion."""
+    path = Path(path)
+    stat = path.stat()
+    return _model_key(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _model_key(name: str, mtime_ns: int, size: int) -> str:
+    path = Path(name)
+    digest = hashlib.sha1(path.read_bytes())
+    model = onnx.load(str(path), load_external_data=False)
+    tensors = list(model.graph.initializer) + [a.t for n in model.graph.node for a in n.attribute if a.HasField("t")]
+    locations = sorted({e.value for t in tensors for e in t.external_data if e.key == "location"})
+    for location in locations:
+        digest.update((path.parent / location).read_bytes())
+    return f"{path.stem}-{digest.hexdigest()[:10]}"
+
+
+def onnx_op_counts(path: Path) -> dict[str, int]:
+    model = onnx.load(str(path), load_external_data=False)
+    return dict(collections.Counter((n.domain + "." if n.domain else "") + n.op_type for n in model.graph.node))
+
+
+def compare(a_list, b_list):
+    """Max abs error over all outputs, and that error relative to the original output's largest magnitude."""
+    max_abs, scale = 0.0, 0.0
+    for a, b in zip(a_list, b_list, strict=True):
+        if a.shape != b.shape:
+            raise RuntimeError(f"output shapes differ: {a.shape} vs {b.shape}")
+        max_abs = max(max_abs, float(np.max(np.abs(a.astype(np.float64) - b))))
+        scale = max(scale, float(np.max(np.abs(a))))
+    return max_abs, max_abs / scale if scale > 0 else max_abs
+
+
+def spread(seconds: list[float]) -> dict:
+    """Median, min, p10, p90 and max of a list of run times, in ms."""
+    ms = sorted(t * 1e3 for t in seconds)
+    deciles = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) > 1 else ms * 9
+    return {"median": statistics.median(ms), "min": ms[0], "p10": deciles[0], "p90": deciles[-1], "max": ms[-1]}
+
+
+def time_interleaved(a, b, budget: float, min_pairs: int, max_pairs: int, warmup: int = 2, samples: dict | None = None):
+    """Times a() and b() A B A B, after `warmup` untimed pairs, until `budget` seconds have passed (at least
+    min_pairs and at most max_pairs pairs). Returns each side's spread() and the number of pairs; `samples`, when
+    given, receives each side's run times in ms, in order ("a", "b")."""
+    for _ in range(warmup):
+        a()
+        b()
+    times_a, times_b, cpu_a, cpu_b = [], [], [], []
+    clock = time.thread_time  # this thread's CPU time: with 1 thread the runtimes do their work on the caller
+    start = time.perf_counter()
+    while len(times_a) < max_pairs and (len(times_a) < min_pairs or time.perf_counter() - start < budget):
+        c0, t0 = clock(), time.perf_counter()
+        a()
+        t1, c1 = time.perf_counter(), clock()
+        b()
+        t2, c2 = time.perf_counter(), clock()
+        times_a.append(t1 - t0)
+        times_b.append(t2 - t1)
+        cpu_a.append(c1 - c0)
+        cpu_b.append(c2 - c1)
+    if samples is not None:
+        samples["a"], samples["b"] = [t * 1e3 for t in times_a], [t * 1e3 for t in times_b]
+    sa, sb = spread(times_a), spread(times_b)
+    # With 1 thread, wall time close to this thread's CPU time means the run had a core to itself.
+    sa["cpu_median"], sb["cpu_median"] = spread(cpu_a)["median"], spread(cpu_b)["median"]
+    return sa, sb, len(times_a)
+
+
+def onnx_output_shapes(path: Path):
+    model = onnx.load(str(path), load_external_data=False)
+    return [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output]
+
+
+def cpu_model() -> str:
+    """What `lscpu | grep 'Model name'` says (Linux), else the platform's processor name."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def machine_state() -> dict:
+    return {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "loadavg": os.getloadavg(),
+            "cpus": os.cpu_count(), "cpu_model": cpu_model(), "python": platform.python_version(),
+            "machine": platform.processor() or platform.machine()}

@@ -1,0 +1,240 @@
+"""ExecuTorch: onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte, run by
+executorch.runtime."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .common import StageError, child_command, model_key, onnx_inputs
+
+
+class ExecuTorchRuntime:
+    """onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> to_executorch, in a child
+    process (a converter that crashes costs one model, not the run, and the timing process never traces), then
+    the .pte on ExecuTorch's runtime (executorch.runtime), with XNNPACK's thread pool set per load."""
+
+    name = "executorch"
+
+    def __init__(self, work: Path):
+        import torch
+        from executorch.runtime import Runtime
+
+        self.torch = torch
+        self.runtime = Runtime.get()
+        self.work = work / "executorch"
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.jobs = 1
+        self.child_stdout = None  # where the converter child's output goes (None: this process's stdout)
+        # --et-static-resize, through the environment so that the converter and perf children see it too.
+        self.static_resize = os.environ.get("BENCH_ET_STATIC_RESIZE") == "1"
+        self.variant = ".static-resize" if self.static_resize else ""
+        self.timeout = 0.0  # seconds per model's conversion, 0 for none (--convert-timeout)
+
+    def versions(self):
+        from importlib.metadata import version
+
+        v = {p: version(p) for p in ("executorch", "torch", "onnx2torch", "onnx")}
+        if self.static_resize:
+            v["onnx2torch patch"] = "--et-static-resize (constant nearest Resize scales read at conversion)"
+        return v
+
+    def label(self):
+        from importlib.metadata import version
+
+        return f"ExecuTorch {version('executorch')} (XNNPACK delegate)"
+
+    def pte_path(self, path: Path) -> Path:
+        return self.work / f"{model_key(path)}{self.variant}.pte"
+
+    def info_path(self, path: Path) -> Path:
+        return self.work / f"{model_key(path)}{self.variant}.json"
+
+    def convert_all(self, paths):
+        """Converts every model without a cached result (WORK/executorch/KEY.json, with KEY.pte if it converted).
+        The child writes each result as it goes, and the model and stage it is on to a progress file. If it dies,
+        or spends more than --convert-timeout seconds on one model, the model it was on is recorded as failed at
+        that stage (with the exit status or the timeout) and the rest are converted by a new child."""
+        todo = [p for p in dict.fromkeys(paths) if not self.info_path(p).exists()]
+        progress = self.work / "_progress.json"
+        while todo:
+            progress.unlink(missing_ok=True)
+            cmd, env = child_command("_executorch", self.work.parent, *todo)
+            child = subprocess.Popen(cmd, env=env, stdout=self.child_stdout)
+            current, since, timed_out = None, time.monotonic(), None
+            while child.poll() is None:
+                time.sleep(0.5)
+                with contextlib.suppress(OSError, ValueError):
+                    state = json.loads(progress.read_text())
+                    if state["model"] != current:
+                        current, since = state["model"], time.monotonic()
+                if self.timeout and current and time.monotonic() - since > self.timeout:
+                    timed_out = current
+                    child.kill()
+                    child.wait()
+            left = [p for p in todo if not self.info_path(p).exists()]
+            if left and (child.returncode != 0 or timed_out):
+                stage = "converter process"
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    stage = json.loads(progress.read_text())["stage"]
+                if timed_out:
+                    why = f"timed out after {self.timeout:g} s (--convert-timeout)"
+                else:
+                    code = child.returncode
+                    why = f"converter process died ({f'signal {-code}' if code < 0 else f'exit {code}'})"
+                self.info_path(left[0]).write_text(json.dumps({"failed": f"{stage}: {why}", "failed_stage": stage}))
+                left = left[1:]
+            elif left:
+                raise RuntimeError(f"the ExecuTorch converter exited without converting {left[0]}")
+            todo = left
+
+    def prepare(self, path: Path) -> dict:
+        info = json.loads(self.info_path(path).read_text()) if self.info_path(path).exists() else {
+            "failed": "not converted"}
+        if "failed" in info:
+            stage = info.get("failed_stage", "conversion")
+            raise StageError(stage, info["failed"].removeprefix(f"{stage}: "))
+        return info
+
+    def set_threads(self, threads: int):
+        from executorch.extension.pybindings import portable_lib
+
+        portable_lib._unsafe_reset_threadpool(threads)
+
+    def load(self, path: Path, threads: int):
+        self.set_threads(threads)
+        program = self.runtime.load_program(self.pte_path(path))
+        return ExecuTorchRunner(program.load_method("forward"), self.torch)
+
+
+def executorch_child(work: Path, paths: list[str]) -> int:
+    """Converts each ONNX file to an ExecuTorch .pte lowered to XNNPACK and writes, per model, WORK/executorch/
+    KEY.json: the exported program's aten ops, the ops of the lowered program (every executorch_call_delegate is
+    one XNNPACK partition; any other call_function node runs on ExecuTorch's portable kernels), and the edge ops
+    inside the partitions; or the stage that failed and the converter's message."""
+    import onnx2torch
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    folder = work / "executorch"
+    variant = ""
+    if os.environ.get("BENCH_ET_STATIC_RESIZE") == "1":
+        patch_onnx2torch_resize()
+        variant = ".static-resize"
+
+    def op_name(target):
+        # OpOverload, EdgeOpOverload and the delegate call have name() ("aten::index.Tensor"); str() of an edge op
+        # prints its whole schema, and the _op of an aten overload is a pybind function with no useful name.
+        name = getattr(target, "name", None)
+        return name().replace("::", ".") if callable(name) else str(target)
+
+    def counts(graph):
+        return collections.Counter(op_name(n.target) for n in graph.nodes if n.op == "call_function")
+
+    def at(stage):
+        (folder / "_progress.json").write_text(json.dumps({"model": str(path), "stage": stage}))
+        return stage
+
+    for path in map(Path, paths):
+        key = model_key(path)
+        info = {"model": str(path)}
+        stage = at("onnx2torch.convert")
+        print(f"executorch: converting {path.name}", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        try:
+            module = onnx2torch.convert(str(path)).eval()
+            inputs = tuple(torch.from_numpy(x) for x in onnx_inputs(path, 0).values())
+            stage = at("torch.export.export")
+            with torch.no_grad():
+                exported = torch.export.export(module, inputs)
+            info["aten_ops"] = dict(counts(exported.graph))
+            stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
+            edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
+            program = edge.exported_program()
+            lowered = counts(program.graph)
+            inside = collections.Counter()
+            for node in program.graph.nodes:
+                if node.op == "get_attr" and str(node.target).startswith("lowered_module"):
+                    inside += counts(getattr(program.graph_module, node.target).original_module.graph)
+            outside = {k: v for k, v in lowered.items()
+                       if k not in ("executorch_call_delegate", "<built-in function getitem>")}
+            info.update(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
+                        not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
+            stage = at("to_executorch")
+            (folder / f"{key}{variant}.pte").write_bytes(edge.to_executorch().buffer)
+        except Exception as e:  # noqa: BLE001 - the reason is the finding
+            message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
+            info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
+        info["convert_seconds"] = round(time.monotonic() - started, 1)
+        (folder / f"{key}{variant}.json").write_text(json.dumps(info, indent=1))
+    return 0
+
+
+def patch_onnx2torch_resize():
+    """--et-static-resize: onnx2torch's Resize reads its scales from a tensor at run time (`scales.tolist()`), which
+    torch.export cannot trace (GuardOnDataDependentSymNode), so no model with a Resize reaches ExecuTorch. This
+    converts a nearest Resize whose scales are a constant [1, 1, sh, sw] (asymmetric, floor: ONNX's spelling of
+    PyTorch's nearest interpolate) to F.interpolate with those scales fixed at conversion, which is what
+    torch.export of the PyTorch model would give. Every other Resize keeps onnx2torch's converter."""
+    import torch
+    from onnx2torch.node_converters import registry
+    from onnx2torch.utils.common import OnnxMapping, OnnxToTorchModule, OperationConverterResult, get_const_value
+
+    class StaticNearestResize(torch.nn.Module, OnnxToTorchModule):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, scale_factor=self.scale, mode="nearest")
+
+    def static_scales(node, graph):
+        a = node.attributes
+        if (a.get("mode", "nearest"), a.get("coordinate_transformation_mode", "half_pixel"),
+                a.get("nearest_mode", "round_prefer_floor")) != ("nearest", "asymmetric", "floor"):
+            return None
+        names = list(node.input_values) + ["", "", ""]
+        if not names[2] or names[3]:
+            return None
+        try:
+            scales = [float(v) for v in get_const_value(names[2], graph).tolist()]
+        except KeyError:
+            return None
+        if len(scales) != 4 or scales[:2] != [1.0, 1.0]:
+            return None
+        return tuple(scales[2:])
+
+    for version in (11, 13):
+        key = registry.OperationDescription(domain="", operation_type="Resize", version=version)
+        stock = registry._CONVERTER_REGISTRY[key]
+
+        def converter(node, graph, stock=stock):
+            scale = static_scales(node, graph)
+            if scale is None:
+                return stock(node, graph)
+            return OperationConverterResult(torch_module=StaticNearestResize(scale),
+                                            onnx_mapping=OnnxMapping(inputs=(node.input_values[0],),
+                                                                     outputs=node.output_values))
+
+        registry._CONVERTER_REGISTRY[key] = converter
+
+
+class ExecuTorchRunner:
+    def __init__(self, method, torch):
+        self.method = method
+        self.torch = torch
+
+    def feed(self, inputs):
+        self.inputs = [self.torch.from_numpy(x) for x in inputs.values()]
+
+    def invoke(self):
+        self.result = self.method.execute(self.inputs)
+
+    def outputs(self, onnx_shapes):
+        return [r.numpy() for r in self.result]

@@ -1,0 +1,188 @@
+// --runtime, --python and --min-speedup where no Python package is needed: the option checks, the missing
+// interpreter or package (exit 2 before anything is written), the report's runtime, spread and per-node table on
+// the executor, and the --min-speedup gate. The Python runtimes themselves: check_runtime_*.py.
+#include <map>
+#include <regex>
+
+#include "tests/e2e/cli_runner.h"
+
+namespace dwdeconv::test {
+namespace {
+
+// The number after "KEY": in `json` (the first one), or -1 when absent or null.
+double json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.eE+-]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+bool python3_runs(const TempDir& dir) { return run_shell("python3 -c pass", dir).exit_code == 0; }
+
+}  // namespace
+
+TEST_CASE("the --runtime option names a known runtime and needs something to run", "[e2e][runtime]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx";
+  auto r = run_cli(in.string() + " -o " + out.string() + " --verify --runtime tflite", dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("unknown runtime 'tflite'") && Catch::Contains("xnnpack, ort, litert, executorch"));
+  r = run_cli(in.string() + " -o " + out.string() + " --runtime ort", dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--runtime and --python apply to --verify, --bench, --compare and --tune"));
+  r = run_cli(in.string() + " -o " + out.string() + " --verify --min-speedup 1.2", dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--min-speedup gates the timing of --bench"));
+  r = run_cli(in.string() + " -o " + out.string() + " --bench --min-speedup 0", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(!fs::exists(out));
+}
+
+TEST_CASE("a Python --runtime whose interpreter cannot run is exit 2 before anything is written", "[e2e][runtime]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --runtime ort --python " + (dir.path / "no-such-python").string() +
+                             " --report " + report.string(),
+                         dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("cannot run the Python interpreter '" + (dir.path / "no-such-python").string() + "'"));
+  CHECK_THAT(r.err, Catch::Contains("--python PATH or set DWDECONV_PYTHON"));
+  CHECK(!fs::exists(out));
+  CHECK(!fs::exists(report));
+}
+
+TEST_CASE("a Python --runtime without its packages names them and the pip command, exit 2, nothing written", "[e2e][runtime]") {
+  TempDir dir;
+  if (!python3_runs(dir)) {
+    WARN("SKIPPED: no python3 on PATH to run the missing-package check with");
+    return;
+  }
+  // python3 -S has no site-packages: numpy, onnx and onnxruntime are all missing, whatever this machine has.
+  const auto bare = dir.path / "bare-python";
+  std::ofstream(bare) << "#!/bin/sh\nexec python3 -S \"$@\"\n";
+  fs::permissions(bare, fs::perms::owner_all);
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const auto r = run_shell("DWDECONV_PYTHON=" + bare.string() + " " + DWDECONV_CLI + " " + in.string() + " -o " + out.string() +
+                               " --bench --runtime ort --report " + report.string(),
+                           dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--runtime ort: the Python interpreter"));
+  CHECK_THAT(r.err, Catch::Contains("lacks numpy, onnx, onnxruntime"));
+  CHECK_THAT(r.err, Catch::Contains("-m pip install numpy onnx onnxruntime"));
+  CHECK(!fs::exists(out));
+  CHECK(!fs::exists(report));
+}
+
+TEST_CASE("a --bench on the executor reports the runtime, each side's spread, the pairs and a per-upsampler table", "[e2e][runtime]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 3 --report " + report.string(), dir);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("x faster on XNNPACK") || Catch::Contains("x (slower) on XNNPACK") || Catch::Contains("x (as fast) on XNNPACK"));
+  CHECK_THAT(r.err, Catch::Contains("(this tool's executor)"));
+  CHECK_THAT(r.err, Catch::Contains("per upsampler on XNNPACK"));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"runtime\": {\"name\": \"xnnpack\""));
+  CHECK(json_number(json, "pairs") == 3);
+  for (const std::string side : {"original", "rewritten"}) {
+    const double lo = json_number(json, side + "_min_ms"), mid = json_number(json, side + "_ms"), hi = json_number(json, side + "_max_ms");
+    CHECK(lo > 0);
+    CHECK(lo <= mid);
+    CHECK(mid <= hi);
+  }
+  // One row per rewritten upsampler: the example's 8 depthwise ConvTransposes, each timed on both sides.
+  const std::regex row("\\{\"name\": \"[^\"]+\", \"form\": \"conv_transpose\", \"input_shape\": \"1x[0-9]+x[0-9]+x[0-9]+\", "
+                       "\"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": ([0-9.e+-]+)\\}");
+  size_t rows = 0;
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), row); it != std::sregex_iterator(); ++it) {
+    ++rows;
+    CHECK(std::stod((*it)[1]) > 0);
+    CHECK(std::stod((*it)[2]) > 0);
+  }
+  CHECK(rows == 8);
+}
+
+TEST_CASE("the --min-speedup gate fails a bench under the figure with exit 1 and writes no model, and passes one over it", "[e2e][runtime]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
+  auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 1000 --report " + report.string(), dir);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--min-speedup 1000: the rewritten model ran") && Catch::Contains("under the 1000x asked for"));
+  CHECK(!fs::exists(out));
+  std::string json = read_file(report);
+  CHECK(json_number(json, "min_speedup") == 1000);
+  CHECK(json_number(json, "speedup") > 0);
+  CHECK(json_number(json, "speedup") < 1000);
+  CHECK(json_number(json, "exit_code") == 1);
+  r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 0.001 --report " + report.string(), dir);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(out));
+  json = read_file(report);
+  CHECK(json_number(json, "min_speedup") == 0.001);
+}
+
+TEST_CASE("a --target for another runtime than the checks ran on is named in the summary", "[e2e][runtime]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx";
+  auto r = run_cli(in.string() + " -o " + out.string() + " --target litert --verify", dir);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("--target litert ships to LiteRT: --runtime litert would check there"));
+  r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --verify", dir);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, !Catch::Contains("would check there"));
+}
+
+}  // namespace dwdeconv::test
+
+namespace dwdeconv::test {
+
+TEST_CASE("the --tune option times each candidate alone on the runtime and rewrites only those measured faster", "[e2e][runtime][tune]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto report = dir.path / "r.json";
+  const auto r = run_cli(in.string() + " --dry-run --target xnnpack --tune --runs 3 --report " + report.string(), dir);
+  REQUIRE(r.exit_code == 0);
+  // One figure per candidate, on stdout with the plan, and the same in the report.
+  const std::regex line("tune: \"([^\"]+)\" \\((1x[0-9]+x[0-9]+x[0-9]+)\\) [0-9.]+ ms -> [0-9.]+ ms, [0-9.]+x alone on XNNPACK [^\\n]*"
+                        "\\(this tool's executor\\): (rewrite|keep)");
+  std::map<std::string, std::string> decisions;
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line); it != std::sregex_iterator(); ++it) decisions[(*it)[1]] = (*it)[3];
+  CHECK(decisions.size() == 8);
+  const std::string json = read_file(report);
+  const std::regex entry("\\{\"name\": \"([^\"]+)\", \"input_shape\": \"[0-9x]+\", \"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": "
+                         "([0-9.e+-]+), \"speedup\": ([0-9.e+-]+), \"decision\": \"(rewritten|kept)\"\\}");
+  size_t entries = 0, kept = 0;
+  for (auto it = std::sregex_iterator(json.begin(), json.end(), entry); it != std::sregex_iterator(); ++it) {
+    ++entries;
+    const std::string name = (*it)[1], decision = (*it)[5];
+    const double speedup = std::stod((*it)[4]);
+    CHECK(std::stod((*it)[2]) > 0);
+    CHECK(std::stod((*it)[3]) > 0);
+    // The decision follows the figure, and the plan says the same.
+    CHECK((decision == "rewritten") == (speedup >= 1.0));
+    CHECK(decisions[name] == (decision == "rewritten" ? "rewrite" : "keep"));
+    if (decision == "kept") {
+      ++kept;
+      CHECK_THAT(r.out, Catch::Contains("keep    \"" + name + "\"") && Catch::Contains("--tune: measured"));
+    } else {
+      CHECK_THAT(r.out, Catch::Contains("rewrite \"" + name + "\""));
+    }
+  }
+  CHECK(entries == 8);
+  CHECK_THAT(r.out, Catch::Contains("plan: rewrite " + std::to_string(8 - kept) + " of 8 ConvTranspose nodes, keep " + std::to_string(kept)));
+}
+
+TEST_CASE("the --tune option does not combine with --compare or --check", "[e2e][runtime][tune]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  auto r = run_cli(in.string() + " --check --tune", dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--tune decides a rewrite"));
+}
+
+}  // namespace dwdeconv::test
