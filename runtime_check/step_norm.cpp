@@ -118,7 +118,10 @@ class GroupNormStep : public Step {
     const auto groups = static_cast<size_t>(groups_), per_group = channels / groups;
     const bool nhwc = layout == Layout::kNhwc;
     // Statistics in double: the mean and the mean square per (image, group), then a and b per (image, channel).
-    std::vector<double> sum(groups), sum_sq(groups), channel_sum(channels), channel_sq(channels);
+    std::vector<double>& channel_sum = channel_sum_;
+    std::vector<double>& channel_sq = channel_sq_;
+    channel_sum.resize(channels);
+    channel_sq.resize(channels);
     for (size_t n = 0; n < batch; ++n) {
       std::fill(channel_sum.begin(), channel_sum.end(), 0.0);
       std::fill(channel_sq.begin(), channel_sq.end(), 0.0);
@@ -185,6 +188,7 @@ class GroupNormStep : public Step {
   double epsilon_;
   std::vector<double> scale_, bias_, gamma_, beta_;  // per group, per group, per channel, per channel
   std::vector<float> a_, b_;                          // this run's y = x * a + b, per (image, channel)
+  std::vector<double> channel_sum_, channel_sq_;      // this run's sums of x and x^2 per channel of one image
 };
 
 }  // namespace
