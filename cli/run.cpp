@@ -541,8 +541,20 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       summary += "; nothing to verify";
     }
     const bool verify = opt.verify && result.rewritten > 0;
-    if (verify || opt.bench) {
-      auto checked = run_checks(*original, model, &result, opt, setup, input, log, prefix, verify, opt.bench,
+    // Nor to time: both sides would be the same model, and a ratio of two timings of it is noise, not a speedup.
+    const bool bench = opt.bench && result.rewritten > 0;
+    if (opt.bench && !bench) {
+      spdlog::info("{}: nothing to time: no node was rewritten, so the output runs as the input does", input);
+      summary += "; nothing to time (1.00x: the output is the input)";
+      if (opt.min_speedup && *opt.min_speedup > 1.0) {
+        char gate[32];
+        std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
+        return finish(kExitCheckFailed, input + ": --min-speedup " + gate +
+                                            ": no node was rewritten, so the output is the input (1.00x); nothing written");
+      }
+    }
+    if (verify || bench) {
+      auto checked = run_checks(*original, model, &result, opt, setup, input, log, prefix, verify, bench,
                                 "cannot verify the rewrite, nothing written: ", "--bench: ");
       timer.mark("verify and bench");
       if (!checked) return finish(exit_code_for(checked.error()), input + ": " + checked.error().message);
