@@ -45,6 +45,8 @@ std::vector<int64_t> reshaped(const std::vector<int64_t>& in, const Tensor& shap
   if (inferred >= 0) {
     if (known == 0 || total % known != 0) return {};
     out[static_cast<size_t>(inferred)] = total / known;
+  } else if (known != total) {
+    return {};  // another element count: the Reshape itself fails, on the reference kernel, as in every runtime
   }
   return out;
 }

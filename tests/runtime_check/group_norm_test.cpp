@@ -191,3 +191,14 @@ TEST_CASE("a GroupNorm chain whose inner value is also read elsewhere is not fus
   REQUIRE(y_fast->size() == 2);
   for (size_t k = 0; k < 2; ++k) CHECK(y_fast->at(k).tensor.f == y_generic->at(k).tensor.f);
 }
+
+TEST_CASE("a GroupNorm chain whose Reshape changes the element count is refused, not normalized", "[executor][group_norm]") {
+  // [1,8,5,6] holds 240 values; [1,2,122] holds 244. ONNX Runtime refuses the Reshape, and so must the executor: the
+  // fused step once took the shape for a grouping and "verified" a model no runtime runs (review R1).
+  ChainCase c{"244 elements", true, true, false, false, "1, 2, 122", ""};
+  const onnx::ModelProto model = chain_model(c);
+  ExecutorOptions options;
+  auto executor = Executor::create(model, options);
+  REQUIRE(!executor.ok());
+  CHECK_THAT(executor.error().message, Catch::Contains("Reshape 'r'") && Catch::Contains("cannot reshape"));
+}
