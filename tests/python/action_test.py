@@ -144,9 +144,13 @@ class ActionScriptTest(unittest.TestCase):
         for option in ("--bench", "--min-speedup=1.2", "--runtime=litert", "--verify"):
             self.assertIn(option, argv)
         self.assertIn("| 1.50x | ok |", (self.work / "gh-summary").read_text())
+        rewritten = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
+        self.assertTrue(rewritten.exists())
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="2"))
         self.assertEqual(code, 1)
         self.assertIn("speed check on xnnpack: speedup 1.50x below 2.0 (speedup 1.5, minimum 2)", out)
+        # A model that failed its gate is not left for the artifact upload (review R2).
+        self.assertFalse(rewritten.exists())
 
 
 if __name__ == "__main__":
