@@ -152,9 +152,9 @@ std::string usage_problem(const Options& opt) {
   if (!opt.dry_run && !opt.check && opt.output.empty() && opt.out_dir.empty()) {
     return batch ? "several models need --out-dir DIR, --dry-run or --check" : "no output: give -o OUT, --dry-run, --check or --compare OTHER";
   }
-  const bool running = opt.verify || opt.bench || !opt.compare.empty();
+  const bool running = opt.verify || opt.bench || opt.tune || !opt.compare.empty();
   if (!running && (!opt.input_shapes.empty() || !opt.input_files.empty())) {
-    return "--input-shape and --input apply to --verify, --bench and --compare";
+    return "--input-shape and --input apply to --verify, --bench, --compare and --tune";
   }
   if (!opt.verify && opt.compare.empty() && (opt.atol || opt.rtol)) return "--atol and --rtol apply to --verify and --compare";
   if (opt.output.empty() && opt.out_dir.empty() && (!opt.external_data.empty() || opt.external_threshold)) {

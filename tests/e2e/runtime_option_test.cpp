@@ -198,6 +198,22 @@ TEST_CASE("the --tune option times each candidate alone on the runtime and rewri
   CHECK_THAT(r.out, Catch::Contains("plan: rewrite " + std::to_string(8 - kept) + " of 8 ConvTranspose nodes, keep " + std::to_string(kept)));
 }
 
+TEST_CASE("the --tune option takes --input-shape, also with --dry-run", "[e2e][runtime][tune]") {
+  // upsampler_small.onnx has a symbolic batch: --tune needs the shape, and --input-shape was refused without
+  // --verify or --bench (review R3).
+  TempDir dir;
+  const auto in = dir.copy_example("upsampler_small.onnx");
+  auto r = run_cli(in.string() + " --dry-run --tune --input-shape 1,8,8,8", dir);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("tune: "));
+  r = run_cli(in.string() + " --dry-run --tune", dir);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("give its shape with --input-shape"));
+  r = run_cli(in.string() + " --dry-run --input-shape 1,8,8,8", dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--input-shape and --input apply to --verify, --bench, --compare and --tune"));
+}
+
 TEST_CASE("the --tune option does not combine with --compare or --check", "[e2e][runtime][tune]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
