@@ -24,7 +24,9 @@ std::string describe(const RunFile& f) {
 core::Status refuse_overwrites(const std::vector<RunFile>& reads, const std::vector<RunFile>& writes, bool batch) {
   auto refusal = [batch](const RunFile& w, const RunFile& other, const char* relation) {
     std::string hint = "; choose another path";
-    if (w.role == FileRole::kOutputData) {
+    if (batch && w.role == FileRole::kOutputModel && other.role == FileRole::kInputModel) {
+      hint = "; give --suffix or another --out-dir (only -o OUT naming the one input rewrites it in place)";
+    } else if (w.role == FileRole::kOutputData) {
       hint = batch ? "; write the batch to another --out-dir" : "; give the output's data file another name with --external-data NEW";
     }
     return core::Error{core::ErrorKind::kUsage, "refusing to write " + w.path + " (" + describe(w) + "): it " + relation + " " +
@@ -33,7 +35,9 @@ core::Status refuse_overwrites(const std::vector<RunFile>& reads, const std::vec
   for (size_t i = 0; i < writes.size(); ++i) {
     const RunFile& w = writes[i];
     for (const RunFile& r : reads) {
-      const bool in_place = w.role == FileRole::kOutputModel && r.role == FileRole::kInputModel && w.model == r.model;
+      // -o naming the input is an atomic in-place rewrite the user asked for; an --out-dir that maps an input onto
+      // itself (the input's own directory, no --suffix) is not asked for, and would rewrite every input silently.
+      const bool in_place = !batch && w.role == FileRole::kOutputModel && r.role == FileRole::kInputModel && w.model == r.model;
       if (!in_place && onnx_io::same_file(w.path, r.path)) return refusal(w, r, "is");
     }
     for (size_t j = 0; j < i; ++j) {

@@ -298,4 +298,14 @@ TEST_CASE("a batch takes a directory, names each output with --suffix, and its l
   const auto suffix = run_cli((models / "a.onnx").string() + " -o x.onnx --suffix .xnn", dir);
   CHECK(suffix.exit_code == 2);
   CHECK_THAT(suffix.err, Catch::Contains("--suffix") && Catch::Contains("--out-dir"));
+  // An --out-dir that maps each input onto itself (its own directory, no --suffix) is refused, inputs untouched
+  // (review R5); -o naming the one input stays the documented in-place rewrite.
+  fs::remove(models / "c.onnx");
+  const std::string before = read_file(models / "a.onnx");
+  const auto same = run_cli(models.string() + " --out-dir " + models.string(), dir);
+  CHECK(same.exit_code == 2);
+  CHECK_THAT(same.err, Catch::Contains("give --suffix or another --out-dir"));
+  CHECK(read_file(models / "a.onnx") == before);
+  CHECK(run_cli(models.string() + " --out-dir " + models.string() + " --suffix .xnn", dir).exit_code == 0);
+  CHECK(fs::exists(models / "a.xnn.onnx"));
 }

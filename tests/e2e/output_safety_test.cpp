@@ -119,14 +119,14 @@ TEST_CASE("a batch refuses one model's data file being another model's output", 
 TEST_CASE("a batch never writes over a file another model of the batch reads", "[e2e][safety]") {
   TempDir dir;
   fs::copy_file(fs::path(DWDECONV_EXAMPLES_DIR) / "upsampler_small.onnx", dir.path / "a.onnx");
-  write_external_model(dir.path / "b.onnx", "a.onnx.data");  // b's weights are in a file named like a's output data
+  write_external_model(dir.path / "b.onnx", "a.x.onnx.data");  // b's weights are in a file named like a's output data
   const auto before = snapshot(dir.path);
-  // In place: a's output data file (a.onnx.data, by the threshold) is b's weight file.
+  // Beside the inputs: a's output data file (a.x.onnx.data, by the threshold) is b's weight file.
   const auto r = run_cli((dir.path / "a.onnx").string() + " " + (dir.path / "b.onnx").string() + " --out-dir " + dir.path.string() +
-                             " --external-data-threshold 16",
+                             " --suffix .x --external-data-threshold 16",
                          dir);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains((dir.path / "a.onnx.data").string()));
+  CHECK_THAT(r.err, Catch::Contains((dir.path / "a.x.onnx.data").string()) && Catch::Contains("external data that"));
   CHECK(snapshot(dir.path) == before);
 }
 
