@@ -6,6 +6,7 @@ code and its message.
 """
 
 import json
+import operator
 import os
 import re
 import subprocess
@@ -133,10 +134,14 @@ def _input_shape_args(input_shapes):
             if isinstance(dims, str):
                 texts.append("%s=%s" % (name, dims))
             else:
+                # Whole numbers only: int(8.7) would run the model at 8 and report it verified; True is not 1.
                 try:
-                    texts.append("%s=%s" % (name, "x".join(str(int(d)) for d in dims)))
-                except (TypeError, ValueError):
+                    if isinstance(dims, (bytes, bytearray)) or any(isinstance(d, bool) for d in dims):
+                        raise TypeError
+                    whole = [operator.index(d) for d in dims]
+                except TypeError:
                     raise _usage("input_shapes[%r]: expected a sequence of ints or 'AxBxC', not %r" % (name, dims)) from None
+                texts.append("%s=%s" % (name, "x".join(str(d) for d in whole)))
     else:
         texts = _names(input_shapes, "input_shapes")
     return ["--input-shape=" + t for t in texts]

@@ -145,7 +145,8 @@ class RewriteTest(unittest.TestCase):
                 self.assertEqual(e.exception.exit_code, 2)
                 self.assertIn("expected a path, bytes or an onnx.ModelProto", e.exception.message)
             for kwargs in ({"verify": "yes"}, {"target": 3}, {"only": 5}, {"input_shapes": {"image": "x"}},
-                           {"input_shapes": {"image": [1, "a"]}}):
+                           {"input_shapes": {"image": [1, "a"]}}, {"input_shapes": {"image": (1, 8, 8, 8.7)}},
+                           {"input_shapes": {"image": (1, True, 8, 8)}}):
                 with self.subTest(kwargs=kwargs), self.assertRaises(DwdeconvError) as e:
                     dwdeconv_rewrite.rewrite(MIGAN, **kwargs)
                 self.assertEqual(e.exception.exit_code, 2)
