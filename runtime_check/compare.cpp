@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "onnx_io/tensor.h"
+#include "runtime_check/internal.h"
 
 namespace dwdeconv::runtime_check {
 
@@ -122,7 +123,7 @@ std::string ComparisonReport::summary() const {
   std::string text;
   for (const auto& c : outputs) {
     char line[256];
-    std::snprintf(line, sizeof line, "%s: max abs %.3g, max rel %.3g (scale %.3g), tol %.3g + %.3g*scale: %s", c.name.c_str(),
+    std::snprintf(line, sizeof line, "%s: max abs %.3g, max rel %.3g (scale %.3g), tol %.3g + %.3g*scale: %s", detail::printable_name(c.name).c_str(),
                   c.max_abs_error, c.max_rel_error, c.scale, c.tolerance.atol, c.tolerance.rtol, c.passed ? "pass" : "FAIL");
     text += line;
     if (!c.passed && !c.message.empty()) text += " (" + c.message + ")";

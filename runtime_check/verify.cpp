@@ -290,7 +290,7 @@ std::string VerifyResult::summary() const {
   if (!mode_reason.empty()) s << ": " << mode_reason;
   s << "\n";
   for (const auto& o : outputs) {
-    s << "  " << o.name << ": max abs " << o.max_abs_error << ", max rel " << o.max_rel_error << " (scale " << o.scale
+    s << "  " << detail::printable_name(o.name) << ": max abs " << o.max_abs_error << ", max rel " << o.max_rel_error << " (scale " << o.scale
       << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "core/reference.h"
@@ -507,6 +509,18 @@ TEST_CASE("compare_outputs: errors relative to the output scale, per-dtype defau
   actual.dims = {1, 3};
   CHECK_FALSE(compare_outputs({{"y", actual}}, {{"y", expected}}, {}).passed);  // shape mismatch
   CHECK(default_tolerance(onnx::TensorProto::FLOAT16).rtol > default_tolerance(onnx::TensorProto::FLOAT).rtol);
+}
+
+TEST_CASE("a comparison's summary shows an output name's control bytes escaped, one line per output", "[compare]") {
+  // A name from the model holding a newline started a log line of its own (review R4).
+  Tensor t;
+  t.reshape(onnx::TensorProto::FLOAT, {2});
+  t.f = {1.0f, 2.0f};
+  const std::string name = "o\tx\nforged: pass";
+  const auto report = compare_outputs({{name, t}}, {{name, t}}, {});
+  const std::string text = report.summary();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+  CHECK_THAT(text, Catch::StartsWith("o\\x09x\\x0aforged: pass: max abs 0"));
 }
 
 TEST_CASE("compare_tensor: integer and bool outputs are compared exactly as int64, never through double, with no tolerance",
