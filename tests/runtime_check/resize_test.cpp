@@ -237,6 +237,32 @@ TEST_CASE("a Gather that is not a constant channel lookup, and a DCR DepthToSpac
   CHECK_THAT(executor->placement_summary(), Catch::Contains("xnnpack 1 (DepthToSpace 1)"));
 }
 
+namespace {
+
+// Three rounds on new values, each against the reference kernels: B changes every time, so a step that kept its
+// first packing would fail.
+void check_three_rounds(Executor& fast, Executor& generic, const std::vector<int64_t>& dims) {
+  std::vector<NamedTensor> inputs = fast.creation_inputs();
+  for (int round = 0; round < 3; ++round) {
+    const auto y_fast = run(fast, inputs);
+    const auto y_generic = run(generic, inputs);
+    REQUIRE(y_fast[0].tensor.dims == dims);
+    REQUIRE(y_generic[0].tensor.dims == dims);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < y_fast[0].tensor.f.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(y_fast[0].tensor.f[i]) - y_generic[0].tensor.f[i]));
+      scale = std::max(scale, std::abs(static_cast<double>(y_generic[0].tensor.f[i])));
+    }
+    CHECK(scale > 0.1);
+    CHECK(worst <= 1e-5 * scale);
+    for (auto& in : inputs) {
+      for (float& v : in.tensor.f) v = 1.5f * v - 0.25f * static_cast<float>(round + 1);
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected operator, repacked when B changes",
           "[executor][matmul]") {
   // Attention's Q x K^T and its x V: both operands computed. It ran on the naive reference kernel (issue 18 item 1).
@@ -255,24 +281,7 @@ TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected ope
   const NodePlacement& mm = placement_of(fast, "MatMul 'mm'");
   CHECK(mm.placement == Placement::kXnnpack);
   CHECK_THAT(mm.note, Catch::Contains("one fully-connected operator per batch matrix"));
-  // Three rounds on new values: B changes every time, so a step that kept its first packing would fail.
-  std::vector<NamedTensor> inputs = fast.creation_inputs();
-  for (int round = 0; round < 3; ++round) {
-    const auto y_fast = run(fast, inputs);
-    const auto y_generic = run(generic, inputs);
-    REQUIRE(y_fast[0].tensor.dims == dims);
-    REQUIRE(y_generic[0].tensor.dims == dims);
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < y_fast[0].tensor.f.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(y_fast[0].tensor.f[i]) - y_generic[0].tensor.f[i]));
-      scale = std::max(scale, std::abs(static_cast<double>(y_generic[0].tensor.f[i])));
-    }
-    CHECK(scale > 0.1);
-    CHECK(worst <= 1e-5 * scale);
-    for (auto& in : inputs) {
-      for (float& v : in.tensor.f) v = 1.5f * v - 0.25f * static_cast<float>(round + 1);
-    }
-  }
+  check_three_rounds(fast, generic, dims);
 }
 
 TEST_CASE("a Gemm of two computed values runs on XNNPACK's fully-connected operator, with transB and C as its bias",
@@ -299,23 +308,7 @@ TEST_CASE("a Gemm of two computed values runs on XNNPACK's fully-connected opera
   const NodePlacement& mm = placement_of(fast, "Gemm 'mm'");
   CHECK(mm.placement == (c.xnnpack ? Placement::kXnnpack : Placement::kReference));
   if (c.xnnpack) CHECK_THAT(mm.note, Catch::Contains("packed again when B changes"));
-  std::vector<NamedTensor> inputs = fast.creation_inputs();
-  for (int round = 0; round < 3; ++round) {
-    const auto y_fast = run(fast, inputs);
-    const auto y_generic = run(generic, inputs);
-    REQUIRE(y_fast[0].tensor.dims == std::vector<int64_t>{6, 9});
-    REQUIRE(y_generic[0].tensor.dims == y_fast[0].tensor.dims);
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < y_fast[0].tensor.f.size(); ++i) {
-      worst = std::max(worst, std::abs(static_cast<double>(y_fast[0].tensor.f[i]) - y_generic[0].tensor.f[i]));
-      scale = std::max(scale, std::abs(static_cast<double>(y_generic[0].tensor.f[i])));
-    }
-    CHECK(scale > 0.1);
-    CHECK(worst <= 1e-5 * scale);
-    for (auto& in : inputs) {
-      for (float& v : in.tensor.f) v = 1.5f * v - 0.25f * static_cast<float>(round + 1);
-    }
-  }
+  check_three_rounds(fast, generic, {6, 9});
 }
 
 TEST_CASE("a DepthToSpace of blocksize 1 is a copy the reference kernel runs", "[executor][depth_to_space]") {
