@@ -122,6 +122,19 @@ void clear_progress(const RuntimeSetup& setup) {
   if (setup.progress) std::fprintf(stderr, "\r\033[K");
 }
 
+// A verification's summary, line by line: info when it passed, error when it did not. `prefix` names the model in
+// a batch.
+void log_verify_summary(const runtime_check::VerifyResult& result, const std::string& prefix) {
+  std::istringstream lines(result.summary());
+  for (std::string line; std::getline(lines, line);) {
+    if (result.passed) {
+      spdlog::info("{}{}", prefix, line);
+    } else {
+      spdlog::error("{}{}", prefix, line);
+    }
+  }
+}
+
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
 // `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
@@ -140,16 +153,20 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   clear_progress(setup);
   log.end();
   if (!result) return result;
-  std::istringstream lines(result->summary());
-  for (std::string line; std::getline(lines, line);) {
-    if (result->passed) {
-      spdlog::info("{}{}", prefix, line);
-    } else {
-      spdlog::error("{}{}", prefix, line);
-    }
-  }
+  log_verify_summary(*result, prefix);
   spdlog::debug("placement:\n{}", result->placement);
   return result;
+}
+
+// The bench's one line: where it ran, the medians with their spread, and the ratio ("runs" on the executor, "pairs"
+// on a Python runtime, as each counts them). `prefix` names the model in a batch.
+void log_bench_line(const runtime_check::BenchResult& b, const std::string& where, const char* counted, const std::string& prefix) {
+  if (b.original_samples_ms.empty() || b.rewritten_samples_ms.empty()) return;
+  const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
+  const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
+  spdlog::info("{}bench on {} ({} thread{}, median [min-max] of {} interleaved {}): original {:.3f} [{:.3f}-{:.3f}] ms, "
+               "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", prefix, where, b.threads, b.threads == 1 ? "" : "s", b.runs,
+               counted, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi, b.speedup);
 }
 
 // Times both models on the executor and logs medians and the speedup.
@@ -172,14 +189,7 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   clear_progress(setup);
   log.end();
   if (!result) return result;
-  const auto [olo, ohi] = std::minmax_element(result->original_samples_ms.begin(), result->original_samples_ms.end());
-  const auto [rlo, rhi] = std::minmax_element(result->rewritten_samples_ms.begin(), result->rewritten_samples_ms.end());
-  if (!result->original_samples_ms.empty() && !result->rewritten_samples_ms.empty()) {
-    spdlog::info("{}bench on {} ({} thread{}, median [min-max] of {} interleaved runs): original {:.3f} [{:.3f}-{:.3f}] ms, "
-                 "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", prefix, builtin_runtime_info().label, result->threads,
-                 result->threads == 1 ? "" : "s", result->runs, result->original_ms, *olo, *ohi, result->rewritten_ms, *rlo, *rhi,
-                 result->speedup);
-  }
+  log_bench_line(*result, builtin_runtime_info().label, "runs", prefix);
   spdlog::debug("bench placement, original: {}", result->original_placement);
   spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
   if (opt.verbosity > 0) {
@@ -252,26 +262,13 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   checks.info.runtime = run->runtime;
   if (verify) {
     checks.verify = verify_from_run(*run, {opt.atol, opt.rtol});
-    std::istringstream lines(checks.verify->summary());
-    for (std::string line; std::getline(lines, line);) {
-      if (checks.verify->passed) {
-        spdlog::info("{}", line);
-      } else {
-        spdlog::error("{}", line);
-      }
-    }
+    log_verify_summary(*checks.verify, prefix);
     if (!checks.verify->passed) return checks;
   }
   if (bench) {
     checks.bench = bench_from_run(*run, opt.threads);
     const auto& b = *checks.bench;
-    const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
-    const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
-    if (!b.original_samples_ms.empty() && !b.rewritten_samples_ms.empty()) {
-      spdlog::info("bench on {} ({} thread{}, median [min-max] of {} interleaved pairs): original {:.3f} [{:.3f}-{:.3f}] ms, "
-                   "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", run->runtime.label, b.threads, b.threads == 1 ? "" : "s",
-                   b.runs, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi, b.speedup);
-    }
+    log_bench_line(b, run->runtime.label, "pairs", prefix);
     spdlog::debug("bench placement, original: {}", b.original_placement);
     spdlog::debug("bench placement, rewritten: {}", b.rewritten_placement);
     if (result != nullptr && (!run->original_nodes.empty() || !run->rewritten_nodes.empty())) {
