@@ -394,13 +394,21 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
     if (auto saved = write_static_model(model, inputs, scratch.path / file); !saved) return saved.error();
   }
   std::string list;
+  // A short write (a full disk) would hand the runtime truncated inputs: every file is checked.
+  const auto write_file = [](const fs::path& path, const std::string& bytes) -> core::Status {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes;
+    f.close();
+    if (!f) return core::io_error("--runtime: cannot write " + path.string());
+    return core::Ok{};
+  };
   for (size_t k = 0; k < inputs.size(); ++k) {
     auto proto = runtime_check::tensor_to_proto(inputs[k].tensor, inputs[k].name);
     const std::string file = std::to_string(k) + ".pb";
-    std::ofstream(in_dir / file, std::ios::binary) << proto.SerializeAsString();
+    if (auto written = write_file(in_dir / file, proto.SerializeAsString()); !written) return written.error();
     list += file + "\n";
   }
-  std::ofstream(in_dir / "inputs.txt") << list;
+  if (auto written = write_file(in_dir / "inputs.txt", list); !written) return written.error();
   const std::string python = python_interpreter(opt);
   std::vector<std::string> argv = {python, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", opt.runtime,
                                    "--work", (scratch.path / "work").string(), "--original", (scratch.path / "original.onnx").string(),
@@ -439,7 +447,7 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
       }
       (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
     } else if (kind == "error" && f.size() >= 4) {
-      const std::string message = f.size() >= 4 ? f[3] : "";
+      const std::string& message = f[3];
       error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message
                             : "cannot convert the " + f[2] + " model for " + run.runtime.label + ": " + f[1] + ": " + message;
     }
