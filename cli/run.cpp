@@ -37,6 +37,7 @@
 #include "onnx_io/validate.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/bench.h"
+#include "runtime_check/graph_match.h"
 #include "runtime_check/tensor_io.h"
 #include "runtime_check/verify.h"
 
@@ -224,6 +225,17 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
                                        bool bench, const std::string& verify_prefix, const std::string& bench_prefix) {
   RuntimeChecks checks;
   checks.info.min_speedup = opt.min_speedup;
+  // One interface check, by name, before any runtime runs either model: the same rule and exit code (1) on every
+  // runtime, whatever the runtime would have made of a model fed or read differently.
+  if (const std::string difference = runtime_check::interface_difference(original, rewritten); !difference.empty()) {
+    checks.info.runtime = runtime_info_before_run(opt);
+    checks.verify = runtime_check::interface_mismatch(difference);
+    log_verify_summary(*checks.verify, prefix);
+    return checks;
+  }
+  if (const std::string note = runtime_check::interface_order_note(original, rewritten); !note.empty()) {
+    spdlog::warn("{}{}", prefix, note);
+  }
   if (opt.runtime == kBuiltinRuntime) {
     checks.info.runtime = builtin_runtime_info();
     if (verify) {

@@ -46,6 +46,10 @@ struct RuntimeInfo {
 // The built-in executor's RuntimeInfo.
 RuntimeInfo builtin_runtime_info();
 
+// What is known of opt.runtime before it runs: the executor's RuntimeInfo, or a Python runtime's name and display
+// name (its versions come with its answer).
+RuntimeInfo runtime_info_before_run(const Options& opt);
+
 // The interpreter a Python runtime runs with: --python, else $DWDECONV_PYTHON, else python3 on PATH.
 std::string python_interpreter(const Options& opt);
 

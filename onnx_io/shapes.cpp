@@ -14,6 +14,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnx_io/graph_walk.h"
+#include "onnx_io/tensor.h"
 
 // The sanitizer runtime's interface, declared weak: non-null only in a build that links a sanitizer (ASan, UBSan,
 // and so libFuzzer's builds, which install their crash reporting through them).
@@ -278,6 +279,21 @@ std::vector<int64_t> known_dims(const onnx::TypeProto& type) {
     dims.push_back(d.dim_value());
   }
   return dims;
+}
+
+std::string describe_type(const onnx::TypeProto& type) {
+  if (type.has_sequence_type()) return "a sequence";
+  if (type.has_map_type()) return "a map";
+  if (type.has_optional_type()) return "an optional";
+  if (!type.has_tensor_type()) return "an unknown type";
+  std::string text = data_type_name(type.tensor_type().elem_type());
+  if (!type.tensor_type().has_shape()) return text;
+  text += "[";
+  for (int k = 0; k < type.tensor_type().shape().dim_size(); ++k) {
+    const auto& d = type.tensor_type().shape().dim(k);
+    text += (k ? "," : "") + (d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : std::string("?"));
+  }
+  return text + "]";
 }
 
 }  // namespace dwdeconv::onnx_io

@@ -59,4 +59,8 @@ ScopedTypes infer_types(const onnx::ModelProto& model);
 // The tensor type's dims as numbers when every dim is known; empty otherwise.
 std::vector<int64_t> known_dims(const onnx::TypeProto& type);
 
+// A type as messages show it: "float[1,4,8,8]", "float[N,3,H,W]" (a symbol by its name, "?" when it has none),
+// "float" without a shape, "a sequence" or "a map" for the non-tensor types. Names are as the model gives them.
+std::string describe_type(const onnx::TypeProto& type);
+
 }  // namespace dwdeconv::onnx_io

@@ -5,8 +5,10 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "onnx_io/attributes.h"
+#include "onnx_io/shapes.h"
 #include "onnx_io/tensor.h"
 #include "runtime_check/tensor.h"
 
@@ -14,6 +16,7 @@ namespace dwdeconv::runtime_check {
 namespace {
 
 using onnx_io::describe_node;
+using onnx_io::describe_type;
 
 void outer_reads(const onnx::GraphProto& graph, std::set<std::string>& reads);
 
@@ -350,19 +353,33 @@ std::string node_difference(const onnx::NodeProto& a, const onnx::NodeProto& b, 
 
 using ValueInfos = std::vector<const onnx::ValueInfoProto*>;
 
+// The first difference between two lists of graph inputs or outputs, matched by name: a name only one side has,
+// or a name whose type differs. The order is not compared (see interface_order_note()).
 std::string value_info_difference(const ValueInfos& a, const ValueInfos& b, const std::string& what, const std::string& where) {
-  if (a.size() != b.size()) {
+  std::map<std::string, const onnx::ValueInfoProto*> by_name;
+  for (const auto* v : b) by_name.emplace(v->name(), v);
+  std::string missing;
+  for (const auto* v : a) {
+    const auto it = by_name.find(v->name());
+    if (it == by_name.end()) {
+      if (missing.empty()) missing = v->name();
+      continue;
+    }
+    if (v->type().SerializeAsString() != it->second->type().SerializeAsString()) {
+      return what + " '" + v->name() + "'" + where + " has another type in the rewritten model (" + describe_type(v->type()) +
+             " in the original, " + describe_type(it->second->type()) + " in the rewritten model)";
+    }
+    by_name.erase(it);
+  }
+  // by_name now holds what only the rewritten model has.
+  if (!missing.empty()) {
+    return what + " '" + missing + "'" + where + " is missing from the rewritten model" +
+           (by_name.empty() ? std::string() : ", which has '" + by_name.begin()->first + "' instead");
+  }
+  if (!by_name.empty()) return "the rewritten model has a " + what + " the original lacks" + where + ": '" + by_name.begin()->first + "'";
+  if (a.size() != b.size()) {  // a name listed twice on one side
     return std::to_string(a.size()) + " " + what + "s" + where + " in the original, " + std::to_string(b.size()) +
            " in the rewritten model";
-  }
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k]->name() != b[k]->name()) {
-      return what + " " + std::to_string(k) + where + " is '" + a[k]->name() + "' in the original, '" + b[k]->name() +
-             "' in the rewritten model";
-    }
-    if (a[k]->type().SerializeAsString() != b[k]->type().SerializeAsString()) {
-      return what + " '" + a[k]->name() + "'" + where + " has another type in the rewritten model";
-    }
   }
   return "";
 }
@@ -529,6 +546,30 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
 
 std::string interface_difference(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
   return io_difference(original.graph(), rewritten.graph(), "", original.ir_version() < 4);
+}
+
+std::string interface_order_note(const onnx::ModelProto& original, const onnx::ModelProto& rewritten) {
+  const auto names = [](const ValueInfos& list) {
+    std::vector<std::string> out;
+    for (const auto* v : list) out.push_back(v->name());
+    return out;
+  };
+  const auto listed = [](const std::vector<std::string>& list) {
+    std::string text;
+    for (const auto& n : list) text += (text.empty() ? "'" : ", '") + n + "'";
+    return text;
+  };
+  const bool listed_inputs = original.ir_version() < 4;
+  std::string note;
+  for (const auto& [what, a, b] :
+       {std::tuple<const char*, std::vector<std::string>, std::vector<std::string>>{
+            "inputs", names(real_inputs(original.graph(), listed_inputs)), names(real_inputs(rewritten.graph(), listed_inputs))},
+        {"outputs", names(infos_of(original.graph().output())), names(infos_of(rewritten.graph().output()))}}) {
+    if (a == b) continue;
+    note += std::string(note.empty() ? "" : "; ") + "the graph " + what + " are listed in another order (" + listed(a) +
+            " in the original, " + listed(b) + " in the rewritten model)";
+  }
+  return note.empty() ? note : note + ": matched by name; a caller that reads them by position sees them moved";
 }
 
 std::string difference_outside_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,

@@ -44,10 +44,15 @@ struct Replacement {
 // those, every one that is not computed from constants alone (Shape counts as constant) is an activation input.
 std::vector<Replacement> find_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
 
-// The first difference between the main graphs' inputs (before IR 4, those that are no initializer) or outputs:
-// their number, names, order and types; "" when there is none. Whole-model mode compares outputs by name, so two
-// models whose callers feed or read them differently would pass without it.
+// The first difference between the main graphs' inputs (before IR 4, those that are no initializer) or outputs,
+// matched by name: a name only one model has, or one whose declared type (element type and dims) differs; "" when
+// there is none. Checked before any runtime runs either model: a model fed or read differently from the original
+// is another model, whatever its outputs on one input are.
 std::string interface_difference(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
+
+// "" when both models list their graph inputs and outputs in the same order, else a note saying which are listed
+// in another order. Not a difference (everything is matched by name), but a caller that indexes them may care.
+std::string interface_order_note(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
 
 // The first difference between `original` and `rewritten` outside the regions of `replaced`, as a phrase naming the
 // node or tensor and what differs; or a region that cannot be checked (its problem, a rewritten node the rewrite

@@ -102,23 +102,7 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   r.rewritten_runs = b->runs();
   r.xnnpack_ops = b->count(Placement::kXnnpack);
   r.reference_ops = b->count(Placement::kReference);
-  // Outputs are compared by name below: the same values under other input names, or in another output order, are
-  // another model to its callers. Checked once both models ran, so a model that cannot run whole is still judged
-  // in per-node mode, which compares the graph inputs and outputs too.
-  r.difference = interface_difference(original, rewritten);
-  if (!r.difference.empty()) return r;
-  const std::vector<NamedTensor> yb = b->last_outputs();
-  ComparisonReport cmp = compare_outputs(yb, ya, options.tolerances);
-  // Outputs with no elements at all (a 0 dim) check nothing, and a verifier must not pass what it did not check.
-  int64_t elements = 0;
-  for (const auto& y : ya) elements += y.tensor.numel();
-  if (elements == 0 && cmp.passed) {
-    for (auto& o : cmp.outputs) {
-      o.passed = false;
-      o.message = "0 elements: nothing compared";
-    }
-    cmp.passed = false;
-  }
+  const ComparisonReport cmp = compare_model_outputs(b->last_outputs(), ya, options.tolerances);
   r.outputs = cmp.outputs;
   r.passed = cmp.passed;
   return r;
@@ -302,8 +286,46 @@ std::string VerifyResult::summary() const {
   return s.str();
 }
 
+VerifyResult interface_mismatch(const std::string& difference) {
+  VerifyResult r;
+  r.mode = VerifyMode::kWholeModel;
+  r.mode_reason = "the models' graph inputs or outputs differ: nothing was run";
+  r.difference = difference;
+  r.passed = false;
+  return r;
+}
+
+ComparisonReport compare_model_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
+                                       const Tolerances& tolerances) {
+  ComparisonReport cmp = compare_outputs(actual, expected, tolerances);
+  for (const auto& a : actual) {
+    const bool expected_too = std::any_of(expected.begin(), expected.end(), [&](const NamedTensor& e) { return e.name == a.name; });
+    const bool twice = std::count_if(actual.begin(), actual.end(), [&](const NamedTensor& o) { return o.name == a.name; }) > 1;
+    if (expected_too && !twice) continue;
+    OutputComparison extra;
+    extra.name = a.name;
+    extra.message = twice ? "returned twice" : "not an output of the original";
+    cmp.outputs.push_back(extra);
+    cmp.passed = false;
+  }
+  // Outputs with no elements at all (a 0 dim) check nothing, and a verifier must not pass what it did not check.
+  int64_t elements = 0;
+  for (const auto& y : expected) elements += y.tensor.numel();
+  if (elements == 0 && cmp.passed) {
+    for (auto& o : cmp.outputs) {
+      o.passed = false;
+      o.message = "0 elements: nothing compared";
+    }
+    cmp.passed = false;
+  }
+  return cmp;
+}
+
 core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const VerifyOptions& options) {
+  // Outputs are compared by name: the same values under other input names or types are another model to its
+  // callers. Judged before anything runs, as on every runtime.
+  if (std::string d = interface_difference(original, rewritten); !d.empty()) return interface_mismatch(d);
   if (auto given = check_verify_inputs(original, rewritten, options); !given) return given.error();
   std::string why_not;
   auto whole = whole_model(original, rewritten, options, why_not);

@@ -458,21 +458,22 @@ TEST_CASE("per-node compare fails a model that differs outside the rewritten nod
   for (auto& node : *renamed_output.mutable_graph()->mutable_node()) {
     if (node.output(0) == "Z") node.set_output(0, "Z2");
   }
-  const std::vector<std::tuple<std::string, onnx::ModelProto, std::vector<std::string>>> cases = {
-      {"Abs changed to Neg", neg, {"Abs 'abs1'", "Neg"}},
-      {"a changed constant", changed_constant, {"initializer 'K'"}},
-      {"a renamed graph output", renamed_output, {"graph output", "'Z2'"}},
+  // A renamed graph output is an interface difference: refused before either model runs, in whole-model terms.
+  const std::vector<std::tuple<std::string, onnx::ModelProto, std::vector<std::string>, bool>> cases = {
+      {"Abs changed to Neg", neg, {"Abs 'abs1'", "Neg"}, false},
+      {"a changed constant", changed_constant, {"initializer 'K'"}, false},
+      {"a renamed graph output", renamed_output, {"graph output", "'Z2'"}, true},
   };
-  for (const auto& [what, model, fragments] : cases) {
+  for (const auto& [what, model, fragments, interface] : cases) {
     INFO(what);
     save(model, other);
     const auto r = run_cli(in.string() + " --compare " + other.string() + " --report " + report.string(), dir);
     INFO(r.err);
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Catch::Contains("differ outside the rewritten nodes"));
+    CHECK_THAT(r.err, Catch::Contains(interface ? "differ in their graph inputs or outputs" : "differ outside the rewritten nodes"));
     for (const auto& fragment : fragments) CHECK_THAT(r.err, Catch::Contains(fragment));
     CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
-    CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+    CHECK_THAT(read_file(report), Catch::Contains(interface ? "\"mode\": \"whole-model\"" : "\"mode\": \"per-node\""));
     CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
     // A CI step that reads only the report learns what differs too.
     for (const auto& fragment : fragments) CHECK_THAT(read_file(report), Catch::Contains("\"difference\": \"") && Catch::Contains(fragment));

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime_check/executor.h"
+#include "runtime_check/graph_match.h"
 #include "runtime_check/verify.h"
 #include "tests/runtime_check/test_models.h"
 
@@ -91,7 +92,8 @@ TEST_CASE("Whole-model verification runs each model once and compares what runni
   }
 }
 
-TEST_CASE("Whole-model verification fails models whose graph inputs or outputs differ in name or order or number",
+TEST_CASE("Verification refuses models whose graph inputs or outputs differ in name, type or number before running them, "
+          "and only note another order",
           "[verify]") {
   // Outputs are compared by name, so each of these computed the same values and passed; but a caller feeding 'x'
   // or reading outputs by position gets something else from the other model.
@@ -107,9 +109,11 @@ TEST_CASE("Whole-model verification fails models whose graph inputs or outputs d
     onnx::ModelProto other;
     const char* difference;
   } cases[] = {
-      {"outputs swapped", with("x", "float z, float y", ""), "graph output 0 is 'y' in the original, 'z'"},
-      {"an extra output", with("x", "float y, float z, float e", "  e = Neg (y)\n"), "2 graph outputs in the original, 3"},
-      {"the input renamed", with("x2", "float y, float z", ""), "graph input 0 is 'x' in the original, 'x2'"},
+      {"an extra output", with("x", "float y, float z, float e", "  e = Neg (y)\n"),
+       "the rewritten model has a graph output the original lacks: 'e'"},
+      {"the input renamed", with("x2", "float y, float z", ""), "graph input 'x' is missing from the rewritten model, which has 'x2' instead"},
+      {"the output declared with other dims", with("x", "float y, float[1,2,4,4] z", ""),
+       "graph output 'z' has another type in the rewritten model (FLOAT[] in the original, FLOAT[1,2,4,4] in the rewritten model)"},
   };
   auto same = verify_models(original, original, {});
   REQUIRE(same.ok());
@@ -124,7 +128,17 @@ TEST_CASE("Whole-model verification fails models whose graph inputs or outputs d
     CHECK_THAT(r->difference, Catch::Contains(c.difference));
     CHECK(r->outputs.empty());  // refused before any output was compared
     CHECK_THAT(r->summary(), Catch::Contains("the models differ in their graph inputs or outputs"));
+    CHECK_THAT(r->summary(), Catch::Contains("nothing was run"));
   }
+  // The same outputs listed in another order are matched by name: the same model, with a note for positional callers.
+  const auto swapped = with("x", "float z, float y", "");
+  auto r = verify_models(original, swapped, {});
+  REQUIRE(r.ok());
+  CHECK(r->passed);
+  CHECK(r->outputs.size() == 2);
+  CHECK_THAT(interface_order_note(original, swapped),
+             Catch::Contains("the graph outputs are listed in another order ('y', 'z' in the original, 'z', 'y' in the rewritten model)"));
+  CHECK(interface_order_note(original, original).empty());
 }
 
 TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in both modes, never passing a float32 check",
