@@ -483,20 +483,19 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     auto figures = tune_upsamplers(*original, model, result, ro, opt, *inputs, where);
     timer.mark("tune");
     if (!figures) return finish(exit_code_for(figures.error()), input + ": --tune: " + figures.error().message);
-    std::map<std::string, const TuneFigure*> slower;
+    bool any_kept = false;
     for (const auto& f : *figures) {
       spdlog::info("{}{}", batch ? input + ": " : std::string(), tune_line(f, where));
-      if (!f.rewritten) slower[f.name] = &f;
+      any_kept = any_kept || !f.rewritten;
     }
-    if (!slower.empty()) {
+    if (any_kept) {
+      // Rewritten again from the original, now keeping what --tune did not measure faster: a kept zero_insertion
+      // fold's ConvTranspose, untimed, is kept too.
       model = *original;
-      for (const auto& [name, f] : slower) ro.skip.insert(name);
+      ro.caller_keep = tune_keep_rule(result, *figures, where);
       auto second = rewrite::rewrite_model(model, ro);
       if (!second) return finish(exit_code_for(second.error()), input + ": " + second.error().message);
       out.result = std::move(*second);
-      for (auto& n : out.result.nodes) {
-        if (const auto f = slower.find(n.summary.name); f != slower.end() && !n.rewritten) n.reason = tune_reason(*f->second, where);
-      }
     }
     tuned.emplace();
     tuned->runtime = where;

@@ -1,6 +1,9 @@
 #include "cli/tune.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
+#include <utility>
 #include <set>
 #include <sstream>
 
@@ -63,24 +66,42 @@ core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& or
                                                       RuntimeInfo& runtime) {
   std::vector<TuneFigure> figures;
   if (opt.runtime == kBuiltinRuntime) runtime = builtin_runtime_info();
-  for (const auto& region : upsampler_regions(original, rewritten, result, inputs)) {
+  const auto regions = upsampler_regions(original, rewritten, result, inputs);
+  // Every upsampler the target rewrites gets a figure: timed alone, or why not (and then it is kept).
+  for (const auto& node : result.nodes) {
+    if (!node.rewritten) continue;
     TuneFigure f;
-    f.name = region.name;
-    f.input_shape = region.input_shape;
-    auto mini = cut_out(original, region);
+    f.name = node.summary.name;
+    f.graph_path = node.summary.graph_path;
+    f.input_shape = "?";
+    const auto region = std::find_if(regions.begin(), regions.end(), [&](const UpsamplerRegion& r) { return r.name == f.name; });
+    if (node.summary.graph_path != "main") {
+      f.not_timed = "inside " + node.summary.graph_path + ": --tune cuts out main-graph upsamplers only";
+    } else if (region == regions.end()) {
+      f.not_timed = "its region of the original could not be found";
+    }
+    if (!f.not_timed.empty()) {
+      f.rewritten = false;
+      figures.push_back(f);
+      continue;
+    }
+    f.input_shape = region->input_shape;
+    auto mini = cut_out(original, *region);
     if (!mini) {
       f.not_timed = mini.error().message;
+      f.rewritten = false;
       figures.push_back(f);
       continue;
     }
     // The same rewrite, of this upsampler only.
     onnx::ModelProto mini_rewritten = *mini;
     rewrite::RewriteOptions one = options;
-    one.only = {region.name};
+    one.only = {region->name};
     one.skip.clear();
     auto again = rewrite::rewrite_model(mini_rewritten, one);
     if (!again || again->rewritten != 1) {
       f.not_timed = again ? "cut out, the rewrite does not take it" : again.error().message;
+      f.rewritten = false;
       figures.push_back(f);
       continue;
     }
@@ -114,21 +135,35 @@ core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& or
         f.speedup = b.speedup;
       }
     }
-    f.rewritten = !f.not_timed.empty() || f.speedup >= 1.0;
+    f.rewritten = f.not_timed.empty() && f.speedup >= 1.0;
     figures.push_back(f);
   }
   return figures;
 }
 
+std::function<std::string(const rewrite::NodeSummary&)> tune_keep_rule(const rewrite::RewriteResult& first,
+                                                                       const std::vector<TuneFigure>& figures,
+                                                                       const RuntimeInfo& runtime) {
+  using Key = std::pair<std::string, std::string>;  // (graph path, plan name)
+  std::map<Key, std::string> decided;  // every row of the first rewrite: "" to leave it to the target, else why it is kept
+  for (const auto& n : first.nodes) decided[{n.summary.graph_path, n.summary.name}] = "";
+  for (const auto& f : figures) decided[{f.graph_path, f.name}] = f.rewritten ? "" : tune_reason(f, runtime);
+  return [decided](const rewrite::NodeSummary& s) -> std::string {
+    if (const auto it = decided.find({s.graph_path, s.name}); it != decided.end()) return it->second;
+    return "--tune: not timed alone (the first rewrite folded it into an upsampler that --tune keeps), so kept";
+  };
+}
+
 std::string tune_line(const TuneFigure& f, const RuntimeInfo& runtime) {
   std::string line = "tune: " + json_string(f.name) + " (" + f.input_shape + ")";
-  if (!f.not_timed.empty()) return line + " not timed alone (" + f.not_timed + "): rewrite, as the target decides";
+  if (!f.not_timed.empty()) return line + " not timed alone (" + f.not_timed + "): keep";
   char ms[96];
   std::snprintf(ms, sizeof ms, " %.3f ms -> %.3f ms, ", f.original_ms, f.rewritten_ms);
   return line + ms + ratio_text(f.speedup) + " alone on " + runtime.label + ": " + (f.rewritten ? "rewrite" : "keep");
 }
 
 std::string tune_reason(const TuneFigure& f, const RuntimeInfo& runtime) {
+  if (!f.not_timed.empty()) return "--tune: not timed alone (" + f.not_timed + "), so kept: --tune rewrites only what it measured";
   return "--tune: measured " + ratio_text(f.speedup) + " alone on " + runtime.label + " at input " + f.input_shape +
          " (medians of interleaved runs), slower rewritten";
 }

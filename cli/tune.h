@@ -3,6 +3,7 @@
 // finds it) cut out into a model of its own, with its input at the shape it has in the whole model.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,10 @@
 namespace dwdeconv::cli {
 
 // One candidate's figure: its speedup alone (original ms / rewritten ms, medians of --runs interleaved runs), or why
-// it was not timed (then it keeps the target's decision).
+// it was not timed (then it is kept: --tune lets through only what it measured at least as fast).
 struct TuneFigure {
   std::string name;
+  std::string graph_path;  // "main", or the subgraph's path (never timed: only main-graph regions are cut out)
   std::string input_shape;
   double original_ms = 0;
   double rewritten_ms = 0;
@@ -36,11 +38,19 @@ core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& or
                                                       const Options& opt, const std::vector<runtime_check::NamedTensor>& inputs,
                                                       RuntimeInfo& runtime);
 
-// "tune: 'up1' (1x64x32x32) 1.45x alone on LiteRT 2.3.0 (XNNPACK delegate): rewrite" (or ": keep", or "not timed: ...").
+// "tune: 'up1' (1x64x32x32) 1.45x alone on LiteRT 2.3.0 (XNNPACK delegate): rewrite" (or ": keep", or "not timed
+// alone (why): keep").
 std::string tune_line(const TuneFigure& figure, const RuntimeInfo& runtime);
 
-// The kept reason of a candidate --tune measured slower.
+// The kept reason of a candidate --tune measured slower or could not time.
 std::string tune_reason(const TuneFigure& figure, const RuntimeInfo& runtime);
+
+// The rule a second rewrite of the original keeps by (RewriteOptions::caller_keep): a candidate rewritten only when its
+// figure says so; an upsampler the first rewrite kept is left to the target; one it did not list at all (the
+// ConvTranspose a kept zero_insertion fold had absorbed) was never timed, and is kept.
+std::function<std::string(const rewrite::NodeSummary&)> tune_keep_rule(const rewrite::RewriteResult& first,
+                                                                       const std::vector<TuneFigure>& figures,
+                                                                       const RuntimeInfo& runtime);
 
 // ",\n  \"tune\": [...]" for the report.
 std::string tune_report_field(const std::vector<TuneFigure>& figures);

@@ -189,6 +189,7 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
     if (target.forms.count(summary.form) == 0) return "form " + summary.form + " is not rewritten for --target " + target.name;
     if (!options.only.empty() && options.only.count(summary.name) == 0) return "not selected by --only";
     if (options.skip.count(summary.name) != 0) return "skipped by --skip";
+    if (options.caller_keep) return options.caller_keep(summary);
     return "";
   };
   // The recognisers that start from a Conv and stand alone (zero_insertion, which absorbs a ConvTranspose, is

@@ -1,6 +1,7 @@
 // The pass over a whole model: match every ConvTranspose first, then emit, rebuild and clean up.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -32,6 +33,10 @@ struct RewriteOptions {
   // --target is not given.
   const Target* target = find_target("xnnpack");
   CpuFeatures cpu = host_cpu();  // what the target's rules may read
+  // A caller's own rule, asked of every upsampler that --forms, the target's forms, --only and --skip select, before
+  // the target's keep rule: why it is kept, or "" to leave it to the target. --tune keeps by it what it measured
+  // slower or could not time.
+  std::function<std::string(const NodeSummary&)> caller_keep;
 };
 
 // One upsampler (a ConvTranspose, or a hand-written form named by its Conv) as the plan and the report show it.

@@ -223,3 +223,42 @@ TEST_CASE("the --tune option does not combine with --compare or --check", "[e2e]
 }
 
 }  // namespace dwdeconv::test
+
+namespace dwdeconv::test {
+
+TEST_CASE("the --tune option keeps what it cannot time alone, such as a ConvTranspose inside an If branch, with a line each",
+          "[e2e][runtime][tune]") {
+  // --tune cuts out main-graph regions only. The If branch's ConvTranspose was rewritten untimed (0.77x on ONNX
+  // Runtime): everything --tune lets through must have been timed, or the plan says it was not and keeps it.
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1,8,8,8] X, bool c) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
+  Y = ConvTranspose <group=8, strides=[2,2], kernel_shape=[4,4], pads=[1,1,1,1]> (X, W)
+  Z = If (c) <
+    then_branch = then1 () => (float[1,8,16,16] T) {
+      T = ConvTranspose <group=8, strides=[2,2], kernel_shape=[4,4], pads=[1,1,1,1]> (X, W)
+    },
+    else_branch = else1 () => (float[1,8,16,16] E) {
+      E = Identity (Y)
+    }>
+})");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {8, 1, 4, 4}, 26);
+  name_node(m, "Y", "up_main");
+  name_node(m, "T", "up_branch");
+  TempDir dir;
+  const auto in = dir.path / "if.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(m, in);
+  const auto plain = run_cli(in.string() + " --dry-run --target xnnpack", dir);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE_THAT(plain.out, Catch::Contains("rewrite \"up_branch\""));  // without --tune the target rewrites it
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --tune --runs 3 --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("tune: \"up_branch\" (?) not timed alone (inside ") && Catch::Contains("main-graph upsamplers only): keep"));
+  CHECK_THAT(read_file(report), Catch::Contains("\"name\": \"up_branch\"") && Catch::Contains("\"not_timed\": \"inside "));
+  const auto written = load(out);
+  // The branch keeps its ConvTranspose; the main graph's was timed and decided by its figure.
+  CHECK(count_ops_everywhere(written, "ConvTranspose") - count_ops(written.graph(), "ConvTranspose") == 1);
+  CHECK_THAT(read_file(report), Catch::Contains("--tune: not timed alone (inside "));
+}
+
+}  // namespace dwdeconv::test
