@@ -17,6 +17,7 @@
 #include "cli/report.h"
 #include "cli/run.h"
 #include "cli/usage_errors.h"
+#include "core/cleanup.h"
 
 namespace {
 
@@ -44,6 +45,9 @@ class PrintableSink : public spdlog::sinks::sink {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread exists: SIGINT, SIGTERM and SIGHUP end the run through one cleanup that removes what it staged
+  // and ends its child processes, exit 128 + N (core/cleanup.h).
+  core::cleanup::handle_signals();
   cli::Options opt;
   CLI::App app{cli::app_description(), "dwdeconv-rewrite"};
   cli::add_options(app, opt);

@@ -1,5 +1,7 @@
 #include "cli/output_files.h"
 
+#include "core/cleanup.h"
+
 #include <algorithm>
 #include <iostream>
 #include <utility>
@@ -176,14 +178,23 @@ core::Result<MadeDirs> create_out_dir(const std::string& dir) {
     made.push_back(p);
     if (p == p.parent_path()) break;
   }
-  fs::create_directories(dir, ec);
+  // Registered as they are made: an interrupted run takes away those still empty too (core/cleanup.h).
+  core::cleanup::atomically([&](core::cleanup::Registration& r) {
+    fs::create_directories(dir, ec);
+    for (const auto& d : made) r.empty_dir(d.string());
+  });
   if (ec) return core::io_error(dir + ": cannot create the output directory: " + ec.message());
   return MadeDirs(std::move(made));
 }
 
 void remove_made_dirs(MadeDirs& made) {
-  std::error_code ec;
-  for (const auto& d : made.dirs_) std::filesystem::remove(d, ec);  // rmdir: only when empty
+  core::cleanup::atomically([&](core::cleanup::Registration& r) {
+    std::error_code ec;
+    for (const auto& d : made.dirs_) {
+      std::filesystem::remove(d, ec);  // rmdir: only when empty
+      r.forget(d.string());
+    }
+  });
   made.dirs_.clear();
 }
 

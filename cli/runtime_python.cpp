@@ -1,7 +1,9 @@
 #include "cli/runtime_python.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/report.h"
+#include "core/cleanup.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/shapes.h"
 #include "onnx_io/tensor.h"
@@ -50,20 +53,24 @@ CLI::Validator positive_number() {
       "NUMBER > 0");
 }
 
-// A scratch directory, removed with everything in it when this goes out of scope unless `keep` is set.
+// A scratch directory, removed with everything in it when this goes out of scope, and by the signal cleanup
+// (core/cleanup.h) should the run be interrupted.
 struct ScratchDir {
   fs::path path;
-  bool keep = false;
   ScratchDir() {
     std::error_code ec;
     fs::path base = fs::temp_directory_path(ec);
     if (ec) base = "/tmp";
-    std::string tmpl = (base / "dwdeconv-runtime-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path = tmpl;
+    std::string tmpl = (fs::absolute(base, ec) / "dwdeconv-runtime-XXXXXX").string();  // the child runs in it
+    if (core::cleanup::make_registered_dir(tmpl)) path = tmpl;
   }
   ~ScratchDir() {
-    std::error_code ec;
-    if (!path.empty() && !keep) fs::remove_all(path, ec);
+    if (path.empty()) return;
+    core::cleanup::atomically([this](core::cleanup::Registration& r) {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+      r.forget(path.string());
+    });
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
@@ -76,28 +83,39 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-// The last `n` non-empty lines of `text`, joined by " / ".
-std::string last_lines(const std::string& text, size_t n) {
+// The last `n` non-empty lines of `text`, joined by `glue`.
+std::string last_lines(const std::string& text, size_t n, const char* glue = " / ") {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
   }
   std::string out;
-  for (size_t k = lines.size() > n ? lines.size() - n : 0; k < lines.size(); ++k) out += (out.empty() ? "" : " / ") + lines[k];
+  for (size_t k = lines.size() > n ? lines.size() - n : 0; k < lines.size(); ++k) out += (out.empty() ? "" : glue) + lines[k];
   return out;
 }
 
-// Runs `argv` (argv[0] looked up on PATH) with `pythonpath` in front of $PYTHONPATH, stdout and stderr to files.
-// Returns the exit status (128 + signal when killed), or an error (kUsage) when it cannot be started.
-core::Result<int> run_process(const std::vector<std::string>& argv, const std::string& pythonpath, const fs::path& out,
-                              const fs::path& err) {
+// Runs `argv` (argv[0] looked up on PATH) in the directory `cwd` with `pythonpath` in front of $PYTHONPATH, stdout and
+// stderr to files. `cwd` is a scratch directory of this run: `python -m` puts its working directory first on sys.path,
+// and the user's (a shared /tmp, say) may hold anyone's modules. Returns the exit status (128 + signal when killed),
+// or an error (kUsage) when it cannot be started.
+core::Result<int> run_process(const std::vector<std::string>& argv, const std::string& pythonpath, const fs::path& cwd,
+                              const fs::path& out, const fs::path& err) {
   std::vector<std::string> env_text;
   const char* old = std::getenv("PYTHONPATH");
   env_text.push_back("PYTHONPATH=" + pythonpath + (old != nullptr && *old != '\0' ? ":" + std::string(old) : ""));
   env_text.push_back("PYTHONDONTWRITEBYTECODE=1");  // an installed module's folder may not be writable
+  // The temporary files the child and its converters make (TensorFlow's autograph sources, tempfile's folders) go
+  // into this run's scratch directory, and with it, however the run ends.
+  const fs::path tmp = cwd / "tmp";
+  std::error_code ec;
+  fs::create_directory(tmp, ec);
+  env_text.push_back("TMPDIR=" + tmp.string());
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 && std::strncmp(*e, "PYTHONDONTWRITEBYTECODE=", 24) != 0) env_text.push_back(*e);
+    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 && std::strncmp(*e, "PYTHONDONTWRITEBYTECODE=", 24) != 0 &&
+        std::strncmp(*e, "TMPDIR=", 7) != 0) {
+      env_text.push_back(*e);
+    }
   }
   std::vector<char*> envp, args;
   for (auto& e : env_text) envp.push_back(e.data());
@@ -110,17 +128,32 @@ core::Result<int> run_process(const std::vector<std::string>& argv, const std::s
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  // In a process group of its own, registered: a signal to this run ends the child and the converters it starts.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  core::cleanup::prepare_spawn(attr, /*own_group=*/true);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  int rc = 0;
+  core::cleanup::atomically([&](core::cleanup::Registration& r) {
+    rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
+    if (rc == 0) r.process(pid, /*own_group=*/true);
+  });
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     return core::Error{core::ErrorKind::kUsage, "cannot run the Python interpreter '" + argv[0] + "': " + std::strerror(rc) +
                                                     "; give --python PATH or set DWDECONV_PYTHON"};
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return core::Error{core::ErrorKind::kInvalidModel, std::string("waitpid: ") + std::strerror(errno)};
+  int waited = 0;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  const int wait_error = errno;
+  // What the child started and left running in its group (a converter it did not wait for) ends with it.
+  ::kill(-pid, SIGKILL);
+  core::cleanup::atomically([&](core::cleanup::Registration& r) { r.forget_process(pid); });
+  if (waited < 0) return core::Error{core::ErrorKind::kInvalidModel, std::string("waitpid: ") + std::strerror(wait_error)};
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -150,13 +183,54 @@ std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
   return lines;
 }
 
+// `message` with each "(log: PATH)" a converter named replaced by a pointer to -v, after logging the last lines of
+// that log and of the child's stderr at debug level: the scratch directory that holds them is removed.
+std::string converter_logs_to_debug(std::string message, const fs::path& scratch) {
+  for (size_t at = message.find("(log: "); at != std::string::npos; at = message.find("(log: ", at)) {
+    const size_t end = message.find(')', at);
+    if (end == std::string::npos) break;
+    const fs::path log = message.substr(at + 6, end - at - 6);
+    spdlog::debug("the converter's log {}:\n{}", log.filename().string(), last_lines(read_text(log), 40, "\n"));
+    const std::string pointer = "(its log is shown with -v)";
+    message.replace(at, end + 1 - at, pointer);
+    at += pointer.size();
+  }
+  spdlog::debug("the Python side's stderr:\n{}", last_lines(read_text(scratch / "python.err"), 40, "\n"));
+  return message + (message.find("shown with -v") == std::string::npos ? "; -v shows what the converter said" : "");
+}
+
 std::string executable_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : exe.parent_path().string();
 }
 
-bool holds_module(const fs::path& dir) { return !dir.empty() && fs::exists(dir / "dwdeconv_rewrite" / "runtimes" / "__main__.py"); }
+// Why `package` cannot be the dwdeconv_rewrite package the runtimes are imported from, or "": it must hold
+// runtimes/__main__.py, and it and its runtimes/ must be owned by this user or root and writable by no one else, so
+// that nobody but the installer can change the code a --runtime runs.
+std::string package_problem(const fs::path& package) {
+  std::error_code ec;
+  if (!fs::is_regular_file(package / "runtimes" / "__main__.py", ec)) return "no dwdeconv_rewrite/runtimes/__main__.py";
+  for (const fs::path& dir : {package, package / "runtimes"}) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return dir.string() + ": " + std::strerror(errno);
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) return dir.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return dir.string() + " is writable by its group or by others";
+  }
+  return "";
+}
+
+// A folder of this run's scratch directory that holds only `package` (as dwdeconv_rewrite, a symlink): the PYTHONPATH
+// the interpreter gets. Never the package's parent, which for the wheel is a whole site-packages: an interpreter given
+// with --python would import another environment's onnxruntime from it, and report that version as its own.
+core::Result<std::string> private_pythonpath(const fs::path& scratch, const std::string& package) {
+  const fs::path dir = scratch / "pythonpath";
+  std::error_code ec;
+  fs::create_directory(dir, ec);
+  if (!ec) fs::create_directory_symlink(package, dir / "dwdeconv_rewrite", ec);
+  if (ec) return core::io_error("--runtime: cannot prepare " + dir.string() + ": " + ec.message());
+  return dir.string();
+}
 
 // The pip names of a runtime's packages, for the install command when the probe cannot list them.
 std::string display_name(const std::string& runtime) {
@@ -314,35 +388,53 @@ std::string python_interpreter(const Options& opt) {
   return env != nullptr && *env != '\0' ? env : "python3";
 }
 
-core::Result<std::string> find_python_module_dir() {
-  std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("DWDECONV_PYTHONPATH"); env != nullptr && *env != '\0') candidates.emplace_back(env);
-  if (const std::string exe = executable_dir(); !exe.empty()) {
-    candidates.push_back(fs::path(exe) / ".." / "..");
-    candidates.push_back(fs::path(exe) / ".." / "share" / "dwdeconv-rewrite" / "python");
+core::Result<std::string> find_python_package_dir() {
+  // Where this installation put the package, and nowhere else: never a parent guessed from where the binary happens
+  // to be (a build directory made in /tmp would have made /tmp itself the search path).
+  std::vector<std::pair<fs::path, std::string>> candidates;  // (package directory, where it comes from)
+  if (const char* env = std::getenv("DWDECONV_PYTHONPATH"); env != nullptr && *env != '\0') {
+    candidates.push_back({fs::path(env) / "dwdeconv_rewrite", "$DWDECONV_PYTHONPATH"});
   }
-  candidates.emplace_back(DWDECONV_SOURCE_PYTHON_DIR);
+  const fs::path exe = executable_dir();
+#if DWDECONV_WHEEL_LAYOUT
+  // The wheel: <site-packages>/dwdeconv_rewrite/bin/dwdeconv-rewrite, the package one level up.
+  if (!exe.empty() && exe.filename() == "bin" && exe.parent_path().filename() == "dwdeconv_rewrite") {
+    candidates.push_back({exe.parent_path(), "the wheel's package"});
+  }
+#else
+  if (!exe.empty() && exe == fs::path(DWDECONV_BUILD_CLI_DIR)) {
+    // The binary where it was built: the source tree the build was configured from.
+    candidates.push_back({fs::path(DWDECONV_SOURCE_PYTHON_DIR) / "dwdeconv_rewrite", "the source tree"});
+  } else if (!exe.empty()) {
+    // cmake --install: <prefix>/bin/dwdeconv-rewrite, the package in <prefix>/share/dwdeconv-rewrite/python.
+    candidates.push_back({exe.parent_path() / "share" / "dwdeconv-rewrite" / "python" / "dwdeconv_rewrite", "the installation"});
+  }
+#endif
   std::string searched;
-  for (const auto& dir : candidates) {
+  for (const auto& [dir, origin] : candidates) {
     std::error_code ec;
-    if (holds_module(dir)) return fs::weakly_canonical(dir, ec).string();
-    searched += (searched.empty() ? "" : ", ") + dir.lexically_normal().string();
+    const std::string problem = package_problem(dir);
+    if (problem.empty()) return fs::weakly_canonical(dir, ec).string();
+    searched += (searched.empty() ? "" : "; ") + dir.lexically_normal().string() + " (" + origin + "): " + problem;
+    if (origin == "$DWDECONV_PYTHONPATH") break;  // asked for by name: nothing else stands in for it
   }
-  return core::Error{core::ErrorKind::kUsage, "--runtime: the Python module dwdeconv_rewrite.runtimes is not installed next to "
-                                              "this binary (searched " + searched + "); set DWDECONV_PYTHONPATH to the folder "
-                                              "that holds dwdeconv_rewrite/runtimes/"};
+  return core::Error{core::ErrorKind::kUsage, "--runtime: the Python module dwdeconv_rewrite.runtimes was not found where this "
+                                              "installation puts it (" + (searched.empty() ? std::string("no place known for this binary") : searched) +
+                                              "); set DWDECONV_PYTHONPATH to the folder that holds dwdeconv_rewrite/runtimes/"};
 }
 
 core::Status probe_runtime(const Options& opt) {
   if (!is_python_runtime(opt.runtime) || !(opt.verify || opt.bench || !opt.compare.empty() || opt.tune)) return core::Ok{};
-  auto dir = find_python_module_dir();
-  if (!dir) return dir.error();
+  auto package = find_python_package_dir();
+  if (!package) return package.error();
   const std::string python = python_interpreter(opt);
-  spdlog::debug("--runtime {}: {} with the Python module from {}", opt.runtime, python, *dir);
+  spdlog::debug("--runtime {}: {} with the Python module from {}", opt.runtime, python, *package);
   ScratchDir scratch;
   if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
-  auto status = run_process({python, "-m", "dwdeconv_rewrite.runtimes", "probe", opt.runtime}, *dir, scratch.path / "out",
-                            scratch.path / "err");
+  auto pythonpath = private_pythonpath(scratch.path, *package);
+  if (!pythonpath) return pythonpath.error();
+  auto status = run_process({python, "-m", "dwdeconv_rewrite.runtimes", "probe", opt.runtime}, *pythonpath, scratch.path,
+                            scratch.path / "out", scratch.path / "err");
   if (!status) return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": " + status.error().message};
   const std::string said = read_text(scratch.path / "out");
   if (*status != 0) {
@@ -408,10 +500,12 @@ core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx:
 core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                               const std::vector<runtime_check::NamedTensor>& inputs, const Options& opt,
                                               size_t runs, size_t profile_runs) {
-  auto dir = find_python_module_dir();
-  if (!dir) return dir.error();
+  auto package = find_python_package_dir();
+  if (!package) return package.error();
   ScratchDir scratch;
   if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
+  auto pythonpath = private_pythonpath(scratch.path, *package);
+  if (!pythonpath) return pythonpath.error();
   const fs::path in_dir = scratch.path / "inputs", out_dir = scratch.path / "outputs";
   fs::create_directories(in_dir);
   fs::create_directories(out_dir);
@@ -440,7 +534,7 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
                                    "--rewritten", (scratch.path / "rewritten.onnx").string(), "--inputs", in_dir.string(),
                                    "--out", out_dir.string(), "--threads", std::to_string(opt.threads),
                                    "--runs", std::to_string(runs), "--profile-runs", std::to_string(profile_runs)};
-  auto status = run_process(argv, *dir, scratch.path / "python.out", scratch.path / "python.err");
+  auto status = run_process(argv, *pythonpath, scratch.path, scratch.path / "python.out", scratch.path / "python.err");
   if (!status) return status.error();
   const std::string answer = read_text(out_dir / "result.tsv");
   PythonRun run;
@@ -478,9 +572,9 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
     }
   }
   if (!error.empty()) {
-    // The converter's log and files (named in its message) are what a user needs next: they stay.
-    scratch.keep = true;
-    return core::Error{core::ErrorKind::kInvalidModel, error + " (the converted files and logs are kept in " + scratch.path.string() + ")"};
+    // Nothing of the run stays behind, the scratch directory included: what the converter said goes to the log
+    // instead (-v), and its message names no file that is about to be removed.
+    return core::Error{core::ErrorKind::kInvalidModel, converter_logs_to_debug(error, scratch.path)};
   }
   if (*status != 0 || answer.empty()) {
     return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + opt.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "

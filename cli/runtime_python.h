@@ -53,10 +53,12 @@ RuntimeInfo runtime_info_before_run(const Options& opt);
 // The interpreter a Python runtime runs with: --python, else $DWDECONV_PYTHON, else python3 on PATH.
 std::string python_interpreter(const Options& opt);
 
-// The directory D that holds D/dwdeconv_rewrite/runtimes/__main__.py, searched in this order: $DWDECONV_PYTHONPATH;
-// <executable's dir>/../.. (the wheel's site-packages); <executable's dir>/../share/dwdeconv-rewrite/python (cmake
-// --install); the source tree's python/. An error (kUsage) lists the places searched.
-core::Result<std::string> find_python_module_dir();
+// The dwdeconv_rewrite package directory whose runtimes/ a Python --runtime runs: $DWDECONV_PYTHONPATH/dwdeconv_rewrite
+// when set; else only where this binary's installation put it: the wheel's package (the binary is its bin/), the source
+// tree the build was configured from (the binary in its build directory), or <prefix>/share/dwdeconv-rewrite/python
+// (cmake --install). It must be owned by this user or root and writable by no one else. An error (kUsage) says what
+// was looked at.
+core::Result<std::string> find_python_package_dir();
 
 // With a Python --runtime: checks that the interpreter runs and has the runtime's packages. Errors (kUsage) name the
 // interpreter, the missing packages and the pip command that installs them. Ok at once for xnnpack.

@@ -19,6 +19,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "core/cleanup.h"
 #include "onnx_io/external_data.h"
 
 namespace dwdeconv::onnx_io {
@@ -175,21 +176,49 @@ std::string temp_name(const std::string& dir) {
 
 // Creates a new temporary file in `dir` with mode 0666, which the kernel narrows by the umask (so new files
 // follow it, default ACLs included); -1 with errno set on failure.
+// The file is registered for removal should a signal end the run (core/cleanup.h).
 int create_temp(const std::string& dir, std::string& temp) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp = temp_name(dir);
-    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    const int fd = core::cleanup::open_registered(temp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   return -1;
 }
 
+// Removes a registered file (a temporary file, a backup link, a target put there by this run), and forgets it.
+void remove_registered(const std::string& path) {
+  core::cleanup::atomically([&](core::cleanup::Registration& r) {
+    ::unlink(path.c_str());
+    r.forget(path);
+  });
+}
+
+// Renames the temporary file `temp` over `target`: from then on it is the target, no longer a temporary file. With
+// `undo_target`, the new target is registered instead, to be removed should a signal end the run before the files
+// written with it are in place too. false with errno set on failure.
+bool rename_into_place(const std::string& temp, const std::string& target, bool undo_target = false) {
+  bool renamed = false;
+  core::cleanup::atomically([&](core::cleanup::Registration& r) {
+    renamed = std::rename(temp.c_str(), target.c_str()) == 0;
+    if (!renamed) return;
+    r.forget(temp);
+    if (undo_target) r.file(target);
+  });
+  return renamed;
+}
+
 // Makes `backup`, a new hard link to the regular file `target` in its directory, so that the file can be put
-// back after a rename replaced it; false with errno set on failure.
+// back after a rename replaced it (registered: a signal puts it back too); false with errno set on failure.
 bool link_aside(const std::string& target, std::string& backup) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     backup = temp_name(directory_of(target));
-    if (::link(target.c_str(), backup.c_str()) == 0) return true;
+    bool linked = false;
+    core::cleanup::atomically([&](core::cleanup::Registration& r) {
+      linked = ::link(target.c_str(), backup.c_str()) == 0;
+      if (linked) r.restore(backup, target);
+    });
+    if (linked) return true;
     if (errno != EEXIST) break;
   }
   backup.clear();
@@ -315,13 +344,13 @@ core::Status write_files_atomic(const std::vector<PendingFile>& files) {
   auto undo = [&staged]() {
     for (auto& s : staged) {
       if (s.renamed && s.existed) {
-        if (::rename(s.backup.c_str(), s.target.c_str()) == 0) s.backup.clear();
+        if (rename_into_place(s.backup, s.target)) s.backup.clear();
       } else if (s.renamed) {
-        ::unlink(s.target.c_str());
+        remove_registered(s.target);
       } else if (!s.temp.empty()) {
-        ::unlink(s.temp.c_str());
+        remove_registered(s.temp);
       }
-      if (!s.backup.empty()) ::unlink(s.backup.c_str());
+      if (!s.backup.empty()) remove_registered(s.backup);
     }
   };
   for (size_t i = 0; i < staged.size(); ++i) {
@@ -358,7 +387,10 @@ core::Status write_files_atomic(const std::vector<PendingFile>& files) {
         s.existed = false;
       }
     }
-    if (failure.empty() && std::rename(s.temp.c_str(), s.target.c_str()) != 0) failure = std::string("rename failed: ") + errno_text();
+    // A target that did not exist is removed again should a signal come before the last rename (a backup puts back
+    // one that did).
+    const bool undo_target = !s.existed && i + 1 < staged.size();
+    if (failure.empty() && !rename_into_place(s.temp, s.target, undo_target)) failure = std::string("rename failed: ") + errno_text();
     if (!failure.empty()) {
       undo();
       return core::io_error(s.path + ": " + failure);
@@ -366,8 +398,10 @@ core::Status write_files_atomic(const std::vector<PendingFile>& files) {
     s.renamed = true;
     s.temp.clear();
   }
+  // Every file is in place: nothing is to be undone any more.
+  for (const auto& s : staged) core::cleanup::forget(s.target);
   for (const auto& s : staged) {
-    if (!s.backup.empty()) ::unlink(s.backup.c_str());
+    if (!s.backup.empty()) remove_registered(s.backup);
   }
   return core::Ok{};
 }
@@ -401,9 +435,9 @@ core::Status StagedFile::commit(const std::string& bytes) {
   }
   fd_ = -1;
   if (failure.empty()) failure = replace_refusal(target_);
-  if (failure.empty() && std::rename(temp_.c_str(), target_.c_str()) != 0) failure = std::string("rename failed: ") + errno_text();
+  if (failure.empty() && !rename_into_place(temp_, target_)) failure = std::string("rename failed: ") + errno_text();
   if (!failure.empty()) {
-    ::unlink(temp_.c_str());
+    remove_registered(temp_);
     temp_.clear();
     return core::io_error(path_ + ": " + failure);
   }
@@ -413,7 +447,7 @@ core::Status StagedFile::commit(const std::string& bytes) {
 
 void StagedFile::discard() {
   if (fd_ >= 0) ::close(fd_);
-  if (!temp_.empty()) ::unlink(temp_.c_str());
+  if (!temp_.empty()) remove_registered(temp_);
   fd_ = -1;
   temp_.clear();
 }

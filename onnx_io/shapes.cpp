@@ -13,6 +13,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "core/cleanup.h"
 #include "onnx_io/graph_walk.h"
 #include "onnx_io/tensor.h"
 
@@ -161,7 +162,12 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
   int fds[2];
   if (::pipe(fds) != 0) return core::io_error(std::string("shape inference: pipe failed: ") + std::strerror(errno));
   std::fflush(nullptr);
-  const pid_t pid = ::fork();
+  // Registered as it starts: a signal to this run kills it too (core/cleanup.h).
+  pid_t pid = -1;
+  core::cleanup::atomically([&](core::cleanup::Registration& r) {
+    pid = ::fork();
+    if (pid > 0) r.process(pid, /*own_group=*/false);
+  });
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
@@ -204,6 +210,7 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  core::cleanup::atomically([&](core::cleanup::Registration& r) { r.forget_process(pid); });
   const core::ErrorKind kind = core::ErrorKind::kCheckFailed;
   // A crash kills the child by a signal, or, under a sanitizer, ends it with a non-zero status and no reply.
   const bool died = WIFSIGNALED(status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty();

@@ -19,8 +19,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-# The folder that holds the dwdeconv_rewrite package: a child process started with child_command() imports it.
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+# The folder this dwdeconv_rewrite package was imported from, as it was imported (symlinks not followed): a child
+# process started with child_command() imports the same package from it. Under dwdeconv-rewrite --runtime that is
+# the run's private folder holding only the package, never a site-packages it may be installed in: resolving the
+# path would hand the converter children another environment's packages.
+PACKAGE_ROOT = Path(os.path.abspath(__file__)).parents[2]
 
 
 class StageError(RuntimeError):
