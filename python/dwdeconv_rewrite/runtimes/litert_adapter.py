@@ -134,8 +134,9 @@ def onnx2tf_child(work: Path, paths: list[str]):
         shutil.copyfile(p, source)
         with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
             try:
-                onnx2tf.convert(input_onnx_file_path=str(source), output_folder_path=str(out), non_verbose=True,
-                                copy_onnx_input_output_names_to_tflite=True)
+                # Not copy_onnx_input_output_names_to_tflite: with flatc on PATH it renames the outputs by position
+                # (see tflite_io_by_name); the SignatureDef TFLite writes from the Keras model names them.
+                onnx2tf.convert(input_onnx_file_path=str(source), output_folder_path=str(out), non_verbose=True)
             except Float32Written:
                 pass
             except BaseException as e:  # noqa: BLE001 - report and go on with the next model
@@ -223,7 +224,9 @@ def tflite_io_by_name(interpreter, onnx_inputs: list[str], onnx_outputs: list[st
     as a dict keyed by those names, and writes that dict as the .tflite's "serving_default" SignatureDef. The
     SignatureDef's keys are the names; the order of the subgraph's outputs is not (tf.nest sorts the dict's keys:
     an ONNX model with outputs [q, p] gets tflite outputs [p, q]). The tensor names are no help either: outputs are
-    'PartitionedCall:N' / 'Identity_N'.
+    'PartitionedCall:N' / 'Identity_N'. And copy_onnx_input_output_names_to_tflite does not fix it: it rewrites the
+    names only with `flatc` on PATH, and then pairs the subgraph's outputs with the ONNX names by position (or by
+    element count) - so it is no longer passed.
 
     So: inputs and outputs are taken from the one SignatureDef, by name. Where that fails - no SignatureDef (onnx2tf
     falls back to from_concrete_functions when the Keras path fails, e.g. for '/' in a name), a count that differs
