@@ -211,7 +211,7 @@ def onnx2torch_io_names(path: Path, module) -> tuple[list[str], list[str]]:
     of the ONNX node producing it (onnx2torch.onnx_graph.OnnxGraph.value_as_node_output, modules named by
     OnnxGraph's unique node names), duplicates dropped, a single one returned bare: checked on the module's output
     node. So a graph output made by a node with several outputs (onnx2torch returns all of them, in the node's
-    order, as one value) or by a node that also makes another graph output cannot be named and is refused.
+    order, as one value, and only once when several are graph outputs) cannot be named and is refused.
     """
     import onnx
     from onnx2torch.onnx_graph import OnnxGraph
