@@ -61,7 +61,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "python"))
 from dwdeconv_rewrite.runtimes import NAMES as RUNTIME_NAMES, load_runtime  # noqa: E402
 from dwdeconv_rewrite.runtimes.common import (  # noqa: E402
-    StageError, compare, machine_state, model_key, onnx_inputs, onnx_output_shapes, time_interleaved)
+    StageError, compare, machine_state, model_key, onnx_inputs, time_interleaved)
 
 # The executor's layer table (bench/layer_bench.cpp): kernel, stride, pad, output_padding.
 GEOMETRIES = [(4, 2, 1, 0), (3, 2, 1, 1), (2, 2, 0, 0), (6, 3, 2, 1)]
@@ -278,8 +278,10 @@ def respell(rewritten: Path, respelled: Path, form: str) -> dict:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         feeds = onnx_inputs(rewritten, seed=1)
-        outs = [onnxruntime.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]).run(None, feeds)
-                for p in (rewritten, respelled)]
+        outs = []
+        for p in (rewritten, respelled):
+            session = onnxruntime.InferenceSession(str(p), options, providers=["CPUExecutionProvider"])
+            outs.append(dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds))))
         info["respell_max_abs_vs_dcr"], _ = compare(outs[0], outs[1])
         if info["respell_max_abs_vs_dcr"] != 0:
             respelled.unlink()
@@ -421,14 +423,13 @@ def build_cases(args) -> list[Case]:
 def measure(runtime, case: Case, threads: int, args, reference=None) -> dict:
     row = {"case": case.name, "runtime": runtime.name, "threads": threads}
     inputs = onnx_inputs(case.original, seed=1)
-    shapes = onnx_output_shapes(case.original)
     runners = []
     for path in (case.original, case.rewritten):
         runner = runtime.load(path, threads)
         runner.feed(inputs)
         runner.invoke()
         runners.append(runner)
-    outs = [r.outputs(shapes) for r in runners]
+    outs = [r.outputs() for r in runners]  # {ONNX output name: array}: compared by name
     row["max_abs"], row["max_rel"] = compare(outs[0], outs[1])
     if reference is not None:
         row["vs_onnx_max_abs"], row["vs_onnx_max_rel"] = compare(reference, outs[0])
@@ -452,7 +453,7 @@ def ort_reference(case: Case):
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = onnxruntime.InferenceSession(str(case.original), options, providers=["CPUExecutionProvider"])
-    return session.run(None, onnx_inputs(case.original, seed=1))
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, onnx_inputs(case.original, seed=1))))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -600,7 +601,7 @@ def run_child(runtime_name: str, work: Path, path: Path, threads: int, runs: int
     """Runs one model `runs` times after a warm-up; with perf's control FIFO in the environment (see
     perf_profile), samples only those runs, not Python's start-up or the model's loading."""
     runtime = load_runtime(runtime_name, work)
-    if runtime_name == "executorch" and not runtime.pte_path(path).exists():
+    if runtime_name == "executorch" and not runtime.converted(path):
         runtime.convert_all([path])
         runtime.prepare(path)
     runner = runtime.load(path, threads)

@@ -6,6 +6,11 @@ pairs; for ORT the per-upsampler table), that a rewrite with one planted weight 
 --min-speedup gates with exit 1 and writes nothing, that an interpreter without the packages is exit 2 naming them,
 and (ONNX Runtime: an op it does not know; ExecuTorch: a DCR DepthToSpace, which onnx2torch refuses) that a model
 the runtime cannot take is exit 3 with the converter's stage and message, not a verification failure.
+On small two-input, two-output models it checks that inputs and outputs are matched by name on the runtime: outputs
+swapped in meaning fail (exit 1), inputs declared in another order with a negated result fail (exit 1), the same
+values with inputs and outputs listed in another order come back under the right names from the runtime layer,
+a runtime returning fewer outputs than the graph declares is a run error, and (LiteRT: an output onnx2tf drops;
+ExecuTorch: a Split's outputs onnx2torch cannot name) a converted model whose outputs cannot be named is exit 3.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -32,6 +37,8 @@ def check(condition, what):
     if not condition:
         failures.append(what)
         print(f"FAILED: {what}", flush=True)
+    else:
+        print(f"ok: {what}", flush=True)
 
 
 def main():
@@ -138,9 +145,12 @@ def main():
 
         # 5. ONNX Runtime refuses an op it does not know: a conversion failure (exit 3), not a mismatch.
         if runtime == "ort":
+            # Foo computes the graph output 'y' itself, so that both models declare the same outputs: a binary that
+            # checks the interfaces by name first (eb9810b) would otherwise fail it there, before ORT sees the op.
             custom = onnx.load(out)
-            custom.graph.node.append(helper.make_node("Foo", ["y"], ["z"], domain="com.example", name="foo"))
-            custom.graph.output[0].name = "z"
+            for node in custom.graph.node:
+                node.output[:] = ["y_before_foo" if o == "y" else o for o in node.output]
+            custom.graph.node.append(helper.make_node("Foo", ["y_before_foo"], ["y"], domain="com.example", name="foo"))
             custom.opset_import.append(helper.make_opsetid("com.example", 1))
             onnx.save(custom, os.path.join(d, "custom.onnx"))
             r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime)
@@ -175,11 +185,158 @@ def main():
                   "the converter's stage and message")
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
             check("the converted files and logs are kept in " + d in r.stderr, "the converter's files are kept")
+        names_not_positions(runtime, d, tool_run, env)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
         return 1
     print(f"all --runtime {runtime} checks passed")
     return 0
+
+
+def names_not_positions(runtime, d, tool_run, env):
+    """8. Outputs and inputs are matched by name on the runtime, never by position (issue 26).
+
+    The original takes [a, b] and returns [p, q], p = a + b and q = a - b: same shapes, different values, so only the
+    names tell them apart (onnx2tf's TFLite converter returns a model's outputs sorted by name; ExecuTorch's program
+    takes its inputs positionally)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    shape = [1, 4, 8, 8]
+
+    def two_by_two(name, inputs, outputs, computes):
+        """A model declaring graph inputs `inputs` and outputs `outputs` (in those orders), computing
+        computes[output] = (op, x, y)."""
+        nodes = [helper.make_node(op, [x, y], [out]) for out, (op, x, y) in computes.items()]
+        graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in inputs],
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n in outputs])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        path = os.path.join(d, f"{name}.onnx")
+        onnx.save(model, path)
+        return path
+
+    honest = {"p": ("Add", "a", "b"), "q": ("Sub", "a", "b")}
+    io = two_by_two("io", ["a", "b"], ["p", "q"], honest)
+
+    # 8a. Outputs listed [q, p] with the meanings swapped (q = a + b, p = a - b): the binary compares by name, so this
+    # must fail verification (exit 1). LiteRT paired its outputs (sorted by name: p, q) with the ONNX list [q, p] by
+    # index, which swapped them back and passed (exit 0).
+    swapped = two_by_two("io_outputs_swapped", ["a", "b"], ["q", "p"], {"q": ("Add", "a", "b"), "p": ("Sub", "a", "b")})
+    print(f"-- 8a. {runtime}: a B whose outputs p and q are swapped in meaning (listed [q, p]) fails verification", flush=True)
+    r = tool_run(io, "--compare", swapped, "--runtime", runtime)
+    check(r.returncode == 1 and "verification FAILED" in r.stderr, "outputs swapped in meaning fail verification (exit 1)")
+
+    # 8b. Inputs declared [b, a] and q negated (q = b - a): must fail (exit 1). ExecuTorch fed both models the tensors
+    # in the original's order, so B's b got a's values and its b - a came out as a - b: it passed.
+    negated = two_by_two("io_inputs_negated", ["b", "a"], ["p", "q"], {"p": ("Add", "a", "b"), "q": ("Sub", "b", "a")})
+    print(f"-- 8b. {runtime}: a B declaring inputs [b, a] and computing q = b - a fails verification", flush=True)
+    r = tool_run(io, "--compare", negated, "--runtime", runtime)
+    check(r.returncode == 1 and "verification FAILED" in r.stderr, "inputs declared [b, a], q negated: fails (exit 1)")
+
+    # 8c. The same computation with inputs declared [b, a] and outputs listed [q, p] must pass on every runtime. This
+    # is asserted on the runtime layer only: `python -m dwdeconv_rewrite.runtimes check` is run directly (the command
+    # the binary runs, on the module the binary would use) and each output file in its result.tsv is compared with
+    # p = a + b and q = a - b computed here. Whether the binary then passes a B whose interface lists the same names
+    # in another order is the C++ side's decision (it matches by name and warns about the order), not this layer's.
+    reordered = two_by_two("io_reordered", ["b", "a"], ["q", "p"], honest)
+    module = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                                   "python")
+    menv = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [module, env.get("PYTHONPATH")])))
+    rng = np.random.default_rng(26)
+    values = {n: rng.uniform(-1, 1, shape).astype(np.float32) for n in ("a", "b")}
+    expected = {"p": values["a"] + values["b"], "q": values["a"] - values["b"]}
+    ins, work = os.path.join(d, "names-inputs"), os.path.join(d, "names-work")
+    os.makedirs(ins, exist_ok=True)
+    for k, (n, v) in enumerate(values.items()):
+        with open(os.path.join(ins, f"{k}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(v, n).SerializeToString())
+    with open(os.path.join(ins, "inputs.txt"), "w") as f:
+        f.write("0.pb\n1.pb\n")
+
+    def module_check(rewritten, out, code=None):
+        """`python -m dwdeconv_rewrite.runtimes check` on (io, rewritten); `code` replaces `-m ...` (a wrapper).
+        Returns (exit code, {(side, name): array}, error lines, output names per side in answer order)."""
+        os.makedirs(out, exist_ok=True)
+        argv = ["check", "--runtime", runtime, "--work", work, "--original", io, "--rewritten", rewritten,
+                "--inputs", ins, "--out", out]
+        cmd = [sys.executable] + (["-c", code] if code else ["-m", "dwdeconv_rewrite.runtimes"]) + argv
+        r = subprocess.run(cmd, capture_output=True, text=True, env=menv)
+        lines = [l.split("\t") for l in open(os.path.join(out, "result.tsv")).read().splitlines()] \
+            if os.path.exists(os.path.join(out, "result.tsv")) else []
+        outs = {(l[1], l[2]): np.load(l[3]) for l in lines if l[0] == "output"}
+        order = {side: [l[2] for l in lines if l[0] == "output" and l[1] == side] for side in ("original", "rewritten")}
+        errors = ["\t".join(l) for l in lines if l[0] == "error"]
+        print(f"$ python -m dwdeconv_rewrite.runtimes check --original io.onnx --rewritten {os.path.basename(rewritten)}"
+              f"{' (wrapped)' if code else ''}\n  exit {r.returncode}; outputs {order}; errors {errors}"
+              + ("" if r.returncode in (0, 4) else "\n  " + r.stderr.strip()[-1500:].replace("\n", "\n  ")), flush=True)
+        return r.returncode, outs, errors, order
+
+    print(f"-- 8c. {runtime}: inputs declared [b, a] and outputs listed [q, p], same values: each output file holds the "
+          "value of the output it names", flush=True)
+    code, outs, errors, order = module_check(reordered, os.path.join(d, "names-out"))
+    check(code == 0 and not errors, "the runtime layer runs a B with its inputs and outputs in another order")
+    check(order == {"original": ["p", "q"], "rewritten": ["q", "p"]}, "one output line per graph output, in graph order")
+    for side in ("original", "rewritten"):
+        for n, want in expected.items():
+            got = outs.get((side, n))
+            check(got is not None and got.shape == want.shape and float(np.max(np.abs(got - want))) < 1e-5,
+                  f"{side} '{n}' is {'a + b' if n == 'p' else 'a - b'} on {runtime}")
+
+    # 8d. check.py itself: a runtime that returns fewer outputs than the graph declares is a run error (exit 4, an
+    # `error run` line), not a check of the outputs it did return. The adapter's runner is wrapped to drop its last
+    # output (the conversions are the ones 8c cached); before, check.py zipped the lists and wrote one output line.
+    wrapper = """
+import sys
+import dwdeconv_rewrite.runtimes.check as check
+real = check.load_runtime
+class Runner:
+    def __init__(self, r): self.r = r
+    def __getattr__(self, k): return getattr(self.r, k)
+    def outputs(self, *a):
+        out = self.r.outputs(*a)
+        return dict(list(out.items())[:-1]) if isinstance(out, dict) else list(out)[:-1]
+class Runtime:
+    def __init__(self, rt): self.rt = rt
+    def __getattr__(self, k): return getattr(self.rt, k)
+    def __setattr__(self, k, v): setattr(self.rt, k, v) if k != "rt" else object.__setattr__(self, k, v)
+    def load(self, *a, **k): return Runner(self.rt.load(*a, **k))
+check.load_runtime = lambda name, work: Runtime(real(name, work))
+sys.exit(check.check(sys.argv[2:]))
+"""
+    print(f"-- 8d. {runtime}: a runner that returns one output fewer than the graph declares is a run error", flush=True)
+    code, outs, errors, _ = module_check(io, os.path.join(d, "names-out-short"), code=wrapper)
+    check(code == 4 and errors and errors[0].startswith("error\trun\toriginal\t") and "declares" in errors[0],
+          "fewer outputs than the graph declares: exit 4, an error run line naming them")
+
+    # 8e. Real cases of the same. onnx2tf drops an output it cannot find under its ONNX name ('y:0': it looks the
+    # layer up as 'y:0', stores it as 'y__0') and names the remaining ones by position; LiteRT then returned one
+    # output, check.py wrote one line, and the binary compared only 'z'. Now it is exit 3 (the model failed to
+    # run), or, should a later onnx2tf keep the output, a pass that compares both.
+    if runtime == "litert":
+        colon = two_by_two("colon", ["a", "b"], ["z", "y:0"], {"y:0": ("Add", "a", "b"), "z": ("Mul", "a", "b")})
+        report = os.path.join(d, "colon.json")
+        print("-- 8e. litert: an output named 'y:0' that onnx2tf drops is refused, not left out of the check", flush=True)
+        r = tool_run(colon, "--compare", colon, "--runtime", runtime, "--report", report)
+        verified = [o["name"] for o in json.load(open(report))["verify"]["outputs"]] if r.returncode == 0 else []
+        check((r.returncode == 3 and "failed to run on" in r.stderr and "'y:0'" in r.stderr)
+              or (r.returncode == 0 and sorted(verified) == ["y:0", "z"]), "an output onnx2tf drops: exit 3, not a pass")
+    # onnx2torch returns all the outputs of a node as one value: a Split whose outputs are the graph's outputs in
+    # another order came back in the node's order and was named in the graph's. Now the conversion refuses (exit 3).
+    if runtime == "executorch":
+        split = os.path.join(d, "split.onnx")
+        graph = helper.make_graph(
+            [helper.make_node("Split", ["a", "sizes"], ["s0", "s1"], axis=1)], "split",
+            [helper.make_tensor_value_info("a", TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 8, 8]) for n in ("s1", "s0")],
+            [numpy_helper.from_array(np.array([2, 2], np.int64), "sizes")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.save(model, split)
+        print("-- 8e. executorch: a Split's outputs listed against the node's order are refused at conversion", flush=True)
+        r = tool_run(split, "--compare", split, "--runtime", runtime)
+        check(r.returncode == 3 and "cannot be told apart by name" in r.stderr, "outputs onnx2torch cannot name: exit 3")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 One adapter per runtime, each in its own file, with the same small interface (Polygraphy's runners are the
 model): `Runtime(work)` with `versions()`, `label()`, `prepare(path)` (convert, return the converted graph's op
-list; raises StageError naming the converter's stage), `load(path, threads)` -> a Runner with `feed(inputs)`,
-`invoke()` (what is timed) and `outputs(onnx_shapes)` (ONNX layout). Converters that run in a child process add
-`convert_all(paths)`.
+list; raises StageError naming the converter's stage), `load(path, threads)` -> a Runner with `feed(inputs)` (a dict
+ONNX input name -> array, fed by name; a missing or extra name raises), `invoke()` (what is timed) and `outputs()`
+(a dict ONNX output name -> array in ONNX layout, in graph output order). A runner matches its runtime's tensors
+to the ONNX graph's inputs and outputs by name, never by position, and raises where it cannot (each adapter says
+what its names rest on). Converters that run in a child process add `convert_all(paths)`.
 
   ort          onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL                         (ort_adapter.py)
   litert       onnx2tf -> float32 .tflite -> ai-edge-litert Interpreter, XNNPACK delegate (litert_adapter.py)

@@ -13,15 +13,20 @@ return are written \\\\, \\t, \\n and \\r:
   label       TEXT                                 e.g. "ONNX Runtime 1.32.0 (CPU provider)"
   version     PACKAGE     VERSION
   outside     SIDE        TEXT                     ops the converted graph leaves outside the XNNPACK delegate
-  output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; in graph output order
+  output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; one line per ONNX graph output,
+                                                   in graph output order, NAME the output the runtime's tensor was
+                                                   matched to by name (never by position)
   sample      SIDE        MS                       one timed run, in the order run (A B A B)
   node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node, from the runtime's profiler, with the
                                                    values it reads and writes, newline-separated
-  error       STAGE       SIDE        MESSAGE      a conversion failed (exit 3) or a run did (exit 4)
+  error       STAGE       SIDE        MESSAGE      a conversion failed (exit 3) or a run did (exit 4; STAGE "run"),
+                                                   which includes a runtime whose inputs or outputs cannot be matched
+                                                   to the ONNX graph's by name, or that returns other outputs than
+                                                   the graph declares (then no output line is written for SIDE)
 
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
       --inputs DIR --out DIR --threads T  writes DIR/result.tsv. The inputs are DIR/*.pb TensorProtos listed in
-      DIR/inputs.txt (one file name a line, graph input order).
+      DIR/inputs.txt (one file name a line, graph input order); each is fed to the input its TensorProto names.
 """
 from __future__ import annotations
 
@@ -130,16 +135,26 @@ def check(argv: list[str]) -> int:
         inputs[tensor.name] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
     runners = {}
     for side, path in sides.items():
+        graph_outputs = list(onnx_output_shapes(path))
         try:
             runner = runtime.load(path, args.threads)
             runner.feed(inputs)
             runner.invoke()
-            outs = runner.outputs(onnx_output_shapes(path))
+            outs = runner.outputs()  # {ONNX output name: array}, matched by name by the adapter
         except Exception as e:  # noqa: BLE001
             return failed("run", side, f"{type(e).__name__}: {e}", 4)
-        graph_outputs = [o.name for o in onnx.load(str(path), load_external_data=False).graph.output]
-        for k, (name, value) in enumerate(zip(graph_outputs, outs)):
-            value = np.asarray(value)
+        if not isinstance(outs, dict):
+            return failed("run", side, f"the {args.runtime} adapter returned its outputs as a {type(outs).__name__}, "
+                          "not by name", 4)
+        if len(outs) != len(graph_outputs) or set(outs) != set(graph_outputs):
+            missing = [n for n in graph_outputs if n not in outs]
+            extra = [n for n in outs if n not in set(graph_outputs)]
+            return failed("run", side, f"{runtime.label()} returned {len(outs)} outputs {list(outs)} for the "
+                          f"{len(graph_outputs)} the ONNX graph declares {graph_outputs}"
+                          + (f"; missing {missing}" if missing else "") + (f"; not graph outputs: {extra}" if extra else ""),
+                          4)
+        for k, name in enumerate(graph_outputs):
+            value = np.asarray(outs[name])
             if value.dtype == np.bool_ or value.dtype.kind in "iu":
                 value = value.astype(np.int64)  # the binary reads int64 and compares integers exactly
             file = args.out / f"{side}_{k}.npy"

@@ -84,12 +84,17 @@ def onnx_op_counts(path: Path) -> dict[str, int]:
     return dict(collections.Counter((n.domain + "." if n.domain else "") + n.op_type for n in model.graph.node))
 
 
-def compare(a_list, b_list):
-    """Max abs error over all outputs, and that error relative to the original output's largest magnitude."""
+def compare(a_outputs: dict, b_outputs: dict):
+    """Max abs error over all outputs, matched by name (dicts name -> array, as Runner.outputs() gives them), and
+    that error relative to the original output's largest magnitude. Differing name sets are an error, never a
+    comparison of whatever sits at the same position."""
+    if set(a_outputs) != set(b_outputs):
+        raise RuntimeError(f"the models' outputs differ: {sorted(a_outputs)} vs {sorted(b_outputs)}")
     max_abs, scale = 0.0, 0.0
-    for a, b in zip(a_list, b_list, strict=True):
+    for name, a in a_outputs.items():
+        b = b_outputs[name]
         if a.shape != b.shape:
-            raise RuntimeError(f"output shapes differ: {a.shape} vs {b.shape}")
+            raise RuntimeError(f"output '{name}' shapes differ: {a.shape} vs {b.shape}")
         max_abs = max(max_abs, float(np.max(np.abs(a.astype(np.float64) - b))))
         scale = max(scale, float(np.max(np.abs(a))))
     return max_abs, max_abs / scale if scale > 0 else max_abs
@@ -130,9 +135,27 @@ def time_interleaved(a, b, budget: float, min_pairs: int, max_pairs: int, warmup
     return sa, sb, len(times_a)
 
 
-def onnx_output_shapes(path: Path):
+def onnx_output_shapes(path: Path) -> dict[str, tuple]:
+    """Each graph output's declared shape, by name, in graph output order."""
     model = onnx.load(str(path), load_external_data=False)
-    return [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output]
+    return {o.name: tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output}
+
+
+def onnx_input_names(path: Path) -> list[str]:
+    """The graph inputs that are not initializers, in graph order (the tensors a runtime is fed)."""
+    model = onnx.load(str(path), load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    return [v.name for v in model.graph.input if v.name not in initializers]
+
+
+def check_feed_names(expected, inputs, where: str):
+    """Raises unless `inputs` (a dict name -> array) has exactly the names `expected`: a runtime is fed by name, and
+    a missing or extra tensor is an error, not something to fill by position."""
+    missing = [n for n in expected if n not in inputs]
+    extra = [n for n in inputs if n not in set(expected)]
+    if missing or extra:
+        raise RuntimeError(f"{where} takes inputs {list(expected)}; given {list(inputs)}"
+                           + (f" (missing {missing})" if missing else "") + (f" (not inputs of it: {extra})" if extra else ""))
 
 
 def cpu_model() -> str:

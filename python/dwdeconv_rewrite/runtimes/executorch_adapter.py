@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import StageError, child_command, model_key, onnx_inputs
+from .common import StageError, check_feed_names, child_command, model_key, onnx_inputs
 
 
 class ExecuTorchRuntime:
@@ -60,7 +60,7 @@ class ExecuTorchRuntime:
         The child writes each result as it goes, and the model and stage it is on to a progress file. If it dies,
         or spends more than --convert-timeout seconds on one model, the model it was on is recorded as failed at
         that stage (with the exit status or the timeout) and the rest are converted by a new child."""
-        todo = [p for p in dict.fromkeys(paths) if not self.info_path(p).exists()]
+        todo = [p for p in dict.fromkeys(paths) if not self.converted(p)]
         progress = self.work / "_progress.json"
         while todo:
             progress.unlink(missing_ok=True)
@@ -93,6 +93,14 @@ class ExecuTorchRuntime:
                 raise RuntimeError(f"the ExecuTorch converter exited without converting {left[0]}")
             todo = left
 
+    def converted(self, path: Path) -> bool:
+        """A cached result that is usable: a failure, or a conversion that recorded its inputs' and outputs' names
+        (results from before the names were recorded are converted again)."""
+        with contextlib.suppress(OSError, ValueError):
+            info = json.loads(self.info_path(path).read_text())
+            return "failed" in info or ("input_names" in info and "output_names" in info)
+        return False
+
     def prepare(self, path: Path) -> dict:
         info = json.loads(self.info_path(path).read_text()) if self.info_path(path).exists() else {
             "failed": "not converted"}
@@ -108,8 +116,12 @@ class ExecuTorchRuntime:
 
     def load(self, path: Path, threads: int):
         self.set_threads(threads)
+        info = self.prepare(path)
+        if "input_names" not in info or "output_names" not in info:
+            raise RuntimeError(f"{self.info_path(path)} was converted before the program's input and output names were "
+                               "recorded: convert it again (convert_all)")
         program = self.runtime.load_program(self.pte_path(path))
-        return ExecuTorchRunner(program.load_method("forward"), self.torch)
+        return ExecuTorchRunner(program.load_method("forward"), self.torch, info["input_names"], info["output_names"])
 
 
 def executorch_child(work: Path, paths: list[str]) -> int:
@@ -149,10 +161,22 @@ def executorch_child(work: Path, paths: list[str]) -> int:
         started = time.monotonic()
         try:
             module = onnx2torch.convert(str(path)).eval()
-            inputs = tuple(torch.from_numpy(x) for x in onnx_inputs(path, 0).values())
+            stage = at("onnx2torch input and output names")
+            input_names, output_names = onnx2torch_io_names(path, module)
+            feeds = onnx_inputs(path, 0)
+            inputs = tuple(torch.from_numpy(feeds[name]) for name in input_names)
             stage = at("torch.export.export")
             with torch.no_grad():
                 exported = torch.export.export(module, inputs)
+            # The exported program takes and returns what the module's forward does, flattened in that order
+            # (its out_spec is the pytree of forward's return value), and to_executorch keeps that order for the
+            # .pte's method: so the counts are what can still be checked here.
+            signature = exported.graph_signature
+            if len(signature.user_inputs) != len(input_names) or len(signature.user_outputs) != len(output_names):
+                raise RuntimeError(f"the exported program takes {len(signature.user_inputs)} inputs and returns "
+                                   f"{len(signature.user_outputs)} outputs; the ONNX graph has {input_names} -> "
+                                   f"{output_names}")
+            info.update(input_names=input_names, output_names=output_names)
             info["aten_ops"] = dict(counts(exported.graph))
             stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
             edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
@@ -174,6 +198,52 @@ def executorch_child(work: Path, paths: list[str]) -> int:
         info["convert_seconds"] = round(time.monotonic() - started, 1)
         (folder / f"{key}{variant}.json").write_text(json.dumps(info, indent=1))
     return 0
+
+
+def onnx2torch_io_names(path: Path, module) -> tuple[list[str], list[str]]:
+    """The ONNX names of the converted module's positional inputs and of its outputs, in the module's order, checked
+    against the module itself; RuntimeError where a name cannot be told.
+
+    What this rests on (onnx2torch 1.5.15, converter.py `convert`): after dropping the graph inputs that are
+    initializers, it creates one fx placeholder per remaining graph input, in graph order, named input_1, input_2,
+    ... (save_input_names=False), so forward's k-th argument is the k-th non-initializer graph input: that is
+    checked on the module's placeholders. Its output is, for each graph output in graph order, the call_module node
+    of the ONNX node producing it (onnx2torch.onnx_graph.OnnxGraph.value_as_node_output, modules named by
+    OnnxGraph's unique node names), duplicates dropped, a single one returned bare: checked on the module's output
+    node. So a graph output made by a node with several outputs (onnx2torch returns all of them, in the node's
+    order, as one value, and only once when several are graph outputs) cannot be named and is refused.
+    """
+    import onnx
+    from onnx2torch.onnx_graph import OnnxGraph
+
+    model = onnx.load(str(path), load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    input_names = [v.name for v in model.graph.input if v.name not in initializers]
+    output_names = [v.name for v in model.graph.output]
+    placeholders = [n.name for n in module.graph.nodes if n.op == "placeholder"]
+    if placeholders != [f"input_{k}" for k in range(1, len(input_names) + 1)]:
+        raise RuntimeError(f"the converted module's inputs {placeholders} are not onnx2torch's input_1..input_"
+                           f"{len(input_names)} for the ONNX graph's inputs {input_names}")
+    graph = OnnxGraph(model.graph)
+    producers = []
+    for name in output_names:
+        try:
+            node, _ = graph.value_as_node_output(name)
+        except KeyError:
+            raise RuntimeError(f"graph output '{name}' is not computed by a node (a graph input or initializer), "
+                               "which onnx2torch cannot return") from None
+        if len(node.output_values) != 1:
+            raise RuntimeError(f"graph output '{name}' is one of the {len(node.output_values)} outputs of node "
+                               f"'{node.unique_name}' ({node.operation_type}); onnx2torch returns all of them as one "
+                               "value, so the converted program's outputs cannot be told apart by name")
+        producers.append(node.unique_name)
+    returned = next(n for n in module.graph.nodes if n.op == "output").args[0]
+    returned = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    targets = [n.target if getattr(n, "op", None) == "call_module" else repr(n) for n in returned]
+    if targets != producers:
+        raise RuntimeError(f"the converted module returns {targets}; the ONNX graph's outputs {output_names} are made "
+                           f"by {producers}")
+    return input_names, output_names
 
 
 def patch_onnx2torch_resize():
@@ -226,15 +296,24 @@ def patch_onnx2torch_resize():
 
 
 class ExecuTorchRunner:
-    def __init__(self, method, torch):
+    """The .pte's forward takes its inputs and returns its outputs positionally, in the orders the converter recorded
+    by ONNX name (onnx2torch_io_names): inputs are fed by name in that order, outputs returned keyed by name."""
+
+    def __init__(self, method, torch, input_names: list[str], output_names: list[str]):
         self.method = method
         self.torch = torch
+        self.input_names = list(input_names)
+        self.output_names = list(output_names)
 
     def feed(self, inputs):
-        self.inputs = [self.torch.from_numpy(x) for x in inputs.values()]
+        check_feed_names(self.input_names, inputs, "the converted ExecuTorch program")
+        self.inputs = [self.torch.from_numpy(inputs[name]) for name in self.input_names]
 
     def invoke(self):
         self.result = self.method.execute(self.inputs)
 
-    def outputs(self, onnx_shapes):
-        return [r.numpy() for r in self.result]
+    def outputs(self) -> dict:
+        if len(self.result) != len(self.output_names):
+            raise RuntimeError(f"the ExecuTorch program returned {len(self.result)} outputs for the "
+                               f"{len(self.output_names)} it was converted with {self.output_names}")
+        return {name: r.numpy() for name, r in zip(self.output_names, self.result)}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import StageError, child_command, model_key
+from .common import StageError, check_feed_names, child_command, model_key, onnx_input_names, onnx_output_shapes
 
 
 class LiteRtRuntime:
@@ -77,7 +77,7 @@ class LiteRtRuntime:
     def load(self, path: Path, threads: int):
         interpreter = self.litert.Interpreter(model_path=str(self.tflite_path(path)), num_threads=threads)
         interpreter.allocate_tensors()
-        return LiteRtRunner(interpreter)
+        return LiteRtRunner(interpreter, onnx_input_names(path), onnx_output_shapes(path))
 
 
 def onnx2tf_child(work: Path, paths: list[str]):
@@ -134,8 +134,9 @@ def onnx2tf_child(work: Path, paths: list[str]):
         shutil.copyfile(p, source)
         with open(log, "w") as f, contextlib.redirect_stdout(f), contextlib.redirect_stderr(f):
             try:
-                onnx2tf.convert(input_onnx_file_path=str(source), output_folder_path=str(out), non_verbose=True,
-                                copy_onnx_input_output_names_to_tflite=True)
+                # Not copy_onnx_input_output_names_to_tflite: with flatc on PATH it renames the outputs by position
+                # (see tflite_io_by_name); the SignatureDef TFLite writes from the Keras model names them.
+                onnx2tf.convert(input_onnx_file_path=str(source), output_folder_path=str(out), non_verbose=True)
             except Float32Written:
                 pass
             except BaseException as e:  # noqa: BLE001 - report and go on with the next model
@@ -171,35 +172,97 @@ def ops_left_to_tflite(ops, graph_outputs: set) -> set:
 
 
 class LiteRtRunner:
-    """Feeds ONNX-layout (NCHW) inputs into the NHWC .tflite that onnx2tf writes, and the outputs back."""
+    """Feeds ONNX-layout (NCHW) inputs into the NHWC .tflite that onnx2tf writes, and the outputs back, each tensor
+    found by its ONNX name (see tflite_io_by_name)."""
 
-    def __init__(self, interpreter):
+    def __init__(self, interpreter, onnx_inputs: list[str], onnx_outputs: dict[str, tuple]):
         self.interpreter = interpreter
-        self.in_details = interpreter.get_input_details()
-        self.out_details = interpreter.get_output_details()
-
-    @staticmethod
-    def _match(details, names):
-        """Each ONNX name's tensor detail: by name (onnx2tf keeps them, sometimes with a serving prefix or ':0')."""
-        by_name = {}
-        for d in details:
-            bare = re.sub(r"^serving_default_|:\d+$", "", d["name"])
-            by_name[bare] = d
-        if all(n in by_name for n in names):
-            return [by_name[n] for n in names]
-        if len(details) == len(names) == 1:
-            return list(details)
-        raise RuntimeError(f"cannot match ONNX names {names} to tflite tensors {[d['name'] for d in details]}")
+        self.onnx_inputs = list(onnx_inputs)
+        self.onnx_outputs = dict(onnx_outputs)
+        self.in_details, self.out_details = tflite_io_by_name(interpreter, self.onnx_inputs, list(self.onnx_outputs))
 
     def feed(self, inputs):
-        for detail, (name, x) in zip(self._match(self.in_details, list(inputs)), inputs.items()):
+        check_feed_names(self.onnx_inputs, inputs, "the converted .tflite")
+        for name, x in inputs.items():
+            detail = self.in_details[name]
             self.interpreter.set_tensor(detail["index"], to_nhwc(x, tuple(detail["shape"])))
 
     def invoke(self):
         self.interpreter.invoke()
 
-    def outputs(self, onnx_shapes):
-        return [to_nchw(self.interpreter.get_tensor(d["index"]), s) for d, s in zip(self.out_details, onnx_shapes)]
+    def outputs(self) -> dict:
+        return {name: to_nchw(self.interpreter.get_tensor(self.out_details[name]["index"]), shape)
+                for name, shape in self.onnx_outputs.items()}
+
+
+def _onnx2tf_spellings(name: str) -> set[str]:
+    """The names onnx2tf may give the Keras layer of ONNX value `name`: its own, or with ':' spelled '__' (1.29;
+    earlier releases spelled it '_'), which TFLite's converter then uses as the signature key."""
+    return {name, name.replace(":", "__"), name.replace(":", "_")}
+
+
+def _by_name(onnx_names: list[str], keyed: dict) -> dict | None:
+    """{ONNX name: tflite tensor detail} from `keyed` (tflite name -> detail), when each ONNX name matches exactly one
+    key under _onnx2tf_spellings and each key exactly one ONNX name; else None."""
+    keys = {}
+    for name in onnx_names:
+        hits = [k for k in keyed if k in _onnx2tf_spellings(name)]
+        if len(hits) != 1:
+            return None
+        keys[name] = hits[0]
+    if len(set(keys.values())) != len(keys) or len(keys) != len(keyed):
+        return None
+    return {name: keyed[k] for name, k in keys.items()}
+
+
+def tflite_io_by_name(interpreter, onnx_inputs: list[str], onnx_outputs: list[str]):
+    """({ONNX input name: tflite input detail}, {ONNX output name: tflite output detail}), or RuntimeError.
+
+    What the names rest on. onnx2tf (1.29, onnx2tf.py) builds a Keras model whose Input layers carry the ONNX input
+    names and renames each output's layer to the ONNX output name ("Bring back output names from ONNX model",
+    ':' spelled '__'); TFLite's converter (tf.lite, from_keras_model -> trace_model_call) then returns the outputs
+    as a dict keyed by those names, and writes that dict as the .tflite's "serving_default" SignatureDef. The
+    SignatureDef's keys are the names; the order of the subgraph's outputs is not (tf.nest sorts the dict's keys:
+    an ONNX model with outputs [q, p] gets tflite outputs [p, q]). The tensor names are no help either: outputs are
+    'PartitionedCall:N' / 'Identity_N'. And copy_onnx_input_output_names_to_tflite does not fix it: it rewrites the
+    names only with `flatc` on PATH, and then pairs the subgraph's outputs with the ONNX names by position (or by
+    element count) - so it is no longer passed.
+
+    So: inputs and outputs are taken from the one SignatureDef, by name. Where that fails - no SignatureDef (onnx2tf
+    falls back to from_concrete_functions when the Keras path fails, e.g. for '/' in a name), a count that differs
+    from the ONNX graph's (onnx2tf's get_tf_model_outputs skips an output it cannot find and then renames the
+    remaining layers by position), a name that matches none or several keys - the model is refused, unless there is
+    exactly one tensor on both sides, which cannot be mismatched.
+    """
+    in_details, out_details = interpreter.get_input_details(), interpreter.get_output_details()
+    signatures = interpreter.get_signature_list()
+    sig_in, sig_out = {}, {}
+    if len(signatures) == 1:
+        runner = interpreter.get_signature_runner(next(iter(signatures)))
+        sig_in, sig_out = runner.get_input_details(), runner.get_output_details()
+        # The SignatureDef must name the subgraph that interpreter.invoke() runs, all of its inputs and outputs.
+        if ({d["index"] for d in sig_in.values()} != {d["index"] for d in in_details}
+                or {d["index"] for d in sig_out.values()} != {d["index"] for d in out_details}):
+            sig_in, sig_out = {}, {}
+    where = (f"signature {sorted(signatures)}: inputs {sorted(sig_in)}, outputs {sorted(sig_out)}" if sig_in or sig_out
+             else f"no usable SignatureDef ({len(signatures)} found); tensors {[d['name'] for d in in_details]} -> "
+                  f"{[d['name'] for d in out_details]}")
+
+    def match(kind, names, sig, details):
+        found = _by_name(names, sig) if sig else None
+        if found is None and kind == "input" and not sig:
+            # Input tensors keep the ONNX names onnx2tf gives the Keras Inputs ('serving_default_NAME:0' with a
+            # SignatureDef, NAME without one).
+            found = (_by_name(names, {d["name"]: d for d in details})
+                     or _by_name(names, {re.sub(r"^serving_default_|:\d+$", "", d["name"]): d for d in details}))
+        if found is None and len(names) == len(details) == 1:
+            found = {names[0]: details[0]}  # one tensor each side: nothing to mix up
+        if found is None:
+            raise RuntimeError(f"cannot tell which tflite {kind} is which ONNX {kind} {names} (the converted model has "
+                               f"{len(details)} {kind}s; {where}); refusing to pair them by position")
+        return found
+
+    return match("input", onnx_inputs, sig_in, in_details), match("output", onnx_outputs, sig_out, out_details)
 
 
 # onnx2tf turns 4D tensors NCHW -> NHWC, model inputs and outputs included, but may leave a model output in NCHW

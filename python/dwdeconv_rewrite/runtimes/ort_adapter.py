@@ -8,11 +8,13 @@ import os
 import statistics
 from pathlib import Path
 
-from .common import StageError, model_key, onnx_op_counts
+from .common import StageError, check_feed_names, model_key, onnx_op_counts
 
 
-# Each runtime loads a model into a Runner: feed(inputs) once, then invoke() is what is timed, and outputs()
-# gives the results in ONNX layout (NCHW) for the agreement check.
+# Each runtime loads a model into a Runner: feed(inputs) once (a dict ONNX input name -> array, fed by name), then
+# invoke() is what is timed, and outputs() gives the results as a dict ONNX output name -> array in ONNX layout
+# (NCHW), in graph output order, for the agreement check. A runner that cannot tell which of its runtime's tensors
+# is which ONNX input or output raises instead of pairing them by position.
 
 
 class OrtRuntime:
@@ -111,15 +113,20 @@ class OrtRuntime:
 
 
 class OrtRunner:
+    """ONNX Runtime runs the ONNX graph itself: its inputs and outputs are the graph's, by name
+    (session.get_inputs() / get_outputs()), and run() is asked for the outputs by those names."""
+
     def __init__(self, session):
         self.session = session
+        self.input_names = [i.name for i in session.get_inputs()]
         self.names = [o.name for o in session.get_outputs()]
 
     def feed(self, inputs):
-        self.inputs = inputs
+        check_feed_names(self.input_names, inputs, "the ONNX Runtime session")
+        self.inputs = dict(inputs)
 
     def invoke(self):
         self.result = self.session.run(self.names, self.inputs)
 
-    def outputs(self, onnx_shapes):
-        return self.result
+    def outputs(self) -> dict:
+        return dict(zip(self.names, self.result, strict=True))
