@@ -21,6 +21,11 @@ passed, else the exit code of the first that failed (1 verification or gate, 2 u
 2 when MODELS matches no model. In GitHub Actions each failure is also an error annotation, each model's log a
 group, the results a table in the job summary, and the outputs `report`, `output-dir` and `failed` are set.
 
+File names, node names and input values reach the log, workflow commands and the summary only through escape():
+a name cannot end a line, start a workflow command, or break the summary's table. The tool's own output, which
+quotes names from the model, is shown between ::stop-commands::TOKEN and ::TOKEN:: with a new random TOKEN each
+time, so the runner takes nothing in it for a command.
+
 The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite package.
 """
 
@@ -28,6 +33,9 @@ import argparse
 import glob
 import json
 import os
+import re
+import secrets
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -35,14 +43,122 @@ from pathlib import Path
 import dwdeconv_rewrite
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
+# GitHub drops a step's job summary over 128 KiB (actions/runner, CreateStepSummaryCommand): the table stops at
+# SUMMARY_BUDGET bytes, each cell at CELL_LIMIT characters; the report has everything.
+SUMMARY_BUDGET = 64 * 1024
+CELL_LIMIT = 200
+
+
+def _shown(ch):
+    """One character as a log shows it: itself when printable, else \\xNN (\\uNNNN, \\UNNNNNNNN); a byte of a file
+    name that is not UTF-8 (os.fsdecode's surrogateescape, U+DC80..U+DCFF) as that byte, \\xNN."""
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:
+        return "\\x%02x" % (code - 0xDC00)
+    if ch.isprintable():
+        return ch
+    return "\\x%02x" % code if code <= 0xFF else "\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code
+
+
+def escape(text, kind="log"):
+    """`text` (a file name, a node name, a message, an input value) made safe for where it goes; every name and
+    message this script prints or writes passes through here. GitHub's runner reads each line of a step's stdout
+    and stderr (split at CR and LF), trims its leading whitespace and takes `::NAME ...::` at its start for a
+    workflow command, and also the legacy `##[NAME]` anywhere in it (actions/runner, ActionCommand.cs). So:
+
+    "log"       a plain log line: every unprintable character (CR, LF, ESC, the bidi controls, ...) as \\xNN, a
+                legacy `##[` as `##\\x5b`, and a leading `::` as `\\x3a:`.
+    "data"      the message of a workflow command (`::error ...::DATA`, `::group::DATA`): `%`, CR, LF as %25,
+                %0D, %0A (actions/toolkit, command.ts, escapeData), which the runner unescapes; the other
+                unprintable characters as \\xNN, as in the log.
+    "property"  a property of one (`file=`, `title=`): `%`, CR, LF, `:`, `,` as %25, %0D, %0A, %3A, %2C
+                (escapeProperty), and nothing else changed, so that `file=` names the file.
+    "block"     a line of the tool's output, which echo() shows between stop-commands tokens: only the
+                unprintable characters, as \\xNN (the runner carries out nothing there).
+    "markdown"  a job-summary table cell: unprintable characters as \\xNN, then every character Markdown gives a
+                meaning to here backslash-escaped: no name ends the cell (`|`), opens a link or an image (`[`),
+                HTML or an autolink (`<`), a code span, emphasis, strikethrough or math.
+    """
+    text = str(text)
+    if kind in ("data", "property"):
+        if kind == "data":
+            text = "".join(c if c in "\r\n" else _shown(c) for c in text)
+        else:  # but for a byte that is not UTF-8, which cannot be written out otherwise
+            text = "".join(_shown(c) if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return text.replace(":", "%3A").replace(",", "%2C") if kind == "property" else text
+    shown = "".join(_shown(c) for c in text)
+    if kind == "block":
+        return shown
+    if kind == "markdown":
+        return re.sub(r"([\\`*\[\]<>&|~$])", r"\\\1", shown)
+    if kind != "log":
+        raise ValueError(kind)
+    shown = shown.replace("##[", "##\\x5b")
+    stripped = shown.lstrip()
+    if stripped.startswith("::"):
+        at = len(shown) - len(stripped)
+        shown = shown[:at] + "\\x3a" + shown[at + 1:]
+    return shown
+
+
+def command(name, message="", **properties):
+    """The workflow command ::NAME K=V,...::MESSAGE on GitHub (on stdout, with the tool's log); elsewhere nothing."""
+    if ON_GITHUB:
+        props = ",".join("%s=%s" % (k, escape(v, "property")) for k, v in properties.items() if v)
+        print("::%s%s::%s" % (name, " " + props if props else "", escape(message, "data")), flush=True)
+
+
+def annotate(kind, message, file=None):
+    """A GitHub Actions annotation (error, warning, notice); elsewhere nothing, the log already says it."""
+    command(kind, message, file=file, title="dwdeconv-rewrite")
+
+
+def say(message):
+    """One line of this script's own log, on stderr."""
+    print("dwdeconv-rewrite action: " + escape(message), file=sys.stderr, flush=True)
+
+
+def log_stream():
+    # On GitHub the tool's output goes where the workflow commands go, so that the runner reads the stop-commands
+    # lines around it in order with the annotations after it.
+    return sys.stdout if ON_GITHUB else sys.stderr
+
+
+def echo(text):
+    """What the tool printed, in the log: on GitHub between ::stop-commands::TOKEN and ::TOKEN::, a new random
+    TOKEN each time, so that nothing in it (it quotes file and node names as they are) is taken for a workflow
+    command; its unprintable characters as \\xNN."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return
+    # Ends with a newline, so the resume line is a line of its own even when the tool's output did not.
+    body = "".join(escape(line, "block") + "\n" for line in lines)
+    if ON_GITHUB:
+        token = secrets.token_hex(16)
+        body = "::stop-commands::%s\n%s::%s::\n" % (token, body, token)
+    stream = log_stream()
+    stream.write(body)
+    stream.flush()
 
 
 def env(name, default=""):
     return os.environ.get("INPUT_" + name, default).strip() or default
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """A refused input: the usage, and the message escaped (it may quote the input) and as an annotation."""
+        self.print_usage(sys.stderr)
+        annotate("error", message)
+        say("error: " + message)
+        sys.exit(dwdeconv_rewrite.EXIT_USAGE)
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = _Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=env("MODELS"), help="files, directories and globs (INPUT_MODELS)")
     p.add_argument("--target", default=env("TARGET"), help="--target of the rewrite; empty: the default profile")
     p.add_argument("--verify", default=env("VERIFY", "true"), choices=["true", "false"], help="--verify each rewrite")
@@ -58,14 +174,6 @@ def parse_args(argv):
         except ValueError:
             p.error("--min-speedup: '%s' is not a number" % a.min_speedup)
     return a
-
-
-def annotate(kind, message, file=None):
-    """A GitHub Actions annotation (error, warning, notice); elsewhere nothing, the log already says it."""
-    if ON_GITHUB:
-        text = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        where = "file=%s," % file if file else ""
-        print("::%s %stitle=dwdeconv-rewrite::%s" % (kind, where, text), flush=True)
 
 
 def entries(models):
@@ -130,10 +238,10 @@ def run_model(tool, model, out, a):
     if a.verify == "true":
         cmd.append("--verify")
     cmd += ["--input-shape=" + s for s in shapes] + a.args.split()
-    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    log = done.stderr.decode("utf-8", errors="replace")
-    sys.stderr.write(log)
+    print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
+    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = done.stdout.decode("utf-8", errors="backslashreplace")
+    echo(log)
     try:
         report = json.loads(report_path.read_text())
     except (OSError, ValueError):
@@ -155,10 +263,10 @@ def run_model(tool, model, out, a):
                                              min_speedup=float(a.min_speedup),
                                              args=["--input-shape=" + s for s in shapes])
         except dwdeconv_rewrite.DwdeconvError as e:
-            sys.stderr.write(e.log)
+            echo(e.log)
             report["speed_check"] = e.report
             return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
-        sys.stderr.write(checked.log)
+        echo(checked.log)
         report["speed_check"] = checked.report
         if not checked.passed:
             return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
@@ -171,9 +279,25 @@ def summary_row(model, code, report, verdict):
     bench = (report.get("speed_check") or {}).get("bench") or {}
     cells = [str(model), str(report.get("rewritten", "")), str(report.get("kept", "")),
              "" if not verify else ("pass" if verify.get("passed") else "FAIL"),
-             "%.2fx" % bench["speedup"] if "speedup" in bench else "",
+             "%.2fx" % bench["speedup"] if isinstance(bench.get("speedup"), (int, float)) else "",
              "ok" if code == 0 else "exit %d: %s" % (code, verdict)]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    cells = [c if len(c) <= CELL_LIMIT else c[: CELL_LIMIT - 1] + "\u2026" for c in cells]
+    return "| " + " | ".join(escape(c, "markdown") for c in cells) + " |"
+
+
+def write_summary(path, rows, passed, report_path):
+    """The job summary: a heading and the table, cut at SUMMARY_BUDGET bytes with a line that says so."""
+    lines = ["### dwdeconv-rewrite: %d of %d models passed" % (passed, len(rows)), "",
+             "| model | rewritten | kept | verify | speedup | result |", "|---|---|---|---|---|---|"]
+    size = sum(len(line.encode()) + 1 for line in lines)
+    for i, row in enumerate(rows):
+        size += len(row.encode()) + 1
+        if size > SUMMARY_BUDGET:
+            lines += ["", "%d more models: see the report, %s" % (len(rows) - i, escape(report_path, "markdown"))]
+            break
+        lines.append(row)
+    with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def set_outputs(**values):
@@ -185,21 +309,24 @@ def set_outputs(**values):
 
 
 def main(argv=None):
+    # The runner reads UTF-8; a name this locale cannot encode is escaped instead of ending the run.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(encoding="utf-8", errors="backslashreplace")
     a = parse_args(argv)
     try:
         tool = dwdeconv_rewrite.binary_path()
     except dwdeconv_rewrite.DwdeconvError as e:
         annotate("error", e.message)
-        print("dwdeconv-rewrite action: %s" % e.message, file=sys.stderr)
+        say(e.message)
         return e.exit_code
     models, unmatched = expand(a.models, a.output_dir)
     for entry in unmatched:
         annotate("warning", "'%s' matches no .onnx file" % entry)
-        print("dwdeconv-rewrite action: warning: '%s' matches no .onnx file" % entry, file=sys.stderr)
+        say("warning: '%s' matches no .onnx file" % entry)
     if not models:
         message = "models: no ONNX model found in '%s'" % a.models.strip() if a.models.strip() else "models: none given"
         annotate("error", message)
-        print("dwdeconv-rewrite action: error: " + message, file=sys.stderr)
+        say("error: " + message)
         return dwdeconv_rewrite.EXIT_USAGE
 
     reports, rows, failed, first_code = [], [], [], 0
@@ -212,19 +339,16 @@ def main(argv=None):
             report["error"] = verdict
         else:
             outputs[out] = model
-            if ON_GITHUB:
-                print("::group::%s" % model, flush=True)
+            command("group", str(model))
             code, report, verdict = run_model(tool, model, out, a)
-            if ON_GITHUB:
-                print("::endgroup::", flush=True)
+            command("endgroup")
         reports.append(report)
         rows.append(summary_row(model, code, report, verdict))
         if code != 0:
             failed.append(str(model))
             first_code = first_code or code
             annotate("error", verdict, file=str(model))  # the tool's messages name the file already
-        print("dwdeconv-rewrite action: %s: %s" % (model, "ok" if code == 0 else "FAILED (exit %d): %s" % (code, verdict)),
-              file=sys.stderr, flush=True)
+        say("%s: %s" % (model, "ok" if code == 0 else "FAILED (exit %d): %s" % (code, verdict)))
 
     report_path = Path(a.report)
     if report_path.parent != Path(""):
@@ -232,15 +356,11 @@ def main(argv=None):
     report_path.write_text(json.dumps(reports, indent=2) + "\n")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write("### dwdeconv-rewrite: %d of %d models passed\n\n" % (len(models) - len(failed), len(models)))
-            f.write("| model | rewritten | kept | verify | speedup | result |\n|---|---|---|---|---|---|\n")
-            f.write("\n".join(rows) + "\n")
+        write_summary(summary, rows, len(models) - len(failed), report_path)
     set_outputs(report=str(report_path), **{"output-dir": a.output_dir}, failed=len(failed))
-    print("dwdeconv-rewrite action: %d of %d models passed; report in %s" % (len(models) - len(failed), len(models),
-          report_path), file=sys.stderr)
+    say("%d of %d models passed; report in %s" % (len(models) - len(failed), len(models), report_path))
     if failed:
-        print("dwdeconv-rewrite action: failed: %s" % " ".join(failed), file=sys.stderr)
+        say("failed: %s" % " ".join(failed))
     return first_code
 
 

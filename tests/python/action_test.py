@@ -7,6 +7,7 @@ ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTH
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -19,6 +20,98 @@ from pathlib import Path
 SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
 SCRIPT = SOURCE / "action" / "run.py"
 EXAMPLES = sorted((SOURCE / "examples").glob("*.onnx"))  # migan_tiny_deconv, migan_tiny_handwritten, upsampler_small
+
+# The commands GitHub's runner registers (actions/runner, Runner.Worker/ActionCommandManager.cs and its command
+# extensions), matched without regard to case.
+RUNNER_COMMANDS = {"set-env", "set-output", "save-state", "add-mask", "add-path", "add-matcher", "remove-matcher",
+                   "debug", "warning", "error", "notice", "group", "endgroup", "echo", "stop-commands"}
+
+
+def runner_unescape(text, pairs):
+    for escaped, plain in pairs:
+        text = text.replace(escaped, plain)
+    return text
+
+
+DATA_ESCAPES = [("%0D", "\r"), ("%0A", "\n"), ("%25", "%")]
+PROPERTY_ESCAPES = [("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")]
+LEGACY_ESCAPES = [("%3B", ";"), ("%0D", "\r"), ("%0A", "\n"), ("%5D", "]"), ("%25", "%")]
+
+
+def parse_command(line, names):
+    """(name, properties, data) when GitHub's runner takes `line` as a workflow command, else None: the form
+    `::name k=v,k=v::data` at the start of the line once leading whitespace is trimmed (ActionCommand.TryParseV2),
+    else the legacy `##[name k=v;k=v]data` anywhere in it (ActionCommand.TryParse)."""
+    message = line.lstrip()
+    if message.startswith("::"):
+        end = message.find("::", 2)
+        if end >= 0:
+            info = message[2:end]
+            name = info.split(" ", 1)[0]
+            if name.lower() in names:
+                props = {}
+                if " " in info:
+                    for prop in info.split(" ", 1)[1].strip().split(","):
+                        pair = [x for x in prop.split("=", 1) if x]
+                        if len(pair) == 2:
+                            props[pair[0]] = runner_unescape(pair[1], PROPERTY_ESCAPES)
+                return name.lower(), props, runner_unescape(message[end + 2:], DATA_ESCAPES)
+    start = line.find("##[")
+    if start >= 0 and "]" in line[start:]:
+        close = line.index("]", start)
+        info = line[start + 3:close]
+        name = info.split(" ", 1)[0]
+        if name.lower() in names:
+            return name.lower(), {}, runner_unescape(line[close + 1:], LEGACY_ESCAPES)
+    return None
+
+
+def workflow_commands(stream):
+    """The workflow commands GitHub's runner would carry out for one output stream of a step, in order: its lines
+    (split at CR, LF or CRLF, as the runner reads them) parsed as the runner does, those between
+    `::stop-commands::TOKEN` and `::TOKEN::` ignored. Returns (commands, the stop tokens seen)."""
+    found, tokens, token = [], [], None
+    for line in re.split(r"\r\n|\r|\n", stream):
+        command = parse_command(line, RUNNER_COMMANDS | ({token.lower()} if token else set()))
+        if command is None:
+            continue
+        if token is not None:
+            if command[0] == token.lower():
+                token = None
+            continue
+        if command[0] == "stop-commands":
+            token = command[2]
+            tokens.append(token)
+            continue
+        found.append(command)
+    return found, tokens
+
+
+def read_github_output(text):
+    """The outputs a step's $GITHUB_OUTPUT file sets, as the runner reads it: NAME=VALUE lines and
+    NAME<<DELIMITER ... DELIMITER blocks."""
+    outputs, lines = {}, text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, i)
+            outputs[name] = "\n".join(lines[i:end])
+            i = end + 1
+        else:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs
+
+
+def summary_rows(summary):
+    """The job summary's table rows, each as its cells split at the pipes that are not escaped."""
+    rows = [line for line in summary.splitlines() if line.startswith("|")][2:]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
 
 
 class ActionScriptTest(unittest.TestCase):
@@ -46,7 +139,7 @@ class ActionScriptTest(unittest.TestCase):
         r = subprocess.run([sys.executable, str(SCRIPT)] + list(args), cwd=self.work, capture_output=True, text=True,
                            env=full)
         sys.stderr.write(r.stderr[-3000:])
-        outputs = dict(line.split("=", 1) for line in (self.work / "gh-output").read_text().splitlines())
+        outputs = read_github_output((self.work / "gh-output").read_text())
         return r.returncode, r.stderr, r.stdout, outputs
 
     def report(self, name="dwdeconv-rewrite-report.json"):
@@ -151,6 +244,119 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("speed check on xnnpack: speedup 1.50x below 2.0 (speedup 1.5, minimum 2)", out)
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
+
+
+    # Issue 26: a hostile model file name, node name or input value.
+
+    HOSTILE = ("evil\n::error title=forged::from a file name\n  ::add-mask::x\n::stop-commands::pwned\r"
+               "##[warning]legacy;a:b,c %0A %25 \x1b[31m |x| [a](javascript:x) <b>`.onnx")
+
+    def hostile_models(self):
+        """Two models whose file names try to forge workflow commands and break the table: one that passes, one
+        that fails (symbolic dims, no sidecar), and a name that starts with '::'."""
+        d = self.work / "hostile"
+        d.mkdir()
+        shutil.copy(EXAMPLES[0], d / ("ok " + self.HOSTILE))
+        shutil.copy(EXAMPLES[2], d / ("fail " + self.HOSTILE))
+        shutil.copy(EXAMPLES[0], d / "::error::starts-with-colons.onnx")
+        return sorted(Path("hostile") / p.name for p in d.iterdir())
+
+    def assert_only_these_commands(self, out, err, models, failing):
+        """The runner would carry out exactly one group per model and one error annotation on each failing one, each
+        naming its file exactly, and nothing from stderr; the tool's log came between stop-commands tokens."""
+        expected = []
+        for m in models:
+            # A group's title is the name, its control characters (but CR and LF) shown as in the log.
+            expected += [("group", {}, str(m).replace("\x1b", "\\x1b")), ("endgroup", {}, "")]
+            if m in failing:
+                expected.append(("error", {"file": str(m), "title": "dwdeconv-rewrite"}, None))
+        commands, tokens = workflow_commands(out)
+        commands = [(n, p, None if n == "error" else d) for n, p, d in commands]
+        self.assertEqual(commands, expected)
+        self.assertEqual(workflow_commands(err), ([], []))
+        self.assertGreaterEqual(len(tokens), len(models))
+        self.assertEqual(len(set(tokens)), len(tokens), "a stop token must not repeat")
+        self.assertTrue(all(re.fullmatch(r"[0-9a-f]{32,}", t) for t in tokens), tokens)
+
+    def test_a_file_name_forges_no_workflow_command(self):
+        models = self.hostile_models()
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "hostile"})
+        self.assertEqual(code, 1)
+        self.assert_only_these_commands(out, err, models, [m for m in models if m.name.startswith("fail ")])
+        # Plain lines show control characters as \xNN and no legacy command.
+        self.assertIn("dwdeconv-rewrite action: hostile/ok evil\\x0a::error title=forged::from a file name\\x0a  "
+                      "::add-mask::x\\x0a::stop-commands::pwned\\x0d##\\x5bwarning]legacy;a:b,c %0A %25 \\x1b[31m", err)
+        self.assertEqual(outputs["failed"], "1")
+        self.assertEqual([r["exit_code"] for r in self.report()], [0, 1, 0])
+
+    def test_a_node_name_in_the_tools_log_forges_no_workflow_command(self):
+        # The tool logs node names as they are (-v): these two hold a newline and a command each.
+        data = EXAMPLES[0].read_bytes()
+        for name, forged in ((b"syn.16.img_up", b"\n::error::XY\n"), (b"syn.16.conv1.up", b"\n##[error]abcd\n")):
+            self.assertEqual(len(name), len(forged))
+            data = data.replace(name, forged)
+        (self.work / "nodes.onnx").write_bytes(data)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "nodes.onnx", "INPUT_ARGS": "-v"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("\n  ::error::XY", out + err)  # the log is shown
+        self.assert_only_these_commands(out, err, [Path("nodes.onnx")], [])
+        # A tool that writes commands to stdout and ends its log without a newline forges nothing either, and the
+        # error annotation after it still counts.
+        stub = self.work / "stub-tool"
+        stub.write_text("#!%s\nimport sys\nprint('::error::from stdout')\nsys.stderr.write('::warning::no newline')\n"
+                        "sys.exit(3)\n" % sys.executable)
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "nodes.onnx", "DWDECONV_REWRITE": str(stub)})
+        self.assertEqual(code, 3)
+        self.assert_only_these_commands(out, err, [Path("nodes.onnx")], [Path("nodes.onnx")])
+
+    def test_a_file_name_cannot_break_the_summary_table(self):
+        models = self.hostile_models()
+        self.run_action({"INPUT_MODELS": "hostile"})
+        summary = (self.work / "gh-summary").read_text()
+        rows = summary_rows(summary)
+        self.assertEqual(len(rows), len(models), summary)
+        self.assertTrue(all(len(r) == 6 for r in rows), rows)
+        self.assertEqual([r[5].split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
+        for row in rows:
+            for cell in row:
+                self.assertNotRegex(cell, r"(?<!\\)[\[<`]", "a link, HTML or code span from a name: %r" % cell)
+        self.assertIn("hostile/ok evil\\\\x0a::error title=forged", summary)
+
+    def test_a_file_name_that_is_not_utf8_is_shown_not_a_crash(self):
+        name = os.fsdecode(b"bad\xff\xfe.onnx")
+        shutil.copy(EXAMPLES[0], self.work / name)
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "."})
+        self.assertEqual(code, 1, err)  # upsampler_small has no sidecar; the others pass
+        self.assertEqual(outputs["failed"], "1")
+        self.assertIn("dwdeconv-rewrite action: bad\\xff\\xfe.onnx: ok", err)
+        self.assertTrue((self.work / "dwdeconv-rewrite-out" / (os.fsdecode(b"bad\xff\xfe") + ".xnn.onnx")).is_file())
+        self.assertIn("| bad\\\\xff\\\\xfe.onnx | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
+        self.assertEqual(len(self.report()), 4)
+
+    def test_a_long_verdict_keeps_the_summary_under_githubs_limit(self):
+        # GitHub drops a job summary over 128 KiB: 300 models that each fail with a 2 KB message stay under it.
+        stub = self.work / "stub-tool"
+        stub.write_text(textwrap.dedent("""\
+            #!%s
+            import json, sys
+            args = sys.argv[1:]
+            report = [a.split("=", 1)[1] for a in args if a.startswith("--report=")] or [args[args.index("--report") + 1]]
+            json.dump({"exit_code": 3, "error": "x" * 2000}, open(report[0], "w"))
+            sys.exit(3)
+            """ % sys.executable))
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        names = ["m%03d.onnx" % i for i in range(300)]
+        for n in names:
+            (self.work / n).write_bytes(b"")
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "\n".join(names), "DWDECONV_REWRITE": str(stub),
+                                             "GITHUB_ACTIONS": ""})
+        self.assertEqual(code, 3)
+        summary = (self.work / "gh-summary").read_bytes()
+        self.assertLess(len(summary), 128 * 1024)
+        self.assertIn(b"0 of 300 models passed", summary)
+        self.assertIn(b"see the report", summary)
+        self.assertEqual(len(self.report()), 300)
 
 
 if __name__ == "__main__":
