@@ -13,7 +13,8 @@ separated by spaces when on one line. Each MODEL is rewritten to OUTPUT_DIR/<its
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
 and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check). A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
-under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out.
+under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out. A MODEL is passed after "--",
+and paths as --option=PATH, so that no file name is read as an option.
 
 The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
 speed gate ran, that check's report under "speed_check". All models run even when one fails. Exit 0 when all
@@ -41,6 +42,7 @@ import sys
 from pathlib import Path
 
 import dwdeconv_rewrite
+from dwdeconv_rewrite._api import _cli_path
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
 # GitHub drops a step's job summary over 128 KiB (actions/runner, CreateStepSummaryCommand): the table stops at
@@ -232,12 +234,14 @@ def run_model(tool, model, out, a):
     out.parent.mkdir(parents=True, exist_ok=True)
     report_path = out.with_name(out.name[: -len(".onnx")] + ".report.json")
     shapes = input_shapes(model)
-    cmd = [tool, str(model), "-o", str(out), "--report", str(report_path)]
+    # Paths as --option=PATH, and the model after "--" (as ./-NAME when it starts with "-", which alone is stdin),
+    # so that no file name is taken for an option.
+    cmd = [tool, "--output=" + str(out), "--report=" + str(report_path)]
     if a.target:
         cmd.append("--target=" + a.target)
     if a.verify == "true":
         cmd.append("--verify")
-    cmd += ["--input-shape=" + s for s in shapes] + a.args.split()
+    cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
     done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     log = done.stdout.decode("utf-8", errors="backslashreplace")

@@ -323,6 +323,19 @@ class ActionScriptTest(unittest.TestCase):
                 self.assertNotRegex(cell, r"(?<!\\)[\[<`]", "a link, HTML or code span from a name: %r" % cell)
         self.assertIn("hostile/ok evil\\\\x0a::error title=forged", summary)
 
+    def test_a_model_name_starting_with_a_dash_is_a_file_not_options(self):
+        # Given to the tool as an argument, "-v2.onnx" is -v and a model "-2.onnx": today's other file.
+        shutil.copy(EXAMPLES[0], self.work / "-v2.onnx")
+        shutil.copy(EXAMPLES[2], self.work / "-2.onnx")
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "-v2.onnx", "INPUT_VERIFY": "false",
+                                                   "INPUT_OUTPUT_DIR": "-out", "INPUT_REPORT": "-report.json"})
+        self.assertEqual(code, 0, err)
+        [r] = self.report("-report.json")
+        self.assertIn(r["input"], ("-v2.onnx", "./-v2.onnx"))
+        self.assertEqual(r["rewritten"], 8)  # migan_tiny_deconv's 8, not upsampler_small's 3
+        self.assertTrue((self.work / "-out/-v2.xnn.onnx").is_file())
+        self.assertEqual(outputs["output-dir"], "-out")
+
     def test_a_file_name_that_is_not_utf8_is_shown_not_a_crash(self):
         name = os.fsdecode(b"bad\xff\xfe.onnx")
         shutil.copy(EXAMPLES[0], self.work / name)
