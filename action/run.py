@@ -13,8 +13,9 @@ separated by spaces when on one line. Each MODEL is rewritten to OUTPUT_DIR/<its
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
 and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check). A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
-under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out. A MODEL is passed after "--",
-and paths as --option=PATH, so that no file name is read as an option.
+under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
+writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
+name is read as an option.
 
 The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
 speed gate ran, that check's report under "speed_check". All models run even when one fails. Exit 0 when all
@@ -184,13 +185,14 @@ def entries(models):
     return lines if len(lines) > 1 else (lines[0].split() if lines else [])
 
 
-def expand(models, output_dir):
-    """The model files MODELS names, in order, each once; (files, entries that matched nothing)."""
+def expand(models):
+    """The model files MODELS names, in order, each once; (files, entries that matched nothing). An earlier run's
+    outputs are named *.xnn.onnx, whatever the output directory: by that name, and not by where they lie, are they
+    left out, so an output directory of "." or one that holds the models leaves the models in."""
     found, unmatched = [], []
-    out = Path(output_dir).resolve()
 
     def is_output(path):
-        return path.name.endswith(".xnn.onnx") or out in path.resolve().parents
+        return path.name.endswith(".xnn.onnx")
 
     for entry in entries(models):
         if os.path.isdir(entry):
@@ -323,7 +325,7 @@ def main(argv=None):
         annotate("error", e.message)
         say(e.message)
         return e.exit_code
-    models, unmatched = expand(a.models, a.output_dir)
+    models, unmatched = expand(a.models)
     for entry in unmatched:
         annotate("warning", "'%s' matches no .onnx file" % entry)
         say("warning: '%s' matches no .onnx file" % entry)

@@ -336,6 +336,21 @@ class ActionScriptTest(unittest.TestCase):
         self.assertTrue((self.work / "-out/-v2.xnn.onnx").is_file())
         self.assertEqual(outputs["output-dir"], "-out")
 
+    def test_output_dir_dot_writes_each_output_beside_its_model(self):
+        (self.work / "models/nested/upsampler_small.input-shapes").write_text("image=1x8x16x16\n")
+        for _ in range(2):  # the second run leaves out the first one's outputs
+            code, err, out, _ = self.run_action({"INPUT_MODELS": "models", "INPUT_OUTPUT_DIR": "."})
+            self.assertEqual(code, 0, err)
+            self.assertEqual([r["input"] for r in self.report()], ["models/nested/" + m.name for m in EXAMPLES])
+        for m in EXAMPLES:
+            self.assertTrue((self.work / "models/nested" / (m.stem + ".xnn.onnx")).is_file())
+        # An output directory that holds the models.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/nested", "INPUT_OUTPUT_DIR": "models"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(self.report()), 3)
+        self.assertTrue((self.work / "models/models/nested/migan_tiny_deconv.xnn.onnx").is_file())
+
+
     def test_a_file_name_that_is_not_utf8_is_shown_not_a_crash(self):
         name = os.fsdecode(b"bad\xff\xfe.onnx")
         shutil.copy(EXAMPLES[0], self.work / name)
