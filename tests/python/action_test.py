@@ -5,6 +5,7 @@ directory, a sidecar .input-shapes, a Git LFS pointer, nothing matched, and the 
 ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python.
 """
 
+import glob
 import json
 import os
 import re
@@ -385,6 +386,117 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn(b"0 of 300 models passed", summary)
         self.assertIn(b"see the report", summary)
         self.assertEqual(len(self.report()), 300)
+
+
+class ActionYamlTest(unittest.TestCase):
+    """action.yml itself: what its install step installs for each runtime, and that it declares run.py's outputs."""
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            import yaml
+        except ImportError:
+            raise unittest.SkipTest("PyYAML is not importable here (Debian: python3-yaml)")
+        cls.action = yaml.safe_load((SOURCE / "action.yml").read_text())
+
+    def install_step(self):
+        [step] = [s for s in self.action["runs"]["steps"] if "pip install" in s.get("run", "")]
+        return step
+
+    def run_install_step(self, **inputs):
+        """Runs the install step's script with bash, its ${{ inputs.X }} env values from `inputs` (else the
+        defaults), and a python3 whose venv's python records its arguments; (exit code, stdout, pip's args)."""
+        step = self.install_step()
+        values = {k: v.get("default", "") for k, v in self.action["inputs"].items()}
+        values.update({k.replace("_", "-"): v for k, v in inputs.items()})
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            fake_bin = tmp / "fake-bin"
+            fake_bin.mkdir()
+            (fake_bin / "python3").write_text(textwrap.dedent("""\
+                #!/bin/sh
+                # python3 -m venv DIR: a venv whose python records its arguments.
+                [ "$1 $2" = "-m venv" ] || exit 9
+                mkdir -p "$3/bin"
+                cat >"$3/bin/python" <<EOF
+                #!/bin/sh
+                printf '%%s\\n' "\\$@" >>"%s"
+                EOF
+                printf '#!/bin/sh\\necho dwdeconv-rewrite 0.0.0\\n' >"$3/bin/dwdeconv-rewrite"
+                chmod +x "$3/bin/python" "$3/bin/dwdeconv-rewrite"
+                """ % (tmp / "pip-args")))
+            (fake_bin / "python3").chmod(0o755)
+            env = {"PATH": "%s:%s" % (fake_bin, os.environ["PATH"]), "RUNNER_TEMP": str(tmp),
+                   "GITHUB_ACTION_PATH": "/the/action", "GITHUB_PATH": str(tmp / "github-path")}
+            for key, value in (step.get("env") or {}).items():
+                env[key] = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], str(value))
+            r = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True)
+            pip = (tmp / "pip-args").read_text().splitlines() if (tmp / "pip-args").exists() else None
+        return r.returncode, r.stdout + r.stderr, pip
+
+    def test_each_runtime_installs_its_extra(self):
+        try:
+            import tomllib
+        except ImportError:
+            tomllib = None
+        if tomllib is not None:
+            extras = tomllib.loads((SOURCE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+        for runtime, extra in (("xnnpack", ""), ("ort", "[ort]"), ("litert", "[litert]"),
+                               ("executorch", "[executorch]")):
+            with self.subTest(runtime=runtime):
+                code, log, pip = self.run_install_step(runtime=runtime, min_speedup="1.1")
+                self.assertEqual(code, 0, log)
+                self.assertEqual(pip[-1], "/the/action" + extra)
+                self.assertEqual(pip[:3], ["-m", "pip", "install"])
+                if tomllib is not None and extra:
+                    self.assertIn(extra.strip("[]"), extras)
+        # Without a speed gate nothing runs on the runtime: no extras.
+        code, log, pip = self.run_install_step(runtime="litert")
+        self.assertEqual((code, pip[-1]), (0, "/the/action"), log)
+
+    def test_an_unknown_runtime_is_refused_before_anything_is_installed(self):
+        code, log, pip = self.run_install_step(runtime="tflite\n::warning::forged", min_speedup="1.1")
+        self.assertEqual(code, 2, log)
+        self.assertIsNone(pip)
+        [(name, _, message)] = workflow_commands(log)[0]
+        self.assertEqual(name, "error")
+        self.assertIn("runtime: not one of xnnpack, ort, litert, executorch", message)
+
+    def test_every_output_run_py_sets_is_declared(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(EXAMPLES[0], Path(tmp) / "m.onnx")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+            env.update(GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(Path(tmp) / "out"), INPUT_MODELS="m.onnx")
+            subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp, env=env, capture_output=True, check=True)
+            set_by_run_py = read_github_output((Path(tmp) / "out").read_text())
+        declared = self.action["outputs"]
+        self.assertEqual(sorted(declared), sorted(set_by_run_py))
+        for name, output in declared.items():
+            self.assertEqual(output["value"], "${{ steps.run.outputs.%s }}" % name)
+
+
+    def test_the_artifact_holds_the_report_and_the_outputs_only(self):
+        # With output-dir ".", uploading output-dir would upload the whole working directory, models and all.
+        [upload] = [s for s in self.action["runs"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            (work / "models").mkdir()
+            for m in EXAMPLES[:2]:
+                shutil.copy(m, work / "models" / m.name)
+            (work / "README.md").write_text("not an output\n")
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
+            env.update(INPUT_MODELS="models", INPUT_OUTPUT_DIR=".")
+            subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp, env=env, capture_output=True, check=True)
+            values = {"report": "dwdeconv-rewrite-report.json", "output-dir": "."}
+            uploaded = set()
+            for line in upload["with"]["path"].splitlines():
+                pattern = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], line.strip())
+                for hit in glob.glob(str(work / pattern), recursive=True):
+                    hit = Path(hit)
+                    uploaded |= {p for p in hit.rglob("*") if p.is_file()} if hit.is_dir() else {hit}
+            uploaded = sorted(str(p.resolve().relative_to(work.resolve())) for p in uploaded)
+        self.assertEqual(uploaded, ["dwdeconv-rewrite-report.json"] + sorted(
+            "models/%s.xnn.%s" % (m.stem, ext) for m in EXAMPLES[:2] for ext in ("onnx", "report.json")))
 
 
 if __name__ == "__main__":
