@@ -307,11 +307,18 @@ def write_summary(path, rows, passed, report_path):
 
 
 def set_outputs(**values):
+    """The step's outputs, NAME=VALUE; a value holding a line break as NAME<<DELIMITER ... DELIMITER with a random
+    DELIMITER, so that an input value cannot set another output."""
     path = os.environ.get("GITHUB_OUTPUT")
     if path:
-        with open(path, "a", encoding="utf-8") as f:
+        with open(path, "a", encoding="utf-8", errors="surrogateescape") as f:
             for key, value in values.items():
-                f.write("%s=%s\n" % (key, value))
+                value = str(value)
+                if "\n" in value or "\r" in value:
+                    delimiter = "dwdeconv_rewrite_" + secrets.token_hex(16)
+                    f.write("%s<<%s\n%s\n%s\n" % (key, delimiter, value, delimiter))
+                else:
+                    f.write("%s=%s\n" % (key, value))
 
 
 def main(argv=None):

@@ -352,6 +352,16 @@ class ActionScriptTest(unittest.TestCase):
         self.assertTrue((self.work / "models/models/nested/migan_tiny_deconv.xnn.onnx").is_file())
 
 
+    def test_an_input_value_forges_no_step_output(self):
+        # A report path with a newline: written as it is, and set as one output, not as a second line of them.
+        report = "r.json\nfailed=0\nforged=1"
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+                                                   "INPUT_REPORT": report})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(outputs, {"report": report, "output-dir": "dwdeconv-rewrite-out", "failed": "0"})
+        self.assertEqual(len(self.report(report)), 1)
+        self.assertIn("report in r.json\\x0afailed=0\\x0aforged=1", err)
+
     def test_a_file_name_that_is_not_utf8_is_shown_not_a_crash(self):
         name = os.fsdecode(b"bad\xff\xfe.onnx")
         shutil.copy(EXAMPLES[0], self.work / name)
