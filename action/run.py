@@ -20,8 +20,9 @@ name is read as an option.
 The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
 speed gate ran, that check's report under "speed_check". All models run even when one fails. Exit 0 when all
 passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O);
-2 when MODELS matches no model. In GitHub Actions each failure is also an error annotation, each model's log a
-group, the results a table in the job summary, and the outputs `report`, `output-dir` and `failed` are set.
+2 when MODELS matches no model or an input is refused. In GitHub Actions each failure is also an error
+annotation, each model's log a group, the results a table in the job summary, and the outputs `report`,
+`output-dir` and `failed` are set.
 
 File names, node names and input values reach the log, workflow commands and the summary only through escape():
 a name cannot end a line, start a workflow command, or break the summary's table. The tool's own output, which
@@ -34,6 +35,7 @@ The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite
 import argparse
 import glob
 import json
+import math
 import os
 import re
 import secrets
@@ -46,6 +48,8 @@ import dwdeconv_rewrite
 from dwdeconv_rewrite._api import _cli_path
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
+# The runtimes of the speed gate; action.yml's install step installs pyproject.toml's extra of each one's name.
+RUNTIMES = ("xnnpack", "ort", "litert", "executorch")
 # GitHub drops a step's job summary over 128 KiB (actions/runner, CreateStepSummaryCommand): the table stops at
 # SUMMARY_BUDGET bytes, each cell at CELL_LIMIT characters; the report has everything.
 SUMMARY_BUDGET = 64 * 1024
@@ -164,18 +168,28 @@ def parse_args(argv):
     p = _Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=env("MODELS"), help="files, directories and globs (INPUT_MODELS)")
     p.add_argument("--target", default=env("TARGET"), help="--target of the rewrite; empty: the default profile")
-    p.add_argument("--verify", default=env("VERIFY", "true"), choices=["true", "false"], help="--verify each rewrite")
+    p.add_argument("--verify", default=env("VERIFY", "true"), help="--verify each rewrite: true or false")
     p.add_argument("--min-speedup", default=env("MIN_SPEEDUP"), help="fail a model whose speedup on RUNTIME is lower")
-    p.add_argument("--runtime", default=env("RUNTIME", "xnnpack"), help="the runtime the speed gate measures on")
+    p.add_argument("--runtime", default=env("RUNTIME", "xnnpack"),
+                   help="the runtime the speed gate measures on: %s" % ", ".join(RUNTIMES))
     p.add_argument("--report", default=env("REPORT", "dwdeconv-rewrite-report.json"), help="the combined JSON report")
     p.add_argument("--output-dir", default=env("OUTPUT_DIR", "dwdeconv-rewrite-out"), help="where rewritten models go")
     p.add_argument("--args", default=env("ARGS"), help="further options of the rewrite, split on spaces")
     a = p.parse_args(argv)
+    # Each refused here, before any model runs, not by the tool once per model.
+    if a.verify not in ("true", "false"):
+        p.error("verify: '%s' is not true or false" % a.verify)
+    if a.runtime not in RUNTIMES:
+        p.error("runtime: '%s' is not one of %s" % (a.runtime, ", ".join(RUNTIMES)))
     if a.min_speedup:
         try:
-            float(a.min_speedup)
+            gate = float(a.min_speedup)
         except ValueError:
-            p.error("--min-speedup: '%s' is not a number" % a.min_speedup)
+            gate = math.nan
+        if not (math.isfinite(gate) and gate > 0):
+            p.error("min-speedup: '%s' is not a finite number > 0" % a.min_speedup)
+    if os.path.isdir(a.report):
+        p.error("report: '%s' is a directory" % a.report)
     return a
 
 
@@ -364,9 +378,15 @@ def main(argv=None):
         say("%s: %s" % (model, "ok" if code == 0 else "FAILED (exit %d): %s" % (code, verdict)))
 
     report_path = Path(a.report)
-    if report_path.parent != Path(""):
-        report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(json.dumps(reports, indent=2) + "\n")
+    try:
+        if report_path.parent != Path(""):
+            report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
+    except OSError as e:
+        message = "report: cannot write %s: %s" % (report_path, e.strerror or e)
+        annotate("error", message)
+        say("error: " + message)
+        first_code = first_code or dwdeconv_rewrite.EXIT_INVALID_MODEL
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         write_summary(summary, rows, len(models) - len(failed), report_path)

@@ -373,6 +373,21 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("| bad\\\\xff\\\\xfe.onnx | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
         self.assertEqual(len(self.report()), 4)
 
+    def test_bad_inputs_are_refused_before_any_rewrite_and_shown_escaped(self):
+        for env, fragment in (({"INPUT_MIN_SPEEDUP": "nan"}, "min-speedup: 'nan' is not a finite number > 0"),
+                              ({"INPUT_MIN_SPEEDUP": "-1"}, "min-speedup: '-1' is not a finite number > 0"),
+                              ({"INPUT_MIN_SPEEDUP": "1\n::error::x"}, "'1\\x0a::error::x' is not a finite number"),
+                              ({"INPUT_RUNTIME": "tflite\n::error::x"}, "tflite\\x0a::error::x"),
+                              ({"INPUT_VERIFY": "yes\n::error::x"}, "yes\\x0a::error::x"),
+                              ({"INPUT_REPORT": "models"}, "report: 'models' is a directory")):
+            with self.subTest(env=env):
+                code, err, out, _ = self.run_action(dict(env, INPUT_MODELS="models/nested/migan_tiny_deconv.onnx"))
+                self.assertEqual(code, 2, err)
+                self.assertIn(fragment, err)
+                self.assertEqual(workflow_commands(err)[0], [])
+                self.assertEqual([c[0] for c in workflow_commands(out)[0]], ["error"])
+                self.assertFalse((self.work / "dwdeconv-rewrite-out").exists())
+
     def test_a_long_verdict_keeps_the_summary_under_githubs_limit(self):
         # GitHub drops a job summary over 128 KiB: 300 models that each fail with a 2 KB message stay under it.
         stub = self.work / "stub-tool"
