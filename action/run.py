@@ -238,7 +238,17 @@ def input_shapes(model):
     sidecar = model.with_name((model.name[:-5] if model.name.endswith(".onnx") else model.name) + ".input-shapes")
     if not sidecar.is_file():
         return []
-    return [line.strip() for line in sidecar.read_text().splitlines() if line.strip()]
+    text = sidecar.read_text(encoding="utf-8", errors="surrogateescape")  # handed to the tool as the bytes it holds
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def read_report(path):
+    """The tool's JSON report at `path` as a dict, or None."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def error_lines(log):
@@ -247,9 +257,16 @@ def error_lines(log):
 
 def run_model(tool, model, out, a):
     """Rewrites one model (and speed-gates it); (exit code, its report entry, a one-line verdict)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     report_path = out.with_name(out.name[: -len(".onnx")] + ".report.json")
-    shapes = input_shapes(model)
+    try:
+        shapes = input_shapes(model)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # An earlier run's report is not this run's: a tool that fails before writing one must not be read from it.
+        if report_path.exists() or report_path.is_symlink():
+            report_path.unlink()
+    except OSError as e:
+        message = "%s: %s" % (e.filename or model, e.strerror or e)
+        return dwdeconv_rewrite.EXIT_INVALID_MODEL, {"input": str(model), "exit_code": 3, "error": message}, message
     # Paths as --option=PATH, and the model after "--" (as ./-NAME when it starts with "-", which alone is stdin),
     # so that no file name is taken for an option.
     cmd = [tool, "--output=" + str(out), "--report=" + str(report_path)]
@@ -262,10 +279,10 @@ def run_model(tool, model, out, a):
     done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     log = done.stdout.decode("utf-8", errors="backslashreplace")
     echo(log)
-    try:
-        report = json.loads(report_path.read_text())
-    except (OSError, ValueError):
-        report = {"input": str(model), "exit_code": done.returncode, "error": "no report written"}
+    report = read_report(report_path)
+    if report is None:
+        report = {"input": str(model), "exit_code": done.returncode,
+                  "error": "; ".join(error_lines(log)) or "no report written"}
     if done.returncode != 0:
         message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % done.returncode
         return done.returncode, report, message

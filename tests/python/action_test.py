@@ -373,6 +373,36 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("| bad\\\\xff\\\\xfe.onnx | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
         self.assertEqual(len(self.report()), 4)
 
+    def test_an_output_path_taken_by_a_directory_fails_that_model_only(self):
+        # models/a.onnx's output is OUT/models/a.xnn.onnx, which models/a.xnn.onnx/b.onnx's output needs as a directory.
+        shutil.copy(EXAMPLES[0], self.work / "models/a.onnx")
+        (self.work / "models/a.xnn.onnx").mkdir()
+        shutil.copy(EXAMPLES[0], self.work / "models/a.xnn.onnx/b.onnx")
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/a.onnx models/a.xnn.onnx"})
+        self.assertEqual(code, 3, err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual([r["exit_code"] for r in self.report()], [0, 3])
+        self.assertEqual(outputs["failed"], "1")
+        self.assertIn("::error file=models/a.xnn.onnx/b.onnx,title=dwdeconv-rewrite::", out)
+
+    def test_an_earlier_report_is_not_taken_for_this_runs(self):
+        # The tool fails before it writes a report: the one an earlier run left there is not this run's.
+        stale = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.report.json"
+        stale.parent.mkdir(parents=True)
+        stale.write_text('{"input": "stale", "exit_code": 0, "error": "a stale report", "rewritten": 99}')
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+                                             "INPUT_ARGS": "--no-such-option"})
+        self.assertEqual(code, 2)
+        [r] = self.report()
+        self.assertNotIn("stale", json.dumps(r))
+        self.assertIn("--no-such-option", r["error"])
+        stale.parent.mkdir(parents=True, exist_ok=True)
+        stale.write_text("[]")  # not even a report
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+                                             "INPUT_ARGS": "--no-such-option"})
+        self.assertEqual(code, 2)
+        self.assertNotIn("Traceback", err)
+
     def test_bad_inputs_are_refused_before_any_rewrite_and_shown_escaped(self):
         for env, fragment in (({"INPUT_MIN_SPEEDUP": "nan"}, "min-speedup: 'nan' is not a finite number > 0"),
                               ({"INPUT_MIN_SPEEDUP": "-1"}, "min-speedup: '-1' is not a finite number > 0"),
