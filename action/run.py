@@ -373,16 +373,28 @@ def main(argv=None):
         say("error: " + message)
         return dwdeconv_rewrite.EXIT_USAGE
 
+    model_files = {os.path.realpath(m): m for m in models}
+    if os.path.realpath(a.report) in model_files:
+        message = "report: '%s' is one of the models" % a.report
+        annotate("error", message)
+        say("error: " + message)
+        return dwdeconv_rewrite.EXIT_USAGE
+
     reports, rows, failed, first_code = [], [], [], 0
     outputs = {}
     for model in models:
         out = output_for(model, a.output_dir)
-        if out in outputs:  # two models outside the current directory with one file name
-            code, report = dwdeconv_rewrite.EXIT_USAGE, {"input": str(model), "exit_code": 2, "error": None}
-            verdict = "its output %s is also %s's" % (out, outputs[out])
-            report["error"] = verdict
+        where = os.path.realpath(out)
+        if where in outputs or where in model_files:
+            # Two models outside the current directory with one file name, or (output-dir ".") an output that
+            # would replace a model given too.
+            if where in outputs:
+                verdict = "its output %s is also %s's" % (out, outputs[where])
+            else:
+                verdict = "its output %s would overwrite the model %s" % (out, model_files[where])
+            code, report = dwdeconv_rewrite.EXIT_USAGE, {"input": str(model), "exit_code": 2, "error": verdict}
         else:
-            outputs[out] = model
+            outputs[where] = model
             command("group", str(model))
             code, report, verdict = run_model(tool, model, out, a)
             command("endgroup")

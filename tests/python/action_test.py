@@ -403,6 +403,23 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertNotIn("Traceback", err)
 
+    def test_an_output_that_would_overwrite_a_model_is_refused(self):
+        # With output-dir ".", a.onnx's output is a.xnn.onnx: the next model, which it must not replace.
+        shutil.copy(EXAMPLES[0], self.work / "a.onnx")
+        shutil.copy(EXAMPLES[2], self.work / "a.xnn.onnx")
+        before = (self.work / "a.xnn.onnx").read_bytes()
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "a.onnx\na.xnn.onnx", "INPUT_OUTPUT_DIR": ".",
+                                             "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 2, err)
+        self.assertEqual((self.work / "a.xnn.onnx").read_bytes(), before)
+        self.assertEqual([r["exit_code"] for r in self.report()], [2, 0])
+        self.assertIn("would overwrite the model a.xnn.onnx", self.report()[0]["error"])
+        # Nor does the report replace a model.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "a.onnx", "INPUT_REPORT": "./a.onnx"})
+        self.assertEqual(code, 2, err)
+        self.assertIn("report: './a.onnx' is one of the models", err)
+        self.assertEqual((self.work / "a.onnx").read_bytes(), EXAMPLES[0].read_bytes())
+
     def test_bad_inputs_are_refused_before_any_rewrite_and_shown_escaped(self):
         for env, fragment in (({"INPUT_MIN_SPEEDUP": "nan"}, "min-speedup: 'nan' is not a finite number > 0"),
                               ({"INPUT_MIN_SPEEDUP": "-1"}, "min-speedup: '-1' is not a finite number > 0"),
