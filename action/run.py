@@ -33,6 +33,7 @@ The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite
 """
 
 import argparse
+import fnmatch
 import glob
 import json
 import math
@@ -199,6 +200,52 @@ def entries(models):
     return lines if len(lines) > 1 else (lines[0].split() if lines else [])
 
 
+def glob_files(pattern):
+    """The paths `pattern` matches, as glob.glob(pattern, recursive=True) finds them (`*` and `**` pass over names
+    starting with "."), except that `**` does not descend into a symbolic link to a directory: a link to an
+    ancestor would repeat each model below it until ELOOP, two of them make that 2**40 paths, and a link to "/"
+    would walk the whole machine."""
+    base = os.sep if pattern.startswith(os.sep) else ""
+    parts = [part for part in pattern.split(os.sep) if part]
+    found = []
+
+    def walk(path, parts):
+        if not parts:
+            found.append(path)
+            return
+        head, rest = parts[0], parts[1:]
+        if head == "**":
+            walk(path, rest)  # no directory at all
+            for entry in _entries(path):
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    walk(os.path.join(path, entry.name), parts)
+                elif not rest:  # a trailing ** matches files too
+                    found.append(os.path.join(path, entry.name))
+        elif glob.has_magic(head):
+            for entry in _entries(path):
+                if (head.startswith(".") or not entry.name.startswith(".")) and fnmatch.fnmatchcase(entry.name, head):
+                    walk(os.path.join(path, entry.name), rest)
+        else:
+            name = os.path.join(path, head)
+            if os.path.lexists(name):
+                walk(name, rest)
+
+    walk(base, parts)
+    if pattern.endswith(os.sep):  # as glob.glob: directories only
+        found = [f for f in found if os.path.isdir(f)]
+    return sorted(set(found))
+
+
+def _entries(path):
+    try:
+        with os.scandir(path or os.curdir) as it:
+            return [e for e in it]
+    except OSError:
+        return []
+
+
 def expand(models):
     """The model files MODELS names, in order, each once; (files, entries that matched nothing). An earlier run's
     outputs are named *.xnn.onnx, whatever the output directory: by that name, and not by where they lie, are they
@@ -212,7 +259,7 @@ def expand(models):
         if os.path.isdir(entry):
             matched = sorted(p for p in Path(entry).rglob("*.onnx") if p.is_file() and not is_output(p))
         elif glob.has_magic(entry):
-            matched = sorted(Path(p) for p in glob.glob(entry, recursive=True) if os.path.isfile(p))
+            matched = sorted(Path(p) for p in glob_files(entry) if os.path.isfile(p))
             matched = [p for p in matched if not is_output(p)]
         else:
             matched = [Path(entry)]  # a file, or a missing one the tool will name

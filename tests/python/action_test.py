@@ -128,7 +128,7 @@ class ActionScriptTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_action(self, env=None, args=()):
+    def run_action(self, env=None, args=(), timeout=None):
         """Runs the script in the work directory as a workflow step would; (exit code, stderr, stdout, outputs)."""
         github = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(self.work / "gh-output"),
                   "GITHUB_STEP_SUMMARY": str(self.work / "gh-summary")}
@@ -138,7 +138,7 @@ class ActionScriptTest(unittest.TestCase):
         full.update(github)
         full.update(env or {})
         r = subprocess.run([sys.executable, str(SCRIPT)] + list(args), cwd=self.work, capture_output=True, text=True,
-                           env=full)
+                           env=full, timeout=timeout)
         sys.stderr.write(r.stderr[-3000:])
         outputs = read_github_output((self.work / "gh-output").read_text())
         return r.returncode, r.stderr, r.stdout, outputs
@@ -419,6 +419,16 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual(code, 2, err)
         self.assertIn("report: './a.onnx' is one of the models", err)
         self.assertEqual((self.work / "a.onnx").read_bytes(), EXAMPLES[0].read_bytes())
+
+    def test_a_glob_does_not_follow_a_link_to_a_directory(self):
+        # A link to an ancestor made glob.glob repeat every model below it until ELOOP (two links: 2**40 paths).
+        os.symlink("..", self.work / "models/nested/up")
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/**/*.onnx"}, timeout=120)
+        self.assertEqual([r["input"] for r in self.report()], ["models/nested/" + m.name for m in EXAMPLES])
+        os.symlink("..", self.work / "models/nested/up2")
+        os.symlink("/", self.work / "models/root")
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/**/*.onnx"}, timeout=120)
+        self.assertEqual(len(self.report()), 3)
 
     def test_bad_inputs_are_refused_before_any_rewrite_and_shown_escaped(self):
         for env, fragment in (({"INPUT_MIN_SPEEDUP": "nan"}, "min-speedup: 'nan' is not a finite number > 0"),
