@@ -1,6 +1,10 @@
 """action/run.py, the action's script, run locally with the INPUT_* variables and the GitHub files a workflow
 gives it (GITHUB_ACTIONS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY), on copies of examples/*.onnx: a glob, a
-directory, a sidecar .input-shapes, a Git LFS pointer, nothing matched, and the speed gate's plumbing.
+directory, a sidecar .input-shapes, a Git LFS pointer, nothing matched, and the speed gate's plumbing; file names,
+node names and input values that try to forge workflow commands, step outputs or summary rows (the output read as
+GitHub's runner reads it), names that look like options, and output-dir ".". And action.yml (with PyYAML; else
+those cases are skipped): its install step, run with a stand-in python3, for each runtime's extra, its outputs and
+its artifact's paths.
 
 ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python.
 """
