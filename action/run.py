@@ -194,9 +194,15 @@ def parse_args(argv):
     return a
 
 
+def lines_of(text):
+    """`text`'s lines, split at CR and LF only: str.splitlines() also splits at U+2028, U+0085, \\f, \\v and
+    others, which a file name may hold."""
+    return re.split(r"\r\n|\r|\n", text)
+
+
 def entries(models):
     """MODELS as a list of entries: one per line, or split on spaces when it is one line."""
-    lines = [line.strip() for line in models.splitlines() if line.strip()]
+    lines = [line.strip() for line in lines_of(models) if line.strip()]
     return lines if len(lines) > 1 else (lines[0].split() if lines else [])
 
 
@@ -286,7 +292,7 @@ def input_shapes(model):
     if not sidecar.is_file():
         return []
     text = sidecar.read_text(encoding="utf-8", errors="surrogateescape")  # handed to the tool as the bytes it holds
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    return [line.strip() for line in lines_of(text) if line.strip()]
 
 
 def read_report(path):

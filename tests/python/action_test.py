@@ -424,6 +424,16 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("report: './a.onnx' is one of the models", err)
         self.assertEqual((self.work / "a.onnx").read_bytes(), EXAMPLES[0].read_bytes())
 
+    def test_a_name_holding_a_unicode_line_separator_is_one_entry(self):
+        # U+2028, U+0085, form feed and the like end no line in YAML or the runner, so none ends an entry of MODELS.
+        names = ["a\u2028b.onnx", "c\x85d.onnx", "e\x0cf.onnx", "g\x1ch.onnx"]
+        for n in names:
+            shutil.copy(EXAMPLES[0], self.work / n)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "\n".join(names), "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual([r["rewritten"] for r in self.report()], [8, 8, 8, 8])
+        self.assertIn("dwdeconv-rewrite action: a\\u2028b.onnx: ok", err)
+
     def test_a_glob_does_not_follow_a_link_to_a_directory(self):
         # A link to an ancestor made glob.glob repeat every model below it until ELOOP (two links: 2**40 paths).
         os.symlink("..", self.work / "models/nested/up")
