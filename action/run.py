@@ -13,80 +13,259 @@ separated by spaces when on one line. Each MODEL is rewritten to OUTPUT_DIR/<its
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
 and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check). A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
-under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out.
+under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
+writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
+name is read as an option.
 
 The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
 speed gate ran, that check's report under "speed_check". All models run even when one fails. Exit 0 when all
 passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O);
-2 when MODELS matches no model. In GitHub Actions each failure is also an error annotation, each model's log a
-group, the results a table in the job summary, and the outputs `report`, `output-dir` and `failed` are set.
+2 when MODELS matches no model or an input is refused. In GitHub Actions each failure is also an error
+annotation, each model's log a group, the results a table in the job summary, and the outputs `report`,
+`output-dir` and `failed` are set.
+
+File names, node names and input values reach the log, workflow commands and the summary only through escape():
+a name cannot end a line, start a workflow command, or break the summary's table. The tool's own output, which
+quotes names from the model, is shown between ::stop-commands::TOKEN and ::TOKEN:: with a new random TOKEN each
+time, so the runner takes nothing in it for a command.
 
 The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite package.
 """
 
 import argparse
+import fnmatch
 import glob
 import json
+import math
 import os
+import re
+import secrets
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import dwdeconv_rewrite
+from dwdeconv_rewrite._api import _cli_path
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
+# The runtimes of the speed gate; action.yml's install step installs pyproject.toml's extra of each one's name.
+RUNTIMES = ("xnnpack", "ort", "litert", "executorch")
+# GitHub drops a step's job summary over 128 KiB (actions/runner, CreateStepSummaryCommand): the table stops at
+# SUMMARY_BUDGET bytes, each cell at CELL_LIMIT characters; the report has everything.
+SUMMARY_BUDGET = 64 * 1024
+CELL_LIMIT = 200
+
+
+def _shown(ch):
+    """One character as a log shows it: itself when printable, else \\xNN (\\uNNNN, \\UNNNNNNNN); a byte of a file
+    name that is not UTF-8 (os.fsdecode's surrogateescape, U+DC80..U+DCFF) as that byte, \\xNN."""
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:
+        return "\\x%02x" % (code - 0xDC00)
+    if ch.isprintable():
+        return ch
+    return "\\x%02x" % code if code <= 0xFF else "\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code
+
+
+def escape(text, kind="log"):
+    """`text` (a file name, a node name, a message, an input value) made safe for where it goes; every name and
+    message this script prints or writes passes through here. GitHub's runner reads each line of a step's stdout
+    and stderr (split at CR and LF), trims its leading whitespace and takes `::NAME ...::` at its start for a
+    workflow command, and also the legacy `##[NAME]` anywhere in it (actions/runner, ActionCommand.cs). So:
+
+    "log"       a plain log line: every unprintable character (CR, LF, ESC, the bidi controls, ...) as \\xNN, a
+                legacy `##[` as `##\\x5b`, and a leading `::` as `\\x3a:`.
+    "data"      the message of a workflow command (`::error ...::DATA`, `::group::DATA`): `%`, CR, LF as %25,
+                %0D, %0A (actions/toolkit, command.ts, escapeData), which the runner unescapes; the other
+                unprintable characters as \\xNN, as in the log.
+    "property"  a property of one (`file=`, `title=`): `%`, CR, LF, `:`, `,` as %25, %0D, %0A, %3A, %2C
+                (escapeProperty), and nothing else changed, so that `file=` names the file.
+    "block"     a line of the tool's output, which echo() shows between stop-commands tokens: only the
+                unprintable characters, as \\xNN (the runner carries out nothing there).
+    "markdown"  a job-summary table cell: unprintable characters as \\xNN, then every character Markdown gives a
+                meaning to here backslash-escaped: no name ends the cell (`|`), opens a link or an image (`[`),
+                HTML or an autolink (`<`), a code span, emphasis, strikethrough or math.
+    """
+    text = str(text)
+    if kind in ("data", "property"):
+        if kind == "data":
+            text = "".join(c if c in "\r\n" else _shown(c) for c in text)
+        else:  # but for a byte that is not UTF-8, which cannot be written out otherwise
+            text = "".join(_shown(c) if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return text.replace(":", "%3A").replace(",", "%2C") if kind == "property" else text
+    shown = "".join(_shown(c) for c in text)
+    if kind == "block":
+        return shown
+    if kind == "markdown":
+        return re.sub(r"([\\`*\[\]<>&|~$])", r"\\\1", shown)
+    if kind != "log":
+        raise ValueError(kind)
+    shown = shown.replace("##[", "##\\x5b")
+    stripped = shown.lstrip()
+    if stripped.startswith("::"):
+        at = len(shown) - len(stripped)
+        shown = shown[:at] + "\\x3a" + shown[at + 1:]
+    return shown
+
+
+def command(name, message="", **properties):
+    """The workflow command ::NAME K=V,...::MESSAGE on GitHub (on stdout, with the tool's log); elsewhere nothing."""
+    if ON_GITHUB:
+        props = ",".join("%s=%s" % (k, escape(v, "property")) for k, v in properties.items() if v)
+        print("::%s%s::%s" % (name, " " + props if props else "", escape(message, "data")), flush=True)
+
+
+def annotate(kind, message, file=None):
+    """A GitHub Actions annotation (error, warning, notice); elsewhere nothing, the log already says it."""
+    command(kind, message, file=file, title="dwdeconv-rewrite")
+
+
+def say(message):
+    """One line of this script's own log, on stderr."""
+    print("dwdeconv-rewrite action: " + escape(message), file=sys.stderr, flush=True)
+
+
+def log_stream():
+    # On GitHub the tool's output goes where the workflow commands go, so that the runner reads the stop-commands
+    # lines around it in order with the annotations after it.
+    return sys.stdout if ON_GITHUB else sys.stderr
+
+
+def echo(text):
+    """What the tool printed, in the log: on GitHub between ::stop-commands::TOKEN and ::TOKEN::, a new random
+    TOKEN each time, so that nothing in it (it quotes file and node names as they are) is taken for a workflow
+    command; its unprintable characters as \\xNN."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return
+    # Ends with a newline, so the resume line is a line of its own even when the tool's output did not.
+    body = "".join(escape(line, "block") + "\n" for line in lines)
+    if ON_GITHUB:
+        token = secrets.token_hex(16)
+        body = "::stop-commands::%s\n%s::%s::\n" % (token, body, token)
+    stream = log_stream()
+    stream.write(body)
+    stream.flush()
 
 
 def env(name, default=""):
     return os.environ.get("INPUT_" + name, default).strip() or default
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """A refused input: the usage, and the message escaped (it may quote the input) and as an annotation."""
+        self.print_usage(sys.stderr)
+        annotate("error", message)
+        say("error: " + message)
+        sys.exit(dwdeconv_rewrite.EXIT_USAGE)
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = _Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=env("MODELS"), help="files, directories and globs (INPUT_MODELS)")
     p.add_argument("--target", default=env("TARGET"), help="--target of the rewrite; empty: the default profile")
-    p.add_argument("--verify", default=env("VERIFY", "true"), choices=["true", "false"], help="--verify each rewrite")
+    p.add_argument("--verify", default=env("VERIFY", "true"), help="--verify each rewrite: true or false")
     p.add_argument("--min-speedup", default=env("MIN_SPEEDUP"), help="fail a model whose speedup on RUNTIME is lower")
-    p.add_argument("--runtime", default=env("RUNTIME", "xnnpack"), help="the runtime the speed gate measures on")
+    p.add_argument("--runtime", default=env("RUNTIME", "xnnpack"),
+                   help="the runtime the speed gate measures on: %s" % ", ".join(RUNTIMES))
     p.add_argument("--report", default=env("REPORT", "dwdeconv-rewrite-report.json"), help="the combined JSON report")
     p.add_argument("--output-dir", default=env("OUTPUT_DIR", "dwdeconv-rewrite-out"), help="where rewritten models go")
     p.add_argument("--args", default=env("ARGS"), help="further options of the rewrite, split on spaces")
     a = p.parse_args(argv)
+    # Each refused here, before any model runs, not by the tool once per model.
+    if a.verify not in ("true", "false"):
+        p.error("verify: '%s' is not true or false" % a.verify)
+    if a.runtime not in RUNTIMES:
+        p.error("runtime: '%s' is not one of %s" % (a.runtime, ", ".join(RUNTIMES)))
     if a.min_speedup:
         try:
-            float(a.min_speedup)
+            gate = float(a.min_speedup)
         except ValueError:
-            p.error("--min-speedup: '%s' is not a number" % a.min_speedup)
+            gate = math.nan
+        if not (math.isfinite(gate) and gate > 0):
+            p.error("min-speedup: '%s' is not a finite number > 0" % a.min_speedup)
+    if os.path.isdir(a.report):
+        p.error("report: '%s' is a directory" % a.report)
     return a
 
 
-def annotate(kind, message, file=None):
-    """A GitHub Actions annotation (error, warning, notice); elsewhere nothing, the log already says it."""
-    if ON_GITHUB:
-        text = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        where = "file=%s," % file if file else ""
-        print("::%s %stitle=dwdeconv-rewrite::%s" % (kind, where, text), flush=True)
+def lines_of(text):
+    """`text`'s lines, split at CR and LF only: str.splitlines() also splits at U+2028, U+0085, \\f, \\v and
+    others, which a file name may hold."""
+    return re.split(r"\r\n|\r|\n", text)
 
 
 def entries(models):
     """MODELS as a list of entries: one per line, or split on spaces when it is one line."""
-    lines = [line.strip() for line in models.splitlines() if line.strip()]
+    lines = [line.strip() for line in lines_of(models) if line.strip()]
     return lines if len(lines) > 1 else (lines[0].split() if lines else [])
 
 
-def expand(models, output_dir):
-    """The model files MODELS names, in order, each once; (files, entries that matched nothing)."""
+def glob_files(pattern):
+    """The paths `pattern` matches, as glob.glob(pattern, recursive=True) finds them (`*` and `**` pass over names
+    starting with "."), except that `**` does not descend into a symbolic link to a directory: a link to an
+    ancestor would repeat each model below it until ELOOP, two of them make that 2**40 paths, and a link to "/"
+    would walk the whole machine."""
+    base = os.sep if pattern.startswith(os.sep) else ""
+    parts = [part for part in pattern.split(os.sep) if part]
+    found = []
+
+    def walk(path, parts):
+        if not parts:
+            found.append(path)
+            return
+        head, rest = parts[0], parts[1:]
+        if head == "**":
+            walk(path, rest)  # no directory at all
+            for entry in _entries(path):
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    walk(os.path.join(path, entry.name), parts)
+                elif not rest:  # a trailing ** matches files too
+                    found.append(os.path.join(path, entry.name))
+        elif glob.has_magic(head):
+            for entry in _entries(path):
+                if (head.startswith(".") or not entry.name.startswith(".")) and fnmatch.fnmatchcase(entry.name, head):
+                    walk(os.path.join(path, entry.name), rest)
+        else:
+            name = os.path.join(path, head)
+            if os.path.lexists(name):
+                walk(name, rest)
+
+    walk(base, parts)
+    if pattern.endswith(os.sep):  # as glob.glob: directories only
+        found = [f for f in found if os.path.isdir(f)]
+    return sorted(set(found))
+
+
+def _entries(path):
+    try:
+        with os.scandir(path or os.curdir) as it:
+            return [e for e in it]
+    except OSError:
+        return []
+
+
+def expand(models):
+    """The model files MODELS names, in order, each once; (files, entries that matched nothing). An earlier run's
+    outputs are named *.xnn.onnx, whatever the output directory: by that name, and not by where they lie, are they
+    left out, so an output directory of "." or one that holds the models leaves the models in."""
     found, unmatched = [], []
-    out = Path(output_dir).resolve()
 
     def is_output(path):
-        return path.name.endswith(".xnn.onnx") or out in path.resolve().parents
+        return path.name.endswith(".xnn.onnx")
 
     for entry in entries(models):
         if os.path.isdir(entry):
             matched = sorted(p for p in Path(entry).rglob("*.onnx") if p.is_file() and not is_output(p))
         elif glob.has_magic(entry):
-            matched = sorted(Path(p) for p in glob.glob(entry, recursive=True) if os.path.isfile(p))
+            matched = sorted(Path(p) for p in glob_files(entry) if os.path.isfile(p))
             matched = [p for p in matched if not is_output(p)]
         else:
             matched = [Path(entry)]  # a file, or a missing one the tool will name
@@ -112,7 +291,17 @@ def input_shapes(model):
     sidecar = model.with_name((model.name[:-5] if model.name.endswith(".onnx") else model.name) + ".input-shapes")
     if not sidecar.is_file():
         return []
-    return [line.strip() for line in sidecar.read_text().splitlines() if line.strip()]
+    text = sidecar.read_text(encoding="utf-8", errors="surrogateescape")  # handed to the tool as the bytes it holds
+    return [line.strip() for line in lines_of(text) if line.strip()]
+
+
+def read_report(path):
+    """The tool's JSON report at `path` as a dict, or None."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def error_lines(log):
@@ -121,23 +310,32 @@ def error_lines(log):
 
 def run_model(tool, model, out, a):
     """Rewrites one model (and speed-gates it); (exit code, its report entry, a one-line verdict)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     report_path = out.with_name(out.name[: -len(".onnx")] + ".report.json")
-    shapes = input_shapes(model)
-    cmd = [tool, str(model), "-o", str(out), "--report", str(report_path)]
+    try:
+        shapes = input_shapes(model)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # An earlier run's report is not this run's: a tool that fails before writing one must not be read from it.
+        if report_path.exists() or report_path.is_symlink():
+            report_path.unlink()
+    except OSError as e:
+        message = "%s: %s" % (e.filename or model, e.strerror or e)
+        return dwdeconv_rewrite.EXIT_INVALID_MODEL, {"input": str(model), "exit_code": 3, "error": message}, message
+    # Paths as --option=PATH, and the model after "--" (as ./-NAME when it starts with "-", which alone is stdin),
+    # so that no file name is taken for an option.
+    cmd = [tool, "--output=" + str(out), "--report=" + str(report_path)]
     if a.target:
         cmd.append("--target=" + a.target)
     if a.verify == "true":
         cmd.append("--verify")
-    cmd += ["--input-shape=" + s for s in shapes] + a.args.split()
-    print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
-    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    log = done.stderr.decode("utf-8", errors="replace")
-    sys.stderr.write(log)
-    try:
-        report = json.loads(report_path.read_text())
-    except (OSError, ValueError):
-        report = {"input": str(model), "exit_code": done.returncode, "error": "no report written"}
+    cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
+    print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
+    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    log = done.stdout.decode("utf-8", errors="backslashreplace")
+    echo(log)
+    report = read_report(report_path)
+    if report is None:
+        report = {"input": str(model), "exit_code": done.returncode,
+                  "error": "; ".join(error_lines(log)) or "no report written"}
     if done.returncode != 0:
         message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % done.returncode
         return done.returncode, report, message
@@ -155,10 +353,10 @@ def run_model(tool, model, out, a):
                                              min_speedup=float(a.min_speedup),
                                              args=["--input-shape=" + s for s in shapes])
         except dwdeconv_rewrite.DwdeconvError as e:
-            sys.stderr.write(e.log)
+            echo(e.log)
             report["speed_check"] = e.report
             return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
-        sys.stderr.write(checked.log)
+        echo(checked.log)
         report["speed_check"] = checked.report
         if not checked.passed:
             return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
@@ -171,76 +369,113 @@ def summary_row(model, code, report, verdict):
     bench = (report.get("speed_check") or {}).get("bench") or {}
     cells = [str(model), str(report.get("rewritten", "")), str(report.get("kept", "")),
              "" if not verify else ("pass" if verify.get("passed") else "FAIL"),
-             "%.2fx" % bench["speedup"] if "speedup" in bench else "",
+             "%.2fx" % bench["speedup"] if isinstance(bench.get("speedup"), (int, float)) else "",
              "ok" if code == 0 else "exit %d: %s" % (code, verdict)]
-    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+    cells = [c if len(c) <= CELL_LIMIT else c[: CELL_LIMIT - 1] + "\u2026" for c in cells]
+    return "| " + " | ".join(escape(c, "markdown") for c in cells) + " |"
+
+
+def write_summary(path, rows, passed, report_path):
+    """The job summary: a heading and the table, cut at SUMMARY_BUDGET bytes with a line that says so."""
+    lines = ["### dwdeconv-rewrite: %d of %d models passed" % (passed, len(rows)), "",
+             "| model | rewritten | kept | verify | speedup | result |", "|---|---|---|---|---|---|"]
+    size = sum(len(line.encode()) + 1 for line in lines)
+    for i, row in enumerate(rows):
+        size += len(row.encode()) + 1
+        if size > SUMMARY_BUDGET:
+            lines += ["", "%d more models: see the report, %s" % (len(rows) - i, escape(report_path, "markdown"))]
+            break
+        lines.append(row)
+    with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def set_outputs(**values):
+    """The step's outputs, NAME=VALUE; a value holding a line break as NAME<<DELIMITER ... DELIMITER with a random
+    DELIMITER, so that an input value cannot set another output."""
     path = os.environ.get("GITHUB_OUTPUT")
     if path:
-        with open(path, "a", encoding="utf-8") as f:
+        with open(path, "a", encoding="utf-8", errors="surrogateescape") as f:
             for key, value in values.items():
-                f.write("%s=%s\n" % (key, value))
+                value = str(value)
+                if "\n" in value or "\r" in value:
+                    delimiter = "dwdeconv_rewrite_" + secrets.token_hex(16)
+                    f.write("%s<<%s\n%s\n%s\n" % (key, delimiter, value, delimiter))
+                else:
+                    f.write("%s=%s\n" % (key, value))
 
 
 def main(argv=None):
+    # The runner reads UTF-8; a name this locale cannot encode is escaped instead of ending the run.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(encoding="utf-8", errors="backslashreplace")
     a = parse_args(argv)
     try:
         tool = dwdeconv_rewrite.binary_path()
     except dwdeconv_rewrite.DwdeconvError as e:
         annotate("error", e.message)
-        print("dwdeconv-rewrite action: %s" % e.message, file=sys.stderr)
+        say(e.message)
         return e.exit_code
-    models, unmatched = expand(a.models, a.output_dir)
+    models, unmatched = expand(a.models)
     for entry in unmatched:
         annotate("warning", "'%s' matches no .onnx file" % entry)
-        print("dwdeconv-rewrite action: warning: '%s' matches no .onnx file" % entry, file=sys.stderr)
+        say("warning: '%s' matches no .onnx file" % entry)
     if not models:
         message = "models: no ONNX model found in '%s'" % a.models.strip() if a.models.strip() else "models: none given"
         annotate("error", message)
-        print("dwdeconv-rewrite action: error: " + message, file=sys.stderr)
+        say("error: " + message)
+        return dwdeconv_rewrite.EXIT_USAGE
+
+    model_files = {os.path.realpath(m): m for m in models}
+    if os.path.realpath(a.report) in model_files:
+        message = "report: '%s' is one of the models" % a.report
+        annotate("error", message)
+        say("error: " + message)
         return dwdeconv_rewrite.EXIT_USAGE
 
     reports, rows, failed, first_code = [], [], [], 0
     outputs = {}
     for model in models:
         out = output_for(model, a.output_dir)
-        if out in outputs:  # two models outside the current directory with one file name
-            code, report = dwdeconv_rewrite.EXIT_USAGE, {"input": str(model), "exit_code": 2, "error": None}
-            verdict = "its output %s is also %s's" % (out, outputs[out])
-            report["error"] = verdict
+        where = os.path.realpath(out)
+        if where in outputs or where in model_files:
+            # Two models outside the current directory with one file name, or (output-dir ".") an output that
+            # would replace a model given too.
+            if where in outputs:
+                verdict = "its output %s is also %s's" % (out, outputs[where])
+            else:
+                verdict = "its output %s would overwrite the model %s" % (out, model_files[where])
+            code, report = dwdeconv_rewrite.EXIT_USAGE, {"input": str(model), "exit_code": 2, "error": verdict}
         else:
-            outputs[out] = model
-            if ON_GITHUB:
-                print("::group::%s" % model, flush=True)
+            outputs[where] = model
+            command("group", str(model))
             code, report, verdict = run_model(tool, model, out, a)
-            if ON_GITHUB:
-                print("::endgroup::", flush=True)
+            command("endgroup")
         reports.append(report)
         rows.append(summary_row(model, code, report, verdict))
         if code != 0:
             failed.append(str(model))
             first_code = first_code or code
             annotate("error", verdict, file=str(model))  # the tool's messages name the file already
-        print("dwdeconv-rewrite action: %s: %s" % (model, "ok" if code == 0 else "FAILED (exit %d): %s" % (code, verdict)),
-              file=sys.stderr, flush=True)
+        say("%s: %s" % (model, "ok" if code == 0 else "FAILED (exit %d): %s" % (code, verdict)))
 
     report_path = Path(a.report)
-    if report_path.parent != Path(""):
-        report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(json.dumps(reports, indent=2) + "\n")
+    try:
+        if report_path.parent != Path(""):
+            report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(json.dumps(reports, indent=2) + "\n", encoding="utf-8")
+    except OSError as e:
+        message = "report: cannot write %s: %s" % (report_path, e.strerror or e)
+        annotate("error", message)
+        say("error: " + message)
+        first_code = first_code or dwdeconv_rewrite.EXIT_INVALID_MODEL
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as f:
-            f.write("### dwdeconv-rewrite: %d of %d models passed\n\n" % (len(models) - len(failed), len(models)))
-            f.write("| model | rewritten | kept | verify | speedup | result |\n|---|---|---|---|---|---|\n")
-            f.write("\n".join(rows) + "\n")
+        write_summary(summary, rows, len(models) - len(failed), report_path)
     set_outputs(report=str(report_path), **{"output-dir": a.output_dir}, failed=len(failed))
-    print("dwdeconv-rewrite action: %d of %d models passed; report in %s" % (len(models) - len(failed), len(models),
-          report_path), file=sys.stderr)
+    say("%d of %d models passed; report in %s" % (len(models) - len(failed), len(models), report_path))
     if failed:
-        print("dwdeconv-rewrite action: failed: %s" % " ".join(failed), file=sys.stderr)
+        say("failed: %s" % " ".join(failed))
     return first_code
 
 

@@ -148,7 +148,9 @@ def _input_shape_args(input_shapes):
 
 
 def _cli_path(path):
-    """A path as an argument the binary reads as a file: '-' is its stdin, and a leading '-' an option."""
+    """A path (str, bytes or os.PathLike) as an argument the binary reads as a file: '-' is its stdin, and a leading
+    '-' an option, so such a relative path is given as ./PATH."""
+    path = os.fsdecode(path)
     return "./" + path if path.startswith("-") else path
 
 
@@ -157,7 +159,7 @@ def _model_file(model, directory, name, what):
     if isinstance(model, Result):
         model = model.path if model.path is not None else model.model
     if isinstance(model, (str, os.PathLike)):
-        return _cli_path(os.fspath(model))
+        return _cli_path(model)
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)
     elif _is_model_proto(model):
@@ -236,7 +238,7 @@ def rewrite(model, *, target=None, verify=False, forms=None, only=(), skip=(), i
 
     with tempfile.TemporaryDirectory(prefix="dwdeconv-rewrite-") as tmp:
         source = _model_file(model, tmp, "model.onnx", "model")
-        out = os.fspath(output) if output is not None else os.path.join(tmp, "model.xnn.onnx")
+        out = os.fsdecode(output) if output is not None else os.path.join(tmp, "model.xnn.onnx")
         report_path = os.path.join(tmp, "report.json")
         code, log = _run([source, "-o", _cli_path(out), "--report", report_path] + options)
         report = _read_report(report_path)

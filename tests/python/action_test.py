@@ -1,12 +1,18 @@
 """action/run.py, the action's script, run locally with the INPUT_* variables and the GitHub files a workflow
 gives it (GITHUB_ACTIONS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY), on copies of examples/*.onnx: a glob, a
-directory, a sidecar .input-shapes, a Git LFS pointer, nothing matched, and the speed gate's plumbing.
+directory, a sidecar .input-shapes, a Git LFS pointer, nothing matched, and the speed gate's plumbing; file names,
+node names and input values that try to forge workflow commands, step outputs or summary rows (the output read as
+GitHub's runner reads it), names that look like options, and output-dir ".". And action.yml (with PyYAML; else
+those cases are skipped): its install step, run with a stand-in python3, for each runtime's extra, its outputs and
+its artifact's paths.
 
 ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python.
 """
 
+import glob
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -19,6 +25,98 @@ from pathlib import Path
 SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
 SCRIPT = SOURCE / "action" / "run.py"
 EXAMPLES = sorted((SOURCE / "examples").glob("*.onnx"))  # migan_tiny_deconv, migan_tiny_handwritten, upsampler_small
+
+# The commands GitHub's runner registers (actions/runner, Runner.Worker/ActionCommandManager.cs and its command
+# extensions), matched without regard to case.
+RUNNER_COMMANDS = {"set-env", "set-output", "save-state", "add-mask", "add-path", "add-matcher", "remove-matcher",
+                   "debug", "warning", "error", "notice", "group", "endgroup", "echo", "stop-commands"}
+
+
+def runner_unescape(text, pairs):
+    for escaped, plain in pairs:
+        text = text.replace(escaped, plain)
+    return text
+
+
+DATA_ESCAPES = [("%0D", "\r"), ("%0A", "\n"), ("%25", "%")]
+PROPERTY_ESCAPES = [("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")]
+LEGACY_ESCAPES = [("%3B", ";"), ("%0D", "\r"), ("%0A", "\n"), ("%5D", "]"), ("%25", "%")]
+
+
+def parse_command(line, names):
+    """(name, properties, data) when GitHub's runner takes `line` as a workflow command, else None: the form
+    `::name k=v,k=v::data` at the start of the line once leading whitespace is trimmed (ActionCommand.TryParseV2),
+    else the legacy `##[name k=v;k=v]data` anywhere in it (ActionCommand.TryParse)."""
+    message = line.lstrip()
+    if message.startswith("::"):
+        end = message.find("::", 2)
+        if end >= 0:
+            info = message[2:end]
+            name = info.split(" ", 1)[0]
+            if name.lower() in names:
+                props = {}
+                if " " in info:
+                    for prop in info.split(" ", 1)[1].strip().split(","):
+                        pair = [x for x in prop.split("=", 1) if x]
+                        if len(pair) == 2:
+                            props[pair[0]] = runner_unescape(pair[1], PROPERTY_ESCAPES)
+                return name.lower(), props, runner_unescape(message[end + 2:], DATA_ESCAPES)
+    start = line.find("##[")
+    if start >= 0 and "]" in line[start:]:
+        close = line.index("]", start)
+        info = line[start + 3:close]
+        name = info.split(" ", 1)[0]
+        if name.lower() in names:
+            return name.lower(), {}, runner_unescape(line[close + 1:], LEGACY_ESCAPES)
+    return None
+
+
+def workflow_commands(stream):
+    """The workflow commands GitHub's runner would carry out for one output stream of a step, in order: its lines
+    (split at CR, LF or CRLF, as the runner reads them) parsed as the runner does, those between
+    `::stop-commands::TOKEN` and `::TOKEN::` ignored. Returns (commands, the stop tokens seen)."""
+    found, tokens, token = [], [], None
+    for line in re.split(r"\r\n|\r|\n", stream):
+        command = parse_command(line, RUNNER_COMMANDS | ({token.lower()} if token else set()))
+        if command is None:
+            continue
+        if token is not None:
+            if command[0] == token.lower():
+                token = None
+            continue
+        if command[0] == "stop-commands":
+            token = command[2]
+            tokens.append(token)
+            continue
+        found.append(command)
+    return found, tokens
+
+
+def read_github_output(text):
+    """The outputs a step's $GITHUB_OUTPUT file sets, as the runner reads it: NAME=VALUE lines and
+    NAME<<DELIMITER ... DELIMITER blocks."""
+    outputs, lines = {}, text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, i)
+            outputs[name] = "\n".join(lines[i:end])
+            i = end + 1
+        else:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+    return outputs
+
+
+def summary_rows(summary):
+    """The job summary's table rows, each as its cells split at the pipes that are not escaped."""
+    rows = [line for line in summary.splitlines() if line.startswith("|")][2:]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
 
 
 class ActionScriptTest(unittest.TestCase):
@@ -34,7 +132,7 @@ class ActionScriptTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_action(self, env=None, args=()):
+    def run_action(self, env=None, args=(), timeout=None):
         """Runs the script in the work directory as a workflow step would; (exit code, stderr, stdout, outputs)."""
         github = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(self.work / "gh-output"),
                   "GITHUB_STEP_SUMMARY": str(self.work / "gh-summary")}
@@ -44,9 +142,9 @@ class ActionScriptTest(unittest.TestCase):
         full.update(github)
         full.update(env or {})
         r = subprocess.run([sys.executable, str(SCRIPT)] + list(args), cwd=self.work, capture_output=True, text=True,
-                           env=full)
+                           env=full, timeout=timeout)
         sys.stderr.write(r.stderr[-3000:])
-        outputs = dict(line.split("=", 1) for line in (self.work / "gh-output").read_text().splitlines())
+        outputs = read_github_output((self.work / "gh-output").read_text())
         return r.returncode, r.stderr, r.stdout, outputs
 
     def report(self, name="dwdeconv-rewrite-report.json"):
@@ -151,6 +249,350 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("speed check on xnnpack: speedup 1.50x below 2.0 (speedup 1.5, minimum 2)", out)
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
+
+
+    # Issue 26: a hostile model file name, node name or input value.
+
+    HOSTILE = ("evil\n::error title=forged::from a file name\n  ::add-mask::x\n::stop-commands::pwned\r"
+               "##[warning]legacy;a:b,c %0A %25 \x1b[31m |x| [a](javascript:x) <b>`.onnx")
+
+    def hostile_models(self):
+        """Two models whose file names try to forge workflow commands and break the table: one that passes, one
+        that fails (symbolic dims, no sidecar), and a name that starts with '::'."""
+        d = self.work / "hostile"
+        d.mkdir()
+        shutil.copy(EXAMPLES[0], d / ("ok " + self.HOSTILE))
+        shutil.copy(EXAMPLES[2], d / ("fail " + self.HOSTILE))
+        shutil.copy(EXAMPLES[0], d / "::error::starts-with-colons.onnx")
+        return sorted(Path("hostile") / p.name for p in d.iterdir())
+
+    def assert_only_these_commands(self, out, err, models, failing):
+        """The runner would carry out exactly one group per model and one error annotation on each failing one, each
+        naming its file exactly, and nothing from stderr; the tool's log came between stop-commands tokens."""
+        expected = []
+        for m in models:
+            # A group's title is the name, its control characters (but CR and LF) shown as in the log.
+            expected += [("group", {}, str(m).replace("\x1b", "\\x1b")), ("endgroup", {}, "")]
+            if m in failing:
+                expected.append(("error", {"file": str(m), "title": "dwdeconv-rewrite"}, None))
+        commands, tokens = workflow_commands(out)
+        commands = [(n, p, None if n == "error" else d) for n, p, d in commands]
+        self.assertEqual(commands, expected)
+        self.assertEqual(workflow_commands(err), ([], []))
+        self.assertGreaterEqual(len(tokens), len(models))
+        self.assertEqual(len(set(tokens)), len(tokens), "a stop token must not repeat")
+        self.assertTrue(all(re.fullmatch(r"[0-9a-f]{32,}", t) for t in tokens), tokens)
+
+    def test_a_file_name_forges_no_workflow_command(self):
+        models = self.hostile_models()
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "hostile"})
+        self.assertEqual(code, 1)
+        self.assert_only_these_commands(out, err, models, [m for m in models if m.name.startswith("fail ")])
+        # Plain lines show control characters as \xNN and no legacy command.
+        self.assertIn("dwdeconv-rewrite action: hostile/ok evil\\x0a::error title=forged::from a file name\\x0a  "
+                      "::add-mask::x\\x0a::stop-commands::pwned\\x0d##\\x5bwarning]legacy;a:b,c %0A %25 \\x1b[31m", err)
+        self.assertEqual(outputs["failed"], "1")
+        self.assertEqual([r["exit_code"] for r in self.report()], [0, 1, 0])
+
+    def test_a_node_name_in_the_tools_log_forges_no_workflow_command(self):
+        # The tool logs node names as they are (-v): these two hold a newline and a command each.
+        data = EXAMPLES[0].read_bytes()
+        for name, forged in ((b"syn.16.img_up", b"\n::error::XY\n"), (b"syn.16.conv1.up", b"\n##[error]abcd\n")):
+            self.assertEqual(len(name), len(forged))
+            data = data.replace(name, forged)
+        (self.work / "nodes.onnx").write_bytes(data)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "nodes.onnx", "INPUT_ARGS": "-v"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("\n  ::error::XY", out + err)  # the log is shown
+        self.assert_only_these_commands(out, err, [Path("nodes.onnx")], [])
+        # A tool that writes commands to stdout and ends its log without a newline forges nothing either, and the
+        # error annotation after it still counts.
+        stub = self.work / "stub-tool"
+        stub.write_text("#!%s\nimport sys\nprint('::error::from stdout')\nsys.stderr.write('::warning::no newline')\n"
+                        "sys.exit(3)\n" % sys.executable)
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "nodes.onnx", "DWDECONV_REWRITE": str(stub)})
+        self.assertEqual(code, 3)
+        self.assert_only_these_commands(out, err, [Path("nodes.onnx")], [Path("nodes.onnx")])
+
+    def test_a_file_name_cannot_break_the_summary_table(self):
+        models = self.hostile_models()
+        self.run_action({"INPUT_MODELS": "hostile"})
+        summary = (self.work / "gh-summary").read_text()
+        rows = summary_rows(summary)
+        self.assertEqual(len(rows), len(models), summary)
+        self.assertTrue(all(len(r) == 6 for r in rows), rows)
+        self.assertEqual([r[5].split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
+        for row in rows:
+            for cell in row:
+                self.assertNotRegex(cell, r"(?<!\\)[\[<`]", "a link, HTML or code span from a name: %r" % cell)
+        self.assertIn("hostile/ok evil\\\\x0a::error title=forged", summary)
+
+    def test_a_model_name_starting_with_a_dash_is_a_file_not_options(self):
+        # Given to the tool as an argument, "-v2.onnx" is -v and a model "-2.onnx": today's other file.
+        shutil.copy(EXAMPLES[0], self.work / "-v2.onnx")
+        shutil.copy(EXAMPLES[2], self.work / "-2.onnx")
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "-v2.onnx", "INPUT_VERIFY": "false",
+                                                   "INPUT_OUTPUT_DIR": "-out", "INPUT_REPORT": "-report.json"})
+        self.assertEqual(code, 0, err)
+        [r] = self.report("-report.json")
+        self.assertIn(r["input"], ("-v2.onnx", "./-v2.onnx"))
+        self.assertEqual(r["rewritten"], 8)  # migan_tiny_deconv's 8, not upsampler_small's 3
+        self.assertTrue((self.work / "-out/-v2.xnn.onnx").is_file())
+        self.assertEqual(outputs["output-dir"], "-out")
+
+    def test_output_dir_dot_writes_each_output_beside_its_model(self):
+        (self.work / "models/nested/upsampler_small.input-shapes").write_text("image=1x8x16x16\n")
+        for _ in range(2):  # the second run leaves out the first one's outputs
+            code, err, out, _ = self.run_action({"INPUT_MODELS": "models", "INPUT_OUTPUT_DIR": "."})
+            self.assertEqual(code, 0, err)
+            self.assertEqual([r["input"] for r in self.report()], ["models/nested/" + m.name for m in EXAMPLES])
+        for m in EXAMPLES:
+            self.assertTrue((self.work / "models/nested" / (m.stem + ".xnn.onnx")).is_file())
+        # An output directory that holds the models.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/nested", "INPUT_OUTPUT_DIR": "models"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(self.report()), 3)
+        self.assertTrue((self.work / "models/models/nested/migan_tiny_deconv.xnn.onnx").is_file())
+
+
+    def test_an_input_value_forges_no_step_output(self):
+        # A report path with a newline: written as it is, and set as one output, not as a second line of them.
+        report = "r.json\nfailed=0\nforged=1"
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+                                                   "INPUT_REPORT": report})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(outputs, {"report": report, "output-dir": "dwdeconv-rewrite-out", "failed": "0"})
+        self.assertEqual(len(self.report(report)), 1)
+        self.assertIn("report in r.json\\x0afailed=0\\x0aforged=1", err)
+
+    def test_a_file_name_that_is_not_utf8_is_shown_not_a_crash(self):
+        name = os.fsdecode(b"bad\xff\xfe.onnx")
+        shutil.copy(EXAMPLES[0], self.work / name)
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "."})
+        self.assertEqual(code, 1, err)  # upsampler_small has no sidecar; the others pass
+        self.assertEqual(outputs["failed"], "1")
+        self.assertIn("dwdeconv-rewrite action: bad\\xff\\xfe.onnx: ok", err)
+        self.assertTrue((self.work / "dwdeconv-rewrite-out" / (os.fsdecode(b"bad\xff\xfe") + ".xnn.onnx")).is_file())
+        self.assertIn("| bad\\\\xff\\\\xfe.onnx | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
+        self.assertEqual(len(self.report()), 4)
+
+    def test_an_output_path_taken_by_a_directory_fails_that_model_only(self):
+        # models/a.onnx's output is OUT/models/a.xnn.onnx, which models/a.xnn.onnx/b.onnx's output needs as a directory.
+        shutil.copy(EXAMPLES[0], self.work / "models/a.onnx")
+        (self.work / "models/a.xnn.onnx").mkdir()
+        shutil.copy(EXAMPLES[0], self.work / "models/a.xnn.onnx/b.onnx")
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/a.onnx models/a.xnn.onnx"})
+        self.assertEqual(code, 3, err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual([r["exit_code"] for r in self.report()], [0, 3])
+        self.assertEqual(outputs["failed"], "1")
+        self.assertIn("::error file=models/a.xnn.onnx/b.onnx,title=dwdeconv-rewrite::", out)
+
+    def test_an_earlier_report_is_not_taken_for_this_runs(self):
+        # The tool fails before it writes a report: the one an earlier run left there is not this run's.
+        stale = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.report.json"
+        stale.parent.mkdir(parents=True)
+        stale.write_text('{"input": "stale", "exit_code": 0, "error": "a stale report", "rewritten": 99}')
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+                                             "INPUT_ARGS": "--no-such-option"})
+        self.assertEqual(code, 2)
+        [r] = self.report()
+        self.assertNotIn("stale", json.dumps(r))
+        self.assertIn("--no-such-option", r["error"])
+        stale.parent.mkdir(parents=True, exist_ok=True)
+        stale.write_text("[]")  # not even a report
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+                                             "INPUT_ARGS": "--no-such-option"})
+        self.assertEqual(code, 2)
+        self.assertNotIn("Traceback", err)
+
+    def test_an_output_that_would_overwrite_a_model_is_refused(self):
+        # With output-dir ".", a.onnx's output is a.xnn.onnx: the next model, which it must not replace.
+        shutil.copy(EXAMPLES[0], self.work / "a.onnx")
+        shutil.copy(EXAMPLES[2], self.work / "a.xnn.onnx")
+        before = (self.work / "a.xnn.onnx").read_bytes()
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "a.onnx\na.xnn.onnx", "INPUT_OUTPUT_DIR": ".",
+                                             "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 2, err)
+        self.assertEqual((self.work / "a.xnn.onnx").read_bytes(), before)
+        self.assertEqual([r["exit_code"] for r in self.report()], [2, 0])
+        self.assertIn("would overwrite the model a.xnn.onnx", self.report()[0]["error"])
+        # Nor does the report replace a model.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "a.onnx", "INPUT_REPORT": "./a.onnx"})
+        self.assertEqual(code, 2, err)
+        self.assertIn("report: './a.onnx' is one of the models", err)
+        self.assertEqual((self.work / "a.onnx").read_bytes(), EXAMPLES[0].read_bytes())
+
+    def test_a_name_holding_a_unicode_line_separator_is_one_entry(self):
+        # U+2028, U+0085, form feed and the like end no line in YAML or the runner, so none ends an entry of MODELS.
+        names = ["a\u2028b.onnx", "c\x85d.onnx", "e\x0cf.onnx", "g\x1ch.onnx"]
+        for n in names:
+            shutil.copy(EXAMPLES[0], self.work / n)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "\n".join(names), "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual([r["rewritten"] for r in self.report()], [8, 8, 8, 8])
+        self.assertIn("dwdeconv-rewrite action: a\\u2028b.onnx: ok", err)
+
+    def test_a_glob_does_not_follow_a_link_to_a_directory(self):
+        # A link to an ancestor made glob.glob repeat every model below it until ELOOP (two links: 2**40 paths).
+        os.symlink("..", self.work / "models/nested/up")
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/**/*.onnx"}, timeout=120)
+        self.assertEqual([r["input"] for r in self.report()], ["models/nested/" + m.name for m in EXAMPLES])
+        os.symlink("..", self.work / "models/nested/up2")
+        os.symlink("/", self.work / "models/root")
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "models/**/*.onnx"}, timeout=120)
+        self.assertEqual(len(self.report()), 3)
+
+    def test_bad_inputs_are_refused_before_any_rewrite_and_shown_escaped(self):
+        for env, fragment in (({"INPUT_MIN_SPEEDUP": "nan"}, "min-speedup: 'nan' is not a finite number > 0"),
+                              ({"INPUT_MIN_SPEEDUP": "-1"}, "min-speedup: '-1' is not a finite number > 0"),
+                              ({"INPUT_MIN_SPEEDUP": "1\n::error::x"}, "'1\\x0a::error::x' is not a finite number"),
+                              ({"INPUT_RUNTIME": "tflite\n::error::x"}, "tflite\\x0a::error::x"),
+                              ({"INPUT_VERIFY": "yes\n::error::x"}, "yes\\x0a::error::x"),
+                              ({"INPUT_REPORT": "models"}, "report: 'models' is a directory")):
+            with self.subTest(env=env):
+                code, err, out, _ = self.run_action(dict(env, INPUT_MODELS="models/nested/migan_tiny_deconv.onnx"))
+                self.assertEqual(code, 2, err)
+                self.assertIn(fragment, err)
+                self.assertEqual(workflow_commands(err)[0], [])
+                self.assertEqual([c[0] for c in workflow_commands(out)[0]], ["error"])
+                self.assertFalse((self.work / "dwdeconv-rewrite-out").exists())
+
+    def test_a_long_verdict_keeps_the_summary_under_githubs_limit(self):
+        # GitHub drops a job summary over 128 KiB: 300 models that each fail with a 2 KB message stay under it.
+        stub = self.work / "stub-tool"
+        stub.write_text(textwrap.dedent("""\
+            #!%s
+            import json, sys
+            args = sys.argv[1:]
+            report = [a.split("=", 1)[1] for a in args if a.startswith("--report=")] or [args[args.index("--report") + 1]]
+            json.dump({"exit_code": 3, "error": "x" * 2000}, open(report[0], "w"))
+            sys.exit(3)
+            """ % sys.executable))
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        names = ["m%03d.onnx" % i for i in range(300)]
+        for n in names:
+            (self.work / n).write_bytes(b"")
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "\n".join(names), "DWDECONV_REWRITE": str(stub),
+                                             "GITHUB_ACTIONS": ""})
+        self.assertEqual(code, 3)
+        summary = (self.work / "gh-summary").read_bytes()
+        self.assertLess(len(summary), 128 * 1024)
+        self.assertIn(b"0 of 300 models passed", summary)
+        self.assertIn(b"see the report", summary)
+        self.assertEqual(len(self.report()), 300)
+
+
+class ActionYamlTest(unittest.TestCase):
+    """action.yml itself: what its install step installs for each runtime, and that it declares run.py's outputs."""
+
+    @classmethod
+    def setUpClass(cls):
+        try:
+            import yaml
+        except ImportError:
+            raise unittest.SkipTest("PyYAML is not importable here (Debian: python3-yaml)")
+        cls.action = yaml.safe_load((SOURCE / "action.yml").read_text())
+
+    def install_step(self):
+        [step] = [s for s in self.action["runs"]["steps"] if "pip install" in s.get("run", "")]
+        return step
+
+    def run_install_step(self, **inputs):
+        """Runs the install step's script with bash, its ${{ inputs.X }} env values from `inputs` (else the
+        defaults), and a python3 whose venv's python records its arguments; (exit code, stdout, pip's args)."""
+        step = self.install_step()
+        values = {k: v.get("default", "") for k, v in self.action["inputs"].items()}
+        values.update({k.replace("_", "-"): v for k, v in inputs.items()})
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            fake_bin = tmp / "fake-bin"
+            fake_bin.mkdir()
+            (fake_bin / "python3").write_text(textwrap.dedent("""\
+                #!/bin/sh
+                # python3 -m venv DIR: a venv whose python records its arguments.
+                [ "$1 $2" = "-m venv" ] || exit 9
+                mkdir -p "$3/bin"
+                cat >"$3/bin/python" <<EOF
+                #!/bin/sh
+                printf '%%s\\n' "\\$@" >>"%s"
+                EOF
+                printf '#!/bin/sh\\necho dwdeconv-rewrite 0.0.0\\n' >"$3/bin/dwdeconv-rewrite"
+                chmod +x "$3/bin/python" "$3/bin/dwdeconv-rewrite"
+                """ % (tmp / "pip-args")))
+            (fake_bin / "python3").chmod(0o755)
+            env = {"PATH": "%s:%s" % (fake_bin, os.environ["PATH"]), "RUNNER_TEMP": str(tmp),
+                   "GITHUB_ACTION_PATH": "/the/action", "GITHUB_PATH": str(tmp / "github-path")}
+            for key, value in (step.get("env") or {}).items():
+                env[key] = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], str(value))
+            r = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True)
+            pip = (tmp / "pip-args").read_text().splitlines() if (tmp / "pip-args").exists() else None
+        return r.returncode, r.stdout + r.stderr, pip
+
+    def test_each_runtime_installs_its_extra(self):
+        try:
+            import tomllib
+        except ImportError:
+            tomllib = None
+        if tomllib is not None:
+            extras = tomllib.loads((SOURCE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+        for runtime, extra in (("xnnpack", ""), ("ort", "[ort]"), ("litert", "[litert]"),
+                               ("executorch", "[executorch]")):
+            with self.subTest(runtime=runtime):
+                code, log, pip = self.run_install_step(runtime=runtime, min_speedup="1.1")
+                self.assertEqual(code, 0, log)
+                self.assertEqual(pip[-1], "/the/action" + extra)
+                self.assertEqual(pip[:3], ["-m", "pip", "install"])
+                if tomllib is not None and extra:
+                    self.assertIn(extra.strip("[]"), extras)
+        # Without a speed gate nothing runs on the runtime: no extras.
+        code, log, pip = self.run_install_step(runtime="litert")
+        self.assertEqual((code, pip[-1]), (0, "/the/action"), log)
+
+    def test_an_unknown_runtime_is_refused_before_anything_is_installed(self):
+        code, log, pip = self.run_install_step(runtime="tflite\n::warning::forged", min_speedup="1.1")
+        self.assertEqual(code, 2, log)
+        self.assertIsNone(pip)
+        [(name, _, message)] = workflow_commands(log)[0]
+        self.assertEqual(name, "error")
+        self.assertIn("runtime: not one of xnnpack, ort, litert, executorch", message)
+
+    def test_every_output_run_py_sets_is_declared(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(EXAMPLES[0], Path(tmp) / "m.onnx")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+            env.update(GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(Path(tmp) / "out"), INPUT_MODELS="m.onnx")
+            subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp, env=env, capture_output=True, check=True)
+            set_by_run_py = read_github_output((Path(tmp) / "out").read_text())
+        declared = self.action["outputs"]
+        self.assertEqual(sorted(declared), sorted(set_by_run_py))
+        for name, output in declared.items():
+            self.assertEqual(output["value"], "${{ steps.run.outputs.%s }}" % name)
+
+
+    def test_the_artifact_holds_the_report_and_the_outputs_only(self):
+        # With output-dir ".", uploading output-dir would upload the whole working directory, models and all.
+        [upload] = [s for s in self.action["runs"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            (work / "models").mkdir()
+            for m in EXAMPLES[:2]:
+                shutil.copy(m, work / "models" / m.name)
+            (work / "README.md").write_text("not an output\n")
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
+            env.update(INPUT_MODELS="models", INPUT_OUTPUT_DIR=".")
+            subprocess.run([sys.executable, str(SCRIPT)], cwd=tmp, env=env, capture_output=True, check=True)
+            values = {"report": "dwdeconv-rewrite-report.json", "output-dir": "."}
+            uploaded = set()
+            for line in upload["with"]["path"].splitlines():
+                pattern = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], line.strip())
+                for hit in glob.glob(str(work / pattern), recursive=True):
+                    hit = Path(hit)
+                    uploaded |= {p for p in hit.rglob("*") if p.is_file()} if hit.is_dir() else {hit}
+            uploaded = sorted(str(p.resolve().relative_to(work.resolve())) for p in uploaded)
+        self.assertEqual(uploaded, ["dwdeconv-rewrite-report.json"] + sorted(
+            "models/%s.xnn.%s" % (m.stem, ext) for m in EXAMPLES[:2] for ext in ("onnx", "report.json")))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,16 @@ def without_onnx():
 
 
 @contextlib.contextmanager
+def working_directory(path):
+    saved = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+@contextlib.contextmanager
 def environment(**values):
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
@@ -116,6 +126,24 @@ class RewriteTest(unittest.TestCase):
             r = dwdeconv_rewrite.rewrite(MIGAN, output=out)
             self.assertEqual(out.read_bytes(), r.model)
             self.assertEqual(r.path, str(out))
+
+    def test_a_path_starting_with_a_dash_or_given_as_bytes_is_a_file(self):
+        # Relative paths in a directory that also holds "-2.onnx", which "-v2.onnx" read as options would name.
+        class BytesPath:
+            def __fspath__(self):
+                return b"-v2.onnx"
+
+        with tempfile.TemporaryDirectory() as tmp, working_directory(tmp), without_onnx():
+            Path("-v2.onnx").write_bytes(MIGAN.read_bytes())
+            Path("-2.onnx").write_bytes(SMALL.read_bytes())
+            for model in ("-v2.onnx", Path("-v2.onnx"), BytesPath()):
+                with self.subTest(model=model):
+                    r = dwdeconv_rewrite.rewrite(model, output=b"-out.onnx")
+                    self.assertEqual(r.rewritten, 8)
+                    self.assertEqual(Path("-out.onnx").read_bytes(), r.model)
+            # The speed gate's call: both models as paths that look like options.
+            self.assertTrue(dwdeconv_rewrite.check("-v2.onnx", "-out.onnx").passed)
+            self.assertFalse(dwdeconv_rewrite.check("-v2.onnx", "-2.onnx").passed)
 
     def test_every_failure_is_one_exception_with_the_exit_code_and_the_message(self):
         with without_onnx():
