@@ -39,14 +39,14 @@ std::string directory_of(const std::string& path) {
 // (0x76: field 14, wire type 6, which does not exist) never starts a protobuf, so only a failed parse checks it.
 constexpr std::string_view kLfsPointerStart = "version https://git-lfs.github.com/spec/";
 
+}  // namespace
+
 bool is_lfs_pointer(std::string_view head) { return head.substr(0, kLfsPointerStart.size()) == kLfsPointerStart; }
 
-core::Error lfs_pointer_error(const std::string& origin) {
-  return core::invalid_model(origin + " is a Git LFS pointer, not an ONNX model; check out with lfs: true "
+core::Error lfs_pointer_error(const std::string& origin, const std::string& what) {
+  return core::invalid_model(origin + " is a Git LFS pointer, not " + what + "; check out with lfs: true "
                              "(actions/checkout), or run git lfs pull");
 }
-
-}  // namespace
 
 core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& origin) {
   if (bytes.empty()) return core::invalid_model(origin + ": the file is empty, not an ONNX model");

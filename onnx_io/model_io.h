@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -34,6 +35,14 @@ core::Result<std::set<std::string>> model_data_files(const std::string& path);
 // True when writing `a` would write over the file `b`: both name the same directory entry once `..` and the
 // symlinks of their directories are resolved, or both exist and are the same file (a symlink or hard link).
 bool same_file(const std::string& a, const std::string& b);
+
+// True when `bytes` (a file's first bytes, or all of a small one) are a Git LFS pointer: what a checkout without LFS
+// leaves in place of a large file. Every file a run reads for a model checks it: the model, its external data, the
+// --input tensors.
+bool is_lfs_pointer(std::string_view bytes);
+
+// The error for `origin`, which is a Git LFS pointer, not `what` ("an ONNX model", "tensor data"): with how to fetch it.
+core::Error lfs_pointer_error(const std::string& origin, const std::string& what = "an ONNX model");
 
 // Parses a model from bytes; `origin` names the source in errors, which are those of a model file.
 core::Result<onnx::ModelProto> parse_model(const std::string& bytes, const std::string& origin);

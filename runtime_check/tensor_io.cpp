@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "onnx_io/model_io.h"
 #include "onnx_io/tensor.h"
 #include "runtime_check/internal.h"
 
@@ -189,6 +190,7 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
 
 core::Result<NamedTensor> load_tensor_file(const std::string& path) {
   RC_ASSIGN(const std::string bytes, read_file(path));
+  if (bytes.size() < 1024 && onnx_io::is_lfs_pointer(bytes)) return onnx_io::lfs_pointer_error(path, "a tensor file");
   const auto slash = path.find_last_of('/');
   const std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
   const auto dot = file.find_last_of('.');

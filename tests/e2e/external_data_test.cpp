@@ -317,3 +317,40 @@ TEST_CASE("a hand-written upsampler's derived weights follow its external weight
   REQUIRE(r2.exit_code == 0);
   CHECK(read_file(dir.path / "again.onnx.data") == read_file(dir.path / "out.onnx.data"));
 }
+
+TEST_CASE("an external data file or an --input file that is a Git LFS pointer is refused, naming it", "[e2e][external][lfs]") {
+  // What a checkout without LFS leaves in place of the data: 128 bytes, exactly the 2x1x4x4 float weight's length, so
+  // the pointer's text was read as weights, verified and written out as OUT.data.
+  const std::string pointer = "version https://git-lfs.github.com/spec/v1\n"
+                              "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 128\n";
+  REQUIRE(pointer.size() == 128);
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    small (float[1,2,5,4] X) => (float[1,2,10,8] Y) {
+      Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 7);
+  TempDir dir;
+  externalize(m, "W", dir.path / "weights.bin", 0, "weights.bin");
+  std::ofstream(dir.path / "weights.bin", std::ios::binary) << pointer;
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  auto r = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("tensor 'W': external data file '") && Catch::Contains("weights.bin' is a Git LFS pointer, "
+                                                                                           "not tensor data") &&
+                        Catch::Contains("git lfs pull"));
+  CHECK_FALSE(fs::exists(out));
+  CHECK_FALSE(fs::exists(dir.path / "out.onnx.data"));
+
+  // The same pointer as an --input tensor file.
+  const auto plain = dir.path / "plain.onnx", x = dir.path / "x.npy";
+  save(small_deconv_model(), plain);
+  std::ofstream(x, std::ios::binary) << pointer;
+  r = run_cli(plain.string() + " -o " + out.string() + " --verify --input X=" + x.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("x.npy is a Git LFS pointer, not a tensor file"));
+  CHECK_FALSE(fs::exists(out));
+}
