@@ -40,6 +40,9 @@ core::Result<InputShapeArg> parse_input_shape_arg(const std::string& text) {
     if (item.empty()) return usage(text, "an empty dim");
     int64_t dim = 0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), dim);
+    if (item.size() > 1 && item[0] == '-' && item.find_first_not_of("0123456789", 1) == std::string::npos) {
+      return usage(text, "dim '" + item + "' is negative: dims must be positive");
+    }
     if (item.find_first_not_of("0123456789") != std::string::npos || ec == std::errc::invalid_argument) {
       return usage(text, "'" + item + "' is not a whole number (symbolic dims need a value to run)");
     }

@@ -152,8 +152,8 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   vo.progress = setup.progress ? setup.progress : log.callback();
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);
+  if (!result) return result;  // the caller's failure ends the phase as failed
   log.end();
-  if (!result) return result;
   log_verify_summary(*result, prefix);
   spdlog::debug("placement:\n{}", result->placement);
   return result;
@@ -188,8 +188,8 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   log.start("bench: creating both executors (each runs its model once) and warming up");
   auto result = runtime_check::bench_models(original, rewritten, bo);
   clear_progress(setup);
+  if (!result) return result;  // the caller's failure ends the phase as failed
   log.end();
-  if (!result) return result;
   log_bench_line(*result, builtin_runtime_info().label, "runs", prefix);
   spdlog::debug("bench placement, original: {}", result->original_placement);
   spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
@@ -530,10 +530,10 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (writes_model) {
     log.start("validate the output");
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
-    log.end();
     if (!validation) {
       return finish(kExitInvalidModel, input + ": the rewritten model failed validation, nothing written: " + validation.error().message);
     }
+    log.end();
     if (!validation->full) spdlog::warn("{}: {}", input, validation->detail);
     info.validation = validation->detail;
     timer.mark("validate output");
@@ -592,8 +592,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     const auto ext = external_save_options(opt, output, loaded->external_tensors, result);
     log.start("save " + output);
     auto saved = save_output(model, output, ext);
+    if (!saved) return finish(exit_code_for(saved.error()), saved.error().message);  // "save ...: failed", not "done"
     log.end();
-    if (!saved) return finish(exit_code_for(saved.error()), saved.error().message);
     if (!ext.data_name.empty()) spdlog::debug("{}: tensor data written to {}", output, ext.data_name);
     timer.mark("save");
     info.output = output;

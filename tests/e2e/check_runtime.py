@@ -71,7 +71,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         src, out, report = os.path.join(d, "model.onnx"), os.path.join(d, "out.onnx"), os.path.join(d, "r.json")
         onnx.save(model, src)
-        # TMPDIR: the scratch folders the tool keeps after a converter failure land here and go with it.
+        # TMPDIR: the scratch folders the tool makes land here, so a test can see that none is left behind.
         env = dict(os.environ, DWDECONV_PYTHON=sys.executable, TMPDIR=d)
 
         def tool_run(*args, environ=env):
@@ -159,8 +159,12 @@ def main():
                   in r.stderr and "onnxruntime.InferenceSession" in r.stderr and "com.example:Foo" in r.stderr,
                   "the stage and ORT's message")
             check("verification failed" not in r.stderr, "not a verification failure")
-            kept = re.search(r"the converted files and logs are kept in (\S+)\)", r.stderr)
-            check(kept and os.path.isdir(kept.group(1)), "the converter's files are kept, and the message says where")
+            # Nothing is left behind after a converter failure: the scratch directory goes, what ORT said is in the
+            # message and the rest behind -v.
+            check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")] and "-v shows" in r.stderr,
+                  "no scratch directory is left, and the message says -v shows the rest")
+            r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime, "-v")
+            check("the Python side's stderr:" in r.stderr, "-v shows what the Python side said")
 
         # 6. ONNX Runtime: --tune times each upsampler alone there and rewrites only those measured faster.
         if runtime == "ort":
@@ -184,7 +188,7 @@ def main():
             check("cannot convert the rewritten model for ExecuTorch" in r.stderr and "onnx2torch" in r.stderr,
                   "the converter's stage and message")
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
-            check("the converted files and logs are kept in " + d in r.stderr, "the converter's files are kept")
+            check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
         names_not_positions(runtime, d, tool_run, env)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")

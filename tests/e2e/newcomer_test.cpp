@@ -99,7 +99,7 @@ TEST_CASE("a malformed input-shape is a usage error naming the argument and the 
       {"X:[2,2,3,3", "without a closing ']'"},
       {":2,2,3,3", "the name before ':' is empty"},
       {"X:", "no dims"},
-      {"X:-2,2,3,3", "'-2' is not a whole number"},
+      {"X:-2,2,3,3", "dim '-2' is negative: dims must be positive"},
   };
   for (const auto& [shape, problem] : problems) {
     INFO(shape);
@@ -217,6 +217,10 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
   const auto junk = run_cli((dir.path / "junk.onnx").string() + " -o " + out.string(), dir);
   CHECK(junk.exit_code == 3);
   CHECK_THAT(junk.err, Catch::Contains("junk.onnx: load: failed after ") && !Catch::Contains("load: done"));
+  // So does a save that fails (its directory is missing): never "done" before the error.
+  const auto unsaved = run_cli(in.string() + " -o " + (dir.path / "missing" / "out.onnx").string(), dir);
+  CHECK(unsaved.exit_code == 3);
+  CHECK_THAT(unsaved.err, Catch::Contains("out.onnx: failed after ") && !Catch::Contains("out.onnx: done"));
 }
 
 TEST_CASE("the summary says which ops changed and the model and weight bytes before and after", "[e2e][newcomer]") {
