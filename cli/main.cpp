@@ -2,9 +2,11 @@
 // polyphase Conv + Concat + DepthToSpace. This file only parses the command line and sets up logging; cli/run.cpp does the run,
 // cli/options.cpp defines the options, cli/output_files.cpp guards the files a run writes.
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -18,21 +20,32 @@
 #include "cli/run.h"
 #include "cli/usage_errors.h"
 #include "core/cleanup.h"
+#include "core/text.h"
 
 namespace {
 
 using namespace dwdeconv;
 
-// Passes every log message through cli::printable before the terminal sink formats and colours it: messages
-// quote node and tensor names straight from the model, and those are untrusted bytes.
+// Gives every physical line of the log the tool's prefix, and passes each through core::printable before the terminal
+// sink formats and colours it: messages quote node and tensor names straight from the model, and those are untrusted
+// bytes. A message of several lines becomes several lines, each "dwdeconv-rewrite: LEVEL: " and the continuation
+// indented after it, so that no line of the log can be taken for another of the tool's lines or, in a CI log, for
+// a workflow command (a line starting with "::", once the runner has trimmed its leading spaces).
 class PrintableSink : public spdlog::sinks::sink {
  public:
   explicit PrintableSink(std::shared_ptr<spdlog::sinks::sink> inner) : inner_(std::move(inner)) {}
   void log(const spdlog::details::log_msg& msg) override {
-    const std::string text = cli::printable(std::string(msg.payload.data(), msg.payload.size()));
-    spdlog::details::log_msg safe = msg;
-    safe.payload = text;
-    inner_->log(safe);
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    size_t start = 0;
+    for (bool first = true; first || start < payload.size(); first = false) {
+      const size_t end = std::min(payload.find('\n', start), payload.size());
+      const std::string text = (first ? "" : "  ") + core::printable(payload.substr(start, end - start));
+      spdlog::details::log_msg safe = msg;
+      safe.payload = text;
+      inner_->log(safe);
+      if (end == payload.size()) break;
+      start = end + 1;
+    }
   }
   void flush() override { inner_->flush(); }
   void set_pattern(const std::string& pattern) override { inner_->set_pattern(pattern); }
@@ -58,7 +71,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // In the tool's voice, as every other error: the prefix, and for a typo the option meant.
-    std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", cli::printable(cli::parse_error_message(app, e)).c_str());
+    std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", core::printable(cli::parse_error_message(app, e)).c_str());
     return cli::kExitUsage;
   }
 

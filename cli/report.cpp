@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/version.h"
+#include "core/text.h"
 
 namespace dwdeconv::cli {
 namespace {
@@ -46,28 +47,9 @@ std::string verify_json(const runtime_check::VerifyResult& v) {
 
 namespace {
 
-// The length of the well-formed UTF-8 sequence at s[i], or 0 when s[i] does not start one: overlong forms,
-// UTF-16 surrogates, code points above U+10FFFF and truncated sequences are all ill-formed (Unicode, table 3-7).
-size_t utf8_sequence_length(const std::string& s, size_t i) {
-  const auto at = [&s](size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
-  const unsigned c = at(i);
-  const auto cont = [](unsigned b, unsigned lo = 0x80, unsigned hi = 0xbf) { return b >= lo && b <= hi; };
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return cont(at(i + 1)) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    const unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    return cont(at(i + 1), lo, hi) && cont(at(i + 2)) ? 3 : 0;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    const unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    return cont(at(i + 1), lo, hi) && cont(at(i + 2)) && cont(at(i + 3)) ? 4 : 0;
-  }
-  return 0;
-}
-
 // Appends the UTF-8 sequence at s[i] when it is well-formed, else U+FFFD for its first byte; returns the bytes used.
 size_t append_utf8(const std::string& s, size_t i, std::string& out) {
-  const size_t len = utf8_sequence_length(s, i);
+  const size_t len = core::utf8_sequence_length(s, i);
   out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
   return len == 0 ? 1 : len;
 }
@@ -100,29 +82,6 @@ std::string json_string(const std::string& s) {
     }
   }
   return out + "\"";
-}
-
-std::string printable(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      i += append_utf8(s, i, out);
-      continue;
-    }
-    ++i;
-    if (c == '\n') {
-      out += "\n  ";  // a continuation, never a line of its own: a name cannot forge a log line
-    } else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 namespace {
@@ -198,36 +157,37 @@ std::string report_list_json(const std::vector<std::string>& entries) {
 }
 
 std::string plan_text(const rewrite::RewriteResult& result) {
-  std::ostringstream o;
+  std::ostringstream plan;
   if (result.target != nullptr) {
-    o << "target: " << result.target->name << " (" << result.target->runtime << "; rules from BENCHMARKS.md "
+    plan << "target: " << result.target->name << " (" << result.target->runtime << "; rules from BENCHMARKS.md "
       << result.target->measured << "; " << result.cpu.describe() << ")\n";
   }
   for (const auto& n : result.nodes) {
     const auto& s = n.summary;
-    o << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
-    if (s.graph_path != "main") o << " in " << s.graph_path;
-    if (s.form != "conv_transpose") o << " (" << s.form << ")";
+    std::ostringstream row;  // one line, whatever names and reasons hold (core::printable)
+    row << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
+    if (s.graph_path != "main") row << " in " << s.graph_path;
+    if (s.form != "conv_transpose") row << " (" << s.form << ")";
     // Only what matching got to: a row kept before its geometry was read shows none of it.
-    if (s.channels > 0) o << "  C=" << s.channels;
-    if (s.kernel[0] > 0) o << " k=" << s.kernel[0] << "x" << s.kernel[1];
+    if (s.channels > 0) row << "  C=" << s.channels;
+    if (s.kernel[0] > 0) row << " k=" << s.kernel[0] << "x" << s.kernel[1];
     if (s.stride != 0) {
-      o << " s=" << s.stride;
+      row << " s=" << s.stride;
     } else if (s.strides[0] != 0) {
-      o << " s=" << s.strides[0] << "x" << s.strides[1];
+      row << " s=" << s.strides[0] << "x" << s.strides[1];
     }
-    if (s.pads) o << " pads=" << json_ints(*s.pads);
-    if (s.output_padding) o << " output_padding=" << json_ints(*s.output_padding);
+    if (s.pads) row << " pads=" << json_ints(*s.pads);
+    if (s.output_padding) row << " output_padding=" << json_ints(*s.output_padding);
     if (n.rewritten) {
-      o << " -> " << n.emitted_nodes.size() << " nodes";
-      if (n.layout != rewrite::PhaseLayout::kDcr) o << " (" << rewrite::phase_layout_name(n.layout) << ")";
+      row << " -> " << n.emitted_nodes.size() << " nodes";
+      if (n.layout != rewrite::PhaseLayout::kDcr) row << " (" << rewrite::phase_layout_name(n.layout) << ")";
     } else {
-      o << ": " << n.reason;
+      row << ": " << n.reason;
     }
-    o << "\n";
+    plan << core::printable(row.str()) << "\n";
   }
-  o << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " " << upsampler_noun(result) << ", keep " << result.kept << "\n";
-  return o.str();
+  plan << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " " << upsampler_noun(result) << ", keep " << result.kept << "\n";
+  return plan.str();
 }
 
 }  // namespace dwdeconv::cli

@@ -45,9 +45,4 @@ std::string upsampler_noun(const rewrite::RewriteResult& result);
 // byte, so the text is valid UTF-8 whatever a model's names hold.
 std::string json_string(const std::string& s);
 
-// `s` made safe for a terminal or a log file: ill-formed UTF-8 as in json_string, control bytes and DEL as \xNN,
-// and each newline followed by two spaces, so that untrusted names cannot forge a line, move the cursor or
-// recolour the output. Every log line passes through it (see cli/main.cpp).
-std::string printable(const std::string& s);
-
 }  // namespace dwdeconv::cli

@@ -32,6 +32,7 @@
 #include "cli/report.h"
 #include "cli/runtime_python.h"
 #include "cli/tune.h"
+#include "core/text.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
@@ -514,10 +515,10 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
 
   for (const auto& n : result.nodes) {
     if (n.rewritten) {
-      spdlog::debug("{}: rewrote '{}' into {} nodes", input, n.summary.name, n.emitted_nodes.size());
+      spdlog::debug("{}: rewrote '{}' into {} nodes", input, core::printable(n.summary.name), n.emitted_nodes.size());
     } else {
       const bool deconv = n.summary.form == "conv_transpose";
-      spdlog::info("{}: kept {} '{}': {}", input, deconv ? "ConvTranspose" : n.summary.form + " upsampler", n.summary.name, n.reason);
+      spdlog::info("{}: kept {} '{}': {}", input, deconv ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name), core::printable(n.reason));
     }
   }
   if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << plan_text(result) << std::flush;
@@ -602,7 +603,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     for (const auto& n : result.nodes) {
       if (n.rewritten) {
         spdlog::error("{}: {} '{}' would be rewritten", input,
-                      n.summary.form == "conv_transpose" ? "ConvTranspose" : n.summary.form + " upsampler", n.summary.name);
+                      n.summary.form == "conv_transpose" ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name));
       }
     }
     return finish(kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +

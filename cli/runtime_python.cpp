@@ -23,6 +23,7 @@
 
 #include "cli/report.h"
 #include "core/cleanup.h"
+#include "core/text.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/shapes.h"
 #include "onnx_io/tensor.h"
@@ -727,7 +728,7 @@ std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, con
 
 std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows) {
   size_t width = 9;
-  for (const auto& r : rows) width = std::max(width, printable(r.name).size());
+  for (const auto& r : rows) width = std::max(width, core::printable(r.name).size());
   char line[512];
   std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12s %13s %7s\n", static_cast<int>(width), "upsampler", "form", "input",
                 "original ms", "rewritten ms", "ratio");
@@ -738,7 +739,7 @@ std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows) {
       std::snprintf(b, sizeof b, "%.2fx", r.original_ms / r.rewritten_ms);
       return std::string(b);
     }() : std::string("-");
-    std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12.3f %13.3f %7s\n", static_cast<int>(width), printable(r.name).c_str(),
+    std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12.3f %13.3f %7s\n", static_cast<int>(width), core::printable(r.name).c_str(),
                   r.form.c_str(), r.input_shape.c_str(), r.original_ms, r.rewritten_ms, ratio.c_str());
     text += line;
   }

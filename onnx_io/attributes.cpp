@@ -1,5 +1,7 @@
 #include "onnx_io/attributes.h"
 
+#include "core/text.h"
+
 namespace dwdeconv::onnx_io {
 namespace {
 
@@ -40,9 +42,10 @@ core::Result<std::string> get_string(const onnx::NodeProto& node, const std::str
 }
 
 std::string describe_node(const onnx::NodeProto& node) {
-  if (!node.name().empty()) return node.op_type() + " '" + node.name() + "'";
-  if (node.output_size() > 0) return node.op_type() + " producing '" + node.output(0) + "'";
-  return "unnamed " + node.op_type();
+  // Names as a log line shows them (core/text.h): every message that names a node does so through here.
+  if (!node.name().empty()) return core::printable(node.op_type()) + " '" + core::printable(node.name()) + "'";
+  if (node.output_size() > 0) return core::printable(node.op_type()) + " producing '" + core::printable(node.output(0)) + "'";
+  return "unnamed " + core::printable(node.op_type());
 }
 
 onnx::AttributeProto make_int_attribute(const std::string& name, int64_t value) {

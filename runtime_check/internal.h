@@ -1,6 +1,8 @@
 // Helpers shared by the runtime_check sources; not part of the library's API.
 #pragma once
 
+#include "core/text.h"
+
 #include <cstdio>
 #include <string>
 
@@ -16,21 +18,8 @@ namespace dwdeconv::runtime_check::detail {
 using namespace ::dwdeconv::ops;          // NOLINT(google-build-using-namespace)
 using namespace ::dwdeconv::ops::detail;  // NOLINT(google-build-using-namespace)
 
-// A value name from the model as a summary line shows it: control bytes as \xNN, so a name holding a newline cannot
-// start a log line of its own.
-inline std::string printable_name(const std::string& name) {
-  std::string out;
-  for (const char ch : name) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
+// A value name from the model as a summary line shows it (core/text.h): a name holding a newline cannot start a log
+// line of its own.
+inline std::string printable_name(const std::string& name) { return core::printable(name); }
 
 }  // namespace dwdeconv::runtime_check::detail

@@ -303,9 +303,41 @@ TEST_CASE("log lines carry node names without terminal controls, ill-formed UTF-
   INFO(run.err);
   CHECK(valid_utf8(run.err));
   for (const char control : {'\x1b', '\x07', '\x7f'}) CHECK(run.err.find(control) == std::string::npos);
-  CHECK_THAT(run.err, Catch::Contains("ConvTranspose 'up\\x1b[31mRED\\x1b]0;title\\x07\\x7f\xEF\xBF\xBD"));
-  // The newline in the name continues the line, indented; no line of the log is the forged one.
-  CHECK_THAT(run.err, Catch::Contains("\n  dwdeconv-rewrite: error: forged"));
+  CHECK_THAT(run.err, Catch::Contains("ConvTranspose 'up\\x1b[31mRED\\x1b]0;title\\x07\\x7f\\xff\\x0adwdeconv-rewrite: error: forged'"));
+  // The newline in the name stays on its line as \x0a; every line of the log is one of the tool's.
   std::istringstream lines(run.err);
-  for (std::string line; std::getline(lines, line);) CHECK(line.rfind("dwdeconv-rewrite: error: forged", 0) != 0);
+  for (std::string line; std::getline(lines, line);) {
+    CHECK(line.rfind("dwdeconv-rewrite: ", 0) == 0);
+    CHECK(line.rfind("dwdeconv-rewrite: error: forged", 0) != 0);
+  }
+}
+
+TEST_CASE("no line of the log, the plan or the tune lines can be a CI workflow command, whatever a model's names hold",
+          "[e2e][safety]") {
+  // GitHub's runner trims a line's leading spaces and takes "::" at its start for a command: a name holding
+  // "\n  ::error::" was logged as an indented continuation, and became one. Names from every place they are shown:
+  // a kept node's reason (a Pad name), the plan's rows, the summary's per-output lines, the tune lines.
+  const std::string evil = "\n  ::error file=x::forged\r\n::stop-commands::t\xe2\x80\xa8::warning::u\xe2\x80\xae";
+  TempDir dir;
+  auto m = small_deconv_model();
+  name_node(m, "Y", "up" + evil);
+  m.mutable_graph()->mutable_output(0)->set_name("Y" + evil);
+  m.mutable_graph()->mutable_node(0)->set_output(0, "Y" + evil);
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
+  save(m, in);
+  for (const std::string& args : std::vector<std::string>{" --dry-run --tune --runs 2", " -o " + out.string() + " --verify -v", " --check"}) {
+    const auto r = run_cli(in.string() + args, dir);
+    INFO(args << "\n" << r.err << r.out);
+    CHECK(r.exit_code <= 1);
+    for (const std::string& text : {r.err, r.out}) {
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);) {
+        const auto first = line.find_first_not_of(" \t\r");
+        CHECK((first == std::string::npos || line.compare(first, 2, "::") != 0));
+      }
+      CHECK(text.find('\r') == std::string::npos);
+      CHECK(text.find("\xe2\x80\xa8") == std::string::npos);  // LINE SEPARATOR shown as \u2028
+      CHECK(text.find("\xe2\x80\xae") == std::string::npos);  // RIGHT-TO-LEFT OVERRIDE shown as \u202e
+    }
+  }
 }

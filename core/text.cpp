@@ -1,0 +1,65 @@
+#include "core/text.h"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace dwdeconv::core {
+namespace {
+
+// The code point of the well-formed sequence of `len` bytes at s[i].
+uint32_t code_point(std::string_view s, size_t i, size_t len) {
+  const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
+  if (len == 2) return ((b(0) & 0x1f) << 6) | (b(1) & 0x3f);
+  if (len == 3) return ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
+  return ((b(0) & 0x07) << 18) | ((b(1) & 0x3f) << 12) | ((b(2) & 0x3f) << 6) | (b(3) & 0x3f);
+}
+
+bool breaks_a_line(uint32_t cp) {
+  return cp == 0x85 || cp == 0x2028 || cp == 0x2029 || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto at = [&s](size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+  const unsigned c = at(i);
+  const auto cont = [](unsigned b, unsigned lo = 0x80, unsigned hi = 0xbf) { return b >= lo && b <= hi; };
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return cont(at(i + 1)) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    const unsigned lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    return cont(at(i + 1), lo, hi) && cont(at(i + 2)) ? 3 : 0;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    const unsigned lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    return cont(at(i + 1), lo, hi) && cont(at(i + 2)) && cont(at(i + 3)) ? 4 : 0;
+  }
+  return 0;
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  char buf[16];
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = utf8_sequence_length(s, i);
+    if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f))) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      ++i;
+      continue;
+    }
+    if (len > 1 && breaks_a_line(code_point(s, i, len))) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(code_point(s, i, len)));
+      out += buf;
+    } else {
+      out.append(s.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace dwdeconv::core

@@ -1,0 +1,23 @@
+// Text from a model (node, tensor, graph and file names) as the tool shows it in a log line, the plan, a summary or a
+// CI annotation: never a terminal control, a line break or ill-formed UTF-8. The one escaper of the project; the
+// report's JSON strings escape on top of it where they carry prose, and carry names exactly.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace dwdeconv::core {
+
+// `s` with every C0 control byte (tab, CR and LF included) and DEL shown as \xNN, every byte that does not start a
+// well-formed UTF-8 sequence as \xNN, and the characters that end or reorder a line on a screen as \uXXXX: NEL
+// (U+0085), LINE and PARAGRAPH SEPARATOR (U+2028, U+2029) and the bidirectional controls (U+200E, U+200F,
+// U+202A-U+202E, U+2066-U+2069). A name holding a newline stays on its line, so it cannot start a log line (or a
+// GitHub workflow command, which is a line starting with "::") of its own.
+std::string printable(std::string_view s);
+
+// The length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when s[i] does not start one: overlong forms,
+// UTF-16 surrogates, code points above U+10FFFF and truncated sequences are all ill-formed (Unicode, table 3-7).
+size_t utf8_sequence_length(std::string_view s, size_t i);
+
+}  // namespace dwdeconv::core
