@@ -1,6 +1,7 @@
 #include "rewrite/emitter.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
@@ -70,6 +71,7 @@ const char* phase_layout_name(PhaseLayout layout) {
     case PhaseLayout::kDcr: return "dcr";
     case PhaseLayout::kGatherCrd: return "gather_crd";
     case PhaseLayout::kBatchCrd: return "batch_crd";
+    case PhaseLayout::kNearest: return "nearest";
   }
   return "";
 }
@@ -98,7 +100,12 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
       }
     }
   }
-  if (layout != PhaseLayout::kDcr && s > 1 && opset_ < 11) {
+  if (layout == PhaseLayout::kNearest && opset_ < 10) {
+    // Its phases would all be one Conv, s*s times: never emitted, kept instead.
+    return "every phase computes the same, so the rewrite is the one Conv followed by a nearest Resize, which exists from "
+           "opset 10 on; the model is opset " + std::to_string(opset_);
+  }
+  if (layout != PhaseLayout::kDcr && layout != PhaseLayout::kNearest && s > 1 && opset_ < 11) {
     return std::string("the ") + phase_layout_name(layout) + " form needs DepthToSpace mode CRD, which exists from opset 11 on; "
            "the model is opset " + std::to_string(opset_);
   }
@@ -241,8 +248,61 @@ void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int6
   }
 }
 
+bool Emitter::equal_phases(const DeconvMatch& m, const core::DeconvPlan& plan) const {
+  if (plan.phases.size() < 2) return false;
+  const core::PhasePlan& first = plan.phases.front();
+  const auto same_shape = [&first](const core::PhasePlan& p) {
+    return p.y.taps == first.y.taps && p.x.taps == first.x.taps && p.y.pad_begin == first.y.pad_begin &&
+           p.x.pad_begin == first.x.pad_begin && p.y.pad_end == first.y.pad_end && p.x.pad_end == first.x.pad_end;
+  };
+  if (first.bias_only() || !std::all_of(plan.phases.begin(), plan.phases.end(), same_shape)) return false;
+  // The same taps everywhere: the weights decide. Read once, only for a node whose phases already agree in shape.
+  const auto values = onnx_io::to_doubles(*m.weight.tensor);
+  if (!values) return false;
+  const auto first_taps = phase_weight_indices(m, plan, first);
+  for (size_t p = 1; p < plan.phases.size(); ++p) {
+    const auto taps = phase_weight_indices(m, plan, plan.phases[p]);
+    for (size_t k = 0; k < taps.size(); ++k) {
+      const double a = (*values)[static_cast<size_t>(first_taps[k])], b = (*values)[static_cast<size_t>(taps[k])];
+      if (!(a == b) || std::signbit(a) != std::signbit(b)) return false;  // bit for bit: -0 and NaN differ
+    }
+  }
+  return true;
+}
+
+PhaseLayout Emitter::layout_for(const DeconvMatch& m, PhaseLayout join) const {
+  // Over --max-phases the node is kept (keep_reason) and its s*s phases are never planned.
+  const int64_t s = m.y.stride;
+  if (s < 2 || s > options_.max_phases / s) return join;
+  return equal_phases(m, core::plan_deconv(m.y, m.x)) ? PhaseLayout::kNearest : join;
+}
+
+onnx::NodeProto Emitter::nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t s) {
+  const std::string name = m.name.empty() ? names_.fresh(base + "_nearest") : m.name;
+  onnx::NodeProto resize = make_node("Resize", name, {input}, {m.output});
+  const std::string scales = names_.fresh(base + "_nearest_scales");
+  const double factor = static_cast<double>(s);
+  add_initializer(*m.scope, onnx_io::make_tensor(scales, onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, factor, factor}, /*raw=*/false));
+  if (opset_ >= 13) {
+    resize.add_input("");  // roi, unused by nearest
+  } else if (opset_ >= 11) {
+    const std::string roi = names_.fresh(base + "_nearest_roi");
+    add_initializer(*m.scope, onnx_io::make_tensor(roi, onnx::TensorProto::FLOAT, {0}, {}, /*raw=*/false));
+    resize.add_input(roi);
+  }
+  resize.add_input(scales);
+  *resize.add_attribute() = onnx_io::make_string_attribute("mode", "nearest");
+  if (opset_ >= 11) {
+    // x[floor(o/s)] exactly: the source coordinate of output h*s + a is h + a/s, rounded down.
+    *resize.add_attribute() = onnx_io::make_string_attribute("coordinate_transformation_mode", "asymmetric");
+    *resize.add_attribute() = onnx_io::make_string_attribute("nearest_mode", "floor");
+  }
+  return resize;
+}
+
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
-  const core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
+  core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
+  if (layout == PhaseLayout::kNearest) plan.phases.resize(1);  // the one phase; the Resize makes the others
   const int64_t s = plan.stride();
   const std::string base = m.name.empty() ? m.output : m.name;
   const std::string& bias = m.bias;
@@ -286,6 +346,16 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
     }
     // With s == 1 the single Conv takes the node's place: its name (if any) and its output.
     const bool last = s == 1;
+    if (layout == PhaseLayout::kNearest) {
+      const std::string conv_name = names_.fresh(base + "_phase");
+      const std::string output = names_.fresh(conv_name + "_out");
+      std::vector<std::string> inputs{input, *weight};
+      if (!bias.empty()) inputs.push_back(bias);
+      nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads));
+      add_value_info(m, output, m.outputs(), {0, 0, 0, 0});
+      nodes.push_back(nearest_resize(m, base, output, s));
+      return nodes;
+    }
     const std::string conv_name = last && !m.name.empty() ? m.name : names_.fresh(base + "_phase" + suffix);
     const std::string output = last ? m.output : names_.fresh(conv_name + "_out");
     std::vector<std::string> inputs{input, *weight};

@@ -14,6 +14,9 @@
 // or, for runtimes whose converters take only CRD (PhaseLayout):
 //          y_crd  = Gather(y_cat, perm)           axis=1, perm[c*s*s + p] = p*C + c (channel-major)
 //          y      = DepthToSpace(y_crd)           blocksize=s, mode=CRD
+// or, when every phase computes the same (PhaseLayout::kNearest):
+//          y_0    = Conv(x, W_0, B)               the one phase, on x
+//          y      = Resize(y_0, scales [1,1,s,s]) nearest, asymmetric, floor (Resize-10: its only behaviour)
 // or, for an input of batch 1:
 //          y_b    = Concat(y_0 .. y_{s*s-1})      axis=0: [s*s, C, H, W]
 //          y_t    = Transpose(y_b)                perm [1,0,2,3]: [C, s*s, H, W], phases per channel (CRD order)
@@ -44,9 +47,13 @@ enum class PhaseLayout {
   kDcr,        // Concat(axis=1) in phase-major order, DepthToSpace DCR: the order XNNPACK and TFLite run natively
   kGatherCrd,  // Concat(axis=1), Gather(axis=1) into channel-major order, DepthToSpace CRD: converts with onnx2torch
   kBatchCrd,   // N = 1 only: Concat(axis=0), Transpose, DepthToSpace CRD, Transpose: converts too, without a Gather
+  // Every phase computes the same (a 1x1 Conv after a nearest Resize, a ConvTranspose with kernel = stride and the same
+  // tap everywhere): the one phase's Conv on x, then a nearest Resize by s. No Concat, no DepthToSpace, 1/s^2 of the
+  // phases' work. The emitter chooses it whatever the target's join (Emitter::layout_for).
+  kNearest,
 };
 
-// "dcr", "gather_crd", "batch_crd": how the plan and the report name a layout.
+// "dcr", "gather_crd", "batch_crd", "nearest": how the plan and the report name a layout.
 const char* phase_layout_name(PhaseLayout layout);
 
 // Whether shape inference knows m's input to have batch 1 (what kBatchCrd needs).
@@ -69,6 +76,10 @@ class Emitter {
   // With `layout`, also: a CRD DepthToSpace before opset 11 (no mode attribute), and kBatchCrd for an input whose
   // batch is not known to be 1.
   std::string keep_reason(const DeconvMatch& m, PhaseLayout layout = PhaseLayout::kDcr) const;
+
+  // The layout m is emitted in when the target joins phases with `join`: kNearest when every phase of m computes the
+  // same (the same taps, pads and weights), else `join`.
+  PhaseLayout layout_for(const DeconvMatch& m, PhaseLayout join) const;
 
   // The nodes that replace m.node, in order, ending in the phase outputs' `layout`. New initializers and value_info
   // are added to the graphs now.
@@ -96,6 +107,11 @@ class Emitter {
   void store_like_source(const ConstantSource& src, onnx::TensorProto tensor);
   std::string pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
                        std::vector<onnx::NodeProto>& nodes);
+  // Whether every phase of `plan` has phase 0's taps, pads and weights (then m is a Conv followed by a nearest Resize).
+  bool equal_phases(const DeconvMatch& m, const core::DeconvPlan& plan) const;
+  // The nearest Resize by s of `input` into m.output, for the model's opset (10: Resize(X, scales); 11 and 12: with an
+  // empty roi; 13 on: roi omitted), named after the node.
+  onnx::NodeProto nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t s);
   void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);
   void add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads);
 

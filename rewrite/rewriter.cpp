@@ -162,9 +162,8 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
   return row;
 }
 
-}  // namespace
-
-core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options) {
+// One pass over the model: match every upsampler as the model stands, then emit, rebuild and clean up.
+core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteOptions& options) {
   RewriteResult result;
   result.target = options.target;
   result.cpu = options.cpu;
@@ -221,7 +220,8 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
         if (options.skip.count(ct_name) != 0) {
           outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
         } else if (unselected(outcome->summary).empty() && target.keep(outcome->summary, outcome->match->deconv, options.cpu).empty() &&
-                   emitter.keep_reason(outcome->match->deconv, target.layout(outcome->match->deconv)).empty() &&
+                   emitter.keep_reason(outcome->match->deconv,
+                                       emitter.layout_for(outcome->match->deconv, target.layout(outcome->match->deconv))).empty() &&
                    !invalid(match_deconv(ct, scope, model.ir_version(), types))) {
           absorbed.insert(&ct);
           seen_names.insert(ct_name);
@@ -300,7 +300,7 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   std::vector<Candidate> candidates;
   for (auto& [index, m, replaced] : matches) {
     // Decided before emitting anything, so a kept node costs nothing: the target's rule, then what the emitter needs.
-    const PhaseLayout layout = target.layout(m);
+    const PhaseLayout layout = emitter.layout_for(m, target.layout(m));
     std::string reason = target.keep(result.nodes[index].summary, m, options.cpu);
     if (reason.empty()) reason = emitter.keep_reason(m, layout);
     if (!reason.empty()) {
@@ -328,6 +328,56 @@ core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const Rewrite
   result.derived_tensors = emitter.derived_tensors();
 
   for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;
+  return result;
+}
+
+// Whether `result` rewrote a node in the nearest layout, whose Resize, now below the node's Conv, may start a form.
+bool moved_a_resize(const RewriteResult& result) {
+  return std::any_of(result.nodes.begin(), result.nodes.end(),
+                     [](const NodeReport& n) { return n.rewritten && n.layout == PhaseLayout::kNearest; });
+}
+
+// Adds the rows of a later pass to `result`: a row rewritten earlier stays as it was, any other takes the later pass's
+// word, and a new row (an upsampler that a moved Resize starts) is added. Returns whether the later pass rewrote any.
+bool merge_pass(RewriteResult& result, RewriteResult&& later) {
+  bool rewrote = false;
+  for (auto& row : later.nodes) {
+    const auto same = [&row](const NodeReport& n) { return n.summary.graph_path == row.summary.graph_path && n.summary.name == row.summary.name; };
+    const auto it = std::find_if(result.nodes.begin(), result.nodes.end(), same);
+    rewrote = rewrote || row.rewritten;
+    if (it == result.nodes.end()) {
+      result.nodes.push_back(std::move(row));
+    } else if (!it->rewritten) {
+      *it = std::move(row);
+    }
+  }
+  result.derived_tensors.insert(later.derived_tensors.begin(), later.derived_tensors.end());
+  // A name is a typo only when no pass found it (an upsampler a moved Resize starts is found by a later one).
+  std::vector<std::string> unmatched;
+  for (const auto& name : result.unmatched_names) {
+    if (std::count(later.unmatched_names.begin(), later.unmatched_names.end(), name) != 0) unmatched.push_back(name);
+  }
+  result.unmatched_names = std::move(unmatched);
+  result.rewritten = result.kept = 0;
+  for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;
+  return rewrote;
+}
+
+}  // namespace
+
+core::Result<RewriteResult> rewrite_model(onnx::ModelProto& model, const RewriteOptions& options) {
+  auto result = rewrite_pass(model, options);
+  if (!result) return result;
+  // The nearest layout moves a Resize below the Conv it came before (Conv 1x1, then Resize), where it may start another
+  // form (nearest + the 3x3 Conv that read the 1x1's output). Passes repeat until none moves one, so the output is
+  // what a run on it would leave as it is. Each pass moves a Resize past one Conv: the node count bounds them.
+  const int most = model.graph().node_size() + 1;
+  for (int pass = 1; pass < most && moved_a_resize(*result); ++pass) {
+    auto later = rewrite_pass(model, options);
+    if (!later) return later.error();
+    const bool moved = moved_a_resize(*later);
+    if (!merge_pass(*result, std::move(*later)) || !moved) break;
+  }
   return result;
 }
 

@@ -130,6 +130,11 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
   if (op == "Gather") return name == "axis";
   if (op == "Transpose") return name == "perm";
   if (op == "ConstantOfShape") return name == "value" && attr.type() == onnx::AttributeProto::TENSOR && all_zero(attr.t());
+  // The nearest layout's Resize: replication, x[floor(o/s)], linear in x.
+  if (op == "Resize") {
+    return (name == "mode" && attr.s() == "nearest") || (name == "coordinate_transformation_mode" && attr.s() == "asymmetric") ||
+           (name == "nearest_mode" && attr.s() == "floor");
+  }
   return op == "Constant";  // a constant, whatever it holds; Shape has no attribute the emitter writes
 }
 
@@ -139,11 +144,11 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 // (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
   static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Gather", "Transpose", "Shape",
-                                              "ConstantOfShape", "Constant"};
+                                              "ConstantOfShape", "Constant", "Resize"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
-                   "ConstantOfShape, Constant)";
+                   "ConstantOfShape, Constant, Resize)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
@@ -171,6 +176,14 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
   }
   if (node.op_type() == "Gather" && (node.input_size() != 2 || !constant(node.input(1)))) {
     return where + " gathers by indices that are not a constant";
+  }
+  if (node.op_type() == "Resize") {
+    // (X, scales) at opset 10, (X, roi, scales) after it: constant scales, no sizes, the mode asked for above.
+    const bool constants = node.input_size() >= 2 && node.input_size() <= 3 && constant(node.input(node.input_size() - 1)) &&
+                           (node.input_size() == 2 || node.input(1).empty() || constant(node.input(1)));
+    const bool nearest = std::any_of(node.attribute().begin(), node.attribute().end(),
+                                     [](const onnx::AttributeProto& a) { return a.name() == "mode"; });
+    if (!constants || !nearest) return where + " is not the nearest Resize by constant scales the rewrite emits";
   }
   return "";
 }

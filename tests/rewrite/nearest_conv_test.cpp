@@ -4,6 +4,8 @@
 // the naive executor; near-misses kept with a reason; idempotence and determinism.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "nearest_conv_fixtures.h"
 #include "onnx_io/tensor.h"
 
@@ -30,9 +32,13 @@ Rewritten require_rewritten(const onnx::ModelProto& original, const NearestConvS
   CHECK(row.summary.kernel == std::array<int64_t, 2>{spec.ky + spec.s - 1, spec.kx + spec.s - 1});
   const auto& g = out.model.graph();
   CHECK(checker_error(out.model).empty());
-  const auto convs = require_polyphase(g, "Y", spec.s, spec.group, spec.opset, "up1");
-  CHECK(count_ops(g, "Resize") == 0);
-  CHECK(count_ops(g, "Conv") == spec.s * spec.s);
+  // A 1x1 Conv: every phase would be the same Conv, so it runs once on X and a nearest Resize follows it.
+  const bool one_by_one = spec.ky == 1 && spec.kx == 1;
+  CHECK(row.layout == (one_by_one ? rewrite::PhaseLayout::kNearest : rewrite::PhaseLayout::kDcr));
+  const auto convs = one_by_one ? require_conv_then_nearest(g, "Y", spec.s, spec.group, spec.opset, "up1")
+                                : require_polyphase(g, "Y", spec.s, spec.group, spec.opset, "up1");
+  CHECK(count_ops(g, "Resize") == (one_by_one ? 1 : 0));
+  CHECK(count_ops(g, "Conv") == (one_by_one ? 1 : spec.s * spec.s));
   for (const auto* conv : convs) {
     CHECK(conv->input(0) == "X");  // the low-resolution input, never an upsampled one
     const auto dims = conv_weight_dims(g, *conv);
@@ -482,4 +488,103 @@ TEST_CASE("a Resize by sizes of an input whose dims inference knows is rewritten
   CHECK(kept->SerializeAsString() == declared_4x5("t").SerializeAsString());
   // The derived kernel sums float taps: equal to float rounding, not bit for bit.
   CHECK(output_diff(original, out.model, {{"X", random_tensor4(1, 3, 4, 5, 18)}}, "Y", {1, 3, 8, 10}) < 1e-5);
+}
+
+TEST_CASE("a 1x1 Conv after a nearest Resize runs once on X, the Resize after it: no s*s equal phases, at every opset",
+          "[rewrite][recogniser][nearest_conv][nearest_layout]") {
+  // s*s identical 1x1 phases are the same MACs with s*s times the weights and a join (0.36x-0.43x on LiteRT); the Conv
+  // commutes with the replication, so it runs at the low resolution: 1/s^2 of its MACs.
+  NearestConvSpec spec;
+  spec.ky = spec.kx = 1;
+  spec.pads = {0, 0, 0, 0};
+  spec.opset = GENERATE(10, 11, 12, 13, 18);
+  spec.s = GENERATE(2, 3);
+  spec.c_in = 6, spec.c_out = 2, spec.group = 1;
+  spec.bias = true;
+  if (spec.opset == 10) spec.coordinate = spec.rounding = "";  // Resize-10 has neither attribute
+  CAPTURE(spec.opset, spec.s);
+  const auto out = require_rewritten(nearest_conv_model(spec), spec);
+  const auto* conv = find_producer(out.model.graph(), find_producer(out.model.graph(), "Y")->input(0));
+  CHECK(attr_ints(*conv, "kernel_shape") == std::vector<int64_t>{1, 1});
+  CHECK(conv_weight_dims(out.model.graph(), *conv) == std::vector<int64_t>{2, 6, 1, 1});
+}
+
+TEST_CASE("a ConvTranspose whose every phase is the same tap is a Conv and a nearest Resize, and one tap alone stays phases",
+          "[rewrite][nearest_layout]") {
+  // k = s = 2, pads 0: each output pixel of a 2x2 cell reads one input pixel through one tap. The same value on all
+  // four taps of a channel is a per-channel scale, then replication.
+  DeconvSpec spec;
+  spec.kh = spec.kw = 2;
+  spec.attrs = "strides=[2,2]";
+  spec.bias = true;
+  auto uniform = deconv_model(spec);
+  auto& w = *uniform.mutable_graph()->mutable_initializer(0);
+  REQUIRE(w.name() == "W");
+  std::vector<double> v;
+  for (int c = 0; c < 3; ++c) v.insert(v.end(), 4, 0.25 * (c + 1));
+  w = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, v, true);
+  const auto out = rewrite_copy(uniform);
+  REQUIRE(out.result.rewritten == 1);
+  CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
+  require_conv_then_nearest(out.model.graph(), "Y", 2, 3, 13, "up1");
+  CHECK(output_diff(uniform, out.model, {{"X", input_for(spec)}}, "Y") < kTolerance);
+  // FastDepth's Unpool: one non-zero tap per channel. Its phases differ (three are zero): the DCR join.
+  v.assign(12, 0.0);
+  for (int c = 0; c < 3; ++c) v[static_cast<size_t>(c * 4)] = 1.0;
+  auto unpool = deconv_model(spec);
+  *unpool.mutable_graph()->mutable_initializer(0) = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, v, true);
+  const auto phases = rewrite_copy(unpool);
+  REQUIRE(phases.result.rewritten == 1);
+  CHECK(phases.result.nodes[0].layout == rewrite::PhaseLayout::kDcr);
+  CHECK(count_ops(phases.model.graph(), "Resize") == 0);
+  // A -0 among the taps makes the phases differ bit for bit: they stay phases, whose zero tap keeps its sign.
+  v.assign(12, 0.5);
+  auto signed_zero = deconv_model(spec);
+  v[0] = 0.0;
+  v[3] = std::copysign(0.0, -1.0);
+  *signed_zero.mutable_graph()->mutable_initializer(0) = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, v, true);
+  CHECK(rewrite_copy(signed_zero).result.nodes[0].layout == rewrite::PhaseLayout::kDcr);
+  // Before opset 10 there is no Resize: kept, never s*s equal phases.
+  spec.opset = 9;
+  auto old = deconv_model(spec);
+  *old.mutable_graph()->mutable_initializer(0) = w;
+  const auto kept = rewrite_copy(old);
+  CHECK(kept.result.rewritten == 0);
+  CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("nearest Resize, which exists from opset 10 on"));
+}
+
+TEST_CASE("a Resize moved below a 1x1 Conv starts the next form, in the same run: the output is a fixpoint",
+          "[rewrite][nearest_layout][idempotent]") {
+  // nearest -> 1x1 (32 -> 8 channels) -> 3x3: the first pass moves the Resize below the 1x1, where it starts a
+  // nearest + 3x3 that the next pass rewrites. Running the tool on its output must change nothing.
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,4,5] X) => (float[1,4,8,10] Y) {
+  u = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (X, , scales)
+  r = Conv <kernel_shape = [1, 1]> (u, R, RB)
+  Y = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (r, W)
+})");
+  auto& g = *m.mutable_graph();
+  *g.add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1, 1, 2, 2}, false);
+  *g.add_initializer() = onnx_io::make_tensor("R", onnx::TensorProto::FLOAT, {6, 8, 1, 1}, dyadic_values(48, 3), true);
+  *g.add_initializer() = onnx_io::make_tensor("RB", onnx::TensorProto::FLOAT, {6}, dyadic_values(6, 4), true);
+  *g.add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {4, 6, 3, 3}, dyadic_values(216, 5), true);
+  name_node(m, "r", "reduce");
+  name_node(m, "Y", "mix");
+  const auto out = rewrite_copy(m, all_forms());
+  REQUIRE(out.result.nodes.size() == 2);
+  CHECK(out.result.rewritten == 2);
+  for (const auto& row : out.result.nodes) {
+    CAPTURE(row.summary.name, row.reason);
+    CHECK(row.rewritten);
+    CHECK(row.summary.form == "nearest_conv");
+    CHECK(row.layout == (row.summary.name == "reduce" ? rewrite::PhaseLayout::kNearest : rewrite::PhaseLayout::kDcr));
+  }
+  const auto& og = out.model.graph();
+  CHECK(count_ops(og, "Resize") == 0);  // the moved Resize became the 3x3's phases
+  CHECK(count_ops(og, "DepthToSpace") == 1);
+  CHECK(count_ops(og, "Conv") == 1 + 4);
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(m, out.model, {{"X", random_tensor4(1, 8, 4, 5, 9)}}, "Y") < kTolerance);
+  CHECK(serialized(rewrite_copy(out.model, all_forms()).model) == serialized(out.model));
+  CHECK(serialized(rewrite_copy(m, all_forms()).model) == serialized(out.model));
 }

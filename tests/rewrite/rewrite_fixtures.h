@@ -181,6 +181,35 @@ inline std::vector<const onnx::NodeProto*> require_polyphase(const onnx::GraphPr
   return convs;
 }
 
+// Asserts that `graph` computes `output` as one stride-1 Conv followed by a nearest Resize by s (the nearest layout:
+// every phase the same), the Resize named `node_name` with constant scales [1,1,s,s] and, from opset 11, asymmetric
+// coordinates rounded down. Returns the Conv.
+inline std::vector<const onnx::NodeProto*> require_conv_then_nearest(const onnx::GraphProto& graph, const std::string& output,
+                                                                     int64_t s, int64_t channels, int64_t opset,
+                                                                     const std::string& node_name) {
+  const onnx::NodeProto* resize = find_producer(graph, output);
+  REQUIRE(resize != nullptr);
+  REQUIRE(resize->op_type() == "Resize");
+  CHECK(resize->name() == node_name);
+  REQUIRE(find_attr(*resize, "mode") != nullptr);
+  CHECK(find_attr(*resize, "mode")->s() == "nearest");
+  if (opset >= 11) {
+    CHECK(find_attr(*resize, "coordinate_transformation_mode")->s() == "asymmetric");
+    CHECK(find_attr(*resize, "nearest_mode")->s() == "floor");
+  }
+  const auto* scales = find_initializer(graph, resize->input(resize->input_size() - 1));
+  REQUIRE(scales != nullptr);
+  CHECK(values_of(*scales) == std::vector<double>{1, 1, static_cast<double>(s), static_cast<double>(s)});
+  CHECK(count_ops(graph, "Concat") == 0);
+  CHECK(count_ops(graph, "DepthToSpace") == 0);
+  const onnx::NodeProto* conv = find_producer(graph, resize->input(0));
+  REQUIRE(conv != nullptr);
+  REQUIRE(conv->op_type() == "Conv");
+  CHECK(find_attr(*conv, "group")->i() == channels);
+  CHECK(attr_ints(*conv, "strides") == std::vector<int64_t>{1, 1});
+  return {conv};
+}
+
 // The dims of the phase weight a Conv reads: an initializer in `graph` or a Constant node's value.
 inline std::vector<int64_t> conv_weight_dims(const onnx::GraphProto& graph, const onnx::NodeProto& conv) {
   if (const auto* t = find_initializer(graph, conv.input(1))) return onnx_io::dims_of(*t);
