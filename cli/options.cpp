@@ -90,7 +90,7 @@ void add_options(CLI::App& app, Options& opt) {
       ->delimiter(',')
       ->allow_extra_args(false);
   std::string targets = "The runtime the model ships to, which decides what is rewritten and how:";
-  for (const auto& t : rewrite::targets()) targets += "\n  " + t.name + ": " + t.runtime + "; " + t.summary;
+  for (const auto& t : rewrite::targets()) targets += "\n  " + t.name + ": " + t.runtime + "; " + t.summary();
   app.add_option("--target", opt.target, targets)->type_name("NAME");
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
   app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")

@@ -7,8 +7,6 @@
 namespace dwdeconv::rewrite {
 namespace {
 
-bool depthwise(const DeconvMatch& m) { return m.groups() == m.channels && m.outputs() == m.channels; }
-
 // ExecuTorch through onnx2torch takes DepthToSpace in CRD only. Both CRD spellings convert and lower into the
 // XNNPACK delegate; the batch one leaves nothing outside it and measured 1.06x-1.15x the Gather one for s = 3 but
 // 0.81x for s = 2 at C = 64 (BENCHMARKS.md, "ExecuTorch: how the phases are joined"), and it needs batch 1.
@@ -23,93 +21,156 @@ PhaseLayout dcr_layout(const DeconvMatch&) { return PhaseLayout::kDcr; }
 // reference kernels): BENCHMARKS.md, "Targets: the default's join on each runtime".
 PhaseLayout gather_layout(const DeconvMatch&) { return PhaseLayout::kGatherCrd; }
 
-std::string rewrite_all(const NodeSummary&, const DeconvMatch&, const CpuFeatures&) { return ""; }
+const std::set<std::string> kNearestConv{"nearest_conv"};
+const std::set<std::string> kZeroInsertionForms{"nearest_mask", "zero_insertion", "reshape_zero_insertion"};
+const std::set<KernelClass> kWide{KernelClass::k3x3, KernelClass::kOther};  // kernels the phases cut MACs for
+
+const char* kOrtWhere = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
 
 // A depthwise nearest + Conv is one fast depthwise Conv after a Resize on LiteRT, and the rewrite adds PAD,
 // CONCATENATION and DEPTH_TO_SPACE copies: 0.63x-0.97x at 3 of 4 sizes there.
-const char* kDepthwiseNearestConvOnLiteRT =
-    "a depthwise nearest + Conv measured 0.63x-0.97x on LiteRT after rewriting (BENCHMARKS.md, \"LiteRT: hand-written "
-    "upsamplers\")";
-
-std::string keep_for_litert(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures&) {
-  if (s.form == "nearest_conv" && depthwise(m)) return std::string(kDepthwiseNearestConvOnLiteRT) + "; kept for --target litert";
-  return "";
-}
-
-// Why a dense or grouped nearest + Conv with fewer than `min_channels` input channels is kept, or "" when it is
-// not one: the rewrite cuts a dense Conv's MACs by 2.25x, which pays on a runtime only from some width on.
-std::string narrow_nearest_conv(const NodeSummary& s, const DeconvMatch& m, int64_t min_channels, const std::string& measured) {
-  if (s.form != "nearest_conv" || depthwise(m) || m.channels >= min_channels) return "";
-  return "a dense or grouped nearest + Conv with " + std::to_string(m.channels) + " input channels (< " +
-         std::to_string(min_channels) + ") measured " + measured;
-}
-
-// The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): both rules are
-// LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
-// only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64 (BENCHMARKS.md, "Targets: the
-// default's join on each runtime").
-std::string keep_for_default(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures&) {
-  if (s.form == "nearest_conv" && depthwise(m)) {
-    return std::string(kDepthwiseNearestConvOnLiteRT) + "; kept by default, which is slower on no runtime "
-           "(--target xnnpack rewrites it: 1.9x-4.1x on the executor)";
-  }
-  if (auto why = narrow_nearest_conv(s, m, 64, "0.53x-0.73x on LiteRT with the default's Gather + CRD join (BENCHMARKS.md, "
-                                               "\"Targets: the default's join on each runtime\")");
-      !why.empty()) {
-    return why + "; kept by default (--target litert or xnnpack rewrites it)";
-  }
-  return "";
-}
-
-// ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and
-// DepthToSpace as a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a
-// nearest Resize is a GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels.
-std::string keep_for_ort(const NodeSummary& s, const DeconvMatch& m, const CpuFeatures& cpu) {
-  const std::string where = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
-  if (s.form == "nearest_conv" && !depthwise(m)) {
-    const auto why = narrow_nearest_conv(s, m, 64, "0.68x-0.94x " + where);
-    return why.empty() ? "" : why + "; kept for --target ort";
-  }
-  std::string measured;
-  if (s.form == "nearest_conv") measured = "a depthwise nearest + Conv measured 0.27x-0.41x " + where;
-  else if (s.form == "conv_transpose") measured = "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where;
-  else measured = "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where;
-  if (!cpu.avx512f || s.form != "conv_transpose") return measured + "; kept for --target ort (" + cpu.describe() + ")";
-  return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
-                    "1.17x-1.29x for two layers) and is not measured here, so it is kept: time the node on ONNX Runtime "
-                    "with --target xnnpack --runtime ort --tune, which rewrites it only if it measures faster";
+KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
+  return {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, false,
+          "a depthwise nearest + Conv measured 0.63x-0.97x on LiteRT after rewriting (BENCHMARKS.md, \"LiteRT: hand-written "
+          "upsamplers\")" + then, false};
 }
 
 std::vector<Target> make_targets() {
   const std::set<std::string> all(known_forms().begin(), known_forms().end());
   std::vector<Target> t;
-  t.push_back({kDefaultTarget, "any of the runtimes below",
-               "slower on none of the measured runtimes (executor, LiteRT, ExecuTorch) and converts on each: every form "
-               "but a depthwise nearest + Conv and a dense one under 64 input channels, joined for onnx2torch (Gather + "
-               "CRD DepthToSpace)",
-               all, keep_for_default, gather_layout,
+  // The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): both rules are
+  // LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
+  // only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64.
+  t.push_back({kDefaultTarget, "any of the runtimes below", all,
+               {depthwise_nearest_conv_on_litert("; the default is slower on no runtime (--target xnnpack rewrites it: 1.9x-4.1x "
+                                                 "on the executor)"),
+                {kNearestConv, {Grouping::kDense, Grouping::kGrouped}, kWide, 0, 64, false,
+                 "a dense or grouped nearest + Conv with %C input channels (< 64) measured 0.53x-0.73x on LiteRT with the "
+                 "default's Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); --target litert "
+                 "or xnnpack rewrites it",
+                 false}},
+               gather_layout, "`Gather(axis=1)` to CRD order, then `DepthToSpace` CRD",
                "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\"",
                "the Gather of each join: on ExecuTorch aten.index.Tensor on the portable kernels, on LiteRT GATHER on "
                "TFLite's own kernel"});
-  t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
-               "every form, DCR DepthToSpace: 9x-28x per ConvTranspose layer, 1.9x-4.1x per nearest + 3x3 Conv",
-               all, rewrite_all, dcr_layout, "\"Layer level\", \"Hand-written upsamplers\"", ""});
-  t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf",
-               "every form but a depthwise nearest + Conv (slower there), DCR DepthToSpace (native)", all, keep_for_litert,
-               dcr_layout, "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"", ""});
-  t.push_back({"ort", "ONNX Runtime's CPU execution provider",
-               "only a dense nearest + 3x3 Conv with >= 64 input channels (1.1x-1.9x there); every other form measured slower "
-               "or no faster",
-               all, keep_for_ort, dcr_layout, "\"ONNX Runtime (CPU provider)\"", ""});
-  t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
-               "every form, joined so that onnx2torch converts it (Gather or batch + CRD DepthToSpace)", all, rewrite_all,
-               crd_layout, "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
+  t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)", all, {}, dcr_layout,
+               "`DepthToSpace` DCR", "\"Layer level\", \"Hand-written upsamplers\"", ""});
+  t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf", all,
+               {depthwise_nearest_conv_on_litert("")}, dcr_layout, "`DepthToSpace` DCR (native)",
+               "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"", ""});
+  // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and DepthToSpace as
+  // a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a nearest Resize is a
+  // GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels. Nothing else measured faster.
+  const std::string where = kOrtWhere;
+  t.push_back({"ort", "ONNX Runtime's CPU execution provider", all,
+               {{kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 64, 0, true, "1.10x-1.86x " + where, false},
+                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 64, false,
+                 "a dense nearest + 3x3 Conv with %C input channels (< 64) measured 0.68x-0.94x " + where, false},
+                {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, false, "a depthwise nearest + Conv measured 0.27x-0.41x " + where, false},
+                {{"conv_transpose"}, {}, {}, 0, 0, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
+                {kZeroInsertionForms, {}, {}, 0, 0, false,
+                 "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where, false},
+                {{}, {}, {}, 0, 0, false,
+                 "no other family measured faster " + where + " (a grouped nearest + 3x3 Conv, or a kernel other than 3x3, was "
+                 "not found to pay there); --tune times the node on --runtime ort and rewrites it where it measures faster",
+                 false}},
+               dcr_layout, "`DepthToSpace` DCR", "\"ONNX Runtime (CPU provider)\"", ""});
+  t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch", all, {}, crd_layout,
+               "s = 2, or a batch not known to be 1: `Gather` + CRD; s >= 3 at batch 1: the phases stacked on the batch axis, "
+               "`Transpose`, CRD `DepthToSpace`, `Transpose`",
+               "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
                "the Gather of each s = 2 (or batch > 1) join, aten.index.Tensor, on ExecuTorch's portable kernels; the "
                "batch join has none"});
   return t;
 }
 
+std::string replace_all(std::string text, const std::string& what, const std::string& with) {
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size())) text.replace(at, what.size(), with);
+  return text;
+}
+
+template <typename T, typename Name>
+std::string joined(const std::set<T>& values, Name name, const char* glue) {
+  std::string text;
+  for (const auto& v : values) text += (text.empty() ? "" : glue) + std::string(name(v));
+  return text;
+}
+
+// "dense nearest_conv 3x3, C >= 64": what a rule names, in words.
+std::string family_text(const KeepRule& r) {
+  std::string text = joined(r.groupings, grouping_name, "/");
+  const std::string forms = r.forms.empty() ? "every form" : joined(r.forms, [](const std::string& f) { return f; }, "/");
+  text += (text.empty() ? "" : " ") + forms;
+  if (!r.kernels.empty()) text += " " + joined(r.kernels, kernel_class_name, "/");
+  if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
+  if (r.max_channels > 0) text += ", C < " + std::to_string(r.max_channels);
+  return text;
+}
+
 }  // namespace
+
+const char* grouping_name(Grouping g) {
+  switch (g) {
+    case Grouping::kDepthwise: return "depthwise";
+    case Grouping::kGrouped: return "grouped";
+    case Grouping::kDense: return "dense";
+  }
+  return "";
+}
+
+const char* kernel_class_name(KernelClass k) {
+  switch (k) {
+    case KernelClass::k1x1: return "1x1";
+    case KernelClass::k3x3: return "3x3";
+    case KernelClass::kOther: return "other";
+  }
+  return "";
+}
+
+Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
+  Family f;
+  f.form = summary.form;
+  f.channels = m.channels;
+  f.stride = m.y.stride;
+  f.grouping = m.groups() == m.channels && m.outputs() == m.channels ? Grouping::kDepthwise
+               : m.groups() == 1                                     ? Grouping::kDense
+                                                                     : Grouping::kGrouped;
+  // A nearest + Conv's equivalent ConvTranspose has k = K + s - 1 per axis; every other form keeps the written k.
+  const int64_t grow = summary.form == "nearest_conv" ? m.y.stride - 1 : 0;
+  const int64_t ky = m.y.kernel - grow, kx = m.x.kernel - grow;
+  f.kernel = ky == 1 && kx == 1 ? KernelClass::k1x1 : ky == 3 && kx == 3 ? KernelClass::k3x3 : KernelClass::kOther;
+  return f;
+}
+
+bool KeepRule::names(const Family& f) const {
+  return (forms.empty() || forms.count(f.form) != 0) && (groupings.empty() || groupings.count(f.grouping) != 0) &&
+         (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels && (max_channels == 0 || f.channels < max_channels);
+}
+
+std::string Target::keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const {
+  const Family f = family_of(summary, match);
+  const auto rule = std::find_if(rules.begin(), rules.end(), [&f](const KeepRule& r) { return r.names(f); });
+  if (rule == rules.end() || rule->rewrite) return "";
+  const std::string measured = replace_all(rule->measured, "%C", std::to_string(f.channels));
+  const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
+  if (!rule->cpu_dependent) return measured + "; " + kept;
+  if (!cpu.avx512f) return measured + "; " + kept + " (" + cpu.describe() + ")";
+  return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
+         "1.17x-1.29x for two layers) and is not measured here, so it is " + kept + ": time the node on ONNX Runtime with "
+         "--target xnnpack --runtime ort --tune, which rewrites it only if it measures faster";
+}
+
+std::string Target::summary() const {
+  std::string joined_by = join;
+  joined_by.erase(std::remove(joined_by.begin(), joined_by.end(), '`'), joined_by.end());  // Markdown in the docs, not in --help
+  if (rules.empty()) return "every form, joined with " + joined_by;
+  std::string keeps, rewrites;
+  for (const auto& r : rules) (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + family_text(r);
+  const bool keeps_the_rest = !rules.back().rewrite && rules.back().forms.empty() && rules.back().groupings.empty() &&
+                              rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0;
+  if (keeps_the_rest) return "only " + rewrites + " (every other family measured slower or no faster), joined with " + joined_by;
+  return "every form but: " + keeps + "; joined with " + joined_by;
+}
 
 std::string CpuFeatures::describe() const { return std::string("AVX-512F: ") + (avx512f ? "yes" : "no"); }
 
@@ -136,6 +197,27 @@ std::string target_names() {
   std::string names;
   for (const auto& t : targets()) names += (names.empty() ? "" : ", ") + t.name;
   return names;
+}
+
+std::string rules_markdown() {
+  const auto cell = [](const std::string& text) { return text.empty() ? std::string("any") : text; };
+  std::string md = "| target | form | grouping | kernel | input channels | decision | measured |\n"
+                   "|---|---|---|---|---|---|---|\n";
+  for (const auto& t : targets()) {
+    for (const auto& r : t.rules) {
+      std::string channels;
+      if (r.min_channels > 0) channels = ">= " + std::to_string(r.min_channels);
+      if (r.max_channels > 0) channels += (channels.empty() ? "< " : ", < ") + std::to_string(r.max_channels);
+      md += "| `" + t.name + "` | " + cell(joined(r.forms, [](const std::string& f) { return f; }, ", ")) + " | " +
+            cell(joined(r.groupings, grouping_name, ", ")) + " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " +
+            cell(channels) + " | " + (r.rewrite ? "rewrite" : "keep") + " | " + replace_all(r.measured, "%C", "C") + " |\n";
+    }
+    if (t.rules.empty() || t.rules.back().rewrite || !t.rules.back().forms.empty() || !t.rules.back().groupings.empty() ||
+        !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0) {
+      md += "| `" + t.name + "` | any other | any | any | any | rewrite | " + t.measured + " |\n";
+    }
+  }
+  return md;
 }
 
 }  // namespace dwdeconv::rewrite

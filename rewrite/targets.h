@@ -1,6 +1,7 @@
 // Targets: the runtime a model ships to decides which upsamplers pay to rewrite and how to emit them. One table of
-// profiles (name, runtime, forms, per-node rule, phase layout, the measurements the rules come from), read by the
-// rewriter, the CLI's --help and plan, and the report. No `if (target == ...)` anywhere else.
+// profiles (name, runtime, forms, keep rules, phase join, the measurements the rules come from), read by the
+// rewriter, the CLI's --help and plan, the report and docs/targets.md (whose rule table is rules_markdown(), and a
+// test checks every rule against it). No `if (target == ...)` anywhere else.
 #pragma once
 
 #include <set>
@@ -21,18 +22,59 @@ struct CpuFeatures {
 // The features of the CPU this process runs on.
 CpuFeatures host_cpu();
 
+// The families the measurements were taken on, and the rules name.
+enum class Grouping { kDepthwise, kGrouped, kDense };
+enum class KernelClass { k1x1, k3x3, kOther };
+
+// An upsampler as the rules see it.
+struct Family {
+  std::string form;
+  Grouping grouping = Grouping::kDepthwise;
+  // The kernel as written: the Conv's for the hand-written forms (a nearest + Conv's K, not the K+s-1 of the
+  // equivalent ConvTranspose), the ConvTranspose's own for conv_transpose.
+  KernelClass kernel = KernelClass::kOther;
+  int64_t channels = 0;  // input channels
+  int64_t stride = 0;
+};
+
+// The family of a matched upsampler.
+Family family_of(const NodeSummary& summary, const DeconvMatch& match);
+
+// One row of a target's rule table: the families it names and what the target does with them. A field left empty
+// (or 0) names every value.
+struct KeepRule {
+  std::set<std::string> forms;
+  std::set<Grouping> groupings;
+  std::set<KernelClass> kernels;
+  int64_t min_channels = 0;  // C >= min_channels
+  int64_t max_channels = 0;  // C < max_channels (0: no bound)
+  bool rewrite = false;
+  // The figure the decision follows and its BENCHMARKS.md section: a kept node's reason, the docs' table cell.
+  std::string measured;
+  // For ONNX Runtime's depthwise ConvTranspose: the answer was seen to change on a CPU with AVX-512, which this
+  // project cannot measure; the reason says so there.
+  bool cpu_dependent = false;
+
+  bool names(const Family& f) const;
+};
+
 struct Target {
-  std::string name;       // what --target takes, and the report's "target"
-  std::string runtime;    // the runtime it is for, as a user names it
-  std::string summary;    // one line: what it rewrites and what it keeps
+  std::string name;     // what --target takes, and the report's "target"
+  std::string runtime;  // the runtime it is for, as a user names it
   std::set<std::string> forms;  // the forms it rewrites at all
-  // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
-  // rewrite it.
-  std::string (*keep)(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) = nullptr;
+  // In order: the first rule that names a family decides it; a family no rule names is rewritten.
+  std::vector<KeepRule> rules;
   // How its emitted form joins the phases.
   PhaseLayout (*layout)(const DeconvMatch& match) = nullptr;
+  std::string join;      // the join as docs/targets.md and --help say it
   std::string measured;  // the BENCHMARKS.md sections its rules cite
   std::string outside_delegate;  // which of its emitted ops the runtime runs outside its XNNPACK delegate ("" none)
+
+  // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
+  // rewrite it.
+  std::string keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const;
+  // One line for --help: what it rewrites and keeps, from its rules.
+  std::string summary() const;
 };
 
 // The name of the profile used without --target.
@@ -46,5 +88,13 @@ const Target* find_target(const std::string& name);
 
 // "default, xnnpack, litert, ort, executorch": for --help and the usage error of an unknown name.
 std::string target_names();
+
+// "depthwise", "grouped", "dense"; "1x1", "3x3", "other".
+const char* grouping_name(Grouping g);
+const char* kernel_class_name(KernelClass k);
+
+// Every target's rules as the Markdown table docs/targets.md holds between its "rules:begin" and "rules:end"
+// markers: one row per rule, in order, and a last row per target for what no rule names.
+std::string rules_markdown();
 
 }  // namespace dwdeconv::rewrite

@@ -101,7 +101,6 @@ TEST_CASE("every target is in the table once, the default first, and an unknown 
     CAPTURE(t.name);
     CHECK(rewrite::find_target(t.name) == &t);
     CHECK_FALSE(t.measured.empty());
-    CHECK(t.keep != nullptr);
     CHECK(t.layout != nullptr);
   }
   CHECK(rewrite::find_target("tflite") == nullptr);
