@@ -113,7 +113,8 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
       << ", \"stride\": " << known(s.stride) << ", \"pads\": " << (s.pads ? json_ints(*s.pads) : "null")
       << ", \"output_padding\": " << (s.output_padding ? json_ints(*s.output_padding) : "null")
       << ", \"form\": " << json_string(s.form)
-      << ", \"layout\": " << (n.rewritten ? json_string(rewrite::phase_layout_name(n.layout)) : "null") << "}";
+      << ", \"layout\": " << (n.rewritten ? json_string(rewrite::phase_layout_name(n.layout)) : "null")
+      << ", \"note\": " << (n.note.empty() ? std::string("null") : json_string(n.note)) << "}";
   }
   o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
   o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
@@ -181,6 +182,7 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     if (n.rewritten) {
       row << " -> " << n.emitted_nodes.size() << " nodes";
       if (n.layout != rewrite::PhaseLayout::kDcr) row << " (" << rewrite::phase_layout_name(n.layout) << ")";
+      if (!n.note.empty()) row << ": " << n.note;
     } else {
       row << ": " << n.reason;
     }

@@ -168,6 +168,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   result.target = options.target;
   result.cpu = options.cpu;
   const auto types = onnx_io::infer_types(model);
+  const int64_t opset = onnx_io::default_opset(model);
   GraphTree tree(model);
   NameAllocator names(model);
 
@@ -221,7 +222,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
           outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
         } else if (unselected(outcome->summary).empty() && target.keep(outcome->summary, outcome->match->deconv, options.cpu).empty() &&
                    emitter.keep_reason(outcome->match->deconv,
-                                       emitter.layout_for(outcome->match->deconv, target.layout(outcome->match->deconv))).empty() &&
+                                       emitter.layout_for(outcome->match->deconv, target.layout(outcome->match->deconv, opset))).empty() &&
                    !invalid(match_deconv(ct, scope, model.ir_version(), types))) {
           absorbed.insert(&ct);
           seen_names.insert(ct_name);
@@ -300,7 +301,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   std::vector<Candidate> candidates;
   for (auto& [index, m, replaced] : matches) {
     // Decided before emitting anything, so a kept node costs nothing: the target's rule, then what the emitter needs.
-    const PhaseLayout layout = emitter.layout_for(m, target.layout(m));
+    const PhaseLayout layout = emitter.layout_for(m, target.layout(m, opset));
     std::string reason = target.keep(result.nodes[index].summary, m, options.cpu);
     if (reason.empty()) reason = emitter.keep_reason(m, layout);
     if (!reason.empty()) {
@@ -312,6 +313,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
     result.nodes[index].rewritten = true;
     result.nodes[index].layout = layout;
+    result.nodes[index].note = target.join_note(layout, opset);
     replacements.emplace(m.node, std::move(*nodes));
     // The weight's Identity chain, then the weight itself, may be orphaned now; for a recognised form, every
     // node and constant that computed its input from x and its weight.

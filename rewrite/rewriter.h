@@ -46,6 +46,7 @@ struct NodeReport {
   std::string reason;                       // why it was kept; empty when rewritten
   std::vector<std::string> emitted_nodes;   // names of the nodes that replaced it
   PhaseLayout layout = PhaseLayout::kDcr;   // how the emitted phases are joined (when rewritten)
+  std::string note;                         // what that join costs on a runtime the target is meant for ("" none)
 };
 
 struct RewriteResult {

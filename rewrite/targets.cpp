@@ -10,16 +10,17 @@ namespace {
 // ExecuTorch through onnx2torch takes DepthToSpace in CRD only. Both CRD spellings convert and lower into the
 // XNNPACK delegate; the batch one leaves nothing outside it and measured 1.06x-1.15x the Gather one for s = 3 but
 // 0.81x for s = 2 at C = 64 (BENCHMARKS.md, "ExecuTorch: how the phases are joined"), and it needs batch 1.
-PhaseLayout crd_layout(const DeconvMatch& m) {
+PhaseLayout crd_layout(const DeconvMatch& m, int64_t) {
   return m.y.stride >= 3 && known_batch_of_one(m) ? PhaseLayout::kBatchCrd : PhaseLayout::kGatherCrd;
 }
 
-PhaseLayout dcr_layout(const DeconvMatch&) { return PhaseLayout::kDcr; }
+PhaseLayout dcr_layout(const DeconvMatch&, int64_t) { return PhaseLayout::kDcr; }
 
 // The default's join: Gather + CRD for every s and batch size. It converts through onnx2torch, LiteRT takes it,
 // and the executor runs the pair as two channel copies (the batch form's Transposes and axis-0 Concat run on its
-// reference kernels): BENCHMARKS.md, "Targets: the default's join on each runtime".
-PhaseLayout gather_layout(const DeconvMatch&) { return PhaseLayout::kGatherCrd; }
+// reference kernels): BENCHMARKS.md, "Targets: the default's join on each runtime". Below opset 11 DepthToSpace has
+// no mode and is DCR: that join, which the executor and LiteRT run natively (join_note says what it costs).
+PhaseLayout gather_layout(const DeconvMatch&, int64_t opset) { return opset >= 11 ? PhaseLayout::kGatherCrd : PhaseLayout::kDcr; }
 
 const std::set<std::string> kNearestConv{"nearest_conv"};
 const std::set<std::string> kZeroInsertionForms{"nearest_mask", "zero_insertion", "reshape_zero_insertion"};
@@ -52,7 +53,9 @@ std::vector<Target> make_targets() {
                gather_layout, "`Gather(axis=1)` to CRD order, then `DepthToSpace` CRD",
                "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\"",
                "the Gather of each join: on ExecuTorch aten.index.Tensor on the portable kernels, on LiteRT GATHER on "
-               "TFLite's own kernel"});
+               "TFLite's own kernel",
+               "onnx2torch (ExecuTorch) cannot convert this node, which the executor and LiteRT run natively (and faster "
+               "than the Gather + CRD join there)"});
   t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)", all, {}, dcr_layout,
                "`DepthToSpace` DCR", "\"Layer level\", \"Hand-written upsamplers\"", ""});
   t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf", all,
@@ -170,6 +173,11 @@ std::string Target::summary() const {
                               rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0;
   if (keeps_the_rest) return "only " + rewrites + " (every other family measured slower or no faster), joined with " + joined_by;
   return "every form but: " + keeps + "; joined with " + joined_by;
+}
+
+std::string Target::join_note(PhaseLayout layout, int64_t opset) const {
+  if (layout != PhaseLayout::kDcr || dcr_cost.empty()) return "";
+  return "joined DCR: opset " + std::to_string(opset) + " has no CRD DepthToSpace (it comes with opset 11); " + dcr_cost;
 }
 
 std::string CpuFeatures::describe() const { return std::string("AVX-512F: ") + (avx512f ? "yes" : "no"); }

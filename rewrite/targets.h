@@ -64,17 +64,23 @@ struct Target {
   std::set<std::string> forms;  // the forms it rewrites at all
   // In order: the first rule that names a family decides it; a family no rule names is rewritten.
   std::vector<KeepRule> rules;
-  // How its emitted form joins the phases.
-  PhaseLayout (*layout)(const DeconvMatch& match) = nullptr;
+  // How its emitted form joins the phases, at the model's default-domain opset.
+  PhaseLayout (*layout)(const DeconvMatch& match, int64_t opset) = nullptr;
   std::string join;      // the join as docs/targets.md and --help say it
   std::string measured;  // the BENCHMARKS.md sections its rules cite
   std::string outside_delegate;  // which of its emitted ops the runtime runs outside its XNNPACK delegate ("" none)
+  // What its layout() joining DCR costs (below opset 11, where DepthToSpace has no CRD mode), for join_note; "" when
+  // the target joins DCR anyway or never falls back to it.
+  std::string dcr_cost;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.
   std::string keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const;
   // One line for --help: what it rewrites and keeps, from its rules.
   std::string summary() const;
+  // What joining with `layout` at `opset` costs on a runtime this target is meant for, or "": the default joins DCR
+  // below opset 11 (no CRD DepthToSpace there), which onnx2torch cannot convert.
+  std::string join_note(PhaseLayout layout, int64_t opset) const;
 };
 
 // The name of the profile used without --target.

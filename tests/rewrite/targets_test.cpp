@@ -248,3 +248,30 @@ TEST_CASE("the default keeps a dense nearest + Conv under 64 input channels, whi
   CHECK(serialized(kept.model) == serialized(model));
   CHECK(rewrite_copy(model, for_target("litert")).result.rewritten == 1);  // DCR has no Gather: 1.42x-1.94x there
 }
+
+TEST_CASE("the default rewrites an opset 9 or 10 model in the DCR join, which exists there, and says what it costs",
+          "[rewrite][targets][layout][opset]") {
+  // Gather + CRD needs DepthToSpace's mode (opset 11): the default kept every such node, where before targets it
+  // rewrote them. DCR runs on the executor and LiteRT; onnx2torch alone cannot take it, and the note says so.
+  DeconvSpec spec;
+  spec.opset = GENERATE(9, 10);
+  CAPTURE(spec.opset);
+  const auto original = deconv_model(spec);
+  const auto out = rewrite_copy(original, for_target("default"));
+  REQUIRE(out.result.rewritten == 1);
+  const auto& row = out.result.nodes[0];
+  CHECK(row.layout == rewrite::PhaseLayout::kDcr);
+  CHECK_THAT(row.note, Catch::Contains("joined DCR: opset " + std::to_string(spec.opset) + " has no CRD DepthToSpace") &&
+                           Catch::Contains("onnx2torch (ExecuTorch) cannot convert this node"));
+  require_polyphase(out.model.graph(), "Y", 2, 3, spec.opset, row.emitted_nodes.back());
+  CHECK(output_diff(original, out.model, {{"X", input_for(spec)}}) < kTolerance);
+  // From opset 11 on the default keeps its Gather + CRD join, without a note; executorch still keeps an opset 9 node.
+  spec.opset = 11;
+  const auto crd = rewrite_copy(deconv_model(spec), for_target("default"));
+  CHECK(crd.result.nodes[0].layout == rewrite::PhaseLayout::kGatherCrd);
+  CHECK(crd.result.nodes[0].note.empty());
+  spec.opset = 9;
+  const auto et = rewrite_copy(deconv_model(spec), for_target("executorch"));
+  CHECK(et.result.rewritten == 0);
+  CHECK_THAT(et.result.nodes[0].reason, Catch::Contains("needs DepthToSpace mode CRD"));
+}
