@@ -506,6 +506,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       for (const auto& f : *figures) std::cout << tune_line(f, where) << "\n";
     }
   }
+  for (const auto& warning : result.warnings) spdlog::warn("{}: {}", input, core::printable(warning));
   for (const auto& name : result.unmatched_names) {
     const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
     // In a batch, each model has its own node names; a name missing from one model is not an error.

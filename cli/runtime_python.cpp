@@ -27,6 +27,7 @@
 #include "onnx_io/external_data.h"
 #include "onnx_io/shapes.h"
 #include "onnx_io/tensor.h"
+#include "rewrite/shape_propagation.h"
 #include "runtime_check/tensor_io.h"
 
 extern char** environ;
@@ -636,8 +637,7 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
   }
   std::set<std::string> initializers;
   for (const auto& t : og.initializer()) initializers.insert(t.name());
-  // Types of the original's values at the inputs' dims.
-  std::map<std::string, onnx::TypeProto> types;
+  // Types of the original's values at the inputs' dims, as the rewrite computes them (rewrite/shape_propagation.h).
   onnx::ModelProto skeleton = onnx_io::skeleton_copy(original);
   for (auto& in : *skeleton.mutable_graph()->mutable_input()) {
     for (const auto& t : inputs) {
@@ -647,14 +647,8 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
       for (int64_t d : t.tensor.dims) shape->add_dim()->set_dim_value(d);
     }
   }
-  if (onnx_io::infer_shapes_isolated(skeleton, /*strict=*/false, /*data_propagation=*/true)) {
-    const auto& g = skeleton.graph();
-    for (const auto* list : {&g.input(), &g.value_info(), &g.output()}) {
-      for (const auto& v : *list) {
-        if (v.type().has_tensor_type()) types[v.name()] = v.type();
-      }
-    }
-  }
+  const auto propagated = rewrite::propagate_types(skeleton);
+  const auto type_of = [&propagated](const std::string& name) { return propagated.types.find(0, name); };
   std::map<std::string, const onnx::NodeProto*> by_plan_name;
   for (const auto& n : og.node()) by_plan_name.emplace(plan_name(n), &n);
   std::map<std::string, const onnx::NodeProto*> rewritten_by_name;
@@ -689,17 +683,17 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
     }
     region.output = anchor->second->output_size() ? anchor->second->output(0) : "";
     region.input_shape = "?";
-    if (const auto t = types.find(region.input); t != types.end()) {
-      region.input_type = t->second;
-      if (t->second.tensor_type().has_shape()) {
+    if (const auto* t = type_of(region.input); t != nullptr && t->has_tensor_type()) {
+      region.input_type = *t;
+      if (t->tensor_type().has_shape()) {
         std::string text;
-        for (const auto& d : t->second.tensor_type().shape().dim()) {
+        for (const auto& d : t->tensor_type().shape().dim()) {
           text += (text.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
         }
         region.input_shape = text;
       }
     }
-    if (const auto t = types.find(region.output); t != types.end()) region.output_type = t->second;
+    if (const auto* t = type_of(region.output); t != nullptr && t->has_tensor_type()) region.output_type = *t;
     for (const auto& name : n.emitted_nodes) {
       if (const auto e = rewritten_by_name.find(name); e != rewritten_by_name.end()) region.emitted_nodes.push_back(e->second);
     }

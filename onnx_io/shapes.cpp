@@ -237,11 +237,20 @@ const onnx::TypeProto* ScopedTypes::find(size_t scope, const std::string& name) 
   return nullptr;
 }
 
-ScopedTypes infer_types(const onnx::ModelProto& model) {
+onnx::ModelProto inference_skeleton(const onnx::ModelProto& model) {
   onnx::ModelProto copy = skeleton_copy(model);
   drop_declared_shapes(*copy.mutable_graph());
+  return copy;
+}
+
+ScopedTypes infer_types(const onnx::ModelProto& model) {
+  onnx::ModelProto copy = inference_skeleton(model);
   // Non-strict: partial information is still useful, and a crash only means there is none.
   (void)infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true);
+  return collect_types(copy);
+}
+
+ScopedTypes collect_types(const onnx::ModelProto& copy) {
   // The copy has the model's graphs in the same places, so numbering them in for_each_graph's order (as the
   // rewrite's GraphTree does) maps each graph of the copy to the same graph of the model.
   ScopedTypes types;

@@ -41,13 +41,21 @@ class ScopedTypes {
   size_t size() const { return scopes_.size(); }
 
  private:
-  friend ScopedTypes infer_types(const onnx::ModelProto& model);
+  friend ScopedTypes collect_types(const onnx::ModelProto& inferred);
   struct Scope {
     size_t parent = 0;  // the main graph is its own parent
     std::map<std::string, std::optional<onnx::TypeProto>> names;  // every name defined here, typed when known
   };
   std::vector<Scope> scopes_;
 };
+
+// The skeleton infer_types infers on: skeleton_copy(model) without what the file declares about computed tensors
+// (value_info and graph output shapes, see infer_types).
+onnx::ModelProto inference_skeleton(const onnx::ModelProto& model);
+
+// The types of every graph of `inferred`, a skeleton that shape inference has run on, numbered as infer_types
+// numbers them.
+ScopedTypes collect_types(const onnx::ModelProto& inferred);
 
 // Runs shape inference (with data propagation) on a skeleton of `model` and collects the types of every graph.
 // Inference errors are ignored: what was inferred before them is kept. Every shape comes from the graph inputs'

@@ -10,6 +10,7 @@
 #include "rewrite/const_eval.h"
 #include "rewrite/recogniser_parts.h"
 #include "rewrite/recognisers.h"
+#include "rewrite/shape_propagation.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -167,7 +168,10 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   RewriteResult result;
   result.target = options.target;
   result.cpu = options.cpu;
-  const auto types = onnx_io::infer_types(model);
+  // The shapes matching reads: computed from the graph inputs, the tool folding the shape chains libonnx cannot.
+  PropagatedTypes propagated = propagate_types(model);
+  const onnx_io::ScopedTypes& types = propagated.types;
+  result.warnings = std::move(propagated.warnings);
   const int64_t opset = onnx_io::default_opset(model);
   GraphTree tree(model);
   NameAllocator names(model);
@@ -223,7 +227,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
         } else if (unselected(outcome->summary).empty() && target.keep(outcome->summary, outcome->match->deconv, options.cpu).empty() &&
                    emitter.keep_reason(outcome->match->deconv,
                                        emitter.layout_for(outcome->match->deconv, target.layout(outcome->match->deconv, opset))).empty() &&
-                   !invalid(match_deconv(ct, scope, model.ir_version(), types))) {
+                   !invalid(match_deconv(ct, scope, model.ir_version(), types, false, &eval))) {
           absorbed.insert(&ct);
           seen_names.insert(ct_name);
         }
@@ -239,7 +243,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
       if (is_deconv(node) && absorbed.count(&node) != 0) {
         continue;
       } else if (is_deconv(node)) {
-        MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types, options.dense_conv_transpose);
+        MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types, options.dense_conv_transpose, &eval);
         summary = std::move(outcome.summary);
         if (outcome.match) {
           match = UpsamplerMatch{std::move(*outcome.match), {}};
@@ -319,6 +323,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     // node and constant that computed its input from x and its weight.
     for (const auto& [scope, identity] : m.weight.identities) candidates.push_back({scope, identity->output(0), false});
     if (!m.derived_weight) candidates.push_back({m.weight.scope, m.weight.name, m.weight.constant_node == nullptr});
+    for (const auto& [scope, name] : m.weight_chain) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
     for (const auto& [scope, name] : replaced) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
   }
   // Children before parents: scopes() lists parents first, and rebuilding moves a parent's nodes.

@@ -57,6 +57,9 @@ struct RewriteResult {
   int kept = 0;
   std::vector<std::string> unmatched_names;  // --only/--skip names that name no upsampler
   std::map<std::string, std::string> derived_tensors;  // new phase weight -> the weight it came from
+  // A declared shape (value_info, a graph output) that disagrees with the one computed from the graph inputs, per
+  // value: neither is used to justify a rewrite (rewrite/shape_propagation.h).
+  std::vector<std::string> warnings;
 };
 
 // Rewrites `model` in place. Fails (kInvalidModel) without touching the model's meaning when any

@@ -94,10 +94,13 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   // x[:, :, start:x.shape[2], 0:x.shape[3]]: two Slices whose ends PyTorch reads from Shape(p).
   for (int axis = 2; axis < 4 && m.ends_axis < 0; ++axis) {
     const std::string a = std::to_string(axis);
-    body += "  ps" + a + " = Shape (p)\n  pi" + a + " = Constant <value = int64 {" + a + "}> ()\n";
-    body += "  pd" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n";
-    if (m.unfolded) body += "  z" + a + " = Constant <value = int64 {0}> ()\n  pm" + a + " = Sub (pd" + a + ", z" + a + ")\n";
-    if (axis == 2 && m.slice_end != 0) {
+    const bool literal = axis == 2 && m.slice_end != 0;  // then nothing reads Shape(p) on this axis, as PyTorch writes it
+    if (!literal) {
+      body += "  ps" + a + " = Shape (p)\n  pi" + a + " = Constant <value = int64 {" + a + "}> ()\n";
+      body += "  pd" + a + " = Gather <axis = 0> (ps" + a + ", pi" + a + ")\n";
+      if (m.unfolded) body += "  z" + a + " = Constant <value = int64 {0}> ()\n  pm" + a + " = Sub (pd" + a + ", z" + a + ")\n";
+    }
+    if (literal) {
       body += "  pe2 = Constant <value = int64[1] {" + std::to_string(m.slice_end) + "}> ()\n";
     } else {
       body += unsqueeze0("pe" + a, (m.unfolded ? "pm" : "pd") + a, m.opset);
@@ -246,11 +249,11 @@ TEST_CASE("near-miss upfirdn2d upsamplers are kept with a reason", "[rewrite][re
     require_kept(upfirdn_model(spec), "Slice on axis 2 is not a no-op (start 1, step 1)");
   }
   SECTION("a Slice with a literal end says whether it crops, and of what") {
-    // The reason used to say "crops (it ends at 500)" of a dim it did not know (type inference cannot read the
-    // PyTorch pads chain, so Pad's output dims are unknown even for a static X).
+    // libonnx cannot read PyTorch's pads chain, so Pad's output dims were unknown even for a static X; the tool now
+    // folds the chain itself (rewrite/shape_propagation.h): a static X's Pad output is 13 high, and an end of 12 crops.
     UpfirdnSpec spec;
     spec.slice_end = 12;
-    require_kept(upfirdn_model(spec), "Slice on axis 2 may crop (it ends at 12, and the dim is not known)");
+    require_kept(upfirdn_model(spec), "Slice on axis 2 crops (it ends at 12 of 13)");
     spec.symbolic = 1;
     spec.slice_end = 500;
     require_kept(upfirdn_model(spec), "Slice on axis 2 may crop (it ends at 500, and the dim is not known)");
@@ -294,5 +297,23 @@ TEST_CASE("a value_info the file declares does not make a Slice with a literal e
   auto* type = declared->mutable_type()->mutable_tensor_type();
   type->set_elem_type(onnx::TensorProto::FLOAT);
   for (int64_t d : {int64_t{1}, spec.channels, spec.slice_end, int64_t{11}}) type->mutable_shape()->add_dim()->set_dim_value(d);
-  require_kept(original, "Slice on axis 2 may crop (it ends at " + std::to_string(spec.slice_end) + ", and the dim is not known)");
+  const std::string reason = spec.symbolic ? "Slice on axis 2 may crop (it ends at 13, and the dim is not known)"
+                                            : "Slice on axis 2 crops (it ends at 12 of 13)";
+  require_kept(original, reason);
+  // The declaration disagrees with what the graph inputs give: said, and not used.
+  const auto out = rewrite_copy(original, {});
+  if (!spec.symbolic) {
+    REQUIRE(out.result.warnings.size() == 1);
+    CHECK(out.result.warnings[0] == "'p' is declared FLOAT[1,3,12,11] but computes as FLOAT[1,3,13,11] from the graph inputs: the "
+                                    "declared shape is not used");
+  }
+}
+
+TEST_CASE("a Slice whose literal end is the dim the graph inputs give is a no-op: upfirdn2d as PyTorch writes it, rewritten",
+          "[rewrite][recogniser][reshape_zero_insertion][propagation]") {
+  // A static X and crop ends written as ints (PyTorch knows the dims, libonnx does not: it cannot read the pads chain).
+  // Kept before the tool computed shapes itself ("may crop ... the dim is not known").
+  UpfirdnSpec spec;
+  spec.slice_end = 13;
+  require_rewritten(upfirdn_model(spec), spec, {1, 1, 1, 1});
 }

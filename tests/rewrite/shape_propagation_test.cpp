@@ -1,0 +1,113 @@
+// The tool's own shape propagation (rewrite/shape_propagation.h): shapes computed from the graph inputs through the
+// chains libonnx 1.12 cannot evaluate, declared shapes never used (and a warning where they disagree), symbolic dims
+// kept symbolic; and the PyTorch exports of issue 27 (tests/fixtures) rewritten whole.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "onnx_io/model_io.h"
+#include "onnx_io/tensor.h"
+#include "rewrite/shape_propagation.h"
+#include "rewrite_fixtures.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+
+namespace {
+
+std::string dims_of(const onnx_io::ScopedTypes& types, const std::string& name) {
+  const auto* t = types.find(0, name);
+  return t == nullptr ? "unknown" : onnx_io::describe_type(*t);
+}
+
+// x -> Resize by sizes Concat(Shape(x)[0:2], Shape(x)[2:4] * 2), as torch exports F.interpolate(size=...), then Relu.
+onnx::ModelProto computed_sizes(const std::string& x_dims) {
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float)" + x_dims + R"( x) => (float[n,c,h,w] y) {
+  s = Shape (x)
+  nc = Slice (s, zero, two)
+  hw = Slice (s, two, four)
+  hw2 = Mul (hw, factor)
+  sizes = Concat <axis = 0> (nc, hw2)
+  u = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (x, , , sizes)
+  y = Relu (u)
+})");
+  auto& g = *m.mutable_graph();
+  *g.add_initializer() = onnx_io::make_int64_tensor("zero", {1}, {0});
+  *g.add_initializer() = onnx_io::make_int64_tensor("two", {1}, {2});
+  *g.add_initializer() = onnx_io::make_int64_tensor("four", {1}, {4});
+  *g.add_initializer() = onnx_io::make_int64_tensor("factor", {2}, {2, 2});
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a Resize by sizes computed from Shape gets its output shape, which libonnx alone does not know",
+          "[rewrite][propagation]") {
+  const auto m = computed_sizes("[1,8,5,7]");
+  CHECK(dims_of(onnx_io::infer_types(m), "u") != "FLOAT[1,8,10,14]");  // what libonnx 1.12 makes of it alone
+  const auto propagated = rewrite::propagate_types(m);
+  CHECK(dims_of(propagated.types, "u") == "FLOAT[1,8,10,14]");
+  CHECK(dims_of(propagated.types, "y") == "FLOAT[1,8,10,14]");
+  CHECK(propagated.rounds >= 2);
+  CHECK(propagated.warnings.empty());
+}
+
+TEST_CASE("symbolic dims stay symbolic, and a declared shape that disagrees is named and not used", "[rewrite][propagation]") {
+  // H and W symbolic: the sizes cannot be folded, and nothing is made up.
+  const auto symbolic = rewrite::propagate_types(computed_sizes("[1,8,H,W]"));
+  CHECK(dims_of(symbolic.types, "x") == "FLOAT[1,8,H,W]");
+  const auto* u = symbolic.types.find(0, "u");
+  CHECK((u == nullptr || !u->tensor_type().has_shape() || !u->tensor_type().shape().dim(2).has_dim_value()));
+  // A value_info saying 9 high for what computes as 10: a warning names both, and the computed one stands.
+  auto declared = computed_sizes("[1,8,5,7]");
+  auto* vi = declared.mutable_graph()->add_value_info();
+  vi->set_name("u");
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {1, 8, 9, 14}) vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  const auto p = rewrite::propagate_types(declared);
+  CHECK(dims_of(p.types, "u") == "FLOAT[1,8,10,14]");
+  REQUIRE(p.warnings.size() == 1);
+  CHECK(p.warnings[0] == "'u' is declared FLOAT[1,8,9,14] but computes as FLOAT[1,8,10,14] from the graph inputs: the declared "
+                         "shape is not used");
+}
+
+TEST_CASE("the PyTorch exports of issue 27 are rewritten whole: MI-GAN's ScatterND masks, FastDepth's computed Unpool "
+          "weights, upfirdn2d's literal crop ends",
+          "[rewrite][propagation][fixtures]") {
+  const char* source = std::getenv("DWDECONV_SOURCE_DIR");
+  REQUIRE(source != nullptr);
+  const struct {
+    const char* file;
+    int upsamplers;
+    std::vector<std::string> gone;  // ops only the hand-written upsamplers (or the weight chains) used
+  } cases[] = {
+      {"migan_nearest_scatternd_32_opset13.onnx", 6, {"ScatterND", "Resize", "Pad", "Where", "Expand"}},
+      {"migan_nearest_scatternd_256_opset13.onnx", 12, {"ScatterND", "Resize", "Pad", "Where", "Expand"}},
+      {"migan_nearest_sizes_32_opset13.onnx", 6, {"ScatterND", "Resize", "Pad"}},
+      {"fastdepth_upconv_opset13.onnx", 5, {"ConvTranspose", "Expand", "Where", "Equal", "ConstantOfShape"}},
+      {"upfirdn2d_literal_ends_opset13.onnx", 2, {"Pad", "Slice"}},
+  };
+  for (const auto& c : cases) {
+    for (const char* target : {"xnnpack", "default"}) {
+      CAPTURE(c.file, target);
+      auto loaded = onnx_io::load_model(std::string(source) + "/tests/fixtures/" + c.file);
+      REQUIRE(loaded.ok());
+      rewrite::RewriteOptions options;
+      options.target = rewrite::find_target(target);
+      const auto out = rewrite_copy(*loaded, options);
+      std::string kept;
+      for (const auto& n : out.result.nodes) kept += n.rewritten ? "" : n.summary.name + ": " + n.reason + "; ";
+      CAPTURE(kept);
+      CHECK(out.result.nodes.size() == static_cast<size_t>(c.upsamplers));
+      CHECK(out.result.rewritten == c.upsamplers);
+      CHECK(count_ops_everywhere(out.model, "DepthToSpace") == c.upsamplers);
+      for (const auto& op : c.gone) {
+        CAPTURE(op);
+        CHECK(count_ops_everywhere(out.model, op) == 0);
+      }
+      CHECK(checker_error(out.model).empty());
+      CHECK(out.result.warnings.empty());
+    }
+  }
+}
