@@ -1,5 +1,7 @@
 #include "rewrite/graph_editor.h"
 
+#include <algorithm>
+
 #include "onnx_io/attributes.h"
 #include "onnx_io/graph_walk.h"
 
@@ -80,6 +82,35 @@ std::string NameAllocator::fresh(const std::string& base) {
   for (int i = 1; taken_.count(name) != 0; ++i) name = base + "_" + std::to_string(i);
   taken_.insert(name);
   return name;
+}
+
+std::vector<std::pair<const GraphScope*, std::string>> computed_from(const std::string& name, const GraphScope& scope) {
+  std::vector<std::pair<const GraphScope*, std::string>> found;
+  std::set<std::pair<const GraphScope*, std::string>> seen;
+  std::vector<std::string> todo{name};
+  while (!todo.empty()) {
+    const std::string current = todo.back();
+    todo.pop_back();
+    // Where `current` is defined as `scope` reads it: a node output or an initializer, the nearest graph first.
+    for (const GraphScope* at = &scope; at != nullptr; at = at->parent) {
+      const onnx::NodeProto* producer = nullptr;
+      for (const auto& node : at->graph->node()) {
+        if (std::find(node.output().begin(), node.output().end(), current) != node.output().end()) producer = &node;
+      }
+      const bool initializer = std::any_of(at->graph->initializer().begin(), at->graph->initializer().end(),
+                                           [&](const onnx::TensorProto& t) { return t.name() == current; });
+      if (producer == nullptr && !initializer) continue;
+      if (!seen.insert({at, current}).second) break;
+      found.push_back({at, current});
+      if (producer != nullptr) {
+        for (const auto& in : producer->input()) {
+          if (!in.empty()) todo.push_back(in);
+        }
+      }
+      break;
+    }
+  }
+  return found;
 }
 
 core::Result<ConstantSource> resolve_constant(const std::string& name, const GraphScope& scope, int64_t ir_version) {

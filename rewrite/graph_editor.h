@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -63,6 +64,11 @@ struct ConstantSource {
 // Finds the constant behind `name` as seen from `scope` (walking out to enclosing graphs). Declines with a
 // reason when the tensor is not constant: a graph input, an overridable initializer, a DequantizeLinear, ...
 core::Result<ConstantSource> resolve_constant(const std::string& name, const GraphScope& scope, int64_t ir_version);
+
+// Every value that the computation of `name` reads, walking back from it through the nodes that compute it: each
+// node output and initializer, with the graph that defines it (graph inputs end the walk). For a value computed from
+// constants alone (a folded weight), what the rewrite may orphan once nothing else reads it.
+std::vector<std::pair<const GraphScope*, std::string>> computed_from(const std::string& name, const GraphScope& scope);
 
 // How many times each tensor name is read: node inputs in every graph (subgraphs read outer names), graph
 // outputs, and training_info (its graphs read the main graph's initializers, its bindings name them).

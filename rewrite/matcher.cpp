@@ -1,5 +1,7 @@
 #include "rewrite/matcher.h"
 
+#include "rewrite/const_eval.h"
+
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
 
@@ -95,7 +97,7 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
 }  // namespace
 
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const onnx_io::ScopedTypes& types, bool dense) {
+                          const onnx_io::ScopedTypes& types, bool dense, ConstEvaluator* eval) {
   MatchOutcome out{{}, core::declined("not matched")};
   NodeSummary& sum = out.summary;
   sum.name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string()) : node.name();
@@ -123,6 +125,22 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
 
   // The weight decides the spatial rank and the channel count, so it comes before the per-axis checks.
   auto weight = resolve_constant(node.input(1), scope, ir_version);
+  std::shared_ptr<const onnx::TensorProto> folded;
+  std::vector<std::pair<const GraphScope*, std::string>> chain;
+  if (!weight && weight.error().kind != core::ErrorKind::kInvalidModel && eval != nullptr) {
+    // Computed from constants (torch exports FastDepth's Unpool weight as Expand(mask, Where(Equal(...)))): folded by
+    // the op library's kernels, as a recogniser folds its weights, and stored as a new initializer.
+    if (auto value = eval->evaluate(node.input(1), scope); value && !value->is_integer()) {
+      folded = std::make_shared<onnx::TensorProto>(
+          onnx_io::make_tensor(node.input(1), value->data_type, value->dims, value->reals, /*raw=*/true));
+      ConstantSource source;
+      source.scope = &scope;
+      source.tensor = folded.get();
+      source.name = node.input(1);
+      weight = std::move(source);
+      chain = computed_from(node.input(1), scope);
+    }
+  }
   if (!weight) {
     if (weight.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + weight.error().message));
     return fail(declined("weight not constant: " + weight.error().message));
@@ -262,6 +280,8 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   m.y = geo[0];
   m.x = geo[1];
   m.weight = std::move(*weight);
+  m.derived_weight = std::move(folded);
+  m.weight_chain = std::move(chain);
   m.input_type = input_type;
   out.match = std::move(m);
   return out;

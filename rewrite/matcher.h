@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -14,6 +16,8 @@
 #include "rewrite/graph_editor.h"
 
 namespace dwdeconv::rewrite {
+
+class ConstEvaluator;
 
 // What the report says about a ConvTranspose, rewritten or not. Fields are filled as far as matching got, and the
 // plan and the report show only those: 0 (channels, kernel, stride) and an empty optional mean not known.
@@ -50,7 +54,10 @@ struct DeconvMatch {
   core::AxisGeometry x;
   // [C_in, C_out/group, ky, kx]. For a derived kernel: tensor points into derived_weight, name is the tensor it follows.
   ConstantSource weight;
-  std::shared_ptr<const onnx::TensorProto> derived_weight;  // a recogniser's kernel; null for a ConvTranspose
+  std::shared_ptr<const onnx::TensorProto> derived_weight;  // a recogniser's kernel, or a ConvTranspose's folded weight
+  // A ConvTranspose weight that nodes compute from constants (FastDepth's Unpool: Expand(mask, Where(...))): the values
+  // of that chain, node outputs and initializers, each with its graph, which the rewrite may orphan.
+  std::vector<std::pair<const GraphScope*, std::string>> weight_chain;
   std::optional<onnx::TypeProto> input_type;  // X's type when shape inference knows it
   // The phases pad x by repeating its edge instead of with zeros: nearest + a reflect (or edge) Pad + Conv, where
   // the padded samples of the upsampled tensor are x's edge samples (see match_nearest_conv).
@@ -70,7 +77,9 @@ struct MatchOutcome {
 // (stride 0, negative pads, group not dividing channels, ...) and the model must be refused.
 // `types` are looked up in the node's scope (scope.index).
 // `dense` also takes a dense (group 1) ConvTranspose, which is otherwise kept (see RewriteOptions::dense_conv_transpose).
+// With `eval`, a weight that a chain of nodes computes from constants is folded (a derived weight), as the
+// recognisers fold theirs.
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const onnx_io::ScopedTypes& types, bool dense = false);
+                          const onnx_io::ScopedTypes& types, bool dense = false, ConstEvaluator* eval = nullptr);
 
 }  // namespace dwdeconv::rewrite
