@@ -36,7 +36,8 @@ std::string verify_json(const runtime_check::VerifyResult& v) {
   for (size_t i = 0; i < v.outputs.size(); ++i) {
     const auto& out = v.outputs[i];
     o << (i ? "," : "") << "\n      {\"name\": " << json_string(out.name) << ", \"max_abs_error\": " << json_number(out.max_abs_error)
-      << ", \"max_rel_error\": " << json_number(out.max_rel_error) << ", \"passed\": " << (out.passed ? "true" : "false") << "}";
+      << ", \"max_rel_error\": " << json_number(out.max_rel_error) << ", \"passed\": " << (out.passed ? "true" : "false")
+      << ", \"compared\": " << out.compared << "}";
   }
   o << (v.outputs.empty() ? "" : "\n    ") << "],\n";
   o << "    \"xnnpack_ops\": " << v.xnnpack_ops << ",\n    \"reference_ops\": " << v.reference_ops << "\n  }";

@@ -46,6 +46,7 @@ void compare_integers(OutputComparison& c, const Tensor& actual, const Tensor& e
   }
   c.max_rel_error = c.max_abs_error / c.scale;
   c.passed = c.message.empty();
+  c.compared = static_cast<int64_t>(expected.i.size());
 }
 
 }  // namespace
@@ -83,6 +84,7 @@ OutputComparison compare_tensor(const std::string& name, const Tensor& actual, c
       continue;
     }
     c.max_abs_error = std::max(c.max_abs_error, std::fabs(a - e));
+    ++c.compared;
   }
   c.max_rel_error = c.max_abs_error / c.scale;
   const double bound = c.tolerance.atol + c.tolerance.rtol * c.scale;

@@ -40,6 +40,9 @@ struct OutputComparison {
   ToleranceValues tolerance;
   bool passed = false;
   std::string message;  // why it failed (shape, dtype, NaN, error size); empty when passed
+  // Elements compared as values: the integers, or the floats finite on both sides (a NaN or an infinity in the same
+  // place on both checks only that place). 0 means the output checked nothing (no elements, or none finite).
+  int64_t compared = 0;
 };
 
 struct ComparisonReport {

@@ -308,14 +308,18 @@ ComparisonReport compare_model_outputs(const std::vector<NamedTensor>& actual, c
     cmp.outputs.push_back(extra);
     cmp.passed = false;
   }
-  // Outputs with no elements at all (a 0 dim) check nothing, and a verifier must not pass what it did not check.
-  int64_t elements = 0;
-  for (const auto& y : expected) elements += y.tensor.numel();
-  if (elements == 0 && cmp.passed) {
-    for (auto& o : cmp.outputs) {
-      o.passed = false;
-      o.message = "0 elements: nothing compared";
+  // Outputs with no elements (a 0 dim), or none finite (NaN == NaN at every element), check nothing, and a verifier
+  // must not pass what it did not check: each such output says so, and when no output compared a value, it fails.
+  int64_t compared = 0;
+  for (auto& o : cmp.outputs) {
+    compared += o.compared;
+    if (o.passed && o.compared == 0) {
+      const auto e = std::find_if(expected.begin(), expected.end(), [&o](const NamedTensor& t) { return t.name == o.name; });
+      o.message = e != expected.end() && e->tensor.numel() == 0 ? "0 elements: nothing compared" : "no finite element: nothing compared";
     }
+  }
+  if (compared == 0 && cmp.passed) {
+    for (auto& o : cmp.outputs) o.passed = false;
     cmp.passed = false;
   }
   return cmp;

@@ -5,8 +5,8 @@ Python (the executor needs none: this interpreter only builds the models, with o
   - a B whose graph input is declared with other dims, or under another name, fails with exit 1 and the interface
     difference, and no runtime ran either model (the Python side is only probed, never asked to check);
   - a B that lists the same outputs in another order computing the same values passes, with a note;
-  - outputs with no elements at all are "nothing compared", exit 1 (a converter that cannot take such a model may
-    refuse it instead, exit 3; it never passes);
+  - outputs with no elements at all, or NaN at every element, are "nothing compared", exit 1 (a converter that
+    cannot take such a model may refuse it instead, exit 3; it never passes);
   - --input files of float64 and float16 for a float input are fed as the declared float, the same values as
     a float32 file: exit 0, and the same max abs error on every runtime.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the packages the runtime needs.
@@ -74,6 +74,12 @@ def main():
         "two_reordered": model(two, [image("x")], [image("q"), image("p")], [w]),
     }
     empty = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("st", [0]), ("en", [0]), ("ax", [2]))]
+    # Every element NaN on both sides (NaN == NaN everywhere): nothing is compared, whatever the models compute.
+    hundred = numpy_helper.from_array(np.array([100.0], np.float32), "hundred")
+    models["nan"] = model([helper.make_node("Sub", ["x", "hundred"], ["t"]), helper.make_node("Sqrt", ["t"], ["y"])],
+                          [image("x")], [image("y")], [hundred])
+    models["nan_other"] = model([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Sub", ["n", "hundred"], ["t"]),
+                                 helper.make_node("Sqrt", ["t"], ["y"])], [image("x")], [image("y")], [hundred])
     models["empty"] = model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])], [image("x")],
                             [vi("y", TensorProto.FLOAT, [1, 4, 0, 8])], empty)
     models["empty_neg"] = model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"]),
@@ -134,6 +140,9 @@ def main():
         check(r.returncode in (1, 3), "outputs with no elements never pass (exit 1, or 3 when a converter refuses them)")
         if r.returncode == 1:
             check("nothing compared" in r.stderr, "... and say that nothing was compared")
+
+        r, report, _ = compare("nan", "nan_other")
+        check(r.returncode in (1, 3), "outputs that are NaN at every element never pass (exit 1, or 3 when refused)")
 
         errors = {}
         for dtype in ("float32", "float64", "float16"):
