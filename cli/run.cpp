@@ -237,6 +237,12 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   if (const std::string note = runtime_check::interface_order_note(original, rewritten); !note.empty()) {
     spdlog::warn("{}{}", prefix, note);
   }
+  // The inputs a check can be fed meaningfully: the same rule, before any runtime runs, on every runtime.
+  if (verify) {
+    if (auto fed = runtime_check::check_verifiable_inputs(original, setup.inputs); !fed) {
+      return core::Error{fed.error().kind, verify_prefix + fed.error().message};
+    }
+  }
   if (opt.runtime == kBuiltinRuntime) {
     checks.info.runtime = builtin_runtime_info();
     if (verify) {

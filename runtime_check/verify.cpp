@@ -286,6 +286,27 @@ std::string VerifyResult::summary() const {
   return s.str();
 }
 
+core::Status check_verifiable_inputs(const onnx::ModelProto& model, const std::vector<NamedTensor>& given) {
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  for (const auto& in : model.graph().input()) {
+    if (initializers.count(in.name()) != 0 || !in.type().has_tensor_type()) continue;
+    const int32_t type = in.type().tensor_type().elem_type();
+    const std::string what = "graph input '" + core::printable(in.name()) + "' is " + onnx_io::data_type_name(type);
+    if (type == onnx::TensorProto::DOUBLE) {
+      // As for every float64 model (the executor holds float64 values in float32): it cannot be verified, exit 1.
+      return cannot_verify(what + ": inputs are held in float32 here, so a float64 model cannot be fed "
+                                  "its exact values (an --input file of float64 would be rounded); float64 models are not verified");
+    }
+    const bool named = std::any_of(given.begin(), given.end(), [&in](const NamedTensor& t) { return t.name == in.name(); });
+    if (is_integer_type(type) && !named) {
+      return usage(what + ": seeded random values are made for float inputs only, and a constant would check one case of "
+                          "the model (one If branch, one index); give its values with --input " + core::printable(in.name()) + "=FILE");
+    }
+  }
+  return core::Ok{};
+}
+
 VerifyResult interface_mismatch(const std::string& difference) {
   VerifyResult r;
   r.mode = VerifyMode::kWholeModel;
@@ -330,6 +351,7 @@ core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const
   // Outputs are compared by name: the same values under other input names or types are another model to its
   // callers. Judged before anything runs, as on every runtime.
   if (std::string d = interface_difference(original, rewritten); !d.empty()) return interface_mismatch(d);
+  RC_CHECK(check_verifiable_inputs(original, options.inputs));
   if (auto given = check_verify_inputs(original, rewritten, options); !given) return given.error();
   std::string why_not;
   auto whole = whole_model(original, rewritten, options, why_not);

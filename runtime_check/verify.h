@@ -74,6 +74,12 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
                                 const std::map<std::string, std::vector<int64_t>>& input_shapes,
                                 const std::set<std::string>& inner_inputs = {});
 
+// Whether `model`'s graph inputs can be fed for a verification whose values mean something, on any runtime: a DOUBLE
+// input cannot (inputs are held in float32, so its exact values would be rounded: kCheckFailed, as for every float64
+// model), and an integer or bool input needs its values given (`given` names it): seeded random values are made for
+// float inputs only, and a constant would check one case of the model (one If branch, one index): a usage error.
+core::Status check_verifiable_inputs(const onnx::ModelProto& model, const std::vector<NamedTensor>& given);
+
 // A failed verification that ran nothing: the models' graph inputs or outputs differ (interface_difference()).
 VerifyResult interface_mismatch(const std::string& difference);
 

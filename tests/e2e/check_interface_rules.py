@@ -8,7 +8,9 @@ Python (the executor needs none: this interpreter only builds the models, with o
   - outputs with no elements at all, or NaN at every element, are "nothing compared", exit 1 (a converter that
     cannot take such a model may refuse it instead, exit 3; it never passes);
   - --input files of float64 and float16 for a float input are fed as the declared float, the same values as
-    a float32 file: exit 0, and the same max abs error on every runtime.
+    a float32 file: exit 0, and the same max abs error on every runtime;
+  - an int64 graph input needs its values given (exit 2 without), and a float64 graph input is not verified (exit 1),
+    both before any runtime runs.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the packages the runtime needs.
 """
 import importlib.util
@@ -80,6 +82,12 @@ def main():
                           [image("x")], [image("y")], [hundred])
     models["nan_other"] = model([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Sub", ["n", "hundred"], ["t"]),
                                  helper.make_node("Sqrt", ["t"], ["y"])], [image("x")], [image("y")], [hundred])
+    # An int64 input (a seeded constant would check one case) and a float64 one (its values would be rounded).
+    models["int_input"] = model([helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT),
+                                 helper.make_node("Add", ["x", "kf"], ["y"])],
+                                [image("x"), vi("k", TensorProto.INT64, [1, 4, 8, 8])], [image("y")], [])
+    models["double_input"] = model([helper.make_node("Neg", ["x"], ["y"])], [vi("x", TensorProto.DOUBLE, [1, 4, 8, 8])],
+                                   [vi("y", TensorProto.DOUBLE, [1, 4, 8, 8])], [])
     models["empty"] = model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["y"])], [image("x")],
                             [vi("y", TensorProto.FLOAT, [1, 4, 0, 8])], empty)
     models["empty_neg"] = model([helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"]),
@@ -143,6 +151,16 @@ def main():
 
         r, report, _ = compare("nan", "nan_other")
         check(r.returncode in (1, 3), "outputs that are NaN at every element never pass (exit 1, or 3 when refused)")
+
+        r, report, ran = compare("int_input", "int_input")
+        check(r.returncode == 2 and "give its values with --input k=FILE" in r.stderr and "check" not in ran,
+              "an int64 graph input without --input is refused before any runtime runs (exit 2)")
+        np.save(os.path.join(d, "k.npy"), rng.integers(-3, 3, (1, 4, 8, 8)).astype(np.int64))
+        r, report, _ = compare("int_input", "int_input", "--input", f"k={os.path.join(d, 'k.npy')}")
+        check(r.returncode == 0, "... and checked when its values are given")
+        r, report, ran = compare("double_input", "double_input")
+        check(r.returncode == 1 and "is DOUBLE: inputs are held in float32" in r.stderr and "check" not in ran,
+              "a float64 graph input is not verified, before any runtime runs (exit 1)")
 
         errors = {}
         for dtype in ("float32", "float64", "float16"):

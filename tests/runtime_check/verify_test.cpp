@@ -144,28 +144,36 @@ TEST_CASE("Verification refuses models whose graph inputs or outputs differ in n
 TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in both modes, never passing a float32 check",
           "[verify][f64]") {
   // (x + 1e10) - 1e10 against x * 0: in float32 both are 0 for |x| < 512, so the pair passed (issue 16 review B5).
+  // A float64 graph input is refused before anything runs (its values would be rounded to float32 on the way in);
+  // a float input cast to float64 inside reaches the executor, which refuses the DOUBLE node.
+  auto in_double = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                    "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n  z = Neg (x)\n}");
+  auto refused = verify_models(in_double, in_double, {});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK_THAT(refused.error().message, Catch::StartsWith("graph input 'x' is DOUBLE: inputs are held in float32 here"));
   auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n"
-                                   "  big = Constant <value = double[1] {1e10}> ()\n  a = Add (x, big)\n  z = Sub (a, big)\n}");
+                                   "g (float[1,2,3,3] x) => (double[1,2,3,3] z) {\n  xd = Cast <to = 11> (x)\n"
+                                   "  big = Constant <value = double[1] {1e10}> ()\n  a = Add (xd, big)\n  z = Sub (a, big)\n}");
   auto other = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n"
-                                "  zero = Constant <value = double[1] {0.0}> ()\n  z = Mul (x, zero)\n}");
+                                "g (float[1,2,3,3] x) => (double[1,2,3,3] z) {\n  xd = Cast <to = 11> (x)\n"
+                                "  zero = Constant <value = double[1] {0.0}> ()\n  z = Mul (xd, zero)\n}");
   auto whole = verify_models(original, other, {});
   REQUIRE_FALSE(whole.ok());
   CHECK(whole.error().kind == core::ErrorKind::kCheckFailed);
   CHECK_THAT(whole.error().message,
-             Catch::StartsWith("the original model cannot run whole: Constant producing 'big': writes 'big', which is DOUBLE: "
+             Catch::StartsWith("the original model cannot run whole: Cast producing 'xd': writes 'xd', which is DOUBLE: "
                                "the executor holds float64 values in float32") &&
                  Catch::EndsWith("; and no rewritten upsampler of the main graph can be checked on its own"));
 
   // Per-node mode runs the upsampler through the executor too: a float64 ConvTranspose is not checked in float32.
   auto deconv = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                 "g (double[1,2,3,3] x) => (double[1,2,6,6] y) {\n"
-                                 "  a = Hardmax <axis = 1> (x)\n"
+                                 "g (float[1,2,3,3] x) => (double[1,2,6,6] y) {\n"
+                                 "  xd = Cast <to = 11> (x)\n  a = Hardmax <axis = 1> (xd)\n"
                                  "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (a, w)\n}");
   auto w = onnx_io::make_tensor("w", onnx::TensorProto::DOUBLE, {2, 1, 4, 4}, random_values(32, 3), /*raw=*/false);
   *deconv.mutable_graph()->add_initializer() = w;
-  deconv.mutable_graph()->mutable_node(1)->set_name("up");
+  deconv.mutable_graph()->mutable_node(2)->set_name("up");
   onnx::ModelProto rewritten = deconv;
   auto result = rewrite::rewrite_model(rewritten, {});
   REQUIRE(result.ok());
