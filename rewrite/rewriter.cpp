@@ -209,6 +209,15 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     return std::nullopt;
   };
   Emitter emitter(model, names, options.emit);
+  // The layout a selected match is emitted in, and why it is kept all the same (the target's rule, a join its runtime
+  // cannot take, what the emitter needs), or "": decided before anything is emitted, so a kept node costs nothing.
+  auto layout_of = [&](const DeconvMatch& m) { return emitter.layout_for(m, target.layout(m, opset)); };
+  auto kept_by = [&](const NodeSummary& summary, const DeconvMatch& m) {
+    std::string reason = target.keep(summary, m, options.cpu);
+    if (reason.empty()) reason = target.join_refusal(layout_of(m), summary.form);
+    if (reason.empty()) reason = emitter.keep_reason(m, layout_of(m));
+    return reason;
+  };
   // A zero_insertion fold replaces a ConvTranspose that comes before its Conv. Find the folds first: the
   // ConvTranspose of one that will be rewritten gets no row of its own; any other is matched as written.
   std::map<const onnx::NodeProto*, UpsamplerOutcome> folds;
@@ -224,9 +233,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
         const std::string ct_name = ct.name().empty() ? ct.output(0) : ct.name();
         if (options.skip.count(ct_name) != 0) {
           outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
-        } else if (unselected(outcome->summary).empty() && target.keep(outcome->summary, outcome->match->deconv, options.cpu).empty() &&
-                   emitter.keep_reason(outcome->match->deconv,
-                                       emitter.layout_for(outcome->match->deconv, target.layout(outcome->match->deconv, opset))).empty() &&
+        } else if (unselected(outcome->summary).empty() && kept_by(outcome->summary, outcome->match->deconv).empty() &&
                    !invalid(match_deconv(ct, scope, model.ir_version(), types, false, &eval))) {
           absorbed.insert(&ct);
           seen_names.insert(ct_name);
@@ -304,11 +311,8 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   for (auto& [index, m, replaced] : matches) {
-    // Decided before emitting anything, so a kept node costs nothing: the target's rule, then what the emitter needs.
-    const PhaseLayout layout = emitter.layout_for(m, target.layout(m, opset));
-    std::string reason = target.keep(result.nodes[index].summary, m, options.cpu);
-    if (reason.empty()) reason = emitter.keep_reason(m, layout);
-    if (!reason.empty()) {
+    const PhaseLayout layout = layout_of(m);
+    if (std::string reason = kept_by(result.nodes[index].summary, m); !reason.empty()) {
       result.nodes[index].reason = std::move(reason);
       continue;
     }

@@ -55,7 +55,8 @@ std::vector<Target> make_targets() {
                "the Gather of each join: on ExecuTorch aten.index.Tensor on the portable kernels, on LiteRT GATHER on "
                "TFLite's own kernel",
                "onnx2torch (ExecuTorch) cannot convert this node, which the executor and LiteRT run natively (and faster "
-               "than the Gather + CRD join there)"});
+               "than the Gather + CRD join there)",
+               /*converts_added_resize=*/false});
   t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)", all, {}, dcr_layout,
                "`DepthToSpace` DCR", "\"Layer level\", \"Hand-written upsamplers\"", ""});
   t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf", all,
@@ -83,7 +84,8 @@ std::vector<Target> make_targets() {
                "`Transpose`, CRD `DepthToSpace`, `Transpose`",
                "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
                "the Gather of each s = 2 (or batch > 1) join, aten.index.Tensor, on ExecuTorch's portable kernels; the "
-               "batch join has none"});
+               "batch join has none",
+               "", /*converts_added_resize=*/false});
   return t;
 }
 
@@ -178,6 +180,13 @@ std::string Target::summary() const {
 std::string Target::join_note(PhaseLayout layout, int64_t opset) const {
   if (layout != PhaseLayout::kDcr || dcr_cost.empty()) return "";
   return "joined DCR: opset " + std::to_string(opset) + " has no CRD DepthToSpace (it comes with opset 11); " + dcr_cost;
+}
+
+std::string Target::join_refusal(PhaseLayout layout, const std::string& form) const {
+  if (layout != PhaseLayout::kNearest || converts_added_resize || form == "nearest_conv") return "";
+  const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
+  return "every phase computes the same, so the rewrite is one Conv and a nearest Resize, and a Resize does not pass "
+         "torch.export through onnx2torch (ExecuTorch; docs/targets.md), where the original converts; " + kept;
 }
 
 std::string CpuFeatures::describe() const { return std::string("AVX-512F: ") + (avx512f ? "yes" : "no"); }

@@ -72,6 +72,10 @@ struct Target {
   // What its layout() joining DCR costs (below opset 11, where DepthToSpace has no CRD mode), for join_note; "" when
   // the target joins DCR anyway or never falls back to it.
   std::string dcr_cost;
+  // Whether its runtime converts a nearest Resize the rewrite adds (the nearest layout of a ConvTranspose or a
+  // zero-insertion form, which had none): onnx2torch's Resize does not pass torch.export, so ExecuTorch (and the
+  // default, which must convert there) keep such a node. A nearest + Conv had its Resize already.
+  bool converts_added_resize = true;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.
@@ -81,6 +85,9 @@ struct Target {
   // What joining with `layout` at `opset` costs on a runtime this target is meant for, or "": the default joins DCR
   // below opset 11 (no CRD DepthToSpace there), which onnx2torch cannot convert.
   std::string join_note(PhaseLayout layout, int64_t opset) const;
+  // Why a node of `form` emitted in `layout` must be kept on this target's runtime, or "": a nearest Resize it would
+  // add where the runtime cannot convert one.
+  std::string join_refusal(PhaseLayout layout, const std::string& form) const;
 };
 
 // The name of the profile used without --target.

@@ -275,3 +275,37 @@ TEST_CASE("the default rewrites an opset 9 or 10 model in the DCR join, which ex
   CHECK(et.result.rewritten == 0);
   CHECK_THAT(et.result.nodes[0].reason, Catch::Contains("needs DepthToSpace mode CRD"));
 }
+
+TEST_CASE("targets for ExecuTorch keep a ConvTranspose whose nearest layout would add a Resize onnx2torch cannot convert",
+          "[rewrite][targets][nearest_layout]") {
+  // k = s = 2, one value per channel: every phase the same, so one Conv and a nearest Resize. The original converts
+  // through onnx2torch and torch.export; a Resize does not (GuardOnDataDependentSymNode): executorch and the default keep
+  // it (review finding 4). A nearest + 1x1 Conv had its Resize already, and is rewritten there too.
+  DeconvSpec spec;
+  spec.kh = spec.kw = 2;
+  spec.attrs = "strides=[2,2]";
+  auto uniform = deconv_model(spec);
+  std::vector<double> v;
+  for (int c = 0; c < 3; ++c) v.insert(v.end(), 4, 0.5 * (c + 1));
+  *uniform.mutable_graph()->mutable_initializer(0) = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {3, 1, 2, 2}, v, true);
+  for (const std::string name : {"executorch", "default"}) {
+    CAPTURE(name);
+    const auto kept = rewrite_copy(uniform, for_target(name));
+    REQUIRE(kept.result.nodes.size() == 1);
+    CHECK_FALSE(kept.result.nodes[0].rewritten);
+    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("a Resize does not pass torch.export through onnx2torch"));
+    CHECK(serialized(kept.model) == serialized(uniform));
+  }
+  for (const std::string name : {"xnnpack", "litert"}) {
+    CAPTURE(name);
+    const auto out = rewrite_copy(uniform, for_target(name));
+    REQUIRE(out.result.rewritten == 1);
+    CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
+  }
+  NearestConvSpec one;
+  one.ky = one.kx = 1;
+  one.pads = {0, 0, 0, 0};
+  const auto et = rewrite_copy(nearest_conv_model(one), for_target("executorch"));
+  REQUIRE(et.result.rewritten == 1);
+  CHECK(et.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
+}
