@@ -322,7 +322,7 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   RunInfo info;
   info.input = input;
   info.compared = opt.compare;
-  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
+  PhaseLog log(input == "-" ? "<stdin>" : core::printable(input), phase_lines_wanted(opt.verbosity));
   auto finish = [&](int code, const std::string& message) {
     if (code != kExitOk) log.fail();
     if (!message.empty()) fail(code, message);
@@ -353,19 +353,19 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   log.start("validate both models");
   for (const auto& [path, model] : {std::pair<const std::string&, const onnx::ModelProto&>{input, original}, {opt.compare, other}}) {
     auto checked = onnx_io::validate_model(model, {});
-    if (!checked) return finish(kExitInvalidModel, path + ": invalid model: " + checked.error().message);
-    if (!checked->full) spdlog::warn("{}: {}", path, checked->detail);
+    if (!checked) return finish(kExitInvalidModel, core::printable(path) + ": invalid model: " + checked.error().message);
+    if (!checked->full) spdlog::warn("{}: {}", core::printable(path), checked->detail);
   }
   log.end();
   auto checked = run_checks(original, other, nullptr, opt, setup, input, log, "", /*verify=*/true, opt.bench,
-                            "cannot verify " + opt.compare + ": ", "");
+                            "cannot verify " + core::printable(opt.compare) + ": ", "");
   if (!checked) return finish(exit_code_for(checked.error()), checked.error().message);
   info.runtime = checked->info;
   info.verify = checked->verify;
   info.bench = checked->bench;
-  if (!checked->verify->passed) return finish(kExitCheckFailed, opt.compare + ": verification failed");
-  if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty()) return finish(kExitCheckFailed, opt.compare + ": " + gate);
-  if (checked->bench) spdlog::info("{}: passed{}{}", opt.compare, speedup_text(checked->bench->speedup, checked->info.runtime),
+  if (!checked->verify->passed) return finish(kExitCheckFailed, core::printable(opt.compare) + ": verification failed");
+  if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty()) return finish(kExitCheckFailed, core::printable(opt.compare) + ": " + gate);
+  if (checked->bench) spdlog::info("{}: passed{}{}", core::printable(opt.compare), speedup_text(checked->bench->speedup, checked->info.runtime),
                                    target_runtime_note(opt));
   return finish(kExitOk, "");
 }
@@ -418,7 +418,9 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ModelOutcome out;
   RunInfo& info = out.info;
   info.input = input;
-  PhaseLog log(input == "-" ? "<stdin>" : input, phase_lines_wanted(opt.verbosity));
+  // The input's path as messages show it (core/text.h): a file name may hold a newline too.
+  const std::string shown = input == "-" ? "<stdin>" : core::printable(input);
+  PhaseLog log(shown, phase_lines_wanted(opt.verbosity));
   auto finish = [&out, &log](int code, const std::string& message) {
     log.fail();
     out.info.exit_code = fail(code, message);
@@ -428,12 +430,12 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     return out;
   };
   PhaseTimer timer;
-  const std::string prefix = batch ? input + ": " : std::string();
+  const std::string prefix = batch ? shown + ": " : std::string();
   log.start("load");
   auto loaded = load_input(input);
   if (!loaded) return finish(exit_code_for(loaded.error()), loaded.error().message);
   onnx::ModelProto& model = loaded->model;
-  if (!loaded->external_tensors.empty()) spdlog::debug("{}: {} tensors read from external data", input, loaded->external_tensors.size());
+  if (!loaded->external_tensors.empty()) spdlog::debug("{}: {} tensors read from external data", shown, loaded->external_tensors.size());
   {
     std::vector<RunFile> reads;
     add_model_reads(input, loaded->data_files, reads);
@@ -450,8 +452,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
 
   // Judge the input first, so a broken input is blamed on the input and not on the rewrite.
   auto input_check = onnx_io::validate_model(model, {});
-  if (!input_check) return finish(kExitInvalidModel, input + ": invalid model: " + input_check.error().message);
-  if (!input_check->full) spdlog::warn("{}: {}", input, input_check->detail);
+  if (!input_check) return finish(kExitInvalidModel, shown + ": invalid model: " + input_check.error().message);
+  if (!input_check->full) spdlog::warn("{}: {}", shown, input_check->detail);
   timer.mark("validate input");
   const ModelStats before = model_stats(model);
 
@@ -471,28 +473,29 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     attempt.emplace(rewrite::rewrite_model(model, ro));
   } catch (const std::bad_alloc&) {
     // A raised --max-phases can plan more phases than memory holds.
-    return finish(kExitInvalidModel, out_of_memory(input, "rewriting"));
+    return finish(kExitInvalidModel, out_of_memory(shown, "rewriting"));
   }
   auto& rewritten = *attempt;
-  if (!rewritten) return finish(exit_code_for(rewritten.error()), input + ": " + rewritten.error().message);
+  if (!rewritten) return finish(exit_code_for(rewritten.error()), shown + ": " + rewritten.error().message);
   out.result = std::move(*rewritten);
   const rewrite::RewriteResult& result = out.result;
   timer.mark("rewrite");
   log.end();
   std::optional<RuntimeRunInfo> tuned;
+  std::string tune_text;  // --tune's lines, for the --dry-run plan
   if (opt.tune && result.rewritten > 0) {
     // Each candidate alone on --runtime; the slower ones are skipped in a second rewrite of the original.
     auto shapes = resolve_input_shapes(setup.input_shapes, *original, input);
-    if (!shapes) return finish(exit_code_for(shapes.error()), input + ": --tune: " + shapes.error().message);
+    if (!shapes) return finish(exit_code_for(shapes.error()), shown + ": --tune: " + shapes.error().message);
     auto inputs = runtime_inputs(*original, *shapes, setup.inputs, opt.seed);
-    if (!inputs) return finish(exit_code_for(inputs.error()), input + ": --tune: " + inputs.error().message);
+    if (!inputs) return finish(exit_code_for(inputs.error()), shown + ": --tune: " + inputs.error().message);
     RuntimeInfo where;
     auto figures = tune_upsamplers(*original, model, result, ro, opt, *inputs, where);
     timer.mark("tune");
-    if (!figures) return finish(exit_code_for(figures.error()), input + ": --tune: " + figures.error().message);
+    if (!figures) return finish(exit_code_for(figures.error()), shown + ": --tune: " + figures.error().message);
     bool any_kept = false;
     for (const auto& f : *figures) {
-      spdlog::info("{}{}", batch ? input + ": " : std::string(), tune_line(f, where));
+      spdlog::info("{}{}", batch ? shown + ": " : std::string(), tune_line(f, where));
       any_kept = any_kept || !f.rewritten;
     }
     if (any_kept) {
@@ -501,18 +504,17 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       model = *original;
       ro.caller_keep = tune_keep_rule(result, *figures, where);
       auto second = rewrite::rewrite_model(model, ro);
-      if (!second) return finish(exit_code_for(second.error()), input + ": " + second.error().message);
+      if (!second) return finish(exit_code_for(second.error()), shown + ": " + second.error().message);
       out.result = std::move(*second);
     }
     tuned.emplace();
     tuned->runtime = where;
     tuned->tune_json = tune_report_field(*figures);
     info.runtime = tuned;
-    if (opt.dry_run) {
-      for (const auto& f : *figures) std::cout << tune_line(f, where) << "\n";
-    }
+    // With --dry-run, the plan shows them too, after the model's header in a batch (printed with the plan, below).
+    for (const auto& f : *figures) tune_text += tune_line(f, where) + "\n";
   }
-  for (const auto& warning : result.warnings) spdlog::warn("{}: {}", input, core::printable(warning));
+  for (const auto& warning : result.warnings) spdlog::warn("{}: {}", shown, core::printable(warning));
   for (const auto& name : result.unmatched_names) {
     const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input;
     // In a batch, each model has its own node names; a name missing from one model is not an error.
@@ -522,13 +524,13 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
 
   for (const auto& n : result.nodes) {
     if (n.rewritten) {
-      spdlog::debug("{}: rewrote '{}' into {} nodes", input, core::printable(n.summary.name), n.emitted_nodes.size());
+      spdlog::debug("{}: rewrote '{}' into {} nodes", shown, core::printable(n.summary.name), n.emitted_nodes.size());
     } else {
       const bool deconv = n.summary.form == "conv_transpose";
-      spdlog::info("{}: kept {} '{}': {}", input, deconv ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name), core::printable(n.reason));
+      spdlog::info("{}: kept {} '{}': {}", shown, deconv ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name), core::printable(n.reason));
     }
   }
-  if (opt.dry_run) std::cout << (batch ? input + ":\n" : std::string()) << plan_text(result) << std::flush;
+  if (opt.dry_run) std::cout << (batch ? shown + ":\n" : std::string()) << tune_text << plan_text(result) << std::flush;
   const ModelStats after = model_stats(model);
   info.changes = stats_change_json(before, after);
 
@@ -539,10 +541,10 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     log.start("validate the output");
     auto validation = onnx_io::validate_model(model, rewrite::emitted_node_names(result));
     if (!validation) {
-      return finish(kExitInvalidModel, input + ": the rewritten model failed validation, nothing written: " + validation.error().message);
+      return finish(kExitInvalidModel, shown + ": the rewritten model failed validation, nothing written: " + validation.error().message);
     }
     log.end();
-    if (!validation->full) spdlog::warn("{}: {}", input, validation->detail);
+    if (!validation->full) spdlog::warn("{}: {}", shown, validation->detail);
     info.validation = validation->detail;
     timer.mark("validate output");
 
@@ -553,19 +555,19 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       nothing.mode_reason = "nothing was rewritten: the output is the input";
       nothing.passed = true;
       info.verify = nothing;
-      spdlog::info("{}: nothing to verify: no node was rewritten, so the output is the input", input);
+      spdlog::info("{}: nothing to verify: no node was rewritten, so the output is the input", shown);
       summary += "; nothing to verify";
     }
     const bool verify = opt.verify && result.rewritten > 0;
     // Nor to time: both sides would be the same model, and a ratio of two timings of it is noise, not a speedup.
     const bool bench = opt.bench && result.rewritten > 0;
     if (opt.bench && !bench) {
-      spdlog::info("{}: nothing to time: no node was rewritten, so the output runs as the input does", input);
+      spdlog::info("{}: nothing to time: no node was rewritten, so the output runs as the input does", shown);
       summary += "; nothing to time (1.00x: the output is the input)";
       if (opt.min_speedup && *opt.min_speedup > 1.0) {
         char gate[32];
         std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
-        return finish(kExitCheckFailed, input + ": --min-speedup " + gate +
+        return finish(kExitCheckFailed, shown + ": --min-speedup " + gate +
                                             ": no node was rewritten, so the output is the input (1.00x); nothing written");
       }
     }
@@ -573,7 +575,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       auto checked = run_checks(*original, model, &result, opt, setup, input, log, prefix, verify, bench,
                                 "cannot verify the rewrite, nothing written: ", "--bench: ");
       timer.mark("verify and bench");
-      if (!checked) return finish(exit_code_for(checked.error()), input + ": " + checked.error().message);
+      if (!checked) return finish(exit_code_for(checked.error()), shown + ": " + checked.error().message);
       info.runtime = checked->info;
       if (tuned) info.runtime->tune_json = tuned->tune_json;
       const std::string& where = checked->info.runtime.label;
@@ -581,7 +583,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       if (checked->verify) {
         info.verify = *checked->verify;
         if (!checked->verify->passed) {
-          return finish(kExitCheckFailed, input + ": verification failed" + (builtin ? "" : " on " + where) + ", nothing written");
+          return finish(kExitCheckFailed, shown + ": verification failed" + (builtin ? "" : " on " + where) + ", nothing written");
         }
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.2g", checked->verify->max_abs_error());
@@ -591,7 +593,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
         info.bench = *checked->bench;
         summary += speedup_text(checked->bench->speedup, checked->info.runtime);
         if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty()) {
-          return finish(kExitCheckFailed, input + ": " + gate + "; nothing written");
+          return finish(kExitCheckFailed, shown + ": " + gate + "; nothing written");
         }
       }
       summary += target_runtime_note(opt);
@@ -609,11 +611,11 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   if (opt.check && result.rewritten > 0) {
     for (const auto& n : result.nodes) {
       if (n.rewritten) {
-        spdlog::error("{}: {} '{}' would be rewritten", input,
+        spdlog::error("{}: {} '{}' would be rewritten", shown,
                       n.summary.form == "conv_transpose" ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name));
       }
     }
-    return finish(kExitCheckFailed, input + ": check failed: " + std::to_string(result.rewritten) + " of " +
+    return finish(kExitCheckFailed, shown + ": check failed: " + std::to_string(result.rewritten) + " of " +
                                              std::to_string(result.nodes.size()) + " " + upsampler_noun(result) + " would be rewritten");
   }
   spdlog::info("{}{}: {}", prefix, writes_model ? "changed" : "would change", stats_change_text(before, after));

@@ -341,3 +341,32 @@ TEST_CASE("no line of the log, the plan or the tune lines can be a CI workflow c
     }
   }
 }
+
+TEST_CASE("a model's file name holding a newline is shown escaped in a batch's plan and log, never as a line of its own",
+          "[e2e][safety]") {
+  // Batch --dry-run printed "a\n::error::PWN.onnx:" as the model's header on stdout: a workflow command on GitHub
+  // (review finding 5), and the log split the name into continuation lines (finding 24).
+  TempDir dir;
+  const std::string evil = "a\n::error::PWN.onnx";
+  save(small_deconv_model(), dir.path / evil);
+  save(small_deconv_model(), dir.path / "b.onnx");
+  const auto r = run_shell(std::string("cd ") + dir.path.string() + " && " + DWDECONV_CLI + " \"$(printf 'a\\n::error::PWN.onnx')\" b.onnx " +
+                               "--dry-run --tune --runs 2 --target xnnpack",
+                           dir);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const std::string& text : {r.out, r.err}) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      const auto first = line.find_first_not_of(" \t");
+      CHECK((first == std::string::npos || line.compare(first, 2, "::") != 0));
+    }
+  }
+  CHECK_THAT(r.out, Catch::Contains("a\\x0a::error::PWN.onnx:\n"));
+  CHECK_THAT(r.err, Catch::Contains("a\\x0a::error::PWN.onnx: "));
+  // Each model's tune lines follow its header, before its plan (finding 27).
+  const auto header = r.out.find("b.onnx:\n"), tune = r.out.find("tune: ", header), plan = r.out.find("rewrite ", header);
+  REQUIRE(header != std::string::npos);
+  CHECK(tune != std::string::npos);
+  CHECK(tune < plan);
+}
