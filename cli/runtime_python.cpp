@@ -649,8 +649,13 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
   }
   const auto propagated = rewrite::propagate_types(skeleton);
   const auto type_of = [&propagated](const std::string& name) { return propagated.types.find(0, name); };
+  // A name two nodes share names no one region: such upsamplers get none (their times could be either's).
   std::map<std::string, const onnx::NodeProto*> by_plan_name;
-  for (const auto& n : og.node()) by_plan_name.emplace(plan_name(n), &n);
+  std::set<std::string> shared;
+  for (const auto& n : og.node()) {
+    if (!by_plan_name.emplace(plan_name(n), &n).second) shared.insert(plan_name(n));
+  }
+  for (const auto& name : shared) by_plan_name.erase(name);
   std::map<std::string, const onnx::NodeProto*> rewritten_by_name;
   for (const auto& n : rewritten.graph().node()) rewritten_by_name.emplace(plan_name(n), &n);
   for (const auto& n : result.nodes) {

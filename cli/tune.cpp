@@ -68,6 +68,8 @@ core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& or
   std::vector<TuneFigure> figures;
   if (opt.runtime == kBuiltinRuntime) runtime = builtin_runtime_info();
   const auto regions = upsampler_regions(original, rewritten, result, inputs);
+  std::map<std::pair<std::string, std::string>, int> named;  // rows per (graph, name): --tune decides by name
+  for (const auto& node : result.nodes) ++named[{node.summary.graph_path, node.summary.name}];
   // Every upsampler the target rewrites gets a figure: timed alone, or why not (and then it is kept).
   for (const auto& node : result.nodes) {
     if (!node.rewritten) continue;
@@ -76,7 +78,9 @@ core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& or
     f.graph_path = node.summary.graph_path;
     f.input_shape = "?";
     const auto region = std::find_if(regions.begin(), regions.end(), [&](const UpsamplerRegion& r) { return r.name == f.name; });
-    if (node.summary.graph_path != "main") {
+    if (named[{f.graph_path, f.name}] > 1) {
+      f.not_timed = "another upsampler has the same name, and --tune tells them apart by name";
+    } else if (node.summary.graph_path != "main") {
       f.not_timed = "inside " + node.summary.graph_path + ": --tune cuts out main-graph upsamplers only";
     } else if (region == regions.end()) {
       f.not_timed = "its region of the original could not be found";

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -68,6 +69,16 @@ inline RunResult run_shell(const std::string& command, const TempDir& dir) {
 }
 
 // Runs the binary with `args` (shell words), capturing stdout and stderr.
+// The lines of `text` that hold `part`.
+inline std::vector<std::string> lines_with(const std::string& text, const std::string& part) {
+  std::vector<std::string> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(part) != std::string::npos) found.push_back(line);
+  }
+  return found;
+}
+
 inline RunResult run_cli(const std::string& args, const TempDir& dir) { return run_shell(std::string(DWDECONV_CLI) + " " + args, dir); }
 
 // A clean k4 s2 p1 depthwise deconv Y = ConvTranspose(X[1,3,5,4], W[3,1,4,4], B[3]) with seeded inline weights.

@@ -40,14 +40,6 @@ onnx::ModelProto two_input_model() {
 }
 
 // The lines of `text` that contain `part`.
-std::vector<std::string> lines_with(const std::string& text, const std::string& part) {
-  std::vector<std::string> found;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find(part) != std::string::npos) found.push_back(line);
-  }
-  return found;
-}
 
 }  // namespace
 

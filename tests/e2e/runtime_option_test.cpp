@@ -262,3 +262,31 @@ g (float[1,8,8,8] X, bool c) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
 }
 
 }  // namespace dwdeconv::test
+
+namespace dwdeconv::test {
+
+TEST_CASE("the --tune option keeps, untimed, upsamplers that share a name, since it tells them apart by name",
+          "[e2e][runtime][tune]") {
+  // Two upsamplers named "n": the first one's region was timed twice and the second rewritten on that figure
+  // (review finding 8).
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,8,8] X) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
+  Y = ConvTranspose <group=8, strides=[2,2], kernel_shape=[4,4], pads=[1,1,1,1]> (X, W)
+  Z = ConvTranspose <group=8, strides=[2,2], kernel_shape=[4,4], pads=[1,1,1,1]> (X, V)
+})");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {8, 1, 4, 4}, 1);
+  set_random_initializer(*m.mutable_graph(), "V", onnx::TensorProto::FLOAT, {8, 1, 4, 4}, 2);
+  name_node(m, "Y", "n");
+  name_node(m, "Z", "n");
+  TempDir dir;
+  const auto in = dir.path / "dup.onnx";
+  save(m, in);
+  const auto r = run_cli(in.string() + " --dry-run --target xnnpack --tune --runs 2", dir);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_with(r.out, "tune: \"n\" (?) not timed alone (another upsampler has the same name").size() == 2);
+  CHECK(lines_with(r.out, "keep    \"n\"").size() == 2);
+  CHECK_THAT(r.out, Catch::Contains("plan: rewrite 0 of 2"));
+}
+
+}  // namespace dwdeconv::test
