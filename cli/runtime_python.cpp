@@ -207,18 +207,39 @@ std::string executable_dir() {
   return ec ? std::string() : exe.parent_path().string();
 }
 
-// Why `package` cannot be the dwdeconv_rewrite package the runtimes are imported from, or "": it must hold
-// runtimes/__main__.py, and it and its runtimes/ must be owned by this user or root and writable by no one else, so
-// that nobody but the installer can change the code a --runtime runs.
+// Why `st` (of `path`) lets someone other than this user or root change it, or "": owned by another user, or writable by
+// its group or by others (a directory with the sticky bit excepted when `sticky_ok`: others cannot rename what is in it).
+std::string foreign(const fs::path& path, const struct stat& st, bool sticky_ok) {
+  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return path.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
+  const bool sticky = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky_ok && sticky)) return path.string() + " is writable by its group or by others";
+  return "";
+}
+
+// Why `package` cannot be the dwdeconv_rewrite package the runtimes are imported from, or "". It must hold
+// runtimes/__main__.py, and nobody but this user or root may change what Python imports from it, now or between this
+// check and the import: no file or folder in it (compiled __pycache__ files included) and no folder above it may be
+// another user's or writable by others (a folder above it may be sticky, as /tmp is), and it holds no symbolic link.
 std::string package_problem(const fs::path& package) {
   std::error_code ec;
   if (!fs::is_regular_file(package / "runtimes" / "__main__.py", ec)) return "no dwdeconv_rewrite/runtimes/__main__.py";
-  for (const fs::path& dir : {package, package / "runtimes"}) {
-    struct stat st {};
+  const fs::path real = fs::canonical(package, ec);
+  if (ec) return package.string() + ": " + ec.message();
+  struct stat st {};
+  for (fs::path dir = real.parent_path();; dir = dir.parent_path()) {
     if (::stat(dir.c_str(), &st) != 0) return dir.string() + ": " + std::strerror(errno);
-    if (st.st_uid != 0 && st.st_uid != ::geteuid()) return dir.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return dir.string() + " is writable by its group or by others";
+    if (auto why = foreign(dir, st, /*sticky_ok=*/true); !why.empty()) return why;
+    if (dir == dir.parent_path()) break;
   }
+  if (::stat(real.c_str(), &st) != 0) return real.string() + ": " + std::strerror(errno);
+  if (auto why = foreign(real, st, /*sticky_ok=*/false); !why.empty()) return why;
+  for (auto it = fs::recursive_directory_iterator(real, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::path& entry = it->path();
+    if (::lstat(entry.c_str(), &st) != 0) return entry.string() + ": " + std::strerror(errno);
+    if (S_ISLNK(st.st_mode)) return entry.string() + " is a symbolic link";
+    if (auto why = foreign(entry, st, /*sticky_ok=*/false); !why.empty()) return why;
+  }
+  if (ec) return real.string() + ": " + ec.message();
   return "";
 }
 

@@ -7,7 +7,9 @@ Usage: check_module_search.py DWDECONV_REWRITE. Runs the binary as an attacker o
      first on sys.path): nothing planted runs, the real module answers;
   3. with DWDECONV_PYTHONPATH naming a folder that also holds a planted `onnxruntime` (as a venv's site-packages
      holds the real one beside the package): the interpreter imports its own onnxruntime, and the report names that
-     version. Needs onnxruntime in this interpreter; said and skipped otherwise.
+     version. Needs onnxruntime in this interpreter; said and skipped otherwise;
+  4. a package anyone could change (a world-writable file or __pycache__ in it, a symlink in it, a world-writable
+     folder above it, a file owned by another user): refused, exit 2, before any of it runs.
 This interpreter is the --runtime's Python (--python). Exits 77 when it cannot run the cases at all.
 """
 import importlib.util
@@ -75,6 +77,40 @@ def main():
         r = run([tool, model] + common, work, env)
         check(not os.path.exists(marker), "2: a dwdeconv_rewrite package in the working directory never runs")
         check("planted" not in r.stderr, "2: nothing planted answered")
+
+        # 4. A package anyone could change, now or between the check and the import: a world-writable file in it, a
+        #    world-writable __pycache__ (a planted .pyc is run), a symlink in it, a world-writable folder above it
+        #    (no sticky bit), a file owned by another user. Each refused (exit 2) before any of it runs.
+        def copied_package(name):
+            root = os.path.join(d, "pkg-" + name)
+            os.makedirs(root)
+            shutil.copytree(os.path.abspath(SOURCE_PACKAGE), os.path.join(root, "dwdeconv_rewrite"),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            return root, os.path.join(root, "dwdeconv_rewrite")
+
+        attacks = []
+        root, pkg = copied_package("file")
+        os.chmod(os.path.join(pkg, "runtimes", "check.py"), 0o666)
+        attacks.append(("a world-writable file in it", root, "check.py is writable by its group or by others"))
+        root, pkg = copied_package("pycache")
+        os.makedirs(os.path.join(pkg, "runtimes", "__pycache__"))
+        os.chmod(os.path.join(pkg, "runtimes", "__pycache__"), 0o777)
+        attacks.append(("a world-writable __pycache__", root, "__pycache__ is writable by its group or by others"))
+        root, pkg = copied_package("link")
+        os.symlink(os.path.join(pkg, "runtimes", "check.py"), os.path.join(pkg, "runtimes", "extra.py"))
+        attacks.append(("a symbolic link in it", root, "extra.py is a symbolic link"))
+        root, pkg = copied_package("parent")
+        os.chmod(root, 0o777)
+        attacks.append(("a world-writable folder above it", root, "is writable by its group or by others"))
+        if os.geteuid() == 0:
+            root, pkg = copied_package("owner")
+            os.chown(os.path.join(pkg, "__init__.py"), 65534, 65534)
+            attacks.append(("a file owned by another user", root, "__init__.py is owned by another user"))
+        else:
+            print("SKIPPED the other-owner case: it needs root to chown")
+        for what, root, said in attacks:
+            r = run([tool, model] + common, d, dict(env, DWDECONV_PYTHONPATH=root))
+            check(r.returncode == 2 and said in r.stderr, f"4: {what}: refused (exit 2) naming it")
 
         # 3. DWDECONV_PYTHONPATH names a folder with the package and a planted onnxruntime beside it.
         if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
