@@ -66,13 +66,15 @@ namespace {
 
 // Streams and parses the model file itself, without its external data.
 core::Result<onnx::ModelProto> parse_model_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Opened without blocking (a FIFO would wait for a writer forever) and read only once it is known to be a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return core::io_error(path + ": cannot open for reading: " + errno_text());
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return core::io_error(path + ": not a regular file");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   if (st.st_size == 0) {
     ::close(fd);
     return core::invalid_model(path + ": the file is empty, not an ONNX model");

@@ -1,5 +1,11 @@
 #include "runtime_check/tensor_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -103,12 +109,28 @@ core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto
 namespace {
 
 core::Result<std::string> read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return core::io_error("cannot open '" + path + "'");
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  if (!file.good() && !file.eof()) return core::io_error("cannot read '" + path + "'");
-  return bytes.str();
+  // Opened without blocking and checked to be a regular file before a byte is read: a FIFO would wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return core::io_error("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return core::io_error("'" + path + "' is not a regular file");
+  }
+  std::string bytes;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      return core::io_error("cannot read '" + path + "': " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
 }
 
 // The value of `key` in a .npy header dict: "'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }".
@@ -148,15 +170,28 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
   const std::string fortran = header_value(header, "fortran_order");
   const std::string shape = header_value(header, "shape");
   if (fortran.find("False") == std::string::npos) return core::io_error(origin + ": Fortran-order arrays are not supported; save with C order");
-  int32_t type;
-  size_t size;
-  if (descr == "<f4") { type = onnx::TensorProto::FLOAT; size = 4; }
-  else if (descr == "<f2") { type = onnx::TensorProto::FLOAT16; size = 2; }
-  else if (descr == "<f8") { type = onnx::TensorProto::DOUBLE; size = 8; }
-  else if (descr == "<i8") { type = onnx::TensorProto::INT64; size = 8; }
-  else {
-    return core::io_error(origin + ": dtype '" + descr + "' is not supported (float32, float16, float64, int64, little-endian)");
+  // numpy's descr: byte order ('<' little, '|' not applicable, '>' big), kind and size.
+  struct NpyType {
+    const char* descr;
+    int32_t type;
+    size_t size;
+    bool is_signed;
+  };
+  static const NpyType kTypes[] = {
+      {"<f4", onnx::TensorProto::FLOAT, 4, true},  {"<f2", onnx::TensorProto::FLOAT16, 2, true},
+      {"<f8", onnx::TensorProto::DOUBLE, 8, true}, {"<i8", onnx::TensorProto::INT64, 8, true},
+      {"<i4", onnx::TensorProto::INT32, 4, true},  {"<i2", onnx::TensorProto::INT16, 2, true},
+      {"|i1", onnx::TensorProto::INT8, 1, true},   {"<u8", onnx::TensorProto::UINT64, 8, false},
+      {"<u4", onnx::TensorProto::UINT32, 4, false}, {"<u2", onnx::TensorProto::UINT16, 2, false},
+      {"|u1", onnx::TensorProto::UINT8, 1, false}, {"|b1", onnx::TensorProto::BOOL, 1, false},
+  };
+  const auto found = std::find_if(std::begin(kTypes), std::end(kTypes), [&descr](const NpyType& t) { return descr == t.descr; });
+  if (found == std::end(kTypes)) {
+    return core::io_error(origin + ": dtype '" + descr + "' is not supported (little-endian float32, float16, float64, int8 to int64, "
+                          "uint8 to uint64 or bool)");
   }
+  const int32_t type = found->type;
+  const size_t size = found->size;
   if (shape.size() < 2 || shape.front() != '(') return core::io_error(origin + ": bad shape in .npy header");
   std::vector<int64_t> dims;
   std::stringstream parts(shape.substr(1, shape.size() - 2));
@@ -180,10 +215,17 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
   t.reshape(type, dims);
   const char* p = bytes.data() + data;
   for (size_t k = 0; k < n; ++k) {
-    if (type == onnx::TensorProto::FLOAT) { float v; std::memcpy(&v, p + 4 * k, 4); t.f[k] = v; }
-    else if (type == onnx::TensorProto::FLOAT16) { uint16_t v; std::memcpy(&v, p + 2 * k, 2); t.f[k] = onnx_io::half_to_float(v); }
-    else if (type == onnx::TensorProto::DOUBLE) { double v; std::memcpy(&v, p + 8 * k, 8); t.f[k] = static_cast<float>(v); }
-    else { int64_t v; std::memcpy(&v, p + 8 * k, 8); t.i[k] = v; }
+    const char* at = p + size * k;
+    if (type == onnx::TensorProto::FLOAT) { float v; std::memcpy(&v, at, 4); t.f[k] = v; }
+    else if (type == onnx::TensorProto::FLOAT16) { uint16_t v; std::memcpy(&v, at, 2); t.f[k] = onnx_io::half_to_float(v); }
+    else if (type == onnx::TensorProto::DOUBLE) { double v; std::memcpy(&v, at, 8); t.f[k] = static_cast<float>(v); }
+    else {
+      // An integer of `size` bytes, little-endian, sign-extended when signed (uint64 keeps its bits in int64).
+      uint64_t bits = 0;
+      std::memcpy(&bits, at, size);
+      if (found->is_signed && size < 8 && (bits >> (8 * size - 1)) != 0) bits |= ~uint64_t{0} << (8 * size);
+      t.i[k] = type == onnx::TensorProto::BOOL ? (bits != 0 ? 1 : 0) : static_cast<int64_t>(bits);
+    }
   }
   return t;
 }

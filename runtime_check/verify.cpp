@@ -221,10 +221,12 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
     }
     return "";
   };
+  std::set<std::string> given_names;
   for (const auto& given : given_inputs) {
     if (inputs.count(given.name) == 0) {
       return usage("--input '" + given.name + "' names no graph input of the model (its inputs: " + listed + ")");
     }
+    if (!given_names.insert(given.name).second) return usage("--input '" + given.name + "' is given twice");
     // A file that does not fit its input would make the model unrunnable whole, and verification would fall back
     // to per-node mode on random inputs: what the user gave would be dropped without a word.
     const std::string what = "--input " + given.name + ": the file holds " + describe_tensor(given.tensor) + ", but ";
@@ -232,6 +234,15 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
     const int32_t declared = inputs.at(given.name)->type().tensor_type().elem_type();
     if (declared != onnx::TensorProto::UNDEFINED && is_float_type(declared) != given.tensor.is_float()) {
       return usage(what + "input '" + given.name + "' is declared " + onnx_io::data_type_name(declared));
+    }
+    // Integers of another width are fed in the declared type: each value must fit it, or the model is fed another value.
+    if (is_integer_type(declared) && !given.tensor.is_float() && given.tensor.dtype != declared) {
+      for (size_t k = 0; k < given.tensor.i.size(); ++k) {
+        if (const int64_t v = given.tensor.i[k]; wrap_to_type(v, declared) != v) {
+          return usage(what + "element " + std::to_string(k) + " (" + std::to_string(v) + ") does not fit input '" + given.name +
+                       "', declared " + onnx_io::data_type_name(declared));
+        }
+      }
     }
   }
   for (const auto& [name, dims] : input_shapes) {

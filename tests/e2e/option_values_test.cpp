@@ -2,6 +2,8 @@
 // anything is written, never silently ignored; and a verifier that checked nothing does not pass.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -177,4 +179,70 @@ TEST_CASE("running out of memory names what ran out and what to do, not std::bad
   const std::string text = read_file(err);
   CHECK_THAT(text, Catch::Contains("out of memory") && Catch::Contains("big.onnx") && Catch::Contains("--max-phases"));
   CHECK_THAT(text, !Catch::Contains("std::bad_alloc"));
+}
+
+TEST_CASE("the input files: every numpy integer and bool dtype is read, a value that does not fit its input is refused, "
+          "and an input given twice is refused",
+          "[e2e][options][input]") {
+  // x float, k int32 (cast to float and added): k from .npy files of other widths (review findings 11, 20, 21).
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,2,2] X, int32[1,2,2,2] K, bool[1,2,2,2] B) => (float[1,2,2,2] Y) {
+      kf = Cast <to = 1> (K)
+      bf = Cast <to = 1> (B)
+      s = Add (X, kf)
+      Y = Add (s, bf)
+    })");
+  TempDir dir;
+  const auto in = dir.path / "m.onnx";
+  save(m, in);
+  const auto npy = [&](const std::string& name, const std::string& descr, size_t size, const std::vector<int64_t>& values) {
+    std::string bytes;
+    for (const int64_t v : values) bytes.append(reinterpret_cast<const char*>(&v), size);  // little-endian low bytes
+    write_npy(dir.path / name, "(1, 2, 2, 2)", bytes, descr);
+    return (dir.path / name).string();
+  };
+  const std::vector<int64_t> small{1, -2, 3, 0, 5, -6, 7, 8}, flags{1, 0, 1, 1, 0, 0, 1, 0};
+  const std::string bools = " --input B=" + npy("b.npy", "|b1", 1, flags);
+  for (const auto& [descr, size] : std::vector<std::pair<std::string, size_t>>{{"<i8", 8}, {"<i4", 4}, {"<i2", 2}, {"|i1", 1}}) {
+    CAPTURE(descr);
+    const auto r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", descr, size, small) + bools, dir);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+  // 2^31 does not fit int32, 2 is no bool: refused, naming the element, never fed wrapped.
+  auto r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("big.npy", "<i8", 8, {1, 2, 3, 4, 5, 6, 7, 2147483648}) + bools, dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("element 7 (2147483648) does not fit input 'K', declared INT32"));
+  r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", "<i8", 8, small) + " --input B=" +
+                  npy("two.npy", "|u1", 1, {1, 0, 2, 1, 0, 0, 1, 0}),
+              dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("element 2 (2) does not fit input 'B', declared BOOL"));
+  r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", "<i8", 8, small) + " --input K=" +
+                  npy("k2.npy", "<i8", 8, small) + bools,
+              dir);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--input 'K' is given twice"));
+  // A big-endian file is named, not misread.
+  write_npy(dir.path / "be.npy", "(1, 2, 2, 2)", std::string(32, '\0'), ">f4");
+  r = run_cli(in.string() + " --compare " + in.string() + " --input X=" + (dir.path / "be.npy").string(), dir);
+  CHECK(r.exit_code == 3);
+  CHECK_THAT(r.err, Catch::Contains("dtype '>f4' is not supported (little-endian"));
+}
+
+TEST_CASE("a FIFO given as the model, as --compare's other model or as an --input file is refused, never waited on",
+          "[e2e][options][fifo]") {
+  TempDir dir;
+  const auto in = dir.path / "m.onnx", fifo = dir.path / "f.onnx", fifo_npy = dir.path / "f.npy";
+  save(deconv_model(), in);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(fifo_npy.c_str(), 0600) == 0);
+  for (const std::string args : {fifo.string() + " -o " + (dir.path / "o.onnx").string(), in.string() + " --compare " + fifo.string(),
+                                 in.string() + " --compare " + in.string() + " --input X=" + fifo_npy.string()}) {
+    CAPTURE(args);
+    const auto r = run_shell("timeout 20 " + std::string(DWDECONV_CLI) + " " + args, dir);
+    CHECK(r.exit_code == 3);
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+  }
 }
