@@ -97,7 +97,22 @@ std::string last_lines(const std::string& text, size_t n, const char* glue = " /
   return out;
 }
 
-// Runs `argv` (argv[0] looked up on PATH) in the directory `cwd` with `pythonpath` in front of $PYTHONPATH, stdout and
+// `program` as an absolute path, resolved where the tool was started: the child runs in another directory, where a
+// relative --python (or a relative folder on PATH) would name something else. A name without '/' is looked up on
+// PATH; one found nowhere is returned as given (the spawn then says it cannot run it).
+std::string resolve_program(const std::string& program) {
+  std::error_code ec;
+  if (program.find('/') != std::string::npos) return fs::absolute(program, ec).lexically_normal().string();
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const fs::path candidate = fs::absolute(fs::path(dir.empty() ? "." : dir) / program, ec);
+    if (!ec && ::access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
+  }
+  return program;
+}
+
+// Runs `argv` (argv[0] looked up on PATH where the tool was started) in the directory `cwd` with `pythonpath` in front of $PYTHONPATH, stdout and
 // stderr to files. `cwd` is a scratch directory of this run: `python -m` puts its working directory first on sys.path,
 // and the user's (a shared /tmp, say) may hold anyone's modules. Returns the exit status (128 + signal when killed),
 // or an error (kUsage) when it cannot be started.
@@ -123,6 +138,7 @@ core::Result<int> run_process(const std::vector<std::string>& argv, const std::s
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> argv_copy = argv;
+  argv_copy[0] = resolve_program(argv[0]);
   for (auto& a : argv_copy) args.push_back(a.data());
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;

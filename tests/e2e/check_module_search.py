@@ -112,6 +112,12 @@ def main():
             r = run([tool, model] + common, d, dict(env, DWDECONV_PYTHONPATH=root))
             check(r.returncode == 2 and said in r.stderr, f"4: {what}: refused (exit 2) naming it")
 
+        # 5. A relative --python names the interpreter where the command was run, not in the child's scratch folder.
+        exe = os.path.realpath(sys.executable)
+        r = run([tool, model] + common[:-1] + [os.path.relpath(exe, d)], d, env)
+        check("cannot run the Python interpreter" not in r.stderr and r.returncode in (0, 2),
+              "5: a relative --python is found from the working directory")
+
         # 3. DWDECONV_PYTHONPATH names a folder with the package and a planted onnxruntime beside it.
         if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
             print(f"SKIPPED case 3: {sys.executable} lacks onnxruntime or onnx")
