@@ -357,7 +357,19 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
     if (!checked->full) spdlog::warn("{}: {}", core::printable(path), checked->detail);
   }
   log.end();
-  auto checked = run_checks(original, other, nullptr, opt, setup, input, log, "", /*verify=*/true, opt.bench,
+  // Two models that are the same (as the rewrite leaves a model it rewrites nothing of) have nothing to time: a ratio of
+  // two timings of one model is noise, not a speedup, and a --min-speedup over 1 cannot be met.
+  const auto a_bytes = onnx_io::serialize_model(original), b_bytes = onnx_io::serialize_model(other);
+  const bool same = a_bytes && b_bytes && *a_bytes == *b_bytes;
+  if (same && opt.bench) {
+    spdlog::info("{}: nothing to time: the two models are the same (1.00x)", core::printable(opt.compare));
+    if (opt.min_speedup && *opt.min_speedup > 1.0) {
+      char gate[32];
+      std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
+      return finish(kExitCheckFailed, core::printable(opt.compare) + ": --min-speedup " + gate + ": the two models are the same (1.00x)");
+    }
+  }
+  auto checked = run_checks(original, other, nullptr, opt, setup, input, log, "", /*verify=*/true, opt.bench && !same,
                             "cannot verify " + core::printable(opt.compare) + ": ", "");
   if (!checked) return finish(exit_code_for(checked.error()), checked.error().message);
   info.runtime = checked->info;

@@ -290,3 +290,26 @@ g (float[1,8,8,8] X) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
 }
 
 }  // namespace dwdeconv::test
+
+namespace dwdeconv::test {
+
+TEST_CASE("--compare of two models that are the same times nothing, and a --min-speedup over 1 fails it",
+          "[e2e][runtime][compare]") {
+  // What the API's check() and the Action's gate get when the rewrite changed nothing: timing one model twice gave
+  // 0.97x-1.05x and passed or failed a 1.02x gate on noise (review finding 13).
+  TempDir dir;
+  const auto a = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto b = dir.path / "same.onnx";
+  fs::copy_file(a, b);
+  const auto report = dir.path / "r.json";
+  auto r = run_cli(a.string() + " --compare " + b.string() + " --bench --min-speedup 1.01 --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("--min-speedup 1.01: the two models are the same (1.00x)"));
+  r = run_cli(a.string() + " --compare " + b.string() + " --bench --report " + report.string(), dir);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("nothing to time: the two models are the same (1.00x)"));
+  CHECK_THAT(read_file(report), !Catch::Contains("\"bench\""));
+}
+
+}  // namespace dwdeconv::test
