@@ -293,7 +293,7 @@ g (float[1,8,8,8] X) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
 
 namespace dwdeconv::test {
 
-TEST_CASE("--compare of two models that are the same times nothing, and a --min-speedup over 1 fails it",
+TEST_CASE("the compare of two models that are the same times nothing, and a --min-speedup over 1 fails it",
           "[e2e][runtime][compare]") {
   // What the API's check() and the Action's gate get when the rewrite changed nothing: timing one model twice gave
   // 0.97x-1.05x and passed or failed a 1.02x gate on noise (review finding 13).
