@@ -29,6 +29,10 @@ a name cannot end a line, start a workflow command, or break the summary's table
 quotes names from the model, is shown between ::stop-commands::TOKEN and ::TOKEN:: with a new random TOKEN each
 time, so the runner takes nothing in it for a command.
 
+A SIGINT or SIGTERM is passed on to the tool that runs (dwdeconv_rewrite._process), which ends its runtime child and
+removes what it staged; then the output of a model whose speed gate had not finished is removed, and the script
+exits 130 or 143.
+
 The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite package.
 """
 
@@ -41,12 +45,15 @@ import os
 import re
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import dwdeconv_rewrite
 from dwdeconv_rewrite._api import _cli_path
+from dwdeconv_rewrite._process import forward_sigterm, run as run_binary
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
 # The runtimes of the speed gate; action.yml's install step installs pyproject.toml's extra of each one's name.
@@ -329,23 +336,30 @@ def run_model(tool, model, out, a):
         cmd.append("--verify")
     cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
-    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log = done.stdout.decode("utf-8", errors="backslashreplace")
+    # An interrupt or SIGTERM now is passed on to the tool, which removes what it staged before this script ends.
+    with tempfile.TemporaryFile() as captured:
+        returncode = run_binary(cmd, stdout=captured, stderr=subprocess.STDOUT)
+        captured.seek(0)
+        log = captured.read().decode("utf-8", errors="backslashreplace")
     echo(log)
     report = read_report(report_path)
     if report is None:
-        report = {"input": str(model), "exit_code": done.returncode,
+        report = {"input": str(model), "exit_code": returncode,
                   "error": "; ".join(error_lines(log)) or "no report written"}
-    if done.returncode != 0:
-        message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % done.returncode
-        return done.returncode, report, message
+    if returncode != 0:
+        message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % returncode
+        return returncode, report, message
 
     if a.min_speedup:
-        def gate_failed(code, verdict):
-            # A model that failed its gate is not an output: the artifact upload must not carry it.
+        def remove_output():
+            # A model that failed its gate, or whose gate did not finish, is not an output: the artifact upload
+            # must not carry it.
             for path in (out, out.with_name(out.name + ".data")):
                 if path.exists():
                     path.unlink()
+
+        def gate_failed(code, verdict):
+            remove_output()
             return code, report, verdict
 
         try:
@@ -356,6 +370,9 @@ def run_model(tool, model, out, a):
             echo(e.log)
             report["speed_check"] = e.report
             return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
+        except BaseException:  # an interrupt or SIGTERM: the check's binary has ended, its model is not checked
+            remove_output()
+            raise
         echo(checked.log)
         report["speed_check"] = checked.report
         if not checked.passed:
@@ -409,6 +426,9 @@ def main(argv=None):
     # The runner reads UTF-8; a name this locale cannot encode is escaped instead of ending the run.
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+    # A SIGTERM (a cancelled workflow) is passed on to the running tool; once it has cleaned up, and the speed gate
+    # it was running has removed its unchecked output, this script exits 143.
+    signal.signal(signal.SIGTERM, forward_sigterm)
     a = parse_args(argv)
     try:
         tool = dwdeconv_rewrite.binary_path()
@@ -480,4 +500,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the tool it was running has ended, and cleaned up
+        say("interrupted")
+        sys.exit(130)

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from dwdeconv_rewrite._binary import EXIT_NOT_FOUND, find_binary
+from dwdeconv_rewrite._process import run as run_binary
 
 # The binary's exit codes (cli/exit_codes.h).
 EXIT_OK = 0
@@ -180,12 +181,16 @@ def _model_file(model, directory, name, what):
 
 
 def _run(args):
-    """Runs the binary with `args`; (exit code, stderr text)."""
+    """Runs the binary with `args`; (exit code, stderr text). A KeyboardInterrupt or SIGTERM meanwhile is passed on to
+    the binary, which cleans up before the KeyboardInterrupt (or SystemExit(143)) goes on (_process.run)."""
     binary, problem = find_binary()
     if binary is None:
         raise DwdeconvError(EXIT_NOT_FOUND, problem)
-    done = subprocess.run([binary] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return done.returncode, done.stderr.decode("utf-8", errors="replace")
+    # stderr to an unnamed file, not a pipe: nothing to read while waiting, and nothing left behind however this ends.
+    with tempfile.TemporaryFile() as err:
+        code = run_binary([binary] + args, stdout=subprocess.DEVNULL, stderr=err)
+        err.seek(0)
+        return code, err.read().decode("utf-8", errors="replace")
 
 
 def _read_report(path):

@@ -14,13 +14,17 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from pathlib import Path
+
+from process_tree import alive, cmdline, descendants, kill_all, wait_for
 
 SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
 SCRIPT = SOURCE / "action" / "run.py"
@@ -249,6 +253,66 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("speed check on xnnpack: speedup 1.50x below 2.0 (speedup 1.5, minimum 2)", out)
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
+
+    def interrupt_the_speed_gate(self, sig):
+        """Runs the action with a speed gate whose bench runs for minutes (a stand-in tool adds --runs 100000 to the
+        real binary's --compare) and sends `sig` to the script once the check runs; (exit code, stderr, the
+        processes below the script before the signal, those alive after, what is left in TMPDIR)."""
+        stub = self.work / "slow-compare-tool"
+        stub.write_text(textwrap.dedent("""\
+            #!%s
+            import os, sys
+            extra = ["--runs", "100000"] if "--compare" in sys.argv else []
+            os.execv(%r, [%r] + sys.argv[1:] + extra)
+            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"])))
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        scratch = self.work / "tmp"
+        scratch.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+        env.update(DWDECONV_REWRITE=str(stub), TMPDIR=str(scratch), INPUT_MODELS="models/nested/migan_tiny_deconv.onnx",
+                   INPUT_MIN_SPEEDUP="1.01")
+        # SIGINT raises KeyboardInterrupt, as in a foreground job (a shell's & ignores SIGINT).
+        start = "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); " \
+                "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"
+        proc = subprocess.Popen([sys.executable, "-c", start, str(SCRIPT)], cwd=self.work, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = []
+        try:
+            started = wait_for(lambda: proc.poll() is not None
+                               or any("--compare" in cmdline(p) for p in descendants(proc.pid)), 120)
+            time.sleep(1)
+            seen = descendants(proc.pid)
+            self.assertTrue(started and proc.poll() is None, "the speed gate did not get under way: %s" % (
+                proc.communicate()[1][-2000:] if proc.poll() is not None else "timed out"))
+            os.kill(proc.pid, sig)
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            wait_for(lambda: not any(alive(p) for p in seen), 3)
+            return proc.returncode, err, seen, [cmdline(p)[:4] for p in seen if alive(p)], sorted(os.listdir(scratch))
+        finally:
+            kill_all(seen)
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+    def test_an_interrupt_or_sigterm_ends_the_speed_gate_and_removes_its_unchecked_output(self):
+        # Before: the KeyboardInterrupt SIGKILLed the check's binary and left OUTPUT/...xnn.onnx, never gated, for
+        # the artifact upload; SIGTERM ended the script alone, and the binary went on benching.
+        output = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
+        for sig, exit_code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+            with self.subTest(signal=sig.name):
+                shutil.rmtree(self.work / "tmp", ignore_errors=True)
+                code, err, seen, left, leftovers = self.interrupt_the_speed_gate(sig)
+                self.assertTrue(seen, "the check's binary was running")
+                self.assertEqual(left, [], "still running after %s: %s" % (sig.name, left))
+                self.assertFalse(output.exists(), "the output whose speed gate did not finish is still there")
+                self.assertEqual(leftovers, [])
+                self.assertEqual(code, exit_code, err[-3000:])
+                self.assertNotIn("Traceback", err)
+                self.assertEqual(sorted(p.name for p in output.parent.iterdir()), ["migan_tiny_deconv.xnn.report.json"])
 
 
     # Issue 26: a hostile model file name, node name or input value.
