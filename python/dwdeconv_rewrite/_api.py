@@ -6,6 +6,7 @@ code and its message.
 """
 
 import json
+import math
 import operator
 import os
 import re
@@ -216,6 +217,20 @@ def _failure(code, log, report):
     return DwdeconvError(code, message, log, report)
 
 
+def _speedup_gate(value):
+    """min_speedup as the float --min-speedup takes: a finite number > 0, as the binary requires; not a bool
+    (float(True) would make it 1.0)."""
+    number = None
+    if not isinstance(value, bool) and getattr(getattr(value, "dtype", None), "kind", "") != "b":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            pass
+    if number is None or not (math.isfinite(number) and number > 0):
+        raise _usage("min_speedup: expected a finite number > 0, not %r" % (value,))
+    return number
+
+
 def rewrite(model, *, target=None, verify=False, forms=None, only=(), skip=(), input_shapes=None, output=None,
             args=()):
     """Rewrites `model` (a path, bytes or an onnx.ModelProto) as `dwdeconv-rewrite MODEL -o OUT` does.
@@ -282,10 +297,7 @@ def check(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_spee
     if bench or min_speedup is not None:
         options.append("--bench")
     if min_speedup is not None:
-        try:
-            options.append("--min-speedup=%r" % float(min_speedup))
-        except (TypeError, ValueError):
-            raise _usage("min_speedup: expected a number, not %r" % (min_speedup,)) from None
+        options.append("--min-speedup=%r" % _speedup_gate(min_speedup))
     options += _input_shape_args(input_shapes)
     options += _names(args, "args")
 

@@ -266,6 +266,28 @@ class CheckTest(unittest.TestCase):
                 args = json.loads(argv_file.read_text())
                 self.assertFalse([a for a in args if a.startswith(("--runtime", "--python", "--verify", "--bench"))])
 
+    def test_min_speedup_is_a_finite_number_above_zero_as_on_the_command_line(self):
+        # True was taken for 1.0 (float(True)), and nan, inf and values <= 0 reached the binary, or a stand-in.
+        with tempfile.TemporaryDirectory() as tmp:
+            stub = Path(tmp) / "stub"
+            stub.write_text(textwrap.dedent("""\
+                #!%s
+                import json, sys
+                args = sys.argv[1:]
+                json.dump({"exit_code": 0, "argv": args}, open(args[args.index("--report") + 1], "w"))
+                """ % sys.executable))
+            stub.chmod(0o755)
+            with environment(DWDECONV_REWRITE=str(stub)):
+                for bad in (True, False, float("nan"), float("inf"), "-inf", 0, -1.5, "fast", [2]):
+                    with self.subTest(min_speedup=bad):
+                        with self.assertRaises(DwdeconvError) as e:
+                            dwdeconv_rewrite.check(MIGAN, MIGAN, min_speedup=bad)
+                        self.assertEqual(e.exception.exit_code, 2)
+                        self.assertIn("min_speedup: expected a finite number > 0", e.exception.message)
+                for good, option in ((1.1, "--min-speedup=1.1"), (2, "--min-speedup=2.0"), ("1.25", "--min-speedup=1.25")):
+                    with self.subTest(min_speedup=good):
+                        self.assertIn(option, dwdeconv_rewrite.check(MIGAN, MIGAN, min_speedup=good).report["argv"])
+
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_a_tampered_model_proto_fails(self):
         r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)))
