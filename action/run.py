@@ -9,7 +9,8 @@ INPUT_REPORT, INPUT_OUTPUT_DIR, INPUT_ARGS), so either of these does what the wo
     python3 action/run.py --models 'models/**/*.onnx' --target litert --report report.json
 
 MODELS holds files, directories (every *.onnx below them) and globs (** spans directories), one per line, or
-separated by spaces when on one line. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
+separated by spaces when on one line; an entry that names a file is that file, even when its name holds a glob's
+characters. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
 and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check). A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
@@ -271,6 +272,8 @@ def expand(models):
     for entry in entries(models):
         if os.path.isdir(entry):
             matched = sorted(p for p in Path(entry).rglob("*.onnx") if p.is_file() and not is_output(p))
+        elif os.path.isfile(entry):
+            matched = [Path(entry)]  # a file is that file, even when its name holds *, ? or [
         elif glob.has_magic(entry):
             matched = sorted(Path(p) for p in glob_files(entry) if os.path.isfile(p))
             matched = [p for p in matched if not is_output(p)]

@@ -498,6 +498,25 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual([r["rewritten"] for r in self.report()], [8, 8, 8, 8])
         self.assertIn("dwdeconv-rewrite action: a\\u2028b.onnx: ok", err)
 
+    def test_a_named_file_whose_name_holds_glob_characters_is_that_file(self):
+        # "net[v2].onnx" was taken for a glob, which matches "netv.onnx" or "net2.onnx" but not itself: the model
+        # was skipped with a warning and the run passed on the other one (exit 0).
+        (self.work / "m6").mkdir()
+        for name in ("net[v2].onnx", "other.onnx", "w*ld?.onnx"):
+            shutil.copy(EXAMPLES[0], self.work / "m6" / name)
+        shutil.copy(EXAMPLES[0], self.work / "m6" / "net2.onnx")  # what the glob would match
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "m6/net[v2].onnx m6/other.onnx m6/w*ld?.onnx",
+                                             "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("matches no", err)
+        self.assertEqual([r["input"] for r in self.report()], ["m6/net[v2].onnx", "m6/other.onnx", "m6/w*ld?.onnx"])
+        self.assertIn("3 of 3 models passed", err)
+        self.assertTrue((self.work / "dwdeconv-rewrite-out/m6/net[v2].xnn.onnx").is_file())
+        # A pattern that names no file is still a glob.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "m6/net[2].onnx", "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual([r["input"] for r in self.report()], ["m6/net2.onnx"])
+
     def test_a_glob_does_not_follow_a_link_to_a_directory(self):
         # A link to an ancestor made glob.glob repeat every model below it until ELOOP (two links: 2**40 paths).
         os.symlink("..", self.work / "models/nested/up")
