@@ -19,7 +19,9 @@ writes each output beside its model. A MODEL is passed after "--", and paths as 
 name is read as an option.
 
 The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
-speed gate ran, that check's report under "speed_check". All models run even when one fails. Exit 0 when all
+speed gate ran, that check's report under "speed_check". It replaces an earlier REPORT or nothing: a REPORT path
+that is a model given, that is where a rewritten model, its data or its report goes, or that holds anything but
+such a list is refused (exit 2) before any model runs. All models run even when one fails. Exit 0 when all
 passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O);
 2 when MODELS matches no model or an input is refused. In GitHub Actions each failure is also an error
 annotation, each model's log a group, the results a table in the job summary, and the outputs `report`,
@@ -318,9 +320,47 @@ def error_lines(log):
     return [line.split(": error: ", 1)[1] for line in log.splitlines() if ": error: " in line]
 
 
+def model_report_for(out):
+    """Where the tool writes the report of the rewrite to `out`: OUT.xnn.report.json beside it."""
+    return out.with_name(out.name[: -len(".onnx")] + ".report.json")
+
+
+def is_combined_report(path):
+    """Whether `path` holds what this script writes as REPORT: a JSON list of model reports (objects with an
+    "input")."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > 256 * 1024 * 1024:
+            return False
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(value, list) and all(isinstance(e, dict) and "input" in e for e in value)
+
+
+def report_problem(report, models, output_dir):
+    """Why REPORT may not be written where it is asked for, or None. It replaces an earlier report or nothing: not a
+    model given, nor where a rewritten model, its external data or its report goes, nor any other file (a model's
+    external data, say)."""
+    where = os.path.realpath(report)
+    for model in models:
+        if os.path.realpath(model) == where:
+            return "report: '%s' is one of the models" % report
+        out = output_for(model, output_dir)
+        for path, what in ((out, "the rewritten model of %s" % model),
+                           (out.with_name(out.name + ".data"), "the external data of the rewritten model of %s" % model),
+                           (model_report_for(out), "the report of the rewrite of %s" % model)):
+            if os.path.realpath(path) == where:
+                return "report: '%s' is where %s goes" % (report, what)
+    if os.path.lexists(report) and not is_combined_report(report):
+        return ("report: '%s' exists and is not a report of this action (a JSON list of model reports); refusing to "
+                "replace it" % report)
+    return None
+
+
 def run_model(tool, model, out, a):
     """Rewrites one model (and speed-gates it); (exit code, its report entry, a one-line verdict)."""
-    report_path = out.with_name(out.name[: -len(".onnx")] + ".report.json")
+    report_path = model_report_for(out)
     try:
         shapes = input_shapes(model)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -450,10 +490,10 @@ def main(argv=None):
         return dwdeconv_rewrite.EXIT_USAGE
 
     model_files = {os.path.realpath(m): m for m in models}
-    if os.path.realpath(a.report) in model_files:
-        message = "report: '%s' is one of the models" % a.report
-        annotate("error", message)
-        say("error: " + message)
+    problem = report_problem(a.report, models, a.output_dir)
+    if problem:
+        annotate("error", problem)
+        say("error: " + problem)
         return dwdeconv_rewrite.EXIT_USAGE
 
     reports, rows, failed, first_code = [], [], [], 0

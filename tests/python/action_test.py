@@ -488,6 +488,41 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("report: './a.onnx' is one of the models", err)
         self.assertEqual((self.work / "a.onnx").read_bytes(), EXAMPLES[0].read_bytes())
 
+    def test_the_report_replaces_only_an_earlier_report(self):
+        # INPUT_REPORT naming a model's external data replaced it with JSON, and naming where a rewritten model goes
+        # replaced that model with the report; both passed (exit 0).
+        (self.work / "models2").mkdir()
+        shutil.copy(EXAMPLES[0], self.work / "models2/ext.onnx")
+        data = self.work / "models2/ext.onnx.data"
+        data.write_bytes(b"\x00\x01 tensor bytes")
+        (self.work / "notes.txt").write_text("not a report\n")
+        env = {"INPUT_MODELS": "models2/ext.onnx", "INPUT_OUTPUT_DIR": "out3", "INPUT_VERIFY": "false"}
+        for report, fragment in (("models2/ext.onnx.data", "exists and is not a report"),
+                                 ("notes.txt", "exists and is not a report"),
+                                 ("out3/models2/ext.xnn.onnx", "is where the rewritten model of models2/ext.onnx goes"),
+                                 ("out3/models2/ext.xnn.onnx.data", "is where the external data of the rewritten model of"),
+                                 ("out3/models2/ext.xnn.report.json", "is where the report of the rewrite of")):
+            with self.subTest(report=report):
+                code, err, out, _ = self.run_action(dict(env, INPUT_REPORT=report))
+                self.assertEqual(code, 2, err)
+                self.assertIn("report: '%s' %s" % (report, fragment), err)
+                self.assertIn("::error title=dwdeconv-rewrite::report: ", out)
+                self.assertFalse((self.work / "out3").exists(), "a model ran")
+        self.assertEqual(data.read_bytes(), b"\x00\x01 tensor bytes")
+        self.assertEqual((self.work / "notes.txt").read_text(), "not a report\n")
+        # Once the outputs exist, the same: the rewritten model is not replaced by the report.
+        code, err, _, _ = self.run_action(env)
+        self.assertEqual(code, 0, err)
+        rewritten = (self.work / "out3/models2/ext.xnn.onnx").read_bytes()
+        code, err, _, _ = self.run_action(dict(env, INPUT_REPORT="out3/models2/ext.xnn.onnx"))
+        self.assertEqual(code, 2, err)
+        self.assertEqual((self.work / "out3/models2/ext.xnn.onnx").read_bytes(), rewritten)
+        # An earlier report is replaced.
+        for _ in range(2):
+            code, err, _, _ = self.run_action(dict(env, INPUT_REPORT="reports/r.json"))
+            self.assertEqual(code, 0, err)
+            self.assertEqual([r["input"] for r in self.report("reports/r.json")], ["models2/ext.onnx"])
+
     def test_a_name_holding_a_unicode_line_separator_is_one_entry(self):
         # U+2028, U+0085, form feed and the like end no line in YAML or the runner, so none ends an entry of MODELS.
         names = ["a\u2028b.onnx", "c\x85d.onnx", "e\x0cf.onnx", "g\x1ch.onnx"]
