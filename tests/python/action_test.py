@@ -10,6 +10,7 @@ ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTH
 """
 
 import glob
+import html
 import json
 import os
 import re
@@ -117,6 +118,12 @@ def read_github_output(text):
     return outputs
 
 
+def cell_text(cell):
+    """A summary cell's text: a code span's content (its `\\|` a `|`), else the cell."""
+    span = re.fullmatch(r"(`+) (.*) \1", cell, re.S)
+    return span.group(2).replace("\\|", "|") if span else cell
+
+
 def summary_rows(summary):
     """The job summary's table rows, each as its cells split at the pipes that are not escaped."""
     rows = [line for line in summary.splitlines() if line.startswith("|")][2:]
@@ -170,7 +177,7 @@ class ActionScriptTest(unittest.TestCase):
                                    "failed": "1"})
         summary = (self.work / "gh-summary").read_text()
         self.assertIn("2 of 3 models passed", summary)
-        self.assertIn("| models/nested/migan_tiny_deconv.onnx | 8 | 0 | pass |  | ok |", summary)
+        self.assertIn("| ` models/nested/migan_tiny_deconv.onnx ` | 8 | 0 | pass |  | ok |", summary)
         self.assertIn("2 of 3 models passed; report in dwdeconv-rewrite-report.json", err)
 
     def test_a_directory_with_a_sidecar_passes_and_earlier_outputs_are_left_out(self):
@@ -386,11 +393,58 @@ class ActionScriptTest(unittest.TestCase):
         rows = summary_rows(summary)
         self.assertEqual(len(rows), len(models), summary)
         self.assertTrue(all(len(r) == 6 for r in rows), rows)
-        self.assertEqual([r[5].split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
+        self.assertEqual([cell_text(r[5]).split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
         for row in rows:
             for cell in row:
-                self.assertNotRegex(cell, r"(?<!\\)[\[<`]", "a link, HTML or code span from a name: %r" % cell)
-        self.assertIn("hostile/ok evil\\\\x0a::error title=forged", summary)
+                # A name or a message is one code span, which no backtick in it ends (nothing in one is markup).
+                span = re.fullmatch(r"(`+) (.*) \1", cell, re.S)
+                self.assertTrue(re.fullmatch(r"[0-9]*|pass|FAIL|ok", cell) or (span and span.group(1) not in span.group(2)),
+                                "a cell that is not a code span: %r" % cell)
+        self.assertIn("` hostile/ok evil\\x0a::error title=forged", summary)
+
+    def test_a_name_in_the_summary_is_shown_as_it_is_and_formats_nothing(self):
+        # '_' and GitHub's autolinks (www., URLs, e-mail addresses) were not escaped: "__bold__" rendered bold. Each
+        # name cell is a code span now, whose fence is longer than any run of backticks in the name.
+        d = self.work / "md" / "www.evil-link.com"
+        d.mkdir(parents=True)
+        names = ["__bold__ www.evil-link.com.onnx", "a|b`c``d.onnx", "me@evil.example *em* ~~s~~ :smile: @user #12.onnx",
+                 "x\\|y https:__evil.example_x <b>&amp; $m$.onnx", "`tick.onnx"]
+        for n in names:
+            shutil.copy(EXAMPLES[0], d / n)
+        models = sorted(str(Path("md/www.evil-link.com") / n) for n in names)
+        code, err, _, _ = self.run_action({"INPUT_MODELS": "md", "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        summary = (self.work / "gh-summary").read_text()
+        rows = summary_rows(summary)
+        self.assertEqual([len(r) for r in rows], [6] * len(names), summary)
+        for model, row in zip(models, rows):
+            span = re.fullmatch(r"(`+) (.*) \1", row[0], re.S)
+            self.assertIsNotNone(span, "not a code span: %r" % row[0])
+            self.assertNotIn(span.group(1), span.group(2))
+            self.assertEqual(span.group(2).replace("\\|", "|"), model)
+        # As GitHub renders it (cmark-gfm), and as markdown-it does with its GFM tables and linkify, where installed.
+        renderers = []
+        try:
+            import cmarkgfm
+            renderers.append(("cmark-gfm", cmarkgfm.github_flavored_markdown_to_html))
+        except ImportError:
+            pass
+        try:
+            import linkify_it  # noqa: F401 - markdown-it's linkify needs it
+            from markdown_it import MarkdownIt
+            renderers.append(("markdown-it", MarkdownIt("gfm-like", {"linkify": True}).render))
+        except ImportError:
+            pass
+        if not renderers:
+            print("action_test: neither cmarkgfm nor markdown-it-py with linkify-it-py is importable: the summary's "
+                  "rendering is not checked", file=sys.stderr)
+        for what, render in renderers:
+            with self.subTest(renderer=what):
+                page = render(summary)
+                self.assertNotRegex(page, r"<(a|strong|em|del|b|img)\b", page)
+                cells = re.findall(r"<tr>\s*<td>(.*?)</td>", page, re.S)
+                self.assertEqual([html.unescape(re.fullmatch(r"<code>(.*)</code>", c, re.S).group(1)) for c in cells],
+                                 models, page)
 
     def test_a_model_name_starting_with_a_dash_is_a_file_not_options(self):
         # Given to the tool as an argument, "-v2.onnx" is -v and a model "-2.onnx": today's other file.
@@ -438,7 +492,7 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual(outputs["failed"], "1")
         self.assertIn("dwdeconv-rewrite action: bad\\xff\\xfe.onnx: ok", err)
         self.assertTrue((self.work / "dwdeconv-rewrite-out" / (os.fsdecode(b"bad\xff\xfe") + ".xnn.onnx")).is_file())
-        self.assertIn("| bad\\\\xff\\\\xfe.onnx | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
+        self.assertIn("| ` bad\\xff\\xfe.onnx ` | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
         self.assertEqual(len(self.report()), 4)
 
     def test_an_output_path_taken_by_a_directory_fails_that_model_only(self):
