@@ -12,7 +12,9 @@ MODELS holds files, directories (every *.onnx below them) and globs (** spans di
 separated by spaces when on one line; an entry that names a file is that file, even when its name holds a glob's
 characters. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
-and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check). A
+and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check), unless
+its report says that no node was rewritten: the output is then the input, its speedup 1.00x without timing (which
+would measure noise), and a MIN_SPEEDUP over 1 fails it, as the tool's own gate does. A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
 under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
 writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
@@ -414,6 +416,20 @@ def run_model(tool, model, out, a):
         def gate_failed(code, verdict):
             remove_output()
             return code, report, verdict
+
+        if report.get("rewritten") == 0:
+            # The output is the input: a ratio of two timings of one model is noise, not a speedup. So nothing is
+            # timed, and the speedup is 1.00x, as the tool's own --min-speedup has it.
+            gate = float(a.min_speedup)
+            why = "no node was rewritten, so the output is the input (1.00x)"
+            failed = gate > 1.0
+            verdict = "--min-speedup %g: %s" % (gate, why)
+            print(escape("nothing to time: " + why), file=log_stream(), flush=True)
+            report["speed_check"] = {"exit_code": 1 if failed else 0, "error": verdict if failed else None,
+                                     "min_speedup": gate, "bench": {"speedup": 1.0}, "not_timed": why}
+            if failed:
+                return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s" % (a.runtime, verdict))
+            return 0, report, "ok"
 
         try:
             checked = dwdeconv_rewrite.check(str(model), str(out), runtime=a.runtime, bench=True,

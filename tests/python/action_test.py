@@ -261,6 +261,46 @@ class ActionScriptTest(unittest.TestCase):
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
 
+    def test_a_model_with_nothing_rewritten_is_not_timed_and_is_1x(self):
+        # The output is the input: timing both measured noise, so min-speedup 1.02 passed or failed by chance (3 of
+        # 8 runs passed). Now nothing is timed: the speedup is 1.00x, which fails any min-speedup over 1, as the
+        # binary's own gate does. A stand-in tool rewrites through the real binary and answers --compare with a
+        # speedup of 1.5, recording the call.
+        stub = self.work / "stub-tool"
+        calls = self.work / "compare-calls"
+        stub.write_text(textwrap.dedent("""\
+            #!%s
+            import json, os, sys
+            args = sys.argv[1:]
+            if "--compare" not in args:
+                os.execv(%r, [%r] + args)
+            open(%r, "a").write("compare\\n")
+            with open(args[args.index("--report") + 1], "w") as f:
+                json.dump({"exit_code": 0, "bench": {"speedup": 1.5}}, f)
+            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"], str(calls))))
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+               "INPUT_ARGS": "--forms nearest_mask"}  # none of its upsamplers is of that form: 0 rewritten
+        output = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
+        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.02"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("speed check on xnnpack: --min-speedup 1.02: no node was rewritten, so the output is the input "
+                      "(1.00x)", err)
+        self.assertFalse(calls.exists(), "the speed gate timed a model with nothing rewritten")
+        self.assertFalse(output.exists())
+        [r] = self.report()
+        self.assertEqual((r["rewritten"], r["speed_check"]["bench"]["speedup"], r["speed_check"]["exit_code"]), (0, 1.0, 1))
+        self.assertIn("| 1.00x | ` exit 1: speed check on xnnpack: --min-speedup 1.02: no node was rewritten",
+                      (self.work / "gh-summary").read_text())
+        for gate in ("1", "0.5"):
+            with self.subTest(min_speedup=gate):
+                code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP=gate))
+                self.assertEqual(code, 0, err)
+                self.assertFalse(calls.exists())
+                self.assertTrue(output.exists())
+                self.assertEqual(self.report()[0]["speed_check"]["bench"]["speedup"], 1.0)
+                self.assertIn("| 1.00x | ok |", (self.work / "gh-summary").read_text())
+
     def interrupt_the_speed_gate(self, sig):
         """Runs the action with a speed gate whose bench runs for minutes (a stand-in tool adds --runs 100000 to the
         real binary's --compare) and sends `sig` to the script once the check runs; (exit code, stderr, the
