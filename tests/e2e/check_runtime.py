@@ -11,6 +11,8 @@ swapped in meaning fail (exit 1), inputs declared in another order with a negate
 values with inputs and outputs listed in another order come back under the right names from the runtime layer,
 a runtime returning fewer outputs than the graph declares is a run error, and (LiteRT: an output onnx2tf drops;
 ExecuTorch: a Split's outputs onnx2torch cannot name) a converted model whose outputs cannot be named is exit 3.
+A runtime package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
+litert) the probe's too, which the binary reports as exit 2.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -190,6 +192,7 @@ def main():
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
             check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
         names_not_positions(runtime, d, tool_run, env)
+        broken_package(runtime, d, src, tool_run, env)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
         return 1
@@ -341,6 +344,60 @@ sys.exit(check.check(sys.argv[2:]))
         print("-- 8e. executorch: a Split's outputs listed against the node's order are refused at conversion", flush=True)
         r = tool_run(split, "--compare", split, "--runtime", runtime)
         check(r.returncode == 3 and "cannot be told apart by name" in r.stderr, "outputs onnx2torch cannot name: exit 3")
+
+
+# The package of each runtime that a broken install stands in for: installed (importlib finds it), failing on import.
+BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch"}
+
+
+def broken_package(runtime, d, src, tool_run, env):
+    """9. A runtime package that is installed but fails to import (a missing shared library) is an `error import`
+    answer and exit 5 from check.py (the probe's too, for ort and litert, where importing is cheap), not a
+    traceback and exit 1 that the binary took for a failed check (exit 3, with a report)."""
+    module_dir = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                                       "..", "python")
+    package = BROKEN[runtime]
+    for name, raised in (("broken-import", 'ImportError("lib%s.so: cannot open shared object file")' % package),
+                         ("broken-init", 'RuntimeError("%s: no usable CPU found")' % package))[: 2 if runtime == "ort" else 1]:
+        shadow = os.path.join(d, name)
+        os.makedirs(os.path.join(shadow, package), exist_ok=True)
+        with open(os.path.join(shadow, package, "__init__.py"), "w") as f:
+            f.write(f"raise {raised}\n")
+        text = raised.split('"')[1]
+        # The shadowing package comes before site-packages, as a PYTHONPATH entry does.
+        benv = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [shadow, module_dir, env.get("PYTHONPATH")])))
+        ins, out, work = (os.path.join(d, f"{name}-{k}") for k in ("inputs", "out", "work"))
+        for folder in (ins, out):
+            os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(ins, "inputs.txt"), "w") as f:
+            f.write("")
+        print(f"-- 9. {runtime}: {package} installed but raising {raised.split('(')[0]} on import", flush=True)
+        r = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", runtime, "--work", work,
+                            "--original", src, "--rewritten", src, "--inputs", ins, "--out", out], capture_output=True,
+                           text=True, env=benv)
+        result = os.path.join(out, "result.tsv")
+        lines = [l.split("\t") for l in open(result).read().splitlines()] if os.path.exists(result) else []
+        print(f"  check: exit {r.returncode}; answer {lines}\n  " + r.stderr.strip()[-800:].replace("\n", "\n  "), flush=True)
+        errors = [l for l in lines if l[0] == "error"]
+        check(r.returncode == 5 and len(errors) == 1 and errors[0][1:3] == ["import", runtime]
+              and package in errors[0][3] and text in errors[0][3] and errors[-1] == lines[-1],
+              f"check: a {package} that fails to import is an 'error import {runtime}' line and exit 5")
+        check("Traceback" not in r.stderr, "check: no traceback")
+        probe = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "probe", runtime], capture_output=True,
+                               text=True, env=benv)
+        said = [l.split("\t") for l in probe.stdout.splitlines()]
+        print(f"  probe: exit {probe.returncode}; answer {said}", flush=True)
+        if runtime in ("ort", "litert"):
+            check(probe.returncode == 5 and said[-1][:3] == ["error", "import", runtime] and text in said[-1][3],
+                  f"probe: a {package} that fails to import is an 'error import {runtime}' line and exit 5")
+            # The binary takes a failed probe for an interpreter that cannot run the check: exit 2, no report.
+            report = os.path.join(d, f"{name}.json")
+            r = tool_run(src, "--compare", src, "--runtime", runtime, "--report", report, environ=benv)
+            check(r.returncode == 2 and text in r.stderr and not os.path.exists(report),
+                  f"dwdeconv-rewrite --runtime {runtime}: a {package} that fails to import is exit 2, saying why")
+        else:
+            check(probe.returncode == 0 and not any(l[0] == "missing" for l in said),
+                  "probe: the package is there (importing torch and executorch costs seconds; check answers for it)")
 
 
 if __name__ == "__main__":
