@@ -391,7 +391,23 @@ def run_model(tool, model, out, a):
         cmd.append("--verify")
     cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
-    # An interrupt or SIGTERM now is passed on to the tool, which removes what it staged before this script ends.
+    try:
+        return rewrite_and_gate(cmd, model, out, report_path, shapes, a)
+    except BaseException:
+        # An interrupt or SIGTERM (passed on to the tool, which has ended and removed what it staged) before the
+        # speed gate finished: the output was never gated, and the artifact upload must not carry it.
+        if a.min_speedup:
+            remove_output(out)
+        raise
+
+
+def remove_output(out):
+    for path in (out, out.with_name(out.name + ".data")):
+        if path.exists():
+            path.unlink()
+
+
+def rewrite_and_gate(cmd, model, out, report_path, shapes, a):
     with tempfile.TemporaryFile() as captured:
         returncode = run_binary(cmd, stdout=captured, stderr=subprocess.STDOUT)
         captured.seek(0)
@@ -404,49 +420,40 @@ def run_model(tool, model, out, a):
     if returncode != 0:
         message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % returncode
         return returncode, report, message
+    if not a.min_speedup:
+        return 0, report, "ok"
 
-    if a.min_speedup:
-        def remove_output():
-            # A model that failed its gate, or whose gate did not finish, is not an output: the artifact upload
-            # must not carry it.
-            for path in (out, out.with_name(out.name + ".data")):
-                if path.exists():
-                    path.unlink()
+    def gate_failed(code, verdict):
+        # A model that failed its gate is not an output: the artifact upload must not carry it.
+        remove_output(out)
+        return code, report, verdict
 
-        def gate_failed(code, verdict):
-            remove_output()
-            return code, report, verdict
+    if report.get("rewritten") == 0:
+        # The output is the input: a ratio of two timings of one model is noise, not a speedup. So nothing is
+        # timed, and the speedup is 1.00x, as the tool's own --min-speedup has it.
+        gate = float(a.min_speedup)
+        why = "no node was rewritten, so the output is the input (1.00x)"
+        failed = gate > 1.0
+        verdict = "--min-speedup %g: %s" % (gate, why)
+        print(escape("nothing to time: " + why), file=log_stream(), flush=True)
+        report["speed_check"] = {"exit_code": 1 if failed else 0, "error": verdict if failed else None,
+                                 "min_speedup": gate, "bench": {"speedup": 1.0}, "not_timed": why}
+        if failed:
+            return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s" % (a.runtime, verdict))
+        return 0, report, "ok"
 
-        if report.get("rewritten") == 0:
-            # The output is the input: a ratio of two timings of one model is noise, not a speedup. So nothing is
-            # timed, and the speedup is 1.00x, as the tool's own --min-speedup has it.
-            gate = float(a.min_speedup)
-            why = "no node was rewritten, so the output is the input (1.00x)"
-            failed = gate > 1.0
-            verdict = "--min-speedup %g: %s" % (gate, why)
-            print(escape("nothing to time: " + why), file=log_stream(), flush=True)
-            report["speed_check"] = {"exit_code": 1 if failed else 0, "error": verdict if failed else None,
-                                     "min_speedup": gate, "bench": {"speedup": 1.0}, "not_timed": why}
-            if failed:
-                return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s" % (a.runtime, verdict))
-            return 0, report, "ok"
-
-        try:
-            checked = dwdeconv_rewrite.check(str(model), str(out), runtime=a.runtime, bench=True,
-                                             min_speedup=float(a.min_speedup),
-                                             args=["--input-shape=" + s for s in shapes])
-        except dwdeconv_rewrite.DwdeconvError as e:
-            echo(e.log)
-            report["speed_check"] = e.report
-            return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
-        except BaseException:  # an interrupt or SIGTERM: the check's binary has ended, its model is not checked
-            remove_output()
-            raise
-        echo(checked.log)
-        report["speed_check"] = checked.report
-        if not checked.passed:
-            return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
-                               % (a.runtime, checked.error or "failed", checked.speedup, a.min_speedup))
+    try:
+        checked = dwdeconv_rewrite.check(str(model), str(out), runtime=a.runtime, bench=True,
+                                         min_speedup=float(a.min_speedup), args=["--input-shape=" + s for s in shapes])
+    except dwdeconv_rewrite.DwdeconvError as e:
+        echo(e.log)
+        report["speed_check"] = e.report
+        return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
+    echo(checked.log)
+    report["speed_check"] = checked.report
+    if not checked.passed:
+        return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
+                           % (a.runtime, checked.error or "failed", checked.speedup, a.min_speedup))
     return 0, report, "ok"
 
 
