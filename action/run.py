@@ -9,16 +9,21 @@ INPUT_REPORT, INPUT_OUTPUT_DIR, INPUT_ARGS), so either of these does what the wo
     python3 action/run.py --models 'models/**/*.onnx' --target litert --report report.json
 
 MODELS holds files, directories (every *.onnx below them) and globs (** spans directories), one per line, or
-separated by spaces when on one line. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
+separated by spaces when on one line; an entry that names a file is that file, even when its name holds a glob's
+characters. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
-and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check). A
+and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check), unless
+its report says that no node was rewritten: the output is then the input, its speedup 1.00x without timing (which
+would measure noise), and a MIN_SPEEDUP over 1 fails it, as the tool's own gate does. A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
 under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
 writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
 name is read as an option.
 
 The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
-speed gate ran, that check's report under "speed_check". All models run even when one fails. Exit 0 when all
+speed gate ran, that check's report under "speed_check". It replaces an earlier REPORT or nothing: a REPORT path
+that is a model given, that is where a rewritten model, its data or its report goes, or that holds anything but
+such a list is refused (exit 2) before any model runs. All models run even when one fails. Exit 0 when all
 passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O);
 2 when MODELS matches no model or an input is refused. In GitHub Actions each failure is also an error
 annotation, each model's log a group, the results a table in the job summary, and the outputs `report`,
@@ -28,6 +33,10 @@ File names, node names and input values reach the log, workflow commands and the
 a name cannot end a line, start a workflow command, or break the summary's table. The tool's own output, which
 quotes names from the model, is shown between ::stop-commands::TOKEN and ::TOKEN:: with a new random TOKEN each
 time, so the runner takes nothing in it for a command.
+
+A SIGINT or SIGTERM is passed on to the tool that runs (dwdeconv_rewrite._process), which ends its runtime child and
+removes what it staged; then the output of a model whose speed gate had not finished is removed, and the script
+exits 130 or 143.
 
 The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite package.
 """
@@ -41,12 +50,15 @@ import os
 import re
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import dwdeconv_rewrite
 from dwdeconv_rewrite._api import _cli_path
+from dwdeconv_rewrite._process import forward_sigterm, run as run_binary
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
 # The runtimes of the speed gate; action.yml's install step installs pyproject.toml's extra of each one's name.
@@ -83,9 +95,14 @@ def escape(text, kind="log"):
                 (escapeProperty), and nothing else changed, so that `file=` names the file.
     "block"     a line of the tool's output, which echo() shows between stop-commands tokens: only the
                 unprintable characters, as \\xNN (the runner carries out nothing there).
-    "markdown"  a job-summary table cell: unprintable characters as \\xNN, then every character Markdown gives a
-                meaning to here backslash-escaped: no name ends the cell (`|`), opens a link or an image (`[`),
-                HTML or an autolink (`<`), a code span, emphasis, strikethrough or math.
+    "markdown"  a job-summary table cell: unprintable characters as \\xNN, then, but for a number, a speedup
+                ("1.50x") or pass, FAIL and ok, the text as a code span: between fences of one backtick more than
+                its longest run of them, and a space inside each (one of which Markdown strips on each side), with
+                `|` as `\\|` (a table cell ends at any other `|`, inside a code span too, and GFM unescapes that
+                one there). Inside a code span nothing is markup: no emphasis (`_`, `*`), link, image, HTML,
+                autolink (www., URLs, e-mail addresses), entity, strikethrough or math, and none of the filters
+                GitHub runs on the rendered page (emoji, @mentions, issue references) looks into code.
+    "markdown-text"  the same code span outside a table, `|` as it is.
     """
     text = str(text)
     if kind in ("data", "property"):
@@ -98,8 +115,13 @@ def escape(text, kind="log"):
     shown = "".join(_shown(c) for c in text)
     if kind == "block":
         return shown
-    if kind == "markdown":
-        return re.sub(r"([\\`*\[\]<>&|~$])", r"\\\1", shown)
+    if kind in ("markdown", "markdown-text"):
+        if kind == "markdown" and (not shown or re.fullmatch(r"[0-9]+|[0-9]+\.[0-9]+x|pass|FAIL|ok", shown)):
+            return shown
+        if kind == "markdown":
+            shown = shown.replace("|", "\\|")
+        fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
+        return "%s %s %s" % (fence, shown, fence)
     if kind != "log":
         raise ValueError(kind)
     shown = shown.replace("##[", "##\\x5b")
@@ -264,6 +286,8 @@ def expand(models):
     for entry in entries(models):
         if os.path.isdir(entry):
             matched = sorted(p for p in Path(entry).rglob("*.onnx") if p.is_file() and not is_output(p))
+        elif os.path.isfile(entry):
+            matched = [Path(entry)]  # a file is that file, even when its name holds *, ? or [
         elif glob.has_magic(entry):
             matched = sorted(Path(p) for p in glob_files(entry) if os.path.isfile(p))
             matched = [p for p in matched if not is_output(p)]
@@ -308,9 +332,47 @@ def error_lines(log):
     return [line.split(": error: ", 1)[1] for line in log.splitlines() if ": error: " in line]
 
 
+def model_report_for(out):
+    """Where the tool writes the report of the rewrite to `out`: OUT.xnn.report.json beside it."""
+    return out.with_name(out.name[: -len(".onnx")] + ".report.json")
+
+
+def is_combined_report(path):
+    """Whether `path` holds what this script writes as REPORT: a JSON list of model reports (objects with an
+    "input")."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > 256 * 1024 * 1024:
+            return False
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(value, list) and all(isinstance(e, dict) and "input" in e for e in value)
+
+
+def report_problem(report, models, output_dir):
+    """Why REPORT may not be written where it is asked for, or None. It replaces an earlier report or nothing: not a
+    model given, nor where a rewritten model, its external data or its report goes, nor any other file (a model's
+    external data, say)."""
+    where = os.path.realpath(report)
+    for model in models:
+        if os.path.realpath(model) == where:
+            return "report: '%s' is one of the models" % report
+        out = output_for(model, output_dir)
+        for path, what in ((out, "the rewritten model of %s" % model),
+                           (out.with_name(out.name + ".data"), "the external data of the rewritten model of %s" % model),
+                           (model_report_for(out), "the report of the rewrite of %s" % model)):
+            if os.path.realpath(path) == where:
+                return "report: '%s' is where %s goes" % (report, what)
+    if os.path.lexists(report) and not is_combined_report(report):
+        return ("report: '%s' exists and is not a report of this action (a JSON list of model reports); refusing to "
+                "replace it" % report)
+    return None
+
+
 def run_model(tool, model, out, a):
     """Rewrites one model (and speed-gates it); (exit code, its report entry, a one-line verdict)."""
-    report_path = out.with_name(out.name[: -len(".onnx")] + ".report.json")
+    report_path = model_report_for(out)
     try:
         shapes = input_shapes(model)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -329,38 +391,69 @@ def run_model(tool, model, out, a):
         cmd.append("--verify")
     cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
-    done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    log = done.stdout.decode("utf-8", errors="backslashreplace")
+    try:
+        return rewrite_and_gate(cmd, model, out, report_path, shapes, a)
+    except BaseException:
+        # An interrupt or SIGTERM (passed on to the tool, which has ended and removed what it staged) before the
+        # speed gate finished: the output was never gated, and the artifact upload must not carry it.
+        if a.min_speedup:
+            remove_output(out)
+        raise
+
+
+def remove_output(out):
+    for path in (out, out.with_name(out.name + ".data")):
+        if path.exists():
+            path.unlink()
+
+
+def rewrite_and_gate(cmd, model, out, report_path, shapes, a):
+    with tempfile.TemporaryFile() as captured:
+        returncode = run_binary(cmd, stdout=captured, stderr=subprocess.STDOUT)
+        captured.seek(0)
+        log = captured.read().decode("utf-8", errors="backslashreplace")
     echo(log)
     report = read_report(report_path)
     if report is None:
-        report = {"input": str(model), "exit_code": done.returncode,
+        report = {"input": str(model), "exit_code": returncode,
                   "error": "; ".join(error_lines(log)) or "no report written"}
-    if done.returncode != 0:
-        message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % done.returncode
-        return done.returncode, report, message
+    if returncode != 0:
+        message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % returncode
+        return returncode, report, message
+    if not a.min_speedup:
+        return 0, report, "ok"
 
-    if a.min_speedup:
-        def gate_failed(code, verdict):
-            # A model that failed its gate is not an output: the artifact upload must not carry it.
-            for path in (out, out.with_name(out.name + ".data")):
-                if path.exists():
-                    path.unlink()
-            return code, report, verdict
+    def gate_failed(code, verdict):
+        # A model that failed its gate is not an output: the artifact upload must not carry it.
+        remove_output(out)
+        return code, report, verdict
 
-        try:
-            checked = dwdeconv_rewrite.check(str(model), str(out), runtime=a.runtime, bench=True,
-                                             min_speedup=float(a.min_speedup),
-                                             args=["--input-shape=" + s for s in shapes])
-        except dwdeconv_rewrite.DwdeconvError as e:
-            echo(e.log)
-            report["speed_check"] = e.report
-            return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
-        echo(checked.log)
-        report["speed_check"] = checked.report
-        if not checked.passed:
-            return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
-                               % (a.runtime, checked.error or "failed", checked.speedup, a.min_speedup))
+    if report.get("rewritten") == 0:
+        # The output is the input: a ratio of two timings of one model is noise, not a speedup. So nothing is
+        # timed, and the speedup is 1.00x, as the tool's own --min-speedup has it.
+        gate = float(a.min_speedup)
+        why = "no node was rewritten, so the output is the input (1.00x)"
+        failed = gate > 1.0
+        verdict = "--min-speedup %g: %s" % (gate, why)
+        print(escape("nothing to time: " + why), file=log_stream(), flush=True)
+        report["speed_check"] = {"exit_code": 1 if failed else 0, "error": verdict if failed else None,
+                                 "min_speedup": gate, "bench": {"speedup": 1.0}, "not_timed": why}
+        if failed:
+            return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s" % (a.runtime, verdict))
+        return 0, report, "ok"
+
+    try:
+        checked = dwdeconv_rewrite.check(str(model), str(out), runtime=a.runtime, bench=True,
+                                         min_speedup=float(a.min_speedup), args=["--input-shape=" + s for s in shapes])
+    except dwdeconv_rewrite.DwdeconvError as e:
+        echo(e.log)
+        report["speed_check"] = e.report
+        return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
+    echo(checked.log)
+    report["speed_check"] = checked.report
+    if not checked.passed:
+        return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
+                           % (a.runtime, checked.error or "failed", checked.speedup, a.min_speedup))
     return 0, report, "ok"
 
 
@@ -383,7 +476,7 @@ def write_summary(path, rows, passed, report_path):
     for i, row in enumerate(rows):
         size += len(row.encode()) + 1
         if size > SUMMARY_BUDGET:
-            lines += ["", "%d more models: see the report, %s" % (len(rows) - i, escape(report_path, "markdown"))]
+            lines += ["", "%d more models: see the report, %s" % (len(rows) - i, escape(report_path, "markdown-text"))]
             break
         lines.append(row)
     with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
@@ -409,6 +502,9 @@ def main(argv=None):
     # The runner reads UTF-8; a name this locale cannot encode is escaped instead of ending the run.
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+    # A SIGTERM (a cancelled workflow) is passed on to the running tool; once it has cleaned up, and the speed gate
+    # it was running has removed its unchecked output, this script exits 143.
+    signal.signal(signal.SIGTERM, forward_sigterm)
     a = parse_args(argv)
     try:
         tool = dwdeconv_rewrite.binary_path()
@@ -427,10 +523,10 @@ def main(argv=None):
         return dwdeconv_rewrite.EXIT_USAGE
 
     model_files = {os.path.realpath(m): m for m in models}
-    if os.path.realpath(a.report) in model_files:
-        message = "report: '%s' is one of the models" % a.report
-        annotate("error", message)
-        say("error: " + message)
+    problem = report_problem(a.report, models, a.output_dir)
+    if problem:
+        annotate("error", problem)
+        say("error: " + problem)
         return dwdeconv_rewrite.EXIT_USAGE
 
     reports, rows, failed, first_code = [], [], [], 0
@@ -480,4 +576,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # the tool it was running has ended, and cleaned up
+        say("interrupted")
+        sys.exit(130)

@@ -6,6 +6,7 @@ code and its message.
 """
 
 import json
+import math
 import operator
 import os
 import re
@@ -15,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from dwdeconv_rewrite._binary import EXIT_NOT_FOUND, find_binary
+from dwdeconv_rewrite._process import run as run_binary
 
 # The binary's exit codes (cli/exit_codes.h).
 EXIT_OK = 0
@@ -180,12 +182,16 @@ def _model_file(model, directory, name, what):
 
 
 def _run(args):
-    """Runs the binary with `args`; (exit code, stderr text)."""
+    """Runs the binary with `args`; (exit code, stderr text). A KeyboardInterrupt or SIGTERM meanwhile is passed on to
+    the binary, which cleans up before the KeyboardInterrupt (or SystemExit(143)) goes on (_process.run)."""
     binary, problem = find_binary()
     if binary is None:
         raise DwdeconvError(EXIT_NOT_FOUND, problem)
-    done = subprocess.run([binary] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return done.returncode, done.stderr.decode("utf-8", errors="replace")
+    # stderr to an unnamed file, not a pipe: nothing to read while waiting, and nothing left behind however this ends.
+    with tempfile.TemporaryFile() as err:
+        code = run_binary([binary] + args, stdout=subprocess.DEVNULL, stderr=err)
+        err.seek(0)
+        return code, err.read().decode("utf-8", errors="replace")
 
 
 def _read_report(path):
@@ -209,6 +215,20 @@ def _failure(code, log, report):
         others = [line for line in log.strip().splitlines() if line and line != "Run with --help for more information."]
         message = "; ".join(errors or others) or "dwdeconv-rewrite exited %d" % code
     return DwdeconvError(code, message, log, report)
+
+
+def _speedup_gate(value):
+    """min_speedup as the float --min-speedup takes: a finite number > 0, as the binary requires; not a bool
+    (float(True) would make it 1.0)."""
+    number = None
+    if not isinstance(value, bool) and getattr(getattr(value, "dtype", None), "kind", "") != "b":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            pass
+    if number is None or not (math.isfinite(number) and number > 0):
+        raise _usage("min_speedup: expected a finite number > 0, not %r" % (value,))
+    return number
 
 
 def rewrite(model, *, target=None, verify=False, forms=None, only=(), skip=(), input_shapes=None, output=None,
@@ -277,10 +297,7 @@ def check(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_spee
     if bench or min_speedup is not None:
         options.append("--bench")
     if min_speedup is not None:
-        try:
-            options.append("--min-speedup=%r" % float(min_speedup))
-        except (TypeError, ValueError):
-            raise _usage("min_speedup: expected a number, not %r" % (min_speedup,)) from None
+        options.append("--min-speedup=%r" % _speedup_gate(min_speedup))
     options += _input_shape_args(input_shapes)
     options += _names(args, "args")
 

@@ -11,6 +11,9 @@ swapped in meaning fail (exit 1), inputs declared in another order with a negate
 values with inputs and outputs listed in another order come back under the right names from the runtime layer,
 a runtime returning fewer outputs than the graph declares is a run error, and (LiteRT: an output onnx2tf drops;
 ExecuTorch: a Split's outputs onnx2torch cannot name) a converted model whose outputs cannot be named is exit 3.
+Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
+package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
+litert) the probe's too, which the binary reports as exit 2.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -190,6 +193,8 @@ def main():
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
             check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
         names_not_positions(runtime, d, tool_run, env)
+        broken_package(runtime, d, src, tool_run, env)
+        typed_inputs(runtime, d, tool_run)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
         return 1
@@ -341,6 +346,125 @@ sys.exit(check.check(sys.argv[2:]))
         print("-- 8e. executorch: a Split's outputs listed against the node's order are refused at conversion", flush=True)
         r = tool_run(split, "--compare", split, "--runtime", runtime)
         check(r.returncode == 3 and "cannot be told apart by name" in r.stderr, "outputs onnx2torch cannot name: exit 3")
+
+
+def typed_inputs(runtime, d, tool_run):
+    """10. Graph inputs of other element types than float32: y = x + Cast(k0) + Cast(k1) ..., x float32 and the k's
+    int64, then bool, float16, int32, uint8, int8 and int16 too, each model compared with itself, the integer inputs
+    given as TensorProto files (--input). ExecuTorch traced every input with float32 values from
+    common.onnx_inputs(), so its program refused the int64 one at run time (`method->set_inputs() ... failed with
+    error 0x12`): the example inputs now follow the declared types. LiteRT refused the float16 input, which onnx2tf
+    makes a float32 one: it is now fed the same values as float32."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    shape = [1, 4, 8, 8]
+    rng = np.random.default_rng(10)
+    kinds = {"int64": TensorProto.INT64, "bool": TensorProto.BOOL, "float16": TensorProto.FLOAT16,
+             "int32": TensorProto.INT32, "uint8": TensorProto.UINT8, "int8": TensorProto.INT8, "int16": TensorProto.INT16}
+    cases = [["int64"], list(kinds)]
+    for types in cases:
+        name = "typed_" + "_".join(types)
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
+        nodes, total, given = [], "x", []
+        for k, t in enumerate(types):
+            inputs.append(helper.make_tensor_value_info(f"k{k}", kinds[t], shape))
+            nodes += [helper.make_node("Cast", [f"k{k}"], [f"c{k}"], to=TensorProto.FLOAT),
+                      helper.make_node("Add", [total, f"c{k}"], [f"s{k}"])]
+            total = f"s{k}"
+            if t != "float16":  # the binary seeds float inputs itself, and asks for the others' values
+                values = rng.integers(0, 2, shape).astype(bool) if t == "bool" else rng.integers(0, 4, shape).astype(t)
+                pb = os.path.join(d, f"{name}_k{k}.pb")
+                with open(pb, "wb") as f:
+                    f.write(numpy_helper.from_array(values, f"k{k}").SerializeToString())
+                given += ["--input", f"k{k}={pb}"]
+        nodes.append(helper.make_node("Identity", [total], ["y"]))
+        graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        path = os.path.join(d, f"{name}.onnx")
+        onnx.save(model, path)
+        print(f"-- 10. {runtime}: graph inputs float32 and {', '.join(types)}", flush=True)
+        r = tool_run(path, "--compare", path, "--runtime", runtime, *given)
+        check(r.returncode == 0 and "verification passed" in r.stderr,
+              f"a model with {', '.join(types)} graph inputs runs on {runtime} (exit 0)")
+    # The seeded example inputs (common.onnx_inputs, which the converters trace with and the benchmarks feed) have
+    # the declared types; a type they are not made for is a StageError naming the input.
+    module = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                                   "python")
+    sys.path.insert(0, module)
+    try:
+        from dwdeconv_rewrite.runtimes.common import StageError, onnx_inputs
+    finally:
+        sys.path.remove(module)
+    feeds = onnx_inputs(path, 0)
+    check({n: str(v.dtype) for n, v in feeds.items()} == dict(x="float32", **{f"k{k}": t for k, t in enumerate(kinds)})
+          and all(v.shape == tuple(shape) for v in feeds.values()), "onnx_inputs gives each input its declared type")
+    model.graph.input[1].type.tensor_type.elem_type = TensorProto.BFLOAT16
+    onnx.save(model, path)
+    try:
+        onnx_inputs(path, 0)
+        refused = ""
+    except StageError as e:
+        refused = str(e)
+    check("graph input 'k0' is BFLOAT16" in refused and refused.startswith("example inputs: "),
+          f"onnx_inputs refuses a bfloat16 input, naming it ({refused})")
+
+
+# The package of each runtime that a broken install stands in for: installed (importlib finds it), failing on import.
+BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch"}
+
+
+def broken_package(runtime, d, src, tool_run, env):
+    """9. Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
+package that is installed but fails to import (a missing shared library) is an `error import`
+    answer and exit 5 from check.py (the probe's too, for ort and litert, where importing is cheap), not a
+    traceback and exit 1 that the binary took for a failed check (exit 3, with a report)."""
+    module_dir = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                                       "..", "python")
+    package = BROKEN[runtime]
+    for name, raised in (("broken-import", 'ImportError("lib%s.so: cannot open shared object file")' % package),
+                         ("broken-init", 'RuntimeError("%s: no usable CPU found")' % package))[: 2 if runtime == "ort" else 1]:
+        shadow = os.path.join(d, name)
+        os.makedirs(os.path.join(shadow, package), exist_ok=True)
+        with open(os.path.join(shadow, package, "__init__.py"), "w") as f:
+            f.write(f"raise {raised}\n")
+        text = raised.split('"')[1]
+        # The shadowing package comes before site-packages, as a PYTHONPATH entry does.
+        benv = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [shadow, module_dir, env.get("PYTHONPATH")])))
+        ins, out, work = (os.path.join(d, f"{name}-{k}") for k in ("inputs", "out", "work"))
+        for folder in (ins, out):
+            os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(ins, "inputs.txt"), "w") as f:
+            f.write("")
+        print(f"-- 9. {runtime}: {package} installed but raising {raised.split('(')[0]} on import", flush=True)
+        r = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", runtime, "--work", work,
+                            "--original", src, "--rewritten", src, "--inputs", ins, "--out", out], capture_output=True,
+                           text=True, env=benv)
+        result = os.path.join(out, "result.tsv")
+        lines = [l.split("\t") for l in open(result).read().splitlines()] if os.path.exists(result) else []
+        print(f"  check: exit {r.returncode}; answer {lines}\n  " + r.stderr.strip()[-800:].replace("\n", "\n  "), flush=True)
+        errors = [l for l in lines if l[0] == "error"]
+        check(r.returncode == 5 and len(errors) == 1 and errors[0][1:3] == ["import", runtime]
+              and package in errors[0][3] and text in errors[0][3] and errors[-1] == lines[-1],
+              f"check: a {package} that fails to import is an 'error import {runtime}' line and exit 5")
+        check("Traceback" not in r.stderr, "check: no traceback")
+        probe = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "probe", runtime], capture_output=True,
+                               text=True, env=benv)
+        said = [l.split("\t") for l in probe.stdout.splitlines()]
+        print(f"  probe: exit {probe.returncode}; answer {said}", flush=True)
+        if runtime in ("ort", "litert"):
+            check(probe.returncode == 5 and said[-1][:3] == ["error", "import", runtime] and text in said[-1][3],
+                  f"probe: a {package} that fails to import is an 'error import {runtime}' line and exit 5")
+            # The binary takes a failed probe for an interpreter that cannot run the check: exit 2, no report.
+            report = os.path.join(d, f"{name}.json")
+            r = tool_run(src, "--compare", src, "--runtime", runtime, "--report", report, environ=benv)
+            check(r.returncode == 2 and text in r.stderr and not os.path.exists(report),
+                  f"dwdeconv-rewrite --runtime {runtime}: a {package} that fails to import is exit 2, saying why")
+        else:
+            check(probe.returncode == 0 and not any(l[0] == "missing" for l in said),
+                  "probe: the package is there (importing torch and executorch costs seconds; check answers for it)")
 
 
 if __name__ == "__main__":

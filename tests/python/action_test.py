@@ -10,17 +10,22 @@ ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTH
 """
 
 import glob
+import html
 import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from pathlib import Path
+
+from process_tree import alive, cmdline, descendants, kill_all, wait_for
 
 SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
 SCRIPT = SOURCE / "action" / "run.py"
@@ -113,6 +118,12 @@ def read_github_output(text):
     return outputs
 
 
+def cell_text(cell):
+    """A summary cell's text: a code span's content (its `\\|` a `|`), else the cell."""
+    span = re.fullmatch(r"(`+) (.*) \1", cell, re.S)
+    return span.group(2).replace("\\|", "|") if span else cell
+
+
 def summary_rows(summary):
     """The job summary's table rows, each as its cells split at the pipes that are not escaped."""
     rows = [line for line in summary.splitlines() if line.startswith("|")][2:]
@@ -166,7 +177,7 @@ class ActionScriptTest(unittest.TestCase):
                                    "failed": "1"})
         summary = (self.work / "gh-summary").read_text()
         self.assertIn("2 of 3 models passed", summary)
-        self.assertIn("| models/nested/migan_tiny_deconv.onnx | 8 | 0 | pass |  | ok |", summary)
+        self.assertIn("| ` models/nested/migan_tiny_deconv.onnx ` | 8 | 0 | pass |  | ok |", summary)
         self.assertIn("2 of 3 models passed; report in dwdeconv-rewrite-report.json", err)
 
     def test_a_directory_with_a_sidecar_passes_and_earlier_outputs_are_left_out(self):
@@ -250,6 +261,106 @@ class ActionScriptTest(unittest.TestCase):
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
 
+    def test_a_model_with_nothing_rewritten_is_not_timed_and_is_1x(self):
+        # The output is the input: timing both measured noise, so min-speedup 1.02 passed or failed by chance (3 of
+        # 8 runs passed). Now nothing is timed: the speedup is 1.00x, which fails any min-speedup over 1, as the
+        # binary's own gate does. A stand-in tool rewrites through the real binary and answers --compare with a
+        # speedup of 1.5, recording the call.
+        stub = self.work / "stub-tool"
+        calls = self.work / "compare-calls"
+        stub.write_text(textwrap.dedent("""\
+            #!%s
+            import json, os, sys
+            args = sys.argv[1:]
+            if "--compare" not in args:
+                os.execv(%r, [%r] + args)
+            open(%r, "a").write("compare\\n")
+            with open(args[args.index("--report") + 1], "w") as f:
+                json.dump({"exit_code": 0, "bench": {"speedup": 1.5}}, f)
+            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"], str(calls))))
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+               "INPUT_ARGS": "--forms nearest_mask"}  # none of its upsamplers is of that form: 0 rewritten
+        output = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
+        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.02"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("speed check on xnnpack: --min-speedup 1.02: no node was rewritten, so the output is the input "
+                      "(1.00x)", err)
+        self.assertFalse(calls.exists(), "the speed gate timed a model with nothing rewritten")
+        self.assertFalse(output.exists())
+        [r] = self.report()
+        self.assertEqual((r["rewritten"], r["speed_check"]["bench"]["speedup"], r["speed_check"]["exit_code"]), (0, 1.0, 1))
+        self.assertIn("| 1.00x | ` exit 1: speed check on xnnpack: --min-speedup 1.02: no node was rewritten",
+                      (self.work / "gh-summary").read_text())
+        for gate in ("1", "0.5"):
+            with self.subTest(min_speedup=gate):
+                code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP=gate))
+                self.assertEqual(code, 0, err)
+                self.assertFalse(calls.exists())
+                self.assertTrue(output.exists())
+                self.assertEqual(self.report()[0]["speed_check"]["bench"]["speedup"], 1.0)
+                self.assertIn("| 1.00x | ok |", (self.work / "gh-summary").read_text())
+
+    def interrupt_the_speed_gate(self, sig):
+        """Runs the action with a speed gate whose bench runs for minutes (a stand-in tool adds --runs 100000 to the
+        real binary's --compare) and sends `sig` to the script once the check runs; (exit code, stderr, the
+        processes below the script before the signal, those alive after, what is left in TMPDIR)."""
+        stub = self.work / "slow-compare-tool"
+        stub.write_text(textwrap.dedent("""\
+            #!%s
+            import os, sys
+            extra = ["--runs", "100000"] if "--compare" in sys.argv else []
+            os.execv(%r, [%r] + sys.argv[1:] + extra)
+            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"])))
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+        scratch = self.work / "tmp"
+        scratch.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
+        env.update(DWDECONV_REWRITE=str(stub), TMPDIR=str(scratch), INPUT_MODELS="models/nested/migan_tiny_deconv.onnx",
+                   INPUT_MIN_SPEEDUP="1.01")
+        # SIGINT raises KeyboardInterrupt, as in a foreground job (a shell's & ignores SIGINT).
+        start = "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); " \
+                "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"
+        proc = subprocess.Popen([sys.executable, "-c", start, str(SCRIPT)], cwd=self.work, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = []
+        try:
+            started = wait_for(lambda: proc.poll() is not None
+                               or any("--compare" in cmdline(p) for p in descendants(proc.pid)), 120)
+            time.sleep(1)
+            seen = descendants(proc.pid)
+            self.assertTrue(started and proc.poll() is None, "the speed gate did not get under way: %s" % (
+                proc.communicate()[1][-2000:] if proc.poll() is not None else "timed out"))
+            os.kill(proc.pid, sig)
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            wait_for(lambda: not any(alive(p) for p in seen), 3)
+            return proc.returncode, err, seen, [cmdline(p)[:4] for p in seen if alive(p)], sorted(os.listdir(scratch))
+        finally:
+            kill_all(seen)
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+
+    def test_an_interrupt_or_sigterm_ends_the_speed_gate_and_removes_its_unchecked_output(self):
+        # Before: the KeyboardInterrupt SIGKILLed the check's binary and left OUTPUT/...xnn.onnx, never gated, for
+        # the artifact upload; SIGTERM ended the script alone, and the binary went on benching.
+        output = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
+        for sig, exit_code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+            with self.subTest(signal=sig.name):
+                shutil.rmtree(self.work / "tmp", ignore_errors=True)
+                code, err, seen, left, leftovers = self.interrupt_the_speed_gate(sig)
+                self.assertTrue(seen, "the check's binary was running")
+                self.assertEqual(left, [], "still running after %s: %s" % (sig.name, left))
+                self.assertFalse(output.exists(), "the output whose speed gate did not finish is still there")
+                self.assertEqual(leftovers, [])
+                self.assertEqual(code, exit_code, err[-3000:])
+                self.assertNotIn("Traceback", err)
+                self.assertEqual(sorted(p.name for p in output.parent.iterdir()), ["migan_tiny_deconv.xnn.report.json"])
+
 
     # Issue 26: a hostile model file name, node name or input value.
 
@@ -322,11 +433,58 @@ class ActionScriptTest(unittest.TestCase):
         rows = summary_rows(summary)
         self.assertEqual(len(rows), len(models), summary)
         self.assertTrue(all(len(r) == 6 for r in rows), rows)
-        self.assertEqual([r[5].split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
+        self.assertEqual([cell_text(r[5]).split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
         for row in rows:
             for cell in row:
-                self.assertNotRegex(cell, r"(?<!\\)[\[<`]", "a link, HTML or code span from a name: %r" % cell)
-        self.assertIn("hostile/ok evil\\\\x0a::error title=forged", summary)
+                # A name or a message is one code span, which no backtick in it ends (nothing in one is markup).
+                span = re.fullmatch(r"(`+) (.*) \1", cell, re.S)
+                self.assertTrue(re.fullmatch(r"[0-9]*|pass|FAIL|ok", cell) or (span and span.group(1) not in span.group(2)),
+                                "a cell that is not a code span: %r" % cell)
+        self.assertIn("` hostile/ok evil\\x0a::error title=forged", summary)
+
+    def test_a_name_in_the_summary_is_shown_as_it_is_and_formats_nothing(self):
+        # '_' and GitHub's autolinks (www., URLs, e-mail addresses) were not escaped: "__bold__" rendered bold. Each
+        # name cell is a code span now, whose fence is longer than any run of backticks in the name.
+        d = self.work / "md" / "www.evil-link.com"
+        d.mkdir(parents=True)
+        names = ["__bold__ www.evil-link.com.onnx", "a|b`c``d.onnx", "me@evil.example *em* ~~s~~ :smile: @user #12.onnx",
+                 "x\\|y https:__evil.example_x <b>&amp; $m$.onnx", "`tick.onnx"]
+        for n in names:
+            shutil.copy(EXAMPLES[0], d / n)
+        models = sorted(str(Path("md/www.evil-link.com") / n) for n in names)
+        code, err, _, _ = self.run_action({"INPUT_MODELS": "md", "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        summary = (self.work / "gh-summary").read_text()
+        rows = summary_rows(summary)
+        self.assertEqual([len(r) for r in rows], [6] * len(names), summary)
+        for model, row in zip(models, rows):
+            span = re.fullmatch(r"(`+) (.*) \1", row[0], re.S)
+            self.assertIsNotNone(span, "not a code span: %r" % row[0])
+            self.assertNotIn(span.group(1), span.group(2))
+            self.assertEqual(span.group(2).replace("\\|", "|"), model)
+        # As GitHub renders it (cmark-gfm), and as markdown-it does with its GFM tables and linkify, where installed.
+        renderers = []
+        try:
+            import cmarkgfm
+            renderers.append(("cmark-gfm", cmarkgfm.github_flavored_markdown_to_html))
+        except ImportError:
+            pass
+        try:
+            import linkify_it  # noqa: F401 - markdown-it's linkify needs it
+            from markdown_it import MarkdownIt
+            renderers.append(("markdown-it", MarkdownIt("gfm-like", {"linkify": True}).render))
+        except ImportError:
+            pass
+        if not renderers:
+            print("action_test: neither cmarkgfm nor markdown-it-py with linkify-it-py is importable: the summary's "
+                  "rendering is not checked", file=sys.stderr)
+        for what, render in renderers:
+            with self.subTest(renderer=what):
+                page = render(summary)
+                self.assertNotRegex(page, r"<(a|strong|em|del|b|img)\b", page)
+                cells = re.findall(r"<tr>\s*<td>(.*?)</td>", page, re.S)
+                self.assertEqual([html.unescape(re.fullmatch(r"<code>(.*)</code>", c, re.S).group(1)) for c in cells],
+                                 models, page)
 
     def test_a_model_name_starting_with_a_dash_is_a_file_not_options(self):
         # Given to the tool as an argument, "-v2.onnx" is -v and a model "-2.onnx": today's other file.
@@ -374,7 +532,7 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual(outputs["failed"], "1")
         self.assertIn("dwdeconv-rewrite action: bad\\xff\\xfe.onnx: ok", err)
         self.assertTrue((self.work / "dwdeconv-rewrite-out" / (os.fsdecode(b"bad\xff\xfe") + ".xnn.onnx")).is_file())
-        self.assertIn("| bad\\\\xff\\\\xfe.onnx | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
+        self.assertIn("| ` bad\\xff\\xfe.onnx ` | 8 | 0 | pass |  | ok |", (self.work / "gh-summary").read_text())
         self.assertEqual(len(self.report()), 4)
 
     def test_an_output_path_taken_by_a_directory_fails_that_model_only(self):
@@ -424,6 +582,41 @@ class ActionScriptTest(unittest.TestCase):
         self.assertIn("report: './a.onnx' is one of the models", err)
         self.assertEqual((self.work / "a.onnx").read_bytes(), EXAMPLES[0].read_bytes())
 
+    def test_the_report_replaces_only_an_earlier_report(self):
+        # INPUT_REPORT naming a model's external data replaced it with JSON, and naming where a rewritten model goes
+        # replaced that model with the report; both passed (exit 0).
+        (self.work / "models2").mkdir()
+        shutil.copy(EXAMPLES[0], self.work / "models2/ext.onnx")
+        data = self.work / "models2/ext.onnx.data"
+        data.write_bytes(b"\x00\x01 tensor bytes")
+        (self.work / "notes.txt").write_text("not a report\n")
+        env = {"INPUT_MODELS": "models2/ext.onnx", "INPUT_OUTPUT_DIR": "out3", "INPUT_VERIFY": "false"}
+        for report, fragment in (("models2/ext.onnx.data", "exists and is not a report"),
+                                 ("notes.txt", "exists and is not a report"),
+                                 ("out3/models2/ext.xnn.onnx", "is where the rewritten model of models2/ext.onnx goes"),
+                                 ("out3/models2/ext.xnn.onnx.data", "is where the external data of the rewritten model of"),
+                                 ("out3/models2/ext.xnn.report.json", "is where the report of the rewrite of")):
+            with self.subTest(report=report):
+                code, err, out, _ = self.run_action(dict(env, INPUT_REPORT=report))
+                self.assertEqual(code, 2, err)
+                self.assertIn("report: '%s' %s" % (report, fragment), err)
+                self.assertIn("::error title=dwdeconv-rewrite::report: ", out)
+                self.assertFalse((self.work / "out3").exists(), "a model ran")
+        self.assertEqual(data.read_bytes(), b"\x00\x01 tensor bytes")
+        self.assertEqual((self.work / "notes.txt").read_text(), "not a report\n")
+        # Once the outputs exist, the same: the rewritten model is not replaced by the report.
+        code, err, _, _ = self.run_action(env)
+        self.assertEqual(code, 0, err)
+        rewritten = (self.work / "out3/models2/ext.xnn.onnx").read_bytes()
+        code, err, _, _ = self.run_action(dict(env, INPUT_REPORT="out3/models2/ext.xnn.onnx"))
+        self.assertEqual(code, 2, err)
+        self.assertEqual((self.work / "out3/models2/ext.xnn.onnx").read_bytes(), rewritten)
+        # An earlier report is replaced.
+        for _ in range(2):
+            code, err, _, _ = self.run_action(dict(env, INPUT_REPORT="reports/r.json"))
+            self.assertEqual(code, 0, err)
+            self.assertEqual([r["input"] for r in self.report("reports/r.json")], ["models2/ext.onnx"])
+
     def test_a_name_holding_a_unicode_line_separator_is_one_entry(self):
         # U+2028, U+0085, form feed and the like end no line in YAML or the runner, so none ends an entry of MODELS.
         names = ["a\u2028b.onnx", "c\x85d.onnx", "e\x0cf.onnx", "g\x1ch.onnx"]
@@ -433,6 +626,25 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual([r["rewritten"] for r in self.report()], [8, 8, 8, 8])
         self.assertIn("dwdeconv-rewrite action: a\\u2028b.onnx: ok", err)
+
+    def test_a_named_file_whose_name_holds_glob_characters_is_that_file(self):
+        # "net[v2].onnx" was taken for a glob, which matches "netv.onnx" or "net2.onnx" but not itself: the model
+        # was skipped with a warning and the run passed on the other one (exit 0).
+        (self.work / "m6").mkdir()
+        for name in ("net[v2].onnx", "other.onnx", "w*ld?.onnx"):
+            shutil.copy(EXAMPLES[0], self.work / "m6" / name)
+        shutil.copy(EXAMPLES[0], self.work / "m6" / "net2.onnx")  # what the glob would match
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "m6/net[v2].onnx m6/other.onnx m6/w*ld?.onnx",
+                                             "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("matches no", err)
+        self.assertEqual([r["input"] for r in self.report()], ["m6/net[v2].onnx", "m6/other.onnx", "m6/w*ld?.onnx"])
+        self.assertIn("3 of 3 models passed", err)
+        self.assertTrue((self.work / "dwdeconv-rewrite-out/m6/net[v2].xnn.onnx").is_file())
+        # A pattern that names no file is still a glob.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "m6/net[2].onnx", "INPUT_VERIFY": "false"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual([r["input"] for r in self.report()], ["m6/net2.onnx"])
 
     def test_a_glob_does_not_follow_a_link_to_a_directory(self):
         # A link to an ancestor made glob.glob repeat every model below it until ELOOP (two links: 2**40 paths).

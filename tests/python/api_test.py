@@ -11,13 +11,17 @@ import os
 import stat
 import subprocess
 import sys
+import importlib.util
+import signal
 import tempfile
 import textwrap
+import time
 import unittest
 from pathlib import Path
 
 import dwdeconv_rewrite
 from dwdeconv_rewrite import DwdeconvError
+from process_tree import alive, cmdline, descendants, kill_all, wait_for
 
 EXAMPLES = Path(os.environ["DWDECONV_SOURCE_DIR"]) / "examples"
 MIGAN = EXAMPLES / "migan_tiny_deconv.onnx"  # 8 depthwise ConvTranspose nodes, all rewritten
@@ -262,6 +266,28 @@ class CheckTest(unittest.TestCase):
                 args = json.loads(argv_file.read_text())
                 self.assertFalse([a for a in args if a.startswith(("--runtime", "--python", "--verify", "--bench"))])
 
+    def test_min_speedup_is_a_finite_number_above_zero_as_on_the_command_line(self):
+        # True was taken for 1.0 (float(True)), and nan, inf and values <= 0 reached the binary, or a stand-in.
+        with tempfile.TemporaryDirectory() as tmp:
+            stub = Path(tmp) / "stub"
+            stub.write_text(textwrap.dedent("""\
+                #!%s
+                import json, sys
+                args = sys.argv[1:]
+                json.dump({"exit_code": 0, "argv": args}, open(args[args.index("--report") + 1], "w"))
+                """ % sys.executable))
+            stub.chmod(0o755)
+            with environment(DWDECONV_REWRITE=str(stub)):
+                for bad in (True, False, float("nan"), float("inf"), "-inf", 0, -1.5, "fast", [2]):
+                    with self.subTest(min_speedup=bad):
+                        with self.assertRaises(DwdeconvError) as e:
+                            dwdeconv_rewrite.check(MIGAN, MIGAN, min_speedup=bad)
+                        self.assertEqual(e.exception.exit_code, 2)
+                        self.assertIn("min_speedup: expected a finite number > 0", e.exception.message)
+                for good, option in ((1.1, "--min-speedup=1.1"), (2, "--min-speedup=2.0"), ("1.25", "--min-speedup=1.25")):
+                    with self.subTest(min_speedup=good):
+                        self.assertIn(option, dwdeconv_rewrite.check(MIGAN, MIGAN, min_speedup=good).report["argv"])
+
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_a_tampered_model_proto_fails(self):
         r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)))
@@ -271,6 +297,95 @@ class CheckTest(unittest.TestCase):
         values.flat[0] += 1.0
         w.CopyFrom(numpy_helper.from_array(values, w.name))
         self.assertFalse(dwdeconv_rewrite.check(MIGAN, r.model).passed)
+
+
+# A script that rewrites MODEL to OUT, then checks them with a bench that runs for minutes: what a signal interrupts.
+INTERRUPTED_CALL = """\
+import json, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a foreground job (a shell's & ignores SIGINT)
+import dwdeconv_rewrite
+dwdeconv_rewrite.rewrite(sys.argv[1], output=sys.argv[2])
+dwdeconv_rewrite.check(sys.argv[1], sys.argv[2], bench=True, args=["--runs", "100000"], **json.loads(sys.argv[3]))
+print("the check was not interrupted")
+"""
+
+
+class SignalTest(unittest.TestCase):
+    """A SIGINT (KeyboardInterrupt) or SIGTERM to the Python process while the binary runs ends the binary the way a
+    signal to it does: its runtime child ends too, and no scratch directory is left (issue 26 review)."""
+
+    def interrupt(self, sig, check_kwargs, ready):
+        """Runs INTERRUPTED_CALL with TMPDIR a fresh directory, sends it `sig` once ready(pid, tmpdir) says the
+        check is under way; (exit code, its stderr, the processes below it before the signal, those still alive
+        after, what is left in TMPDIR)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            scratch = Path(tmp) / "tmp"
+            scratch.mkdir()
+            script = Path(tmp) / "call.py"
+            script.write_text(INTERRUPTED_CALL)
+            proc = subprocess.Popen([sys.executable, str(script), str(MIGAN), str(Path(tmp) / "rewritten.onnx"),
+                                     json.dumps(check_kwargs)], env=dict(os.environ, TMPDIR=str(scratch)),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            seen = []
+            try:
+                started = wait_for(lambda: proc.poll() is not None or ready(proc.pid, scratch), 120)
+                time.sleep(1)
+                seen = descendants(proc.pid)
+                self.assertTrue(started and proc.poll() is None, "the check did not get under way: %s" % (
+                    proc.communicate()[1][-2000:] if proc.poll() is not None else "timed out"))
+                os.kill(proc.pid, sig)
+                try:
+                    _, err = proc.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    _, err = proc.communicate()
+                wait_for(lambda: not any(alive(p) for p in seen), 3)
+                return proc.returncode, err, seen, [cmdline(p)[:4] for p in seen if alive(p)], sorted(os.listdir(scratch))
+            finally:
+                kill_all(seen)
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+
+    @staticmethod
+    def comparing(pid, _scratch):
+        return any("--compare" in cmdline(p) for p in descendants(pid))
+
+    def test_sigterm_ends_the_binary_then_exits_143(self):
+        # Before: SIGTERM's default action ended the Python process alone, and the binary went on benching.
+        code, err, seen, left, leftovers = self.interrupt(signal.SIGTERM, {}, self.comparing)
+        self.assertTrue(seen, "the binary was running")
+        self.assertEqual(left, [], "still running after SIGTERM: %s" % left)
+        self.assertEqual(code, 143, err[-2000:])
+        self.assertEqual(leftovers, [])
+
+    @unittest.skipIf(importlib.util.find_spec("onnxruntime") is None or onnx is None,
+                     "this interpreter lacks onnxruntime or onnx: the --runtime ort case is skipped")
+    def test_an_interrupt_ends_the_runtime_child_and_leaves_no_scratch_directory(self):
+        # Before: subprocess.run SIGKILLed the binary on the KeyboardInterrupt; its runtime child, in a process group
+        # of its own, went on benching, and the binary's dwdeconv-runtime-* directory stayed in TMPDIR.
+        def runtime_running(pid, scratch):
+            return (any("dwdeconv_rewrite.runtimes" in cmdline(p) for p in descendants(pid))
+                    and any(n.startswith("dwdeconv-runtime-") for n in os.listdir(scratch)))
+
+        code, err, seen, left, leftovers = self.interrupt(signal.SIGINT, {"runtime": "ort"}, runtime_running)
+        self.assertEqual(len(seen), 2, "the binary and its runtime child were running: %s" % [cmdline(p)[:4] for p in seen])
+        self.assertEqual(left, [], "still running after the interrupt: %s" % left)
+        self.assertEqual(leftovers, [])
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertIn(code, (-signal.SIGINT, 130), err[-2000:])
+
+    def test_the_binary_is_asked_to_end_with_its_parent_and_sigterm_is_left_as_it_was(self):
+        # DWDECONV_EXIT_WITH_PARENT=1: the binary has Linux send it SIGTERM when this process dies, kill -9 included.
+        with tempfile.TemporaryDirectory() as tmp:
+            stub = Path(tmp) / "stub"
+            stub.write_text("#!%s\nimport os, sys\nsys.stderr.write('error: EXIT_WITH_PARENT=%%s' %% "
+                            "os.environ.get('DWDECONV_EXIT_WITH_PARENT'))\nsys.exit(3)\n" % sys.executable)
+            stub.chmod(0o755)
+            with environment(DWDECONV_REWRITE=str(stub)), self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.rewrite(MIGAN)
+            self.assertEqual(e.exception.message, "EXIT_WITH_PARENT=1")
+        self.assertIs(signal.getsignal(signal.SIGTERM), signal.SIG_DFL)
 
 
 class CommandLineTest(unittest.TestCase):

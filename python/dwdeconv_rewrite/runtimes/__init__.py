@@ -38,6 +38,33 @@ REQUIREMENTS = {
 }
 
 
+# What the `check` process itself imports for each runtime (the converters' packages, onnx2tf and TensorFlow,
+# onnx2torch, are imported by their child processes), imported first so that a package that is installed but fails
+# to import (a missing shared library, a broken dependency) is answered as that: check.py's `error import` line.
+CHECK_IMPORTS = {
+    "ort": ["numpy", "onnx", "onnxruntime"],
+    "litert": ["numpy", "onnx", "ai_edge_litert.interpreter"],
+    "executorch": ["numpy", "onnx", "torch", "executorch.runtime"],
+}
+# Those of them that `probe` imports too: the cheap ones (under a second together; torch and executorch.runtime
+# take several seconds, which every check would pay twice).
+PROBE_IMPORTS = {"ort": CHECK_IMPORTS["ort"], "litert": CHECK_IMPORTS["litert"], "executorch": ["numpy", "onnx"]}
+
+
+def import_failure(modules: list[str]) -> tuple[str, str, str] | None:
+    """(message, module, pip name) for the first of `modules` that is there but raises on import (any Exception,
+    not only ImportError: a package's __init__ may fail any way), or None when all import."""
+    pip_names = {module: pip for requirements in REQUIREMENTS.values() for module, pip in requirements}
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001 - what the package raised is the answer
+            text = " ".join(str(e).split())[:800]
+            top = module.split(".")[0]
+            return f"importing {module} failed: {type(e).__name__}: {text}", module, pip_names.get(top, top)
+    return None
+
+
 def missing_packages(name: str) -> list[tuple[str, str]]:
     """The (import name, pip name) pairs of `name`'s requirements that this interpreter cannot import. Looks the
     modules up without importing them (TensorFlow's import alone takes seconds)."""

@@ -1,6 +1,7 @@
 """`python -m dwdeconv_rewrite.runtimes COMMAND ...`: what dwdeconv-rewrite's --runtime runs.
 
-  probe RUNTIME        which of the runtime's packages are missing, and the interpreter (check.py's line format)
+  probe RUNTIME        which of the runtime's packages are missing or (the cheap ones) fail to import, and the
+                       interpreter (check.py's line format)
   check ARGS...        convert, run, compare-ready outputs, time and profile one pair (see check.py)
   _onnx2tf, _executorch  the converter child processes of the LiteRT and ExecuTorch adapters
 

@@ -9,6 +9,12 @@ return are written \\\\, \\t, \\n and \\r:
 
   python      EXECUTABLE  VERSION                  (probe) the interpreter
   missing     IMPORT      PIP                      (probe) a package the runtime needs that is not importable
+  error  import  RUNTIME  MESSAGE  MODULE  PIP     (check, exit 5; probe, exit 5, for the imports it makes) a
+                                                   package that is installed but raises on import, MODULE the one
+                                                   imported (it may be a dependency of it that failed), PIP the pip
+                                                   package it comes from, MESSAGE "importing MODULE failed: TYPE:
+                                                   TEXT"; the last line written, and no report is to be made of it:
+                                                   the interpreter cannot run the runtime, as with a missing package
   runtime     NAME
   label       TEXT                                 e.g. "ONNX Runtime 1.32.0 (CPU provider)"
   version     PACKAGE     VERSION
@@ -24,6 +30,11 @@ return are written \\\\, \\t, \\n and \\r:
                                                    to the ONNX graph's by name, or that returns other outputs than
                                                    the graph declares (then no output line is written for SIDE)
 
+probe RUNTIME writes to stdout: the python line, a missing line per package that is not there, and, only when none
+      is missing, an error import line (exit 5) for the first of __init__.PROBE_IMPORTS that fails to import: those
+      that import in well under a second (for executorch numpy and onnx only: torch and executorch.runtime take
+      seconds; check answers for them).
+
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
       --inputs DIR --out DIR --threads T  writes DIR/result.tsv. The inputs are DIR/*.pb TensorProtos listed in
       DIR/inputs.txt (one file name a line, graph input order); each is fed to the input its TensorProto names.
@@ -31,11 +42,15 @@ check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --origi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import sys
 from pathlib import Path
 
-from . import NAMES, REQUIREMENTS, load_runtime, missing_packages
+from . import CHECK_IMPORTS, NAMES, PROBE_IMPORTS, REQUIREMENTS, import_failure, load_runtime, missing_packages
+
+# The exit code of an `error import` answer.
+EXIT_IMPORT_FAILED = 5
 
 
 def _field(value) -> str:
@@ -67,8 +82,17 @@ def probe(argv: list[str]) -> int:
         return 2
     answer = Answer()
     answer.add("python", sys.executable, platform.python_version())
-    for module, pip in missing_packages(argv[0]):
+    missing = missing_packages(argv[0])
+    for module, pip in missing:
         answer.add("missing", module, pip)
+    if not missing:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the answer
+            failure = import_failure(PROBE_IMPORTS[argv[0]])
+        if failure is not None:
+            answer.add("error", "import", argv[0], *failure)
+            print(f"python -m dwdeconv_rewrite.runtimes probe {argv[0]}: {failure[0]}", file=sys.stderr)
+            answer.write(None)
+            return EXIT_IMPORT_FAILED
     answer.write(None)
     return 0
 
@@ -95,16 +119,33 @@ def check(argv: list[str]) -> int:
     parser.add_argument("--profile-runs", type=int, default=0)
     args = parser.parse_args(argv)
 
+    answer = Answer()
+    result = args.out / "result.tsv"
+    answer.add("runtime", args.runtime)
+
+    def import_failed(failure):
+        answer.add("error", "import", args.runtime, *failure)
+        answer.write(result)
+        print(f"python -m dwdeconv_rewrite.runtimes check: {failure[0]}", file=sys.stderr)
+        return EXIT_IMPORT_FAILED
+
+    failure = import_failure(CHECK_IMPORTS[args.runtime])
+    if failure is not None:
+        return import_failed(failure)
     import numpy as np
     import onnx
     from onnx import numpy_helper
 
     from .common import StageError, onnx_output_shapes, time_interleaved
 
-    answer = Answer()
-    result = args.out / "result.tsv"
-    answer.add("runtime", args.runtime)
-    runtime = load_runtime(args.runtime, args.work)
+    try:
+        runtime = load_runtime(args.runtime, args.work)
+    except ImportError as e:  # an import CHECK_IMPORTS does not list
+        module = e.name or "the runtime's adapter"
+        top = module.split(".")[0]
+        pip = {m: p for m, p in REQUIREMENTS[args.runtime]}.get(top, top)
+        return import_failed((f"importing {module} failed: {type(e).__name__}: {' '.join(str(e).split())[:800]}",
+                              module, pip))
     runtime.child_stdout = sys.stderr  # converter progress is a log, not an answer
     answer.add("label", runtime.label())
     for package, version in runtime.versions().items():

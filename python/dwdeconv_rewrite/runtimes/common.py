@@ -42,8 +42,22 @@ def child_command(*args) -> tuple[list[str], dict]:
     return [sys.executable, "-m", "dwdeconv_rewrite.runtimes"] + [str(a) for a in args], env
 
 
+# The graph input element types a seeded example input is made for, with the numpy dtype it has.
+_INPUT_DTYPES = {
+    onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float16, onnx.TensorProto.DOUBLE: np.float64,
+    onnx.TensorProto.BOOL: np.bool_, onnx.TensorProto.INT8: np.int8, onnx.TensorProto.INT16: np.int16,
+    onnx.TensorProto.INT32: np.int32, onnx.TensorProto.INT64: np.int64, onnx.TensorProto.UINT8: np.uint8,
+    onnx.TensorProto.UINT16: np.uint16, onnx.TensorProto.UINT32: np.uint32, onnx.TensorProto.UINT64: np.uint64,
+}
+
+
 def onnx_inputs(path: Path, seed: int) -> dict[str, np.ndarray]:
-    """A seeded standard-normal input for every graph input (fixed shapes only)."""
+    """A seeded input for every graph input (fixed shapes only), of the element type the input declares: standard
+    normal for a float type (float32 draws as it always did), 0 or 1 for bool and the unsigned types, -1, 0 or 1 for
+    the signed integer types (the range of the binary's own seeded inputs; every index of a size-2 axis). A traced
+    converter (ExecuTorch's) fixes the input types it is traced with, so they must be the declared ones. Another
+    type (bfloat16, the float8s, string, complex) raises StageError("example inputs") naming the input and its
+    type."""
     model = onnx.load(str(path), load_external_data=False)
     initializers = {t.name for t in model.graph.initializer}
     rng = np.random.default_rng(seed)
@@ -54,7 +68,19 @@ def onnx_inputs(path: Path, seed: int) -> dict[str, np.ndarray]:
         dims = [d.dim_value for d in value.type.tensor_type.shape.dim]
         if any(d <= 0 for d in dims):
             raise RuntimeError(f"{path}: input '{value.name}' has a symbolic dim; export it with a fixed shape")
-        feeds[value.name] = rng.standard_normal(dims).astype(np.float32)
+        element = value.type.tensor_type.elem_type
+        dtype = _INPUT_DTYPES.get(element)
+        if dtype is None:
+            kind = onnx.TensorProto.DataType.Name(element) if element in onnx.TensorProto.DataType.values() else element
+            raise StageError("example inputs", f"graph input '{value.name}' is {kind}: no example input is made for "
+                                               "that type (the float types, bool and the integer types have one)")
+        kind = np.dtype(dtype).kind
+        if kind == "f":
+            feeds[value.name] = rng.standard_normal(dims).astype(dtype)
+        elif kind == "b":
+            feeds[value.name] = rng.integers(0, 2, dims).astype(np.bool_)
+        else:
+            feeds[value.name] = rng.integers(-1 if kind == "i" else 0, 2, dims).astype(dtype)
     return feeds
 
 

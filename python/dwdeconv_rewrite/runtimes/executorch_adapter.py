@@ -94,11 +94,12 @@ class ExecuTorchRuntime:
             todo = left
 
     def converted(self, path: Path) -> bool:
-        """A cached result that is usable: a failure, or a conversion that recorded its inputs' and outputs' names
-        (results from before the names were recorded are converted again)."""
+        """A cached result that is usable: a failure, or a conversion that recorded its inputs' names and types and
+        its outputs' names (results from before those were recorded are converted again: until the types were,
+        every input was traced as float32)."""
         with contextlib.suppress(OSError, ValueError):
             info = json.loads(self.info_path(path).read_text())
-            return "failed" in info or ("input_names" in info and "output_names" in info)
+            return "failed" in info or all(k in info for k in ("input_names", "input_dtypes", "output_names"))
         return False
 
     def prepare(self, path: Path) -> dict:
@@ -121,7 +122,8 @@ class ExecuTorchRuntime:
             raise RuntimeError(f"{self.info_path(path)} was converted before the program's input and output names were "
                                "recorded: convert it again (convert_all)")
         program = self.runtime.load_program(self.pte_path(path))
-        return ExecuTorchRunner(program.load_method("forward"), self.torch, info["input_names"], info["output_names"])
+        return ExecuTorchRunner(program.load_method("forward"), self.torch, info["input_names"], info["output_names"],
+                                info.get("input_dtypes"))
 
 
 def executorch_child(work: Path, paths: list[str]) -> int:
@@ -163,8 +165,11 @@ def executorch_child(work: Path, paths: list[str]) -> int:
             module = onnx2torch.convert(str(path)).eval()
             stage = at("onnx2torch input and output names")
             input_names, output_names = onnx2torch_io_names(path, module)
+            # Traced with values of each input's declared type: the program then takes that type, and no other.
+            stage = at("example inputs")
             feeds = onnx_inputs(path, 0)
-            inputs = tuple(torch.from_numpy(feeds[name]) for name in input_names)
+            inputs = tuple(torch_tensor(torch, name, feeds[name]) for name in input_names)
+            input_dtypes = [str(feeds[name].dtype) for name in input_names]
             stage = at("torch.export.export")
             with torch.no_grad():
                 exported = torch.export.export(module, inputs)
@@ -176,7 +181,7 @@ def executorch_child(work: Path, paths: list[str]) -> int:
                 raise RuntimeError(f"the exported program takes {len(signature.user_inputs)} inputs and returns "
                                    f"{len(signature.user_outputs)} outputs; the ONNX graph has {input_names} -> "
                                    f"{output_names}")
-            info.update(input_names=input_names, output_names=output_names)
+            info.update(input_names=input_names, input_dtypes=input_dtypes, output_names=output_names)
             info["aten_ops"] = dict(counts(exported.graph))
             stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
             edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
@@ -192,6 +197,8 @@ def executorch_child(work: Path, paths: list[str]) -> int:
                         not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
             stage = at("to_executorch")
             (folder / f"{key}{variant}.pte").write_bytes(edge.to_executorch().buffer)
+        except StageError as e:  # a stage's own message, which names it
+            info.update(failed=str(e)[:600], failed_stage=e.stage)
         except Exception as e:  # noqa: BLE001 - the reason is the finding
             message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
             info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
@@ -295,19 +302,36 @@ def patch_onnx2torch_resize():
         registry._CONVERTER_REGISTRY[key] = converter
 
 
+def torch_tensor(torch, name: str, value):
+    """torch.from_numpy(value), or StageError naming graph input `name` and a dtype torch cannot take."""
+    try:
+        return torch.from_numpy(value)
+    except (TypeError, RuntimeError) as e:
+        raise StageError("example inputs", f"graph input '{name}' is {value.dtype}, which torch cannot take: "
+                                           f"{e}") from None
+
+
 class ExecuTorchRunner:
     """The .pte's forward takes its inputs and returns its outputs positionally, in the orders the converter recorded
-    by ONNX name (onnx2torch_io_names): inputs are fed by name in that order, outputs returned keyed by name."""
+    by ONNX name (onnx2torch_io_names): inputs are fed by name in that order, outputs returned keyed by name. Each
+    input must have the dtype it was traced with (input_dtypes): the program refuses any other at run time with
+    only an error number."""
 
-    def __init__(self, method, torch, input_names: list[str], output_names: list[str]):
+    def __init__(self, method, torch, input_names: list[str], output_names: list[str], input_dtypes=None):
         self.method = method
         self.torch = torch
         self.input_names = list(input_names)
         self.output_names = list(output_names)
+        self.input_dtypes = dict(zip(self.input_names, input_dtypes)) if input_dtypes else {}
 
     def feed(self, inputs):
         check_feed_names(self.input_names, inputs, "the converted ExecuTorch program")
-        self.inputs = [self.torch.from_numpy(inputs[name]) for name in self.input_names]
+        for name in self.input_names:
+            traced = self.input_dtypes.get(name)
+            if traced is not None and str(inputs[name].dtype) != traced:
+                raise RuntimeError(f"graph input '{name}' is fed as {inputs[name].dtype}, but the ExecuTorch program "
+                                   f"was traced with {traced}")
+        self.inputs = [torch_tensor(self.torch, name, inputs[name]) for name in self.input_names]
 
     def invoke(self):
         self.result = self.method.execute(self.inputs)

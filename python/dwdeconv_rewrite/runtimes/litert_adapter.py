@@ -185,6 +185,13 @@ class LiteRtRunner:
         check_feed_names(self.onnx_inputs, inputs, "the converted .tflite")
         for name, x in inputs.items():
             detail = self.in_details[name]
+            want = np.dtype(detail["dtype"])
+            if x.dtype != want:
+                # onnx2tf makes a float16 input a float32 one: fed the same values, exactly. A cast that could
+                # change a value is refused instead.
+                if not np.can_cast(x.dtype, want, "safe"):
+                    raise RuntimeError(f"graph input '{name}' is {x.dtype}, but the converted .tflite takes {want}")
+                x = x.astype(want)
             self.interpreter.set_tensor(detail["index"], to_nhwc(x, tuple(detail["shape"])))
 
     def invoke(self):
