@@ -1,6 +1,10 @@
 // dwdeconv-rewrite: rewrites clean xs upsamplers (depthwise ConvTranspose and hand-written forms) into
 // polyphase Conv + Concat + DepthToSpace. This file only parses the command line and sets up logging; cli/run.cpp does the run,
 // cli/options.cpp defines the options, cli/output_files.cpp guards the files a run writes.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
@@ -61,6 +65,13 @@ int main(int argc, char** argv) {
   // Before any thread exists: SIGINT, SIGTERM and SIGHUP end the run through one cleanup that removes what it staged
   // and ends its child processes, exit 128 + N (core/cleanup.h).
   core::cleanup::handle_signals();
+  // Started by the Python API or the Action (DWDECONV_EXIT_WITH_PARENT=1): should that process die, even by SIGKILL,
+  // Linux sends this one SIGTERM, and the cleanup above ends the run as for any SIGTERM.
+  if (const char* e = std::getenv("DWDECONV_EXIT_WITH_PARENT"); e != nullptr && std::string(e) == "1") {
+    const pid_t parent = ::getppid();
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::kill(::getpid(), SIGTERM);  // it died before the request took effect
+  }
   cli::Options opt;
   CLI::App app{cli::app_description(), "dwdeconv-rewrite"};
   cli::add_options(app, opt);

@@ -279,6 +279,15 @@ std::string display_name(const std::string& runtime) {
   return "XNNPACK";
 }
 
+// The usage error of an answer line `error import RUNTIME MESSAGE MODULE PIP` (check.py): a package the runtime needs is
+// installed but fails to import.
+core::Error import_error(const std::string& runtime, const std::string& python, const std::vector<std::string>& f) {
+  return core::Error{core::ErrorKind::kUsage, "--runtime " + runtime + ": the Python interpreter '" + python + "' has " + f[4] +
+                                                  " but cannot import it (" + f[3] + "); reinstall with: " + python +
+                                                  " -m pip install --force-reinstall " + f[5] +
+                                                  ", or give --python PATH / DWDECONV_PYTHON naming one where it imports"};
+}
+
 // `model` with each graph input's dims set to those of its input tensor, so that every converter sees static shapes
 // (onnx2tf and torch.export need them), written to `path` (with external data when it is too large for one file).
 core::Status write_static_model(const onnx::ModelProto& model, const std::vector<runtime_check::NamedTensor>& inputs,
@@ -476,6 +485,9 @@ core::Status probe_runtime(const Options& opt) {
                             scratch.path / "out", scratch.path / "err");
   if (!status) return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": " + status.error().message};
   const std::string said = read_text(scratch.path / "out");
+  for (const auto& f : answer_lines(said)) {
+    if (f[0] == "error" && f.size() >= 6 && f[1] == "import") return import_error(opt.runtime, python, f);
+  }
   if (*status != 0) {
     return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter '" + python +
                                                     "' failed to run the module (exit " + std::to_string(*status) + "): " +
@@ -604,6 +616,8 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
         node.outputs = split_lines(f[6]);
       }
       (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
+    } else if (kind == "error" && f.size() >= 6 && f[1] == "import") {
+      return import_error(opt.runtime, python, f);  // installed but broken: the interpreter's fault, not the model's
     } else if (kind == "error" && f.size() >= 4) {
       const std::string& message = f[3];
       error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message

@@ -465,6 +465,10 @@ package that is installed but fails to import (a missing shared library) is an `
         else:
             check(probe.returncode == 0 and not any(l[0] == "missing" for l in said),
                   "probe: the package is there (importing torch and executorch costs seconds; check answers for it)")
+            # The check's `error import` answer is the interpreter's fault, not the model's: exit 2 too, saying why.
+            r = tool_run(src, "--compare", src, "--runtime", runtime, environ=benv)
+            check(r.returncode == 2 and "cannot import it" in r.stderr and text in r.stderr,
+                  f"dwdeconv-rewrite --runtime {runtime}: a {package} that fails to import in the check is exit 2, saying why")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,26 @@ def main():
                   lambda _p: os.path.isdir(os.path.join(d, "new", "out")), "batch, SIGINT")
         check(not os.path.exists(os.path.join(d, "new")), "batch: the --out-dir it made (and its parent) is removed")
 
+        # Started with DWDECONV_EXIT_WITH_PARENT=1 (as the Python API and the Action start it): when its parent is
+        # killed, even by SIGKILL, the run ends as for a SIGTERM, leaving nothing behind.
+        parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                                   "p = subprocess.Popen(sys.argv[1:]); print(p.pid, flush=True); time.sleep(600)",
+                                   tool, model, "-o", "out.onnx", "--verify", "--bench", "--runs", "100000", "--report",
+                                   "r.json"], cwd=d, env=dict(env, DWDECONV_EXIT_WITH_PARENT="1"), stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, text=True)
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not staged(None) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(not alive(child), "parent killed: the run started with DWDECONV_EXIT_WITH_PARENT=1 ends too")
+        check(leftovers(d) == [] and not os.path.exists(os.path.join(d, "out.onnx")),
+              f"parent killed: nothing is left ({leftovers(d)})")
+
         if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
             print(f"SKIPPED the --runtime ort case: {sys.executable} lacks onnxruntime or onnx")
         else:

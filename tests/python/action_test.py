@@ -406,7 +406,8 @@ class ActionScriptTest(unittest.TestCase):
         self.assertEqual([r["exit_code"] for r in self.report()], [0, 1, 0])
 
     def test_a_node_name_in_the_tools_log_forges_no_workflow_command(self):
-        # The tool logs node names as they are (-v): these two hold a newline and a command each.
+        # Node names holding a newline and a command each, which the tool logs (-v) escaped; the action's own guard
+        # (stop-commands around the tool's log) holds for a tool that would not.
         data = EXAMPLES[0].read_bytes()
         for name, forged in ((b"syn.16.img_up", b"\n::error::XY\n"), (b"syn.16.conv1.up", b"\n##[error]abcd\n")):
             self.assertEqual(len(name), len(forged))
@@ -414,7 +415,7 @@ class ActionScriptTest(unittest.TestCase):
         (self.work / "nodes.onnx").write_bytes(data)
         code, err, out, _ = self.run_action({"INPUT_MODELS": "nodes.onnx", "INPUT_ARGS": "-v"})
         self.assertEqual(code, 0, err)
-        self.assertIn("\n  ::error::XY", out + err)  # the log is shown
+        self.assertIn("\\x0a::error::XY\\x0a", out + err)  # the log is shown, the tool escaping the name
         self.assert_only_these_commands(out, err, [Path("nodes.onnx")], [])
         # A tool that writes commands to stdout and ends its log without a newline forges nothing either, and the
         # error annotation after it still counts.
