@@ -43,7 +43,7 @@ class PrintableSink : public spdlog::sinks::sink {
     size_t start = 0;
     for (bool first = true; first || start < payload.size(); first = false) {
       const size_t end = std::min(payload.find('\n', start), payload.size());
-      const std::string text = (first ? "" : "  ") + core::printable(payload.substr(start, end - start));
+      const std::string text = (first ? "" : "  ") + core::printable_line(payload.substr(start, end - start));
       spdlog::details::log_msg safe = msg;
       safe.payload = text;
       inner_->log(safe);

@@ -187,7 +187,7 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     } else {
       row << ": " << n.reason;
     }
-    plan << core::printable(row.str()) << "\n";
+    plan << core::printable_line(row.str()) << "\n";
   }
   plan << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " " << upsampler_noun(result) << ", keep " << result.kept << "\n";
   return plan.str();

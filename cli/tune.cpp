@@ -161,10 +161,10 @@ std::function<std::string(const rewrite::NodeSummary&)> tune_keep_rule(const rew
 
 std::string tune_line(const TuneFigure& f, const RuntimeInfo& runtime) {
   std::string line = "tune: " + json_string(f.name) + " (" + f.input_shape + ")";
-  if (!f.not_timed.empty()) return core::printable(line + " not timed alone (" + f.not_timed + "): keep");
+  if (!f.not_timed.empty()) return core::printable_line(line + " not timed alone (" + f.not_timed + "): keep");
   char ms[96];
   std::snprintf(ms, sizeof ms, " %.3f ms -> %.3f ms, ", f.original_ms, f.rewritten_ms);
-  return core::printable(line + ms + ratio_text(f.speedup) + " alone on " + runtime.label + ": " + (f.rewritten ? "rewrite" : "keep"));
+  return core::printable_line(line + ms + ratio_text(f.speedup) + " alone on " + runtime.label + ": " + (f.rewritten ? "rewrite" : "keep"));
 }
 
 std::string tune_reason(const TuneFigure& f, const RuntimeInfo& runtime) {

@@ -14,9 +14,11 @@ uint32_t code_point(std::string_view s, size_t i, size_t len) {
   return ((b(0) & 0x07) << 18) | ((b(1) & 0x3f) << 12) | ((b(2) & 0x3f) << 6) | (b(3) & 0x3f);
 }
 
+// C1 controls (NEL, CSI, ... a terminal acts on), the line and paragraph separators, and the bidirectional marks,
+// embeddings, overrides and isolates (which reorder what a screen shows).
 bool breaks_a_line(uint32_t cp) {
-  return cp == 0x85 || cp == 0x2028 || cp == 0x2029 || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
-         (cp >= 0x2066 && cp <= 0x2069);
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 }  // namespace
@@ -38,13 +40,20 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return 0;
 }
 
-std::string printable(std::string_view s) {
+namespace {
+
+std::string escaped(std::string_view s, bool backslash) {
   std::string out;
   out.reserve(s.size());
   char buf[16];
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t len = utf8_sequence_length(s, i);
+    if (backslash && len == 1 && c == '\\') {  // a name's own backslash, so that "\\x0a" cannot pass for an escape
+      out += "\\\\";
+      ++i;
+      continue;
+    }
     if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f))) {
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
@@ -61,5 +70,11 @@ std::string printable(std::string_view s) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string printable(std::string_view s) { return escaped(s, /*backslash=*/true); }
+
+std::string printable_line(std::string_view s) { return escaped(s, /*backslash=*/false); }
 
 }  // namespace dwdeconv::core

@@ -10,11 +10,16 @@
 namespace dwdeconv::core {
 
 // `s` with every C0 control byte (tab, CR and LF included) and DEL shown as \xNN, every byte that does not start a
-// well-formed UTF-8 sequence as \xNN, and the characters that end or reorder a line on a screen as \uXXXX: NEL
-// (U+0085), LINE and PARAGRAPH SEPARATOR (U+2028, U+2029) and the bidirectional controls (U+200E, U+200F,
-// U+202A-U+202E, U+2066-U+2069). A name holding a newline stays on its line, so it cannot start a log line (or a
+// well-formed UTF-8 sequence as \xNN, a backslash as \\ (so an escape cannot be forged), and the characters that end
+// or reorder a line on a screen as \uXXXX: the C1 controls (U+0080-U+009F, NEL and CSI among them), LINE and
+// PARAGRAPH SEPARATOR (U+2028, U+2029) and the bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E,
+// U+2066-U+2069). A name holding a newline stays on its line, so it cannot start a log line (or a
 // GitHub workflow command, which is a line starting with "::") of its own.
 std::string printable(std::string_view s);
+
+// printable() but for the backslash, which it leaves as it is: for a line whose names printable() has shown already
+// (the log sink's safety net over whole lines), where escaping again would double their escapes.
+std::string printable_line(std::string_view s);
 
 // The length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when s[i] does not start one: overlong forms,
 // UTF-16 surrogates, code points above U+10FFFF and truncated sequences are all ill-formed (Unicode, table 3-7).
