@@ -379,8 +379,10 @@ std::string value_info_difference(const ValueInfos& a, const ValueInfos& b, cons
       continue;
     }
     if (v->type().SerializeAsString() != it->second->type().SerializeAsString()) {
-      return what + " '" + v->name() + "'" + where + " has another type in the rewritten model (" + describe_type(v->type()) +
-             " in the original, " + describe_type(it->second->type()) + " in the rewritten model)";
+      const std::string a_type = describe_type(v->type()), b_type = describe_type(it->second->type());
+      return what + " '" + v->name() + "'" + where + " has another type in the rewritten model (" +
+             (a_type != b_type ? a_type + " in the original, " + b_type + " in the rewritten model"
+                               : a_type + " in both, with another denotation of the type or of a dim") + ")";
     }
     by_name.erase(it);
   }
