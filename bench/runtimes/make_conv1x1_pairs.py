@@ -12,8 +12,12 @@ Sweep: s in {2, 3}, H = W in {32, 64}, (C_in, C_out) in CHANNELS (group 1), plus
 (group = C = 64). For case NAME (e.g. s2_ci64_co16_h32, or s2_dw64_h32 for the depthwise one) it writes
 NAME.onnx (original) and NAME.conv1x1first.onnx (rewritten) into OUT_DIR, and prints one line per pair.
 
-Usage: make_conv1x1_pairs.py OUT_DIR [--seed N] [--check]   (any Python with onnx and numpy)
---check also runs both models and a numpy reference on ONNX Runtime's CPU provider (needs onnxruntime) and prints
+--d2s also writes NAME.conv1x1first_d2s.onnx: the 1x1 Conv first, then nearest x s spelled as a Concat of s*s
+copies of its output and DepthToSpace(DCR), y = DepthToSpace(Concat([t] * s*s)), which XNNPACK-based runtimes
+can delegate where they do not take a nearest Resize (LiteRT's delegate takes a Concat of 2 to 5 inputs: s = 2).
+
+Usage: make_conv1x1_pairs.py OUT_DIR [--seed N] [--check] [--d2s]   (any Python with onnx and numpy)
+--check also runs the models and a numpy reference on ONNX Runtime's CPU provider (needs onnxruntime) and prints
 the max abs differences; it exits 1 if the pair differs by more than 1e-5 relative to the output's largest |value|.
 """
 import argparse
@@ -51,11 +55,12 @@ def weights(name, ci, co, group, seed):
     return w, b
 
 
-def make_model(name, s, h, ci, co, group, w, b, conv_first):
+def make_model(name, s, h, ci, co, group, w, b, conv_first, d2s=False):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, ci, h, h])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, co, s * h, s * h])
-    inits = [numpy_helper.from_array(w, "conv_w"), numpy_helper.from_array(b, "conv_b"),
-             numpy_helper.from_array(np.array([1, 1, s, s], np.float32), "scales")]
+    inits = [numpy_helper.from_array(w, "conv_w"), numpy_helper.from_array(b, "conv_b")]
+    if not d2s:
+        inits.append(numpy_helper.from_array(np.array([1, 1, s, s], np.float32), "scales"))
 
     def resize(src, dst):
         return helper.make_node("Resize", [src, "", "scales"], [dst], name="upsample", mode="nearest",
@@ -65,10 +70,18 @@ def make_model(name, s, h, ci, co, group, w, b, conv_first):
         return helper.make_node("Conv", [src, "conv_w", "conv_b"], [dst], name="conv1x1", kernel_shape=[1, 1],
                                 strides=[1, 1], pads=[0, 0, 0, 0], dilations=[1, 1], group=group)
 
-    nodes = [conv("x", "t"), resize("t", "y")] if conv_first else [resize("x", "t"), conv("t", "y")]
-    mid = [1, co, h, h] if conv_first else [1, ci, s * h, s * h]
+    if d2s:  # nearest x s of t as DepthToSpace(DCR) of s*s copies: channel (phase * C + c) holds t[c]
+        nodes = [conv("x", "t"), helper.make_node("Concat", ["t"] * (s * s), ["u"], name="tile", axis=1),
+                 helper.make_node("DepthToSpace", ["u"], ["y"], name="upsample", blocksize=s, mode="DCR")]
+        mids = {"t": [1, co, h, h], "u": [1, s * s * co, h, h]}
+    elif conv_first:
+        nodes = [conv("x", "t"), resize("t", "y")]
+        mids = {"t": [1, co, h, h]}
+    else:
+        nodes = [resize("x", "t"), conv("t", "y")]
+        mids = {"t": [1, ci, s * h, s * h]}
     graph = helper.make_graph(nodes, name, [x], [y], inits,
-                              value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, mid)])
+                              value_info=[helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in mids.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="make_conv1x1_pairs.py")
     model.ir_version = 8  # opset 17's IR version, which every runtime measured here loads
@@ -90,6 +103,7 @@ def main():
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help="run both and a numpy reference on ONNX Runtime")
+    parser.add_argument("--d2s", action="store_true", help="also write NAME.conv1x1first_d2s.onnx (Concat + DepthToSpace)")
     args = parser.parse_args()
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.check:
@@ -98,9 +112,10 @@ def main():
     for name, s, h, ci, co, group in cases():
         w, b = weights(name, ci, co, group, args.seed)
         paths = []
-        for conv_first, suffix in ((False, ""), (True, ".conv1x1first")):
+        forms = [(False, False, ""), (True, False, ".conv1x1first")] + ([(True, True, ".conv1x1first_d2s")] if args.d2s else [])
+        for conv_first, d2s, suffix in forms:
             path = args.out_dir / f"{name}{suffix}.onnx"
-            onnx.save(make_model(name, s, h, ci, co, group, w, b, conv_first), str(path))
+            onnx.save(make_model(name, s, h, ci, co, group, w, b, conv_first, d2s), str(path))
             paths.append(path)
         macs_o, macs_r = (s * h) ** 2 * co * ci // group, h * h * co * ci // group
         line = f"{paths[0].name} {paths[1].name}  s={s} H={h} C_in={ci} C_out={co} group={group}  MACs {macs_o} -> {macs_r}"
@@ -109,10 +124,10 @@ def main():
             outs = [onnxruntime.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
                     for p in paths]
             ref = reference(x, s, w, b, group)
-            pair = float(np.abs(outs[0] - outs[1]).max())
+            pair = max(float(np.abs(outs[0] - o).max()) for o in outs[1:])
             scale = float(np.abs(ref).max())
-            line += (f"  ORT max abs: original vs rewritten {pair:.2e}, vs numpy {np.abs(outs[0] - ref).max():.2e} / "
-                     f"{np.abs(outs[1] - ref).max():.2e} (scale {scale:.2f})")
+            line += (f"  ORT max abs: original vs rewritten {pair:.2e}, vs numpy "
+                     + " / ".join(f"{np.abs(o - ref).max():.2e}" for o in outs) + f" (scale {scale:.2f})")
             bad += pair > 1e-5 * scale
         print(line)
     return 1 if bad else 0
