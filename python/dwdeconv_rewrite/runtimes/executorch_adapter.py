@@ -114,6 +114,10 @@ class ExecuTorchRuntime:
         from executorch.extension.pybindings import portable_lib
 
         portable_lib._unsafe_reset_threadpool(threads)
+        # execute() hands its outputs back as torch tensors cloned by ATen, which parallelises the copy on torch's
+        # own OpenMP pool (one thread per core by default), so without this a 1-thread run used 2 threads; on a
+        # machine whose other core was busy, each of those copies waited for a scheduler tick (4 ms medians).
+        self.torch.set_num_threads(threads)
 
     def load(self, path: Path, threads: int):
         self.set_threads(threads)
