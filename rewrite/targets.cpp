@@ -26,12 +26,28 @@ const std::set<std::string> kNearestConv{"nearest_conv"};
 const std::set<std::string> kZeroInsertionForms{"nearest_mask", "zero_insertion", "reshape_zero_insertion"};
 const std::set<KernelClass> kWide{KernelClass::k3x3, KernelClass::kOther};  // kernels the phases cut MACs for
 
+const std::set<KernelClass> kOneByOne{KernelClass::k1x1};
+const char* kConvFirst = "(BENCHMARKS.md, \"nearest + 1x1 Conv: the Conv before the Resize\")";
+
+// A nearest + 1x1 Conv is rewritten as the Conv at the low resolution, then the Resize (the nearest layout): 1/s^2 of
+// the Conv's MACs. On ExecuTorch the Resize is the portable upsample_nearest2d, which copies the Conv's output: where the
+// Conv widens the channels, that costs more than the Conv saves.
+KeepRule widening_one_by_one_on_executorch(const std::string& then) {
+  return {kNearestConv, {}, kOneByOne, 0, 0, true, false,
+          "a nearest + 1x1 Conv that widens the channels measured 0.54x-0.86x on ExecuTorch with the Conv moved before the "
+          "Resize, whose portable upsample_nearest2d then copies the wider output " + std::string(kConvFirst) + then, false};
+}
+
+KeepRule one_by_one_rewritten(const std::string& measured) {
+  return {kNearestConv, {}, kOneByOne, 0, 0, std::nullopt, true, measured + " with the 1x1 Conv moved before the Resize " + kConvFirst, false};
+}
+
 const char* kOrtWhere = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
 
 // A depthwise nearest + Conv is one fast depthwise Conv after a Resize on LiteRT, and the rewrite adds PAD,
 // CONCATENATION and DEPTH_TO_SPACE copies: 0.63x-0.97x at 3 of 4 sizes there.
 KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
-  return {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, false,
+  return {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, std::nullopt, false,
           "a depthwise nearest + Conv measured 0.63x-0.97x on LiteRT after rewriting (BENCHMARKS.md, \"LiteRT: hand-written "
           "upsamplers\")" + then, false};
 }
@@ -43,9 +59,12 @@ std::vector<Target> make_targets() {
   // LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
   // only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64.
   t.push_back({kDefaultTarget, "any of the runtimes below", all,
-               {depthwise_nearest_conv_on_litert("; the default is slower on no runtime (--target xnnpack rewrites it: 1.9x-4.1x "
+               {widening_one_by_one_on_executorch("; the default is slower on no runtime (--target litert, ort or xnnpack "
+                                                  "rewrite it: 1.9x-2.3x on LiteRT)"),
+                one_by_one_rewritten("1.16x-15x on the executor, LiteRT and ExecuTorch"),
+                depthwise_nearest_conv_on_litert("; the default is slower on no runtime (--target xnnpack rewrites it: 1.9x-4.1x "
                                                  "on the executor)"),
-                {kNearestConv, {Grouping::kDense, Grouping::kGrouped}, kWide, 0, 64, false,
+                {kNearestConv, {Grouping::kDense, Grouping::kGrouped}, kWide, 0, 64, std::nullopt, false,
                  "a dense or grouped nearest + Conv with %C input channels (< 64) measured 0.53x-0.73x on LiteRT with the "
                  "default's Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); --target litert "
                  "or xnnpack rewrites it",
@@ -60,26 +79,30 @@ std::vector<Target> make_targets() {
   t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)", all, {}, dcr_layout,
                "`DepthToSpace` DCR", "\"Layer level\", \"Hand-written upsamplers\"", ""});
   t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf", all,
-               {depthwise_nearest_conv_on_litert("")}, dcr_layout, "`DepthToSpace` DCR (native)",
+               {one_by_one_rewritten("1.25x-8.8x on LiteRT"), depthwise_nearest_conv_on_litert("")}, dcr_layout,
+               "`DepthToSpace` DCR (native)",
                "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"", ""});
   // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and DepthToSpace as
   // a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a nearest Resize is a
   // GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels. Nothing else measured faster.
   const std::string where = kOrtWhere;
   t.push_back({"ort", "ONNX Runtime's CPU execution provider", all,
-               {{kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 64, 0, true, "1.10x-1.86x " + where, false},
-                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 64, false,
+               {one_by_one_rewritten("1.29x-7.1x on ONNX Runtime's CPU provider (AMD EPYC)"),
+                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 64, 0, std::nullopt, true, "1.10x-1.86x " + where, false},
+                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 64, std::nullopt, false,
                  "a dense nearest + 3x3 Conv with %C input channels (< 64) measured 0.68x-0.94x " + where, false},
-                {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, false, "a depthwise nearest + Conv measured 0.27x-0.41x " + where, false},
-                {{"conv_transpose"}, {}, {}, 0, 0, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
-                {kZeroInsertionForms, {}, {}, 0, 0, false,
+                {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, std::nullopt, false,
+                 "a depthwise nearest + Conv measured 0.27x-0.41x " + where, false},
+                {{"conv_transpose"}, {}, {}, 0, 0, std::nullopt, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
+                {kZeroInsertionForms, {}, {}, 0, 0, std::nullopt, false,
                  "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where, false},
-                {{}, {}, {}, 0, 0, false,
+                {{}, {}, {}, 0, 0, std::nullopt, false,
                  "no other family measured faster " + where + " (a grouped nearest + 3x3 Conv, or a kernel other than 3x3, was "
                  "not found to pay there); --tune times the node on --runtime ort and rewrites it where it measures faster",
                  false}},
                dcr_layout, "`DepthToSpace` DCR", "\"ONNX Runtime (CPU provider)\"", ""});
-  t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch", all, {}, crd_layout,
+  t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch", all,
+               {widening_one_by_one_on_executorch(""), one_by_one_rewritten("1.16x-15x on ExecuTorch")}, crd_layout,
                "s = 2, or a batch not known to be 1: `Gather` + CRD; s >= 3 at batch 1: the phases stacked on the batch axis, "
                "`Transpose`, CRD `DepthToSpace`, `Transpose`",
                "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
@@ -109,6 +132,7 @@ std::string family_text(const KeepRule& r) {
   if (!r.kernels.empty()) text += " " + joined(r.kernels, kernel_class_name, "/");
   if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
   if (r.max_channels > 0) text += ", C < " + std::to_string(r.max_channels);
+  if (r.widens) text += *r.widens ? ", C_out > C" : ", C_out <= C";
   return text;
 }
 
@@ -136,6 +160,7 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
   Family f;
   f.form = summary.form;
   f.channels = m.channels;
+  f.out_channels = m.outputs();
   f.stride = m.y.stride;
   f.grouping = m.groups() == m.channels && m.outputs() == m.channels ? Grouping::kDepthwise
                : m.groups() == 1                                     ? Grouping::kDense
@@ -149,7 +174,8 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
 
 bool KeepRule::names(const Family& f) const {
   return (forms.empty() || forms.count(f.form) != 0) && (groupings.empty() || groupings.count(f.grouping) != 0) &&
-         (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels && (max_channels == 0 || f.channels < max_channels);
+         (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels && (max_channels == 0 || f.channels < max_channels) &&
+         (!widens || (f.out_channels > f.channels) == *widens);
 }
 
 std::string Target::keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const {
@@ -172,7 +198,8 @@ std::string Target::summary() const {
   std::string keeps, rewrites;
   for (const auto& r : rules) (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + family_text(r);
   const bool keeps_the_rest = !rules.back().rewrite && rules.back().forms.empty() && rules.back().groupings.empty() &&
-                              rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0;
+                              rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0 &&
+                              !rules.back().widens;
   if (keeps_the_rest) return "only " + rewrites + " (every other family measured slower or no faster), joined with " + joined_by;
   return "every form but: " + keeps + "; joined with " + joined_by;
 }
@@ -218,8 +245,8 @@ std::string target_names() {
 
 std::string rules_markdown() {
   const auto cell = [](const std::string& text) { return text.empty() ? std::string("any") : text; };
-  std::string md = "| target | form | grouping | kernel | input channels | decision | measured |\n"
-                   "|---|---|---|---|---|---|---|\n";
+  std::string md = "| target | form | grouping | kernel | input channels | output channels | decision | measured |\n"
+                   "|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : targets()) {
     for (const auto& r : t.rules) {
       std::string channels;
@@ -227,11 +254,12 @@ std::string rules_markdown() {
       if (r.max_channels > 0) channels += (channels.empty() ? "< " : ", < ") + std::to_string(r.max_channels);
       md += "| `" + t.name + "` | " + cell(joined(r.forms, [](const std::string& f) { return f; }, ", ")) + " | " +
             cell(joined(r.groupings, grouping_name, ", ")) + " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " +
-            cell(channels) + " | " + (r.rewrite ? "rewrite" : "keep") + " | " + replace_all(r.measured, "%C", "C") + " |\n";
+            cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " +
+            (r.rewrite ? "rewrite" : "keep") + " | " + replace_all(r.measured, "%C", "C") + " |\n";
     }
     if (t.rules.empty() || t.rules.back().rewrite || !t.rules.back().forms.empty() || !t.rules.back().groupings.empty() ||
-        !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0) {
-      md += "| `" + t.name + "` | any other | any | any | any | rewrite | " + t.measured + " |\n";
+        !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0 || t.rules.back().widens) {
+      md += "| `" + t.name + "` | any other | any | any | any | any | rewrite | " + t.measured + " |\n";
     }
   }
   return md;

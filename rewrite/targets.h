@@ -4,6 +4,7 @@
 // test checks every rule against it). No `if (target == ...)` anywhere else.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ struct Family {
   // The kernel as written: the Conv's for the hand-written forms (a nearest + Conv's K, not the K+s-1 of the
   // equivalent ConvTranspose), the ConvTranspose's own for conv_transpose.
   KernelClass kernel = KernelClass::kOther;
-  int64_t channels = 0;  // input channels
+  int64_t channels = 0;      // input channels
+  int64_t out_channels = 0;  // output channels
   int64_t stride = 0;
 };
 
@@ -48,6 +50,9 @@ struct KeepRule {
   std::set<KernelClass> kernels;
   int64_t min_channels = 0;  // C >= min_channels
   int64_t max_channels = 0;  // C < max_channels (0: no bound)
+  // Whether the rule names only families whose output has more channels than their input (true), or only those with
+  // at most as many (false); empty: both. A 1x1 Conv moved before the nearest Resize leaves it C_out channels to copy.
+  std::optional<bool> widens;
   bool rewrite = false;
   // The figure the decision follows and its BENCHMARKS.md section: a kept node's reason, the docs' table cell.
   std::string measured;

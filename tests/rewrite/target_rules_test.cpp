@@ -1,7 +1,8 @@
 // Every target's keep rules against the table docs/targets.md prints: the table must be rules_markdown() (so the
 // docs cannot drift from the code), and then, read back from the docs as a reader would, it must predict the
 // rewriter's decision on an upsampler of every family its rules name: each form, kernel 1x1 / 3x3 / other,
-// depthwise / grouped / dense, input channels below and above each threshold, s = 2 and 3. A form with no MAC saving
+// depthwise / grouped / dense, input channels below and above each threshold, a 1x1 that widens or narrows the
+// channels, s = 2 and 3. A form with no MAC saving
 // (a 1x1 kernel) is never emitted as phases.
 #include <catch2/catch.hpp>
 
@@ -57,6 +58,7 @@ std::vector<std::string> cells(const std::string& row) {
 struct DocRule {
   std::string target;
   std::string forms, groupings, kernels, channels;  // "any" or a comma-separated list; channels ">= N", "< N"
+  std::string out_channels;                         // "any", "> input" or "<= input"
   bool rewrite = false;
   std::string measured;
 
@@ -68,8 +70,10 @@ struct DocRule {
     }
     return false;
   }
-  bool names(const std::string& form, const std::string& grouping, const std::string& kernel, int64_t c) const {
+  bool names(const std::string& form, const std::string& grouping, const std::string& kernel, int64_t c, int64_t c_out) const {
     if (!lists(forms, form) || !lists(groupings, grouping) || !lists(kernels, kernel)) return false;
+    if (out_channels == "> input" && !(c_out > c)) return false;
+    if (out_channels == "<= input" && !(c_out <= c)) return false;
     if (channels == "any") return true;
     std::istringstream in(channels);
     for (std::string bound; std::getline(in, bound, ',');) {
@@ -91,9 +95,9 @@ std::vector<DocRule> read_doc_rules() {
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
     const auto c = cells(line);
-    REQUIRE(c.size() == 7);
-    DocRule r{c[0].substr(1, c[0].size() - 2), c[1], c[2], c[3], c[4], c[5] == "rewrite", c[6]};
-    REQUIRE((c[5] == "rewrite" || c[5] == "keep"));
+    REQUIRE(c.size() == 8);
+    DocRule r{c[0].substr(1, c[0].size() - 2), c[1], c[2], c[3], c[4], c[5], c[6] == "rewrite", c[7]};
+    REQUIRE((c[6] == "rewrite" || c[6] == "keep"));
     rules.push_back(r);
   }
   return rules;
@@ -103,18 +107,20 @@ struct Case {
   std::string form, grouping, kernel;
   int64_t channels = 0, s = 2;
   onnx::ModelProto model;
+  int64_t out_channels = 0;  // 0: channels
 };
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 // Y = Conv(Resize(X)): nearest_conv of the given family.
-onnx::ModelProto nearest_conv_case(const std::string& grouping, int64_t k, int64_t c, int64_t s) {
+onnx::ModelProto nearest_conv_case(const std::string& grouping, int64_t k, int64_t c, int64_t s, int64_t c_out = 0) {
   NearestConvSpec spec;
   spec.s = s;
   spec.ky = spec.kx = k;
   const int64_t p = (k - 1) / 2;
   spec.pads = {p, p, p, p};
-  spec.c_in = spec.c_out = c;
+  spec.c_in = c;
+  spec.c_out = c_out == 0 ? c : c_out;
   spec.group = grouping == "depthwise" ? c : grouping == "dense" ? 1 : (c % 4 == 0 ? 4 : 3);
   spec.h = spec.w = 2;
   return nearest_conv_model(spec);
@@ -178,6 +184,12 @@ std::vector<Case> every_family() {
         for (const auto& [kernel, k] : std::vector<std::pair<std::string, int64_t>>{{"1x1", 1}, {"3x3", 3}, {"other", 5}}) {
           cases.push_back({"nearest_conv", grouping, kernel, c, s, nearest_conv_case(grouping, k, c, s)});
         }
+        // A 1x1 that widens the channels four times, and one that narrows them (dense or grouped: depthwise keeps C).
+        if (std::string(grouping) != "depthwise") {
+          for (const int64_t c_out : {4 * c, c / (c % 4 == 0 ? 4 : 3)}) {
+            cases.push_back({"nearest_conv", grouping, "1x1", c, s, nearest_conv_case(grouping, 1, c, s, c_out), c_out});
+          }
+        }
       }
       for (const char* kernel : {"3x3", "other"}) cases.push_back({"conv_transpose", "depthwise", kernel, c, s, conv_transpose_case(kernel, c, s)});
       for (const char* form : {"nearest_mask", "zero_insertion", "reshape_zero_insertion"}) {
@@ -218,7 +230,8 @@ TEST_CASE("every target decides every family as the table in docs/targets.md say
         // The docs' first row for the target that names the family decides; its last row names what the others leave.
         const DocRule* rule = nullptr;
         for (const auto& r : rules) {
-          if (r.target == target.name && r.names(row.summary.form, c.grouping, kernel, c.channels)) {
+          if (r.target == target.name && r.names(row.summary.form, c.grouping, kernel, c.channels,
+                                                 c.out_channels == 0 ? c.channels : c.out_channels)) {
             rule = &r;
             break;
           }
