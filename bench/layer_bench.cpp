@@ -190,7 +190,7 @@ void bench_layer(benchmark::State& state, Layer layer) {
   const onnx::ModelProto original = make_layer_model(layer);
   onnx::ModelProto rewritten = original;
   dwdeconv::rewrite::RewriteOptions all_forms;
-  all_forms.forms = {dwdeconv::rewrite::known_forms().begin(), dwdeconv::rewrite::known_forms().end()};
+  all_forms.forms = dwdeconv::rewrite::all_forms();
   all_forms.dense_conv_transpose = layer.kind == Kind::kDenseConvTranspose;  // the tool keeps these; measured here
   // The target's phase layout (DCR, Gather + CRD, batch + CRD) on every layer: its keep rules are what this measures.
   static const dwdeconv::rewrite::Target layout_only = [] {

@@ -60,16 +60,6 @@ CLI::Validator finite_non_negative() {
       "finite NUMBER >= 0");
 }
 
-// "a, b, c": the forms --forms knows, for its help and its usage error; `defaults_only` lists those rewritten
-// without --forms, in the same order.
-std::string form_list(bool defaults_only = false) {
-  std::string list;
-  for (const auto& k : rewrite::known_forms()) {
-    if (!defaults_only || rewrite::default_forms().count(k) != 0) list += (list.empty() ? "" : ", ") + k;
-  }
-  return list;
-}
-
 }  // namespace
 
 void add_options(CLI::App& app, Options& opt) {
@@ -86,7 +76,7 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--only", opt.only, "Rewrite only the upsampler with this name, as the plan shows it (repeatable)")->allow_extra_args(false);
   app.add_option("--skip", opt.skip, "Never rewrite the upsampler with this name, as the plan shows it (repeatable)")->allow_extra_args(false);
   app.add_option("--forms", opt.forms,
-                 "Upsampler forms to rewrite, comma-separated: " + form_list() + " (default: " + form_list(true) + ")")
+                 "Upsampler forms to rewrite, comma-separated: " + rewrite::form_names() + " (default: " + rewrite::form_names(/*defaults_only=*/true) + ")")
       ->delimiter(',')
       ->allow_extra_args(false);
   std::string targets = "The runtime the model ships to, which decides what is rewritten and how:";
@@ -139,10 +129,7 @@ std::string usage_problem(const Options& opt) {
     return "--target: unknown target '" + opt.target + "' (known: " + rewrite::target_names() + ")";
   }
   for (const auto& form : opt.forms) {
-    const auto& known = rewrite::known_forms();
-    if (std::find(known.begin(), known.end(), form) == known.end()) {
-      return "--forms: unknown form '" + form + "' (known: " + form_list() + ")";
-    }
+    if (!rewrite::form_by_name(form)) return "--forms: unknown form '" + form + "' (known: " + rewrite::form_names() + ")";
   }
   if (batch && !opt.output.empty()) return "several models take --out-dir DIR, not -o";
   if ((opt.dry_run || opt.check) && (!opt.output.empty() || !opt.out_dir.empty())) {

@@ -113,7 +113,7 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
       << ", \"channels\": " << known(s.channels) << ", \"kernel\": " << (s.kernel[0] > 0 ? json_ints(s.kernel) : "null")
       << ", \"stride\": " << known(s.stride) << ", \"pads\": " << (s.pads ? json_ints(*s.pads) : "null")
       << ", \"output_padding\": " << (s.output_padding ? json_ints(*s.output_padding) : "null")
-      << ", \"form\": " << json_string(s.form)
+      << ", \"form\": " << json_string(rewrite::form_name(s.form))
       << ", \"layout\": " << (n.rewritten ? json_string(rewrite::phase_layout_name(n.layout)) : "null")
       << ", \"note\": " << (n.note.empty() ? std::string("null") : json_string(n.note)) << "}";
   }
@@ -143,7 +143,7 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
 
 std::string upsampler_noun(const rewrite::RewriteResult& result) {
   for (const auto& n : result.nodes) {
-    if (n.summary.form != "conv_transpose") return "upsamplers";
+    if (n.summary.form != rewrite::Form::kConvTranspose) return "upsamplers";
   }
   return "ConvTranspose nodes";
 }
@@ -169,7 +169,7 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     std::ostringstream row;  // one line, whatever names and reasons hold (core::printable)
     row << (n.rewritten ? "rewrite " : "keep    ") << json_string(s.name);
     if (s.graph_path != "main") row << " in " << s.graph_path;
-    if (s.form != "conv_transpose") row << " (" << s.form << ")";
+    if (s.form != rewrite::Form::kConvTranspose) row << " (" << rewrite::form_name(s.form) << ")";
     // Only what matching got to: a row kept before its geometry was read shows none of it.
     if (s.channels > 0) row << "  C=" << s.channels;
     if (s.kernel[0] > 0) row << " k=" << s.kernel[0] << "x" << s.kernel[1];

@@ -477,7 +477,10 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   ro.emit.max_phases = opt.max_phases;
   ro.only = {opt.only.begin(), opt.only.end()};
   ro.skip = {opt.skip.begin(), opt.skip.end()};
-  if (!opt.forms.empty()) ro.forms = {opt.forms.begin(), opt.forms.end()};
+  if (!opt.forms.empty()) {
+    ro.forms.clear();
+    for (const auto& name : opt.forms) ro.forms.insert(*rewrite::form_by_name(name));  // usage_problem checked each name
+  }
   ro.target = rewrite::find_target(opt.target);  // a known name: usage_problem checked it
   std::optional<core::Result<rewrite::RewriteResult>> attempt;
   log.start("rewrite");
@@ -538,8 +541,8 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     if (n.rewritten) {
       spdlog::debug("{}: rewrote '{}' into {} nodes", shown, core::printable(n.summary.name), n.emitted_nodes.size());
     } else {
-      const bool deconv = n.summary.form == "conv_transpose";
-      spdlog::info("{}: kept {} '{}': {}", shown, deconv ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name), core::printable(n.reason));
+      const bool deconv = n.summary.form == rewrite::Form::kConvTranspose;
+      spdlog::info("{}: kept {} '{}': {}", shown, deconv ? "ConvTranspose" : std::string(rewrite::form_name(n.summary.form)) + " upsampler", core::printable(n.summary.name), core::printable(n.reason));
     }
   }
   if (opt.dry_run) std::cout << (batch ? shown + ":\n" : std::string()) << tune_text << plan_text(result) << std::flush;
@@ -624,7 +627,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     for (const auto& n : result.nodes) {
       if (n.rewritten) {
         spdlog::error("{}: {} '{}' would be rewritten", shown,
-                      n.summary.form == "conv_transpose" ? "ConvTranspose" : n.summary.form + " upsampler", core::printable(n.summary.name));
+                      n.summary.form == rewrite::Form::kConvTranspose ? "ConvTranspose" : std::string(rewrite::form_name(n.summary.form)) + " upsampler", core::printable(n.summary.name));
       }
     }
     return finish(kExitCheckFailed, shown + ": check failed: " + std::to_string(result.rewritten) + " of " +

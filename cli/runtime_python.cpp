@@ -715,7 +715,7 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
     if (anchor == by_plan_name.end()) continue;
     UpsamplerRegion region;
     region.name = n.summary.name;
-    region.form = n.summary.form;
+    region.form = rewrite::form_name(n.summary.form);
     // The named node and, walking back, the nodes feeding it whose outputs the rewrite removed.
     region.original_nodes = {anchor->second};
     std::vector<const onnx::NodeProto*> todo = {anchor->second};

@@ -13,6 +13,7 @@
 #include "core/geometry.h"
 #include "core/result.h"
 #include "onnx_io/shapes.h"
+#include "rewrite/forms.h"
 #include "rewrite/graph_editor.h"
 
 namespace dwdeconv::rewrite {
@@ -30,12 +31,9 @@ struct NodeSummary {
   std::array<int64_t, 2> strides{0, 0};
   std::optional<std::array<int64_t, 4>> pads;  // resolved [top, left, bottom, right]
   std::optional<std::array<int64_t, 2>> output_padding;
-  // How the upsampler is written: one of known_forms(), or kResizeRow for a nearest Resize that starts no form.
-  std::string form = "conv_transpose";
+  // How the upsampler is written (rewrite/forms.h), or kNearestResize for a nearest Resize that starts no form.
+  Form form = Form::kConvTranspose;
 };
-
-// The form of a plan row for a nearest Resize that no form starts from (its output feeds no Conv): kept, with why.
-inline constexpr const char* kResizeRow = "resize";
 
 // A ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a hand-written
 // upsampler: everything the emitter needs, whatever the form. Depthwise unless a recogniser sets group and

@@ -71,7 +71,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
-  out.summary = parts::conv_summary(conv, scope, "nearest_conv");
+  out.summary = parts::conv_summary(conv, scope, Form::kNearestConv);
   out.resize = resize;
   NodeSummary& sum = out.summary;
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {

@@ -350,7 +350,7 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
   if (ct == nullptr || ct->input_size() < 2 || ct->input(0).empty() || ct->input(1).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
-  out.summary = parts::conv_summary(conv, scope, "zero_insertion");
+  out.summary = parts::conv_summary(conv, scope, Form::kZeroInsertion);
   NodeSummary& sum = out.summary;
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
     out.match = std::move(e);
@@ -448,7 +448,7 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
   if (split == nullptr || split->input(0).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
-  out.summary = parts::conv_summary(conv, scope, "reshape_zero_insertion");
+  out.summary = parts::conv_summary(conv, scope, Form::kReshapeZeroInsertion);
   NodeSummary& sum = out.summary;
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
     out.match = std::move(e);

@@ -297,7 +297,7 @@ DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, 
   return d;
 }
 
-NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, const std::string& form) {
+NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, Form form) {
   NodeSummary sum;
   sum.name = conv.name().empty() ? conv.output(0) : conv.name();
   sum.graph_path = scope.path;

@@ -103,6 +103,6 @@ DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, 
                           const std::string& x, int32_t data_type, const std::vector<int64_t>& dims, const std::vector<double>& values);
 
 // A new summary row for a hand-written upsampler named after its Conv.
-NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, const std::string& form);
+NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, Form form);
 
 }  // namespace dwdeconv::rewrite::parts

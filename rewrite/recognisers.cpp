@@ -167,7 +167,7 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
-  out.summary = parts::conv_summary(conv, scope, "nearest_mask");
+  out.summary = parts::conv_summary(conv, scope, Form::kNearestMask);
   out.resize = resize;
   NodeSummary& sum = out.summary;
   auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {

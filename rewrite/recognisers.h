@@ -16,21 +16,6 @@
 
 namespace dwdeconv::rewrite {
 
-// The forms --forms can name, in the order the README lists them.
-inline const std::vector<std::string>& known_forms() {
-  static const std::vector<std::string> forms{"conv_transpose", "nearest_mask", "zero_insertion", "reshape_zero_insertion",
-                                              "nearest_conv"};
-  return forms;
-}
-
-// The forms rewritten when --forms is not given: every form that measured faster on XNNPACK at the layer level
-// (README, "Upsampler forms"). The one place that decides it.
-inline const std::set<std::string>& default_forms() {
-  static const std::set<std::string> forms{"conv_transpose", "nearest_mask", "zero_insertion", "reshape_zero_insertion",
-                                           "nearest_conv"};
-  return forms;
-}
-
 // A recognised upsampler: the ConvTranspose it computes, and the tensors that only it may read. After the
 // rewrite they are removed if nothing else reads them.
 struct UpsamplerMatch {

@@ -137,7 +137,7 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
   NodeSummary& s = row.summary;
   s.name = resize.name().empty() ? resize.output(0) : resize.name();
   s.graph_path = scope.path;
-  s.form = kResizeRow;
+  s.form = Form::kNearestResize;
   if (auto c = parts::known_dim(types, scope, resize.input(0), 1)) s.channels = *c;
   if (auto factor = nearest_resize_factor(resize, scope, eval, types)) {
     s.stride = *factor;
@@ -189,8 +189,9 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   // Why the command line keeps a matched upsampler, or "" when it is selected.
   const Target& target = *options.target;
   auto unselected = [&options, &target](const NodeSummary& summary) -> std::string {
-    if (options.forms.count(summary.form) == 0) return "form " + summary.form + " not selected by --forms";
-    if (target.forms.count(summary.form) == 0) return "form " + summary.form + " is not rewritten for --target " + target.name;
+    const std::string form = form_name(summary.form);
+    if (options.forms.count(summary.form) == 0) return "form " + form + " not selected by --forms";
+    if (target.forms.count(summary.form) == 0) return "form " + form + " is not rewritten for --target " + target.name;
     if (!options.only.empty() && options.only.count(summary.name) == 0) return "not selected by --only";
     if (options.skip.count(summary.name) != 0) return "skipped by --skip";
     if (options.caller_keep) return options.caller_keep(summary);
@@ -200,8 +201,9 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   // matched first, below): the first whose form the Conv starts says what it is.
   std::set<const onnx::NodeProto*> claimed_resizes;  // the nearest Resizes a form starts from
   auto recognise_handwritten = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
-    for (auto* recognise : {match_nearest_mask, match_reshape_zero_insertion, match_nearest_conv}) {
-      if (auto outcome = recognise(node, scope, model.ir_version(), types, eval, uses)) {
+    for (const auto& form : forms()) {
+      if (form.recognise == nullptr || form.absorbs_conv_transpose) continue;
+      if (auto outcome = form.recognise(node, scope, model.ir_version(), types, eval, uses)) {
         if (outcome->resize != nullptr) claimed_resizes.insert(outcome->resize);
         return outcome;
       }
@@ -218,13 +220,20 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     if (reason.empty()) reason = emitter.keep_reason(m, layout_of(m));
     return reason;
   };
-  // A zero_insertion fold replaces a ConvTranspose that comes before its Conv. Find the folds first: the
+  // A fold (zero_insertion) replaces a ConvTranspose that comes before its Conv. Find the folds first: the
   // ConvTranspose of one that will be rewritten gets no row of its own; any other is matched as written.
   std::map<const onnx::NodeProto*, UpsamplerOutcome> folds;
   std::set<const onnx::NodeProto*> absorbed;
+  const auto fold_of = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
+    for (const auto& form : forms()) {
+      if (!form.absorbs_conv_transpose) continue;
+      if (auto outcome = form.recognise(node, scope, model.ir_version(), types, eval, uses)) return outcome;
+    }
+    return std::nullopt;
+  };
   for (const auto& scope : tree.scopes()) {
     for (const auto& node : scope.graph->node()) {
-      auto outcome = match_zero_insertion(node, scope, model.ir_version(), types, eval, uses);
+      auto outcome = fold_of(node, scope);
       if (!outcome) continue;
       if (outcome->match) {
         // The ConvTranspose keeps its own name on the command line: skipping it keeps the fold too, and a

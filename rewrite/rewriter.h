@@ -12,6 +12,7 @@
 #include "core/result.h"
 #include "rewrite/emitter.h"
 #include "rewrite/matcher.h"
+#include "rewrite/forms.h"
 #include "rewrite/recognisers.h"
 #include "rewrite/targets.h"
 
@@ -22,8 +23,8 @@ struct RewriteOptions {
   // Node names as the plan shows them: the node's name, or its output's name when the node has none.
   std::set<std::string> only;  // when non-empty, rewrite only these nodes
   std::set<std::string> skip;  // never rewrite these nodes
-  // The upsampler forms to rewrite (see known_forms()); a recognised upsampler of another form is kept.
-  std::set<std::string> forms = default_forms();
+  // The upsampler forms to rewrite (rewrite/forms.h); a recognised upsampler of another form is kept.
+  std::set<Form> forms = default_forms();
   // Also rewrite dense (group 1) ConvTranspose nodes. Off, and not on the command line: XNNPACK runs a dense
   // deconvolution as polyphase subconvolutions already, and the rewrite measured 0.88x-1.08x. The layer bench turns
   // it on to keep that measurement (BENCHMARKS.md, "Dense ConvTranspose") reproducible.

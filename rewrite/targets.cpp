@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "rewrite/recognisers.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -22,8 +21,8 @@ PhaseLayout dcr_layout(const DeconvMatch&, int64_t) { return PhaseLayout::kDcr; 
 // no mode and is DCR: that join, which the executor and LiteRT run natively (join_note says what it costs).
 PhaseLayout gather_layout(const DeconvMatch&, int64_t opset) { return opset >= 11 ? PhaseLayout::kGatherCrd : PhaseLayout::kDcr; }
 
-const std::set<std::string> kNearestConv{"nearest_conv"};
-const std::set<std::string> kZeroInsertionForms{"nearest_mask", "zero_insertion", "reshape_zero_insertion"};
+const std::set<Form> kNearestConv{Form::kNearestConv};
+const std::set<Form> kZeroInsertionForms{Form::kNearestMask, Form::kZeroInsertion, Form::kReshapeZeroInsertion};
 const std::set<KernelClass> kWide{KernelClass::k3x3, KernelClass::kOther};  // kernels the phases cut MACs for
 
 const std::set<KernelClass> kOneByOne{KernelClass::k1x1};
@@ -53,7 +52,7 @@ KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
 }
 
 std::vector<Target> make_targets() {
-  const std::set<std::string> all(known_forms().begin(), known_forms().end());
+  const std::set<Form> all = all_forms();
   std::vector<Target> t;
   // The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): both rules are
   // LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
@@ -93,7 +92,7 @@ std::vector<Target> make_targets() {
                  "a dense nearest + 3x3 Conv with %C input channels (< 64) measured 0.68x-0.94x " + where, false},
                 {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, std::nullopt, false,
                  "a depthwise nearest + Conv measured 0.27x-0.41x " + where, false},
-                {{"conv_transpose"}, {}, {}, 0, 0, std::nullopt, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
+                {{Form::kConvTranspose}, {}, {}, 0, 0, std::nullopt, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
                 {kZeroInsertionForms, {}, {}, 0, 0, std::nullopt, false,
                  "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where, false},
                 {{}, {}, {}, 0, 0, std::nullopt, false,
@@ -127,7 +126,7 @@ std::string joined(const std::set<T>& values, Name name, const char* glue) {
 // "dense nearest_conv 3x3, C >= 64": what a rule names, in words.
 std::string family_text(const KeepRule& r) {
   std::string text = joined(r.groupings, grouping_name, "/");
-  const std::string forms = r.forms.empty() ? "every form" : joined(r.forms, [](const std::string& f) { return f; }, "/");
+  const std::string forms = r.forms.empty() ? "every form" : joined(r.forms, form_name, "/");
   text += (text.empty() ? "" : " ") + forms;
   if (!r.kernels.empty()) text += " " + joined(r.kernels, kernel_class_name, "/");
   if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
@@ -166,7 +165,7 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
                : m.groups() == 1                                     ? Grouping::kDense
                                                                      : Grouping::kGrouped;
   // A nearest + Conv's equivalent ConvTranspose has k = K + s - 1 per axis; every other form keeps the written k.
-  const int64_t grow = summary.form == "nearest_conv" ? m.y.stride - 1 : 0;
+  const int64_t grow = form_info(summary.form).kernel_grows_by_stride ? m.y.stride - 1 : 0;
   const int64_t ky = m.y.kernel - grow, kx = m.x.kernel - grow;
   f.kernel = ky == 1 && kx == 1 ? KernelClass::k1x1 : ky == 3 && kx == 3 ? KernelClass::k3x3 : KernelClass::kOther;
   return f;
@@ -209,8 +208,8 @@ std::string Target::join_note(PhaseLayout layout, int64_t opset) const {
   return "joined DCR: opset " + std::to_string(opset) + " has no CRD DepthToSpace (it comes with opset 11); " + dcr_cost;
 }
 
-std::string Target::join_refusal(PhaseLayout layout, const std::string& form) const {
-  if (layout != PhaseLayout::kNearest || converts_added_resize || form == "nearest_conv") return "";
+std::string Target::join_refusal(PhaseLayout layout, Form form) const {
+  if (layout != PhaseLayout::kNearest || converts_added_resize || form_info(form).has_resize) return "";
   const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
   return "every phase computes the same, so the rewrite is one Conv and a nearest Resize, and a Resize does not pass "
          "torch.export through onnx2torch (ExecuTorch; docs/targets.md), where the original converts; " + kept;
@@ -252,7 +251,7 @@ std::string rules_markdown() {
       std::string channels;
       if (r.min_channels > 0) channels = ">= " + std::to_string(r.min_channels);
       if (r.max_channels > 0) channels += (channels.empty() ? "< " : ", < ") + std::to_string(r.max_channels);
-      md += "| `" + t.name + "` | " + cell(joined(r.forms, [](const std::string& f) { return f; }, ", ")) + " | " +
+      md += "| `" + t.name + "` | " + cell(joined(r.forms, form_name, ", ")) + " | " +
             cell(joined(r.groupings, grouping_name, ", ")) + " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " +
             cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " +
             (r.rewrite ? "rewrite" : "keep") + " | " + replace_all(r.measured, "%C", "C") + " |\n";

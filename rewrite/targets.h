@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rewrite/emitter.h"
+#include "rewrite/forms.h"
 #include "rewrite/matcher.h"
 
 namespace dwdeconv::rewrite {
@@ -29,7 +30,7 @@ enum class KernelClass { k1x1, k3x3, kOther };
 
 // An upsampler as the rules see it.
 struct Family {
-  std::string form;
+  Form form = Form::kConvTranspose;
   Grouping grouping = Grouping::kDepthwise;
   // The kernel as written: the Conv's for the hand-written forms (a nearest + Conv's K, not the K+s-1 of the
   // equivalent ConvTranspose), the ConvTranspose's own for conv_transpose.
@@ -45,7 +46,7 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& match);
 // One row of a target's rule table: the families it names and what the target does with them. A field left empty
 // (or 0) names every value.
 struct KeepRule {
-  std::set<std::string> forms;
+  std::set<Form> forms;
   std::set<Grouping> groupings;
   std::set<KernelClass> kernels;
   int64_t min_channels = 0;  // C >= min_channels
@@ -66,7 +67,7 @@ struct KeepRule {
 struct Target {
   std::string name;     // what --target takes, and the report's "target"
   std::string runtime;  // the runtime it is for, as a user names it
-  std::set<std::string> forms;  // the forms it rewrites at all
+  std::set<Form> forms;  // the forms it rewrites at all
   // In order: the first rule that names a family decides it; a family no rule names is rewritten.
   std::vector<KeepRule> rules;
   // How its emitted form joins the phases, at the model's default-domain opset.
@@ -92,7 +93,7 @@ struct Target {
   std::string join_note(PhaseLayout layout, int64_t opset) const;
   // Why a node of `form` emitted in `layout` must be kept on this target's runtime, or "": a nearest Resize it would
   // add where the runtime cannot convert one.
-  std::string join_refusal(PhaseLayout layout, const std::string& form) const;
+  std::string join_refusal(PhaseLayout layout, Form form) const;
 };
 
 // The name of the profile used without --target.

@@ -747,7 +747,7 @@ std::string mismatch(const Seed& seed) {
   std::string rows;
   bool form_rewritten = false;
   for (const auto& n : result->nodes) {
-    rows += " [" + n.summary.form + " '" + n.summary.name + "' " + (n.rewritten ? "rewritten" : "kept: " + n.reason) + "]";
+    rows += " [" + std::string(rewrite::form_name(n.summary.form)) + " '" + n.summary.name + "' " + (n.rewritten ? "rewritten" : "kept: " + n.reason) + "]";
     form_rewritten = form_rewritten || (n.rewritten && n.summary.form == seed.form);
   }
   if (seed.expect == Expect::kRewrite && !form_rewritten) return "no " + seed.form + " rewritten:" + rows;

@@ -108,7 +108,7 @@ inline onnx::ModelProto nearest_conv_model(const NearestConvSpec& m) {
 // Every upsampler form this tool knows, so the tests do not depend on which ones the default picks.
 inline rewrite::RewriteOptions all_forms() {
   rewrite::RewriteOptions options;
-  options.forms = {"conv_transpose", "nearest_mask", "nearest_conv"};
+  options.forms = {rewrite::Form::kConvTranspose, rewrite::Form::kNearestMask, rewrite::Form::kNearestConv};
   return options;
 }
 

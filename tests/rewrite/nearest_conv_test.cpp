@@ -399,7 +399,7 @@ TEST_CASE("the forms option selects nearest_conv, which the default rewrites", "
   spec.c_in = 2, spec.c_out = 3, spec.group = 1;
   const auto original = nearest_conv_model(spec);
   rewrite::RewriteOptions options;
-  options.forms = {"conv_transpose", "nearest_mask"};
+  options.forms = {rewrite::Form::kConvTranspose, rewrite::Form::kNearestMask};
   auto out = rewrite_copy(original, options);
   REQUIRE(out.result.nodes.size() == 1);
   CHECK_FALSE(out.result.nodes[0].rewritten);

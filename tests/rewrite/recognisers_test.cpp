@@ -176,7 +176,7 @@ TEST_CASE("near-miss hand-written upsamplers are kept with a reason", "[rewrite]
 TEST_CASE("the forms option and only/skip select hand-written upsamplers by their Conv's name", "[rewrite][recogniser][options]") {
   const auto original = mask_model(MaskSpec{});
   rewrite::RewriteOptions options;
-  options.forms = {"conv_transpose"};
+  options.forms = {rewrite::Form::kConvTranspose};
   auto out = rewrite_copy(original, options);
   REQUIRE(out.result.nodes.size() == 1);
   CHECK_FALSE(out.result.nodes[0].rewritten);

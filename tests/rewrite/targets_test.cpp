@@ -14,7 +14,7 @@ namespace {
 
 rewrite::RewriteOptions for_target(const std::string& name, bool avx512 = false) {
   rewrite::RewriteOptions options;
-  options.forms = {rewrite::known_forms().begin(), rewrite::known_forms().end()};
+  options.forms = rewrite::all_forms();
   options.target = rewrite::find_target(name);
   REQUIRE(options.target != nullptr);
   options.cpu.avx512f = avx512;

@@ -56,7 +56,7 @@ struct ExpectedUpsampler {
 inline Rewritten require_upsampler_rewritten(const onnx::ModelProto& original, const ExpectedUpsampler& e, uint32_t seed) {
   auto out = rewrite_copy(original);
   std::string rows;
-  for (const auto& n : out.result.nodes) rows += n.summary.form + " '" + n.summary.name + "': " + n.reason + "; ";
+  for (const auto& n : out.result.nodes) rows += std::string(rewrite::form_name(n.summary.form)) + " '" + n.summary.name + "': " + n.reason + "; ";
   CAPTURE(rows);
   REQUIRE(out.result.nodes.size() == 1);
   const auto& row = out.result.nodes[0];

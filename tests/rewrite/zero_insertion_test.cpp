@@ -216,7 +216,7 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
   }
   SECTION("the fold not selected by --forms, skipped, or over --max-phases") {
     rewrite::RewriteOptions options;
-    options.forms = {"conv_transpose"};
+    options.forms = {rewrite::Form::kConvTranspose};
     require_near_miss(zero_insertion_model({}), "form zero_insertion not selected by --forms", true, options);
     options = {};
     options.skip = {"up1"};

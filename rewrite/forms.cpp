@@ -1,0 +1,63 @@
+#include "rewrite/forms.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "rewrite/recognisers.h"
+
+namespace dwdeconv::rewrite {
+
+const std::vector<FormInfo>& forms() {
+  static const std::vector<FormInfo> table = {
+      {Form::kConvTranspose, "conv_transpose", "a depthwise ConvTranspose", nullptr, false, true, false, false},
+      {Form::kNearestMask, "nearest_mask", "nearest Resize times a mask, Pad, depthwise Conv (MI-GAN's form b)", match_nearest_mask,
+       false, true, true, false},
+      {Form::kZeroInsertion, "zero_insertion", "a one-tap ConvTranspose, Pad, depthwise Conv (MI-GAN's older code)",
+       match_zero_insertion, true, true, false, false},
+      {Form::kReshapeZeroInsertion, "reshape_zero_insertion", "Reshape/Pad/Reshape zero insertion, Pad, depthwise Conv (upfirdn2d)",
+       match_reshape_zero_insertion, false, true, false, false},
+      {Form::kNearestConv, "nearest_conv", "nearest Resize, then a Conv of any group (U-Nets, VAE decoders, FPNs)", match_nearest_conv,
+       false, true, true, true},
+  };
+  return table;
+}
+
+const char* form_name(Form form) { return form == Form::kNearestResize ? "resize" : form_info(form).name; }
+
+const FormInfo& form_info(Form form) {
+  const auto& t = forms();
+  const auto it = std::find_if(t.begin(), t.end(), [form](const FormInfo& f) { return f.form == form; });
+  if (it == t.end()) throw std::logic_error(std::string("no row for form ") + form_name(form));
+  return *it;
+}
+
+std::optional<Form> form_by_name(const std::string& name) {
+  for (const auto& f : forms()) {
+    if (name == f.name) return f.form;
+  }
+  return std::nullopt;
+}
+
+std::string form_names(bool defaults_only) {
+  std::string names;
+  for (const auto& f : forms()) {
+    if (!defaults_only || f.on_by_default) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  }
+  return names;
+}
+
+std::set<Form> all_forms() {
+  std::set<Form> out;
+  for (const auto& f : forms()) out.insert(f.form);
+  return out;
+}
+
+std::set<Form> default_forms() {
+  std::set<Form> out;
+  for (const auto& f : forms()) {
+    if (f.on_by_default) out.insert(f.form);
+  }
+  return out;
+}
+
+}  // namespace dwdeconv::rewrite
