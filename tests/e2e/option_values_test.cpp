@@ -238,7 +238,7 @@ TEST_CASE("a FIFO given as the model, as --compare's other model or as an --inpu
   save(deconv_model(), in);
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   REQUIRE(::mkfifo(fifo_npy.c_str(), 0600) == 0);
-  for (const std::string args : {fifo.string() + " -o " + (dir.path / "o.onnx").string(), in.string() + " --compare " + fifo.string(),
+  for (const std::string& args : {fifo.string() + " -o " + (dir.path / "o.onnx").string(), in.string() + " --compare " + fifo.string(),
                                  in.string() + " --compare " + in.string() + " --input X=" + fifo_npy.string()}) {
     CAPTURE(args);
     const auto r = run_shell("timeout 20 " + std::string(DWDECONV_CLI) + " " + args, dir);

@@ -9,6 +9,7 @@
 #include "onnx_io/tensor.h"
 #include "rewrite/shape_propagation.h"
 #include "rewrite_fixtures.h"
+#include "tests/support/source_dir.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::test;
@@ -75,8 +76,7 @@ TEST_CASE("symbolic dims stay symbolic, and a declared shape that disagrees is n
 TEST_CASE("the PyTorch exports of issue 27 are rewritten whole: MI-GAN's ScatterND masks, FastDepth's computed Unpool "
           "weights, upfirdn2d's literal crop ends",
           "[rewrite][propagation][fixtures]") {
-  const char* source = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source != nullptr);
+  const std::string source = test::source_dir();
   const struct {
     const char* file;
     int upsamplers;
@@ -91,7 +91,7 @@ TEST_CASE("the PyTorch exports of issue 27 are rewritten whole: MI-GAN's Scatter
   for (const auto& c : cases) {
     for (const char* target : {"xnnpack", "default"}) {
       CAPTURE(c.file, target);
-      auto loaded = onnx_io::load_model(std::string(source) + "/tests/fixtures/" + c.file);
+      auto loaded = onnx_io::load_model(source + "/tests/fixtures/" + c.file);
       REQUIRE(loaded.ok());
       rewrite::RewriteOptions options;
       options.target = rewrite::find_target(target);

@@ -13,6 +13,7 @@
 #include "nearest_conv_fixtures.h"
 #include "onnx_io/tensor.h"
 #include "rewrite/targets.h"
+#include "tests/support/source_dir.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::test;
@@ -20,9 +21,8 @@ using namespace dwdeconv::test;
 namespace {
 
 std::string docs_targets() {
-  const char* source = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source != nullptr);
-  std::ifstream in(std::string(source) + "/docs/targets.md");
+  const std::string source = test::source_dir();
+  std::ifstream in(source + "/docs/targets.md");
   REQUIRE(in.good());
   std::ostringstream text;
   text << in.rdbuf();

@@ -14,6 +14,7 @@
 #include "runtime_check/executor.h"
 #include "runtime_check/tensor_io.h"
 #include "tests/runtime_check/test_models.h"
+#include "tests/support/source_dir.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::runtime_check;
@@ -164,9 +165,8 @@ TEST_CASE("Concat fusion declines when a Conv output has another reader or an in
 }
 
 TEST_CASE("Concat fusion happens for every rewritten upsampler of the tiny MI-GAN example", "[xnnpack][fusion][examples]") {
-  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source_dir != nullptr);
-  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
+  const std::string source_dir = test::source_dir();
+  auto original = onnx_io::load_model(source_dir + "/examples/migan_tiny_deconv.onnx");
   REQUIRE(original.ok());
   int deconvs = 0;
   for (const auto& node : original->graph().node()) deconvs += node.op_type() == "ConvTranspose" ? 1 : 0;

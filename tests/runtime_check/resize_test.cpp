@@ -14,6 +14,7 @@
 #include "runtime_check/compare.h"
 #include "runtime_check/executor.h"
 #include "tests/runtime_check/test_models.h"
+#include "tests/support/source_dir.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::runtime_check;
@@ -136,9 +137,8 @@ TEST_CASE("Nearest Resize by integer factors replicates exactly what the generic
 
 TEST_CASE("MI-GAN's hand-written upsampler stays NHWC from Resize to Conv, with no layout conversion",
           "[resize][examples]") {
-  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source_dir != nullptr);
-  auto model = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_handwritten.onnx");
+  const std::string source_dir = test::source_dir();
+  auto model = onnx_io::load_model(source_dir + "/examples/migan_tiny_handwritten.onnx");
   REQUIRE(model.ok());
   size_t resizes = 0;
   for (const auto& node : model->graph().node()) resizes += node.op_type() == "Resize" ? 1 : 0;
@@ -169,7 +169,7 @@ TEST_CASE("MI-GAN's hand-written upsampler stays NHWC from Resize to Conv, with 
   }
 
   // The same function as form (a), the depthwise ConvTranspose, run on XNNPACK's deconvolution.
-  auto deconv_form = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
+  auto deconv_form = onnx_io::load_model(source_dir + "/examples/migan_tiny_deconv.onnx");
   REQUIRE(deconv_form.ok());
   ExecutorOptions same_inputs;
   same_inputs.inputs = executor->creation_inputs();

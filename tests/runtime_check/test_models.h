@@ -16,6 +16,7 @@
 #include "rewrite/rewriter.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/tensor.h"
+#include "tests/support/source_dir.h"
 
 namespace dwdeconv::runtime_check::testing {
 
@@ -37,9 +38,8 @@ struct ModelPair {
 // The examples' MI-GAN-like model (examples/migan_tiny_deconv.onnx) and its rewrite: fused Concats, layout
 // conversions, over a hundred activations. The test fails when it cannot be read or nothing is rewritten.
 inline ModelPair migan_example_pair() {
-  const char* source_dir = std::getenv("DWDECONV_SOURCE_DIR");
-  REQUIRE(source_dir != nullptr);
-  auto original = onnx_io::load_model(std::string(source_dir) + "/examples/migan_tiny_deconv.onnx");
+  const std::string source_dir = test::source_dir();
+  auto original = onnx_io::load_model(source_dir + "/examples/migan_tiny_deconv.onnx");
   REQUIRE(original.ok());
   onnx::ModelProto rewritten = original.value();
   auto result = rewrite::rewrite_model(rewritten, {});
