@@ -138,10 +138,12 @@ void log_verify_summary(const runtime_check::VerifyResult& result, const std::st
 }
 
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
+// `record` (null for --compare) is the rewrite that wrote `rewritten`: per-node mode checks the regions it recorded.
 // `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                                      const Options& opt, const RuntimeSetup& setup,
-                                                     const std::string& model_path, PhaseLog& log, const std::string& prefix) {
+                                                     const std::string& model_path, PhaseLog& log, const std::string& prefix,
+                                                     const rewrite::RewriteResult* record) {
   runtime_check::VerifyOptions vo;
   auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
   if (!shapes) return shapes.error();
@@ -151,6 +153,12 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   vo.threads = opt.threads;
   vo.tolerances = {opt.atol, opt.rtol};
   vo.progress = setup.progress ? setup.progress : log.callback();
+  if (record != nullptr) {
+    vo.regions.emplace();
+    for (const auto& n : record->nodes) {
+      if (n.rewritten && n.summary.graph_path == "main") vo.regions->push_back(n.region);
+    }
+  }
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);
   if (!result) return result;  // the caller's failure ends the phase as failed
@@ -246,7 +254,7 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   if (opt.runtime == kBuiltinRuntime) {
     checks.info.runtime = builtin_runtime_info();
     if (verify) {
-      auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix);
+      auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix, result);
       if (!verified) return core::Error{verified.error().kind, verify_prefix + verified.error().message};
       checks.verify = *verified;
       if (!verified->passed) return checks;

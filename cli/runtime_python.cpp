@@ -679,15 +679,10 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
                                                const std::vector<runtime_check::NamedTensor>& inputs) {
   std::vector<UpsamplerRegion> regions;
   const auto& og = original.graph();
-  // Values the rewritten main graph still computes: an original node whose outputs are all gone was replaced.
-  std::set<std::string> still;
-  for (const auto& n : rewritten.graph().node()) still.insert(n.output().begin(), n.output().end());
-  std::map<std::string, const onnx::NodeProto*> producer;
+  std::map<std::string, const onnx::NodeProto*> first_output_of;
   for (const auto& n : og.node()) {
-    for (const auto& o : n.output()) producer[o] = &n;
+    if (n.output_size() > 0) first_output_of.emplace(n.output(0), &n);
   }
-  std::set<std::string> initializers;
-  for (const auto& t : og.initializer()) initializers.insert(t.name());
   // Types of the original's values at the inputs' dims, as the rewrite computes them (rewrite/shape_propagation.h).
   onnx::ModelProto skeleton = onnx_io::skeleton_copy(original);
   for (auto& in : *skeleton.mutable_graph()->mutable_input()) {
@@ -716,28 +711,14 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
     UpsamplerRegion region;
     region.name = n.summary.name;
     region.form = rewrite::form_name(n.summary.form);
-    // The named node and, walking back, the nodes feeding it whose outputs the rewrite removed.
-    region.original_nodes = {anchor->second};
-    std::vector<const onnx::NodeProto*> todo = {anchor->second};
-    while (!todo.empty()) {
-      const auto* node = todo.back();
-      todo.pop_back();
-      for (const auto& in : node->input()) {
-        if (in.empty() || initializers.count(in)) continue;
-        const auto p = producer.find(in);
-        const bool removed = p != producer.end() && std::none_of(p->second->output().begin(), p->second->output().end(),
-                                                                 [&](const std::string& o) { return still.count(o) != 0; });
-        if (removed && p->second->op_type() != "Constant") {
-          if (std::find(region.original_nodes.begin(), region.original_nodes.end(), p->second) == region.original_nodes.end()) {
-            region.original_nodes.push_back(p->second);
-            todo.push_back(p->second);
-          }
-        } else if (p == producer.end() || p->second->op_type() != "Constant") {
-          region.input = in;  // the non-constant value from outside: the upsampler's input
-        }
-      }
+    // What the rewriter recorded replacing: its nodes (by first output) and the one activation it reads.
+    for (const auto& name : n.region.nodes) {
+      const auto p = first_output_of.find(name);
+      if (p != first_output_of.end()) region.original_nodes.push_back(p->second);
     }
-    region.output = anchor->second->output_size() ? anchor->second->output(0) : "";
+    if (region.original_nodes.empty() || region.original_nodes.front() != anchor->second) continue;
+    region.input = n.region.input;
+    region.output = n.region.output;
     region.input_shape = "?";
     if (const auto* t = type_of(region.input); t != nullptr && t->has_tensor_type()) {
       region.input_type = *t;

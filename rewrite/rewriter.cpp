@@ -84,7 +84,8 @@ int producer_index(const onnx::GraphProto& graph, const std::string& name) {
 // Removes every candidate that nothing reads any more. Readers go before what they read: nodes of inner graphs
 // first, then later nodes before earlier ones (graphs are topologically sorted), initializers last, and a
 // removed node's inputs lose a use, so whole chains go.
-void remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) {
+std::set<std::string> remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) {
+  std::set<std::string> removed;  // the first outputs of the nodes removed, Constant nodes left out
   auto uses = count_uses(model);
   std::vector<std::pair<std::tuple<int, size_t, int>, Candidate>> ordered;
   for (auto& c : candidates) {
@@ -115,6 +116,7 @@ void remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) 
         for (const auto& in : g.node(i).input()) {
           if (!in.empty()) --uses[in];
         }
+        if (g.node(i).op_type() != "Constant") removed.insert(c.name);
         g.mutable_node()->DeleteSubrange(i, 1);
         // Shape inference's note about a tensor that no longer exists goes too.
         for (int v = 0; v < g.value_info_size(); ++v) {
@@ -127,6 +129,7 @@ void remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) 
       }
     }
   }
+  return removed;
 }
 
 // The plan row of a nearest Resize that starts no form: kept, with what reads its output. A form starts at a
@@ -319,6 +322,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
 
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
+  std::map<size_t, std::vector<std::string>> region_candidates;  // per rewritten row: the values its region may hold
   for (auto& [index, m, replaced] : matches) {
     const PhaseLayout layout = layout_of(m);
     if (std::string reason = kept_by(result.nodes[index].summary, m); !reason.empty()) {
@@ -338,13 +342,27 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     if (!m.derived_weight) candidates.push_back({m.weight.scope, m.weight.name, m.weight.constant_node == nullptr});
     for (const auto& [scope, name] : m.weight_chain) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
     for (const auto& [scope, name] : replaced) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
+    // The record of what it replaced: x, y and the bias now; its nodes once the orphans are known, below.
+    auto& region = result.nodes[index].region;
+    region.input = m.input;
+    region.output = m.output;
+    region.bias = m.bias;
+    region.nodes = {m.output};
+    auto& names = region_candidates[index];
+    for (const auto& [scope, name] : replaced) names.push_back(name);
+    for (const auto& [scope, name] : m.weight_chain) names.push_back(name);
   }
   // Children before parents: scopes() lists parents first, and rebuilding moves a parent's nodes.
   const auto& scopes = tree.scopes();
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     rebuild(*it->graph, replacements, emitter.constants_after());
   }
-  remove_orphans(model, std::move(candidates));
+  const std::set<std::string> removed = remove_orphans(model, std::move(candidates));
+  for (const auto& [index, names] : region_candidates) {
+    for (const auto& name : names) {
+      if (removed.count(name) != 0) result.nodes[index].region.nodes.push_back(name);
+    }
+  }
   result.derived_tensors = emitter.derived_tensors();
 
   for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;
@@ -361,7 +379,35 @@ bool moved_a_resize(const RewriteResult& result) {
 // word, and a new row (an upsampler that a moved Resize starts) is added. Returns whether the later pass rewrote any.
 bool merge_pass(RewriteResult& result, RewriteResult&& later) {
   bool rewrote = false;
+  // A later row's region may read or hold what an earlier row emitted (the Resize it moved, the Conv it wrote): in the
+  // original's names those are that row's input and nodes.
+  std::map<std::string, const NodeReport*> emitted_by;
+  for (const auto& n : result.nodes) {
+    if (!n.rewritten) continue;
+    emitted_by[n.region.output] = &n;
+    for (const auto& name : n.emitted_nodes) emitted_by[name] = &n;
+  }
   for (auto& row : later.nodes) {
+    if (row.rewritten) {
+      std::vector<std::string> nodes;
+      for (const auto& name : row.region.nodes) {
+        const auto earlier = emitted_by.find(name);
+        if (earlier == emitted_by.end()) {
+          nodes.push_back(name);
+        } else {
+          for (const auto& n : earlier->second->region.nodes) {
+            if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+          }
+        }
+      }
+      row.region.nodes = std::move(nodes);
+      for (const NodeReport* earlier = nullptr;;) {  // follow x back through the rows that wrote it
+        const auto it = emitted_by.find(row.region.input);
+        if (it == emitted_by.end() || it->second == earlier) break;
+        earlier = it->second;
+        row.region.input = earlier->region.input;
+      }
+    }
     const auto same = [&row](const NodeReport& n) { return n.summary.graph_path == row.summary.graph_path && n.summary.name == row.summary.name; };
     const auto it = std::find_if(result.nodes.begin(), result.nodes.end(), same);
     rewrote = rewrote || row.rewritten;

@@ -9,6 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/region.h"
 #include "core/result.h"
 #include "rewrite/emitter.h"
 #include "rewrite/matcher.h"
@@ -48,6 +49,7 @@ struct NodeReport {
   std::vector<std::string> emitted_nodes;   // names of the nodes that replaced it
   PhaseLayout layout = PhaseLayout::kDcr;   // how the emitted phases are joined (when rewritten)
   std::string note;                         // what that join costs on a runtime the target is meant for ("" none)
+  core::ReplacedRegion region;              // what it replaced, in the original's names (when rewritten)
 };
 
 struct RewriteResult {

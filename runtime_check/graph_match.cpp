@@ -630,4 +630,49 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
   return "";
 }
 
+std::vector<Replacement> replacements_from_record(const onnx::ModelProto& original,
+                                                  const std::vector<core::ReplacedRegion>& regions) {
+  const auto& graph = original.graph();
+  const auto producer = producers(graph);
+  std::vector<std::pair<int, Replacement>> ordered;
+  for (const auto& region : regions) {
+    Replacement r;
+    r.y = region.output;
+    r.x = region.input;
+    r.bias = region.bias;
+    const auto it = producer.find(region.output);
+    if (it == producer.end()) {
+      r.label = "'" + region.output + "'";
+      r.problem = "the rewrite's record names '" + region.output + "', which the original's main graph does not compute";
+      ordered.emplace_back(graph.node_size(), std::move(r));
+      continue;
+    }
+    r.node = &graph.node(it->second);
+    r.label = describe_node(*r.node);
+    if (r.x.empty()) r.problem = "the rewrite's record of " + r.label + " names no input";
+    ordered.emplace_back(it->second, std::move(r));
+  }
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Replacement> out;
+  for (auto& [index, r] : ordered) out.push_back(std::move(r));
+  return out;
+}
+
+std::string record_difference(const std::vector<Replacement>& recorded, const std::vector<Replacement>& found) {
+  std::map<std::string, const Replacement*> by_y;
+  for (const auto& r : found) by_y[r.y] = &r;
+  for (const auto& r : recorded) {
+    const auto it = by_y.find(r.y);
+    if (it == by_y.end()) return "the rewrite recorded replacing " + r.label + ", but the rewritten model still computes '" + r.y + "' as the original does";
+    // A region the graphs alone cannot resolve (x == "" and a problem: e.g. a mask built from Shape(x) reads x
+    // twice) takes the record's x; difference_outside_replacements() then checks the region read from it.
+    if (it->second->x != r.x && !it->second->x.empty()) {
+      return "the rewrite recorded " + r.label + " as reading '" + r.x + "', but the graphs say '" + it->second->x + "'";
+    }
+    by_y.erase(it);
+  }
+  if (!by_y.empty()) return "the rewritten model replaces " + by_y.begin()->second->label + ", which the rewrite did not record";
+  return "";
+}
+
 }  // namespace dwdeconv::runtime_check

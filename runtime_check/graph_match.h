@@ -26,6 +26,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/region.h"
+
 namespace dwdeconv::runtime_check {
 
 // A replaced upsampler: a Conv or ConvTranspose of the original's main graph whose output y the rewritten model
@@ -43,6 +45,17 @@ struct Replacement {
 // original's nodes whose outputs the rewritten model does not define, stopping at values both models define; of
 // those, every one that is not computed from constants alone (Shape counts as constant) is an activation input.
 std::vector<Replacement> find_replacements(const onnx::ModelProto& original, const onnx::ModelProto& rewritten);
+
+// The replaced upsamplers as the rewriter recorded them (rewrite::NodeReport::region, main graph only), in the
+// original's graph order: what the tool knows it replaced, not what a diff of the graphs suggests. A region whose
+// output the original's main graph does not compute gets a `problem`.
+std::vector<Replacement> replacements_from_record(const onnx::ModelProto& original,
+                                                  const std::vector<core::ReplacedRegion>& regions);
+
+// "" when `recorded` and `found` (find_replacements() of the same two models) name the same upsamplers with the same
+// input (or `found` names none for it: the graphs alone cannot tell), else a phrase saying where the record and the
+// graphs disagree. The graph matching confirms the record.
+std::string record_difference(const std::vector<Replacement>& recorded, const std::vector<Replacement>& found);
 
 // The first difference between the main graphs' inputs (before IR 4, those that are no initializer) or outputs,
 // matched by name: a name only one model has, or one whose declared type (element type and dims) differs; "" when

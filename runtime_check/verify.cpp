@@ -23,6 +23,17 @@ bool is_deconv(const onnx::NodeProto& node) {
 
 core::Error usage(const std::string& message) { return {core::ErrorKind::kUsage, message}; }
 
+// The upsamplers `rewritten` replaced: the rewriter's record when the caller has it, else what matching the graphs
+// finds. With a record, `disagreement` says where the graphs do not confirm it ("" when they do).
+std::vector<Replacement> replaced_upsamplers(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                             const VerifyOptions& options, std::string* disagreement = nullptr) {
+  auto found = find_replacements(original, rewritten);
+  if (!options.regions) return found;
+  auto recorded = replacements_from_record(original, *options.regions);
+  if (disagreement != nullptr) *disagreement = record_difference(recorded, found);
+  return recorded;
+}
+
 // --input names a graph input; --input-shape a graph input, or in per-node mode the input of a main-graph
 // ConvTranspose or of an upsampler `rewritten` replaced.
 core::Status check_verify_inputs(const onnx::ModelProto& model, const onnx::ModelProto& rewritten, const VerifyOptions& options) {
@@ -31,7 +42,7 @@ core::Status check_verify_inputs(const onnx::ModelProto& model, const onnx::Mode
     if (is_deconv(node) && node.input_size() > 0) deconv_inputs.insert(node.input(0));
   }
   if (!options.input_shapes.empty()) {
-    for (const auto& r : find_replacements(model, rewritten)) {
+    for (const auto& r : replaced_upsamplers(model, rewritten, options)) {
       if (!r.x.empty()) deconv_inputs.insert(r.x);
     }
   }
@@ -135,7 +146,15 @@ core::Result<std::vector<int64_t>> node_input_shape(const std::string& input, co
 
 core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                     const VerifyOptions& options, const std::string& reason) {
-  const auto nodes = find_replacements(original, rewritten);
+  std::string disagreement;
+  const auto nodes = replaced_upsamplers(original, rewritten, options, &disagreement);
+  if (!disagreement.empty()) {
+    VerifyResult r;
+    r.mode = VerifyMode::kPerNode;
+    r.mode_reason = reason;
+    r.difference = disagreement;
+    return r;
+  }
   if (nodes.empty()) {
     return cannot_verify(reason + "; and no rewritten upsampler of the main graph can be checked on its own");
   }

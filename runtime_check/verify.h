@@ -10,12 +10,14 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
 
+#include "core/region.h"
 #include "core/result.h"
 #include "runtime_check/compare.h"
 #include "runtime_check/tensor.h"
@@ -32,6 +34,10 @@ struct VerifyOptions {
   Tolerances tolerances;
   size_t threads = 1;
   std::function<void(const std::string&)> progress;  // short status lines for long runs; may be empty
+  // What the rewrite replaced, as the rewriter recorded it (main graph), when the tool wrote `rewritten`: per-node
+  // mode checks these regions, confirmed by matching the graphs. Unset for two files the tool did not write
+  // (--compare): the regions are then found by matching the graphs alone.
+  std::optional<std::vector<core::ReplacedRegion>> regions;
 };
 
 // kNone: nothing was rewritten, so the output is the input and there is nothing to verify (the caller decides

@@ -1,6 +1,7 @@
 // difference_outside_replacements: the structural match per-node verification relies on. The tool's own rewrite
 // matches; any change outside the rewritten nodes, or a rewritten node per-node mode cannot check, is named.
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "runtime_check/graph_match.h"
 #include "runtime_check/verify.h"
 #include "tests/runtime_check/test_models.h"
+#include "tests/support/source_dir.h"
 
 using namespace dwdeconv;
 using namespace dwdeconv::runtime_check;
@@ -359,4 +361,45 @@ TEST_CASE("A rewritten region reads exactly the original upsampler's input, plus
   REQUIRE(redirected > 0);
   CHECK_THAT(difference(original, other),
              Catch::Contains("reads 'c', which is neither that upsampler's input 'x' nor a constant"));
+}
+
+TEST_CASE("The rewrite's record of each region is what matching the graphs finds, on every example and fixture",
+          "[graph_match][record]") {
+  const std::string source = test::source_dir();
+  size_t checked = 0;
+  for (const char* file : {"examples/migan_tiny_deconv.onnx", "examples/migan_tiny_handwritten.onnx", "examples/upsampler_small.onnx",
+                           "tests/fixtures/migan_nearest_scatternd_32_opset13.onnx",
+                           "tests/fixtures/migan_nearest_sizes_32_opset13.onnx", "tests/fixtures/fastdepth_upconv_opset13.onnx",
+                           "tests/fixtures/upfirdn2d_literal_ends_opset13.onnx",
+                           "tests/fixtures/nearest_mask_scatternd_opset13.onnx"}) {
+    CAPTURE(file);
+    auto original = onnx_io::load_model(source + "/" + file);
+    REQUIRE(original.ok());
+    onnx::ModelProto model = original.value();
+    auto result = rewrite::rewrite_model(model, {});
+    REQUIRE(result.ok());
+    REQUIRE(result->rewritten > 0);
+    std::set<std::string> original_outputs, rewritten_outputs;
+    for (const auto& n : original->graph().node()) original_outputs.insert(n.output().begin(), n.output().end());
+    for (const auto& n : model.graph().node()) rewritten_outputs.insert(n.output().begin(), n.output().end());
+    std::vector<core::ReplacedRegion> regions;
+    for (const auto& n : result->nodes) {
+      if (!n.rewritten || n.summary.graph_path != "main") continue;
+      CAPTURE(n.summary.name);
+      // Each recorded node is one of the original's that the rewritten model no longer has, its output first.
+      REQUIRE_FALSE(n.region.nodes.empty());
+      CHECK(n.region.nodes.front() == n.region.output);
+      for (const auto& name : n.region.nodes) {
+        CHECK(original_outputs.count(name) == 1);
+        if (name != n.region.output) CHECK(rewritten_outputs.count(name) == 0);
+      }
+      regions.push_back(n.region);
+    }
+    REQUIRE_FALSE(regions.empty());
+    const auto recorded = replacements_from_record(*original, regions);
+    CHECK(record_difference(recorded, find_replacements(*original, model)) == "");
+    for (const auto& r : recorded) CHECK(r.problem.empty());
+    checked += regions.size();
+  }
+  CHECK(checked >= 30);
 }

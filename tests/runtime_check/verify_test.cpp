@@ -278,3 +278,54 @@ TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, wi
   CHECK(wrong->mode == VerifyMode::kPerNode);
   CHECK_FALSE(wrong->passed);
 }
+
+TEST_CASE("Per-node mode checks the regions the rewrite recorded, and fails where the graphs do not confirm them",
+          "[verify][per_node][record]") {
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
+                                   "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+                                   "  z = Log (y)\n}");
+  add_initializer(original, "w", {2, 1, 4, 4}, 7);
+  original.mutable_graph()->mutable_node(0)->set_name("up");
+  onnx::ModelProto rewritten = original;
+  auto result = rewrite::rewrite_model(rewritten, {});
+  REQUIRE(result.ok());
+  REQUIRE(result->rewritten == 1);
+  const core::ReplacedRegion& region = result->nodes.at(0).region;
+  CHECK(region.input == "x");
+  CHECK(region.output == "y");
+  CHECK(region.nodes == std::vector<std::string>{"y"});
+
+  // The record and the graphs agree: the same upsampler, read from the same input.
+  const auto recorded = replacements_from_record(original, {region});
+  REQUIRE(recorded.size() == 1);
+  CHECK(recorded[0].node == &original.graph().node(0));
+  CHECK(record_difference(recorded, find_replacements(original, rewritten)).empty());
+
+  VerifyOptions options;
+  options.regions = std::vector<core::ReplacedRegion>{region};
+  auto r = verify_models(original, rewritten, options);
+  INFO((r.ok() ? r->summary() : r.error().message));
+  REQUIRE(r.ok());
+  CHECK(r->mode == VerifyMode::kPerNode);
+  CHECK(r->passed);
+  REQUIRE(r->nodes.size() == 1);
+
+  // A record that names another input, or leaves the upsampler out, is not confirmed: per-node mode fails, naming it.
+  core::ReplacedRegion wrong_input = region;
+  wrong_input.input = "w";
+  options.regions = std::vector<core::ReplacedRegion>{wrong_input};
+  auto lied = verify_models(original, rewritten, options);
+  REQUIRE(lied.ok());
+  CHECK_FALSE(lied->passed);
+  CHECK_THAT(lied->difference, Catch::Contains("recorded ConvTranspose 'up'") && Catch::Contains("as reading 'w'"));
+  options.regions = std::vector<core::ReplacedRegion>{};
+  auto missing = verify_models(original, rewritten, options);
+  REQUIRE(missing.ok());
+  CHECK_FALSE(missing->passed);
+  CHECK_THAT(missing->difference, Catch::Contains("which the rewrite did not record"));
+  core::ReplacedRegion elsewhere = region;
+  elsewhere.output = "z";
+  CHECK_THAT(record_difference(replacements_from_record(original, {elsewhere}), find_replacements(original, rewritten)),
+             Catch::Contains("still computes 'z'"));
+}
