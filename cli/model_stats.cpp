@@ -3,7 +3,8 @@
 #include <cstdio>
 #include <set>
 
-#include "cli/report.h"
+#include <nlohmann/json.hpp>
+
 #include "onnx_io/graph_walk.h"
 #include "onnx_io/tensor.h"
 
@@ -86,16 +87,13 @@ std::string stats_change_text(const ModelStats& before, const ModelStats& after)
          change_text(before.weight_bytes, after.weight_bytes);
 }
 
-std::string stats_change_json(const ModelStats& before, const ModelStats& after) {
-  std::string ops;
-  for (const auto& op : changed_ops(before, after)) {
-    ops += (ops.empty() ? "" : ", ") + json_string(op) + ": [" + std::to_string(count_of(before, op)) + ", " +
-           std::to_string(count_of(after, op)) + "]";
-  }
-  const auto pair = [](int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
-  return "{\"ops\": {" + ops + "}, \"nodes\": " + pair(before.nodes, after.nodes) +
-         ", \"model_bytes\": " + pair(before.model_bytes, after.model_bytes) +
-         ", \"weight_bytes\": " + pair(before.weight_bytes, after.weight_bytes) + "}";
+Json stats_change_json(const ModelStats& before, const ModelStats& after) {
+  Json ops = Json::object();
+  for (const auto& op : changed_ops(before, after)) ops[op] = {count_of(before, op), count_of(after, op)};
+  return {{"ops", ops},
+          {"nodes", {before.nodes, after.nodes}},
+          {"model_bytes", {before.model_bytes, after.model_bytes}},
+          {"weight_bytes", {before.weight_bytes, after.weight_bytes}}};
 }
 
 }  // namespace dwdeconv::cli

@@ -7,6 +7,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "cli/json.h"
+
 namespace dwdeconv::cli {
 
 // Counts of one model: nodes per op type (every graph, subgraphs included), and sizes in bytes.
@@ -26,6 +28,6 @@ std::string stats_change_text(const ModelStats& before, const ModelStats& after)
 
 // The report's "changes" object: {"ops": {"Conv": [2, 34], ...}, "nodes": [18, 26], "model_bytes": [a, b],
 // "weight_bytes": [a, b]}, with only the ops whose count changed.
-std::string stats_change_json(const ModelStats& before, const ModelStats& after);
+Json stats_change_json(const ModelStats& before, const ModelStats& after);
 
 }  // namespace dwdeconv::cli

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "cli/json.h"
 #include "cli/version.h"
 #include "core/text.h"
 
@@ -18,30 +21,87 @@ std::string json_ints(const Array& values) {
   return s + "]";
 }
 
-// JSON number; non-finite values (a NaN error) become null.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+// A value the report states when it is known, else null.
+template <typename T>
+Json or_null(bool known, const T& value) {
+  return known ? Json(value) : Json(nullptr);
 }
 
-std::string verify_json(const runtime_check::VerifyResult& v) {
-  std::ostringstream o;
-  o << "{\n    \"mode\": \"" << runtime_check::verify_mode_name(v.mode) << "\",\n";
-  o << "    \"reason\": " << json_string(v.mode_reason) << ",\n";
-  o << "    \"passed\": " << (v.passed ? "true" : "false") << ",\n";
-  o << "    \"difference\": " << (v.difference.empty() ? std::string("null") : json_string(v.difference)) << ",\n";
-  o << "    \"outputs\": [";
-  for (size_t i = 0; i < v.outputs.size(); ++i) {
-    const auto& out = v.outputs[i];
-    o << (i ? "," : "") << "\n      {\"name\": " << json_string(out.name) << ", \"max_abs_error\": " << json_number(out.max_abs_error)
-      << ", \"max_rel_error\": " << json_number(out.max_rel_error) << ", \"passed\": " << (out.passed ? "true" : "false")
-      << ", \"compared\": " << out.compared << "}";
+// A number; non-finite values (a NaN error) become null.
+Json number(double v) { return or_null(std::isfinite(v), v); }
+
+Json verify_object(const runtime_check::VerifyResult& v) {
+  Json outputs = Json::array();
+  for (const auto& out : v.outputs) {
+    outputs.push_back({{"name", out.name},
+                       {"max_abs_error", number(out.max_abs_error)},
+                       {"max_rel_error", number(out.max_rel_error)},
+                       {"passed", out.passed},
+                       {"compared", out.compared}});
   }
-  o << (v.outputs.empty() ? "" : "\n    ") << "],\n";
-  o << "    \"xnnpack_ops\": " << v.xnnpack_ops << ",\n    \"reference_ops\": " << v.reference_ops << "\n  }";
-  return o.str();
+  return {{"mode", runtime_check::verify_mode_name(v.mode)},
+          {"reason", v.mode_reason},
+          {"passed", v.passed},
+          {"difference", or_null(!v.difference.empty(), v.difference)},
+          {"outputs", outputs},
+          {"xnnpack_ops", v.xnnpack_ops},
+          {"reference_ops", v.reference_ops}};
+}
+
+Json bench_object(const runtime_check::BenchResult& b) {
+  Json o = {{"threads", b.threads},
+            {"runs", b.runs},
+            {"original_ms", number(b.original_ms)},
+            {"rewritten_ms", number(b.rewritten_ms)},
+            {"speedup", number(b.speedup)}};
+  // The spread of each side and the number of interleaved pairs, so a reader can judge the medians.
+  for (const auto& [side, samples] : {std::pair<std::string, const std::vector<double>&>{"original", b.original_samples_ms},
+                                      {"rewritten", b.rewritten_samples_ms}}) {
+    const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+    o[side + "_min_ms"] = samples.empty() ? Json(nullptr) : number(*lo);
+    o[side + "_max_ms"] = samples.empty() ? Json(nullptr) : number(*hi);
+  }
+  o["pairs"] = std::min(b.original_samples_ms.size(), b.rewritten_samples_ms.size());
+  return o;
+}
+
+// Where verify and bench ran: the runtime, --min-speedup, and with --bench the per-upsampler table.
+void add_runtime_fields(Json& report, const RuntimeRunInfo& info, bool bench) {
+  Json versions = Json::object();
+  for (const auto& [package, version] : info.runtime.versions) versions[package] = version;
+  report["runtime"] = {{"name", info.runtime.name},
+                       {"label", info.runtime.label},
+                       {"python", or_null(!info.runtime.python.empty(), info.runtime.python)},
+                       {"versions", versions}};
+  if (info.min_speedup) report["min_speedup"] = *info.min_speedup;
+  if (bench) {
+    Json rows = Json::array();
+    for (const auto& r : info.upsamplers) {
+      rows.push_back({{"name", r.name},
+                      {"form", r.form},
+                      {"input_shape", r.input_shape},
+                      {"original_ms", number(r.original_ms)},
+                      {"rewritten_ms", number(r.rewritten_ms)}});
+    }
+    report["upsamplers"] = rows;
+  }
+}
+
+Json tune_array(const std::vector<TuneFigure>& figures) {
+  Json rows = Json::array();
+  for (const auto& f : figures) {
+    Json row = {{"name", f.name}, {"input_shape", f.input_shape}};
+    if (f.not_timed.empty()) {
+      row["original_ms"] = number(f.original_ms);
+      row["rewritten_ms"] = number(f.rewritten_ms);
+      row["speedup"] = number(f.speedup);
+    } else {
+      row["not_timed"] = f.not_timed;
+    }
+    row["decision"] = f.rewritten ? "rewritten" : "kept";
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -88,57 +148,56 @@ std::string json_string(const std::string& s) {
 namespace {
 
 // A count the report states when it is known (non-zero), else null.
-std::string known(int64_t value) { return value > 0 ? std::to_string(value) : "null"; }
+Json known(int64_t value) { return or_null(value > 0, value); }
+
+template <typename Array>
+Json ints(const Array& values) {
+  Json out = Json::array();
+  for (const auto v : values) out.push_back(v);
+  return out;
+}
 
 }  // namespace
 
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result) {
-  std::ostringstream o;
-  o << "{\n  \"tool_version\": " << json_string(kVersion) << ",\n";
-  o << "  \"exit_code\": " << run.exit_code << ",\n";
-  o << "  \"error\": " << (run.error.empty() ? "null" : json_string(run.error)) << ",\n";
-  o << "  \"input\": " << json_string(run.input) << ",\n";
-  o << "  \"output\": " << (run.output.empty() ? "null" : json_string(run.output)) << ",\n";
-  o << "  \"opset\": " << run.opset << ",\n";
-  o << "  \"target\": " << (result.target ? json_string(result.target->name) : "null") << ",\n";
-  o << "  \"cpu\": " << (result.target ? json_string(result.cpu.describe()) : "null") << ",\n";
-  o << "  \"outside_delegate\": "
-    << (result.target && !result.target->outside_delegate.empty() ? json_string(result.target->outside_delegate) : "null") << ",\n";
-  o << "  \"nodes\": [";
-  for (size_t i = 0; i < result.nodes.size(); ++i) {
-    const auto& n = result.nodes[i];
+  const bool target = result.target != nullptr;
+  Json o = {{"tool_version", kVersion},
+            {"exit_code", run.exit_code},
+            {"error", or_null(!run.error.empty(), run.error)},
+            {"input", run.input},
+            {"output", or_null(!run.output.empty(), run.output)},
+            {"opset", run.opset},
+            {"target", target ? Json(result.target->name) : Json(nullptr)},
+            {"cpu", target ? Json(result.cpu.describe()) : Json(nullptr)},
+            {"outside_delegate", target && !result.target->outside_delegate.empty() ? Json(result.target->outside_delegate)
+                                                                                    : Json(nullptr)}};
+  Json nodes = Json::array();
+  for (const auto& n : result.nodes) {
     const auto& s = n.summary;
-    o << (i ? "," : "") << "\n    {\"name\": " << json_string(s.name) << ", \"graph\": " << json_string(s.graph_path)
-      << ", \"decision\": " << (n.rewritten ? "\"rewritten\"" : "\"kept\"") << ", \"reason\": " << json_string(n.reason)
-      << ", \"channels\": " << known(s.channels) << ", \"kernel\": " << (s.kernel[0] > 0 ? json_ints(s.kernel) : "null")
-      << ", \"stride\": " << known(s.stride) << ", \"pads\": " << (s.pads ? json_ints(*s.pads) : "null")
-      << ", \"output_padding\": " << (s.output_padding ? json_ints(*s.output_padding) : "null")
-      << ", \"form\": " << json_string(rewrite::form_name(s.form))
-      << ", \"layout\": " << (n.rewritten ? json_string(rewrite::phase_layout_name(n.layout)) : "null")
-      << ", \"note\": " << (n.note.empty() ? std::string("null") : json_string(n.note)) << "}";
+    nodes.push_back({{"name", s.name},
+                     {"graph", s.graph_path},
+                     {"decision", n.rewritten ? "rewritten" : "kept"},
+                     {"reason", n.reason},
+                     {"channels", known(s.channels)},
+                     {"kernel", s.kernel[0] > 0 ? ints(s.kernel) : Json(nullptr)},
+                     {"stride", known(s.stride)},
+                     {"pads", s.pads ? ints(*s.pads) : Json(nullptr)},
+                     {"output_padding", s.output_padding ? ints(*s.output_padding) : Json(nullptr)},
+                     {"form", rewrite::form_name(s.form)},
+                     {"layout", n.rewritten ? Json(rewrite::phase_layout_name(n.layout)) : Json(nullptr)},
+                     {"note", or_null(!n.note.empty(), n.note)}});
   }
-  o << (result.nodes.empty() ? "" : "\n  ") << "],\n";
-  o << "  \"rewritten\": " << result.rewritten << ",\n  \"kept\": " << result.kept << ",\n";
-  if (!run.changes.empty()) o << "  \"changes\": " << run.changes << ",\n";
-  o << "  \"validation\": " << (run.validation.empty() ? "null" : json_string(run.validation));
-  if (!run.compared.empty()) o << ",\n  \"compared\": " << json_string(run.compared);
-  if (run.verify) o << ",\n  \"verify\": " << verify_json(*run.verify);
-  if (run.bench) {
-    const auto& b = *run.bench;
-    o << ",\n  \"bench\": {\"threads\": " << b.threads << ", \"runs\": " << b.runs << ", \"original_ms\": " << json_number(b.original_ms)
-      << ", \"rewritten_ms\": " << json_number(b.rewritten_ms) << ", \"speedup\": " << json_number(b.speedup);
-    // The spread of each side and the number of interleaved pairs, so a reader can judge the medians.
-    for (const auto& [side, samples] : {std::pair<const char*, const std::vector<double>&>{"original", b.original_samples_ms},
-                                        {"rewritten", b.rewritten_samples_ms}}) {
-      const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
-      o << ", \"" << side << "_min_ms\": " << (samples.empty() ? "null" : json_number(*lo)) << ", \"" << side
-        << "_max_ms\": " << (samples.empty() ? "null" : json_number(*hi));
-    }
-    o << ", \"pairs\": " << std::min(b.original_samples_ms.size(), b.rewritten_samples_ms.size()) << "}";
-  }
-  if (run.runtime) o << runtime_report_fields(*run.runtime, run.bench.has_value());
-  o << "\n}\n";
-  return o.str();
+  o["nodes"] = nodes;
+  o["rewritten"] = result.rewritten;
+  o["kept"] = result.kept;
+  if (run.stats) o["changes"] = stats_change_json(run.stats->first, run.stats->second);
+  o["validation"] = or_null(!run.validation.empty(), run.validation);
+  if (!run.compared.empty()) o["compared"] = run.compared;
+  if (run.verify) o["verify"] = verify_object(*run.verify);
+  if (run.bench) o["bench"] = bench_object(*run.bench);
+  if (run.runtime) add_runtime_fields(o, *run.runtime, run.bench.has_value());
+  if (run.tune) o["tune"] = tune_array(*run.tune);
+  return json_text(o) + "\n";
 }
 
 std::string upsampler_noun(const rewrite::RewriteResult& result) {
@@ -151,7 +210,7 @@ std::string upsampler_noun(const rewrite::RewriteResult& result) {
 std::string report_list_json(const std::vector<std::string>& entries) {
   std::string out = "[";
   for (size_t i = 0; i < entries.size(); ++i) {
-    std::string entry = entries[i];
+    std::string entry = entries[i];  // each a whole object from report_json
     while (!entry.empty() && entry.back() == '\n') entry.pop_back();
     out += (i ? ",\n" : "\n") + entry;
   }

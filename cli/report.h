@@ -5,7 +5,9 @@
 #include <vector>
 #include <string>
 
+#include "cli/model_stats.h"
 #include "cli/runtime_python.h"
+#include "cli/tune.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/bench.h"
 #include "runtime_check/verify.h"
@@ -20,17 +22,19 @@ struct RunInfo {
   int64_t opset = 0;
   std::string validation;  // what the output validation checked; empty when nothing is written
   std::string compared;    // the other model of --compare; empty otherwise
-  std::string changes;     // the "changes" JSON object (model_stats.h); empty when the model was not rewritten in memory
+  // The model's stats before and after the rewrite (the report's "changes"); unset when it was not rewritten in memory.
+  std::optional<std::pair<ModelStats, ModelStats>> stats;
   std::optional<runtime_check::VerifyResult> verify;
   std::optional<runtime_check::BenchResult> bench;
   std::optional<RuntimeRunInfo> runtime;  // where verify and bench ran, when either did
+  std::optional<std::vector<TuneFigure>> tune;  // with --tune: each candidate's figure and decision
 };
 
 // {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
 // "compared" and "verify" when verification ran, and "bench" with --bench. The README documents the schema.
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result);
 
-// A batch report: the per-model objects of report_json, as a JSON list.
+// A batch report: the per-model objects of report_json (each its text), as a JSON list.
 std::string report_list_json(const std::vector<std::string>& entries);
 
 // One line per upsampler: decision, name, form (when not a ConvTranspose), C, k, s, resolved pads,
@@ -41,8 +45,8 @@ std::string plan_text(const rewrite::RewriteResult& result);
 // else "upsamplers": the noun of the summary lines.
 std::string upsampler_noun(const rewrite::RewriteResult& result);
 
-// JSON string literal with escapes. Bytes that are not part of well-formed UTF-8 become U+FFFD, one per
-// byte, so the text is valid UTF-8 whatever a model's names hold.
+// A name quoted for a line of text (the plan, the --tune lines): a JSON string literal, so quotes, backslashes and
+// controls are escaped. Bytes that are not part of well-formed UTF-8 become U+FFFD, one per byte.
 std::string json_string(const std::string& s);
 
 }  // namespace dwdeconv::cli

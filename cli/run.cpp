@@ -532,7 +532,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
     }
     tuned.emplace();
     tuned->runtime = where;
-    tuned->tune_json = tune_report_field(*figures);
+    info.tune = *figures;
     info.runtime = tuned;
     // With --dry-run, the plan shows them too, after the model's header in a batch (printed with the plan, below).
     for (const auto& f : *figures) tune_text += tune_line(f, where) + "\n";
@@ -555,7 +555,7 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
   }
   if (opt.dry_run) std::cout << (batch ? shown + ":\n" : std::string()) << tune_text << plan_text(result) << std::flush;
   const ModelStats after = model_stats(model);
-  info.changes = stats_change_json(before, after);
+  info.stats = std::make_pair(before, after);
 
   const bool writes_model = !opt.dry_run && !opt.check;
   std::string summary = std::string(writes_model ? "rewrote " : "would rewrite ") + std::to_string(result.rewritten) + " of " +
@@ -600,7 +600,6 @@ ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const 
       timer.mark("verify and bench");
       if (!checked) return finish(exit_code_for(checked.error()), shown + ": " + checked.error().message);
       info.runtime = checked->info;
-      if (tuned) info.runtime->tune_json = tuned->tune_json;
       const std::string& where = checked->info.runtime.label;
       const bool builtin = opt.runtime == kBuiltinRuntime;
       if (checked->verify) {

@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "cli/report.h"
@@ -175,30 +176,42 @@ core::Result<int> run_process(const std::vector<std::string>& argv, const std::s
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// One answer line of python/dwdeconv_rewrite/runtimes/check.py, split on tabs, each field unescaped.
-std::vector<std::string> answer_fields(const std::string& line) {
-  std::vector<std::string> fields(1);
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == '\t') {
-      fields.emplace_back();
-    } else if (c == '\\' && i + 1 < line.size()) {
-      const char n = line[++i];
-      fields.back() += n == 't' ? '\t' : n == 'n' ? '\n' : n == 'r' ? '\r' : n;
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
-
+// The answer lines of python/dwdeconv_rewrite/runtimes/check.py (JSON Lines, each an array), each as its fields: a
+// string as it is, a number as its JSON text, an array of names joined by newlines. A line that is not a JSON array
+// is the field list {"unreadable", line}, which no answer kind matches (the callers refuse such an answer).
 std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
   std::vector<std::vector<std::string>> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(answer_fields(line));
+    if (line.empty()) continue;
+    const auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_array() || parsed.empty() || !parsed.front().is_string()) {
+      lines.push_back({"unreadable", line});
+      continue;
+    }
+    std::vector<std::string> fields;
+    for (const auto& value : parsed) {
+      if (value.is_string()) {
+        fields.push_back(value.get<std::string>());
+      } else if (value.is_array()) {
+        std::string joined;
+        for (const auto& item : value) joined += (joined.empty() ? "" : "\n") + (item.is_string() ? item.get<std::string>() : item.dump());
+        fields.push_back(joined);
+      } else {
+        fields.push_back(value.dump());
+      }
+    }
+    lines.push_back(std::move(fields));
   }
   return lines;
+}
+
+// The first line of `lines` that is not a JSON array ("" when every one is): an answer the binary cannot read.
+std::string unreadable_answer(const std::vector<std::vector<std::string>>& lines) {
+  for (const auto& f : lines) {
+    if (f[0] == "unreadable") return core::printable_line(f.size() > 1 ? f[1].substr(0, 200) : "");
+  }
+  return "";
 }
 
 // `message` with each "(log: PATH)" a converter named replaced by a pointer to -v, after logging the last lines of
@@ -494,6 +507,10 @@ core::Status probe_runtime(const Options& opt) {
                                                     last_lines(read_text(scratch.path / "err") + said, 3) +
                                                     "; give --python PATH or set DWDECONV_PYTHON to a Python 3.9 or newer"};
   }
+  if (const std::string bad = unreadable_answer(answer_lines(said)); !bad.empty()) {
+    return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter '" + python +
+                                                    "' answered the probe with a line that is not JSON: " + bad};
+  }
   std::string exe = python, version, missing, pip;
   for (const auto& f : answer_lines(said)) {
     if (f[0] == "python" && f.size() >= 3) {
@@ -587,13 +604,18 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
                                    "--runs", std::to_string(runs), "--profile-runs", std::to_string(profile_runs)};
   auto status = run_process(argv, *pythonpath, scratch.path, scratch.path / "python.out", scratch.path / "python.err");
   if (!status) return status.error();
-  const std::string answer = read_text(out_dir / "result.tsv");
+  const std::string answer = read_text(out_dir / "result.jsonl");
   PythonRun run;
   run.runtime.name = opt.runtime;
   run.runtime.label = display_name(opt.runtime);
   run.runtime.python = python;
   std::string error;
-  for (const auto& f : answer_lines(answer)) {
+  const auto lines = answer_lines(answer);
+  if (const std::string bad = unreadable_answer(lines); !bad.empty()) {
+    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + opt.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
+                                                       "check answered a line that is not JSON: " + bad};
+  }
+  for (const auto& f : lines) {
     const std::string& kind = f[0];
     if (kind == "label" && f.size() >= 2) {
       run.runtime.label = f[1];
@@ -788,30 +810,6 @@ std::string speedup_text(double speedup, const RuntimeInfo& runtime) {
 std::string target_runtime_note(const Options& opt) {
   if (opt.target == opt.runtime || std::find(kRuntimes.begin(), kRuntimes.end(), opt.target) == kRuntimes.end()) return "";
   return "; --target " + opt.target + " ships to " + display_name(opt.target) + ": --runtime " + opt.target + " would check there";
-}
-
-std::string runtime_report_fields(const RuntimeRunInfo& info, bool bench) {
-  std::ostringstream o;
-  o << ",\n  \"runtime\": {\"name\": " << json_string(info.runtime.name) << ", \"label\": " << json_string(info.runtime.label)
-    << ", \"python\": " << (info.runtime.python.empty() ? "null" : json_string(info.runtime.python)) << ", \"versions\": {";
-  for (size_t k = 0; k < info.runtime.versions.size(); ++k) {
-    o << (k ? ", " : "") << json_string(info.runtime.versions[k].first) << ": " << json_string(info.runtime.versions[k].second);
-  }
-  o << "}}";
-  if (info.min_speedup) o << ",\n  \"min_speedup\": " << *info.min_speedup;
-  if (bench) {
-    o << ",\n  \"upsamplers\": [";
-    for (size_t k = 0; k < info.upsamplers.size(); ++k) {
-      const auto& r = info.upsamplers[k];
-      char ms[96];
-      std::snprintf(ms, sizeof ms, "\"original_ms\": %.6g, \"rewritten_ms\": %.6g", r.original_ms, r.rewritten_ms);
-      o << (k ? "," : "") << "\n    {\"name\": " << json_string(r.name) << ", \"form\": " << json_string(r.form)
-        << ", \"input_shape\": " << json_string(r.input_shape) << ", " << ms << "}";
-    }
-    o << (info.upsamplers.empty() ? "" : "\n  ") << "]";
-  }
-  o << info.tune_json;
-  return o.str();
 }
 
 }  // namespace dwdeconv::cli

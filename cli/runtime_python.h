@@ -78,12 +78,7 @@ struct RuntimeRunInfo {
   RuntimeInfo runtime;
   std::optional<double> min_speedup;   // --min-speedup
   std::vector<UpsamplerTime> upsamplers;  // with --bench, when the runtime has a profiler
-  std::string tune_json;  // with --tune: tune_report_field() (cli/tune.h)
 };
-
-// "runtime": {...}, with --bench "upsamplers": [...], with --tune "tune": [...], each line starting ",\n  " (report_json's
-// layout).
-std::string runtime_report_fields(const RuntimeRunInfo& info, bool bench);
 
 // A profiler's time per node: the node's name as the runtime names it, its op type, ms per run, and (ONNX Runtime)
 // the values it reads and writes in the graph the runtime ran.

@@ -173,19 +173,4 @@ std::string tune_reason(const TuneFigure& f, const RuntimeInfo& runtime) {
          " (medians of interleaved runs), slower rewritten";
 }
 
-std::string tune_report_field(const std::vector<TuneFigure>& figures) {
-  std::ostringstream o;
-  o << ",\n  \"tune\": [";
-  for (size_t k = 0; k < figures.size(); ++k) {
-    const auto& f = figures[k];
-    char ms[128];
-    std::snprintf(ms, sizeof ms, "\"original_ms\": %.6g, \"rewritten_ms\": %.6g, \"speedup\": %.6g", f.original_ms, f.rewritten_ms, f.speedup);
-    o << (k ? "," : "") << "\n    {\"name\": " << json_string(f.name) << ", \"input_shape\": " << json_string(f.input_shape) << ", "
-      << (f.not_timed.empty() ? std::string(ms) : "\"not_timed\": " + json_string(f.not_timed))
-      << ", \"decision\": " << (f.rewritten ? "\"rewritten\"" : "\"kept\"") << "}";
-  }
-  o << (figures.empty() ? "" : "\n  ") << "]";
-  return o.str();
-}
-
 }  // namespace dwdeconv::cli

@@ -52,7 +52,5 @@ std::function<std::string(const rewrite::NodeSummary&)> tune_keep_rule(const rew
                                                                        const std::vector<TuneFigure>& figures,
                                                                        const RuntimeInfo& runtime);
 
-// ",\n  \"tune\": [...]" for the report.
-std::string tune_report_field(const std::vector<TuneFigure>& figures);
 
 }  // namespace dwdeconv::cli

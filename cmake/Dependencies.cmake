@@ -3,6 +3,7 @@ find_package(Protobuf REQUIRED)           # libprotobuf-dev, protobuf-compiler
 find_package(ONNX REQUIRED)               # libonnx-dev: targets onnx, onnx_proto
 find_package(CLI11 REQUIRED)              # libcli11-dev
 find_package(spdlog REQUIRED)             # libspdlog-dev
+find_package(nlohmann_json 3 REQUIRED)    # nlohmann-json3-dev (header-only): the report and the runtimes' protocol
 find_package(Threads REQUIRED)
 
 # libxnnpack-dev and libpthreadpool-dev ship no CMake config.

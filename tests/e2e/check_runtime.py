@@ -272,8 +272,8 @@ def names_not_positions(runtime, d, tool_run, env):
                 "--inputs", ins, "--out", out]
         cmd = [sys.executable] + (["-c", code] if code else ["-m", "dwdeconv_rewrite.runtimes"]) + argv
         r = subprocess.run(cmd, capture_output=True, text=True, env=menv)
-        lines = [l.split("\t") for l in open(os.path.join(out, "result.tsv")).read().splitlines()] \
-            if os.path.exists(os.path.join(out, "result.tsv")) else []
+        lines = [json.loads(l) for l in open(os.path.join(out, "result.jsonl")).read().splitlines()] \
+            if os.path.exists(os.path.join(out, "result.jsonl")) else []
         outs = {(l[1], l[2]): np.load(l[3]) for l in lines if l[0] == "output"}
         order = {side: [l[2] for l in lines if l[0] == "output" and l[1] == side] for side in ("original", "rewritten")}
         errors = ["\t".join(l) for l in lines if l[0] == "error"]
@@ -442,8 +442,8 @@ package that is installed but fails to import (a missing shared library) is an `
         r = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", runtime, "--work", work,
                             "--original", src, "--rewritten", src, "--inputs", ins, "--out", out], capture_output=True,
                            text=True, env=benv)
-        result = os.path.join(out, "result.tsv")
-        lines = [l.split("\t") for l in open(result).read().splitlines()] if os.path.exists(result) else []
+        result = os.path.join(out, "result.jsonl")
+        lines = [json.loads(l) for l in open(result).read().splitlines()] if os.path.exists(result) else []
         print(f"  check: exit {r.returncode}; answer {lines}\n  " + r.stderr.strip()[-800:].replace("\n", "\n  "), flush=True)
         errors = [l for l in lines if l[0] == "error"]
         check(r.returncode == 5 and len(errors) == 1 and errors[0][1:3] == ["import", runtime]
@@ -452,7 +452,7 @@ package that is installed but fails to import (a missing shared library) is an `
         check("Traceback" not in r.stderr, "check: no traceback")
         probe = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "probe", runtime], capture_output=True,
                                text=True, env=benv)
-        said = [l.split("\t") for l in probe.stdout.splitlines()]
+        said = [json.loads(l) for l in probe.stdout.splitlines()]
         print(f"  probe: exit {probe.returncode}; answer {said}", flush=True)
         if runtime in ("ort", "litert"):
             check(probe.returncode == 5 and said[-1][:3] == ["error", "import", runtime] and text in said[-1][3],

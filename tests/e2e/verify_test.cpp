@@ -127,8 +127,8 @@ TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs
   CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
-  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\", \"max_abs_error\": 0, \"max_rel_error\": 0, \"passed\": true, \"compared\": "));
-  CHECK_THAT(json, Catch::Contains("{\"name\": \"Z\", \"max_abs_error\": 1, "));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\", \"max_abs_error\": 0.0, \"max_rel_error\": 0.0, \"passed\": true, \"compared\": "));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Z\", \"max_abs_error\": 1.0, "));
   CHECK_THAT(json, Catch::Contains("\"passed\": false"));
 }
 

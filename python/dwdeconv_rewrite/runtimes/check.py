@@ -1,11 +1,11 @@
-"""The two commands dwdeconv-rewrite runs: `probe` and `check`, and the line format they answer in.
+"""The two commands dwdeconv-rewrite runs: `probe` and `check`, and the format they answer in.
 
 The binary keeps the decisions: it makes the inputs (the same seeded or given tensors as its own executor), compares
 the outputs under its tolerance rules and chooses the exit code. This side converts both models the way the runtime's
 users do, runs them on those inputs, writes their outputs, and times them interleaved.
 
-Answers are lines of tab-separated fields, the first naming the line; a field's backslash, tab, newline and carriage
-return are written \\\\, \\t, \\n and \\r:
+Answers are JSON Lines: each line one JSON array, its first element naming the line; numbers are JSON numbers and
+lists JSON arrays, everything else a string (the binary reads them with nlohmann-json):
 
   python      EXECUTABLE  VERSION                  (probe) the interpreter
   missing     IMPORT      PIP                      (probe) a package the runtime needs that is not importable
@@ -22,9 +22,9 @@ return are written \\\\, \\t, \\n and \\r:
   output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; one line per ONNX graph output,
                                                    in graph output order, NAME the output the runtime's tensor was
                                                    matched to by name (never by position)
-  sample      SIDE        MS                       one timed run, in the order run (A B A B)
-  node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node, from the runtime's profiler, with the
-                                                   values it reads and writes, newline-separated
+  sample      SIDE        MS                       one timed run, in the order run (A B A B), MS a number
+  node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node (a number), from the runtime's profiler,
+                                                   with the values it reads and writes (arrays of names)
   error       STAGE       SIDE        MESSAGE      a conversion failed (exit 3) or a run did (exit 4; STAGE "run"),
                                                    which includes a runtime whose inputs or outputs cannot be matched
                                                    to the ONNX graph's by name, or that returns other outputs than
@@ -36,13 +36,14 @@ probe RUNTIME writes to stdout: the python line, a missing line per package that
       seconds; check answers for them).
 
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
-      --inputs DIR --out DIR --threads T  writes DIR/result.tsv. The inputs are DIR/*.pb TensorProtos listed in
+      --inputs DIR --out DIR --threads T  writes DIR/result.jsonl. The inputs are DIR/*.pb TensorProtos listed in
       DIR/inputs.txt (one file name a line, graph input order); each is fed to the input its TensorProto names.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import platform
 import sys
 from pathlib import Path
@@ -53,10 +54,6 @@ from . import CHECK_IMPORTS, NAMES, PROBE_IMPORTS, REQUIREMENTS, import_failure,
 EXIT_IMPORT_FAILED = 5
 
 
-def _field(value) -> str:
-    return (str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r"))
-
-
 class Answer:
     """Collects answer lines and writes them to a file (or stdout) in one go."""
 
@@ -64,7 +61,8 @@ class Answer:
         self.lines: list[str] = []
 
     def add(self, *fields):
-        self.lines.append("\t".join(_field(f) for f in fields))
+        self.lines.append(json.dumps([f if isinstance(f, (int, float, list)) else str(f) for f in fields],
+                                     ensure_ascii=False, allow_nan=False))
 
     def write(self, path: Path | None):
         text = "".join(line + "\n" for line in self.lines)
@@ -120,7 +118,7 @@ def check(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     answer = Answer()
-    result = args.out / "result.tsv"
+    result = args.out / "result.jsonl"
     answer.add("runtime", args.runtime)
 
     def import_failed(failure):
@@ -208,12 +206,12 @@ def check(argv: list[str]) -> int:
                          warmup=args.warmup, samples=samples)
         for side, key in (("original", "a"), ("rewritten", "b")):
             for ms in samples[key]:
-                answer.add("sample", side, f"{ms:.6f}")
+                answer.add("sample", side, float(ms))
     if args.profile_runs > 0 and hasattr(runtime, "profile_nodes"):
         for side, path in sides.items():
             for n in runtime.profile_nodes(path, args.threads, inputs, args.profile_runs):
-                answer.add("node", side, n["node"], n["op"], f"{n['ms']:.6f}", "\n".join(n["inputs"]),
-                           "\n".join(n["outputs"]))
+                answer.add("node", side, n["node"], n["op"], float(n["ms"]), [str(v) for v in n["inputs"]],
+                           [str(v) for v in n["outputs"]])
     answer.write(result)
     return 0
 
