@@ -344,13 +344,13 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
 
-  // The sweeps of issue 4, (k, s, p, op) x C x H, and of issue 11, hand-written form x C x H.
+  // The sweeps (k, s, p, op) x C x H and hand-written form x C x H.
   std::vector<Layer> kinds;
   for (const auto& g : std::vector<std::array<int64_t, 4>>{{4, 2, 1, 0}, {3, 2, 1, 1}, {2, 2, 0, 0}, {6, 3, 2, 1}}) {
     kinds.push_back({Kind::kConvTranspose, 0, 0, g[0], g[1], g[2], g[3]});
   }
   for (Kind kind : {Kind::kNearestMask, Kind::kNearestConvDepthwise, Kind::kNearestConvDense}) kinds.push_back({kind});
-  // Dense ConvTranspose (issue 16): the tool keeps it; these rows are the measurement that says why.
+  // Dense ConvTranspose: the tool keeps it; these rows are the measurement that says why.
   std::vector<Layer> dense;
   for (const auto& g : std::vector<std::array<int64_t, 3>>{{4, 2, 1}, {2, 2, 0}}) {
     dense.push_back({Kind::kDenseConvTranspose, 0, 0, g[0], g[1], g[2], 0});

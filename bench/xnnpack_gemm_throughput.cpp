@@ -1,5 +1,5 @@
 // How fast this machine's XNNPACK runs a dense 3x3 Conv (its indirect GEMM) and the same multiply as a
-// fully-connected operator (its plain GEMM), in GFLOP/s on 1 thread (issue 18 item 3). The two are timed
+// fully-connected operator (its plain GEMM), in GFLOP/s on 1 thread. The two are timed
 // interleaved, N rounds each, and printed as median, min and max. Run by hand, never by ctest:
 //
 //   build/bench/dwdeconv-xnnpack-gemm-throughput [rounds]

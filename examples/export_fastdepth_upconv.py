@@ -3,7 +3,7 @@
 writes it: each of the decoder's five x2 upsamplers is FastDepth's Unpool, a depthwise ConvTranspose k2 s2 whose
 weight [[1, 0], [0, 0]] per channel is expanded to the input's channel count (x.size(1)) in forward(), so the
 weight is an Expand node's output, not an initializer; then a dense 5x5 Conv, BatchNorm and ReLU. dwdeconv-rewrite
-sees each Unpool as a depthwise ConvTranspose (issue 27: 0 of 5 rewritten, "weight not constant").
+sees each Unpool as a depthwise ConvTranspose (before the tool folded computed weights: 0 of 5 rewritten, "weight not constant").
 
 Written after dwofk/fast-depth's models.py (Unpool, upconv, UpConv, weights_init, MobileNet(decoder='upconv'))
 and imagenet/mobilenet.py (conv_bn, conv_dw with ReLU6, layers 0 to 13, without the average pool and the fully

@@ -3,7 +3,8 @@
 from the input's shape: `mask = torch.zeros(1, 1, 2*H, 2*W); mask[:, :, ::2, ::2] = 1`. PyTorch exports that as
 a ScatterND on a ConstantOfShape whose shape is computed from Shape(x) (Gather, Mul, Unsqueeze, Concat) and whose
 indices come from Range/Expand/Where/Equal chains. dwdeconv-rewrite recognises each upsampler as form
-`nearest_mask` (issue 27: a static model of this kind had 2 of its 12 upsamplers rewritten). torch.onnx.export
+`nearest_mask` (before the tool computed shapes itself, a static model of this kind had 2 of its 12 upsamplers
+rewritten). torch.onnx.export
 folds what its own shape inference knows, and it loses the shape at the first F.pad (whose pads it writes as a
 ConstantOfShape/Concat/Reshape/Slice/Transpose/Reshape/Cast chain): the first synthesis block's two masks come
 out mostly folded, every later one starts at Shape(x).
@@ -27,7 +28,7 @@ Usage: python3 examples/export_migan_nearest_scatternd.py OUT.onnx [--resolution
                                                          [--no-noise] [--upsample module|size|recompute]
                                                          [--opset 13]
 --upsample size or recompute writes the nearest x2 as F.interpolate with sizes computed from x.shape (Shape,
-Gather, Mul or Cast/Mul/Cast/Floor, Unsqueeze, Concat into Resize's sizes), the chain issue 27 names; MI-GAN's
+Gather, Mul or Cast/Mul/Cast/Floor, Unsqueeze, Concat into Resize's sizes), the chain ONNX shape inference cannot evaluate; MI-GAN's
 nn.Upsample(scale_factor=2) exports as a Resize by constant scales.
 The same command writes the same bytes on every run (PyTorch 1.13).
 Needs PyTorch (Debian: apt-get install python3-torch); the tool itself does not use Python.

@@ -9,7 +9,7 @@ Usage: python3 examples/export_upfirdn2d.py OUT.onnx [--opset N] [--factor S] [-
 --slice-ends literal writes the crop's ends as Python ints, the padded size computed from --size, as code that
 knows its resolution does (and as torch.onnx.export itself writes them at opset 10, where it knows the Pad's
 output shape): the Slices then end at literal Constants, and from opset 11 on, where the pads are PyTorch's
-computed chain, ONNX shape inference does not know the dim they end at (issue 27).
+computed chain, ONNX shape inference does not know the dim they end at.
 Needs PyTorch (Debian: apt-get install python3-torch); the tool itself does not use Python.
 """
 import torch

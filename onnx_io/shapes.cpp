@@ -127,7 +127,7 @@ void quiet_child() {
 // Drops what `graph` and its subgraphs declare about tensors they compute: every value_info entry, and the shape of
 // every graph output (a subgraph's outputs type the node that holds it). ONNX shape inference merges a declared dim
 // into the one it infers, and a declared 13 wins over an inferred symbol: a file could say that a crop of a symbolic
-// tensor ends at its dim, or that a Resize's input is 4x5, for one input size only (issue 16 review B9). Graph
+// tensor ends at its dim, or that a Resize's input is 4x5, for one input size only. Graph
 // inputs keep their types: they are what a caller feeds. The element types of outputs stay, so nothing else changes.
 void drop_declared_shapes(onnx::GraphProto& graph) {
   graph.clear_value_info();

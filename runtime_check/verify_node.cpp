@@ -128,7 +128,7 @@ std::string ints_text(const Tensor& t) {
 // Why the original's region `region` (extracted from `original`, reading `x`) may compute an output whose size does
 // not follow x's ("" when it cannot): a node whose output size a constant fixes on an axis the model lets vary. Per-node
 // mode runs the region at one input size; there a region fixed at 8x10 and a replacement giving 2H x 2W agree when
-// H x W is 4x5, and at no other size (issue 16 review B10). A size read from a Shape at run time follows the sizes it
+// H x W is 4x5, and at no other size. A size read from a Shape at run time follows the sizes it
 // reads and is not refused; a constant that only adds to a size (Pad's pads, a Slice's non-negative start), multiplies
 // it by an integer (Tile's repeats, Resize's integer scales) or keeps it (Reshape by 0 and -1, Expand by 1) does too.
 // What is refused on an axis whose dim varies: Resize by sizes, Resize by a scale that is not an integer (floor(H x

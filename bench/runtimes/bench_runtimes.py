@@ -23,7 +23,7 @@ Suites:
   migan    the MI-GAN-like generator at 256, form (a) (and form (b) with --migan-forms a b)
   dla      the DLA-style detection decoder (examples/make_examples.cpp --dla)
   sr       BasicSR's RRDBNet (ESRGAN's generator, x4, nearest + 3x3 Conv upsamplers; examples/export_rrdbnet.py)
-  issue17  what the tool's issue 17 asks for on every runtime: k4s2p1 layers (C 16-512, H 32-128), k6s3p2op1 at
+  targets  what the targets' rules are measured on, on every runtime: k4s2p1 layers (C 16-512, H 32-128), k6s3p2op1 at
            H=64, nearest + 3x3 depthwise and dense layers, MI-GAN forms (a) and (b), the DLA decoder, RRDBNet
   --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own, on every runtime
 
@@ -186,7 +186,7 @@ def rewrite(args, original: Path, rewritten: Path) -> dict:
 #
 # onnx2torch converts only CRD DepthToSpace (to pixel_shuffle) and no Reshape passes torch.export, so the tool's
 # DCR DepthToSpace does not reach ExecuTorch. Two spellings convert, lower to XNNPACK and run (the ExecuTorch
-# probe of 2026-12-01, the tool's issue 17):
+# probe of 2026-12-01):
 #   gather_crd   Gather(axis=1, int64 perm[c*s*s + p] = p*C + c) then DepthToSpace CRD; any N. The Gather
 #                (aten.index.Tensor) stays outside the XNNPACK delegate.
 #   batch_d2s_b  N = 1 and the DepthToSpace reads a Concat(axis=1) of s*s phases (the tool's form): that Concat
@@ -294,8 +294,8 @@ def respell(rewritten: Path, respelled: Path, form: str) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # Suites
 
-SUITES = ("layers", "handwritten", "migan", "dla", "sr", "issue17")
-# --suite issue17: what the tool's issue 17 asks to measure on every runtime. Layer names matched per suite.
+SUITES = ("layers", "handwritten", "migan", "dla", "sr", "targets")
+# --suite targets: what the targets' rules are measured on, on every runtime. Layer names matched per suite.
 ISSUE17_LAYERS = {"layers": r"^k4s2p1op0_|^k6s3p2op1_C\d+_H64$", "handwritten": r"^nearest_conv_(dw|dense)_"}
 
 
@@ -313,12 +313,12 @@ def build_cases(args) -> list[Case]:
     work.mkdir(parents=True, exist_ok=True)
     suites = set(args.suite or [])
     patterns = {s: None for s in ("layers", "handwritten") if s in suites}  # None: every layer of that suite
-    if "issue17" in suites:
+    if "targets" in suites:
         for suite, pattern in ISSUE17_LAYERS.items():
             if suite not in patterns:
                 patterns[suite] = [pattern]
         suites |= {"migan", "dla", "sr"}
-    migan_forms = args.migan_forms or (["a", "b"] if "issue17" in suites else ["a"])
+    migan_forms = args.migan_forms or (["a", "b"] if "targets" in suites else ["a"])
     tag = rewrite_tag(args.rewrite_args)
 
     def wanted(suite, name):
@@ -685,7 +685,7 @@ def main(argv=None):
     parser.add_argument("--migan-size", type=int, default=256)
     parser.add_argument("--migan-forms", nargs="+", choices=["a", "b", "a-img"],
                         help="a: stock deconvs; b: hand-written; a-img: (a) with its 3-channel image upsamplers "
-                             "rewritten (default: a; a b with --suite issue17)")
+                             "rewritten (default: a; a b with --suite targets)")
     parser.add_argument("--dla-size", type=int, default=512)
     parser.add_argument("--sr-num-feat", type=int, default=32, help="RRDBNet (--suite sr): num_feat (default 32)")
     parser.add_argument("--sr-num-block", type=int, default=2, help="RRDBNet: RRDB blocks (default 2)")

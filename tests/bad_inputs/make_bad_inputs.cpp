@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   no_output.mutable_graph()->mutable_node(0)->clear_output();
   no_output.mutable_graph()->mutable_output(0)->set_name("X");
   write_model("deconv_no_output_opset18.onnx", no_output);
-  // Found in review (issue 16 B8): an If branch's initializer W shadows the main graph's W, which the else branch
+  // Found in review: an If branch's initializer W shadows the main graph's W, which the else branch
   // reads too. ONNX Runtime runs the then branch with the outer W; the rewrite folded the inner one. libonnx's checker
   // passes it; the IR spec forbids it. At opset 19 the same through a Loop body input and the partial check.
   auto shadowed = test::parse_model(R"(

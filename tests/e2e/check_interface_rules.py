@@ -1,4 +1,4 @@
-"""The rules of --verify and --compare that must be the same on every runtime (issue 26 items 3, 4, 5 and 17).
+"""The rules of --verify and --compare that must be the same on every runtime.
 
 Usage: check_interface_rules.py xnnpack|ort|litert|executorch DWDECONV_REWRITE. With this interpreter as the runtime's
 Python (the executor needs none: this interpreter only builds the models, with onnx and numpy), checks that:

@@ -1,4 +1,4 @@
-"""Where a Python --runtime's code comes from (issue 26 item 10): only where the installation put it.
+"""Where a Python --runtime's code comes from: only where the installation put it.
 
 Usage: check_module_search.py DWDECONV_REWRITE. Runs the binary as an attacker on the same machine would hope:
   1. a copy of the binary in <dir>/a/b/ with a planted <dir>/dwdeconv_rewrite/runtimes/__main__.py (the binary used

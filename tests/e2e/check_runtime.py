@@ -203,7 +203,7 @@ def main():
 
 
 def names_not_positions(runtime, d, tool_run, env):
-    """8. Outputs and inputs are matched by name on the runtime, never by position (issue 26).
+    """8. Outputs and inputs are matched by name on the runtime, never by position.
 
     The original takes [a, b] and returns [p, q], p = a + b and q = a - b: same shapes, different values, so only the
     names tell them apart (onnx2tf's TFLite converter returns a model's outputs sorted by name; ExecuTorch's program

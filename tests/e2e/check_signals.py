@@ -1,4 +1,4 @@
-"""SIGINT, SIGTERM and SIGHUP leave nothing behind (issue 26 item 15).
+"""SIGINT, SIGTERM and SIGHUP leave nothing behind.
 
 Usage: check_signals.py DWDECONV_REWRITE EXAMPLES_DIR. Interrupts the tool mid-run and checks that it exits 128 + N,
 that the staged report (`.dwdeconv-*`), the output, an --out-dir it made and its scratch directories are gone, and,

@@ -46,7 +46,7 @@ TEST_CASE("verify passes on k < s models in both modes for float and float16, an
   const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --report " + report.string(), dir);
   INFO(r.err);
   if (dtype == onnx::TensorProto::DOUBLE) {
-    // Inputs are held in float32, and the executor computes in float32 (issue 16 review B5): a float64 model is not
+    // Inputs are held in float32, and the executor computes in float32: a float64 model is not
     // verified, and it is refused before anything runs, so nothing is verified and nothing is written.
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("cannot verify the rewrite, nothing written: graph input 'X' is DOUBLE: inputs are held "

@@ -1,4 +1,4 @@
-// End-to-end tests of what a new user meets first (issue 20): the --input-shape spellings of onnxsim, Polygraphy
+// End-to-end tests of what a new user meets first: the --input-shape spellings of onnxsim, Polygraphy
 // and onnx2tf, parse errors in the tool's voice with the nearest option, phase lines in a CI log, the summary of
 // what changed, and batches over a directory.
 #include <catch2/catch.hpp>

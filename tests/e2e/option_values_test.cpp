@@ -134,7 +134,7 @@ TEST_CASE("an --input holding NaN is refused: XNNPACK's clamps do not keep NaN, 
 }
 
 TEST_CASE("an --input holding an infinity is refused like NaN: 0 * inf makes a NaN the executor does not keep", "[e2e][options]") {
-  // Issue 16 review B2, B3: with +-inf in the input, a correct rewrite failed ("element 394 is -inf, expected inf") and
+  // with +-inf in the input, a correct rewrite failed ("element 394 is -inf, expected inf") and
   // x * 0 against -floor(exp(x*x - 10)) passed, since each NaN came out of XNNPACK as -inf or 0.
   Setup s;
   for (const float special : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {

@@ -104,7 +104,7 @@ TEST_CASE("compare passes an honest rewrite and fails a planted error in one pha
 
 TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs are compared exactly", "[e2e][verify]") {
   // A second graph output Z = Shape(X) + K; MODEL and OTHER differ only in K, by 1 at 2^60, where doubles are 256
-  // apart (issue 16 review B4: compared through double, every element was equal, "max abs 0").
+  // apart (compared through double, every element was equal, "max abs 0").
   const auto with_k = [](const std::string& k) {
     auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,3] X) => (float[1,2,6,6] Y, int64[4] Z) {\n"
                          "  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  S = Shape (X)\n"
@@ -133,7 +133,7 @@ TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs
 }
 
 TEST_CASE("compare of float64 models fails naming the node and DOUBLE: the executor does not judge them in float32", "[e2e][verify]") {
-  // (x + 1e10) - 1e10 against x * 0: ONNX Runtime differs by up to 1, float32 gives 0 for both (issue 16 review B5).
+  // (x + 1e10) - 1e10 against x * 0: ONNX Runtime differs by up to 1, float32 gives 0 for both.
   TempDir dir;
   const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
   save(parse_model(R"(
@@ -162,7 +162,7 @@ TEST_CASE("compare of float64 models fails naming the node and DOUBLE: the execu
 }
 
 TEST_CASE("compare does not pass a model whose run holds NaN against one holding -inf there", "[e2e][verify][non_finite]") {
-  // Issue 16 review B1: MODEL y = Sqrt(x) * 1 (ONNX Runtime: NaN where x < 0), OTHER y = -inf there and Sqrt(x)
+  // MODEL y = Sqrt(x) * 1 (ONNX Runtime: NaN where x < 0), OTHER y = -inf there and Sqrt(x)
   // elsewhere. XNNPACK's Mul clamps NaN to -inf, so on the default random inputs the pair passed with max abs 0.
   TempDir dir;
   const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx", report = dir.path / "r.json";
@@ -597,7 +597,7 @@ TEST_CASE("an input file whose rank, static dims or element kind do not fit its 
 
 TEST_CASE("per-node compare refuses a region whose output size a constant fixes while the model's input may take other sizes",
           "[e2e][verify][symbolic]") {
-  // The review's pair (issue 16 B10): the model Resizes X to sizes 8x10, OTHER is the tool's rewrite of it at a static
+  // The review's pair: the model Resizes X to sizes 8x10, OTHER is the tool's rewrite of it at a static
   // 4x5, with X made symbolic again. They agree at 4x5 and nowhere else (ONNX Runtime at H = 3: 8x10 and 6x10), yet
   // --compare --input-shape X=1x3x4x5 passed. Hardmax keeps both from running whole.
   TempDir dir;

@@ -125,7 +125,7 @@ TEST_CASE("a subgraph input or initializer that shadows an outer name is refused
   // distinct from the names from the outer scopes that are visible in the nested subgraph"), though the checker, in
   // libonnx 1.12 as in onnx 1.23, accepts it. ONNX Runtime 1.32 resolves a then-branch initializer W that shadows an
   // outer W to the OUTER tensor when the outer one has another reader (here the else branch): the rewrite folded the
-  // inner one, and its output differed by 4.7 (issue 16 review B8).
+  // inner one, and its output differed by 4.7.
   const int opset = GENERATE(13, 18);  // the full check, and the partial one of models newer than libonnx
   CAPTURE(opset);
   std::string expected;
@@ -290,7 +290,7 @@ g (float[1,2,5,5] X, float[1,2,4,4] Z, int64 n) => (float[1,2,4,4] V) {
 
 TEST_CASE("types come from the graph inputs, not from the shapes the file declares for computed tensors", "[onnx_io][shapes]") {
   // A declared dim wins over an inferred symbol in ONNX's inference: value_info t [1,3,4,5] would make t 4x5 for an
-  // X of any size, and so would the declared shape of graph output T (issue 16 review B9).
+  // X of any size, and so would the declared shape of graph output T.
   auto model = parse(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,3,H,W] X, bool c) => (float[1,3,4,5] T, float[1,3,4,5] Z) {
   t = Relu (X)

@@ -312,7 +312,7 @@ print("the check was not interrupted")
 
 class SignalTest(unittest.TestCase):
     """A SIGINT (KeyboardInterrupt) or SIGTERM to the Python process while the binary runs ends the binary the way a
-    signal to it does: its runtime child ends too, and no scratch directory is left (issue 26 review)."""
+    signal to it does: its runtime child ends too, and no scratch directory is left."""
 
     def interrupt(self, sig, check_kwargs, ready):
         """Runs INTERRUPTED_CALL with TMPDIR a fresh directory, sends it `sig` once ready(pid, tmpdir) says the

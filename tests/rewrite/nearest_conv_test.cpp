@@ -466,7 +466,7 @@ onnx::ValueInfoProto declared_4x5(const std::string& name) {
 TEST_CASE("a Resize by sizes takes no factor from the shapes a file declares for computed tensors",
           "[rewrite][recogniser][nearest_conv][value_info]") {
   // X is [1,3,H,W] and the file says t is 4x5: Resize to 8x10 looked like x2. ONNX Runtime's original gives 8x10 for
-  // every input size, the rewrite gave 2H x 2W (issue 16 review B9). A graph output's declared shape is such a claim
+  // every input size, the rewrite gave 2H x 2W. A graph output's declared shape is such a claim
   // too when a node reads that output. Kept, with the declarations left in the model.
   auto original = relu_resize_by_sizes("1,3,H,W");
   SECTION("a value_info entry") { *original.mutable_graph()->add_value_info() = declared_4x5("t"); }

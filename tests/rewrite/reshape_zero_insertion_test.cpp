@@ -284,7 +284,7 @@ TEST_CASE("a value_info the file declares does not make a Slice with a literal e
           "[rewrite][recogniser][reshape_zero_insertion][value_info]") {
   // The first Slice ends at a literal. With X [1,3,H,W], a value_info declaring Pad's output 13 high (true for H = 5
   // only) made the crop a no-op for every input size: ONNX Runtime gave 10x12 for the original at 6x6 and 12x12 for
-  // the rewrite (issue 16 review B9). With a static X the same lie works at the one size, since shape inference cannot
+  // the rewrite. With a static X the same lie works at the one size, since shape inference cannot
   // read PyTorch's pads chain: Pad's output is 13 high, the file says 12, and a crop to 12 was called a no-op. Shapes
   // now come from inference of the graph inputs; the declaration stays in the model.
   UpfirdnSpec spec;

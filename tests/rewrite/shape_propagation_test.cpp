@@ -1,6 +1,6 @@
 // The tool's own shape propagation (rewrite/shape_propagation.h): shapes computed from the graph inputs through the
 // chains libonnx 1.12 cannot evaluate, declared shapes never used (and a warning where they disagree), symbolic dims
-// kept symbolic; and the PyTorch exports of issue 27 (tests/fixtures) rewritten whole.
+// kept symbolic; and the PyTorch exports whose shapes only propagation computes (tests/fixtures) rewritten whole.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -73,7 +73,7 @@ TEST_CASE("symbolic dims stay symbolic, and a declared shape that disagrees is n
                          "shape is not used");
 }
 
-TEST_CASE("the PyTorch exports of issue 27 are rewritten whole: MI-GAN's ScatterND masks, FastDepth's computed Unpool "
+TEST_CASE("PyTorch exports whose sizes are computed are rewritten whole: MI-GAN's ScatterND masks, FastDepth's computed Unpool "
           "weights, upfirdn2d's literal crop ends",
           "[rewrite][propagation][fixtures]") {
   const std::string source = test::source_dir();

@@ -32,7 +32,7 @@ const std::string kBfloat16AsUint16 =
     "the 1.12 data stores the bfloat16 tensor as UINT16, disagreeing with the model's declared type";
 const std::string kString = "STRING tensors are not supported";
 const std::string kCastLike = "CastLike is not a supported op (the case matches the test_cast prefix)";
-const std::string kDouble = "DOUBLE values are refused: the executor holds float64 in float32 (issue 16 review B5)";
+const std::string kDouble = "DOUBLE values are refused: the executor holds float64 in float32";
 const std::map<std::string, std::string> kKnownSkips = {
     {"test_batchnorm_epsilon_training_mode", "training_mode=1 (running mean/var outputs) is not supported"},
     {"test_batchnorm_example_training_mode", "training_mode=1 (running mean/var outputs) is not supported"},
@@ -73,7 +73,7 @@ const std::map<std::string, std::string> kKnownSkips = {
     {"test_gathernd_example_int32_batch_dim1", "GatherND is not a supported op (matches the test_gather prefix)"},
     {"test_identity_opt", "optional-typed values are not supported"},
     // The reference divides by in*scale - 1 where ONNX Runtime divides by the output length - 1: refused, since
-    // the executor cannot stand for both (issue 16 review B11; ORT differs from these expected outputs by up to 1.6).
+    // the executor cannot stand for both (ORT differs from these expected outputs by up to 1.6).
     {"test_resize_downsample_scales_cubic_align_corners", "align_corners with in * scale not the output length"},
     {"test_resize_downsample_scales_linear_align_corners", "align_corners with in * scale not the output length"},
     {"test_identity_sequence", "sequence-typed values are not supported"},

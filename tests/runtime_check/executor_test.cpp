@@ -281,7 +281,7 @@ TEST_CASE("A FLOAT16 model computes in f32 and returns FLOAT16", "[executor][f16
 
 TEST_CASE("DOUBLE values are refused naming the node and the value: the executor does not judge float64 in float32",
           "[executor][f64]") {
-  // In f32, (x + 1e10) - 1e10 is 0 for every |x| < 512; in f64 it is x (issue 16 review B5).
+  // In f32, (x + 1e10) - 1e10 is 0 for every |x| < 512; in f64 it is x.
   const auto refused = [](const std::string& text) {
     auto executor = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n" + text), {});
     REQUIRE_FALSE(executor.ok());
@@ -525,7 +525,7 @@ TEST_CASE("a comparison's summary shows an output name's control bytes escaped, 
 
 TEST_CASE("compare_tensor: integer and bool outputs are compared exactly as int64, never through double, with no tolerance",
           "[compare]") {
-  // 2^60 and 2^60 + 1 are one double: compared through double they were equal (issue 16 review B4).
+  // 2^60 and 2^60 + 1 are one double: compared through double they were equal.
   const int64_t big = int64_t{1} << 60;
   Tensor expected;
   expected.reshape(onnx::TensorProto::INT64, {4});

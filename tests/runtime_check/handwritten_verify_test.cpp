@@ -1,4 +1,4 @@
-// Per-node verification of hand-written upsamplers (issue 11): a rewritten nearest x mask form is checked region
+// Per-node verification of hand-written upsamplers: a rewritten nearest x mask form is checked region
 // by region, where the original's region is what the rewritten model no longer has, and any tampering with the
 // rewritten region, with a node outside it, or with what the original's region holds fails the check.
 #include <algorithm>
@@ -409,7 +409,7 @@ TEST_CASE("Per-node mode refuses an original region whose output size a constant
           "[verify][handwritten][symbolic]") {
   // Checked at one input size, a region whose output a constant fixes agrees there with a replacement whose output
   // follows x, and nowhere else: Resize to sizes 6x8 and the rewrite's 2H x 2W agree at 3x4 only (ONNX Runtime at
-  // H = 2: 6x8 and 4x8; issue 16 review B10). With static dims the same pair is checked and passes.
+  // H = 2: 6x8 and 4x8). With static dims the same pair is checked and passes.
   test::NearestConvSpec spec;
   spec.by_sizes = true;
   spec.c_in = spec.c_out = spec.group = 4;

@@ -1,4 +1,4 @@
-// Reference kernels for the ops PyTorch exports in generator and decoder blocks (issue 10): the opset forms the
+// Reference kernels for the ops PyTorch exports in generator and decoder blocks: the opset forms the
 // conformance data lacks, and hostile attributes and shape inputs, which must fail with an error naming the node.
 #include <cmath>
 #include <cstdint>

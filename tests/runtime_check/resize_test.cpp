@@ -265,7 +265,7 @@ void check_three_rounds(Executor& fast, Executor& generic, const std::vector<int
 
 TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected operator, repacked when B changes",
           "[executor][matmul]") {
-  // Attention's Q x K^T and its x V: both operands computed. It ran on the naive reference kernel (issue 18 item 1).
+  // Attention's Q x K^T and its x V: both operands computed. It ran on the naive reference kernel.
   using Case = std::pair<std::string, std::vector<int64_t>>;  // the graph's inputs and body, the output dims
   const auto [text, dims] = GENERATE(
       Case{"(float[2,3,5,4] a, float[2,3,6,4] b) => (float y) {\n  p = Relu (a)\n  q = Transpose <perm = [0, 1, 3, 2]> (b)\n"

@@ -143,7 +143,7 @@ TEST_CASE("Verification refuses models whose graph inputs or outputs differ in n
 
 TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in both modes, never passing a float32 check",
           "[verify][f64]") {
-  // (x + 1e10) - 1e10 against x * 0: in float32 both are 0 for |x| < 512, so the pair passed (issue 16 review B5).
+  // (x + 1e10) - 1e10 against x * 0: in float32 both are 0 for |x| < 512, so the pair passed.
   // A float64 graph input is refused before anything runs (its values would be rounded to float32 on the way in);
   // a float input cast to float64 inside reaches the executor, which refuses the DOUBLE node.
   auto in_double = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
@@ -190,7 +190,7 @@ TEST_CASE("A NaN or infinity in either model's run is not compared whole: the ex
           "[verify][non_finite]") {
   // MODEL y = Sqrt(x) * 1 is NaN where x < 0; OTHER y = Where(Relu(x) == 0, -inf, Sqrt(Relu(x))) is -inf there (its -inf
   // is -(3e38 * 3e38), folded: this ONNX text parser reads no inf literal). XNNPACK's
-  // Mul clamps NaN to -inf, so the two compared equal (issue 16 review B1). After a Relu both are 0 in the executor,
+  // Mul clamps NaN to -inf, so the two compared equal. After a Relu both are 0 in the executor,
   // where ONNX Runtime gives NaN and 0: no output holds a non-finite value, yet the runs are not the models'.
   const auto model = [](const std::string& body, const std::string& inits = "") {
     return parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,4,5] x) => (float[1,3,4,5] y)" + inits +
