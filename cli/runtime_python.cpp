@@ -1,44 +1,27 @@
 #include "cli/runtime_python.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "cli/report.h"
-#include "core/cleanup.h"
 #include "core/text.h"
-#include "onnx_io/external_data.h"
-#include "onnx_io/shapes.h"
 #include "onnx_io/tensor.h"
-#include "rewrite/shape_propagation.h"
 #include "runtime_check/tensor_io.h"
-
-extern char** environ;
 
 namespace dwdeconv::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kRuntimes = {kBuiltinRuntime, "ort", "litert", "executorch"};
+// --runtime's names: the executor, then the registry's Python runtimes (runtime_check/python_bridge.h).
+const std::vector<std::string> kRuntimes = [] {
+  std::vector<std::string> names = {kBuiltinRuntime};
+  for (const auto& r : runtime_check::python_runtimes()) names.push_back(r.name);
+  return names;
+}();
 
 bool is_python_runtime(const std::string& name) { return name != kBuiltinRuntime; }
 
@@ -56,335 +39,10 @@ CLI::Validator positive_number() {
       "NUMBER > 0");
 }
 
-// A scratch directory, removed with everything in it when this goes out of scope, and by the signal cleanup
-// (core/cleanup.h) should the run be interrupted.
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    std::error_code ec;
-    fs::path base = fs::temp_directory_path(ec);
-    if (ec) base = "/tmp";
-    std::string tmpl = (fs::absolute(base, ec) / "dwdeconv-runtime-XXXXXX").string();  // the child runs in it
-    if (core::cleanup::make_registered_dir(tmpl)) path = tmpl;
-  }
-  ~ScratchDir() {
-    if (path.empty()) return;
-    core::cleanup::atomically([this](core::cleanup::Registration& r) {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-      r.forget(path.string());
-    });
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-};
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The last `n` non-empty lines of `text`, joined by `glue`.
-std::string last_lines(const std::string& text, size_t n, const char* glue = " / ") {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
-  }
-  std::string out;
-  for (size_t k = lines.size() > n ? lines.size() - n : 0; k < lines.size(); ++k) out += (out.empty() ? "" : glue) + lines[k];
-  return out;
-}
-
-// `program` as an absolute path, resolved where the tool was started: the child runs in another directory, where a
-// relative --python (or a relative folder on PATH) would name something else. A name without '/' is looked up on
-// PATH; one found nowhere is returned as given (the spawn then says it cannot run it).
-std::string resolve_program(const std::string& program) {
-  std::error_code ec;
-  if (program.find('/') != std::string::npos) return fs::absolute(program, ec).lexically_normal().string();
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const fs::path candidate = fs::absolute(fs::path(dir.empty() ? "." : dir) / program, ec);
-    if (!ec && ::access(candidate.c_str(), X_OK) == 0 && fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
-  }
-  return program;
-}
-
-// Runs `argv` (argv[0] looked up on PATH where the tool was started) in the directory `cwd` with `pythonpath` in front of $PYTHONPATH, stdout and
-// stderr to files. `cwd` is a scratch directory of this run: `python -m` puts its working directory first on sys.path,
-// and the user's (a shared /tmp, say) may hold anyone's modules. Returns the exit status (128 + signal when killed),
-// or an error (kUsage) when it cannot be started.
-core::Result<int> run_process(const std::vector<std::string>& argv, const std::string& pythonpath, const fs::path& cwd,
-                              const fs::path& out, const fs::path& err) {
-  std::vector<std::string> env_text;
-  const char* old = std::getenv("PYTHONPATH");
-  env_text.push_back("PYTHONPATH=" + pythonpath + (old != nullptr && *old != '\0' ? ":" + std::string(old) : ""));
-  env_text.push_back("PYTHONDONTWRITEBYTECODE=1");  // an installed module's folder may not be writable
-  // The temporary files the child and its converters make (TensorFlow's autograph sources, tempfile's folders) go
-  // into this run's scratch directory, and with it, however the run ends.
-  const fs::path tmp = cwd / "tmp";
-  std::error_code ec;
-  fs::create_directory(tmp, ec);
-  env_text.push_back("TMPDIR=" + tmp.string());
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "PYTHONPATH=", 11) != 0 && std::strncmp(*e, "PYTHONDONTWRITEBYTECODE=", 24) != 0 &&
-        std::strncmp(*e, "TMPDIR=", 7) != 0) {
-      env_text.push_back(*e);
-    }
-  }
-  std::vector<char*> envp, args;
-  for (auto& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  argv_copy[0] = resolve_program(argv[0]);
-  for (auto& a : argv_copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  // In a process group of its own, registered: a signal to this run ends the child and the converters it starts.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  core::cleanup::prepare_spawn(attr, /*own_group=*/true);
-  pid_t pid = 0;
-  int rc = 0;
-  core::cleanup::atomically([&](core::cleanup::Registration& r) {
-    rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
-    if (rc == 0) r.process(pid, /*own_group=*/true);
-  });
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return core::Error{core::ErrorKind::kUsage, "cannot run the Python interpreter '" + argv[0] + "': " + std::strerror(rc) +
-                                                    "; give --python PATH or set DWDECONV_PYTHON"};
-  }
-  int status = 0;
-  int waited = 0;
-  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
-  }
-  const int wait_error = errno;
-  // What the child started and left running in its group (a converter it did not wait for) ends with it.
-  ::kill(-pid, SIGKILL);
-  core::cleanup::atomically([&](core::cleanup::Registration& r) { r.forget_process(pid); });
-  if (waited < 0) return core::Error{core::ErrorKind::kInvalidModel, std::string("waitpid: ") + std::strerror(wait_error)};
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// The answer lines of python/dwdeconv_rewrite/runtimes/check.py (JSON Lines, each an array), each as its fields: a
-// string as it is, a number as its JSON text, an array of names joined by newlines. A line that is not a JSON array
-// is the field list {"unreadable", line}, which no answer kind matches (the callers refuse such an answer).
-std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
-  std::vector<std::vector<std::string>> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    const auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_array() || parsed.empty() || !parsed.front().is_string()) {
-      lines.push_back({"unreadable", line});
-      continue;
-    }
-    std::vector<std::string> fields;
-    for (const auto& value : parsed) {
-      if (value.is_string()) {
-        fields.push_back(value.get<std::string>());
-      } else if (value.is_array()) {
-        std::string joined;
-        for (const auto& item : value) joined += (joined.empty() ? "" : "\n") + (item.is_string() ? item.get<std::string>() : item.dump());
-        fields.push_back(joined);
-      } else {
-        fields.push_back(value.dump());
-      }
-    }
-    lines.push_back(std::move(fields));
-  }
-  return lines;
-}
-
-// The first line of `lines` that is not a JSON array ("" when every one is): an answer the binary cannot read.
-std::string unreadable_answer(const std::vector<std::vector<std::string>>& lines) {
-  for (const auto& f : lines) {
-    if (f[0] == "unreadable") return core::printable_line(f.size() > 1 ? f[1].substr(0, 200) : "");
-  }
-  return "";
-}
-
-// `message` with each "(log: PATH)" a converter named replaced by a pointer to -v, after logging the last lines of
-// that log and of the child's stderr at debug level: the scratch directory that holds them is removed.
-std::string converter_logs_to_debug(std::string message, const fs::path& scratch) {
-  for (size_t at = message.find("(log: "); at != std::string::npos; at = message.find("(log: ", at)) {
-    const size_t end = message.find(')', at);
-    if (end == std::string::npos) break;
-    const fs::path log = message.substr(at + 6, end - at - 6);
-    spdlog::debug("the converter's log {}:\n{}", log.filename().string(), last_lines(read_text(log), 40, "\n"));
-    const std::string pointer = "(its log is shown with -v)";
-    message.replace(at, end + 1 - at, pointer);
-    at += pointer.size();
-  }
-  spdlog::debug("the Python side's stderr:\n{}", last_lines(read_text(scratch / "python.err"), 40, "\n"));
-  return message + (message.find("shown with -v") == std::string::npos ? "; -v shows what the converter said" : "");
-}
-
 std::string executable_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string() : exe.parent_path().string();
-}
-
-// Why `st` (of `path`) lets someone other than this user or root change it, or "": owned by another user, or writable by
-// its group or by others (a directory with the sticky bit excepted when `sticky_ok`: others cannot rename what is in it).
-std::string foreign(const fs::path& path, const struct stat& st, bool sticky_ok) {
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return path.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
-  const bool sticky = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky_ok && sticky)) return path.string() + " is writable by its group or by others";
-  return "";
-}
-
-// Why `package` cannot be the dwdeconv_rewrite package the runtimes are imported from, or "". It must hold
-// runtimes/__main__.py, and nobody but this user or root may change what Python imports from it, now or between this
-// check and the import: no file or folder in it (compiled __pycache__ files included) and no folder above it may be
-// another user's or writable by others (a folder above it may be sticky, as /tmp is), and it holds no symbolic link.
-std::string package_problem(const fs::path& package) {
-  std::error_code ec;
-  if (!fs::is_regular_file(package / "runtimes" / "__main__.py", ec)) return "no dwdeconv_rewrite/runtimes/__main__.py";
-  const fs::path real = fs::canonical(package, ec);
-  if (ec) return package.string() + ": " + ec.message();
-  struct stat st {};
-  for (fs::path dir = real.parent_path();; dir = dir.parent_path()) {
-    if (::stat(dir.c_str(), &st) != 0) return dir.string() + ": " + std::strerror(errno);
-    if (auto why = foreign(dir, st, /*sticky_ok=*/true); !why.empty()) return why;
-    if (dir == dir.parent_path()) break;
-  }
-  if (::stat(real.c_str(), &st) != 0) return real.string() + ": " + std::strerror(errno);
-  if (auto why = foreign(real, st, /*sticky_ok=*/false); !why.empty()) return why;
-  for (auto it = fs::recursive_directory_iterator(real, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    const fs::path& entry = it->path();
-    if (::lstat(entry.c_str(), &st) != 0) return entry.string() + ": " + std::strerror(errno);
-    if (S_ISLNK(st.st_mode)) return entry.string() + " is a symbolic link";
-    if (auto why = foreign(entry, st, /*sticky_ok=*/false); !why.empty()) return why;
-  }
-  if (ec) return real.string() + ": " + ec.message();
-  return "";
-}
-
-// A folder of this run's scratch directory that holds only `package` (as dwdeconv_rewrite, a symlink): the PYTHONPATH
-// the interpreter gets. Never the package's parent, which for the wheel is a whole site-packages: an interpreter given
-// with --python would import another environment's onnxruntime from it, and report that version as its own.
-core::Result<std::string> private_pythonpath(const fs::path& scratch, const std::string& package) {
-  const fs::path dir = scratch / "pythonpath";
-  std::error_code ec;
-  fs::create_directory(dir, ec);
-  if (!ec) fs::create_directory_symlink(package, dir / "dwdeconv_rewrite", ec);
-  if (ec) return core::io_error("--runtime: cannot prepare " + dir.string() + ": " + ec.message());
-  return dir.string();
-}
-
-// The pip names of a runtime's packages, for the install command when the probe cannot list them.
-std::string display_name(const std::string& runtime) {
-  if (runtime == "ort") return "ONNX Runtime";
-  if (runtime == "litert") return "LiteRT";
-  if (runtime == "executorch") return "ExecuTorch";
-  return "XNNPACK";
-}
-
-// The usage error of an answer line `error import RUNTIME MESSAGE MODULE PIP` (check.py): a package the runtime needs is
-// installed but fails to import.
-core::Error import_error(const std::string& runtime, const std::string& python, const std::vector<std::string>& f) {
-  return core::Error{core::ErrorKind::kUsage, "--runtime " + runtime + ": the Python interpreter '" + python + "' has " + f[4] +
-                                                  " but cannot import it (" + f[3] + "); reinstall with: " + python +
-                                                  " -m pip install --force-reinstall " + f[5] +
-                                                  ", or give --python PATH / DWDECONV_PYTHON naming one where it imports"};
-}
-
-// `model` with each graph input's dims set to those of its input tensor, so that every converter sees static shapes
-// (onnx2tf and torch.export need them), written to `path` (with external data when it is too large for one file).
-core::Status write_static_model(const onnx::ModelProto& model, const std::vector<runtime_check::NamedTensor>& inputs,
-                                const fs::path& path) {
-  onnx::ModelProto copy = model;
-  for (auto& in : *copy.mutable_graph()->mutable_input()) {
-    for (const auto& t : inputs) {
-      if (t.name != in.name() || !in.type().has_tensor_type()) continue;
-      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-      shape->clear_dim();
-      for (int64_t d : t.tensor.dims) shape->add_dim()->set_dim_value(d);
-    }
-  }
-  onnx_io::ExternalSaveOptions ext;
-  if (copy.ByteSizeLong() > (size_t{1} << 31) - (size_t{1} << 24)) {
-    ext.data_name = path.filename().string() + ".data";
-    ext.threshold_bytes = 1024;
-  }
-  return onnx_io::save_model_with_external_data(copy, path.string(), ext);
-}
-
-// The node name inside describe_node()'s text: "Conv 'c1'" -> c1, "Conv producing 'y'" -> y.
-std::string quoted_name(const std::string& described) {
-  const auto open = described.find('\'');
-  const auto close = described.rfind('\'');
-  if (open == std::string::npos || close <= open) return described;
-  return described.substr(open + 1, close - open - 1);
-}
-
-// The plan's name of a node: its name, or its first output's when unnamed.
-std::string plan_name(const onnx::NodeProto& n) { return !n.name().empty() ? n.name() : (n.output_size() ? n.output(0) : ""); }
-
-// Whether a profiler's node name stands for `node`: the same name or first output, or one ONNX Runtime derived from
-// it (its layout transformer names a converted node after the node or its output, plus a suffix such as "_nchwc").
-bool profiled_as(const std::string& profiled, const onnx::NodeProto& node) {
-  for (const std::string& name : {node.name(), node.output_size() ? node.output(0) : std::string()}) {
-    if (name.empty()) continue;
-    if (profiled == name) return true;
-    if (profiled.size() > name.size() && profiled.compare(0, name.size(), name) == 0 && profiled[name.size()] == '_' &&
-        profiled.find("_nchwc", name.size()) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// The profiled time of one region: the profiled nodes that stand for one of its nodes, then the layout reorders ONNX
-// Runtime inserted around them (ReorderInput / ReorderOutput, which read a value those nodes write or write one they
-// read). Each profiled node counts once, for the first region that takes it (`used`).
-double time_of(const std::vector<const onnx::NodeProto*>& nodes, const std::vector<NodeMs>& times, std::set<size_t>& used) {
-  double ms = 0;
-  std::set<std::string> values;  // what the region's profiled nodes read and write
-  for (size_t k = 0; k < times.size(); ++k) {
-    if (used.count(k)) continue;
-    for (const auto* n : nodes) {
-      if (profiled_as(times[k].node, *n)) {
-        ms += times[k].ms;
-        used.insert(k);
-        values.insert(times[k].inputs.begin(), times[k].inputs.end());
-        values.insert(times[k].outputs.begin(), times[k].outputs.end());
-        break;
-      }
-    }
-  }
-  for (size_t k = 0; k < times.size(); ++k) {
-    if (used.count(k) || times[k].op.rfind("Reorder", 0) != 0) continue;
-    const auto touches = [&](const std::vector<std::string>& names) {
-      return std::any_of(names.begin(), names.end(), [&](const std::string& v) { return values.count(v) != 0; });
-    };
-    if (touches(times[k].inputs) || touches(times[k].outputs)) {
-      ms += times[k].ms;
-      used.insert(k);
-    }
-  }
-  return ms;
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(line);
-  }
-  return out;
 }
 
 }  // namespace
@@ -396,12 +54,16 @@ std::string runtime_names() {
 }
 
 void add_runtime_options(CLI::App& app, Options& opt) {
+  std::string listed, names;
+  for (const auto& r : runtime_check::python_runtimes()) {
+    listed += ", " + r.name + " (" + r.summary + ")";
+    names += (names.empty() ? "" : "|") + r.name;
+  }
   app.add_option("--runtime", opt.runtime,
-                 "Where --verify, --bench and --compare run: xnnpack (this tool's executor, the default; no Python), "
-                 "ort (ONNX Runtime), litert (onnx2tf + LiteRT's XNNPACK delegate), executorch (onnx2torch + "
-                 "torch.export + the XNNPACK partitioner); the last three through Python (docs/runtime-checks.md)")
+                 "Where --verify, --bench and --compare run: xnnpack (this tool's executor, the default; no Python)" + listed +
+                     "; all but xnnpack through Python (docs/runtime-checks.md)")
       ->type_name("NAME");
-  app.add_option("--python", opt.python, "The Python interpreter of --runtime ort|litert|executorch (default $DWDECONV_PYTHON, else python3)")
+  app.add_option("--python", opt.python, "The Python interpreter of --runtime " + names + " (default $DWDECONV_PYTHON, else python3)")
       ->type_name("PATH");
   app.add_option("--min-speedup", opt.min_speedup,
                  "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
@@ -421,7 +83,12 @@ std::string runtime_usage_problem(const Options& opt) {
   if (!running && (opt.runtime != kBuiltinRuntime || !opt.python.empty())) {
     return "--runtime and --python apply to --verify, --bench, --compare and --tune";
   }
-  if (!opt.python.empty() && !is_python_runtime(opt.runtime)) return "--python applies to --runtime ort, litert or executorch";
+  if (!opt.python.empty() && !is_python_runtime(opt.runtime)) {
+    std::string names;
+    const auto& runtimes = runtime_check::python_runtimes();
+    for (size_t k = 0; k < runtimes.size(); ++k) names += (k == 0 ? "" : k + 1 == runtimes.size() ? " or " : ", ") + runtimes[k].name;
+    return "--python applies to --runtime " + names;
+  }
   if (opt.min_speedup && !opt.bench) return "--min-speedup gates the timing of --bench: add --bench";
   return "";
 }
@@ -474,7 +141,7 @@ core::Result<std::string> find_python_package_dir() {
   std::string searched;
   for (const auto& [dir, origin] : candidates) {
     std::error_code ec;
-    const std::string problem = package_problem(dir);
+    const std::string problem = runtime_check::package_problem(dir.string());
     if (problem.empty()) return fs::weakly_canonical(dir, ec).string();
     searched += (searched.empty() ? "" : "; ") + dir.lexically_normal().string() + " (" + origin + "): " + problem;
     if (origin == "$DWDECONV_PYTHONPATH") break;  // asked for by name: nothing else stands in for it
@@ -490,47 +157,7 @@ core::Status probe_runtime(const Options& opt) {
   if (!package) return package.error();
   const std::string python = python_interpreter(opt);
   spdlog::debug("--runtime {}: {} with the Python module from {}", opt.runtime, python, *package);
-  ScratchDir scratch;
-  if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
-  auto pythonpath = private_pythonpath(scratch.path, *package);
-  if (!pythonpath) return pythonpath.error();
-  auto status = run_process({python, "-m", "dwdeconv_rewrite.runtimes", "probe", opt.runtime}, *pythonpath, scratch.path,
-                            scratch.path / "out", scratch.path / "err");
-  if (!status) return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": " + status.error().message};
-  const std::string said = read_text(scratch.path / "out");
-  for (const auto& f : answer_lines(said)) {
-    if (f[0] == "error" && f.size() >= 6 && f[1] == "import") return import_error(opt.runtime, python, f);
-  }
-  if (*status != 0) {
-    return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter '" + python +
-                                                    "' failed to run the module (exit " + std::to_string(*status) + "): " +
-                                                    last_lines(read_text(scratch.path / "err") + said, 3) +
-                                                    "; give --python PATH or set DWDECONV_PYTHON to a Python 3.9 or newer"};
-  }
-  if (const std::string bad = unreadable_answer(answer_lines(said)); !bad.empty()) {
-    return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter '" + python +
-                                                    "' answered the probe with a line that is not JSON: " + bad};
-  }
-  std::string exe = python, version, missing, pip;
-  for (const auto& f : answer_lines(said)) {
-    if (f[0] == "python" && f.size() >= 3) {
-      exe = f[1];
-      version = f[2];
-    } else if (f[0] == "missing" && f.size() >= 3) {
-      missing += (missing.empty() ? "" : ", ") + f[2];
-      pip += " " + f[2];
-    }
-  }
-  if (missing.empty()) return core::Ok{};
-  std::string pinned;
-  if (opt.runtime != "ort") {
-    pinned = " (the versions the project measured with: " + exe + " -m pip install --no-deps -r bench/runtimes/requirements-" +
-             (opt.runtime == "litert" ? "litert" : "ort-executorch") + ".txt)";
-  }
-  const std::string named = exe == python ? exe : "'" + python + "' (" + exe + ",";
-  return core::Error{core::ErrorKind::kUsage, "--runtime " + opt.runtime + ": the Python interpreter " + named +
-                                                  (exe == python ? " (" : " ") + "Python " + version + ") lacks " + missing + "; install with: " + exe + " -m pip install" +
-                                                  pip + pinned + ", or give --python PATH / DWDECONV_PYTHON naming one that has them"};
+  return runtime_check::probe_python_runtime({opt.runtime, python, *package});
 }
 
 core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx::ModelProto& model,
@@ -570,233 +197,8 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
                                               size_t runs, size_t profile_runs) {
   auto package = find_python_package_dir();
   if (!package) return package.error();
-  ScratchDir scratch;
-  if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
-  auto pythonpath = private_pythonpath(scratch.path, *package);
-  if (!pythonpath) return pythonpath.error();
-  const fs::path in_dir = scratch.path / "inputs", out_dir = scratch.path / "outputs";
-  fs::create_directories(in_dir);
-  fs::create_directories(out_dir);
-  for (const auto& [model, file] : {std::pair<const onnx::ModelProto&, const char*>{original, "original.onnx"}, {rewritten, "rewritten.onnx"}}) {
-    if (auto saved = write_static_model(model, inputs, scratch.path / file); !saved) return saved.error();
-  }
-  std::string list;
-  // A short write (a full disk) would hand the runtime truncated inputs: every file is checked.
-  const auto write_file = [](const fs::path& path, const std::string& bytes) -> core::Status {
-    std::ofstream f(path, std::ios::binary);
-    f << bytes;
-    f.close();
-    if (!f) return core::io_error("--runtime: cannot write " + path.string());
-    return core::Ok{};
-  };
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    auto proto = runtime_check::tensor_to_proto(inputs[k].tensor, inputs[k].name);
-    const std::string file = std::to_string(k) + ".pb";
-    if (auto written = write_file(in_dir / file, proto.SerializeAsString()); !written) return written.error();
-    list += file + "\n";
-  }
-  if (auto written = write_file(in_dir / "inputs.txt", list); !written) return written.error();
-  const std::string python = python_interpreter(opt);
-  std::vector<std::string> argv = {python, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", opt.runtime,
-                                   "--work", (scratch.path / "work").string(), "--original", (scratch.path / "original.onnx").string(),
-                                   "--rewritten", (scratch.path / "rewritten.onnx").string(), "--inputs", in_dir.string(),
-                                   "--out", out_dir.string(), "--threads", std::to_string(opt.threads),
-                                   "--runs", std::to_string(runs), "--profile-runs", std::to_string(profile_runs)};
-  auto status = run_process(argv, *pythonpath, scratch.path, scratch.path / "python.out", scratch.path / "python.err");
-  if (!status) return status.error();
-  const std::string answer = read_text(out_dir / "result.jsonl");
-  PythonRun run;
-  run.runtime.name = opt.runtime;
-  run.runtime.label = display_name(opt.runtime);
-  run.runtime.python = python;
-  std::string error;
-  const auto lines = answer_lines(answer);
-  if (const std::string bad = unreadable_answer(lines); !bad.empty()) {
-    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + opt.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
-                                                       "check answered a line that is not JSON: " + bad};
-  }
-  for (const auto& f : lines) {
-    const std::string& kind = f[0];
-    if (kind == "label" && f.size() >= 2) {
-      run.runtime.label = f[1];
-    } else if (kind == "version" && f.size() >= 3) {
-      run.runtime.versions.emplace_back(f[1], f[2]);
-    } else if (kind == "outside" && f.size() >= 3) {
-      (f[1] == "original" ? run.original_outside : run.rewritten_outside) = f[2];
-    } else if (kind == "output" && f.size() >= 4) {
-      auto tensor = runtime_check::load_tensor_file(f[3]);
-      if (!tensor) return core::Error{core::ErrorKind::kInvalidModel, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
-                                                                          run.runtime.label + ": " + tensor.error().message};
-      tensor->name = f[2];
-      (f[1] == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
-    } else if (kind == "sample" && f.size() >= 3) {
-      (f[1] == "original" ? run.original_samples_ms : run.rewritten_samples_ms).push_back(std::strtod(f[2].c_str(), nullptr));
-    } else if (kind == "node" && f.size() >= 5) {
-      NodeMs node{f[2], f[3], std::strtod(f[4].c_str(), nullptr), {}, {}};
-      if (f.size() >= 7) {
-        node.inputs = split_lines(f[5]);
-        node.outputs = split_lines(f[6]);
-      }
-      (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
-    } else if (kind == "error" && f.size() >= 6 && f[1] == "import") {
-      return import_error(opt.runtime, python, f);  // installed but broken: the interpreter's fault, not the model's
-    } else if (kind == "error" && f.size() >= 4) {
-      const std::string& message = f[3];
-      error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message
-                            : "cannot convert the " + f[2] + " model for " + run.runtime.label + ": " + f[1] + ": " + message;
-    }
-  }
-  if (!error.empty()) {
-    // Nothing of the run stays behind, the scratch directory included: what the converter said goes to the log
-    // instead (-v), and its message names no file that is about to be removed.
-    return core::Error{core::ErrorKind::kInvalidModel, converter_logs_to_debug(error, scratch.path)};
-  }
-  if (*status != 0 || answer.empty()) {
-    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + opt.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
-                                                       "check failed (exit " + std::to_string(*status) + "): " +
-                                                       last_lines(read_text(scratch.path / "python.err"), 3)};
-  }
-  return run;
-}
-
-runtime_check::VerifyResult verify_from_run(const PythonRun& run, const runtime_check::Tolerances& tolerances) {
-  runtime_check::VerifyResult v;
-  v.mode = runtime_check::VerifyMode::kWholeModel;
-  v.mode_reason = "on " + run.runtime.label;
-  const auto report = runtime_check::compare_model_outputs(run.rewritten_outputs, run.original_outputs, tolerances);
-  v.outputs = report.outputs;
-  v.passed = report.passed && !run.original_outputs.empty();
-  v.placement = "converted for " + run.runtime.label +
-                (run.rewritten_outside.empty() ? std::string() : "; outside the XNNPACK delegate: " + run.rewritten_outside);
-  v.original_runs = v.rewritten_runs = 1;
-  return v;
-}
-
-runtime_check::BenchResult bench_from_run(const PythonRun& run, size_t threads) {
-  runtime_check::BenchResult b;
-  b.threads = threads;
-  b.runs = run.original_samples_ms.size();
-  b.original_samples_ms = run.original_samples_ms;
-  b.rewritten_samples_ms = run.rewritten_samples_ms;
-  b.original_ms = runtime_check::median(b.original_samples_ms);
-  b.rewritten_ms = runtime_check::median(b.rewritten_samples_ms);
-  b.speedup = b.rewritten_ms > 0 ? b.original_ms / b.rewritten_ms : 0;
-  const auto where = [&](const std::string& outside) {
-    return run.runtime.label + (outside.empty() ? std::string() : "; outside the XNNPACK delegate: " + outside);
-  };
-  b.original_placement = where(run.original_outside);
-  b.rewritten_placement = where(run.rewritten_outside);
-  return b;
-}
-
-std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& profile) {
-  std::vector<NodeMs> out;
-  const double runs = profile.runs > 0 ? static_cast<double>(profile.runs) : 1.0;
-  for (const auto& n : profile.top_nodes) out.push_back({quoted_name(n.node), n.op_type, (n.ms + n.convert_ms) / runs, {}, {}});
-  return out;
-}
-
-std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                               const rewrite::RewriteResult& result,
-                                               const std::vector<runtime_check::NamedTensor>& inputs) {
-  std::vector<UpsamplerRegion> regions;
-  const auto& og = original.graph();
-  std::map<std::string, const onnx::NodeProto*> first_output_of;
-  for (const auto& n : og.node()) {
-    if (n.output_size() > 0) first_output_of.emplace(n.output(0), &n);
-  }
-  // Types of the original's values at the inputs' dims, as the rewrite computes them (rewrite/shape_propagation.h).
-  onnx::ModelProto skeleton = onnx_io::skeleton_copy(original);
-  for (auto& in : *skeleton.mutable_graph()->mutable_input()) {
-    for (const auto& t : inputs) {
-      if (t.name != in.name() || !in.type().has_tensor_type()) continue;
-      auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-      shape->clear_dim();
-      for (int64_t d : t.tensor.dims) shape->add_dim()->set_dim_value(d);
-    }
-  }
-  const auto propagated = rewrite::propagate_types(skeleton);
-  const auto type_of = [&propagated](const std::string& name) { return propagated.types.find(0, name); };
-  // A name two nodes share names no one region: such upsamplers get none (their times could be either's).
-  std::map<std::string, const onnx::NodeProto*> by_plan_name;
-  std::set<std::string> shared;
-  for (const auto& n : og.node()) {
-    if (!by_plan_name.emplace(plan_name(n), &n).second) shared.insert(plan_name(n));
-  }
-  for (const auto& name : shared) by_plan_name.erase(name);
-  std::map<std::string, const onnx::NodeProto*> rewritten_by_name;
-  for (const auto& n : rewritten.graph().node()) rewritten_by_name.emplace(plan_name(n), &n);
-  for (const auto& n : result.nodes) {
-    if (!n.rewritten || n.summary.graph_path != "main") continue;
-    const auto anchor = by_plan_name.find(n.summary.name);
-    if (anchor == by_plan_name.end()) continue;
-    UpsamplerRegion region;
-    region.name = n.summary.name;
-    region.form = rewrite::form_name(n.summary.form);
-    // What the rewriter recorded replacing: its nodes (by first output) and the one activation it reads.
-    for (const auto& name : n.region.nodes) {
-      const auto p = first_output_of.find(name);
-      if (p != first_output_of.end()) region.original_nodes.push_back(p->second);
-    }
-    if (region.original_nodes.empty() || region.original_nodes.front() != anchor->second) continue;
-    region.input = n.region.input;
-    region.output = n.region.output;
-    region.input_shape = "?";
-    if (const auto* t = type_of(region.input); t != nullptr && t->has_tensor_type()) {
-      region.input_type = *t;
-      if (t->tensor_type().has_shape()) {
-        std::string text;
-        for (const auto& d : t->tensor_type().shape().dim()) {
-          text += (text.empty() ? "" : "x") + (d.has_dim_value() ? std::to_string(d.dim_value()) : std::string("?"));
-        }
-        region.input_shape = text;
-      }
-    }
-    if (const auto* t = type_of(region.output); t != nullptr && t->has_tensor_type()) region.output_type = *t;
-    for (const auto& name : n.emitted_nodes) {
-      if (const auto e = rewritten_by_name.find(name); e != rewritten_by_name.end()) region.emitted_nodes.push_back(e->second);
-    }
-    regions.push_back(std::move(region));
-  }
-  return regions;
-}
-
-std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                           const rewrite::RewriteResult& result, const std::vector<NodeMs>& original_nodes,
-                                           const std::vector<NodeMs>& rewritten_nodes,
-                                           const std::vector<runtime_check::NamedTensor>& inputs) {
-  std::vector<UpsamplerTime> rows;
-  std::set<size_t> used_original, used_rewritten;
-  for (const auto& region : upsampler_regions(original, rewritten, result, inputs)) {
-    UpsamplerTime row;
-    row.name = region.name;
-    row.form = region.form;
-    row.input_shape = region.input_shape;
-    row.original_ms = time_of(region.original_nodes, original_nodes, used_original);
-    row.rewritten_ms = time_of(region.emitted_nodes, rewritten_nodes, used_rewritten);
-    rows.push_back(row);
-  }
-  return rows;
-}
-
-std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows) {
-  size_t width = 9;
-  for (const auto& r : rows) width = std::max(width, core::printable(r.name).size());
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12s %13s %7s\n", static_cast<int>(width), "upsampler", "form", "input",
-                "original ms", "rewritten ms", "ratio");
-  std::string text = line;
-  for (const auto& r : rows) {
-    const std::string ratio = r.rewritten_ms > 0 ? [&] {
-      char b[32];
-      std::snprintf(b, sizeof b, "%.2fx", r.original_ms / r.rewritten_ms);
-      return std::string(b);
-    }() : std::string("-");
-    std::snprintf(line, sizeof line, "  %-*s  %-22s  %-16s %12.3f %13.3f %7s\n", static_cast<int>(width), core::printable(r.name).c_str(),
-                  r.form.c_str(), r.input_shape.c_str(), r.original_ms, r.rewritten_ms, ratio.c_str());
-    text += line;
-  }
-  return text;
+  return runtime_check::run_python_check({opt.runtime, python_interpreter(opt), *package}, original, rewritten, inputs,
+                                         opt.threads, runs, profile_runs);
 }
 
 std::string speedup_text(double speedup, const RuntimeInfo& runtime) {

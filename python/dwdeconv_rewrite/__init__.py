@@ -27,7 +27,7 @@ try:
     from importlib.metadata import PackageNotFoundError, version
 
     __version__ = version("dwdeconv-rewrite")
-except (ImportError, PackageNotFoundError):  # Python 3.7, or run from the source tree
+except (ImportError, PackageNotFoundError):  # run from the source tree
     __version__ = "unknown"
 
 

@@ -1,16 +1,15 @@
 """Runtime adapters: convert an ONNX model the way a user of a deployment runtime does, run it, time it.
 
-One adapter per runtime, each in its own file, with the same small interface (Polygraphy's runners are the
-model): `Runtime(work)` with `versions()`, `label()`, `prepare(path)` (convert, return the converted graph's op
+One adapter per runtime, each in its own file, subclassing base.Runtime and base.Runner (Polygraphy's runners are
+the model), listed in registry.json: `Runtime(work)` with `versions()`, `label()`, `prepare(path)` (convert, return the converted graph's op
 list; raises StageError naming the converter's stage), `load(path, threads)` -> a Runner with `feed(inputs)` (a dict
 ONNX input name -> array, fed by name; a missing or extra name raises), `invoke()` (what is timed) and `outputs()`
 (a dict ONNX output name -> array in ONNX layout, in graph output order). A runner matches its runtime's tensors
 to the ONNX graph's inputs and outputs by name, never by position, and raises where it cannot (each adapter says
 what its names rest on). Converters that run in a child process add `convert_all(paths)`.
 
-  ort          onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL                         (ort_adapter.py)
-  litert       onnx2tf -> float32 .tflite -> ai-edge-litert Interpreter, XNNPACK delegate (litert_adapter.py)
-  executorch   onnx2torch -> torch.export -> XnnpackPartitioner -> .pte -> executorch.runtime (executorch_adapter.py)
+registry.json lists them (name, display name, adapter, packages); today ort (onnxruntime's CPU provider), litert
+(onnx2tf + ai-edge-litert's XNNPACK delegate) and executorch (onnx2torch + torch.export + the XNNPACK partitioner).
 
 dwdeconv-rewrite's --runtime runs `python -m dwdeconv_rewrite.runtimes` (see __main__.py);
 bench/runtimes/bench_runtimes.py imports these adapters. This file imports the standard library only, so that a
@@ -20,35 +19,26 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
+from pathlib import Path
 
-NAMES = ("ort", "litert", "executorch")
+# The runtimes, their packages and imports: registry.json, the one list the binary reads too.
+REGISTRY = json.loads((Path(__file__).resolve().parent / "registry.json").read_text(encoding="utf-8"))
+NAMES = tuple(r["name"] for r in REGISTRY["runtimes"])
 
-_ADAPTERS = {"ort": ("ort_adapter", "OrtRuntime"), "litert": ("litert_adapter", "LiteRtRuntime"),
-             "executorch": ("executorch_adapter", "ExecuTorchRuntime")}
+_ADAPTERS = {r["name"]: tuple(r["adapter"].split(":")) for r in REGISTRY["runtimes"]}
 
 # What each runtime imports, as (import name, pip name). The LiteRT and ExecuTorch sets that the project measured
 # with are pinned in bench/runtimes/requirements-*.txt (onnx2tf pins old numpy and onnxruntime).
-REQUIREMENTS = {
-    "ort": [("numpy", "numpy"), ("onnx", "onnx"), ("onnxruntime", "onnxruntime")],
-    "litert": [("numpy", "numpy"), ("onnx", "onnx"), ("onnx2tf", "onnx2tf"), ("tensorflow", "tensorflow"),
-               ("ai_edge_litert", "ai-edge-litert"), ("onnx_graphsurgeon", "onnx-graphsurgeon"),
-               ("sng4onnx", "sng4onnx")],
-    "executorch": [("numpy", "numpy"), ("onnx", "onnx"), ("torch", "torch"), ("onnx2torch", "onnx2torch"),
-                   ("executorch", "executorch")],
-}
-
+REQUIREMENTS = {r["name"]: [tuple(pair) for pair in r["requirements"]] for r in REGISTRY["runtimes"]}
 
 # What the `check` process itself imports for each runtime (the converters' packages, onnx2tf and TensorFlow,
 # onnx2torch, are imported by their child processes), imported first so that a package that is installed but fails
 # to import (a missing shared library, a broken dependency) is answered as that: check.py's `error import` line.
-CHECK_IMPORTS = {
-    "ort": ["numpy", "onnx", "onnxruntime"],
-    "litert": ["numpy", "onnx", "ai_edge_litert.interpreter"],
-    "executorch": ["numpy", "onnx", "torch", "executorch.runtime"],
-}
+CHECK_IMPORTS = {r["name"]: list(r["check_imports"]) for r in REGISTRY["runtimes"]}
 # Those of them that `probe` imports too: the cheap ones (under a second together; torch and executorch.runtime
 # take several seconds, which every check would pay twice).
-PROBE_IMPORTS = {"ort": CHECK_IMPORTS["ort"], "litert": CHECK_IMPORTS["litert"], "executorch": ["numpy", "onnx"]}
+PROBE_IMPORTS = {r["name"]: list(r["probe_imports"]) for r in REGISTRY["runtimes"]}
 
 
 def import_failure(modules: list[str]) -> tuple[str, str, str] | None:

@@ -11,10 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+from .base import Runner, Runtime
 from .common import StageError, check_feed_names, child_command, model_key, onnx_inputs
 
 
-class ExecuTorchRuntime:
+class ExecuTorchRuntime(Runtime):
     """onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> to_executorch, in a child
     process (a converter that crashes costs one model, not the run, and the timing process never traces), then
     the .pte on ExecuTorch's runtime (executorch.runtime), with XNNPACK's thread pool set per load."""
@@ -315,7 +316,7 @@ def torch_tensor(torch, name: str, value):
                                            f"{e}") from None
 
 
-class ExecuTorchRunner:
+class ExecuTorchRunner(Runner):
     """The .pte's forward takes its inputs and returns its outputs positionally, in the orders the converter recorded
     by ONNX name (onnx2torch_io_names): inputs are fed by name in that order, outputs returned keyed by name. Each
     input must have the dtype it was traced with (input_dtypes): the program refuses any other at run time with

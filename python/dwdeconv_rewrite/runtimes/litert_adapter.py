@@ -12,10 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .base import Runner, Runtime
 from .common import StageError, check_feed_names, child_command, model_key, onnx_input_names, onnx_output_shapes
 
 
-class LiteRtRuntime:
+class LiteRtRuntime(Runtime):
     """onnx2tf (run in a child process: TensorFlow and LiteRT stay out of each other's way) + ai-edge-litert."""
 
     name = "litert"
@@ -171,7 +172,7 @@ def ops_left_to_tflite(ops, graph_outputs: set) -> set:
     return on_cpu
 
 
-class LiteRtRunner:
+class LiteRtRunner(Runner):
     """Feeds ONNX-layout (NCHW) inputs into the NHWC .tflite that onnx2tf writes, and the outputs back, each tensor
     found by its ONNX name (see tflite_io_by_name)."""
 

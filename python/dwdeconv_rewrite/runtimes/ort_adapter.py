@@ -8,6 +8,7 @@ import os
 import statistics
 from pathlib import Path
 
+from .base import Runner, Runtime
 from .common import StageError, check_feed_names, model_key, onnx_op_counts
 
 
@@ -17,7 +18,7 @@ from .common import StageError, check_feed_names, model_key, onnx_op_counts
 # is which ONNX input or output raises instead of pairing them by position.
 
 
-class OrtRuntime:
+class OrtRuntime(Runtime):
     name = "ort"
 
     def __init__(self, work: Path):
@@ -112,7 +113,7 @@ class OrtRuntime:
                  "outputs": io.get(node, ([], []))[1]} for (node, op), ms in totals.most_common()]
 
 
-class OrtRunner:
+class OrtRunner(Runner):
     """ONNX Runtime runs the ONNX graph itself: its inputs and outputs are the graph's, by name
     (session.get_inputs() / get_outputs()), and run() is asked for the outputs by those names."""
 

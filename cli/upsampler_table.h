@@ -1,0 +1,63 @@
+// The per-upsampler table of --bench and the regions --tune cuts out: each rewritten upsampler as the rewrite
+// recorded it, timed from a runtime's profiler (NodeMs, runtime_check/python_bridge.h) or the executor's.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "rewrite/rewriter.h"
+#include "runtime_check/executor.h"
+#include "runtime_check/python_bridge.h"
+#include "runtime_check/tensor.h"
+
+namespace dwdeconv::cli {
+
+using runtime_check::NodeMs;
+
+// One upsampler's time on the runtime timed, from its profiler (the per-node table of --bench).
+struct UpsamplerTime {
+  std::string name;   // the plan's name
+  std::string form;
+  std::string input_shape;  // "1x64x32x32", or "?" when shape inference does not know it
+  double original_ms = 0;   // the original region's nodes, per run
+  double rewritten_ms = 0;  // the emitted nodes, per run
+};
+
+// One rewritten upsampler of the main graph as a region of the original, as the rewrite recorded it
+// (rewrite::NodeReport::region): the nodes it replaced (pointers into `original`, the named node first), the nodes
+// emitted for it (pointers into `rewritten`), its input and output values and the types propagation gives them.
+struct UpsamplerRegion {
+  std::string name;
+  std::string form;
+  std::vector<const onnx::NodeProto*> original_nodes;
+  std::vector<const onnx::NodeProto*> emitted_nodes;
+  std::string input;
+  std::string output;
+  std::optional<onnx::TypeProto> input_type;
+  std::optional<onnx::TypeProto> output_type;
+  std::string input_shape;  // "1x64x32x32", "?" where unknown
+};
+
+// The regions of `result`'s rewritten upsamplers; `inputs` fix the original's input dims for shape inference.
+std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                               const rewrite::RewriteResult& result,
+                                               const std::vector<runtime_check::NamedTensor>& inputs);
+
+// The per-node table: per rewritten upsampler of `result`, the profiler's time of the original region (the named
+// node and the nodes feeding it that the rewrite removed) and of the emitted nodes. `original` is the model before
+// the rewrite; `inputs` fix its input dims for shape inference.
+std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                           const rewrite::RewriteResult& result, const std::vector<NodeMs>& original_nodes,
+                                           const std::vector<NodeMs>& rewritten_nodes,
+                                           const std::vector<runtime_check::NamedTensor>& inputs);
+
+// The executor's profile as NodeMs (describe_node() names stripped to the node's name).
+std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& profile);
+
+// The table for the log: "  upsampler  form  input  original ms  rewritten ms  ratio" rows.
+std::string format_upsampler_times(const std::vector<UpsamplerTime>& rows);
+
+}  // namespace dwdeconv::cli

@@ -1,0 +1,103 @@
+// The bridge to the deployment runtimes (--runtime ort|litert|executorch): the project's Python module
+// (python/dwdeconv_rewrite/runtimes) converts both models the way that runtime's users do, runs them on the inputs
+// given here and times them; this side starts it in a scratch directory of its own, hands it the models and inputs
+// as files and reads its JSON Lines answer. It stands beside the executor (executor.h) it stands in for: the
+// decisions (inputs, tolerances, exit codes) stay with the caller.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "core/result.h"
+#include "runtime_check/bench.h"
+#include "runtime_check/tensor.h"
+#include "runtime_check/verify.h"
+
+namespace dwdeconv::runtime_check {
+
+// A row of python/dwdeconv_rewrite/runtimes/registry.json, the one list of the Python runtimes (embedded at build time).
+struct PythonRuntime {
+  std::string name;                 // what --runtime takes: ort, litert, executorch
+  std::string display_name;         // "ONNX Runtime"
+  std::string summary;              // how it converts and runs, for --help
+  std::string pinned_requirements;  // the pinned environment the project measured with ("" none)
+};
+
+// The registry's runtimes, in its order.
+const std::vector<PythonRuntime>& python_runtimes();
+
+// The registry row named `name`, or nullptr.
+const PythonRuntime* find_python_runtime(const std::string& name);
+
+// The one minimum Python version of the Python side ("3.10"), as the registry (and pyproject.toml) says.
+const std::string& python_minimum();
+
+// The runtime's display name ("ONNX Runtime"); "XNNPACK" for a name the registry does not hold (the executor).
+std::string display_name(const std::string& runtime);
+
+// Where results came from: the runtime's name, a label for the summary line and the packages' versions.
+struct RuntimeInfo {
+  std::string name;   // xnnpack, ort, litert, executorch
+  std::string label;  // "ONNX Runtime 1.32.0 (CPU provider)", "XNNPACK ... (this tool's executor)"
+  std::vector<std::pair<std::string, std::string>> versions;
+  std::string python;  // the interpreter, for a Python runtime
+};
+
+// A profiler's time per node: the node's name as the runtime names it, its op type, ms per run, and (ONNX Runtime)
+// the values it reads and writes in the graph the runtime ran.
+struct NodeMs {
+  std::string node;
+  std::string op;
+  double ms = 0;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+
+// Both models on a Python runtime: the outputs for the comparison, the timed runs and the profile.
+struct PythonRun {
+  RuntimeInfo runtime;
+  std::vector<NamedTensor> original_outputs;
+  std::vector<NamedTensor> rewritten_outputs;
+  std::vector<double> original_samples_ms;  // one per timed run, in order
+  std::vector<double> rewritten_samples_ms;
+  std::vector<NodeMs> original_nodes;
+  std::vector<NodeMs> rewritten_nodes;
+  std::string original_outside;   // ops left outside the XNNPACK delegate ("" when the runtime has none)
+  std::string rewritten_outside;
+};
+
+// How to reach a runtime's Python side: the registry name, the interpreter and the dwdeconv_rewrite package directory
+// its code is imported from (the caller finds it: cli/runtime_python.h, find_python_package_dir).
+struct PythonSide {
+  std::string runtime;
+  std::string python;
+  std::string package;
+};
+
+// Why `package` cannot be the dwdeconv_rewrite package the runtimes are imported from, or "". It must hold
+// runtimes/__main__.py, and nobody but this user or root may change what Python imports from it.
+std::string package_problem(const std::string& package);
+
+// Checks that the interpreter runs and has the runtime's packages. Errors (kUsage) name the interpreter, the missing
+// packages and the pip command that installs them.
+core::Status probe_python_runtime(const PythonSide& side);
+
+// Converts and runs both models on the runtime, on `inputs` (one per graph input, in graph order), timing `runs`
+// interleaved pairs when runs > 0 and profiling `profile_runs` runs of each. Errors: kInvalidModel when a converter
+// fails (its stage and message) or a converted model fails to run; kUsage when the interpreter or the module cannot
+// be started. Nothing of the run (scratch files, child processes) outlives it, however it ends.
+core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original,
+                                         const onnx::ModelProto& rewritten, const std::vector<NamedTensor>& inputs,
+                                         size_t threads, size_t runs, size_t profile_runs);
+
+// --verify's result from a Python run: every output of the rewritten model against the original's, by name, under
+// `tolerances`.
+VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances);
+
+// --bench's result from a Python run's samples.
+BenchResult bench_from_run(const PythonRun& run, size_t threads);
+
+}  // namespace dwdeconv::runtime_check

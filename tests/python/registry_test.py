@@ -1,0 +1,91 @@
+"""The runtimes' registry (python/dwdeconv_rewrite/runtimes/registry.json) is the one list: the Python side, the
+binary (--help, --runtime's names, the pinned requirements it points at), pyproject.toml's extras and its
+requires-python all agree with it, and every row's adapter subclasses the runners' base classes.
+
+ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python. Standard
+library only (tomllib: Python 3.11, else the pyproject checks are skipped, saying so)."""
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
+BINARY = os.environ["DWDECONV_REWRITE"]
+RUNTIMES = SOURCE / "python" / "dwdeconv_rewrite" / "runtimes"
+REGISTRY = json.loads((RUNTIMES / "registry.json").read_text())
+failures = []
+
+
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+rows = REGISTRY["runtimes"]
+names = [r["name"] for r in rows]
+check(len(set(names)) == len(names) and "xnnpack" not in names, f"registry names are unique and not the executor's: {names}")
+
+import dwdeconv_rewrite.runtimes as runtimes  # noqa: E402 - after the registry is read, so a failure names the file
+
+check(list(runtimes.NAMES) == names, "runtimes.NAMES is the registry's list")
+for r in rows:
+    name = r["name"]
+    required = {m for m, _ in runtimes.REQUIREMENTS[name]}
+    check(all(i.split(".")[0] in required for i in runtimes.CHECK_IMPORTS[name]),
+          f"{name}: every module check imports is one of its requirements")
+    check(set(r["probe_imports"]) <= set(r["check_imports"]), f"{name}: probe imports a subset of what check imports")
+    module, cls = r["adapter"].split(":")
+    path = RUNTIMES / f"{module}.py"
+    check(path.is_file(), f"{name}: adapter module {path.name} exists")
+    if not path.is_file():
+        continue
+    tree = ast.parse(path.read_text())
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    check(cls in classes, f"{name}: {path.name} defines {cls}")
+    if cls in classes:
+        bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in classes[cls].bases]
+        methods = {f.name for f in classes[cls].body if isinstance(f, ast.FunctionDef)}
+        check("Runtime" in bases, f"{name}: {cls} subclasses base.Runtime")
+        check({"__init__", "versions", "label", "prepare", "load"} <= methods, f"{name}: {cls} implements the Runtime interface")
+    runners = [c for c in classes.values() if any(getattr(b, "id", "") == "Runner" for b in c.bases)]
+    check(len(runners) >= 1 and all({"feed", "invoke", "outputs"} <= {f.name for f in c.body if isinstance(f, ast.FunctionDef)}
+                                    for c in runners), f"{name}: {path.name} has a base.Runner subclass implementing feed, invoke, outputs")
+    if r["pinned_requirements"]:
+        check((SOURCE / r["pinned_requirements"]).is_file(), f"{name}: pinned requirements {r['pinned_requirements']} exist")
+
+# The binary embeds the registry: --help lists each runtime as the registry describes it, and an unknown --runtime
+# is refused naming them all.
+help_text = subprocess.run([BINARY, "--help"], capture_output=True, text=True).stdout
+flat = " ".join(help_text.split())
+for r in rows:
+    check(f"{r['name']} ({r['summary']})" in flat, f"--help lists '{r['name']} ({r['summary']})'")
+check("--runtime " + "|".join(names) in flat, "--python's help names the registry's runtimes")
+bad = subprocess.run([BINARY, str(SOURCE / "examples" / "upsampler_small.onnx"), "--verify", "--runtime", "nope"],
+                     capture_output=True, text=True)
+check(bad.returncode == 2 and "(known: " + ", ".join(["xnnpack"] + names) + ")" in bad.stderr,
+      f"an unknown --runtime is exit 2 naming the registry's runtimes: {bad.stderr.strip()[-200:]}")
+
+try:
+    import tomllib
+except ImportError:
+    tomllib = None
+    print(f"SKIPPED: the pyproject.toml checks need tomllib (Python 3.11); this is Python {sys.version.split()[0]}")
+if tomllib is not None:
+    project = tomllib.loads((SOURCE / "pyproject.toml").read_text())["project"]
+    check(project["requires-python"] == ">=" + REGISTRY["python_minimum"],
+          f"pyproject requires-python {project['requires-python']} is the registry's minimum {REGISTRY['python_minimum']}")
+    extras = project["optional-dependencies"]
+    for r in rows:
+        wanted = {pip for _, pip in r["requirements"]}
+        have = {e.split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip().lower().replace("_", "-")
+                for e in extras.get(r["name"], [])}
+        wanted = {w.lower().replace("_", "-") for w in wanted}
+        check(wanted <= have, f"pyproject extra [{r['name']}] holds the registry's packages (missing: {sorted(wanted - have)})")
+
+if failures:
+    print(f"{len(failures)} failed", file=sys.stderr)
+    sys.exit(1)
+print("all passed")
