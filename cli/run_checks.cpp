@@ -1,0 +1,249 @@
+// --verify and --bench of one model on --runtime (run_checks, cli/run_internal.h): the one interface check, then the
+// executor or a Python runtime, the per-upsampler table and the --min-speedup gate.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/run_internal.h"
+#include "runtime_check/graph_match.h"
+#include "runtime_check/tensor_io.h"
+
+namespace dwdeconv::cli {
+namespace {
+
+void clear_progress(const RuntimeSetup& setup) {
+  if (setup.progress) std::fprintf(stderr, "\r\033[K");
+}
+
+// Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
+// `record` (null for --compare) is the rewrite that wrote `rewritten`: per-node mode checks the regions it recorded.
+// `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
+core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                     const Options& opt, const RuntimeSetup& setup,
+                                                     const std::string& model_path, PhaseLog& log, const std::string& prefix,
+                                                     const rewrite::RewriteResult* record) {
+  runtime_check::VerifyOptions vo;
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return shapes.error();
+  vo.input_shapes = *shapes;
+  vo.inputs = setup.inputs;
+  vo.seed = opt.seed;
+  vo.threads = opt.threads;
+  vo.tolerances = {opt.atol, opt.rtol};
+  vo.progress = setup.progress ? setup.progress : log.callback();
+  if (record != nullptr) {
+    vo.regions.emplace();
+    for (const auto& n : record->nodes) {
+      if (n.rewritten && n.summary.graph_path == "main") vo.regions->push_back(n.region);
+    }
+  }
+  auto result = runtime_check::verify_models(original, rewritten, vo);
+  clear_progress(setup);
+  if (!result) return result;  // the caller's failure ends the phase as failed
+  log.end();
+  log_verify_summary(*result, prefix);
+  spdlog::debug("placement:\n{}", result->placement);
+  return result;
+}
+
+// The bench's one line: where it ran, the medians with their spread, and the ratio ("runs" on the executor, "pairs"
+// on a Python runtime, as each counts them). `prefix` names the model in a batch.
+void log_bench_line(const runtime_check::BenchResult& b, const std::string& where, const char* counted, const std::string& prefix) {
+  if (b.original_samples_ms.empty() || b.rewritten_samples_ms.empty()) return;
+  const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
+  const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
+  spdlog::info("{}bench on {} ({} thread{}, median [min-max] of {} interleaved {}): original {:.3f} [{:.3f}-{:.3f}] ms, "
+               "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", prefix, where, b.threads, b.threads == 1 ? "" : "s", b.runs,
+               counted, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi, b.speedup);
+}
+
+// Times both models on the executor and logs medians and the speedup.
+core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                   const Options& opt, const RuntimeSetup& setup,
+                                                   const std::string& model_path, PhaseLog& log, const std::string& prefix) {
+  runtime_check::BenchOptions bo;
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return shapes.error();
+  bo.input_shapes = *shapes;
+  bo.inputs = setup.inputs;
+  bo.seed = opt.seed;
+  bo.threads = opt.threads;
+  bo.runs = opt.runs;
+  bo.profile_runs = 3;  // after the timed runs: the per-node table, and the profile -v prints
+  bo.profile_top_nodes = static_cast<size_t>(-1);  // every node, for the per-node table
+  bo.progress = setup.progress ? setup.progress : log.callback();
+  log.start("bench: creating both executors (each runs its model once) and warming up");
+  auto result = runtime_check::bench_models(original, rewritten, bo);
+  clear_progress(setup);
+  if (!result) return result;  // the caller's failure ends the phase as failed
+  log.end();
+  log_bench_line(*result, builtin_runtime_info().label, "runs", prefix);
+  spdlog::debug("bench placement, original: {}", result->original_placement);
+  spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
+  if (opt.verbosity > 0) {
+    spdlog::debug("profile of the original model (separate runs):\n{}", runtime_check::format_profile(result->original_profile));
+    spdlog::debug("profile of the rewritten model (separate runs):\n{}", runtime_check::format_profile(result->rewritten_profile));
+  }
+  return result;
+}
+
+// Logs the per-node table, one line each, when there is one.
+void log_upsampler_times(const std::vector<UpsamplerTime>& rows, const std::string& where) {
+  if (rows.empty()) return;
+  spdlog::info("per upsampler on {} (profiled runs after the timed ones):", where);
+  std::istringstream lines(format_upsampler_times(rows));
+  for (std::string line; std::getline(lines, line);) spdlog::info("{}", line);
+}
+
+}  // namespace
+
+/// Parses --input-shape and loads --input files, once per run; errors are usage errors or unreadable input files.
+core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
+  RuntimeSetup setup;
+  for (const auto& text : opt.input_shapes) {
+    auto parsed = parse_input_shape_arg(text);
+    if (!parsed) return parsed.error();
+    setup.input_shapes.push_back(std::move(*parsed));
+  }
+  for (const auto& text : opt.input_files) {
+    const auto eq = text.find('=');
+    const std::string path = input_file_path(text);
+    auto tensor = runtime_check::load_tensor_file(path);
+    if (!tensor) return tensor.error();
+    if (eq != std::string::npos) tensor->name = text.substr(0, eq);
+    // XNNPACK's output clamps (min -inf, max +inf) do not keep NaN: each path turns it into -inf or +inf its own
+    // way, and an infinity makes NaN wherever a model computes 0 * inf or inf - inf, so the executor's runs on such
+    // inputs are not the models' (a correct rewrite failed, a wrong pair passed). --bench only times, so it may run them.
+    const bool compares = opt.verify || !opt.compare.empty();
+    for (int64_t k = 0; compares && tensor->tensor.is_float() && k < tensor->tensor.numel(); ++k) {
+      if (const double x = tensor->tensor.get(k); !std::isfinite(x)) {
+        const std::string what = std::isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf";
+        return core::Error{core::ErrorKind::kUsage,
+                           "--input " + path + ": element " + std::to_string(k) + " is " + what + "; --verify and --compare "
+                           "cannot compare non-finite inputs, since XNNPACK's output clamps do not keep NaN (each model "
+                           "turns a NaN, also one made from an infinity by 0 * inf or inf - inf, into -inf or +inf its own "
+                           "way): give an input with finite values"};
+      }
+    }
+    setup.inputs.push_back(std::move(*tensor));
+  }
+  // A progress line on stderr, only for a person watching a terminal.
+  if (opt.verbosity >= 0 && isatty(STDERR_FILENO)) {
+    setup.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+  }
+  return setup;
+}
+
+// A verification's summary, line by line: info when it passed, error when it did not. `prefix` names the model in
+// a batch.
+void log_verify_summary(const runtime_check::VerifyResult& result, const std::string& prefix) {
+  std::istringstream lines(result.summary());
+  for (std::string line; std::getline(lines, line);) {
+    if (result.passed) {
+      spdlog::info("{}{}", prefix, line);
+    } else {
+      spdlog::error("{}{}", prefix, line);
+    }
+  }
+}
+
+// Runs --verify (when `verify`) and --bench (when `bench`) on opt.runtime. The executor verifies first and times
+// only a model that passed; a Python runtime converts and runs both models once for both. `result` (null for
+// --compare) names the upsamplers of the per-node table. An error's message starts with `verify_prefix` or
+// `bench_prefix` when the executor's verification or timing failed.
+core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                       const rewrite::RewriteResult* result, const Options& opt, const RuntimeSetup& setup,
+                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify,
+                                       bool bench, const std::string& verify_prefix, const std::string& bench_prefix) {
+  RuntimeChecks checks;
+  checks.info.min_speedup = opt.min_speedup;
+  // One interface check, by name, before any runtime runs either model: the same rule and exit code (1) on every
+  // runtime, whatever the runtime would have made of a model fed or read differently.
+  if (const std::string difference = runtime_check::interface_difference(original, rewritten); !difference.empty()) {
+    checks.info.runtime = runtime_info_before_run(opt);
+    checks.verify = runtime_check::interface_mismatch(difference);
+    log_verify_summary(*checks.verify, prefix);
+    return checks;
+  }
+  if (const std::string note = runtime_check::interface_order_note(original, rewritten); !note.empty()) {
+    spdlog::warn("{}{}", prefix, note);
+  }
+  // The inputs a check can be fed meaningfully: the same rule, before any runtime runs, on every runtime.
+  if (verify) {
+    if (auto fed = runtime_check::check_verifiable_inputs(original, setup.inputs); !fed) {
+      return core::Error{fed.error().kind, verify_prefix + fed.error().message};
+    }
+  }
+  if (opt.runtime == kBuiltinRuntime) {
+    checks.info.runtime = builtin_runtime_info();
+    if (verify) {
+      auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix, result);
+      if (!verified) return core::Error{verified.error().kind, verify_prefix + verified.error().message};
+      checks.verify = *verified;
+      if (!verified->passed) return checks;
+    }
+    if (bench) {
+      auto timed = run_bench(original, rewritten, opt, setup, model_path, log, prefix);
+      if (!timed) return core::Error{timed.error().kind, bench_prefix + timed.error().message};
+      checks.bench = *timed;
+      if (result != nullptr) {
+        auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+        auto inputs = shapes ? runtime_inputs(original, *shapes, setup.inputs, opt.seed)
+                             : core::Result<std::vector<runtime_check::NamedTensor>>(shapes.error());
+        checks.info.upsamplers = upsampler_times(original, rewritten, *result, executor_node_times(timed->original_profile),
+                                                 executor_node_times(timed->rewritten_profile),
+                                                 inputs ? *inputs : std::vector<runtime_check::NamedTensor>{});
+        log_upsampler_times(checks.info.upsamplers, checks.info.runtime.label);
+      }
+    }
+    return checks;
+  }
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return core::Error{shapes.error().kind, "--runtime " + opt.runtime + ": " + shapes.error().message};
+  auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
+  if (!inputs) return core::Error{inputs.error().kind, "--runtime " + opt.runtime + ": " + inputs.error().message};
+  if (setup.progress) setup.progress("converting and running both models on --runtime " + opt.runtime + " ...");
+  // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
+  const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
+  auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
+  clear_progress(setup);
+  // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing.
+  if (!run) return core::Error{run.error().kind, result ? run.error().message + "; nothing written" : verify_prefix + run.error().message};
+  checks.info.runtime = run->runtime;
+  if (verify) {
+    checks.verify = verify_from_run(*run, {opt.atol, opt.rtol});
+    log_verify_summary(*checks.verify, prefix);
+    if (!checks.verify->passed) return checks;
+  }
+  if (bench) {
+    checks.bench = bench_from_run(*run, opt.threads);
+    const auto& b = *checks.bench;
+    log_bench_line(b, run->runtime.label, "pairs", prefix);
+    spdlog::debug("bench placement, original: {}", b.original_placement);
+    spdlog::debug("bench placement, rewritten: {}", b.rewritten_placement);
+    if (result != nullptr && (!run->original_nodes.empty() || !run->rewritten_nodes.empty())) {
+      checks.info.upsamplers = upsampler_times(original, rewritten, *result, run->original_nodes, run->rewritten_nodes, *inputs);
+      log_upsampler_times(checks.info.upsamplers, run->runtime.label);
+    }
+  }
+  return checks;
+}
+
+// The --min-speedup gate: "" when the bench passes it (or there is none), else why it fails.
+std::string speedup_shortfall(const Options& opt, const RuntimeChecks& checks) {
+  if (!opt.min_speedup || !checks.bench || checks.bench->speedup >= *opt.min_speedup) return "";
+  char gate[32], ran[32];
+  std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
+  std::snprintf(ran, sizeof ran, "%.2f", checks.bench->speedup);
+  return std::string("--min-speedup ") + gate + ": the rewritten model ran " + ran + "x as fast as the original on " +
+         checks.info.runtime.label + " (medians of " + std::to_string(checks.bench->runs) + " interleaved runs), under the " + gate +
+         "x asked for";
+}
+
+}  // namespace dwdeconv::cli
