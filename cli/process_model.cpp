@@ -15,7 +15,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/model_stats.h"
-#include "cli/run_internal.h"
+#include "run_internal.h"
 #include "cli/tune.h"
 #include "core/text.h"
 #include "onnx_io/external_data.h"

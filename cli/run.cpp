@@ -17,7 +17,7 @@
 
 #include "cli/batch_inputs.h"
 #include "cli/exit_codes.h"
-#include "cli/run_internal.h"
+#include "run_internal.h"
 #include "core/text.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"

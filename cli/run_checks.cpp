@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cli/run_internal.h"
+#include "run_internal.h"
 #include "runtime_check/graph_match.h"
 #include "runtime_check/tensor_io.h"
 

@@ -5,7 +5,7 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
-#include "rewrite/recogniser_parts.h"
+#include "recogniser_parts.h"
 #include "rewrite/recognisers.h"
 
 namespace dwdeconv::rewrite {

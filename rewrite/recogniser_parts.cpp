@@ -1,4 +1,4 @@
-#include "rewrite/recogniser_parts.h"
+#include "recogniser_parts.h"
 
 #include <cmath>
 #include <cstdio>

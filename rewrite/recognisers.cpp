@@ -6,7 +6,7 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
-#include "rewrite/recogniser_parts.h"
+#include "recogniser_parts.h"
 
 namespace dwdeconv::rewrite {
 

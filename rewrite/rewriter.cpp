@@ -8,7 +8,7 @@
 #include "onnx_io/model_io.h"
 #include "onnx_io/shapes.h"
 #include "rewrite/const_eval.h"
-#include "rewrite/recogniser_parts.h"
+#include "recogniser_parts.h"
 #include "rewrite/recognisers.h"
 #include "rewrite/shape_propagation.h"
 

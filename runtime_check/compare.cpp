@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "onnx_io/tensor.h"
-#include "runtime_check/internal.h"
+#include "internal.h"
 
 namespace dwdeconv::runtime_check {
 

@@ -5,9 +5,9 @@
 #include <map>
 #include <new>
 
-#include "runtime_check/internal.h"
-#include "runtime_check/memory_plan.h"
-#include "runtime_check/step_list.h"
+#include "internal.h"
+#include "memory_plan.h"
+#include "step_list.h"
 
 namespace dwdeconv::runtime_check {
 

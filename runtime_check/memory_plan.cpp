@@ -1,10 +1,10 @@
-#include "runtime_check/memory_plan.h"
+#include "memory_plan.h"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 
-#include "runtime_check/step_list.h"
+#include "step_list.h"
 
 namespace dwdeconv::runtime_check::detail {
 namespace {

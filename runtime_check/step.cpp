@@ -1,7 +1,7 @@
-#include "runtime_check/step.h"
+#include "step.h"
 
 #include "onnx_io/attributes.h"
-#include "runtime_check/internal.h"
+#include "internal.h"
 #include "ops/ops.h"
 
 namespace dwdeconv::runtime_check::detail {

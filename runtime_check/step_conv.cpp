@@ -3,9 +3,9 @@
 #include <array>
 #include <cassert>
 
-#include "runtime_check/internal.h"
+#include "internal.h"
 #include "ops/ops.h"
-#include "runtime_check/step.h"
+#include "step.h"
 
 namespace dwdeconv::runtime_check::detail {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "onnx_io/attributes.h"
-#include "runtime_check/internal.h"
+#include "internal.h"
 #include "ops/ops.h"
-#include "runtime_check/step.h"
+#include "step.h"
 
 namespace dwdeconv::runtime_check::detail {
 namespace {

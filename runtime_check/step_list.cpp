@@ -1,4 +1,4 @@
-#include "runtime_check/step_list.h"
+#include "step_list.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
-#include "runtime_check/internal.h"
-#include "runtime_check/memory_plan.h"
+#include "internal.h"
+#include "memory_plan.h"
 #include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 

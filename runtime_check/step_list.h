@@ -15,7 +15,7 @@
 #include "core/result.h"
 #include "ops/ops.h"
 #include "runtime_check/executor.h"
-#include "runtime_check/step.h"
+#include "step.h"
 
 namespace dwdeconv::runtime_check::detail {
 

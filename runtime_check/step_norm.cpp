@@ -12,8 +12,8 @@
 #include <utility>
 
 #include "onnx_io/attributes.h"
-#include "runtime_check/internal.h"
-#include "runtime_check/step.h"
+#include "internal.h"
+#include "step.h"
 
 namespace dwdeconv::runtime_check::detail {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "onnx_io/model_io.h"
 #include "onnx_io/tensor.h"
-#include "runtime_check/internal.h"
+#include "internal.h"
 
 namespace dwdeconv::runtime_check {
 

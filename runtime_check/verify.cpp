@@ -9,7 +9,7 @@
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/graph_match.h"
-#include "runtime_check/internal.h"
+#include "internal.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {

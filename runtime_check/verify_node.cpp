@@ -12,7 +12,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
-#include "runtime_check/internal.h"
+#include "internal.h"
 #include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
