@@ -1,6 +1,6 @@
-// The reference kernels, one family per file (elementwise.cpp, shape.cpp, conv.cpp, norm.cpp, resize.cpp), and the
-// helpers they share. run_reference_node in op_table.cpp dispatches to them. Internal to the op library and the
-// executor built on it.
+// The reference kernels, one family per file (elementwise.cpp, shape.cpp, data_movement.cpp, conv.cpp, norm.cpp,
+// resize.cpp), and the helpers they share. run_reference_node in op_table.cpp dispatches to them. Internal to the op
+// library and the executor built on it.
 #pragma once
 
 #include <algorithm>
@@ -112,15 +112,18 @@ KernelFunction run_pow;      // the base's type wins; integer results truncate t
 KernelFunction run_equal;    // BOOL result, broadcasting
 KernelFunction run_where;    // X where the BOOL condition holds, else Y, broadcasting
 
-// shape.cpp: they move or pick elements and compute no new values
+// shape.cpp: they change or read a value's dims, or make a value from attributes and scalars
 KernelFunction run_reshape;
 KernelFunction run_flatten;
-KernelFunction run_transpose;
 KernelFunction run_squeeze;
 KernelFunction run_unsqueeze;
 KernelFunction run_shape;
 KernelFunction run_constant;
 KernelFunction run_constant_of_shape;
+KernelFunction run_range;       // integer; float where every way of computing it agrees
+
+// data_movement.cpp: they move or pick elements and compute no new values (ScatterND's reductions aside)
+KernelFunction run_transpose;
 KernelFunction run_gather;
 KernelFunction run_slice;
 KernelFunction run_concat;
@@ -130,7 +133,6 @@ KernelFunction run_expand;   // numpy broadcast of x against `shape`
 KernelFunction run_tile;     // `repeats` copies per axis; before opset 6, `tiles` along `axis`
 KernelFunction run_split;    // every output asked for; sizes as split_sizes reads them
 KernelFunction run_scatter_nd;  // reduction none (each slice written once), add, mul, max, min
-KernelFunction run_range;       // integer; float where every way of computing it agrees
 // The length of each of `outputs` Split outputs along an axis of `extent` elements, from the `split` input or
 // attribute, `num_outputs`, or equal parts (the opset forms); errors name the node when they do not add up.
 core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const Inputs& in, int64_t extent,

@@ -251,7 +251,7 @@ class ChannelPermuteStep : public Step {
 }  // namespace
 
 core::Result<Built> make_pad_step(const NodeIo& io, Values& v) {
-  // Constant mode only: the family's attribute list (step_list.cpp) sends the others to the reference kernels.
+  // Constant mode only: the family's attribute list (step_list_node.cpp) sends the others to the reference kernels.
   const auto rank = v.peek(io.input(0)).dims.size();
   std::vector<int64_t> pads, axes;
   float value = 0.0f;

@@ -306,7 +306,7 @@ core::Result<Built> make_reduce_mean_step(const NodeIo& io, Values& v) {
 
 core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
   const Tensor& x = v.peek(io.input(0));
-  // Bilinear, in the coordinate modes the family's attribute list names (step_list.cpp). The list checks a mode
+  // Bilinear, in the coordinate modes the family's attribute list names (step_list_node.cpp). The list checks a mode
   // that is set; an absent one means nearest, which this step does not run.
   RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "nearest"));
   if (mode != "linear") return declined("only bilinear resize runs on XNNPACK");
