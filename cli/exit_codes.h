@@ -1,4 +1,4 @@
-// Documented exit codes (README, "Exit codes").
+// Documented exit codes (docs/exit-codes.md).
 #pragma once
 
 namespace dwdeconv::cli {

@@ -31,7 +31,7 @@ struct RunInfo {
 };
 
 // {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
-// "compared" and "verify" when verification ran, and "bench" with --bench. The README documents the schema.
+// "compared" and "verify" when verification ran, and "bench" with --bench. docs/report.md documents the schema.
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result);
 
 // A batch report: the per-model objects of report_json (each its text), as a JSON list.

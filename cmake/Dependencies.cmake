@@ -1,4 +1,4 @@
-# Every dependency is a Debian bookworm package (see README, "Dependencies").
+# Every dependency is a Debian bookworm package (docs/development.md, "Dependencies").
 find_package(Protobuf REQUIRED)           # libprotobuf-dev, protobuf-compiler
 find_package(ONNX REQUIRED)               # libonnx-dev: targets onnx, onnx_proto
 find_package(CLI11 REQUIRED)              # libcli11-dev

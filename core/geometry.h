@@ -1,6 +1,6 @@
 // Per-axis geometry of a ConvTranspose, and the ONNX rules that resolve its padding.
 //
-// Pure integer arithmetic: no ONNX, no protobuf. See ../shared/DESIGN.md, "The polyphase identity".
+// Pure integer arithmetic: no ONNX, no protobuf. See docs/design.md, "The polyphase identity".
 #pragma once
 
 #include <cstdint>

@@ -63,7 +63,7 @@ struct FormInfo {
   bool kernel_grows_by_stride = false;
 };
 
-// Every form, in the order --help and the README list them (kNearestResize, not a form, is not listed).
+// Every form, in the order --help and docs/forms.md list them (kNearestResize, not a form, is not listed).
 const std::vector<FormInfo>& forms();
 
 // The row of `form`.

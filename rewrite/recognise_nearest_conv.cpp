@@ -1,5 +1,5 @@
 // Form `nearest_conv`: a nearest Resize by an integer factor s straight into a stride-1 Conv, recognised as the
-// ConvTranspose it computes (see recognisers.h and ../shared/DESIGN.md, "Hand-written upsamplers are
+// ConvTranspose it computes (see recognisers.h and docs/design.md, "Hand-written upsamplers are
 // ConvTransposes too").
 #include <set>
 

@@ -1,6 +1,6 @@
 // Pieces the recognisers share (internal to rewrite/): finding producers, counting readers, collecting what a
 // form replaces, reading constant-zero Pads, and the common tail of every zero-insertion form: constant zero
-// padding, then a depthwise stride-1 Conv, folded into one ConvTranspose. See ../shared/DESIGN.md.
+// padding, then a depthwise stride-1 Conv, folded into one ConvTranspose. See docs/design.md, "Hand-written upsamplers are ConvTransposes too".
 #pragma once
 
 #include <array>

@@ -1,6 +1,6 @@
 // Recognisers: hand-written upsamplers that compute a depthwise ConvTranspose, each turned into the same
 // DeconvMatch the matcher makes of a ConvTranspose node, so one planner and one emitter serve every form.
-// See ../shared/DESIGN.md, "Hand-written upsamplers are ConvTransposes too".
+// See docs/design.md, "Hand-written upsamplers are ConvTransposes too".
 #pragma once
 
 #include <map>

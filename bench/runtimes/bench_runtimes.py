@@ -10,7 +10,7 @@ as bench/runtimes/README.md says. For each pair (original ONNX, rewritten ONNX) 
   3. times them interleaved, A B A B, in one run, and reports medians, spread (min-max; p10/p90 in the JSON), their
      ratio and the load average, in one table format for every runtime.
 
-Runtimes (each needs its own packages; see README.md):
+Runtimes (each needs its own packages; see bench/runtimes/README.md):
   litert      onnx2tf (float32) -> ai-edge-litert Interpreter, XNNPACK delegate applied by default
   ort         onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL
   executorch  onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte (in a child

@@ -260,7 +260,7 @@ TEST_CASE("a phase whose weights are all zero still reads x, so 0 x inf is NaN t
 }
 
 TEST_CASE("hand-written forms are exact on finite inputs, and their x*0 mask terms spread inf as NaN where the rewrite does not", "[rewrite][bias_only][nonfinite][handwritten]") {
-  // The documented decision (README, Verification): a nearest x mask computes x*0 at the s*s-1 masked samples of every
+  // The documented decision (docs/verification.md): a nearest x mask computes x*0 at the s*s-1 masked samples of every
   // cell, which is NaN for an infinite x, and its Conv then spreads that NaN over every output whose window
   // touches the cell. The ConvTranspose it equals, and so the rewrite, multiplies x only by the filter's taps. The
   // rewrite is kept: exporters write these forms for finite activations, where both agree to rounding.

@@ -1,4 +1,4 @@
-// verify_node on a depthwise ConvTranspose and a hand-built polyphase replacement (DESIGN.md): it passes, and
+// verify_node on a depthwise ConvTranspose and a hand-built polyphase replacement (docs/design.md): it passes, and
 // fails once one phase weight is wrong.
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ struct Config {
   int64_t channels, kernel, stride, pad, output_padding;
 };
 
-// One axis of one phase, straight from DESIGN.md "The polyphase identity".
+// One axis of one phase, straight from docs/design.md, "The polyphase identity".
 struct AxisPhase {
   int64_t first_tap, taps, pad_begin, pad_end;
 };
