@@ -5,8 +5,8 @@
 // upsamplers, 2x: nearest_mask (nearest Resize, Mul by a [[1,0],[0,0]] mask, Pad [2,2,1,1], depthwise 4x4 Conv:
 // MI-GAN's form, = k4 s2 p1), nearest_conv_dw (nearest Resize, depthwise 3x3 Conv pads 1) and nearest_conv_dense
 // (nearest Resize, dense 3x3 Conv pads 1, C in and out); and dense ConvTranspose k4 s2 p1 and k2 s2 (C in and out), which
-// the tool keeps (rewritten here with RewriteOptions::dense_conv_transpose, to show why). A layer the rewrite leaves alone (its form not recognised
-// by this build) is not timed; its row says "not rewritten" and why.
+// the tool keeps (rewritten here with RewriteOptions::dense_conv_transpose, to show why). A layer the rewrite leaves alone (its form not
+// recognised by this build) is not timed; its row says "not rewritten" and why.
 //
 // Each benchmark is one layer. Its single Google Benchmark iteration runs a warm-up, checks once that both graphs
 // give the same output (a mismatch skips the layer with an error, so a broken rewrite is never timed), then runs
@@ -55,8 +55,8 @@ struct Settings {
   int max_pairs = 200;
   size_t threads = 1;
   bool fusion = true;
-  std::string only;  // "stock" or "rewritten": time one side alone (for a profiler); empty times both
-  bool steps_only = false;  // skip timing Executor::run() (for a profiler)
+  std::string only;                // "stock" or "rewritten": time one side alone (for a profiler); empty times both
+  bool steps_only = false;         // skip timing Executor::run() (for a profiler)
   std::string target = "xnnpack";  // the profile whose phase layout the rewritten side gets (its keep rules are not asked)
 };
 Settings g_settings;
@@ -79,8 +79,7 @@ struct Layer {
       case Kind::kConvTranspose: break;
       case Kind::kDenseConvTranspose: return "dense_k" + std::to_string(kernel) + "s" + std::to_string(stride) + "p" + std::to_string(pad);
     }
-    return "k" + std::to_string(kernel) + "s" + std::to_string(stride) + "p" + std::to_string(pad) + "op" +
-           std::to_string(output_padding);
+    return "k" + std::to_string(kernel) + "s" + std::to_string(stride) + "p" + std::to_string(pad) + "op" + std::to_string(output_padding);
   }
   // The table's layer column: "4/2/1/0" (k/s/p/op) for a ConvTranspose, else the kind.
   std::string column() const {
@@ -134,8 +133,8 @@ onnx::ModelProto make_handwritten_model(const Layer& l, uint32_t seed) {
 }
 
 onnx::ModelProto make_layer_model(const Layer& l) {
-  const auto seed = static_cast<uint32_t>(l.channels * 7919 + l.size * 104729 + l.kernel * 31 + l.stride * 7 + l.pad +
-                                          static_cast<int64_t>(l.kind) * 13);
+  const auto seed =
+      static_cast<uint32_t>(l.channels * 7919 + l.size * 104729 + l.kernel * 31 + l.stride * 7 + l.pad + static_cast<int64_t>(l.kind) * 13);
   const bool dense = l.kind == Kind::kDenseConvTranspose;
   if (l.kind != Kind::kConvTranspose && !dense) return make_handwritten_model(l, seed);
   dwdeconv::examples::ModelBuilder b("layer_" + l.geometry(), 17, seed);
@@ -144,7 +143,8 @@ onnx::ModelProto make_layer_model(const Layer& l) {
   b.input("x", {"1", c, h, h});
   b.output("y", {"1", c, std::to_string(out), std::to_string(out)});
   // Depthwise [C, 1, k, k] with group C, or dense [C, C, k, k] with group 1 (C in and out).
-  const std::string w = b.random("w", {l.channels, dense ? l.channels : 1, l.kernel, l.kernel}, dense ? 0.5 / static_cast<double>(l.channels) : 0.5);
+  const std::string w =
+      b.random("w", {l.channels, dense ? l.channels : 1, l.kernel, l.kernel}, dense ? 0.5 / static_cast<double>(l.channels) : 0.5);
   const std::string bias = b.random("b", {l.channels}, 0.1);
   auto& node = b.node("ConvTranspose", "up", {"x", w, bias}, "y");
   dwdeconv::examples::set_int(node, "group", dense ? 1 : l.channels);
@@ -249,8 +249,8 @@ void bench_layer(benchmark::State& state, Layer layer) {
     for (int k = 0; k < 2 && (k == 0 || pair < 0.1 * g_settings.budget_seconds); ++k) {
       pair = timed(steps_stock) + timed(steps_polyphase) + timed(run_stock) + timed(run_polyphase);
     }
-    const int pairs = std::clamp(static_cast<int>(std::ceil(g_settings.budget_seconds / std::max(pair, 1e-9))),
-                                 g_settings.min_pairs, g_settings.max_pairs);
+    const int pairs = std::clamp(static_cast<int>(std::ceil(g_settings.budget_seconds / std::max(pair, 1e-9))), g_settings.min_pairs,
+                                 g_settings.max_pairs);
     for (int k = 0; k < pairs; ++k) {
       a_steps.push_back(timed(steps_stock));
       b_steps.push_back(timed(steps_polyphase));
@@ -276,25 +276,26 @@ void bench_layer(benchmark::State& state, Layer layer) {
 }
 
 void print_table() {
-  std::printf("\nLayer sweep: each layer as written (stock: a ConvTranspose is one XNNPACK deconvolution) vs rewritten, "
-              "%zu thread(s), Concat fusion %s.\nMedians of interleaved pairs measured in one run; speedup = stock / rewritten.\n"
-              "steps = XNNPACK operators on NHWC data (Executor::run_steps); run = Executor::run with NCHW I/O.\n\n",
-              g_settings.threads, g_settings.fusion ? "on" : "off");
-  std::printf("%5s %4s %-18s | %10s %12s %8s | %10s %12s %8s | %9s %5s\n", "C", "H", "k/s/p/op or form", "stock ms",
-              "rewritten ms", "speedup", "run stock", "run rewr.", "speedup", "max|diff|", "pairs");
+  std::printf(
+      "\nLayer sweep: each layer as written (stock: a ConvTranspose is one XNNPACK deconvolution) vs rewritten, "
+      "%zu thread(s), Concat fusion %s.\nMedians of interleaved pairs measured in one run; speedup = stock / rewritten.\n"
+      "steps = XNNPACK operators on NHWC data (Executor::run_steps); run = Executor::run with NCHW I/O.\n\n",
+      g_settings.threads, g_settings.fusion ? "on" : "off");
+  std::printf("%5s %4s %-18s | %10s %12s %8s | %10s %12s %8s | %9s %5s\n", "C", "H", "k/s/p/op or form", "stock ms", "rewritten ms",
+              "speedup", "run stock", "run rewr.", "speedup", "max|diff|", "pairs");
   std::map<std::string, std::string> placements, stock_placements;
   for (const Row& r : g_rows) {
     const Layer& l = r.layer;
     const std::string geometry = l.column();
     if (!r.ok) {
-      std::printf("%5lld %4lld %-18s | %s: %s\n", static_cast<long long>(l.channels), static_cast<long long>(l.size),
-                  geometry.c_str(), r.rewritten ? "FAILED" : "not rewritten", r.error.c_str());
+      std::printf("%5lld %4lld %-18s | %s: %s\n", static_cast<long long>(l.channels), static_cast<long long>(l.size), geometry.c_str(),
+                  r.rewritten ? "FAILED" : "not rewritten", r.error.c_str());
       continue;
     }
-    std::printf("%5lld %4lld %-18s | %10.3f %12.3f %7.1fx | %10.3f %12.3f %7.1fx | %9.2e %5d\n",
-                static_cast<long long>(l.channels), static_cast<long long>(l.size), geometry.c_str(), r.steps_stock_ms,
-                r.steps_rewritten_ms, r.steps_stock_ms / r.steps_rewritten_ms, r.run_stock_ms, r.run_rewritten_ms,
-                r.run_stock_ms / r.run_rewritten_ms, r.max_abs_diff, r.pairs);
+    std::printf("%5lld %4lld %-18s | %10.3f %12.3f %7.1fx | %10.3f %12.3f %7.1fx | %9.2e %5d\n", static_cast<long long>(l.channels),
+                static_cast<long long>(l.size), geometry.c_str(), r.steps_stock_ms, r.steps_rewritten_ms,
+                r.steps_stock_ms / r.steps_rewritten_ms, r.run_stock_ms, r.run_rewritten_ms, r.run_stock_ms / r.run_rewritten_ms,
+                r.max_abs_diff, r.pairs);
     placements.emplace(geometry, r.placement);
     if (l.kind != Kind::kConvTranspose) stock_placements.emplace(geometry, r.stock_placement);
   }
@@ -324,10 +325,11 @@ bool parse_own_flags(int& argc, char** argv) {
     else argv[kept++] = argv[k];
   }
   argc = kept;
-  if (g_settings.budget_seconds <= 0 || g_settings.min_pairs < 1 || g_settings.max_pairs < g_settings.min_pairs ||
-      g_settings.threads < 1 || (!g_settings.only.empty() && g_settings.only != "stock" && g_settings.only != "rewritten")) {
-    std::fprintf(stderr, "layer bench: need --budget > 0, 1 <= --min_pairs <= --max_pairs, --threads >= 1, "
-                         "--only=stock|rewritten\n");
+  if (g_settings.budget_seconds <= 0 || g_settings.min_pairs < 1 || g_settings.max_pairs < g_settings.min_pairs || g_settings.threads < 1 ||
+      (!g_settings.only.empty() && g_settings.only != "stock" && g_settings.only != "rewritten")) {
+    std::fprintf(stderr,
+                 "layer bench: need --budget > 0, 1 <= --min_pairs <= --max_pairs, --threads >= 1, "
+                 "--only=stock|rewritten\n");
     return false;
   }
   return true;

@@ -47,11 +47,11 @@ int main(int argc, char** argv) {
     std::vector<float> w(s.channels_out * k, 0.01f), b(s.channels_out, 0.0f);
     std::vector<float> a(pixels * k + 16, 0.5f), z(pixels * s.channels_out + 16);  // the im2col'd input
     xnn_operator_t conv = nullptr, fc = nullptr;
-    if (xnn_create_convolution2d_nhwc_f32(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, s.channels_in, s.channels_out, s.channels_in,
-                                          s.channels_out, w.data(), b.data(), -INFINITY, INFINITY, 0, &conv) != xnn_status_success ||
+    if (xnn_create_convolution2d_nhwc_f32(1, 1, 1, 1, 3, 3, 1, 1, 1, 1, 1, s.channels_in, s.channels_out, s.channels_in, s.channels_out,
+                                          w.data(), b.data(), -INFINITY, INFINITY, 0, &conv) != xnn_status_success ||
         xnn_setup_convolution2d_nhwc_f32(conv, 1, s.size, s.size, x.data(), y.data(), nullptr) != xnn_status_success ||
-        xnn_create_fully_connected_nc_f32(k, s.channels_out, k, s.channels_out, w.data(), b.data(), -INFINITY, INFINITY, 0,
-                                          &fc) != xnn_status_success ||
+        xnn_create_fully_connected_nc_f32(k, s.channels_out, k, s.channels_out, w.data(), b.data(), -INFINITY, INFINITY, 0, &fc) !=
+            xnn_status_success ||
         xnn_setup_fully_connected_nc_f32(fc, pixels, a.data(), z.data(), nullptr) != xnn_status_success) {
       std::fprintf(stderr, "XNNPACK refused the operators\n");
       return 1;

@@ -16,10 +16,27 @@ std::string app_description() {
 
 void use_readable_value_names(CLI::App& app) {
   static const std::map<std::string, std::string> kNames = {
-      {"models", "MODEL|DIR..."}, {"output", "OUT"}, {"out-dir", "DIR"}, {"jobs", "N"}, {"only", "NAME"}, {"skip", "NAME"},
-      {"forms", "LIST"}, {"target", "NAME"}, {"max-phases", "N"}, {"report", "FILE"}, {"compare", "OTHER"},
-      {"input-shape", "[NAME:]D,D,..."}, {"input", "[NAME=]FILE"}, {"seed", "N"}, {"atol", "X"}, {"rtol", "X"},
-      {"runs", "N"}, {"threads", "N"}, {"external-data", "NAME"}, {"external-data-threshold", "BYTES"}, {"suffix", "TEXT"},
+      {"models", "MODEL|DIR..."},
+      {"output", "OUT"},
+      {"out-dir", "DIR"},
+      {"jobs", "N"},
+      {"only", "NAME"},
+      {"skip", "NAME"},
+      {"forms", "LIST"},
+      {"target", "NAME"},
+      {"max-phases", "N"},
+      {"report", "FILE"},
+      {"compare", "OTHER"},
+      {"input-shape", "[NAME:]D,D,..."},
+      {"input", "[NAME=]FILE"},
+      {"seed", "N"},
+      {"atol", "X"},
+      {"rtol", "X"},
+      {"runs", "N"},
+      {"threads", "N"},
+      {"external-data", "NAME"},
+      {"external-data-threshold", "BYTES"},
+      {"suffix", "TEXT"},
   };
   for (CLI::Option* option : app.get_options()) {
     if (option->get_type_size() == 0) continue;  // a flag takes no value

@@ -8,7 +8,8 @@
 namespace dwdeconv::cli {
 namespace {
 
-constexpr const char* kSpellings = "NAME:1,3,256,256, NAME:[1,3,256,256], NAME=1x3x256x256, or a bare 1,3,256,256 for a model with one input";
+constexpr const char* kSpellings =
+    "NAME:1,3,256,256, NAME:[1,3,256,256], NAME=1x3x256x256, or a bare 1,3,256,256 for a model with one input";
 
 core::Error usage(const std::string& text, const std::string& problem) {
   return core::Error{core::ErrorKind::kUsage, "--input-shape '" + text + "': " + problem + " (write " + kSpellings + ")"};
@@ -63,8 +64,8 @@ core::Result<InputShapeArg> parse_input_shape_arg(const std::string& text) {
 }
 
 core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(const std::vector<InputShapeArg>& args,
-                                                                              const onnx::ModelProto& model,
-                                                                              const std::string& model_path) {
+                                                                               const onnx::ModelProto& model,
+                                                                               const std::string& model_path) {
   std::map<std::string, std::vector<int64_t>> shapes;
   std::set<std::string> initializers;
   for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
@@ -78,10 +79,9 @@ core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(c
       if (inputs.size() != 1) {
         std::string list;
         for (const auto& n : inputs) list += (list.empty() ? "'" : ", '") + n + "'";
-        return core::Error{core::ErrorKind::kUsage,
-                           "--input-shape '" + arg.text + "' names no input, and " + model_path + " has " +
-                               std::to_string(inputs.size()) + " graph inputs" + (list.empty() ? "" : " (" + list + ")") +
-                               ": write NAME:" + arg.text};
+        return core::Error{core::ErrorKind::kUsage, "--input-shape '" + arg.text + "' names no input, and " + model_path + " has " +
+                                                        std::to_string(inputs.size()) + " graph inputs" +
+                                                        (list.empty() ? "" : " (" + list + ")") + ": write NAME:" + arg.text};
       }
       name = inputs.front();
     }

@@ -29,7 +29,7 @@ core::Result<InputShapeArg> parse_input_shape_arg(const std::string& text);
 // The shapes by name for `model`: a bare shape becomes its single graph input's (initializers are not inputs
 // here). A usage error when a bare shape meets a model with another number of inputs, or names one input twice.
 core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(const std::vector<InputShapeArg>& args,
-                                                                              const onnx::ModelProto& model,
-                                                                              const std::string& model_path);
+                                                                               const onnx::ModelProto& model,
+                                                                               const std::string& model_path);
 
 }  // namespace dwdeconv::cli

@@ -65,46 +65,60 @@ CLI::Validator finite_non_negative() {
 void add_options(CLI::App& app, Options& opt) {
   app.footer(kExamples);
   app.set_version_flag("--version", std::string("dwdeconv-rewrite ") + kFullVersion);
-  app.add_option("models", opt.models, "Input ONNX model(s), or directories of them (their *.onnx files); - reads one model from stdin")->required();
+  app.add_option("models", opt.models, "Input ONNX model(s), or directories of them (their *.onnx files); - reads one model from stdin")
+      ->required();
   app.add_option("-o,--output", opt.output, "Output model (written atomically; may equal the input); - writes to stdout");
   app.add_option("--out-dir", opt.out_dir, "With several models or a directory: write each one here, under its own file name");
-  app.add_option("--suffix", opt.suffix, "With --out-dir: name each output <stem><TEXT>.onnx, e.g. --suffix .xnn (default: the input's name)")
+  app.add_option("--suffix", opt.suffix,
+                 "With --out-dir: name each output <stem><TEXT>.onnx, e.g. --suffix .xnn (default: the input's name)")
       ->type_name("TEXT");
   app.add_option("-j,--jobs", opt.jobs, "With several models: how many to process at once (default 1)")->check(CLI::Range(1, 256));
   app.add_flag("--dry-run", opt.dry_run, "Print the plan, one line per upsampler (rewrite or keep, and why), and write no model");
   app.add_flag("--check", opt.check, "Exit 1 if any node would be rewritten; write no model");
-  app.add_option("--only", opt.only, "Rewrite only the upsampler with this name, as the plan shows it (repeatable)")->allow_extra_args(false);
-  app.add_option("--skip", opt.skip, "Never rewrite the upsampler with this name, as the plan shows it (repeatable)")->allow_extra_args(false);
+  app.add_option("--only", opt.only, "Rewrite only the upsampler with this name, as the plan shows it (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--skip", opt.skip, "Never rewrite the upsampler with this name, as the plan shows it (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--forms", opt.forms,
-                 "Upsampler forms to rewrite, comma-separated: " + rewrite::form_names() + " (default: " + rewrite::form_names(/*defaults_only=*/true) + ")")
+                 "Upsampler forms to rewrite, comma-separated: " + rewrite::form_names() +
+                     " (default: " + rewrite::form_names(/*defaults_only=*/true) + ")")
       ->delimiter(',')
       ->allow_extra_args(false);
   std::string targets = "The runtime the model ships to, which decides what is rewritten and how:";
   for (const auto& t : rewrite::targets()) targets += "\n  " + t.name + ": " + t.runtime + "; " + t.summary();
   app.add_option("--target", opt.target, targets)->type_name("NAME");
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
-  app.add_option("--max-phases", opt.max_phases, "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
+  app.add_option("--max-phases", opt.max_phases,
+                 "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")
       ->check(whole_number_from(1));
   app.add_option("--report", opt.report, "Write a JSON report to this file");
   app.add_flag("--verify", opt.verify, "Run the original and the rewritten model on --runtime (default: XNNPACK) and compare outputs");
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
-  app.add_option("--input-shape", opt.input_shapes, "Fix an input's dims: image:1,3,256,256 (also image:[1,3,256,256], image=1x3x256x256, or 1,3,256,256 for a "
-                 "model with one input; repeatable)")->allow_extra_args(false);
-  app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")->allow_extra_args(false);
+  app.add_option("--input-shape", opt.input_shapes,
+                 "Fix an input's dims: image:1,3,256,256 (also image:[1,3,256,256], image=1x3x256x256, or 1,3,256,256 for a "
+                 "model with one input; repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--seed", opt.seed, "Seed of the random inputs (default 0)");
   app.add_option("--atol", opt.atol, "Absolute tolerance (default per dtype: f32 1e-6, f16 1e-3)")->check(finite_non_negative());
-  app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")->check(finite_non_negative());
-  app.add_flag("--bench", opt.bench, "Time the original and the rewritten model on --runtime (default: XNNPACK): medians, spread, speedup, per-upsampler table");
+  app.add_option("--rtol", opt.rtol, "Tolerance relative to each output's max |value| (default f32 1e-4, f16 1e-2)")
+      ->check(finite_non_negative());
+  app.add_flag("--bench", opt.bench,
+               "Time the original and the rewritten model on --runtime (default: XNNPACK): medians, spread, speedup, per-upsampler table");
   app.add_option("--runs", opt.runs, "Timed runs of each model for --bench (default 10)")->check(CLI::Range(1, 100000));
   add_runtime_options(app, opt);
-  app.add_option("--threads", opt.threads, "Threads for --verify, --bench and --compare, on any --runtime (default 1)")->check(CLI::Range(1, 256));
+  app.add_option("--threads", opt.threads, "Threads for --verify, --bench and --compare, on any --runtime (default 1)")
+      ->check(CLI::Range(1, 256));
   app.add_option("--external-data", opt.external_data,
                  "Store tensors in this file next to OUT (default OUT.data when the input had external data); not in a batch");
   app.add_option("--external-data-threshold", opt.external_threshold,
                  "Store every tensor of at least this many bytes outside, in NAME or OUT.data (default 1024 with --external-data)")
       ->check(whole_number_from(0));
-  app.add_flag_function("-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
-  app.add_flag_function("-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
+  app.add_flag_function(
+      "-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
+  app.add_flag_function(
+      "-q,--quiet", [&opt](int64_t) { opt.verbosity = -1; }, "Only errors");
 }
 
 std::string input_file_path(const std::string& argument) {
@@ -135,9 +149,11 @@ std::string usage_problem(const Options& opt) {
   if ((opt.dry_run || opt.check) && (!opt.output.empty() || !opt.out_dir.empty())) {
     return std::string(opt.dry_run ? "--dry-run" : "--check") + " writes no model; drop -o/--out-dir";
   }
-  if ((opt.dry_run || opt.check) && (opt.verify || opt.bench)) return "--verify and --bench need a rewritten model: use -o OUT, not --dry-run or --check";
+  if ((opt.dry_run || opt.check) && (opt.verify || opt.bench))
+    return "--verify and --bench need a rewritten model: use -o OUT, not --dry-run or --check";
   if (!opt.dry_run && !opt.check && opt.output.empty() && opt.out_dir.empty()) {
-    return batch ? "several models need --out-dir DIR, --dry-run or --check" : "no output: give -o OUT, --dry-run, --check or --compare OTHER";
+    return batch ? "several models need --out-dir DIR, --dry-run or --check"
+                 : "no output: give -o OUT, --dry-run, --check or --compare OTHER";
   }
   const bool running = opt.verify || opt.bench || opt.tune || !opt.compare.empty();
   if (!running && (!opt.input_shapes.empty() || !opt.input_files.empty())) {

@@ -16,9 +16,9 @@ namespace dwdeconv::cli {
 struct Options {
   std::vector<std::string> models;  // one, or several for a batch
   std::string output;
-  std::string out_dir;               // batch output directory
-  std::string suffix;                // --suffix: batch outputs are <stem><suffix>.onnx
-  bool from_directory = false;       // a model argument was a directory (a batch, even of one model)
+  std::string out_dir;          // batch output directory
+  std::string suffix;           // --suffix: batch outputs are <stem><suffix>.onnx
+  bool from_directory = false;  // a model argument was a directory (a batch, even of one model)
   size_t jobs = 1;
   std::string report;
   std::string compare;  // --compare OTHER: verify OTHER against the input, no rewrite
@@ -31,21 +31,21 @@ struct Options {
   int64_t max_phases = rewrite::kDefaultMaxPhases;
   std::vector<std::string> only;
   std::vector<std::string> skip;
-  std::vector<std::string> forms;  // --forms; empty means rewrite::default_forms()
+  std::vector<std::string> forms;                // --forms; empty means rewrite::default_forms()
   std::string target = rewrite::kDefaultTarget;  // --target: a profile of rewrite::targets()
-  std::vector<std::string> input_shapes;  // NAME=1x4x256x256
-  std::vector<std::string> input_files;   // [NAME=]FILE.npy|.pb
+  std::vector<std::string> input_shapes;         // NAME=1x4x256x256
+  std::vector<std::string> input_files;          // [NAME=]FILE.npy|.pb
   uint64_t seed = 0;
   std::optional<double> atol;
   std::optional<double> rtol;
   size_t threads = 1;
-  std::string runtime = "xnnpack";       // --runtime: where --verify, --bench and --compare run (cli/runtime_python.h)
-  std::string python;                    // --python; empty: $DWDECONV_PYTHON, else python3
-  std::optional<double> min_speedup;     // --min-speedup X with --bench
-  bool tune = false;                     // --tune: time each candidate alone on --runtime, rewrite the faster ones
-  std::string external_data;                 // --external-data NAME
+  std::string runtime = "xnnpack";             // --runtime: where --verify, --bench and --compare run (cli/runtime_python.h)
+  std::string python;                          // --python; empty: $DWDECONV_PYTHON, else python3
+  std::optional<double> min_speedup;           // --min-speedup X with --bench
+  bool tune = false;                           // --tune: time each candidate alone on --runtime, rewrite the faster ones
+  std::string external_data;                   // --external-data NAME
   std::optional<uint64_t> external_threshold;  // --external-data-threshold BYTES
-  int verbosity = 0;  // -1 quiet, 0 info, 1+ debug
+  int verbosity = 0;                           // -1 quiet, 0 info, 1+ debug
 };
 
 // Declares every option of `app`, each writing into `opt`, with the help text, the examples footer and --version.

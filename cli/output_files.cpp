@@ -130,7 +130,7 @@ std::string batch_output(const Options& opt, const std::string& input) {
   if (opt.out_dir.empty()) return std::string();
   const std::filesystem::path file = std::filesystem::path(input).filename();
   // --suffix .xnn: a.onnx -> a.xnn.onnx; a name without the .onnx extension gets the suffix at its end.
-  const std::string name = opt.suffix.empty() ? file.string()
+  const std::string name = opt.suffix.empty()            ? file.string()
                            : file.extension() == ".onnx" ? file.stem().string() + opt.suffix + ".onnx"
                                                          : file.string() + opt.suffix;
   return (std::filesystem::path(opt.out_dir) / name).string();
@@ -159,7 +159,8 @@ core::Status check_batch_files(const Options& opt) {
   for (const auto& input : opt.models) {
     std::set<std::string> data_files;
     const fs::path dir = fs::weakly_canonical(fs::absolute(input, ec).parent_path(), ec);
-    const bool outputs_below = !opt.out_dir.empty() && std::mismatch(dir.begin(), dir.end(), out_dir.begin(), out_dir.end()).first == dir.end();
+    const bool outputs_below =
+        !opt.out_dir.empty() && std::mismatch(dir.begin(), dir.end(), out_dir.begin(), out_dir.end()).first == dir.end();
     if (any_exists || outputs_below) {
       // A model that cannot be read fails on its own later, and is never written.
       if (auto listed = onnx_io::model_data_files(input)) data_files = std::move(*listed);

@@ -15,12 +15,12 @@
 
 #include "cli/exit_codes.h"
 #include "cli/model_stats.h"
-#include "run_internal.h"
 #include "cli/tune.h"
 #include "core/text.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
+#include "run_internal.h"
 
 namespace dwdeconv::cli {
 namespace {
@@ -28,8 +28,7 @@ namespace {
 // Where the output's tensors go: external data when the input had it or the command line asks for it. Every
 // tensor that was external stays external, and each phase weight follows the weight it was gathered from.
 onnx_io::ExternalSaveOptions external_save_options(const Options& opt, const std::string& output,
-                                                   const std::set<std::string>& loaded_external,
-                                                   const rewrite::RewriteResult& result) {
+                                                   const std::set<std::string>& loaded_external, const rewrite::RewriteResult& result) {
   onnx_io::ExternalSaveOptions ext;
   ext.data_name = data_file_name(opt, output, !loaded_external.empty());
   if (ext.data_name.empty()) return ext;
@@ -65,7 +64,11 @@ core::Status save_output(onnx::ModelProto& model, const std::string& output, con
 class ModelRun {
  public:
   ModelRun(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output, bool batch)
-      : opt_(opt), setup_(setup), input_(input), output_(output), batch_(batch),
+      : opt_(opt),
+        setup_(setup),
+        input_(input),
+        output_(output),
+        batch_(batch),
         // The input's path as messages show it (core/text.h): a file name may hold a newline too.
         shown_(input == "-" ? "<stdin>" : core::printable(input)),
         prefix_(batch ? shown_ + ": " : std::string()),
@@ -249,8 +252,8 @@ class ModelRun {
       if (opt_.min_speedup && *opt_.min_speedup > 1.0) {
         char gate[32];
         std::snprintf(gate, sizeof gate, "%g", *opt_.min_speedup);
-        return finish(kExitCheckFailed, shown_ + ": --min-speedup " + gate +
-                                            ": no node was rewritten, so the output is the input (1.00x); nothing written");
+        return finish(kExitCheckFailed,
+                      shown_ + ": --min-speedup " + gate + ": no node was rewritten, so the output is the input (1.00x); nothing written");
       }
     }
     const bool verify = opt_.verify && rewrote, bench = opt_.bench && rewrote;
@@ -311,7 +314,8 @@ class ModelRun {
 
   // "ConvTranspose" or "<form> upsampler", as the log names a plan row.
   static std::string upsampler_kind(const rewrite::NodeReport& n) {
-    return n.summary.form == rewrite::Form::kConvTranspose ? "ConvTranspose" : std::string(rewrite::form_name(n.summary.form)) + " upsampler";
+    return n.summary.form == rewrite::Form::kConvTranspose ? "ConvTranspose"
+                                                           : std::string(rewrite::form_name(n.summary.form)) + " upsampler";
   }
 
   onnx::ModelProto& model() { return loaded_.model; }
@@ -337,8 +341,7 @@ class ModelRun {
 
 }  // namespace
 
-ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output,
-                           bool batch) {
+ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output, bool batch) {
   return ModelRun(opt, setup, input, output, batch).run();
 }
 

@@ -55,8 +55,8 @@ Json bench_object(const runtime_check::BenchResult& b) {
             {"rewritten_ms", number(b.rewritten_ms)},
             {"speedup", number(b.speedup)}};
   // The spread of each side and the number of interleaved pairs, so a reader can judge the medians.
-  for (const auto& [side, samples] : {std::pair<std::string, const std::vector<double>&>{"original", b.original_samples_ms},
-                                      {"rewritten", b.rewritten_samples_ms}}) {
+  for (const auto& [side, samples] :
+       {std::pair<std::string, const std::vector<double>&>{"original", b.original_samples_ms}, {"rewritten", b.rewritten_samples_ms}}) {
     const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
     o[side + "_min_ms"] = samples.empty() ? Json(nullptr) : number(*lo);
     o[side + "_max_ms"] = samples.empty() ? Json(nullptr) : number(*hi);
@@ -161,16 +161,16 @@ Json ints(const Array& values) {
 
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result) {
   const bool target = result.target != nullptr;
-  Json o = {{"tool_version", kVersion},
-            {"exit_code", run.exit_code},
-            {"error", or_null(!run.error.empty(), run.error)},
-            {"input", run.input},
-            {"output", or_null(!run.output.empty(), run.output)},
-            {"opset", run.opset},
-            {"target", target ? Json(result.target->name) : Json(nullptr)},
-            {"cpu", target ? Json(result.cpu.describe()) : Json(nullptr)},
-            {"outside_delegate", target && !result.target->outside_delegate.empty() ? Json(result.target->outside_delegate)
-                                                                                    : Json(nullptr)}};
+  Json o = {
+      {"tool_version", kVersion},
+      {"exit_code", run.exit_code},
+      {"error", or_null(!run.error.empty(), run.error)},
+      {"input", run.input},
+      {"output", or_null(!run.output.empty(), run.output)},
+      {"opset", run.opset},
+      {"target", target ? Json(result.target->name) : Json(nullptr)},
+      {"cpu", target ? Json(result.cpu.describe()) : Json(nullptr)},
+      {"outside_delegate", target && !result.target->outside_delegate.empty() ? Json(result.target->outside_delegate) : Json(nullptr)}};
   Json nodes = Json::array();
   for (const auto& n : result.nodes) {
     const auto& s = n.summary;
@@ -220,8 +220,8 @@ std::string report_list_json(const std::vector<std::string>& entries) {
 std::string plan_text(const rewrite::RewriteResult& result) {
   std::ostringstream plan;
   if (result.target != nullptr) {
-    plan << "target: " << result.target->name << " (" << result.target->runtime << "; rules from BENCHMARKS.md "
-      << result.target->measured << "; " << result.cpu.describe() << ")\n";
+    plan << "target: " << result.target->name << " (" << result.target->runtime << "; rules from BENCHMARKS.md " << result.target->measured
+         << "; " << result.cpu.describe() << ")\n";
   }
   for (const auto& n : result.nodes) {
     const auto& s = n.summary;
@@ -248,7 +248,8 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     }
     plan << core::printable_line(row.str()) << "\n";
   }
-  plan << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " " << upsampler_noun(result) << ", keep " << result.kept << "\n";
+  plan << "plan: rewrite " << result.rewritten << " of " << result.nodes.size() << " " << upsampler_noun(result) << ", keep " << result.kept
+       << "\n";
   return plan.str();
 }
 

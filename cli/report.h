@@ -2,8 +2,8 @@
 #pragma once
 
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "cli/model_stats.h"
 #include "cli/runtime_python.h"
@@ -15,8 +15,8 @@
 namespace dwdeconv::cli {
 
 struct RunInfo {
-  int exit_code = 0;   // this model's exit code
-  std::string error;   // why it failed; empty when it succeeded
+  int exit_code = 0;  // this model's exit code
+  std::string error;  // why it failed; empty when it succeeded
   std::string input;
   std::string output;  // empty when nothing is written (--dry-run, --check)
   int64_t opset = 0;
@@ -26,7 +26,7 @@ struct RunInfo {
   std::optional<std::pair<ModelStats, ModelStats>> stats;
   std::optional<runtime_check::VerifyResult> verify;
   std::optional<runtime_check::BenchResult> bench;
-  std::optional<RuntimeRunInfo> runtime;  // where verify and bench ran, when either did
+  std::optional<RuntimeRunInfo> runtime;        // where verify and bench ran, when either did
   std::optional<std::vector<TuneFigure>> tune;  // with --tune: each candidate's figure and decision
 };
 

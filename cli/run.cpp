@@ -17,10 +17,10 @@
 
 #include "cli/batch_inputs.h"
 #include "cli/exit_codes.h"
-#include "run_internal.h"
 #include "core/text.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
+#include "run_internal.h"
 #include "runtime_check/graph_match.h"
 
 namespace dwdeconv::cli {
@@ -117,9 +117,11 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   info.verify = checked->verify;
   info.bench = checked->bench;
   if (!checked->verify->passed) return finish(kExitCheckFailed, core::printable(opt.compare) + ": verification failed");
-  if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty()) return finish(kExitCheckFailed, core::printable(opt.compare) + ": " + gate);
-  if (checked->bench) spdlog::info("{}: passed{}{}", core::printable(opt.compare), speedup_text(checked->bench->speedup, checked->info.runtime),
-                                   target_runtime_note(opt));
+  if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty())
+    return finish(kExitCheckFailed, core::printable(opt.compare) + ": " + gate);
+  if (checked->bench)
+    spdlog::info("{}: passed{}{}", core::printable(opt.compare), speedup_text(checked->bench->speedup, checked->info.runtime),
+                 target_runtime_note(opt));
   return finish(kExitOk, "");
 }
 
@@ -241,4 +243,3 @@ int run(const Options& given) {
 }
 
 }  // namespace dwdeconv::cli
-

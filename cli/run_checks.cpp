@@ -25,9 +25,8 @@ void clear_progress(const RuntimeSetup& setup) {
 // `record` (null for --compare) is the rewrite that wrote `rewritten`: per-node mode checks the regions it recorded.
 // `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
 core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                     const Options& opt, const RuntimeSetup& setup,
-                                                     const std::string& model_path, PhaseLog& log, const std::string& prefix,
-                                                     const rewrite::RewriteResult* record) {
+                                                     const Options& opt, const RuntimeSetup& setup, const std::string& model_path,
+                                                     PhaseLog& log, const std::string& prefix, const rewrite::RewriteResult* record) {
   runtime_check::VerifyOptions vo;
   auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
   if (!shapes) return shapes.error();
@@ -58,15 +57,17 @@ void log_bench_line(const runtime_check::BenchResult& b, const std::string& wher
   if (b.original_samples_ms.empty() || b.rewritten_samples_ms.empty()) return;
   const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
   const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
-  spdlog::info("{}bench on {} ({} thread{}, median [min-max] of {} interleaved {}): original {:.3f} [{:.3f}-{:.3f}] ms, "
-               "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x", prefix, where, b.threads, b.threads == 1 ? "" : "s", b.runs,
-               counted, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi, b.speedup);
+  spdlog::info(
+      "{}bench on {} ({} thread{}, median [min-max] of {} interleaved {}): original {:.3f} [{:.3f}-{:.3f}] ms, "
+      "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x",
+      prefix, where, b.threads, b.threads == 1 ? "" : "s", b.runs, counted, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi,
+      b.speedup);
 }
 
 // Times both models on the executor and logs medians and the speedup.
-core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                   const Options& opt, const RuntimeSetup& setup,
-                                                   const std::string& model_path, PhaseLog& log, const std::string& prefix) {
+core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const Options& opt,
+                                                   const RuntimeSetup& setup, const std::string& model_path, PhaseLog& log,
+                                                   const std::string& prefix) {
   runtime_check::BenchOptions bo;
   auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
   if (!shapes) return shapes.error();
@@ -75,7 +76,7 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   bo.seed = opt.seed;
   bo.threads = opt.threads;
   bo.runs = opt.runs;
-  bo.profile_runs = 3;  // after the timed runs: the per-node table, and the profile -v prints
+  bo.profile_runs = 3;                             // after the timed runs: the per-node table, and the profile -v prints
   bo.profile_top_nodes = static_cast<size_t>(-1);  // every node, for the per-node table
   bo.progress = setup.progress ? setup.progress : log.callback();
   log.start("bench: creating both executors (each runs its model once) and warming up");
@@ -125,10 +126,11 @@ core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
       if (const double x = tensor->tensor.get(k); !std::isfinite(x)) {
         const std::string what = std::isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf";
         return core::Error{core::ErrorKind::kUsage,
-                           "--input " + path + ": element " + std::to_string(k) + " is " + what + "; --verify and --compare "
-                           "cannot compare non-finite inputs, since XNNPACK's output clamps do not keep NaN (each model "
-                           "turns a NaN, also one made from an infinity by 0 * inf or inf - inf, into -inf or +inf its own "
-                           "way): give an input with finite values"};
+                           "--input " + path + ": element " + std::to_string(k) + " is " + what +
+                               "; --verify and --compare "
+                               "cannot compare non-finite inputs, since XNNPACK's output clamps do not keep NaN (each model "
+                               "turns a NaN, also one made from an infinity by 0 * inf or inf - inf, into -inf or +inf its own "
+                               "way): give an input with finite values"};
       }
     }
     setup.inputs.push_back(std::move(*tensor));
@@ -159,8 +161,8 @@ void log_verify_summary(const runtime_check::VerifyResult& result, const std::st
 // `bench_prefix` when the executor's verification or timing failed.
 core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                        const rewrite::RewriteResult* result, const Options& opt, const RuntimeSetup& setup,
-                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify,
-                                       bool bench, const std::string& verify_prefix, const std::string& bench_prefix) {
+                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify, bool bench,
+                                       const std::string& verify_prefix, const std::string& bench_prefix) {
   RuntimeChecks checks;
   checks.info.min_speedup = opt.min_speedup;
   // One interface check, by name, before any runtime runs either model: the same rule and exit code (1) on every
@@ -196,9 +198,9 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
         auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
         auto inputs = shapes ? runtime_inputs(original, *shapes, setup.inputs, opt.seed)
                              : core::Result<std::vector<runtime_check::NamedTensor>>(shapes.error());
-        checks.info.upsamplers = upsampler_times(original, rewritten, *result, executor_node_times(timed->original_profile),
-                                                 executor_node_times(timed->rewritten_profile),
-                                                 inputs ? *inputs : std::vector<runtime_check::NamedTensor>{});
+        checks.info.upsamplers =
+            upsampler_times(original, rewritten, *result, executor_node_times(timed->original_profile),
+                            executor_node_times(timed->rewritten_profile), inputs ? *inputs : std::vector<runtime_check::NamedTensor>{});
         log_upsampler_times(checks.info.upsamplers, checks.info.runtime.label);
       }
     }

@@ -70,8 +70,8 @@ struct RuntimeChecks {
 // executor's verification or timing failed.
 core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                        const rewrite::RewriteResult* result, const Options& opt, const RuntimeSetup& setup,
-                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify,
-                                       bool bench, const std::string& verify_prefix, const std::string& bench_prefix);
+                                       const std::string& model_path, PhaseLog& log, const std::string& prefix, bool verify, bool bench,
+                                       const std::string& verify_prefix, const std::string& bench_prefix);
 
 // The --min-speedup gate: "" when the bench passes it (or there is none), else why it fails.
 std::string speedup_shortfall(const Options& opt, const RuntimeChecks& checks);
@@ -85,7 +85,6 @@ struct ModelOutcome {
 
 // Loads, validates, rewrites, checks and writes one model (cli/process_model.cpp). Errors are logged there and end
 // in info.exit_code.
-ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output,
-                           bool batch);
+ModelOutcome process_model(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output, bool batch);
 
 }  // namespace dwdeconv::cli

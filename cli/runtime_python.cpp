@@ -146,9 +146,11 @@ core::Result<std::string> find_python_package_dir() {
     searched += (searched.empty() ? "" : "; ") + dir.lexically_normal().string() + " (" + origin + "): " + problem;
     if (origin == "$DWDECONV_PYTHONPATH") break;  // asked for by name: nothing else stands in for it
   }
-  return core::Error{core::ErrorKind::kUsage, "--runtime: the Python module dwdeconv_rewrite.runtimes was not found where this "
-                                              "installation puts it (" + (searched.empty() ? std::string("no place known for this binary") : searched) +
-                                              "); set DWDECONV_PYTHONPATH to the folder that holds dwdeconv_rewrite/runtimes/"};
+  return core::Error{core::ErrorKind::kUsage,
+                     "--runtime: the Python module dwdeconv_rewrite.runtimes was not found where this "
+                     "installation puts it (" +
+                         (searched.empty() ? std::string("no place known for this binary") : searched) +
+                         "); set DWDECONV_PYTHONPATH to the folder that holds dwdeconv_rewrite/runtimes/"};
 }
 
 core::Status probe_runtime(const Options& opt) {
@@ -162,8 +164,7 @@ core::Status probe_runtime(const Options& opt) {
 
 core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx::ModelProto& model,
                                                                      const std::map<std::string, std::vector<int64_t>>& shapes,
-                                                                     const std::vector<runtime_check::NamedTensor>& given,
-                                                                     uint64_t seed) {
+                                                                     const std::vector<runtime_check::NamedTensor>& given, uint64_t seed) {
   if (auto ok = runtime_check::check_given_inputs(model, given, shapes); !ok) return ok.error();
   std::map<std::string, std::vector<int64_t>> dims = shapes;
   for (const auto& g : given) dims[g.name] = g.tensor.dims;  // a given input fixes its own dims
@@ -193,12 +194,12 @@ core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx:
 }
 
 core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                              const std::vector<runtime_check::NamedTensor>& inputs, const Options& opt,
-                                              size_t runs, size_t profile_runs) {
+                                              const std::vector<runtime_check::NamedTensor>& inputs, const Options& opt, size_t runs,
+                                              size_t profile_runs) {
   auto package = find_python_package_dir();
   if (!package) return package.error();
-  return runtime_check::run_python_check({opt.runtime, python_interpreter(opt), *package}, original, rewritten, inputs,
-                                         opt.threads, runs, profile_runs);
+  return runtime_check::run_python_check({opt.runtime, python_interpreter(opt), *package}, original, rewritten, inputs, opt.threads, runs,
+                                         profile_runs);
 }
 
 std::string speedup_text(double speedup, const RuntimeInfo& runtime) {

@@ -11,24 +11,24 @@
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <onnx/onnx_pb.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/options.h"
+#include "cli/upsampler_table.h"
 #include "core/result.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/bench.h"
+#include "runtime_check/python_bridge.h"
 #include "runtime_check/tensor.h"
 #include "runtime_check/verify.h"
-#include "runtime_check/python_bridge.h"
-#include "cli/upsampler_table.h"
 
 namespace dwdeconv::cli {
 
 // The bridge's types, as the CLI has always named them.
+using runtime_check::display_name;
 using runtime_check::PythonRun;
 using runtime_check::RuntimeInfo;
-using runtime_check::display_name;
 
 inline constexpr const char* kBuiltinRuntime = "xnnpack";
 
@@ -66,7 +66,7 @@ core::Status probe_runtime(const Options& opt);
 // What a --runtime adds to the report.
 struct RuntimeRunInfo {
   RuntimeInfo runtime;
-  std::optional<double> min_speedup;   // --min-speedup
+  std::optional<double> min_speedup;      // --min-speedup
   std::vector<UpsamplerTime> upsamplers;  // with --bench, when the runtime has a profiler
 };
 
@@ -75,15 +75,13 @@ struct RuntimeRunInfo {
 // fails (its stage and message) or a converted model fails to run; kUsage when the interpreter or the module cannot
 // be started.
 core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                              const std::vector<runtime_check::NamedTensor>& inputs, const Options& opt,
-                                              size_t runs, size_t profile_runs);
+                                              const std::vector<runtime_check::NamedTensor>& inputs, const Options& opt, size_t runs,
+                                              size_t profile_runs);
 
 // The inputs the executor would use for `model`: the given ones, every other graph input seeded random.
 core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx::ModelProto& model,
                                                                      const std::map<std::string, std::vector<int64_t>>& shapes,
-                                                                     const std::vector<runtime_check::NamedTensor>& given,
-                                                                     uint64_t seed);
-
+                                                                     const std::vector<runtime_check::NamedTensor>& given, uint64_t seed);
 
 // "; 1.38x faster on LiteRT 2.3.0 (XNNPACK delegate)", "; 0.61x (slower) on ..." or "; 1.00x (as fast) on ...".
 std::string speedup_text(double speedup, const RuntimeInfo& runtime);

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <utility>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "cli/report.h"
 #include "core/text.h"
@@ -147,10 +147,9 @@ core::Result<std::vector<TuneFigure>> tune_upsamplers(const onnx::ModelProto& or
 }
 
 std::function<std::string(const rewrite::NodeSummary&)> tune_keep_rule(const rewrite::RewriteResult& first,
-                                                                       const std::vector<TuneFigure>& figures,
-                                                                       const RuntimeInfo& runtime) {
+                                                                       const std::vector<TuneFigure>& figures, const RuntimeInfo& runtime) {
   using Key = std::pair<std::string, std::string>;  // (graph path, plan name)
-  std::map<Key, std::string> decided;  // every row of the first rewrite: "" to leave it to the target, else why it is kept
+  std::map<Key, std::string> decided;               // every row of the first rewrite: "" to leave it to the target, else why it is kept
   for (const auto& n : first.nodes) decided[{n.summary.graph_path, n.summary.name}] = "";
   for (const auto& f : figures) decided[{f.graph_path, f.name}] = f.rewritten ? "" : tune_reason(f, runtime);
   return [decided](const rewrite::NodeSummary& s) -> std::string {

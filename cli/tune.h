@@ -49,8 +49,6 @@ std::string tune_reason(const TuneFigure& figure, const RuntimeInfo& runtime);
 // figure says so; an upsampler the first rewrite kept is left to the target; one it did not list at all (the
 // ConvTranspose a kept zero_insertion fold had absorbed) was never timed, and is kept.
 std::function<std::string(const rewrite::NodeSummary&)> tune_keep_rule(const rewrite::RewriteResult& first,
-                                                                       const std::vector<TuneFigure>& figures,
-                                                                       const RuntimeInfo& runtime);
-
+                                                                       const std::vector<TuneFigure>& figures, const RuntimeInfo& runtime);
 
 }  // namespace dwdeconv::cli

@@ -19,7 +19,7 @@ using runtime_check::NodeMs;
 
 // One upsampler's time on the runtime timed, from its profiler (the per-node table of --bench).
 struct UpsamplerTime {
-  std::string name;   // the plan's name
+  std::string name;  // the plan's name
   std::string form;
   std::string input_shape;  // "1x64x32x32", or "?" when shape inference does not know it
   double original_ms = 0;   // the original region's nodes, per run
@@ -43,8 +43,7 @@ struct UpsamplerRegion {
 
 // The regions of `result`'s rewritten upsamplers; `inputs` fix the original's input dims for shape inference.
 std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                               const rewrite::RewriteResult& result,
-                                               const std::vector<runtime_check::NamedTensor>& inputs);
+                                               const rewrite::RewriteResult& result, const std::vector<runtime_check::NamedTensor>& inputs);
 
 // The per-node table: per rewritten upsampler of `result`, the profiler's time of the original region (the named
 // node and the nodes feeding it that the rewrite removed) and of the emitted nodes. `original` is the model before

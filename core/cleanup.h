@@ -26,9 +26,9 @@ void handle_signals();
 // What a step registers or forgets. Valid only inside atomically().
 class Registration {
  public:
-  void file(const std::string& path);         // removed by the cleanup
-  void dir(const std::string& path);          // removed with everything in it
-  void empty_dir(const std::string& path);    // removed if empty (a directory the run made for its outputs)
+  void file(const std::string& path);       // removed by the cleanup
+  void dir(const std::string& path);        // removed with everything in it
+  void empty_dir(const std::string& path);  // removed if empty (a directory the run made for its outputs)
   // `target` is being replaced, and `backup` is a hard link to what it held: the cleanup moves `backup` back over
   // `target` (or removes it when they are already one file).
   void restore(const std::string& backup, const std::string& target);

@@ -44,10 +44,10 @@ std::optional<AutoPad> parse_auto_pad(const std::string& text);
 // Everything ONNX lets a ConvTranspose say about one axis's padding.
 struct AxisPadSpec {
   AutoPad auto_pad = AutoPad::kNotSet;
-  int64_t explicit_begin = 0;           // from `pads`
+  int64_t explicit_begin = 0;  // from `pads`
   int64_t explicit_end = 0;
-  std::optional<int64_t> output_size;   // from `output_shape`, which overrides `pads`
-  std::optional<int64_t> input_size;    // known input length, if any
+  std::optional<int64_t> output_size;  // from `output_shape`, which overrides `pads`
+  std::optional<int64_t> input_size;   // known input length, if any
 };
 
 // Resolves begin/end pads following the ConvTranspose schema text:

@@ -22,11 +22,11 @@ std::vector<AxisPhase> plan_axis(const AxisGeometry& g) {
   for (int64_t a = 0; a < s; ++a) {
     AxisPhase p;
     p.phase = a;
-    const int64_t shifted = a + g.pad_begin;                // output index a sits at a + Pb in the unpadded output
-    p.first_tap = shifted - s * floor_div(shifted, s);      // r = (a + Pb) mod s
-    const int64_t c = floor_div(shifted, s);                 // input offset of tap r
-    const int64_t span = g.kernel - p.first_tap;             // taps r, r+s, ... below k
-    p.taps = span > 0 ? (span + s - 1) / s : 0;              // M = max(0, ceil((k - r) / s))
+    const int64_t shifted = a + g.pad_begin;            // output index a sits at a + Pb in the unpadded output
+    p.first_tap = shifted - s * floor_div(shifted, s);  // r = (a + Pb) mod s
+    const int64_t c = floor_div(shifted, s);            // input offset of tap r
+    const int64_t span = g.kernel - p.first_tap;        // taps r, r+s, ... below k
+    p.taps = span > 0 ? (span + s - 1) / s : 0;         // M = max(0, ceil((k - r) / s))
     p.pad_begin = p.taps - 1 - c;
     p.pad_end = c;
     p.stride = s;
@@ -57,8 +57,8 @@ std::vector<int64_t> phase_tap_indices(const DeconvPlan& plan, const PhasePlan& 
   return indices;
 }
 
-std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t in_channels,
-                                          int64_t out_channels, int64_t groups) {
+std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t in_channels, int64_t out_channels,
+                                          int64_t groups) {
   const auto plane = phase_tap_indices(plan, phase);
   const int64_t plane_size = plan.y.kernel * plan.x.kernel;
   const int64_t out_per_group = out_channels / groups, in_per_group = in_channels / groups;

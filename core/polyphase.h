@@ -59,8 +59,8 @@ std::vector<int64_t> phase_tap_indices(const DeconvPlan& plan, const PhasePlan& 
 // Flat indices into a ConvTranspose weight [C_in, C_out/g, kH, kW] for the whole phase weight in Conv layout
 // [C_out, C_in/g, My, Mx]: output channel co of group co / (C_out/g) reads input channels (co / (C_out/g)) *
 // C_in/g + i. Depthwise (C_in = C_out = g = C) this is [C,1,kH,kW] -> [C,1,My,Mx].
-std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t in_channels,
-                                          int64_t out_channels, int64_t groups);
+std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t in_channels, int64_t out_channels,
+                                          int64_t groups);
 
 // The depthwise case: C_in = C_out = groups = `channels`.
 inline std::vector<int64_t> phase_weight_indices(const DeconvPlan& plan, const PhasePlan& phase, int64_t channels) {

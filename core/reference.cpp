@@ -40,8 +40,7 @@ Tensor4 conv2d_reference(const Tensor4& x, const Tensor4& w, const std::vector<d
   return y;
 }
 
-Tensor4 conv_transpose2d_reference(const Tensor4& x, const Tensor4& w, const std::vector<double>& bias,
-                                   const ConvTranspose2dParams& p) {
+Tensor4 conv_transpose2d_reference(const Tensor4& x, const Tensor4& w, const std::vector<double>& bias, const ConvTranspose2dParams& p) {
   const int64_t group = p.group;
   assert(x.c == w.n && w.n % group == 0);
   const int64_t in_per_group = w.n / group;

@@ -18,8 +18,7 @@ struct Tensor4 {
   std::vector<double> data;
 
   Tensor4() = default;
-  Tensor4(int64_t n_, int64_t c_, int64_t h_, int64_t w_)
-      : n(n_), c(c_), h(h_), w(w_), data(static_cast<size_t>(n_ * c_ * h_ * w_), 0.0) {}
+  Tensor4(int64_t n_, int64_t c_, int64_t h_, int64_t w_) : n(n_), c(c_), h(h_), w(w_), data(static_cast<size_t>(n_ * c_ * h_ * w_), 0.0) {}
 
   double& at(int64_t in, int64_t ic, int64_t iy, int64_t ix) { return data[static_cast<size_t>(((in * c + ic) * h + iy) * w + ix)]; }
   double at(int64_t in, int64_t ic, int64_t iy, int64_t ix) const { return data[static_cast<size_t>(((in * c + ic) * h + iy) * w + ix)]; }
@@ -47,8 +46,7 @@ struct ConvTranspose2dParams {
 
 // ONNX ConvTranspose: x [N, C_in, H, W], w [C_in, C_out/group, kH, kW]. Output length per axis is
 // s*(H-1) + op + (k-1)*d + 1 - Pb - Pe, and y[o] collects x[i]*w[t] for every i*s + t*d - Pb == o.
-Tensor4 conv_transpose2d_reference(const Tensor4& x, const Tensor4& w, const std::vector<double>& bias,
-                                   const ConvTranspose2dParams& p);
+Tensor4 conv_transpose2d_reference(const Tensor4& x, const Tensor4& w, const std::vector<double>& bias, const ConvTranspose2dParams& p);
 
 // ONNX Pad (constant mode) on H and W; negative pads remove elements.
 Tensor4 pad2d_reference(const Tensor4& x, const std::array<int64_t, 4>& pads, double value = 0.0);

@@ -70,7 +70,9 @@ class Decoder(nn.Module):
         super().__init__()
         block_in = ch * ch_mult[-1]
         self.conv_in = nn.Conv2d(z_channels, block_in, 3, 1, 1)
-        self.mid_block_1, self.mid_attn, self.mid_block_2 = ResnetBlock(block_in, block_in), AttnBlock(block_in), ResnetBlock(block_in, block_in)
+        self.mid_block_1 = ResnetBlock(block_in, block_in)
+        self.mid_attn = AttnBlock(block_in)
+        self.mid_block_2 = ResnetBlock(block_in, block_in)
         self.up = nn.ModuleList()
         for level in reversed(range(len(ch_mult))):
             stage = nn.Module()

@@ -115,8 +115,8 @@ onnx::ModelProto dla_decoder(int64_t resolution, uint32_t seed) {
   };
   // IDAUp over layers[start..end): layers[i] = node(up(proj(layers[i])) + layers[i - 1]), each upsampled by
   // ups[i - start] to layers[start]'s resolution; in_ch[i] is the channel count of layers[i].
-  auto ida_up = [&](std::vector<std::string>& layers, std::vector<int64_t>& in_ch, size_t start, size_t end,
-                    int64_t out_c, const std::vector<int64_t>& ups) {
+  auto ida_up = [&](std::vector<std::string>& layers, std::vector<int64_t>& in_ch, size_t start, size_t end, int64_t out_c,
+                    const std::vector<int64_t>& ups) {
     for (size_t i = start + 1; i < end; ++i) {
       const std::string p = "ida" + std::to_string(node_id++);
       const int64_t f = ups[i - start];

@@ -72,8 +72,8 @@ onnx::NodeProto& ModelBuilder::node(const std::string& op, const std::string& na
   return *n;
 }
 
-std::string ModelBuilder::conv(const std::string& name, const std::string& x, int64_t cin, int64_t cout, int64_t k,
-                               int64_t stride, const std::vector<int64_t>& pads, int64_t group) {
+std::string ModelBuilder::conv(const std::string& name, const std::string& x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                               const std::vector<int64_t>& pads, int64_t group) {
   // Uniform init with variance 1/fan_in keeps activations in range through deep stacks.
   const double scale = std::sqrt(3.0 / static_cast<double>(cin / group * k * k));
   const std::string w = random(name + ".weight", {cout, cin / group, k, k}, scale);
@@ -86,9 +86,8 @@ std::string ModelBuilder::conv(const std::string& name, const std::string& x, in
   return name + "_out";
 }
 
-std::string ModelBuilder::depthwise_conv(const std::string& name, const std::string& x, int64_t c,
-                                         const std::vector<double>& plane, int64_t k, int64_t stride,
-                                         const std::vector<int64_t>& pads) {
+std::string ModelBuilder::depthwise_conv(const std::string& name, const std::string& x, int64_t c, const std::vector<double>& plane,
+                                         int64_t k, int64_t stride, const std::vector<int64_t>& pads) {
   const std::string w = constant(name + ".weight", {c, 1, k, k}, replicate(plane, c));
   auto& n = node("Conv", name, {x, w}, name + "_out");
   set_int(n, "group", c);
@@ -98,9 +97,8 @@ std::string ModelBuilder::depthwise_conv(const std::string& name, const std::str
   return name + "_out";
 }
 
-std::string ModelBuilder::depthwise_deconv(const std::string& name, const std::string& x, int64_t c,
-                                           const std::vector<double>& plane, int64_t k, int64_t stride,
-                                           const std::vector<int64_t>& pads) {
+std::string ModelBuilder::depthwise_deconv(const std::string& name, const std::string& x, int64_t c, const std::vector<double>& plane,
+                                           int64_t k, int64_t stride, const std::vector<int64_t>& pads) {
   const std::string w = constant(name + ".weight", {c, 1, k, k}, replicate(plane, c));
   auto& n = node("ConvTranspose", name, {x, w}, name + "_out");
   set_int(n, "group", c);

@@ -25,17 +25,16 @@ class ModelBuilder {
   std::string int64s(const std::string& name, const std::vector<int64_t>& values);
 
   // Adds a node; returns it so attributes can be set with the helpers below.
-  onnx::NodeProto& node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
-                        const std::string& output);
+  onnx::NodeProto& node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs, const std::string& output);
 
   // Conv with a fresh random weight [cout, cin/group, k, k] and bias; pads are [t, l, b, r].
-  std::string conv(const std::string& name, const std::string& x, int64_t cin, int64_t cout, int64_t k,
-                   int64_t stride, const std::vector<int64_t>& pads, int64_t group);
+  std::string conv(const std::string& name, const std::string& x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                   const std::vector<int64_t>& pads, int64_t group);
   // Depthwise Conv or ConvTranspose with a given per-channel kernel plane (k x k) replicated for c channels.
-  std::string depthwise_conv(const std::string& name, const std::string& x, int64_t c, const std::vector<double>& plane,
-                             int64_t k, int64_t stride, const std::vector<int64_t>& pads);
-  std::string depthwise_deconv(const std::string& name, const std::string& x, int64_t c, const std::vector<double>& plane,
-                               int64_t k, int64_t stride, const std::vector<int64_t>& pads);
+  std::string depthwise_conv(const std::string& name, const std::string& x, int64_t c, const std::vector<double>& plane, int64_t k,
+                             int64_t stride, const std::vector<int64_t>& pads);
+  std::string depthwise_deconv(const std::string& name, const std::string& x, int64_t c, const std::vector<double>& plane, int64_t k,
+                               int64_t stride, const std::vector<int64_t>& pads);
 
   onnx::ModelProto& model() { return model_; }
 

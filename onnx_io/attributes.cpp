@@ -6,8 +6,8 @@ namespace dwdeconv::onnx_io {
 namespace {
 
 core::Error wrong_type(const onnx::NodeProto& node, const onnx::AttributeProto& attr, const char* wanted) {
-  return core::invalid_model(describe_node(node) + ": attribute '" + attr.name() + "' must be " + wanted +
-                             " (found " + onnx::AttributeProto_AttributeType_Name(attr.type()) + ")");
+  return core::invalid_model(describe_node(node) + ": attribute '" + attr.name() + "' must be " + wanted + " (found " +
+                             onnx::AttributeProto_AttributeType_Name(attr.type()) + ")");
 }
 
 }  // namespace
@@ -26,8 +26,7 @@ core::Result<int64_t> get_int(const onnx::NodeProto& node, const std::string& na
   return attr->i();
 }
 
-core::Result<std::vector<int64_t>> get_ints(const onnx::NodeProto& node, const std::string& name,
-                                            std::vector<int64_t> fallback) {
+core::Result<std::vector<int64_t>> get_ints(const onnx::NodeProto& node, const std::string& name, std::vector<int64_t> fallback) {
   const auto* attr = find_attribute(node, name);
   if (attr == nullptr) return fallback;
   if (attr->type() != onnx::AttributeProto::INTS) return wrong_type(node, *attr, "INTS");

@@ -18,8 +18,7 @@ namespace dwdeconv::onnx_io {
 const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, const std::string& name);
 
 core::Result<int64_t> get_int(const onnx::NodeProto& node, const std::string& name, int64_t fallback);
-core::Result<std::vector<int64_t>> get_ints(const onnx::NodeProto& node, const std::string& name,
-                                            std::vector<int64_t> fallback);
+core::Result<std::vector<int64_t>> get_ints(const onnx::NodeProto& node, const std::string& name, std::vector<int64_t> fallback);
 core::Result<std::string> get_string(const onnx::NodeProto& node, const std::string& name, std::string fallback);
 
 // "ConvTranspose 'up1'" or "ConvTranspose producing 'y'" for an unnamed node: how messages name nodes.

@@ -40,8 +40,7 @@ template <typename Fn>
 void for_each_keyed_tensor(onnx::GraphProto& graph, const Fn& fn) {
   for (auto& t : *graph.mutable_initializer()) fn(t, t.name());
   for (auto& node : *graph.mutable_node()) {
-    const bool constant = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx") &&
-                          node.output_size() == 1;
+    const bool constant = node.op_type() == "Constant" && (node.domain().empty() || node.domain() == "ai.onnx") && node.output_size() == 1;
     for (auto& attr : *node.mutable_attribute()) {
       if (attr.has_t()) fn(*attr.mutable_t(), constant && attr.name() == "value" ? node.output(0) : attr.t().name());
       for (auto& t : *attr.mutable_tensors()) fn(t, t.name());
@@ -98,8 +97,8 @@ core::Result<std::string> load_one(onnx::TensorProto& t, const fs::path& dir, co
     return core::invalid_model(who + ": external data length '" + entries["length"] + "' is not a non-negative integer");
   }
   if (offset > file_size) {
-    return core::invalid_model(who + ": external data offset " + std::to_string(offset) + " is past the end of '" + location +
-                               "' (" + std::to_string(file_size) + " bytes)");
+    return core::invalid_model(who + ": external data offset " + std::to_string(offset) + " is past the end of '" + location + "' (" +
+                               std::to_string(file_size) + " bytes)");
   }
   if (length < 0) length = file_size - offset;
   if (length > file_size - offset) {
@@ -157,10 +156,19 @@ core::Result<std::string> raw_bytes_of(const onnx::TensorProto& t) {
   bytes.reserve(values->size() * size);
   for (size_t i = 0; i < values->size(); ++i) {
     switch (t.data_type()) {
-      case onnx::TensorProto::FLOAT: { const float f = static_cast<float>((*values)[i]); bytes.append(reinterpret_cast<const char*>(&f), 4); break; }
+      case onnx::TensorProto::FLOAT: {
+        const float f = static_cast<float>((*values)[i]);
+        bytes.append(reinterpret_cast<const char*>(&f), 4);
+        break;
+      }
       case onnx::TensorProto::DOUBLE: bytes.append(reinterpret_cast<const char*>(&(*values)[i]), 8); break;
-      case onnx::TensorProto::INT64: { const int64_t v = t.int64_data(static_cast<int>(i)); bytes.append(reinterpret_cast<const char*>(&v), 8); break; }
-      case onnx::TensorProto::UINT64: case onnx::TensorProto::UINT32: {
+      case onnx::TensorProto::INT64: {
+        const int64_t v = t.int64_data(static_cast<int>(i));
+        bytes.append(reinterpret_cast<const char*>(&v), 8);
+        break;
+      }
+      case onnx::TensorProto::UINT64:
+      case onnx::TensorProto::UINT32: {
         const uint64_t v = t.uint64_data(static_cast<int>(i));
         bytes.append(reinterpret_cast<const char*>(&v), size);
         break;
@@ -174,8 +182,7 @@ core::Result<std::string> raw_bytes_of(const onnx::TensorProto& t) {
   return bytes;
 }
 
-core::Result<ExternalDataRead> load_external_data(onnx::ModelProto& model, const std::string& model_dir,
-                                                  const std::string& model_path) {
+core::Result<ExternalDataRead> load_external_data(onnx::ModelProto& model, const std::string& model_dir, const std::string& model_path) {
   ExternalDataRead read;
   std::error_code ec;
   const fs::path dir = model_dir.empty() ? fs::path(".") : fs::path(model_dir);
@@ -213,7 +220,8 @@ core::Status refuse_external_data(const onnx::ModelProto& model, const std::stri
   core::Status status = core::Ok{};
   for_each_tensor(model.graph(), [&](const onnx::TensorProto& t) {
     if (status && t.data_location() == onnx::TensorProto::EXTERNAL) {
-      status = core::invalid_model(origin + ": " + label(t) + " stores its data in an external file, which a model read from "
+      status = core::invalid_model(origin + ": " + label(t) +
+                                   " stores its data in an external file, which a model read from "
                                    "stdin cannot reach; give the model's file path instead");
     }
   });

@@ -27,8 +27,7 @@ struct ExternalDataRead {
 // relative to `model_dir`. Refuses, naming the tensor: an absolute `location`, one that leaves `model_dir`
 // (through `..` or a symlink), a missing file, and an `offset`/`length` past the end of the file or disagreeing
 // with the tensor's dims and type.
-core::Result<ExternalDataRead> load_external_data(onnx::ModelProto& model, const std::string& model_dir,
-                                                  const std::string& model_path);
+core::Result<ExternalDataRead> load_external_data(onnx::ModelProto& model, const std::string& model_dir, const std::string& model_path);
 
 // The files `model`'s external tensors name, as `model_dir/location`, without reading them or checking them:
 // for finding out, before anything is written, which files a model will read.
@@ -39,16 +38,15 @@ std::set<std::string> external_data_files(const onnx::ModelProto& model, const s
 core::Status refuse_external_data(const onnx::ModelProto& model, const std::string& origin);
 
 struct ExternalSaveOptions {
-  std::string data_name;                // file name, next to the model; empty: no external data at all
-  std::set<std::string> tensor_names;   // keys (see ExternalDataRead) of the tensors to store in it
-  size_t threshold_bytes = SIZE_MAX;    // also store every tensor at least this large in it
+  std::string data_name;               // file name, next to the model; empty: no external data at all
+  std::set<std::string> tensor_names;  // keys (see ExternalDataRead) of the tensors to store in it
+  size_t threshold_bytes = SIZE_MAX;   // also store every tensor at least this large in it
 };
 
 // Saves `model` atomically; with external data, the data file and the model are both written to temporary
 // files first and renamed only when both are complete. When no tensor is chosen, no data file is written.
 // `model` is unchanged on return.
-core::Status save_model_with_external_data(onnx::ModelProto& model, const std::string& path,
-                                           const ExternalSaveOptions& options);
+core::Status save_model_with_external_data(onnx::ModelProto& model, const std::string& path, const ExternalSaveOptions& options);
 
 // A tensor's data as little-endian bytes, whatever its storage form (raw_data or a typed field).
 core::Result<std::string> raw_bytes_of(const onnx::TensorProto& tensor);

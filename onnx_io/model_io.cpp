@@ -44,7 +44,8 @@ constexpr std::string_view kLfsPointerStart = "version https://git-lfs.github.co
 bool is_lfs_pointer(std::string_view head) { return head.substr(0, kLfsPointerStart.size()) == kLfsPointerStart; }
 
 core::Error lfs_pointer_error(const std::string& origin, const std::string& what) {
-  return core::invalid_model(origin + " is a Git LFS pointer, not " + what + "; check out with lfs: true "
+  return core::invalid_model(origin + " is a Git LFS pointer, not " + what +
+                             "; check out with lfs: true "
                              "(actions/checkout), or run git lfs pull");
 }
 
@@ -150,8 +151,7 @@ core::Result<onnx::ModelProto> load_model(const std::string& path) {
 core::Result<std::string> serialize_model(const onnx::ModelProto& model) {
   const size_t size = model.ByteSizeLong();
   if (size > static_cast<size_t>(INT32_MAX)) {
-    return core::invalid_model("the model serializes to " + std::to_string(size) +
-                               " bytes, over protobuf's 2 GB limit");
+    return core::invalid_model("the model serializes to " + std::to_string(size) + " bytes, over protobuf's 2 GB limit");
   }
   std::string bytes;
   {
@@ -457,7 +457,8 @@ void StagedFile::discard() {
 StagedFile::StagedFile(StagedFile&& other) noexcept
     : path_(std::move(other.path_)),
       target_(std::move(other.target_)),
-      temp_(std::exchange(other.temp_, std::string())), fd_(std::exchange(other.fd_, -1)) {}
+      temp_(std::exchange(other.temp_, std::string())),
+      fd_(std::exchange(other.fd_, -1)) {}
 
 StagedFile& StagedFile::operator=(StagedFile&& other) noexcept {
   if (this != &other) {

@@ -111,7 +111,8 @@ void quiet_child() {
   sigemptyset(&default_action.sa_mask);
   sigset_t deadly;
   sigemptyset(&deadly);
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGXCPU, SIGXFSZ, SIGINT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2}) {
+  for (int sig :
+       {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGXCPU, SIGXFSZ, SIGINT, SIGTERM, SIGALRM, SIGUSR1, SIGUSR2}) {
     ::sigaction(sig, &default_action, nullptr);
     sigaddset(&deadly, sig);
   }
@@ -223,7 +224,8 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
   }
   if (reply[0] == 'E') return core::Error{kind, reply.substr(1)};
   onnx::ModelProto inferred;
-  if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1))) return core::Error{kind, "ONNX shape inference: bad reply"};
+  if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1)))
+    return core::Error{kind, "ONNX shape inference: bad reply"};
   skeleton = std::move(inferred);
   return core::Ok{};
 }

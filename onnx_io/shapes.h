@@ -43,7 +43,7 @@ class ScopedTypes {
  private:
   friend ScopedTypes collect_types(const onnx::ModelProto& inferred);
   struct Scope {
-    size_t parent = 0;  // the main graph is its own parent
+    size_t parent = 0;                                            // the main graph is its own parent
     std::map<std::string, std::optional<onnx::TypeProto>> names;  // every name defined here, typed when known
   };
   std::vector<Scope> scopes_;

@@ -15,12 +15,18 @@ enum class Field { kFloat, kInt32, kInt64, kDouble, kUint64, kNone };
 Field typed_field(int32_t data_type) {
   switch (data_type) {
     case TensorProto::FLOAT: return Field::kFloat;
-    case TensorProto::UINT8: case TensorProto::INT8: case TensorProto::UINT16: case TensorProto::INT16:
-    case TensorProto::INT32: case TensorProto::BOOL: case TensorProto::FLOAT16: case TensorProto::BFLOAT16:
-      return Field::kInt32;
+    case TensorProto::UINT8:
+    case TensorProto::INT8:
+    case TensorProto::UINT16:
+    case TensorProto::INT16:
+    case TensorProto::INT32:
+    case TensorProto::BOOL:
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16: return Field::kInt32;
     case TensorProto::INT64: return Field::kInt64;
     case TensorProto::DOUBLE: return Field::kDouble;
-    case TensorProto::UINT32: case TensorProto::UINT64: return Field::kUint64;
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return Field::kUint64;
     default: return Field::kNone;
   }
 }
@@ -55,10 +61,19 @@ void copy_metadata(const TensorProto& src, const std::vector<int64_t>& dims, Ten
 
 size_t element_size(int32_t data_type) {
   switch (data_type) {
-    case TensorProto::FLOAT: case TensorProto::INT32: case TensorProto::UINT32: return 4;
-    case TensorProto::UINT8: case TensorProto::INT8: case TensorProto::BOOL: return 1;
-    case TensorProto::UINT16: case TensorProto::INT16: case TensorProto::FLOAT16: case TensorProto::BFLOAT16: return 2;
-    case TensorProto::INT64: case TensorProto::UINT64: case TensorProto::DOUBLE: return 8;
+    case TensorProto::FLOAT:
+    case TensorProto::INT32:
+    case TensorProto::UINT32: return 4;
+    case TensorProto::UINT8:
+    case TensorProto::INT8:
+    case TensorProto::BOOL: return 1;
+    case TensorProto::UINT16:
+    case TensorProto::INT16:
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16: return 2;
+    case TensorProto::INT64:
+    case TensorProto::UINT64:
+    case TensorProto::DOUBLE: return 8;
     default: return 0;
   }
 }
@@ -95,8 +110,8 @@ core::Status validate_tensor_data(const TensorProto& tensor, const std::string& 
   if (tensor.has_raw_data()) {
     const auto want = static_cast<uint64_t>(*count) * size;
     if (tensor.raw_data().size() != want) {
-      return core::invalid_model(what + ": raw_data holds " + std::to_string(tensor.raw_data().size()) +
-                                 " bytes, but dims and type need " + std::to_string(want));
+      return core::invalid_model(what + ": raw_data holds " + std::to_string(tensor.raw_data().size()) + " bytes, but dims and type need " +
+                                 std::to_string(want));
     }
     return core::Ok{};
   }
@@ -107,8 +122,7 @@ core::Status validate_tensor_data(const TensorProto& tensor, const std::string& 
   return core::Ok{};
 }
 
-core::Result<TensorProto> gather_elements(const TensorProto& src, const std::vector<int64_t>& indices,
-                                          const std::vector<int64_t>& dims) {
+core::Result<TensorProto> gather_elements(const TensorProto& src, const std::vector<int64_t>& indices, const std::vector<int64_t>& dims) {
   if (auto status = validate_tensor_data(src, tensor_label(src)); !status) return status.error();
   TensorProto dst;
   copy_metadata(src, dims, dst);
@@ -169,7 +183,9 @@ core::Result<std::vector<double>> to_doubles(const TensorProto& t) {
       case TensorProto::FLOAT: v = raw ? load_raw<float>(bytes, i) : t.float_data(ii); break;
       case TensorProto::DOUBLE: v = raw ? load_raw<double>(bytes, i) : t.double_data(ii); break;
       case TensorProto::FLOAT16: v = half_to_float(raw ? load_raw<uint16_t>(bytes, i) : static_cast<uint16_t>(t.int32_data(ii))); break;
-      case TensorProto::BFLOAT16: v = bfloat16_to_float(raw ? load_raw<uint16_t>(bytes, i) : static_cast<uint16_t>(t.int32_data(ii))); break;
+      case TensorProto::BFLOAT16:
+        v = bfloat16_to_float(raw ? load_raw<uint16_t>(bytes, i) : static_cast<uint16_t>(t.int32_data(ii)));
+        break;
       case TensorProto::INT8: v = raw ? load_raw<int8_t>(bytes, i) : t.int32_data(ii); break;
       case TensorProto::UINT8: v = raw ? load_raw<uint8_t>(bytes, i) : t.int32_data(ii); break;
       case TensorProto::BOOL: v = raw ? load_raw<uint8_t>(bytes, i) != 0 : t.int32_data(ii) != 0; break;
@@ -179,16 +195,15 @@ core::Result<std::vector<double>> to_doubles(const TensorProto& t) {
       case TensorProto::UINT32: v = raw ? load_raw<uint32_t>(bytes, i) : static_cast<double>(t.uint64_data(ii)); break;
       case TensorProto::INT64: v = static_cast<double>(raw ? load_raw<int64_t>(bytes, i) : t.int64_data(ii)); break;
       case TensorProto::UINT64: v = static_cast<double>(raw ? load_raw<uint64_t>(bytes, i) : t.uint64_data(ii)); break;
-      default:
-        return core::invalid_model(tensor_label(t) + ": element type " + data_type_name(t.data_type()) + " is not supported");
+      default: return core::invalid_model(tensor_label(t) + ": element type " + data_type_name(t.data_type()) + " is not supported");
     }
     out[static_cast<size_t>(i)] = v;
   }
   return out;
 }
 
-TensorProto make_tensor(const std::string& name, int32_t data_type, const std::vector<int64_t>& dims,
-                        const std::vector<double>& values, bool raw) {
+TensorProto make_tensor(const std::string& name, int32_t data_type, const std::vector<int64_t>& dims, const std::vector<double>& values,
+                        bool raw) {
   TensorProto t;
   t.set_name(name);
   t.set_data_type(data_type);
@@ -255,10 +270,10 @@ uint16_t float_to_half(float value) {
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs_bits = bits & 0x7fffffffu;
   if (abs_bits >= 0x7f800000u) return sign | (abs_bits > 0x7f800000u ? 0x7e00u : 0x7c00u);  // NaN, inf
-  if (abs_bits >= 0x477ff000u) return sign | 0x7c00u;                                    // overflow -> inf
-  if (abs_bits < 0x38800000u) {                                                           // subnormal or zero
+  if (abs_bits >= 0x477ff000u) return sign | 0x7c00u;                                       // overflow -> inf
+  if (abs_bits < 0x38800000u) {                                                             // subnormal or zero
     const float abs_value = std::fabs(value);
-    return sign | static_cast<uint16_t>(std::nearbyint(abs_value * 16777216.0f));         // units of 2^-24
+    return sign | static_cast<uint16_t>(std::nearbyint(abs_value * 16777216.0f));  // units of 2^-24
   }
   // Normal: rebias the exponent and round the 13 dropped mantissa bits to nearest even.
   const uint32_t rebased = abs_bits - 0x38000000u;

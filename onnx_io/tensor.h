@@ -44,8 +44,7 @@ onnx::TensorProto make_tensor(const std::string& name, int32_t data_type, const 
                               const std::vector<double>& values, bool raw);
 
 // An INT64 tensor stored as raw_data (the form Pad's `pads` input takes).
-onnx::TensorProto make_int64_tensor(const std::string& name, const std::vector<int64_t>& dims,
-                                    const std::vector<int64_t>& values);
+onnx::TensorProto make_int64_tensor(const std::string& name, const std::vector<int64_t>& dims, const std::vector<int64_t>& values);
 
 // IEEE half and bfloat16 conversions (round to nearest even).
 float half_to_float(uint16_t bits);

@@ -124,9 +124,9 @@ core::Status check_scope(const onnx::GraphProto& graph, VisibleNames visible, co
 // Default-domain ops whose versions after opset 17 (the newest libonnx 1.12 knows) take more inputs than their
 // newest schema there: Pad-18 (`axes`), the Reduce ops of opset 18 (`axes` became an input), DFT-20
 // (`dft_length` and `axis` became inputs). Their maximum input count is not checked.
-const std::set<std::string> kInputsAddedAfterLibrary = {"Pad",        "ReduceL1",        "ReduceL2",  "ReduceLogSum",
-                                                        "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
-                                                        "ReduceProd", "ReduceSumSquare", "DFT"};
+const std::set<std::string> kInputsAddedAfterLibrary = {"Pad",       "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp",
+                                                        "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSumSquare",
+                                                        "DFT"};
 
 // "2", "2 to 3" or "at least 1".
 std::string count_range(int lo, int hi) {
@@ -146,14 +146,12 @@ core::Status check_arity(const onnx::GraphProto& graph, int opset, const std::st
       const std::string& op = node.op_type();
       const bool max_known = kInputsAddedAfterLibrary.count(op) == 0;
       if (node.input_size() < schema->min_input() || (max_known && node.input_size() > schema->max_input())) {
-        return check_failed(path + ": " + describe_node(node) + " has " + counted(node.input_size(), "input") + ", but " + op +
-                            " takes " + count_range(schema->min_input(), schema->max_input()) + " (opset " +
-                            std::to_string(opset) + " schema)");
+        return check_failed(path + ": " + describe_node(node) + " has " + counted(node.input_size(), "input") + ", but " + op + " takes " +
+                            count_range(schema->min_input(), schema->max_input()) + " (opset " + std::to_string(opset) + " schema)");
       }
       if (node.output_size() < schema->min_output() || node.output_size() > schema->max_output()) {
-        return check_failed(path + ": " + describe_node(node) + " has " + counted(node.output_size(), "output") + ", but " + op +
-                            " has " + count_range(schema->min_output(), schema->max_output()) + " (opset " +
-                            std::to_string(opset) + " schema)");
+        return check_failed(path + ": " + describe_node(node) + " has " + counted(node.output_size(), "output") + ", but " + op + " has " +
+                            count_range(schema->min_output(), schema->max_output()) + " (opset " + std::to_string(opset) + " schema)");
       }
     }
     for (const auto& attr : node.attribute()) {
@@ -190,7 +188,8 @@ DeclaredRanks declared_ranks(const onnx::GraphProto& graph, DeclaredRanks outer,
     if (!name.empty()) outer[name].push_back({rank, source});
   };
   auto declare_value = [&declare](const onnx::ValueInfoProto& v, const char* source) {
-    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) declare(v.name(), v.type().tensor_type().shape().dim_size(), source);
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+      declare(v.name(), v.type().tensor_type().shape().dim_size(), source);
   };
   for (const auto& v : graph.input()) declare_value(v, "graph input");
   for (const auto& t : graph.initializer()) declare(t.name(), t.dims_size(), "initializer");
@@ -352,8 +351,8 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
     onnx::ModelProto copy = skeleton_copy(model);
     bool crashed = false;
     if (auto inferred = infer_shapes_isolated(copy, /*strict=*/false, /*data_propagation=*/true, &crashed); !inferred && crashed) {
-      return check_failed("ONNX shape inference (libonnx " + std::string(onnx::LAST_RELEASE_VERSION) + ", opset " + std::to_string(library_max_opset()) +
-                          " schemas): " + one_line(inferred.error().message));
+      return check_failed("ONNX shape inference (libonnx " + std::string(onnx::LAST_RELEASE_VERSION) + ", opset " +
+                          std::to_string(library_max_opset()) + " schemas): " + one_line(inferred.error().message));
     }
   }
   onnx::checker::CheckerContext ctx;
@@ -376,9 +375,10 @@ core::Result<Validation> validate_model(const onnx::ModelProto& model, const std
   if (!failure.empty()) return check_failed("ONNX checker on an emitted node: " + failure);
   v.detail += "the model (opset " + std::to_string(default_opset(model)) + ", IR " + std::to_string(model.ir_version()) +
               ") is newer than this ONNX library (opset " + std::to_string(library_max_opset()) + ", IR " +
-              std::to_string(library_ir_version()) + "): checked graph structure, every node's input and output counts, convolution ranks and strides, that " +
-              "ONNX shape inference does not crash on it, and the " + std::to_string(checked) +
-              " emitted nodes against opset " + std::to_string(library_max_opset()) + " schemas";
+              std::to_string(library_ir_version()) +
+              "): checked graph structure, every node's input and output counts, convolution ranks and strides, that " +
+              "ONNX shape inference does not crash on it, and the " + std::to_string(checked) + " emitted nodes against opset " +
+              std::to_string(library_max_opset()) + " schemas";
   return v;
 }
 

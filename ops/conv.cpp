@@ -16,16 +16,14 @@ using detail::node_error;
 namespace {
 
 // Spatial attribute with a default for every axis.
-core::Result<std::vector<int64_t>> spatial_ints(const onnx::NodeProto& node, const std::string& name, size_t spatial,
-                                                int64_t fallback) {
+core::Result<std::vector<int64_t>> spatial_ints(const onnx::NodeProto& node, const std::string& name, size_t spatial, int64_t fallback) {
   RC_ASSIGN(auto v, onnx_io::get_ints(node, name, std::vector<int64_t>(spatial, fallback)));
-  if (v.size() != spatial) return node_error(node, name + " has " + std::to_string(v.size()) + " values for " +
-                                                       std::to_string(spatial) + " spatial axes");
+  if (v.size() != spatial)
+    return node_error(node, name + " has " + std::to_string(v.size()) + " values for " + std::to_string(spatial) + " spatial axes");
   return v;
 }
 
-core::Status read_pads(const onnx::NodeProto& node, size_t spatial, std::vector<int64_t>& begin,
-                       std::vector<int64_t>& end) {
+core::Status read_pads(const onnx::NodeProto& node, size_t spatial, std::vector<int64_t>& begin, std::vector<int64_t>& end) {
   RC_ASSIGN(const auto pads, onnx_io::get_ints(node, "pads", std::vector<int64_t>(2 * spatial, 0)));
   if (pads.size() != 2 * spatial) return node_error(node, "pads must hold 2 values per spatial axis");
   begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial));
@@ -60,8 +58,11 @@ core::Status convolve(const OpContext& ctx, const onnx::NodeProto& node, const I
   const Tensor& w = *in[1];
   if (!x.is_float() || !w.is_float()) return node_error(node, "needs float inputs");
   ConvGeometry g;
-  if (transpose) { RC_ASSIGN(g, resolve_conv_transpose(node, x.dims, w.dims)); }
-  else { RC_ASSIGN(g, resolve_conv(node, x.dims, w.dims)); }
+  if (transpose) {
+    RC_ASSIGN(g, resolve_conv_transpose(node, x.dims, w.dims));
+  } else {
+    RC_ASSIGN(g, resolve_conv(node, x.dims, w.dims));
+  }
   if (g.spatial != 1 && g.spatial != 2) {
     return node_error(node, std::to_string(g.spatial) + "-D convolution is not supported (only 1-D and 2-D)");
   }
@@ -70,9 +71,7 @@ core::Status convolve(const OpContext& ctx, const onnx::NodeProto& node, const I
   RC_CHECK(check_element_count(ctx, node, y_dims));  // pads and strides are attributes: a hostile one is huge
   std::vector<double> bias;
   if (const Tensor* b = input_or_null(in, 2)) bias.assign(b->f.begin(), b->f.end());
-  const auto axis = [&](const std::vector<int64_t>& v, size_t k, int64_t fill) {
-    return g.spatial == 2 ? v[k] : (k == 0 ? fill : v[0]);
-  };
+  const auto axis = [&](const std::vector<int64_t>& v, size_t k, int64_t fill) { return g.spatial == 2 ? v[k] : (k == 0 ? fill : v[0]); };
   core::Tensor4 r;
   if (transpose) {
     core::ConvTranspose2dParams p;
@@ -201,7 +200,10 @@ core::Status run_matmul(const OpContext& ctx, const onnx::NodeProto& node, const
   const auto sb = broadcast_strides(b_batch, batch.size());
   for_each_index(batch, [&](int64_t bi, const std::vector<int64_t>& idx) {
     int64_t oa = 0, ob = 0;
-    for (size_t q = 0; q < idx.size(); ++q) { oa += idx[q] * sa[q]; ob += idx[q] * sb[q]; }
+    for (size_t q = 0; q < idx.size(); ++q) {
+      oa += idx[q] * sa[q];
+      ob += idx[q] * sb[q];
+    }
     const float* pa = a_in.f.data() + oa * m * k;
     const float* pb = b_in.f.data() + ob * k * n;
     float* py = y.f.data() + bi * m * n;

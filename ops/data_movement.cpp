@@ -12,8 +12,8 @@ namespace dwdeconv::ops::detail {
 // The length of each Split output along the axis of `extent` elements, for the opset forms: a `split` input
 // (13+, and opset 1's optional input), a `split` attribute (2 to 12), `num_outputs` (18+: ceil-sized chunks, the
 // last one smaller), else equal parts.
-core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const std::vector<const Tensor*>& in,
-                                               int64_t extent, size_t outputs) {
+core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const std::vector<const Tensor*>& in, int64_t extent,
+                                               size_t outputs) {
   const auto parts = static_cast<int64_t>(outputs);
   std::vector<int64_t> sizes;
   if (const Tensor* t = input_or_null(in, 1)) {
@@ -23,26 +23,22 @@ core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, cons
   } else if (onnx_io::find_attribute(node, "num_outputs") != nullptr) {
     RC_ASSIGN(const int64_t n, attr_int(node, "num_outputs", 0));
     if (n != parts) {
-      return node_error(node, "num_outputs is " + std::to_string(n) + " but the node has " + std::to_string(parts) +
-                                  " outputs");
+      return node_error(node, "num_outputs is " + std::to_string(n) + " but the node has " + std::to_string(parts) + " outputs");
     }
     const int64_t chunk = (extent + n - 1) / n;
     sizes.assign(outputs, chunk);
     sizes.back() = extent - chunk * (n - 1);
     if (sizes.back() < 0) {
-      return node_error(node, "num_outputs " + std::to_string(n) + " leaves a negative last chunk of an axis of " +
-                                  std::to_string(extent));
+      return node_error(node, "num_outputs " + std::to_string(n) + " leaves a negative last chunk of an axis of " + std::to_string(extent));
     }
   } else {
     if (extent % parts != 0) {
-      return node_error(node, "axis of " + std::to_string(extent) + " does not split into " + std::to_string(parts) +
-                                  " equal parts");
+      return node_error(node, "axis of " + std::to_string(extent) + " does not split into " + std::to_string(parts) + " equal parts");
     }
     sizes.assign(outputs, extent / parts);
   }
   if (sizes.size() != outputs) {
-    return node_error(node, "split has " + std::to_string(sizes.size()) + " sizes but the node has " +
-                                std::to_string(parts) + " outputs");
+    return node_error(node, "split has " + std::to_string(sizes.size()) + " sizes but the node has " + std::to_string(parts) + " outputs");
   }
   int64_t total = 0;
   for (int64_t s : sizes) {
@@ -53,8 +49,7 @@ core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, cons
     total += s;
   }
   if (total != extent) {
-    return node_error(node, "split sizes sum to " + std::to_string(total) + ", not the axis's " +
-                                std::to_string(extent));
+    return node_error(node, "split sizes sum to " + std::to_string(total) + ", not the axis's " + std::to_string(extent));
   }
   return sizes;
 }
@@ -130,7 +125,8 @@ core::Status run_slice(const OpContext& ctx, const onnx::NodeProto& node, const 
     if (const Tensor* t = input_or_null(in, 3)) axes = int_values(*t);
     if (const Tensor* t = input_or_null(in, 4)) steps = int_values(*t);
   }
-  if (axes.empty()) for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
     return node_error(node, "starts, ends, axes and steps differ in length");
@@ -158,8 +154,8 @@ core::Status run_slice(const OpContext& ctx, const onnx::NodeProto& node, const 
       // A start before the first element, stepping back to the end: the schema's clamp (and ONNX Runtime) take
       // element 0, the ONNX reference (numpy) takes nothing. Not one answer, so not run.
       if (starts[k] < -extent && e < 0) {
-        return node_error(node, "start " + std::to_string(starts[k]) + " with a negative step on an axis of " +
-                                    std::to_string(extent) + " selects element 0 in ONNX Runtime and nothing in the "
+        return node_error(node, "start " + std::to_string(starts[k]) + " with a negative step on an axis of " + std::to_string(extent) +
+                                    " selects element 0 in ONNX Runtime and nothing in the "
                                     "ONNX reference");
       }
       len = b > e ? 1 + (b - e - 1) / (-s) : 0;
@@ -271,7 +267,10 @@ core::Status run_pad(const OpContext& ctx, const onnx::NodeProto& node, const In
       int64_t p = idx[a] - begin[a];
       const int64_t n = x.dims[a];
       if (p < 0 || p >= n) {
-        if (mode == "constant" || n == 0) { inside = false; break; }
+        if (mode == "constant" || n == 0) {
+          inside = false;
+          break;
+        }
         if (mode == "edge") {
           p = std::clamp<int64_t>(p, 0, n - 1);
         } else {  // reflect without repeating the edge
@@ -352,14 +351,12 @@ core::Status run_tile(const OpContext& ctx, const onnx::NodeProto& node, const I
     repeats[static_cast<size_t>(axis)] = tiles;
   }
   if (static_cast<int64_t>(repeats.size()) != rank) {
-    return node_error(node, "repeats has " + std::to_string(repeats.size()) + " values for a rank-" +
-                                std::to_string(rank) + " input");
+    return node_error(node, "repeats has " + std::to_string(repeats.size()) + " values for a rank-" + std::to_string(rank) + " input");
   }
   std::vector<int64_t> dims(static_cast<size_t>(rank));
   for (size_t a = 0; a < dims.size(); ++a) {
     if (repeats[a] < 0) {
-      return node_error(node, "repeats must not be negative (axis " + std::to_string(a) + " has " +
-                                  std::to_string(repeats[a]) + ")");
+      return node_error(node, "repeats must not be negative (axis " + std::to_string(a) + " has " + std::to_string(repeats[a]) + ")");
     }
     if (__builtin_mul_overflow(x.dims[a], repeats[a], &dims[a])) {
       return node_error(node, "output dimension overflows on axis " + std::to_string(a));
@@ -439,7 +436,8 @@ core::Status run_scatter_nd(const OpContext& ctx, const onnx::NodeProto& node, c
       int64_t i = indices.i[static_cast<size_t>(row * static_cast<int64_t>(k) + static_cast<int64_t>(a))];
       const int64_t extent = data.dims[a];
       if (i < 0) i += extent;
-      if (i < 0 || i >= extent) return node_error(node, "index " + std::to_string(i) + " is out of range for a dim of " + std::to_string(extent));
+      if (i < 0 || i >= extent)
+        return node_error(node, "index " + std::to_string(i) + " is out of range for a dim of " + std::to_string(extent));
       offset += i * strides[a];
       flat = flat * extent + i;
     }
@@ -453,15 +451,21 @@ core::Status run_scatter_nd(const OpContext& ctx, const onnx::NodeProto& node, c
       if (y.is_float()) {
         float& v = y.f[to];
         const float u = updates.f[from];
-        v = reduction == "add" ? round_to_type(v + u, y.dtype) : reduction == "mul" ? round_to_type(v * u, y.dtype)
-            : reduction == "max" ? std::max(v, u) : reduction == "min" ? std::min(v, u) : u;
+        v = reduction == "add"   ? round_to_type(v + u, y.dtype)
+            : reduction == "mul" ? round_to_type(v * u, y.dtype)
+            : reduction == "max" ? std::max(v, u)
+            : reduction == "min" ? std::min(v, u)
+                                 : u;
       } else {
         int64_t& v = y.i[to];
         const int64_t u = updates.i[from];
         const auto sum = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(u));
         const auto product = static_cast<int64_t>(static_cast<uint64_t>(v) * static_cast<uint64_t>(u));
-        v = reduction == "add" ? wrap_to_type(sum, y.dtype) : reduction == "mul" ? wrap_to_type(product, y.dtype)
-            : reduction == "max" ? std::max(v, u) : reduction == "min" ? std::min(v, u) : u;
+        v = reduction == "add"   ? wrap_to_type(sum, y.dtype)
+            : reduction == "mul" ? wrap_to_type(product, y.dtype)
+            : reduction == "max" ? std::max(v, u)
+            : reduction == "min" ? std::min(v, u)
+                                 : u;
       }
     }
   }

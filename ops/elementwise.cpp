@@ -17,8 +17,7 @@ namespace {
 // Visits every element k of the broadcast output `out_dims` with the flat offset each operand (of dims
 // `operands[o]`) reads there.
 template <typename F>
-void for_each_broadcast(const std::vector<int64_t>& out_dims, const std::vector<std::vector<int64_t>>& operands,
-                        F&& visit) {
+void for_each_broadcast(const std::vector<int64_t>& out_dims, const std::vector<std::vector<int64_t>>& operands, F&& visit) {
   std::vector<std::vector<int64_t>> strides;
   for (const auto& dims : operands) strides.push_back(broadcast_strides(dims, out_dims.size()));
   std::vector<size_t> at(operands.size());
@@ -167,7 +166,9 @@ core::Status run_binary(const OpContext& ctx, const onnx::NodeProto& node, const
       default:
         if (z == 0) refused = "integer division by zero";
         else if (z == -1 && x == std::numeric_limits<int64_t>::min()) refused = "integer division overflows";
-        else if (x % z != 0 && (x < 0) != (z < 0)) refused = "integer division " + std::to_string(x) + " / " + std::to_string(z) + " is inexact and negative (runtimes round it differently)";
+        else if (x % z != 0 && (x < 0) != (z < 0))
+          refused = "integer division " + std::to_string(x) + " / " + std::to_string(z) +
+                    " is inexact and negative (runtimes round it differently)";
         return refused.empty() ? x / z : 0;
     }
   };
@@ -229,7 +230,8 @@ core::Status run_cast(const OpContext& ctx, const onnx::NodeProto& node, const I
       // Out of the target's range (or NaN) a float has no integer value that runtimes agree on (C++ leaves it
       // undefined): refused. In range it truncates toward zero.
       const double t = std::trunc(static_cast<double>(v));
-      if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0) || wrap_to_type(static_cast<int64_t>(t), type) != static_cast<int64_t>(t)) {
+      if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0) ||
+          wrap_to_type(static_cast<int64_t>(t), type) != static_cast<int64_t>(t)) {
         return node_error(node, "cast of " + std::to_string(v) + " to " + onnx_io::data_type_name(type) + " is out of its range");
       }
       y.i[k] = static_cast<int64_t>(t);
@@ -263,8 +265,7 @@ core::Status run_equal(const OpContext& ctx, const onnx::NodeProto& node, const 
   const Tensor& b = *in[1];
   Tensor& y = *out[0];
   if (a.dtype != b.dtype) {
-    return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) +
-                                "; their types must match");
+    return node_error(node, "inputs are " + describe_tensor(a) + " and " + describe_tensor(b) + "; their types must match");
   }
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, a.dims, b.dims));
   y.reshape(TensorProto::BOOL, out_dims);
@@ -283,8 +284,7 @@ core::Status run_where(const OpContext& ctx, const onnx::NodeProto& node, const 
     return node_error(node, "condition is " + describe_tensor(condition) + ", not BOOL");
   }
   if (x.dtype != other.dtype) {
-    return node_error(node, "X is " + describe_tensor(x) + " but Y is " + describe_tensor(other) +
-                                "; their types must match");
+    return node_error(node, "X is " + describe_tensor(x) + " but Y is " + describe_tensor(other) + "; their types must match");
   }
   RC_ASSIGN(const auto xy_dims, broadcast_dims(node, x.dims, other.dims));
   RC_ASSIGN(const auto out_dims, broadcast_dims(node, condition.dims, xy_dims));

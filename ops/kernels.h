@@ -31,9 +31,7 @@ inline float attr_float(const onnx::NodeProto& node, const std::string& name, fl
   return a != nullptr && a->type() == onnx::AttributeProto::FLOAT ? a->f() : fallback;
 }
 
-inline const Tensor* input_or_null(const std::vector<const Tensor*>& inputs, size_t k) {
-  return k < inputs.size() ? inputs[k] : nullptr;
-}
+inline const Tensor* input_or_null(const std::vector<const Tensor*>& inputs, size_t k) { return k < inputs.size() ? inputs[k] : nullptr; }
 
 // Visits every index of `dims` in row-major order with the running multi-index.
 template <typename F>
@@ -70,8 +68,7 @@ inline void copy_data(const Tensor& x, Tensor& y, std::vector<int64_t> dims) {
 inline core::Status resolve_axis(const onnx::NodeProto& node, int64_t& axis, int64_t rank) {
   const int64_t given = axis;
   if (normalize_axis(axis, rank)) return core::Ok{};
-  return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) +
-                              " input");
+  return node_error(node, "axis " + std::to_string(given) + " is out of range for a rank-" + std::to_string(rank) + " input");
 }
 
 // Errors naming the node when `dims` (an output shape computed from input values or attributes) has a negative
@@ -81,8 +78,8 @@ inline core::Status check_element_count(const OpContext& ctx, const onnx::NodePr
   const auto count = onnx_io::element_count(dims, "output shape " + format_dims(dims));
   if (!count) return node_error(node, count.error().message);
   if (*count > ctx.max_elements) {
-    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(*count) +
-                                " elements, more than the " + std::to_string(ctx.max_elements) + " allowed here");
+    return node_error(node, "output shape " + format_dims(dims) + " has " + std::to_string(*count) + " elements, more than the " +
+                                std::to_string(ctx.max_elements) + " allowed here");
   }
   return core::Ok{};
 }
@@ -102,15 +99,15 @@ inline int64_t truncate_to_int64(double v) {
 // one the spec lists. One line names the ops each serves.
 
 // elementwise.cpp
-KernelFunction run_unary;    // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Log, Floor, Ceil,
-                             // HardSigmoid, HardSwish
+KernelFunction run_unary;  // Relu, LeakyRelu, Sigmoid, Tanh, Identity, Neg, Sqrt, Erf, Exp, Log, Floor, Ceil,
+                           // HardSigmoid, HardSwish
 KernelFunction run_clip;
-KernelFunction run_binary;   // Add, Sub, Mul, Div, numpy broadcasting
-KernelFunction run_prelu;    // slope * x where x < 0, slope broadcast to x (unidirectionally)
+KernelFunction run_binary;  // Add, Sub, Mul, Div, numpy broadcasting
+KernelFunction run_prelu;   // slope * x where x < 0, slope broadcast to x (unidirectionally)
 KernelFunction run_cast;
-KernelFunction run_pow;      // the base's type wins; integer results truncate toward zero
-KernelFunction run_equal;    // BOOL result, broadcasting
-KernelFunction run_where;    // X where the BOOL condition holds, else Y, broadcasting
+KernelFunction run_pow;    // the base's type wins; integer results truncate toward zero
+KernelFunction run_equal;  // BOOL result, broadcasting
+KernelFunction run_where;  // X where the BOOL condition holds, else Y, broadcasting
 
 // shape.cpp: they change or read a value's dims, or make a value from attributes and scalars
 KernelFunction run_reshape;
@@ -120,28 +117,27 @@ KernelFunction run_unsqueeze;
 KernelFunction run_shape;
 KernelFunction run_constant;
 KernelFunction run_constant_of_shape;
-KernelFunction run_range;       // integer; float where every way of computing it agrees
+KernelFunction run_range;  // integer; float where every way of computing it agrees
 
 // data_movement.cpp: they move or pick elements and compute no new values (ScatterND's reductions aside)
 KernelFunction run_transpose;
 KernelFunction run_gather;
 KernelFunction run_slice;
 KernelFunction run_concat;
-KernelFunction run_pad;      // constant, reflect or edge on any rank; negative pads crop
+KernelFunction run_pad;  // constant, reflect or edge on any rank; negative pads crop
 KernelFunction run_depth_to_space;
-KernelFunction run_expand;   // numpy broadcast of x against `shape`
-KernelFunction run_tile;     // `repeats` copies per axis; before opset 6, `tiles` along `axis`
-KernelFunction run_split;    // every output asked for; sizes as split_sizes reads them
+KernelFunction run_expand;      // numpy broadcast of x against `shape`
+KernelFunction run_tile;        // `repeats` copies per axis; before opset 6, `tiles` along `axis`
+KernelFunction run_split;       // every output asked for; sizes as split_sizes reads them
 KernelFunction run_scatter_nd;  // reduction none (each slice written once), add, mul, max, min
 // The length of each of `outputs` Split outputs along an axis of `extent` elements, from the `split` input or
 // attribute, `num_outputs`, or equal parts (the opset forms); errors name the node when they do not add up.
-core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const Inputs& in, int64_t extent,
-                                               size_t outputs);
+core::Result<std::vector<int64_t>> split_sizes(const onnx::NodeProto& node, const Inputs& in, int64_t extent, size_t outputs);
 
 // conv.cpp
 KernelFunction run_conv;
 KernelFunction run_conv_transpose;
-KernelFunction run_pool;     // MaxPool, AveragePool
+KernelFunction run_pool;  // MaxPool, AveragePool
 KernelFunction run_global_average_pool;
 KernelFunction run_matmul;
 KernelFunction run_gemm;

@@ -41,8 +41,8 @@ core::Status run_instance_norm(const OpContext& ctx, const onnx::NodeProto& node
   }
   const int64_t c = x.dims[1];
   if (scale.numel() != c || bias.numel() != c) {
-    return node_error(node, "scale " + describe_tensor(scale) + " and B " + describe_tensor(bias) +
-                                " must hold one value per channel (" + std::to_string(c) + ")");
+    return node_error(node, "scale " + describe_tensor(scale) + " and B " + describe_tensor(bias) + " must hold one value per channel (" +
+                                std::to_string(c) + ")");
   }
   const double epsilon = attr_float(node, "epsilon", 1e-5f);
   int64_t inner = 1;
@@ -109,16 +109,15 @@ core::Status run_reduce(const OpContext& ctx, const onnx::NodeProto& node, const
   // Integer sums and maxima stay exact in int64 (sums wrap, as the type's arithmetic would); the rest is double.
   const bool exact = !x.is_float() && (is_max || is_sum);
   std::vector<double> acc(static_cast<size_t>(out_count), is_max ? -std::numeric_limits<double>::infinity() : 0.0);
-  std::vector<int64_t> exact_acc(exact ? static_cast<size_t>(out_count) : 0,
-                                 is_max ? std::numeric_limits<int64_t>::min() : 0);
+  std::vector<int64_t> exact_acc(exact ? static_cast<size_t>(out_count) : 0, is_max ? std::numeric_limits<int64_t>::min() : 0);
   for_each_index(x.dims, [&](int64_t k, const std::vector<int64_t>& idx) {
     int64_t dst = 0;
     for (size_t a = 0; a < idx.size(); ++a) dst += (reduced[a] ? 0 : idx[a]) * kept_strides[a];
     const auto o = static_cast<size_t>(dst);
     if (exact) {
       const int64_t v = x.i[static_cast<size_t>(k)];
-      exact_acc[o] = is_max ? std::max(exact_acc[o], v)
-                            : static_cast<int64_t>(static_cast<uint64_t>(exact_acc[o]) + static_cast<uint64_t>(v));
+      exact_acc[o] =
+          is_max ? std::max(exact_acc[o], v) : static_cast<int64_t>(static_cast<uint64_t>(exact_acc[o]) + static_cast<uint64_t>(v));
     } else {
       acc[o] = is_max ? std::max(acc[o], x.get(k)) : acc[o] + x.get(k);
     }

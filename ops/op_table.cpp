@@ -62,50 +62,80 @@ std::vector<OpSpec> make_table() {
   t.push_back({"Squeeze", {1, 11, 13, 21, 23, 24, 25}, 1, 1, 2, 1, {any("axes")}, {}, run_squeeze});
   t.push_back({"Unsqueeze", {1, 11, 13, 21, 23, 24, 25}, 1, 1, 2, 1, {any("axes")}, {}, run_unsqueeze});
   t.push_back({"Shape", {1, 13, 15, 19, 21, 23, 24, 25}, 1, 1, 1, 1, {any("start"), any("end")}, {}, run_shape});
-  t.push_back({"Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, 1, 0, 0, 1,
+  t.push_back({"Constant",
+               {1, 9, 11, 12, 13, 19, 21, 23, 24, 25},
+               1,
+               0,
+               0,
+               1,
                {any("value"), any("value_float"), any("value_floats"), any("value_int"), any("value_ints")},
-               {"sparse_value", "value_string", "value_strings"}, run_constant});
+               {"sparse_value", "value_string", "value_strings"},
+               run_constant});
   t.push_back({"ConstantOfShape", {9, 20, 21, 23, 24, 25}, 9, 1, 1, 1, {any("value")}, {}, run_constant_of_shape});
   t.push_back({"Gather", {1, 11, 13}, 1, 2, 2, 1, {any("axis")}, {}, run_gather});
   t.push_back({"Slice", {1, 10, 11, 13}, 1, 1, 5, 1, {any("starts"), any("ends"), any("axes")}, {}, run_slice});
   t.push_back({"Concat", {1, 4, 11, 13}, 1, 1, kAny, 1, {any("axis")}, {}, run_concat});
-  t.push_back({"Pad", {1, 2, 11, 13, 18, 19, 21, 23, 24, 25}, 2, 1, 4, 1,
-               {strings("mode", {"constant", "reflect", "edge"}), any("pads"), any("value")}, {}, run_pad});
-  t.push_back({"DepthToSpace", {1, 11, 13, 28}, 1, 1, 1, 1, {any("blocksize"), strings("mode", {"DCR", "CRD"})}, {},
-               run_depth_to_space});
+  t.push_back({"Pad",
+               {1, 2, 11, 13, 18, 19, 21, 23, 24, 25},
+               2,
+               1,
+               4,
+               1,
+               {strings("mode", {"constant", "reflect", "edge"}), any("pads"), any("value")},
+               {},
+               run_pad});
+  t.push_back({"DepthToSpace", {1, 11, 13, 28}, 1, 1, 1, 1, {any("blocksize"), strings("mode", {"DCR", "CRD"})}, {}, run_depth_to_space});
   t.push_back({"Expand", {8, 13}, 8, 2, 2, 1, {}, {}, run_expand});
   t.push_back({"Tile", {1, 6, 13}, 1, 2, 3, 1, {}, {}, run_tile});
-  t.push_back({"ScatterND", {11, 13, 16, 18}, 11, 3, 3, 1, {strings("reduction", {"none", "add", "mul", "max", "min"})}, {},
-               run_scatter_nd});
+  t.push_back(
+      {"ScatterND", {11, 13, 16, 18}, 11, 3, 3, 1, {strings("reduction", {"none", "add", "mul", "max", "min"})}, {}, run_scatter_nd});
   // stash_type (opset 27) is the precision of the element count; run_range refuses a float Range whose count
   // depends on it.
   t.push_back({"Range", {11, 27}, 11, 3, 3, 1, {any("stash_type")}, {}, run_range});
   t.push_back({"Split", {1, 2, 11, 13, 18}, 1, 1, 2, kAny, {any("axis"), any("split"), any("num_outputs")}, {}, run_split});
 
   const std::vector<AttributeSpec> conv = {strings("auto_pad", kAutoPad), any("dilations"), any("group"),
-                                           any("kernel_shape"), any("pads"), any("strides")};
+                                           any("kernel_shape"),           any("pads"),      any("strides")};
   t.push_back({"Conv", {1, 11, 22}, 1, 2, 3, 1, conv, {}, run_conv});
   auto deconv = conv;
   deconv.push_back(any("output_padding"));
   deconv.push_back(any("output_shape"));
   t.push_back({"ConvTranspose", {1, 11, 22}, 1, 2, 3, 1, deconv, {}, run_conv_transpose});
   // storage_order only orders the Indices output, which is not implemented (max_outputs 1).
-  t.push_back({"MaxPool", {1, 8, 10, 11, 12, 22}, 1, 1, 1, 1,
-               {strings("auto_pad", kAutoPad), flag("ceil_mode"), any("dilations"), any("kernel_shape"), any("pads"),
-                flag("storage_order"), any("strides")},
-               {}, run_pool});
-  t.push_back({"AveragePool", {1, 7, 10, 11, 19, 22}, 1, 1, 1, 1,
-               {strings("auto_pad", kAutoPad), flag("ceil_mode"), flag("count_include_pad"), any("dilations"),
-                any("kernel_shape"), any("pads"), any("strides")},
-               {}, run_pool});
+  t.push_back({"MaxPool",
+               {1, 8, 10, 11, 12, 22},
+               1,
+               1,
+               1,
+               1,
+               {strings("auto_pad", kAutoPad), flag("ceil_mode"), any("dilations"), any("kernel_shape"), any("pads"), flag("storage_order"),
+                any("strides")},
+               {},
+               run_pool});
+  t.push_back({"AveragePool",
+               {1, 7, 10, 11, 19, 22},
+               1,
+               1,
+               1,
+               1,
+               {strings("auto_pad", kAutoPad), flag("ceil_mode"), flag("count_include_pad"), any("dilations"), any("kernel_shape"),
+                any("pads"), any("strides")},
+               {},
+               run_pool});
   t.push_back({"GlobalAveragePool", {1, 22}, 1, 1, 1, 1, {}, {}, run_global_average_pool});
   t.push_back({"MatMul", {1, 9, 13}, 1, 2, 2, 1, {}, {}, run_matmul});
-  t.push_back({"Gemm", {1, 6, 7, 9, 11, 13}, 7, 2, 3, 1, {any("alpha"), any("beta"), flag("transA"), flag("transB")}, {},
-               run_gemm});
+  t.push_back({"Gemm", {1, 6, 7, 9, 11, 13}, 7, 2, 3, 1, {any("alpha"), any("beta"), flag("transA"), flag("transB")}, {}, run_gemm});
 
   // momentum only updates the running statistics of training mode, which is refused.
-  t.push_back({"BatchNormalization", {1, 6, 7, 9, 14, 15}, 7, 5, 5, 1,
-               {any("epsilon"), any("momentum"), ints("spatial", {1}), ints("training_mode", {0})}, {}, run_batch_norm});
+  t.push_back({"BatchNormalization",
+               {1, 6, 7, 9, 14, 15},
+               7,
+               5,
+               5,
+               1,
+               {any("epsilon"), any("momentum"), ints("spatial", {1}), ints("training_mode", {0})},
+               {},
+               run_batch_norm});
   t.push_back({"InstanceNormalization", {1, 6, 22}, 6, 3, 3, 1, {any("epsilon")}, {}, run_instance_norm});
   const std::vector<AttributeSpec> reduce = {any("axes"), flag("keepdims"), flag("noop_with_empty_axes")};
   t.push_back({"ReduceMean", {1, 11, 13, 18}, 1, 1, 2, 1, reduce, {}, run_reduce});
@@ -113,24 +143,27 @@ std::vector<OpSpec> make_table() {
   t.push_back({"ReduceMax", {1, 11, 12, 13, 18, 20}, 1, 1, 2, 1, reduce, {}, run_reduce});
   t.push_back({"Softmax", {1, 11, 13}, 1, 1, 1, 1, {any("axis")}, {}, run_softmax});
   t.push_back({"LogSoftmax", {1, 11, 13}, 1, 1, 1, 1, {any("axis")}, {}, run_softmax});
-  t.push_back({"ArgMax", {1, 11, 12, 13}, 1, 1, 1, 1, {any("axis"), flag("keepdims"), flag("select_last_index")}, {},
-               run_argmax});
+  t.push_back({"ArgMax", {1, 11, 12, 13}, 1, 1, 1, 1, {any("axis"), flag("keepdims"), flag("select_last_index")}, {}, run_argmax});
 
   // antialias changes linear and cubic downscaling only; not implemented, so only its default is taken. axes
   // (opset 18) is not implemented. keep_aspect_ratio_policy is implemented for its default, "stretch".
-  t.push_back({"Resize", {10, 11, 13, 18, 19}, 10, 1, 4, 1,
-               {strings("mode", {"nearest", "linear", "cubic"}),
-                strings("coordinate_transformation_mode", {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                                           "align_corners", "asymmetric", "tf_half_pixel_for_nn",
-                                                           "tf_crop_and_resize"}),
-                strings("nearest_mode", {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}),
-                any("cubic_coeff_a"), flag("exclude_outside"), any("extrapolation_value"), ints("antialias", {0}),
-                strings("keep_aspect_ratio_policy", {"stretch"})},
-               {"axes"}, run_resize});
+  t.push_back(
+      {"Resize",
+       {10, 11, 13, 18, 19},
+       10,
+       1,
+       4,
+       1,
+       {strings("mode", {"nearest", "linear", "cubic"}),
+        strings("coordinate_transformation_mode", {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                                   "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"}),
+        strings("nearest_mode", {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}), any("cubic_coeff_a"),
+        flag("exclude_outside"), any("extrapolation_value"), ints("antialias", {0}), strings("keep_aspect_ratio_policy", {"stretch"})},
+       {"axes"},
+       run_resize});
   // Upsample-7 takes its scales as an attribute, Upsample-9 as an input; Upsample-1 (height_scale, width_scale) is
   // not implemented, and Upsample-10 is the deprecated schema (ONNX's checker and ONNX Runtime refuse it: Resize).
-  t.push_back({"Upsample", {1, 7, 9, 10}, 7, 1, 2, 1, {strings("mode", {"nearest", "linear"}), any("scales")}, {},
-               run_upsample, 9});
+  t.push_back({"Upsample", {1, 7, 9, 10}, 7, 1, 2, 1, {strings("mode", {"nearest", "linear"}), any("scales")}, {}, run_upsample, 9});
   std::sort(t.begin(), t.end(), [](const OpSpec& a, const OpSpec& b) { return a.op_type < b.op_type; });
   return t;
 }
@@ -210,13 +243,12 @@ std::string unsupported_reason(const onnx::NodeProto& node, int64_t opset) {
   const int64_t version = op_version(*spec, opset);
   if (version == 0) return node.op_type() + " does not exist at opset " + std::to_string(opset);
   if (version < spec->first_implemented) {
-    return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) +
-           ") is not implemented (versions from " + std::to_string(spec->first_implemented) + " on are)";
+    return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) + ") is not implemented (versions from " +
+           std::to_string(spec->first_implemented) + " on are)";
   }
   if (spec->last_implemented != 0 && version > spec->last_implemented) {
-    return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) +
-           ") is not implemented (versions " + std::to_string(spec->first_implemented) + " to " +
-           std::to_string(spec->last_implemented) + " are)";
+    return node.op_type() + "-" + std::to_string(version) + " (opset " + std::to_string(opset) + ") is not implemented (versions " +
+           std::to_string(spec->first_implemented) + " to " + std::to_string(spec->last_implemented) + " are)";
   }
   for (int k = 0; k < node.input_size(); ++k) {
     const bool present = !node.input(k).empty();

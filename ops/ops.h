@@ -36,8 +36,7 @@ using Inputs = std::vector<const Tensor*>;  // a missing optional input is nullp
 using Outputs = std::vector<Tensor*>;       // an output nobody reads may be nullptr
 // A kernel: computes every non-null output, resizing it in place (storage is reused when the element count is
 // unchanged).
-using KernelFunction = core::Status(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in,
-                                    const Outputs& out);
+using KernelFunction = core::Status(const OpContext& ctx, const onnx::NodeProto& node, const Inputs& in, const Outputs& out);
 
 // One attribute a kernel reads, and the values it implements. An empty list takes every value of the type. An absent
 // attribute takes its default, so a list must hold the op's defaults (the schema sweep test checks this).
@@ -53,10 +52,10 @@ struct OpSpec {
   // Every version of the op (its schemas' since_version) through kKnownThroughOpset, oldest first: a node in a
   // model importing opset o has the newest version <= o.
   std::vector<int64_t> versions;
-  int64_t first_implemented = 1;  // versions from this one on are implemented; older ones are refused
-  size_t required_inputs = 1;     // inputs that must be present
-  size_t max_inputs = 1;          // inputs the kernel reads; a node with a later non-empty input is refused
-  size_t max_outputs = 1;         // outputs the kernel computes; a later output that is read is refused
+  int64_t first_implemented = 1;          // versions from this one on are implemented; older ones are refused
+  size_t required_inputs = 1;             // inputs that must be present
+  size_t max_inputs = 1;                  // inputs the kernel reads; a node with a later non-empty input is refused
+  size_t max_outputs = 1;                 // outputs the kernel computes; a later output that is read is refused
   std::vector<AttributeSpec> attributes;  // every attribute the kernel reads; any other on a node is refused
   // Attributes of the op's schemas that the kernel does not implement (a node setting one is refused, as any
   // unlisted attribute is). Listed so that the schema sweep test can tell a decision from an oversight.
@@ -90,8 +89,7 @@ std::string attribute_outside(const std::vector<AttributeSpec>& implemented, con
 
 // Runs `node`: refuses it (kInvalidModel naming the node and unsupported_reason) unless its kernel implements it,
 // then computes every non-null output.
-core::Status run_reference_node(const onnx::NodeProto& node, const OpContext& ctx, const Inputs& inputs,
-                                const Outputs& outputs);
+core::Status run_reference_node(const onnx::NodeProto& node, const OpContext& ctx, const Inputs& inputs, const Outputs& outputs);
 
 // Resolved geometry of a Conv or ConvTranspose over `spatial` axes (pads may come out negative only for a
 // ConvTranspose whose output_shape is larger than its natural size).
@@ -130,8 +128,7 @@ struct ResizeGeometry {
   std::vector<double> scales;
   std::vector<double> roi;  // [starts..., ends...] or empty
 };
-core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset,
-                                            const std::vector<const Tensor*>& inputs);
+core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& inputs);
 
 // For a nearest Resize or Upsample: per axis, the input index each output index reads, exactly as run_resize maps it (-1 where
 // tf_crop_and_resize writes extrapolation_value). Lets a faster kernel prove it computes the same thing. Error

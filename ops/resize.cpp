@@ -52,8 +52,7 @@ T source_coordinate_in(const ResizeMode& m, int64_t o, int64_t in, int64_t out, 
 }
 
 // The coordinate the executor uses: the ONNX reference's.
-double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out, double scale, double roi_start,
-                         double roi_end) {
+double source_coordinate(const ResizeMode& m, int64_t o, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
   return source_coordinate_in<double>(m, o, in, out, scale, roi_start, roi_end, false);
 }
 
@@ -105,8 +104,8 @@ std::string ambiguous_axis(const ResizeMode& m, int64_t in, int64_t out, double 
 }
 
 // Resizes one axis of `x` (row-major, logical order): the ONNX Resize is separable per axis.
-void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out, double scale, double roi_start,
-                 double roi_end, Tensor& y) {
+void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out, double scale, double roi_start, double roi_end,
+                 Tensor& y) {
   std::vector<int64_t> dims = x.dims;
   const int64_t in = dims[axis];
   dims[axis] = out;
@@ -135,7 +134,7 @@ void resize_axis(const ResizeMode& m, const Tensor& x, size_t axis, int64_t out,
     } else {  // cubic, Keys with coefficient A
       const double a = m.cubic_a;
       auto c_far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < d < 2
-      auto c_near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };      // d <= 1
+      auto c_near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };       // d <= 1
       raw = {{base - 1, c_far(r + 1)}, {base, c_near(r)}, {base + 1, c_near(1 - r)}, {base + 2, c_far(2 - r)}};
     }
     double total = 0.0;
@@ -170,8 +169,7 @@ core::Result<ResizeMode> resize_mode(const onnx::NodeProto& node, int64_t opset)
     m.nearest = "floor";
     return m;
   }
-  RC_ASSIGN(m.coordinate, onnx_io::get_string(node, "coordinate_transformation_mode",
-                                              opset < 11 ? "asymmetric" : "half_pixel"));
+  RC_ASSIGN(m.coordinate, onnx_io::get_string(node, "coordinate_transformation_mode", opset < 11 ? "asymmetric" : "half_pixel"));
   RC_ASSIGN(m.nearest, onnx_io::get_string(node, "nearest_mode", opset < 11 ? "floor" : "round_prefer_floor"));
   m.cubic_a = attr_float(node, "cubic_coeff_a", -0.75f);
   RC_ASSIGN(const int64_t exclude, attr_int(node, "exclude_outside", 0));
@@ -185,9 +183,9 @@ bool resize_skips_axis(const ResizeMode& m, const ResizeGeometry& g, int64_t in,
   return g.output_dims[axis] == in && g.scales[axis] == 1.0 && m.coordinate != "tf_crop_and_resize";
 }
 
-
 // Refuses a Resize whose answer the runtimes and the reference do not agree on (ambiguous_axis), naming the axis.
-core::Status check_unambiguous(const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g, const std::vector<int64_t>& dims) {
+core::Status check_unambiguous(const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g,
+                               const std::vector<int64_t>& dims) {
   const size_t rank = dims.size();
   for (size_t a = 0; a < rank; ++a) {
     if (resize_skips_axis(m, g, dims[a], a)) continue;
@@ -201,8 +199,8 @@ core::Status check_unambiguous(const onnx::NodeProto& node, const ResizeMode& m,
 }
 
 // The kernel of both ops: x resized axis by axis to g's sizes in mode m.
-core::Status resize(const OpContext& ctx, const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g,
-                    const Tensor& x, Tensor& y) {
+core::Status resize(const OpContext& ctx, const onnx::NodeProto& node, const ResizeMode& m, const ResizeGeometry& g, const Tensor& x,
+                    Tensor& y) {
   RC_CHECK(check_element_count(ctx, node, g.output_dims));
   RC_CHECK(check_unambiguous(node, m, g, x.dims));
   const size_t rank = x.dims.size();
@@ -275,8 +273,7 @@ core::Result<ResizeGeometry> resolve_upsample(const onnx::NodeProto& node, int64
 
 }  // namespace
 
-core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset,
-                                            const std::vector<const Tensor*>& inputs) {
+core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
   if (node.op_type() == "Upsample") return resolve_upsample(node, opset, inputs);
   const Tensor& x = *inputs[0];
   const size_t rank = x.dims.size();
@@ -293,7 +290,8 @@ core::Result<ResizeGeometry> resolve_resize(const onnx::NodeProto& node, int64_t
   if (scales != nullptr && scales->numel() == 0) scales = nullptr;
   if (sizes != nullptr && sizes->numel() == 0) sizes = nullptr;
   ResizeGeometry g;
-  if (roi != nullptr) for (int64_t k = 0; k < roi->numel(); ++k) g.roi.push_back(roi->get(k));
+  if (roi != nullptr)
+    for (int64_t k = 0; k < roi->numel(); ++k) g.roi.push_back(roi->get(k));
   if (!g.roi.empty() && g.roi.size() != 2 * rank) g.roi.clear();
   if (sizes != nullptr) {
     g.output_dims = int_values(*sizes);

@@ -64,7 +64,9 @@ core::Status run_squeeze(const OpContext& ctx, const onnx::NodeProto& node, cons
   const auto rank = static_cast<int64_t>(x.dims.size());
   std::vector<int64_t> axes;
   if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
-  else { RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {})); }
+  else {
+    RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {}));
+  }
   std::vector<bool> drop(static_cast<size_t>(rank), false);
   if (axes.empty()) {
     for (int64_t a = 0; a < rank; ++a) drop[static_cast<size_t>(a)] = x.dims[static_cast<size_t>(a)] == 1;
@@ -78,7 +80,8 @@ core::Status run_squeeze(const OpContext& ctx, const onnx::NodeProto& node, cons
     drop[static_cast<size_t>(a)] = true;
   }
   std::vector<int64_t> dims;
-  for (int64_t a = 0; a < rank; ++a) if (!drop[static_cast<size_t>(a)]) dims.push_back(x.dims[static_cast<size_t>(a)]);
+  for (int64_t a = 0; a < rank; ++a)
+    if (!drop[static_cast<size_t>(a)]) dims.push_back(x.dims[static_cast<size_t>(a)]);
   copy_data(x, y, dims);
   return core::Ok{};
 }
@@ -88,7 +91,9 @@ core::Status run_unsqueeze(const OpContext& ctx, const onnx::NodeProto& node, co
   const Tensor& x = *in[0];
   std::vector<int64_t> axes;
   if (const Tensor* t = input_or_null(in, 1)) axes = int_values(*t);
-  else { RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {})); }
+  else {
+    RC_ASSIGN(axes, onnx_io::get_ints(node, "axes", {}));
+  }
   const auto rank = static_cast<int64_t>(x.dims.size() + axes.size());
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
@@ -124,8 +129,16 @@ core::Status run_constant(const OpContext& ctx, const onnx::NodeProto& node, con
       RC_ASSIGN(y, tensor_from_proto(a.t(), onnx_io::describe_node(node)));
       return core::Ok{};
     }
-    if (a.name() == "value_float") { y.reshape(TensorProto::FLOAT, {}); y.f[0] = a.f(); return core::Ok{}; }
-    if (a.name() == "value_int") { y.reshape(TensorProto::INT64, {}); y.i[0] = a.i(); return core::Ok{}; }
+    if (a.name() == "value_float") {
+      y.reshape(TensorProto::FLOAT, {});
+      y.f[0] = a.f();
+      return core::Ok{};
+    }
+    if (a.name() == "value_int") {
+      y.reshape(TensorProto::INT64, {});
+      y.i[0] = a.i();
+      return core::Ok{};
+    }
     if (a.name() == "value_floats") {
       y.reshape(TensorProto::FLOAT, {a.floats_size()});
       std::copy(a.floats().begin(), a.floats().end(), y.f.begin());
@@ -168,7 +181,8 @@ core::Status run_range(const OpContext& ctx, const onnx::NodeProto& node, const 
     // Runtimes compute the count and the values of a float Range differently (ONNX Runtime adds delta up in the
     // type, numpy multiplies in double), so a float Range runs only where every way gives the same answer.
     const float s = start.f[0], l = limit.f[0], d = delta.f[0];
-    if (d == 0.0f || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d)) return node_error(node, "delta is 0 or a bound is not finite");
+    if (d == 0.0f || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
+      return node_error(node, "delta is 0 or a bound is not finite");
     const double count_f = std::ceil(static_cast<double>((l - s) / d));
     const double count_d = std::ceil((static_cast<double>(l) - s) / d);
     if (count_f != count_d) return node_error(node, "the element count of this float Range depends on the precision it is computed in");

@@ -11,8 +11,8 @@
 namespace dwdeconv::ops {
 
 bool is_float_type(int32_t data_type) {
-  return data_type == onnx::TensorProto::FLOAT || data_type == onnx::TensorProto::FLOAT16 ||
-         data_type == onnx::TensorProto::BFLOAT16 || data_type == onnx::TensorProto::DOUBLE;
+  return data_type == onnx::TensorProto::FLOAT || data_type == onnx::TensorProto::FLOAT16 || data_type == onnx::TensorProto::BFLOAT16 ||
+         data_type == onnx::TensorProto::DOUBLE;
 }
 
 bool is_integer_type(int32_t data_type) {
@@ -25,10 +25,8 @@ bool is_integer_type(int32_t data_type) {
     case onnx::TensorProto::UINT16:
     case onnx::TensorProto::UINT32:
     case onnx::TensorProto::UINT64:
-    case onnx::TensorProto::BOOL:
-      return true;
-    default:
-      return false;
+    case onnx::TensorProto::BOOL: return true;
+    default: return false;
   }
 }
 
@@ -51,8 +49,8 @@ core::Result<size_t> checked_element_count(const std::vector<int64_t>& dims, siz
   }();
   const size_t bytes = elements * element_bytes;
   if (bytes > physical) {
-    return core::invalid_model(what + ": needs " + std::to_string(bytes) + " bytes, more than this machine's " +
-                               std::to_string(physical) + " bytes of physical memory");
+    return core::invalid_model(what + ": needs " + std::to_string(bytes) + " bytes, more than this machine's " + std::to_string(physical) +
+                               " bytes of physical memory");
   }
   return elements;
 }
@@ -179,14 +177,46 @@ int64_t read_raw_integer(const std::string& raw, size_t index, int32_t data_type
   const size_t size = onnx_io::element_size(data_type);
   const char* p = raw.data() + index * size;
   switch (data_type) {
-    case onnx::TensorProto::INT8: { int8_t v; std::memcpy(&v, p, 1); return v; }
-    case onnx::TensorProto::UINT8: { uint8_t v; std::memcpy(&v, p, 1); return v; }
-    case onnx::TensorProto::BOOL: { uint8_t v; std::memcpy(&v, p, 1); return v != 0; }
-    case onnx::TensorProto::INT16: { int16_t v; std::memcpy(&v, p, 2); return v; }
-    case onnx::TensorProto::UINT16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case onnx::TensorProto::INT32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case onnx::TensorProto::UINT32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    default: { int64_t v; std::memcpy(&v, p, 8); return v; }  // INT64, UINT64
+    case onnx::TensorProto::INT8: {
+      int8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case onnx::TensorProto::UINT8: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case onnx::TensorProto::BOOL: {
+      uint8_t v;
+      std::memcpy(&v, p, 1);
+      return v != 0;
+    }
+    case onnx::TensorProto::INT16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case onnx::TensorProto::UINT16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case onnx::TensorProto::INT32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case onnx::TensorProto::UINT32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }  // INT64, UINT64
   }
 }
 
@@ -253,8 +283,6 @@ std::string format_dims(const std::vector<int64_t>& dims) {
   return s;
 }
 
-std::string describe_tensor(const Tensor& tensor) {
-  return onnx_io::data_type_name(tensor.dtype) + "[" + format_dims(tensor.dims) + "]";
-}
+std::string describe_tensor(const Tensor& tensor) { return onnx_io::data_type_name(tensor.dtype) + "[" + format_dims(tensor.dims) + "]"; }
 
 }  // namespace dwdeconv::ops

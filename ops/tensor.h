@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,7 +49,7 @@ class FloatStorage {
  public:
   FloatStorage() = default;
   FloatStorage(std::initializer_list<float> values) : owned_(values) {}
-  FloatStorage(const std::vector<float>& values) : owned_(values) {}  // NOLINT: implicit, as a vector assigns
+  FloatStorage(const std::vector<float>& values) : owned_(values) {}                 // NOLINT: implicit, as a vector assigns
   FloatStorage(std::vector<float>&& values) noexcept : owned_(std::move(values)) {}  // NOLINT
   FloatStorage(const FloatStorage& other) : owned_(other.begin(), other.end()) {}
   FloatStorage(FloatStorage&& other) noexcept;

@@ -18,12 +18,16 @@ using onnx::TensorProto;
 
 bool integer_type(int32_t t) {
   switch (t) {
-    case TensorProto::INT8: case TensorProto::UINT8: case TensorProto::INT16: case TensorProto::UINT16:
-    case TensorProto::INT32: case TensorProto::UINT32: case TensorProto::INT64: case TensorProto::UINT64:
-    case TensorProto::BOOL:
-      return true;
-    default:
-      return false;
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::INT16:
+    case TensorProto::UINT16:
+    case TensorProto::INT32:
+    case TensorProto::UINT32:
+    case TensorProto::INT64:
+    case TensorProto::UINT64:
+    case TensorProto::BOOL: return true;
+    default: return false;
   }
 }
 

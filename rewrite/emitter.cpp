@@ -11,8 +11,8 @@ namespace dwdeconv::rewrite {
 namespace {
 
 std::string axis_key(const core::AxisGeometry& g) {
-  return std::to_string(g.kernel) + "," + std::to_string(g.stride) + "," + std::to_string(g.pad_begin) + "," +
-         std::to_string(g.pad_end) + "," + std::to_string(g.output_padding);
+  return std::to_string(g.kernel) + "," + std::to_string(g.stride) + "," + std::to_string(g.pad_begin) + "," + std::to_string(g.pad_end) +
+         "," + std::to_string(g.output_padding);
 }
 
 onnx::NodeProto make_node(const std::string& op, const std::string& name, std::vector<std::string> inputs,
@@ -88,8 +88,7 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
   const int64_t s = m.y.stride;
   if (s > options_.max_phases / s) {
     const std::string phases = s <= 3037000499 ? std::to_string(s * s) : std::to_string(s) + "*" + std::to_string(s);
-    return "stride " + std::to_string(s) + " would emit " + phases + " phases, over --max-phases " +
-           std::to_string(options_.max_phases);
+    return "stride " + std::to_string(s) + " would emit " + phases + " phases, over --max-phases " + std::to_string(options_.max_phases);
   }
   // An edge-padded phase whose window starts inside x would need an edge Pad with a negative (cropping) begin,
   // which runtimes take only in constant mode.
@@ -103,11 +102,14 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
   if (layout == PhaseLayout::kNearest && opset_ < 10) {
     // Its phases would all be one Conv, s*s times: never emitted, kept instead.
     return "every phase computes the same, so the rewrite is the one Conv followed by a nearest Resize, which exists from "
-           "opset 10 on; the model is opset " + std::to_string(opset_);
+           "opset 10 on; the model is opset " +
+           std::to_string(opset_);
   }
   if (layout != PhaseLayout::kDcr && layout != PhaseLayout::kNearest && s > 1 && opset_ < 11) {
-    return std::string("the ") + phase_layout_name(layout) + " form needs DepthToSpace mode CRD, which exists from opset 11 on; "
-           "the model is opset " + std::to_string(opset_);
+    return std::string("the ") + phase_layout_name(layout) +
+           " form needs DepthToSpace mode CRD, which exists from opset 11 on; "
+           "the model is opset " +
+           std::to_string(opset_);
   }
   if (layout == PhaseLayout::kBatchCrd && s > 1 && !known_batch_of_one(m)) {
     return "the batch_crd form needs an input of batch 1, and the batch of '" + m.input + "' is not known to be 1";
@@ -116,7 +118,8 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
   if ((m.y.kernel < s || m.x.kernel < s) && opset_ < 9) {
     return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(s) +
            " leaves phases that see only the bias; emitting them without reading x needs ConstantOfShape (opset 9), "
-           "the model is opset " + std::to_string(opset_);
+           "the model is opset " +
+           std::to_string(opset_);
   }
   return "";
 }
@@ -139,16 +142,16 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
   // PR keyed on the weight alone and silently gave a second deconv the first one's kernels).
   // A recogniser's derived kernel belongs to its match alone: its address tells it apart from any other.
   const std::string origin = m.derived_weight ? std::to_string(reinterpret_cast<uintptr_t>(m.derived_weight.get())) : src.name;
-  const std::string key = src.scope->path + "\n" + origin + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" +
-                          std::to_string(phase_index);
+  const std::string key =
+      src.scope->path + "\n" + origin + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" + std::to_string(phase_index);
   if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
 
   const core::PhasePlan& phase = plan.phases[phase_index];
   const int64_t s = plan.stride();
-  const std::string name = names_.fresh(src.name + "_s" + std::to_string(s) + "_p" + std::to_string(plan.y.pad_begin) + "_" +
-                                        std::to_string(plan.x.pad_begin) + "_" + std::to_string(plan.y.pad_end) + "_" +
-                                        std::to_string(plan.x.pad_end) + "_phase_" + std::to_string(phase_index / s) + "_" +
-                                        std::to_string(phase_index % s));
+  const std::string name =
+      names_.fresh(src.name + "_s" + std::to_string(s) + "_p" + std::to_string(plan.y.pad_begin) + "_" + std::to_string(plan.x.pad_begin) +
+                   "_" + std::to_string(plan.y.pad_end) + "_" + std::to_string(plan.x.pad_end) + "_phase_" +
+                   std::to_string(phase_index / s) + "_" + std::to_string(phase_index % s));
   auto gathered = onnx_io::gather_elements(*src.tensor, phase_weight_indices(m, plan, phase),
                                            {m.outputs(), m.channels / m.groups(), phase.y.taps, phase.x.taps});
   if (!gathered) return gathered.error();

@@ -60,7 +60,7 @@ const char* phase_layout_name(PhaseLayout layout);
 bool known_batch_of_one(const DeconvMatch& m);
 
 struct EmitOptions {
-  bool explicit_pad = false;  // every phase pad as a Pad node instead of folding non-negative pads into Conv
+  bool explicit_pad = false;               // every phase pad as a Pad node instead of folding non-negative pads into Conv
   int64_t max_phases = kDefaultMaxPhases;  // a node of stride s emits s*s phases; more than this keeps it
 };
 
@@ -98,11 +98,9 @@ class Emitter {
   std::string zero_kernel(const DeconvMatch& m);
   // A phase that reads nothing: zeros with the shape of `like`, made from its shape alone (Shape, then
   // ConstantOfShape, opset 9+), so no value of `like`, inf or NaN included, can reach them.
-  std::string zeros_like(const DeconvMatch& m, const std::string& like, const std::string& base,
-                         std::vector<onnx::NodeProto>& nodes);
+  std::string zeros_like(const DeconvMatch& m, const std::string& like, const std::string& base, std::vector<onnx::NodeProto>& nodes);
   // The output of every phase without taps: bias[c] at every pixel of x's shape, or zeros without a bias.
-  std::string bias_only_phase(const DeconvMatch& m, const std::string& base, const std::string& bias,
-                              std::vector<onnx::NodeProto>& nodes);
+  std::string bias_only_phase(const DeconvMatch& m, const std::string& base, const std::string& bias, std::vector<onnx::NodeProto>& nodes);
   // Stores a derived tensor where `src` is stored: an initializer in its graph, or a Constant after its Constant.
   void store_like_source(const ConstantSource& src, onnx::TensorProto tensor);
   std::string pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,

@@ -10,10 +10,10 @@ namespace dwdeconv::rewrite {
 const std::vector<FormInfo>& forms() {
   static const std::vector<FormInfo> table = {
       {Form::kConvTranspose, "conv_transpose", "a depthwise ConvTranspose", nullptr, false, true, false, false},
-      {Form::kNearestMask, "nearest_mask", "nearest Resize times a mask, Pad, depthwise Conv (MI-GAN's form b)", match_nearest_mask,
-       false, true, true, false},
-      {Form::kZeroInsertion, "zero_insertion", "a one-tap ConvTranspose, Pad, depthwise Conv (MI-GAN's older code)",
-       match_zero_insertion, true, true, false, false},
+      {Form::kNearestMask, "nearest_mask", "nearest Resize times a mask, Pad, depthwise Conv (MI-GAN's form b)", match_nearest_mask, false,
+       true, true, false},
+      {Form::kZeroInsertion, "zero_insertion", "a one-tap ConvTranspose, Pad, depthwise Conv (MI-GAN's older code)", match_zero_insertion,
+       true, true, false, false},
       {Form::kReshapeZeroInsertion, "reshape_zero_insertion", "Reshape/Pad/Reshape zero insertion, Pad, depthwise Conv (upfirdn2d)",
        match_reshape_zero_insertion, false, true, false, false},
       {Form::kNearestConv, "nearest_conv", "nearest Resize, then a Conv of any group (U-Nets, VAE decoders, FPNs)", match_nearest_conv,

@@ -52,11 +52,11 @@ class NameAllocator {
 
 // Where a constant tensor comes from: an initializer or a Constant node, possibly behind Identity nodes.
 struct ConstantSource {
-  const GraphScope* scope = nullptr;              // the graph that holds the initializer or Constant node
-  const onnx::TensorProto* tensor = nullptr;      // null when the source is a sparse initializer
+  const GraphScope* scope = nullptr;                // the graph that holds the initializer or Constant node
+  const onnx::TensorProto* tensor = nullptr;        // null when the source is a sparse initializer
   const onnx::SparseTensorProto* sparse = nullptr;  // set instead of `tensor` for a sparse initializer
-  const onnx::NodeProto* constant_node = nullptr;  // set when the tensor is a Constant node's `value`
-  std::string name;                               // the initializer's name or the Constant's output
+  const onnx::NodeProto* constant_node = nullptr;   // set when the tensor is a Constant node's `value`
+  std::string name;                                 // the initializer's name or the Constant's output
   // Identity nodes between the use and the source, use first, each with the graph that holds it.
   std::vector<std::pair<const GraphScope*, const onnx::NodeProto*>> identities;
 };

@@ -54,8 +54,7 @@ core::Result<Attributes> read_attributes(const onnx::NodeProto& node) {
   auto auto_pad = onnx_io::get_string(node, "auto_pad", "NOTSET");
   for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
                                dilations.ok() ? nullptr : &dilations.error(), pads.ok() ? nullptr : &pads.error(),
-                               output_padding.ok() ? nullptr : &output_padding.error(),
-                               output_shape.ok() ? nullptr : &output_shape.error(),
+                               output_padding.ok() ? nullptr : &output_padding.error(), output_shape.ok() ? nullptr : &output_shape.error(),
                                kernel_shape.ok() ? nullptr : &kernel_shape.error(), auto_pad.ok() ? nullptr : &auto_pad.error()}) {
     if (e != nullptr) return *e;
   }
@@ -88,7 +87,7 @@ core::Result<Attributes> read_attributes(const onnx::NodeProto& node) {
 
 // Broadcasts an optional per-axis attribute to both spatial axes; errors if its length is wrong.
 core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int64_t fallback, const std::string& attr,
-                                             const std::string& who) {
+                                              const std::string& who) {
   if (v.empty()) return std::array<int64_t, 2>{fallback, fallback};
   if (v.size() != 2) return invalid_model(who + ": " + attr + " " + join(v) + " must have 2 values for a 2-D ConvTranspose");
   return std::array<int64_t, 2>{v[0], v[1]};
@@ -96,8 +95,8 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
 
 }  // namespace
 
-MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const onnx_io::ScopedTypes& types, bool dense, ConstEvaluator* eval) {
+MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
+                          bool dense, ConstEvaluator* eval) {
   MatchOutcome out{{}, core::declined("not matched")};
   NodeSummary& sum = out.summary;
   sum.name = node.name().empty() ? (node.output_size() ? node.output(0) : std::string()) : node.name();
@@ -159,8 +158,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   std::optional<onnx::TypeProto> input_type;
   if (const auto* type = types.find(scope.index, node.input(0))) input_type = *type;
   if (auto rank = known_rank(input_type); rank && *rank != 4) {
-    return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) +
-                              " but the weight has rank 4"));
+    return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) + " but the weight has rank 4"));
   }
 
   const int64_t c_in = w_dims[0];
@@ -180,16 +178,16 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     return fail(invalid_model(who + ": output_shape " + join(a.output_shape) + " must have 2 (spatial) or 4 values"));
   }
   if (!a.kernel_shape.empty() && (a.kernel_shape.size() != 2 || a.kernel_shape[0] != w_dims[2] || a.kernel_shape[1] != w_dims[3])) {
-    return fail(invalid_model(who + ": kernel_shape " + join(a.kernel_shape) + " disagrees with weight '" + weight->name +
-                              "' of shape " + join(w_dims)));
+    return fail(invalid_model(who + ": kernel_shape " + join(a.kernel_shape) + " disagrees with weight '" + weight->name + "' of shape " +
+                              join(w_dims)));
   }
   if (c_in % a.group != 0) {
-    return fail(invalid_model(who + ": group " + std::to_string(a.group) + " does not divide the " + std::to_string(c_in) +
-                              " input channels"));
+    return fail(
+        invalid_model(who + ": group " + std::to_string(a.group) + " does not divide the " + std::to_string(c_in) + " input channels"));
   }
   if (auto c = known_dim(input_type, 1); c && *c != c_in) {
-    return fail(invalid_model(who + ": input '" + node.input(0) + "' has " + std::to_string(*c) + " channels but weight '" +
-                              weight->name + "' expects " + std::to_string(c_in)));
+    return fail(invalid_model(who + ": input '" + node.input(0) + "' has " + std::to_string(*c) + " channels but weight '" + weight->name +
+                              "' expects " + std::to_string(c_in)));
   }
   for (int axis = 0; axis < 2; ++axis) {
     const int64_t op = (*output_padding)[axis], s = (*strides)[axis], d = (*dilations)[axis];
@@ -207,8 +205,8 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
                          "polyphase rewrite measured 0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose\")"));
   }
   if (a.group != c_in && !take_dense) {
-    return fail(declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) +
-                         " input channels"));
+    return fail(
+        declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) + " input channels"));
   }
   if (w_dims[1] != 1 && !take_dense) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
   if ((*dilations)[0] != 1 || (*dilations)[1] != 1) {
@@ -240,12 +238,13 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   }
   sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
   if (!core::is_clean_upscale(geo[0]) || !core::is_clean_upscale(geo[1])) {
-    std::string reason = "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " +
-                         core::describe_output_length(geo[1], "W");
+    std::string reason =
+        "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " + core::describe_output_length(geo[1], "W");
     const auto h = known_dim(input_type, 2), wd = known_dim(input_type, 3);
     const auto oh = h ? core::deconv_output_length(geo[0], *h) : std::nullopt;
     const auto ow = wd ? core::deconv_output_length(geo[1], *wd) : std::nullopt;
-    if (oh && ow && *oh > 0 && *ow > 0) reason += " (" + std::to_string(*oh) + "x" + std::to_string(*ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
+    if (oh && ow && *oh > 0 && *ow > 0)
+      reason += " (" + std::to_string(*oh) + "x" + std::to_string(*ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
     return fail(declined(reason + ", wants " + std::to_string(sum.stride) + "*H x " + std::to_string(sum.stride) + "*W"));
   }
 
@@ -261,7 +260,8 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     const auto b_dims = onnx_io::dims_of(*bias->tensor);
     const int64_t c_out = w_dims[1] * a.group;
     if (b_dims.size() != 1 || b_dims[0] != c_out) {
-      return fail(invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]"));
+      return fail(
+          invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]"));
     }
   }
 

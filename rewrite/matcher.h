@@ -27,7 +27,7 @@ struct NodeSummary {
   std::string graph_path;  // "main" or the path of the subgraph
   int64_t channels = 0;
   std::array<int64_t, 2> kernel{0, 0};
-  int64_t stride = 0;                     // the common stride; 0 until known equal
+  int64_t stride = 0;  // the common stride; 0 until known equal
   std::array<int64_t, 2> strides{0, 0};
   std::optional<std::array<int64_t, 4>> pads;  // resolved [top, left, bottom, right]
   std::optional<std::array<int64_t, 2>> output_padding;
@@ -41,10 +41,10 @@ struct NodeSummary {
 struct DeconvMatch {
   const onnx::NodeProto* node = nullptr;  // the node the emitted nodes replace (the ConvTranspose, or the Conv)
   const GraphScope* scope = nullptr;
-  std::string name;    // the replaced node's name (may be empty); DepthToSpace keeps it
-  std::string input;   // X
-  std::string bias;    // B, or "" without a bias
-  std::string output;  // Y, which the last emitted node writes
+  std::string name;          // the replaced node's name (may be empty); DepthToSpace keeps it
+  std::string input;         // X
+  std::string bias;          // B, or "" without a bias
+  std::string output;        // Y, which the last emitted node writes
   int64_t channels = 0;      // input channels C_in
   int64_t group = 0;         // 0: depthwise, group = channels
   int64_t out_channels = 0;  // C_out; 0: channels
@@ -77,7 +77,7 @@ struct MatchOutcome {
 // `dense` also takes a dense (group 1) ConvTranspose, which is otherwise kept (see RewriteOptions::dense_conv_transpose).
 // With `eval`, a weight that a chain of nodes computes from constants is folded (a derived weight), as the
 // recognisers fold theirs.
-MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
-                          const onnx_io::ScopedTypes& types, bool dense = false, ConstEvaluator* eval = nullptr);
+MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
+                          bool dense = false, ConstEvaluator* eval = nullptr);
 
 }  // namespace dwdeconv::rewrite

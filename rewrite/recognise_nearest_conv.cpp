@@ -84,8 +84,8 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   auto group = onnx_io::get_int(conv, "group", 1);
   auto strides = onnx_io::get_ints(conv, "strides", {});
   auto dilations = onnx_io::get_ints(conv, "dilations", {});
-  for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
-                               dilations.ok() ? nullptr : &dilations.error()}) {
+  for (const core::Error* e :
+       {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(), dilations.ok() ? nullptr : &dilations.error()}) {
     if (e != nullptr) return fail(*e);
   }
   for (int64_t s : *strides) {
@@ -186,7 +186,8 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
       for (int64_t my = 0; my < wy; ++my) {
         for (int64_t mx = 0; mx < wx; ++mx) {
           // w[t] = g[k-1-t] on both axes.
-          w[dst + static_cast<size_t>((wy - 1 - my) * wx + (wx - 1 - mx))] = box_tap(rows, static_cast<size_t>(mx), static_cast<size_t>(wx), ky, *s, my);
+          w[dst + static_cast<size_t>((wy - 1 - my) * wx + (wx - 1 - mx))] =
+              box_tap(rows, static_cast<size_t>(mx), static_cast<size_t>(wx), ky, *s, my);
         }
       }
     }

@@ -115,7 +115,7 @@ struct SymTensor {
 // elements (the others are parameters that must fold: Gather's indices, Reshape's shape, Slice's bounds, ...).
 bool moves_elements(const onnx::NodeProto& node) {
   static const std::set<std::string> kMovers = {"Identity", "Unsqueeze", "Squeeze", "Reshape", "Concat", "Gather",
-                                                "Slice", "Transpose", "Expand", "Tile", "Flatten"};
+                                                "Slice",    "Transpose", "Expand",  "Tile",    "Flatten"};
   if (node.op_type() == "Cast") {
     // A Cast keeps a dim only to another integer type wide enough for it (to bool, H becomes 1).
     const auto to = onnx_io::get_int(node, "to", 0);
@@ -200,7 +200,8 @@ core::Result<SymTensor> symbolic_value(const std::string& name, const GraphScope
         }
       } else {
         auto param = eval.evaluate(node->input(k), scope);
-        if (!param || !param->is_integer()) return declined(onnx_io::describe_node(*node) + ": input '" + node->input(k) + "' is not a constant");
+        if (!param || !param->is_integer())
+          return declined(onnx_io::describe_node(*node) + ": input '" + node->input(k) + "' is not a constant");
         t.reshape(param->data_type, param->dims);
         std::copy(param->ints.begin(), param->ints.end(), t.i.begin());
       }
@@ -321,18 +322,19 @@ std::string slice_not_noop(const onnx::NodeProto& slice, const GraphScope& scope
   }
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t axis = axes[i] < 0 ? axes[i] + 4 : axes[i];
-    if (starts->ints[i] != 0 || steps[i] != 1) return "Slice on axis " + std::to_string(axes[i]) + " is not a no-op (start " +
-                                                       std::to_string(starts->ints[i]) + ", step " + std::to_string(steps[i]) + ")";
+    if (starts->ints[i] != 0 || steps[i] != 1)
+      return "Slice on axis " + std::to_string(axes[i]) + " is not a no-op (start " + std::to_string(starts->ints[i]) + ", step " +
+             std::to_string(steps[i]) + ")";
     const SymDim& e = (*ends)[i];
     const auto dim = known_dim(types, scope, slice.input(0), axis);
-    const bool whole = e.value ? (*e.value >= kLargeEnd || (dim && *e.value >= *dim))
-                               : (same.count(e.of) > 0 && e.axis == axis && e.factor == 1);
+    const bool whole =
+        e.value ? (*e.value >= kLargeEnd || (dim && *e.value >= *dim)) : (same.count(e.of) > 0 && e.axis == axis && e.factor == 1);
     if (whole) continue;
     const std::string at = "Slice on axis " + std::to_string(axes[i]);
     if (e.value && dim) return at + " crops (it ends at " + std::to_string(*e.value) + " of " + std::to_string(*dim) + ")";
     if (e.value) return at + " may crop (it ends at " + std::to_string(*e.value) + ", and the dim is not known)";
-    return at + " may crop (it ends at " + (e.factor != 1 ? std::to_string(e.factor) + " x " : "") + "dim " +
-           std::to_string(e.axis) + " of '" + e.of + "', not at its own dim)";
+    return at + " may crop (it ends at " + (e.factor != 1 ? std::to_string(e.factor) + " x " : "") + "dim " + std::to_string(e.axis) +
+           " of '" + e.of + "', not at its own dim)";
   }
   return "";
 }
@@ -426,9 +428,9 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
   return out;
 }
 
-std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope,
-                                                             int64_t ir_version, const onnx_io::ScopedTypes& types,
-                                                             ConstEvaluator& eval, const std::map<std::string, int>& uses) {
+std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                             const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                             const std::map<std::string, int>& uses) {
   // Cheap and selective first: Conv(Slice*(Pad(Reshape(Pad(Reshape(x)))))) in this graph.
   if (conv.op_type() != "Conv" || !parts::default_domain(conv) || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
   std::vector<const onnx::NodeProto*> slices;
@@ -458,8 +460,8 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
 
   auto tail = parts::read_conv_tail(conv, scope, eval, sum);
   if (!tail) return fail(tail.error());
-  std::vector<std::pair<const onnx::NodeProto*, std::string>> chain{{split, "first Reshape"}, {insert, "zero-inserting Pad"},
-                                                                    {merge, "second Reshape"}, {pad, "Pad"}};
+  std::vector<std::pair<const onnx::NodeProto*, std::string>> chain{
+      {split, "first Reshape"}, {insert, "zero-inserting Pad"}, {merge, "second Reshape"}, {pad, "Pad"}};
   for (const auto* slice : slices) chain.emplace_back(slice, "Slice");
   // Shape nodes may read the chain too (the Slices' ends): they read only its dims, which x's fix.
   for (const auto& [node, what] : chain) {

@@ -49,8 +49,7 @@ int use_count(const std::map<std::string, int>& uses, const std::string& name) {
 }
 
 void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
-                      std::set<std::pair<size_t, std::string>>& seen,
-                      std::vector<std::pair<const GraphScope*, std::string>>& out) {
+                      std::set<std::pair<size_t, std::string>>& seen, std::vector<std::pair<const GraphScope*, std::string>>& out) {
   if (name.empty() || name == stop) return;
   for (const GraphScope* at = &scope; at != nullptr; at = at->parent) {
     for (const auto& node : at->graph->node()) {
@@ -163,9 +162,9 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   auto dilations = onnx_io::get_ints(conv, "dilations", {});
   auto conv_pads = onnx_io::get_ints(conv, "pads", {});
   auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
-  for (const core::Error* e : {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(),
-                               dilations.ok() ? nullptr : &dilations.error(), conv_pads.ok() ? nullptr : &conv_pads.error(),
-                               auto_pad.ok() ? nullptr : &auto_pad.error()}) {
+  for (const core::Error* e :
+       {group.ok() ? nullptr : &group.error(), strides.ok() ? nullptr : &strides.error(), dilations.ok() ? nullptr : &dilations.error(),
+        conv_pads.ok() ? nullptr : &conv_pads.error(), auto_pad.ok() ? nullptr : &auto_pad.error()}) {
     if (e != nullptr) return *e;
   }
   for (int64_t s : *strides) {
@@ -238,7 +237,8 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
   // computes for inputs the export never meant to reach. Exporters write gains of 1 and s^2; 2^24 bounds both ways.
   for (const double gain : zi.gains) {
     if (!(std::fabs(gain) >= kMinGain && std::fabs(gain) <= kMaxGain)) {
-      return declined("gain " + number(gain) + " is outside [2^-24, 2^24]: folded into the weights it would remove "
+      return declined("gain " + number(gain) +
+                      " is outside [2^-24, 2^24]: folded into the weights it would remove "
                       "the overflow or underflow of the original's x * gain");
     }
   }
@@ -249,7 +249,8 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
     const double gain = zi.gains.size() == 1 ? zi.gains[0] : zi.gains[static_cast<size_t>(c)];
     for (int64_t ty = 0; ty < ky; ++ty) {
       for (int64_t tx = 0; tx < kx; ++tx) {
-        w[static_cast<size_t>((c * ky + ty) * kx + tx)] = gain * weight.reals[static_cast<size_t>((c * ky + (ky - 1 - ty)) * kx + (kx - 1 - tx))];
+        w[static_cast<size_t>((c * ky + ty) * kx + tx)] =
+            gain * weight.reals[static_cast<size_t>((c * ky + (ky - 1 - ty)) * kx + (kx - 1 - tx))];
       }
     }
   }

@@ -1,6 +1,7 @@
 // Pieces the recognisers share (internal to rewrite/): finding producers, counting readers, collecting what a
 // form replaces, reading constant-zero Pads, and the common tail of every zero-insertion form: constant zero
-// padding, then a depthwise stride-1 Conv, folded into one ConvTranspose. See docs/design.md, "Hand-written upsamplers are ConvTransposes too".
+// padding, then a depthwise stride-1 Conv, folded into one ConvTranspose. See docs/design.md, "Hand-written upsamplers are ConvTransposes
+// too".
 #pragma once
 
 #include <array>
@@ -39,8 +40,7 @@ int use_count(const std::map<std::string, int>& uses, const std::string& name);
 // walking to enclosing graphs. It stops at `stop` (the upsampler's input) and at a Shape's input, whose values
 // the constant never read.
 void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
-                      std::set<std::pair<size_t, std::string>>& seen,
-                      std::vector<std::pair<const GraphScope*, std::string>>& out);
+                      std::set<std::pair<size_t, std::string>>& seen, std::vector<std::pair<const GraphScope*, std::string>>& out);
 
 // The full pads of a constant-zero Pad of a rank-`rank` tensor ([begins..., ends...], none negative), or why
 // it is not one: another mode, a non-zero value, pads that are not constant, crop, or are out of range.
@@ -79,9 +79,9 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
 // (a ConvTranspose with kernel k < s stops s - k short of s*H).
 struct ZeroInsertion {
   int64_t s = 2;
-  std::array<int64_t, 2> j{0, 0};          // offset of the sample in each s-cell, per axis (y, x)
-  std::vector<double> gains;               // one per channel, or a single gain for every channel
-  std::array<int64_t, 2> deficit{0, 0};    // per axis
+  std::array<int64_t, 2> j{0, 0};        // offset of the sample in each s-cell, per axis (y, x)
+  std::vector<double> gains;             // one per channel, or a single gain for every channel
+  std::array<int64_t, 2> deficit{0, 0};  // per axis
 };
 
 // The ConvTranspose that zero insertion `zi` of `x`, then the Pad `pads` ([top, left, bottom, right]) and the

@@ -62,8 +62,8 @@ core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const
   if (factors.size() != 4) return declined(text);
   const double s = factors[2];
   if (factors[0] != 1.0 || factors[1] != 1.0 || factors[3] != s || s != std::floor(s) || s < 2 || s > 1024) {
-    return declined(text + " (" + number(factors[0]) + "," + number(factors[1]) + "," + number(factors[2]) + "," +
-                    number(factors[3]) + ")");
+    return declined(text + " (" + number(factors[0]) + "," + number(factors[1]) + "," + number(factors[2]) + "," + number(factors[3]) +
+                    ")");
   }
 
   // Output o = h*s + a with a in [0, s) must read x[h]. Per coordinate mode, its source coordinate is
@@ -79,8 +79,7 @@ core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const
                       (r == "round_prefer_floor" || r == "round_prefer_ceil")) ||
                      (c == "tf_half_pixel_for_nn" && r == "floor");
   if (!exact) {
-    return declined("Resize coordinate_transformation_mode " + c + " with nearest_mode " + r + " is not x[floor(o/" +
-                    number(s) + ")]");
+    return declined("Resize coordinate_transformation_mode " + c + " with nearest_mode " + r + " is not x[floor(o/" + number(s) + ")]");
   }
   return static_cast<int64_t>(s);
 }

@@ -67,9 +67,9 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
 //                                     the dim, or the dim itself read from Shape of the sliced tensor
 //            y = Conv(q, f[, B])      depthwise, stride 1, dilation 1; f may be computed (Tile, Expand, ...)
 //   After:   y = ConvTranspose(x, w, B), w[t] = f[K-1-t], pads as for nearest_mask.
-std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope,
-                                                             int64_t ir_version, const onnx_io::ScopedTypes& types,
-                                                             ConstEvaluator& eval, const std::map<std::string, int>& uses);
+std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
+                                                             const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                             const std::map<std::string, int>& uses);
 
 // Form `nearest_conv` (the upsampling block of U-Nets, VAE decoders, FPNs):
 //   Before:  u = Resize(x)           nearest, an integer factor s >= 2 on H and W (scales or sizes), coordinates

@@ -7,8 +7,8 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/shapes.h"
-#include "rewrite/const_eval.h"
 #include "recogniser_parts.h"
+#include "rewrite/const_eval.h"
 #include "rewrite/recognisers.h"
 #include "rewrite/shape_propagation.h"
 
@@ -20,9 +20,7 @@ bool is_deconv(const onnx::NodeProto& node) {
 }
 
 // Whether the matcher rejects the model over this node: a ConvTranspose a fold absorbs must pass it too.
-bool invalid(const MatchOutcome& outcome) {
-  return !outcome.match && outcome.match.error().kind == core::ErrorKind::kInvalidModel;
-}
+bool invalid(const MatchOutcome& outcome) { return !outcome.match && outcome.match.error().kind == core::ErrorKind::kInvalidModel; }
 
 // Lists every ConvTranspose of a model-local function body, and of the subgraphs inside it, as kept: the body
 // is a template that each call instantiates, and this tool rewrites graphs only.
@@ -134,8 +132,8 @@ std::set<std::string> remove_orphans(onnx::ModelProto& model, std::vector<Candid
 
 // The plan row of a nearest Resize that starts no form: kept, with what reads its output. A form starts at a
 // Conv that reads the Resize (directly, through a Pad, or through a mask Mul and a Pad).
-NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, const onnx_io::ScopedTypes& types,
-                      ConstEvaluator& eval, const std::map<std::string, int>& uses) {
+NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                      const std::map<std::string, int>& uses) {
   NodeReport row;
   NodeSummary& s = row.summary;
   s.name = resize.name().empty() ? resize.output(0) : resize.name();
@@ -408,7 +406,9 @@ bool merge_pass(RewriteResult& result, RewriteResult&& later) {
         row.region.input = earlier->region.input;
       }
     }
-    const auto same = [&row](const NodeReport& n) { return n.summary.graph_path == row.summary.graph_path && n.summary.name == row.summary.name; };
+    const auto same = [&row](const NodeReport& n) {
+      return n.summary.graph_path == row.summary.graph_path && n.summary.name == row.summary.name;
+    };
     const auto it = std::find_if(result.nodes.begin(), result.nodes.end(), same);
     rewrote = rewrote || row.rewritten;
     if (it == result.nodes.end()) {

@@ -12,8 +12,8 @@
 #include "core/region.h"
 #include "core/result.h"
 #include "rewrite/emitter.h"
-#include "rewrite/matcher.h"
 #include "rewrite/forms.h"
+#include "rewrite/matcher.h"
 #include "rewrite/recognisers.h"
 #include "rewrite/targets.h"
 
@@ -45,20 +45,20 @@ struct RewriteOptions {
 struct NodeReport {
   NodeSummary summary;
   bool rewritten = false;
-  std::string reason;                       // why it was kept; empty when rewritten
-  std::vector<std::string> emitted_nodes;   // names of the nodes that replaced it
-  PhaseLayout layout = PhaseLayout::kDcr;   // how the emitted phases are joined (when rewritten)
-  std::string note;                         // what that join costs on a runtime the target is meant for ("" none)
-  core::ReplacedRegion region;              // what it replaced, in the original's names (when rewritten)
+  std::string reason;                      // why it was kept; empty when rewritten
+  std::vector<std::string> emitted_nodes;  // names of the nodes that replaced it
+  PhaseLayout layout = PhaseLayout::kDcr;  // how the emitted phases are joined (when rewritten)
+  std::string note;                        // what that join costs on a runtime the target is meant for ("" none)
+  core::ReplacedRegion region;             // what it replaced, in the original's names (when rewritten)
 };
 
 struct RewriteResult {
-  const Target* target = nullptr;            // the profile the decisions came from
-  CpuFeatures cpu;                           // what its rules read
-  std::vector<NodeReport> nodes;             // every default-domain ConvTranspose and recognised upsampler, in graph order
+  const Target* target = nullptr;  // the profile the decisions came from
+  CpuFeatures cpu;                 // what its rules read
+  std::vector<NodeReport> nodes;   // every default-domain ConvTranspose and recognised upsampler, in graph order
   int rewritten = 0;
   int kept = 0;
-  std::vector<std::string> unmatched_names;  // --only/--skip names that name no upsampler
+  std::vector<std::string> unmatched_names;            // --only/--skip names that name no upsampler
   std::map<std::string, std::string> derived_tensors;  // new phase weight -> the weight it came from
   // A declared shape (value_info, a graph output) that disagrees with the one computed from the graph inputs, per
   // value: neither is used to justify a rewrite (rewrite/shape_propagation.h).

@@ -72,8 +72,8 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
         *attr->mutable_t() = std::move(*tensor);
         constants.push_back(std::move(constant));
       }
-      const auto outputs = static_cast<size_t>(std::count_if(node.output().begin(), node.output().end(),
-                                                             [](const std::string& o) { return !o.empty(); }));
+      const auto outputs =
+          static_cast<size_t>(std::count_if(node.output().begin(), node.output().end(), [](const std::string& o) { return !o.empty(); }));
       if (constants.size() != outputs) continue;
       replacements[scope.graph][k] = std::move(constants);
       ++replaced;
@@ -102,8 +102,8 @@ std::vector<std::string> declared_disagreements(const onnx::ModelProto& model, c
   for (const auto* list : {&g.value_info(), &g.output()}) {
     for (const auto& v : *list) {
       const auto* computed = types.find(0, v.name());
-      if (computed == nullptr || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape() ||
-          !computed->has_tensor_type() || !computed->tensor_type().has_shape()) {
+      if (computed == nullptr || !v.type().has_tensor_type() || !v.type().tensor_type().has_shape() || !computed->has_tensor_type() ||
+          !computed->tensor_type().has_shape()) {
         continue;
       }
       const auto& a = v.type().tensor_type().shape();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace dwdeconv::rewrite {
 namespace {
 
@@ -32,13 +31,22 @@ const char* kConvFirst = "(BENCHMARKS.md, \"nearest + 1x1 Conv: the Conv before 
 // the Conv's MACs. On ExecuTorch the Resize is the portable upsample_nearest2d, which copies the Conv's output: where the
 // Conv widens the channels, that costs more than the Conv saves.
 KeepRule widening_one_by_one_on_executorch(const std::string& then) {
-  return {kNearestConv, {}, kOneByOne, 0, 0, true, false,
+  return {kNearestConv,
+          {},
+          kOneByOne,
+          0,
+          0,
+          true,
+          false,
           "a nearest + 1x1 Conv that widens the channels measured 0.54x-0.86x on ExecuTorch with the Conv moved before the "
-          "Resize, whose portable upsample_nearest2d then copies the wider output " + std::string(kConvFirst) + then, false};
+          "Resize, whose portable upsample_nearest2d then copies the wider output " +
+              std::string(kConvFirst) + then,
+          false};
 }
 
 KeepRule one_by_one_rewritten(const std::string& measured) {
-  return {kNearestConv, {}, kOneByOne, 0, 0, std::nullopt, true, measured + " with the 1x1 Conv moved before the Resize " + kConvFirst, false};
+  return {kNearestConv, {}, kOneByOne, 0, 0, std::nullopt, true, measured + " with the 1x1 Conv moved before the Resize " + kConvFirst,
+          false};
 }
 
 const char* kOrtWhere = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
@@ -46,9 +54,17 @@ const char* kOrtWhere = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-51
 // A depthwise nearest + Conv is one fast depthwise Conv after a Resize on LiteRT, and the rewrite adds PAD,
 // CONCATENATION and DEPTH_TO_SPACE copies: 0.63x-0.97x at 3 of 4 sizes there.
 KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
-  return {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, std::nullopt, false,
+  return {kNearestConv,
+          {Grouping::kDepthwise},
+          kWide,
+          0,
+          0,
+          std::nullopt,
+          false,
           "a depthwise nearest + Conv measured 0.63x-0.97x on LiteRT after rewriting (BENCHMARKS.md, \"LiteRT: hand-written "
-          "upsamplers\")" + then, false};
+          "upsamplers\")" +
+              then,
+          false};
 }
 
 std::vector<Target> make_targets() {
@@ -57,57 +73,124 @@ std::vector<Target> make_targets() {
   // The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): both rules are
   // LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
   // only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64.
-  t.push_back({kDefaultTarget, "any of the runtimes below", all,
+  t.push_back({kDefaultTarget,
+               "any of the runtimes below",
+               all,
                {widening_one_by_one_on_executorch("; the default is slower on no runtime (--target litert, ort or xnnpack "
                                                   "rewrite it: 1.9x-2.3x on LiteRT)"),
                 one_by_one_rewritten("1.16x-15x on the executor, LiteRT and ExecuTorch"),
                 depthwise_nearest_conv_on_litert("; the default is slower on no runtime (--target xnnpack rewrites it: 1.9x-4.1x "
                                                  "on the executor)"),
-                {kNearestConv, {Grouping::kDense, Grouping::kGrouped}, kWide, 0, 64, std::nullopt, false,
+                {kNearestConv,
+                 {Grouping::kDense, Grouping::kGrouped},
+                 kWide,
+                 0,
+                 64,
+                 std::nullopt,
+                 false,
                  "a dense or grouped nearest + Conv with %C input channels (< 64) measured 0.53x-0.73x on LiteRT with the "
                  "default's Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); --target litert "
                  "or xnnpack rewrites it",
                  false}},
-               gather_layout, "`Gather(axis=1)` to CRD order, then `DepthToSpace` CRD",
+               gather_layout,
+               "`Gather(axis=1)` to CRD order, then `DepthToSpace` CRD",
                "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\"",
                "the Gather of each join: on ExecuTorch aten.index.Tensor on the portable kernels, on LiteRT GATHER on "
                "TFLite's own kernel",
                "onnx2torch (ExecuTorch) cannot convert this node, which the executor and LiteRT run natively (and faster "
                "than the Gather + CRD join there)",
                /*converts_added_resize=*/false});
-  t.push_back({"xnnpack", "the XNNPACK operator API as a custom runtime uses it (this tool's executor)", all, {}, dcr_layout,
-               "`DepthToSpace` DCR", "\"Layer level\", \"Hand-written upsamplers\"", ""});
-  t.push_back({"litert", "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf", all,
-               {one_by_one_rewritten("1.25x-8.8x on LiteRT"), depthwise_nearest_conv_on_litert("")}, dcr_layout,
+  t.push_back({"xnnpack",
+               "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
+               all,
+               {},
+               dcr_layout,
+               "`DepthToSpace` DCR",
+               "\"Layer level\", \"Hand-written upsamplers\"",
+               "",
+               /*dcr_cost=*/""});
+  t.push_back({"litert",
+               "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf",
+               all,
+               {one_by_one_rewritten("1.25x-8.8x on LiteRT"), depthwise_nearest_conv_on_litert("")},
+               dcr_layout,
                "`DepthToSpace` DCR (native)",
-               "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"", ""});
+               "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"",
+               "",
+               /*dcr_cost=*/""});
   // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and DepthToSpace as
   // a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a nearest Resize is a
   // GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels. Nothing else measured faster.
   const std::string where = kOrtWhere;
-  t.push_back({"ort", "ONNX Runtime's CPU execution provider", all,
+  t.push_back({"ort",
+               "ONNX Runtime's CPU execution provider",
+               all,
                {one_by_one_rewritten("1.29x-7.1x on ONNX Runtime's CPU provider (AMD EPYC)"),
                 {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 64, 0, std::nullopt, true, "1.10x-1.86x " + where, false},
-                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 64, std::nullopt, false,
-                 "a dense nearest + 3x3 Conv with %C input channels (< 64) measured 0.68x-0.94x " + where, false},
-                {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, std::nullopt, false,
-                 "a depthwise nearest + Conv measured 0.27x-0.41x " + where, false},
-                {{Form::kConvTranspose}, {}, {}, 0, 0, std::nullopt, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
-                {kZeroInsertionForms, {}, {}, 0, 0, std::nullopt, false,
-                 "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where, false},
-                {{}, {}, {}, 0, 0, std::nullopt, false,
-                 "no other family measured faster " + where + " (a grouped nearest + 3x3 Conv, or a kernel other than 3x3, was "
-                 "not found to pay there); --tune times the node on --runtime ort and rewrites it where it measures faster",
+                {kNearestConv,
+                 {Grouping::kDense},
+                 {KernelClass::k3x3},
+                 0,
+                 64,
+                 std::nullopt,
+                 false,
+                 "a dense nearest + 3x3 Conv with %C input channels (< 64) measured 0.68x-0.94x " + where,
+                 false},
+                {kNearestConv,
+                 {Grouping::kDepthwise},
+                 kWide,
+                 0,
+                 0,
+                 std::nullopt,
+                 false,
+                 "a depthwise nearest + Conv measured 0.27x-0.41x " + where,
+                 false},
+                {{Form::kConvTranspose},
+                 {},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 false,
+                 "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where,
+                 true},
+                {kZeroInsertionForms,
+                 {},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 false,
+                 "the hand-written nearest x mask and zero-insertion forms measured 1.00x at model level (MI-GAN form b) " + where,
+                 false},
+                {{},
+                 {},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 false,
+                 "no other family measured faster " + where +
+                     " (a grouped nearest + 3x3 Conv, or a kernel other than 3x3, was "
+                     "not found to pay there); --tune times the node on --runtime ort and rewrites it where it measures faster",
                  false}},
-               dcr_layout, "`DepthToSpace` DCR", "\"ONNX Runtime (CPU provider)\"", ""});
-  t.push_back({"executorch", "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch", all,
-               {widening_one_by_one_on_executorch(""), one_by_one_rewritten("1.16x-15x on ExecuTorch")}, crd_layout,
+               dcr_layout,
+               "`DepthToSpace` DCR",
+               "\"ONNX Runtime (CPU provider)\"",
+               "",
+               /*dcr_cost=*/""});
+  t.push_back({"executorch",
+               "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
+               all,
+               {widening_one_by_one_on_executorch(""), one_by_one_rewritten("1.16x-15x on ExecuTorch")},
+               crd_layout,
                "s = 2, or a batch not known to be 1: `Gather` + CRD; s >= 3 at batch 1: the phases stacked on the batch axis, "
                "`Transpose`, CRD `DepthToSpace`, `Transpose`",
                "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
                "the Gather of each s = 2 (or batch > 1) join, aten.index.Tensor, on ExecuTorch's portable kernels; the "
                "batch join has none",
-               "", /*converts_added_resize=*/false});
+               "",
+               /*converts_added_resize=*/false});
   return t;
 }
 
@@ -173,8 +256,8 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
 
 bool KeepRule::names(const Family& f) const {
   return (forms.empty() || forms.count(f.form) != 0) && (groupings.empty() || groupings.count(f.grouping) != 0) &&
-         (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels && (max_channels == 0 || f.channels < max_channels) &&
-         (!widens || (f.out_channels > f.channels) == *widens);
+         (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels &&
+         (max_channels == 0 || f.channels < max_channels) && (!widens || (f.out_channels > f.channels) == *widens);
 }
 
 std::string Target::keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const {
@@ -185,8 +268,11 @@ std::string Target::keep(const NodeSummary& summary, const DeconvMatch& match, c
   const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
   if (!rule->cpu_dependent) return measured + "; " + kept;
   if (!cpu.avx512f) return measured + "; " + kept + " (" + cpu.describe() + ")";
-  return measured + "; on this CPU (" + cpu.describe() + ") the answer can differ (a Xeon with AVX-512 was reported at "
-         "1.17x-1.29x for two layers) and is not measured here, so it is " + kept + ": time the node on ONNX Runtime with "
+  return measured + "; on this CPU (" + cpu.describe() +
+         ") the answer can differ (a Xeon with AVX-512 was reported at "
+         "1.17x-1.29x for two layers) and is not measured here, so it is " +
+         kept +
+         ": time the node on ONNX Runtime with "
          "--target xnnpack --runtime ort --tune, which rewrites it only if it measures faster";
 }
 
@@ -195,7 +281,8 @@ std::string Target::summary() const {
   joined_by.erase(std::remove(joined_by.begin(), joined_by.end(), '`'), joined_by.end());  // Markdown in the docs, not in --help
   if (rules.empty()) return "every form, joined with " + joined_by;
   std::string keeps, rewrites;
-  for (const auto& r : rules) (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + family_text(r);
+  for (const auto& r : rules)
+    (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + family_text(r);
   const bool keeps_the_rest = !rules.back().rewrite && rules.back().forms.empty() && rules.back().groupings.empty() &&
                               rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0 &&
                               !rules.back().widens;
@@ -212,7 +299,8 @@ std::string Target::join_refusal(PhaseLayout layout, Form form) const {
   if (layout != PhaseLayout::kNearest || converts_added_resize || form_info(form).has_resize) return "";
   const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
   return "every phase computes the same, so the rewrite is one Conv and a nearest Resize, and a Resize does not pass "
-         "torch.export through onnx2torch (ExecuTorch; docs/targets.md), where the original converts; " + kept;
+         "torch.export through onnx2torch (ExecuTorch; docs/targets.md), where the original converts; " +
+         kept;
 }
 
 std::string CpuFeatures::describe() const { return std::string("AVX-512F: ") + (avx512f ? "yes" : "no"); }
@@ -244,17 +332,18 @@ std::string target_names() {
 
 std::string rules_markdown() {
   const auto cell = [](const std::string& text) { return text.empty() ? std::string("any") : text; };
-  std::string md = "| target | form | grouping | kernel | input channels | output channels | decision | measured |\n"
-                   "|---|---|---|---|---|---|---|---|\n";
+  std::string md =
+      "| target | form | grouping | kernel | input channels | output channels | decision | measured |\n"
+      "|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : targets()) {
     for (const auto& r : t.rules) {
       std::string channels;
       if (r.min_channels > 0) channels = ">= " + std::to_string(r.min_channels);
       if (r.max_channels > 0) channels += (channels.empty() ? "< " : ", < ") + std::to_string(r.max_channels);
-      md += "| `" + t.name + "` | " + cell(joined(r.forms, form_name, ", ")) + " | " +
-            cell(joined(r.groupings, grouping_name, ", ")) + " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " +
-            cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " +
-            (r.rewrite ? "rewrite" : "keep") + " | " + replace_all(r.measured, "%C", "C") + " |\n";
+      md += "| `" + t.name + "` | " + cell(joined(r.forms, form_name, ", ")) + " | " + cell(joined(r.groupings, grouping_name, ", ")) +
+            " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " + cell(channels) + " | " +
+            (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " + (r.rewrite ? "rewrite" : "keep") + " | " +
+            replace_all(r.measured, "%C", "C") + " |\n";
     }
     if (t.rules.empty() || t.rules.back().rewrite || !t.rules.back().forms.empty() || !t.rules.back().groupings.empty() ||
         !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0 || t.rules.back().widens) {

@@ -65,15 +65,15 @@ struct KeepRule {
 };
 
 struct Target {
-  std::string name;     // what --target takes, and the report's "target"
-  std::string runtime;  // the runtime it is for, as a user names it
+  std::string name;      // what --target takes, and the report's "target"
+  std::string runtime;   // the runtime it is for, as a user names it
   std::set<Form> forms;  // the forms it rewrites at all
   // In order: the first rule that names a family decides it; a family no rule names is rewritten.
   std::vector<KeepRule> rules;
   // How its emitted form joins the phases, at the model's default-domain opset.
   PhaseLayout (*layout)(const DeconvMatch& match, int64_t opset) = nullptr;
-  std::string join;      // the join as docs/targets.md and --help say it
-  std::string measured;  // the BENCHMARKS.md sections its rules cite
+  std::string join;              // the join as docs/targets.md and --help say it
+  std::string measured;          // the BENCHMARKS.md sections its rules cite
   std::string outside_delegate;  // which of its emitted ops the runtime runs outside its XNNPACK delegate ("" none)
   // What its layout() joining DCR costs (below opset 11, where DepthToSpace has no CRD mode), for join_note; "" when
   // the target joins DCR anyway or never falls back to it.

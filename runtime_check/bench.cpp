@@ -60,8 +60,7 @@ std::string format_profile(const ExecutorProfile& profile, size_t op_rows, size_
   return text;
 }
 
-core::Result<BenchResult> bench_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                       const BenchOptions& options) {
+core::Result<BenchResult> bench_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const BenchOptions& options) {
   if (auto given = check_given_inputs(original, options.inputs, options.input_shapes); !given) return given.error();
   ExecutorOptions eo;
   eo.input_shapes = options.input_shapes;

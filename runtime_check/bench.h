@@ -23,9 +23,9 @@ struct BenchOptions {
   std::vector<NamedTensor> inputs;  // explicit graph inputs; the rest are seeded random
   uint64_t seed = 0;
   size_t threads = 1;
-  size_t warmup = 2;   // untimed runs of each model first
-  size_t runs = 10;    // timed runs of each model
-  size_t profile_runs = 3;       // profiled runs of each model after the timed ones; 0: no profile
+  size_t warmup = 2;              // untimed runs of each model first
+  size_t runs = 10;               // timed runs of each model
+  size_t profile_runs = 3;        // profiled runs of each model after the timed ones; 0: no profile
   size_t profile_top_nodes = 10;  // slowest nodes kept in each ExecutorProfile
   std::function<void(const std::string&)> progress;
 };
@@ -56,7 +56,6 @@ double median(std::vector<double> samples);
 // followed by the `node_rows` slowest nodes: "  slowest: Conv 'c1' 40.1 ms (4.8%)". Lines end in '\n'.
 std::string format_profile(const ExecutorProfile& profile, size_t op_rows = 8, size_t node_rows = 3);
 
-core::Result<BenchResult> bench_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                       const BenchOptions& options);
+core::Result<BenchResult> bench_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const BenchOptions& options);
 
 }  // namespace dwdeconv::runtime_check

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 
-#include "onnx_io/tensor.h"
 #include "internal.h"
+#include "onnx_io/tensor.h"
 
 namespace dwdeconv::runtime_check {
 
@@ -51,8 +51,7 @@ void compare_integers(OutputComparison& c, const Tensor& actual, const Tensor& e
 
 }  // namespace
 
-OutputComparison compare_tensor(const std::string& name, const Tensor& actual, const Tensor& expected,
-                                const Tolerances& tolerances) {
+OutputComparison compare_tensor(const std::string& name, const Tensor& actual, const Tensor& expected, const Tolerances& tolerances) {
   OutputComparison c;
   c.name = name;
   const ToleranceValues defaults = default_tolerance(expected.dtype);
@@ -91,8 +90,8 @@ OutputComparison compare_tensor(const std::string& name, const Tensor& actual, c
   c.passed = c.message.empty() && c.max_abs_error <= bound;
   if (!c.passed && c.message.empty()) {
     char text[160];
-    std::snprintf(text, sizeof text, "max abs error %.3g exceeds %.3g + %.3g*%.3g", c.max_abs_error, c.tolerance.atol,
-                  c.tolerance.rtol, c.scale);
+    std::snprintf(text, sizeof text, "max abs error %.3g exceeds %.3g + %.3g*%.3g", c.max_abs_error, c.tolerance.atol, c.tolerance.rtol,
+                  c.scale);
     c.message = text;
   }
   return c;
@@ -125,8 +124,9 @@ std::string ComparisonReport::summary() const {
   std::string text;
   for (const auto& c : outputs) {
     char line[256];
-    std::snprintf(line, sizeof line, "%s: max abs %.3g, max rel %.3g (scale %.3g), tol %.3g + %.3g*scale: %s", detail::printable_name(c.name).c_str(),
-                  c.max_abs_error, c.max_rel_error, c.scale, c.tolerance.atol, c.tolerance.rtol, c.passed ? "pass" : "FAIL");
+    std::snprintf(line, sizeof line, "%s: max abs %.3g, max rel %.3g (scale %.3g), tol %.3g + %.3g*scale: %s",
+                  detail::printable_name(c.name).c_str(), c.max_abs_error, c.max_rel_error, c.scale, c.tolerance.atol, c.tolerance.rtol,
+                  c.passed ? "pass" : "FAIL");
     text += line;
     if (!c.passed && !c.message.empty()) text += " (" + c.message + ")";
     text += "\n";

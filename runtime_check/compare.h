@@ -53,8 +53,7 @@ struct ComparisonReport {
 };
 
 // Compares one tensor against its expected value.
-OutputComparison compare_tensor(const std::string& name, const Tensor& actual, const Tensor& expected,
-                                const Tolerances& tolerances);
+OutputComparison compare_tensor(const std::string& name, const Tensor& actual, const Tensor& expected, const Tolerances& tolerances);
 
 // Compares outputs by name; an expected output missing from `actual` fails.
 ComparisonReport compare_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,

@@ -67,7 +67,7 @@ core::Result<Executor> Executor::create(const onnx::ModelProto& model, const Exe
   auto impl = std::make_unique<Impl>();
   try {
     RC_CHECK(detail::build_step_list(model, options, *impl));
-    impl->runs = 1;  // building ran every step once, on the creation inputs
+    impl->runs = 1;            // building ran every step once, on the creation inputs
     impl->planning = nullptr;  // what fails from here on is the arena, not a node
     if (options.plan_memory) detail::place_in_arena(*impl);
   } catch (const TensorSizeError& e) {
@@ -187,20 +187,18 @@ const MemoryPlan& Executor::memory_plan() const { return impl_->memory; }
 const std::vector<NodePlacement>& Executor::placements() const { return impl_->placements; }
 
 size_t Executor::count(Placement placement) const {
-  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
-                                           [&](const NodePlacement& p) { return p.placement == placement; }));
+  return static_cast<size_t>(
+      std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) { return p.placement == placement; }));
 }
 
 size_t Executor::count(const std::string& op_type, Placement placement) const {
-  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
-    return p.placement == placement && p.op_type == op_type;
-  }));
+  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
+                                           [&](const NodePlacement& p) { return p.placement == placement && p.op_type == op_type; }));
 }
 
 size_t Executor::count_fused(const std::string& op_type) const {
-  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
-    return !p.fusion.empty() && p.op_type == op_type;
-  }));
+  return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
+                                           [&](const NodePlacement& p) { return !p.fusion.empty() && p.op_type == op_type; }));
 }
 
 std::string describe_placement(const NodePlacement& placement) {
@@ -240,9 +238,8 @@ std::string Executor::placement_summary() const {
   }
   if (fused_activations > 0) text += "; fused activations " + std::to_string(fused_activations) + " (" + activations + ")";
   const auto noted = [&](const char* what) {
-    return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
-      return p.note.find(what) != std::string::npos;
-    }));
+    return static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
+                                             [&](const NodePlacement& p) { return p.note.find(what) != std::string::npos; }));
   };
   if (const size_t extended = noted("zero-extended"); extended > 0) {
     text += "; zero-extended depthwise kernels " + std::to_string(extended);
@@ -252,9 +249,8 @@ std::string Executor::placement_summary() const {
   }
   if (const size_t norms = noted(detail::kGroupNormNote); norms > 0) {
     const std::string step_note = std::string(detail::kGroupNormNote) + " (";
-    const auto steps = static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(), [&](const NodePlacement& p) {
-      return p.note.rfind(step_note, 0) == 0;
-    }));
+    const auto steps = static_cast<size_t>(std::count_if(impl_->placements.begin(), impl_->placements.end(),
+                                                         [&](const NodePlacement& p) { return p.note.rfind(step_note, 0) == 0; }));
     text += "; " + std::string(detail::kGroupNormNote) + " " + std::to_string(steps) + " (" + std::to_string(norms) + " nodes)";
   }
   if (const size_t permutes = noted(detail::kChannelPermuteNote); permutes > 0) {

@@ -21,9 +21,9 @@
 // from a Conv that nothing else reads, each Conv writes straight into its channel slice of the Concat's buffer
 // (XNNPACK's output pixel stride = total channels, output pointer = channel offset) and the Concat copies nothing.
 // Placements record it (NodePlacement::fusion), so a benchmark can say so. Both graphs fuse activations as a real
-// XNNPACK runtime does: a Relu or Clip that alone reads a Conv's output becomes the Conv's output range. This XNNPACK has no nearest resize, so
-// a real XNNPACK runtime runs nearest Resize in its host's optimized kernel; likewise an integer-factor nearest
-// upsample here runs on a row/pixel replication kernel in the input's layout (placed as reference, with a note).
+// XNNPACK runtime does: a Relu or Clip that alone reads a Conv's output becomes the Conv's output range. This XNNPACK has no nearest
+// resize, so a real XNNPACK runtime runs nearest Resize in its host's optimized kernel; likewise an integer-factor nearest upsample here
+// runs on a row/pixel replication kernel in the input's layout (placed as reference, with a note).
 #pragma once
 
 #include <cstddef>
@@ -47,7 +47,7 @@ struct ExecutorOptions {
   // Creation inputs given explicitly; any graph input not listed here gets seeded random values.
   std::vector<NamedTensor> inputs;
   uint64_t seed = 0;
-  size_t threads = 1;        // pthreadpool workers; 1 runs XNNPACK on the calling thread
+  size_t threads = 1;  // pthreadpool workers; 1 runs XNNPACK on the calling thread
   // false runs every node on the plain reference kernels, including nearest Resize (to isolate an XNNPACK
   // problem, or to check a faster kernel against them).
   bool use_xnnpack = true;
@@ -81,10 +81,10 @@ const char* placement_name(Placement placement);
 
 // Where one node ran.
 struct NodePlacement {
-  std::string node;     // describe_node(): "Conv 'c1'" or "Conv producing 'y'"
+  std::string node;  // describe_node(): "Conv 'c1'" or "Conv producing 'y'"
   std::string op_type;
   Placement placement = Placement::kReference;
-  std::string reason;   // why a node that could have run on XNNPACK did not (empty otherwise)
+  std::string reason;  // why a node that could have run on XNNPACK did not (empty otherwise)
   // How the node was fused with its neighbours (empty when it was not): on a Concat
   // "fused: phase convs write into slices", on each such Conv "fused: writes into Concat 'cat' channels [0, 8)";
   // on a Relu or Clip "fused into Conv 'c'", and on that Conv "fused: Relu 'r' is its output range".
@@ -106,9 +106,9 @@ inline constexpr const char* kGraphIoRow = "(graph inputs/outputs)";
 // Time of one op type (or one of the rows above), summed over the profiled runs.
 struct OpTime {
   std::string op_type;
-  double ms = 0;      // summed over ExecutorProfile::runs
-  size_t nodes = 0;   // nodes of this type that run as steps; for the conversion row, nodes that trigger one
-  double share = 0;   // ms / ExecutorProfile::total_ms, in [0, 1]
+  double ms = 0;     // summed over ExecutorProfile::runs
+  size_t nodes = 0;  // nodes of this type that run as steps; for the conversion row, nodes that trigger one
+  double share = 0;  // ms / ExecutorProfile::total_ms, in [0, 1]
 };
 
 // Time of one node, summed over the profiled runs.
@@ -123,8 +123,8 @@ struct NodeTime {
 
 // Where the time of the profiled runs went. by_op rows add up to total_ms (up to clock rounding).
 struct ExecutorProfile {
-  size_t runs = 0;        // run() and run_steps() calls made while profiling
-  double total_ms = 0;    // their wall time, summed
+  size_t runs = 0;                  // run() and run_steps() calls made while profiling
+  double total_ms = 0;              // their wall time, summed
   std::vector<OpTime> by_op;        // slowest first
   std::vector<NodeTime> top_nodes;  // the slowest nodes, slowest first
 };

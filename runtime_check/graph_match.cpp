@@ -8,16 +8,16 @@
 #include <map>
 #include <set>
 
+#include "graph_match_internal.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
-#include "graph_match_internal.h"
 
 namespace dwdeconv::runtime_check {
 namespace {
 
-using onnx_io::describe_node;
 using detail::node_reads;
 using detail::same_graph;
+using onnx_io::describe_node;
 
 std::map<std::string, int> producers(const onnx::GraphProto& graph) {
   std::map<std::string, int> producer;
@@ -117,12 +117,13 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 // emitted ops are affine in x (constant Pad, Conv with constant weights, Concat, DepthToSpace) or ignore its values
 // (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
-  static const std::set<std::string> kEmitted{"Pad", "Conv", "Concat", "DepthToSpace", "Gather", "Transpose", "Shape",
-                                              "ConstantOfShape", "Constant", "Resize"};
+  static const std::set<std::string> kEmitted{"Pad",       "Conv",  "Concat",          "DepthToSpace", "Gather",
+                                              "Transpose", "Shape", "ConstantOfShape", "Constant",     "Resize"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
-    return where + " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
-                   "ConstantOfShape, Constant, Resize)";
+    return where +
+           " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
+           "ConstantOfShape, Constant, Resize)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
@@ -155,8 +156,8 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
     // (X, scales) at opset 10, (X, roi, scales) after it: constant scales, no sizes, the mode asked for above.
     const bool constants = node.input_size() >= 2 && node.input_size() <= 3 && constant(node.input(node.input_size() - 1)) &&
                            (node.input_size() == 2 || node.input(1).empty() || constant(node.input(1)));
-    const bool nearest = std::any_of(node.attribute().begin(), node.attribute().end(),
-                                     [](const onnx::AttributeProto& a) { return a.name() == "mode"; });
+    const bool nearest =
+        std::any_of(node.attribute().begin(), node.attribute().end(), [](const onnx::AttributeProto& a) { return a.name() == "mode"; });
     if (!constants || !nearest) return where + " is not the nearest Resize by constant scales the rewrite emits";
   }
   return "";
@@ -196,9 +197,9 @@ std::string region_reads_difference(const onnx::GraphProto& graph, const std::ve
 
 // The ops of the upsampler forms the rewrite recognises (rewrite/recognisers.h), their constant chains included.
 const std::set<std::string>& upsampler_ops() {
-  static const std::set<std::string> ops{"Resize", "Mul", "Pad", "Conv", "ConvTranspose", "Identity", "Reshape", "Slice",
-                                         "ConstantOfShape", "Concat", "Transpose", "Cast", "Unsqueeze", "Squeeze",
-                                         "Expand", "Tile", "Gather", "Shape", "Constant"};
+  static const std::set<std::string> ops{"Resize",          "Mul",    "Pad",       "Conv", "ConvTranspose", "Identity", "Reshape", "Slice",
+                                         "ConstantOfShape", "Concat", "Transpose", "Cast", "Unsqueeze",     "Squeeze",  "Expand",  "Tile",
+                                         "Gather",          "Shape",  "Constant"};
   return ops;
 }
 
@@ -211,8 +212,9 @@ const std::set<std::string>& upsampler_ops() {
 std::string original_region_node_difference(const onnx::NodeProto& node, const Replacement& region, std::set<std::string>& from_x) {
   const std::string where = describe_node(node) + " in the original's upsampler that ends at " + region.label;
   if (!standard_domain(node) || upsampler_ops().count(node.op_type()) == 0) {
-    return where + " is not an op of the upsampler forms the rewrite replaces (Resize, Mul, Pad, Conv, ConvTranspose, "
-                   "Identity, Reshape, Slice and constant-chain ops), so per-node mode cannot check it";
+    return where +
+           " is not an op of the upsampler forms the rewrite replaces (Resize, Mul, Pad, Conv, ConvTranspose, "
+           "Identity, Reshape, Slice and constant-chain ops), so per-node mode cannot check it";
   }
   const std::string& op = node.op_type();
   if (op == "Shape") return "";  // reads x's dims, not its values
@@ -360,8 +362,7 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
   return "";
 }
 
-std::vector<Replacement> replacements_from_record(const onnx::ModelProto& original,
-                                                  const std::vector<core::ReplacedRegion>& regions) {
+std::vector<Replacement> replacements_from_record(const onnx::ModelProto& original, const std::vector<core::ReplacedRegion>& regions) {
   const auto& graph = original.graph();
   const auto producer = producers(graph);
   std::vector<std::pair<int, Replacement>> ordered;
@@ -393,7 +394,8 @@ std::string record_difference(const std::vector<Replacement>& recorded, const st
   for (const auto& r : found) by_y[r.y] = &r;
   for (const auto& r : recorded) {
     const auto it = by_y.find(r.y);
-    if (it == by_y.end()) return "the rewrite recorded replacing " + r.label + ", but the rewritten model still computes '" + r.y + "' as the original does";
+    if (it == by_y.end())
+      return "the rewrite recorded replacing " + r.label + ", but the rewritten model still computes '" + r.y + "' as the original does";
     // A region the graphs alone cannot resolve (x == "" and a problem: e.g. a mask built from Shape(x) reads x
     // twice) takes the record's x; difference_outside_replacements() then checks the region read from it.
     if (it->second->x != r.x && !it->second->x.empty()) {

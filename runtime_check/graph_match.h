@@ -49,8 +49,7 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
 // The replaced upsamplers as the rewriter recorded them (rewrite::NodeReport::region, main graph only), in the
 // original's graph order: what the tool knows it replaced, not what a diff of the graphs suggests. A region whose
 // output the original's main graph does not compute gets a `problem`.
-std::vector<Replacement> replacements_from_record(const onnx::ModelProto& original,
-                                                  const std::vector<core::ReplacedRegion>& regions);
+std::vector<Replacement> replacements_from_record(const onnx::ModelProto& original, const std::vector<core::ReplacedRegion>& regions);
 
 // "" when `recorded` and `found` (find_replacements() of the same two models) name the same upsamplers with the same
 // input (or `found` names none for it: the graphs alone cannot tell), else a phrase saying where the record and the

@@ -9,19 +9,19 @@
 #include <set>
 #include <tuple>
 
+#include "graph_match_internal.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
 #include "onnx_io/tensor.h"
-#include "graph_match_internal.h"
 #include "runtime_check/tensor.h"
 
 namespace dwdeconv::runtime_check {
 namespace {
 
-using onnx_io::describe_node;
-using onnx_io::describe_type;
 using detail::node_reads;
 using detail::same_graph;
+using onnx_io::describe_node;
+using onnx_io::describe_type;
 
 // Equal element values (bit for bit), whatever the storage form (raw_data or a typed field). Names are not compared.
 bool same_tensor(const onnx::TensorProto& a, const onnx::TensorProto& b) {
@@ -41,8 +41,7 @@ bool same_tensor(const onnx::TensorProto& a, const onnx::TensorProto& b) {
   }
   if (is_float_type(a.data_type())) {
     const auto va = onnx_io::to_doubles(a), vb = onnx_io::to_doubles(b);
-    return va.ok() && vb.ok() && va->size() == vb->size() &&
-           std::memcmp(va->data(), vb->data(), va->size() * sizeof(double)) == 0;
+    return va.ok() && vb.ok() && va->size() == vb->size() && std::memcmp(va->data(), vb->data(), va->size() * sizeof(double)) == 0;
   }
   onnx::TensorProto a_unnamed = a, b_unnamed = b;  // strings and other types: the same message
   a_unnamed.clear_name();
@@ -96,11 +95,12 @@ std::string subgraph_hint(const onnx::NodeProto& node, const std::string& where)
 std::string node_difference(const onnx::NodeProto& a, const onnx::NodeProto& b, const std::string& where) {
   const auto domain = [](const onnx::NodeProto& n) { return n.domain() == "ai.onnx" ? std::string() : n.domain(); };
   if (a.op_type() != b.op_type() || domain(a) != domain(b)) {
-    return describe_node(a) + where + " is " + (b.domain().empty() ? "" : b.domain() + "::") + b.op_type() +
-           " in the rewritten model" + subgraph_hint(a, where);
+    return describe_node(a) + where + " is " + (b.domain().empty() ? "" : b.domain() + "::") + b.op_type() + " in the rewritten model" +
+           subgraph_hint(a, where);
   }
   if (!std::equal(a.input().begin(), a.input().end(), b.input().begin(), b.input().end())) {
-    return describe_node(a) + where + " reads " + quoted_list(a.input()) + " in the original, " + quoted_list(b.input()) + " in the rewritten model";
+    return describe_node(a) + where + " reads " + quoted_list(a.input()) + " in the original, " + quoted_list(b.input()) +
+           " in the rewritten model";
   }
   std::map<std::string, const onnx::AttributeProto*> a_attrs, b_attrs;
   for (const auto& attr : a.attribute()) a_attrs[attr.name()] = &attr;
@@ -109,8 +109,7 @@ std::string node_difference(const onnx::NodeProto& a, const onnx::NodeProto& b, 
     const auto it = b_attrs.find(name);
     const std::string label = describe_node(a) + where + ": attribute '" + name + "'";
     if (it == b_attrs.end()) return label + " is missing from the rewritten model";
-    if (auto d = attribute_difference(*attr, *it->second, where + " in attribute '" + name + "' of " + describe_node(a));
-        !d.empty()) {
+    if (auto d = attribute_difference(*attr, *it->second, where + " in attribute '" + name + "' of " + describe_node(a)); !d.empty()) {
       return attr->type() == onnx::AttributeProto::GRAPH || attr->type() == onnx::AttributeProto::GRAPHS ? d : label + " " + d;
     }
   }
@@ -138,7 +137,8 @@ std::string value_info_difference(const ValueInfos& a, const ValueInfos& b, cons
       const std::string a_type = describe_type(v->type()), b_type = describe_type(it->second->type());
       return what + " '" + v->name() + "'" + where + " has another type in the rewritten model (" +
              (a_type != b_type ? a_type + " in the original, " + b_type + " in the rewritten model"
-                               : a_type + " in both, with another denotation of the type or of a dim") + ")";
+                               : a_type + " in both, with another denotation of the type or of a dim") +
+             ")";
     }
     by_name.erase(it);
   }

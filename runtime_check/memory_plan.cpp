@@ -40,9 +40,9 @@ size_t plan_arena(std::vector<ArenaValue>& values) {
     }
     value.offset = offset;
     arena = std::max(arena, offset + size);
-    placed.insert(std::upper_bound(placed.begin(), placed.end(), index,
-                                   [&](size_t a, size_t b) { return values[a].offset < values[b].offset; }),
-                  index);
+    placed.insert(
+        std::upper_bound(placed.begin(), placed.end(), index, [&](size_t a, size_t b) { return values[a].offset < values[b].offset; }),
+        index);
   }
   return arena;
 }

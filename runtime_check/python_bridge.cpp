@@ -14,8 +14,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "core/cleanup.h"
 #include "core/text.h"
@@ -111,12 +111,12 @@ std::string resolve_program(const std::string& program) {
   return program;
 }
 
-// Runs `argv` (argv[0] looked up on PATH where the tool was started) in the directory `cwd` with `pythonpath` in front of $PYTHONPATH, stdout and
-// stderr to files. `cwd` is a scratch directory of this run: `python -m` puts its working directory first on sys.path,
-// and the user's (a shared /tmp, say) may hold anyone's modules. Returns the exit status (128 + signal when killed),
-// or an error (kUsage) when it cannot be started.
-core::Result<int> run_process(const std::vector<std::string>& argv, const std::string& pythonpath, const fs::path& cwd,
-                              const fs::path& out, const fs::path& err) {
+// Runs `argv` (argv[0] looked up on PATH where the tool was started) in the directory `cwd` with `pythonpath` in front of $PYTHONPATH,
+// stdout and stderr to files. `cwd` is a scratch directory of this run: `python -m` puts its working directory first on sys.path, and the
+// user's (a shared /tmp, say) may hold anyone's modules. Returns the exit status (128 + signal when killed), or an error (kUsage) when it
+// cannot be started.
+core::Result<int> run_process(const std::vector<std::string>& argv, const std::string& pythonpath, const fs::path& cwd, const fs::path& out,
+                              const fs::path& err) {
   std::vector<std::string> env_text;
   const char* old = std::getenv("PYTHONPATH");
   env_text.push_back("PYTHONPATH=" + pythonpath + (old != nullptr && *old != '\0' ? ":" + std::string(old) : ""));
@@ -231,7 +231,8 @@ std::string converter_logs_to_debug(std::string message, const fs::path& scratch
 // Why `st` (of `path`) lets someone other than this user or root change it, or "": owned by another user, or writable by
 // its group or by others (a directory with the sticky bit excepted when `sticky_ok`: others cannot rename what is in it).
 std::string foreign(const fs::path& path, const struct stat& st, bool sticky_ok) {
-  if (st.st_uid != 0 && st.st_uid != ::geteuid()) return path.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return path.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
   const bool sticky = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(sticky_ok && sticky)) return path.string() + " is writable by its group or by others";
   return "";
@@ -260,8 +261,7 @@ core::Error import_error(const std::string& runtime, const std::string& python, 
 
 // `model` with each graph input's dims set to those of its input tensor, so that every converter sees static shapes
 // (onnx2tf and torch.export need them), written to `path` (with external data when it is too large for one file).
-core::Status write_static_model(const onnx::ModelProto& model, const std::vector<NamedTensor>& inputs,
-                                const fs::path& path) {
+core::Status write_static_model(const onnx::ModelProto& model, const std::vector<NamedTensor>& inputs, const fs::path& path) {
   onnx::ModelProto copy = model;
   for (auto& in : *copy.mutable_graph()->mutable_input()) {
     for (const auto& t : inputs) {
@@ -348,10 +348,10 @@ core::Status probe_python_runtime(const PythonSide& side) {
     if (f[0] == "error" && f.size() >= 6 && f[1] == "import") return import_error(side.runtime, python, f);
   }
   if (*status != 0) {
-    return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": the Python interpreter '" + python +
-                                                    "' failed to run the module (exit " + std::to_string(*status) + "): " +
-                                                    last_lines(read_text(scratch.path / "err") + said, 3) +
-                                                    "; give --python PATH or set DWDECONV_PYTHON to a Python " + python_minimum() + " or newer"};
+    return core::Error{core::ErrorKind::kUsage,
+                       "--runtime " + side.runtime + ": the Python interpreter '" + python + "' failed to run the module (exit " +
+                           std::to_string(*status) + "): " + last_lines(read_text(scratch.path / "err") + said, 3) +
+                           "; give --python PATH or set DWDECONV_PYTHON to a Python " + python_minimum() + " or newer"};
   }
   if (const std::string bad = unreadable_answer(answer_lines(said)); !bad.empty()) {
     return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": the Python interpreter '" + python +
@@ -374,13 +374,13 @@ core::Status probe_python_runtime(const PythonSide& side) {
   }
   const std::string named = exe == python ? exe : "'" + python + "' (" + exe + ",";
   return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": the Python interpreter " + named +
-                                                  (exe == python ? " (" : " ") + "Python " + version + ") lacks " + missing + "; install with: " + exe + " -m pip install" +
-                                                  pip + pinned + ", or give --python PATH / DWDECONV_PYTHON naming one that has them"};
+                                                  (exe == python ? " (" : " ") + "Python " + version + ") lacks " + missing +
+                                                  "; install with: " + exe + " -m pip install" + pip + pinned +
+                                                  ", or give --python PATH / DWDECONV_PYTHON naming one that has them"};
 }
 
-core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original,
-                                         const onnx::ModelProto& rewritten, const std::vector<NamedTensor>& inputs,
-                                         size_t threads, size_t runs, size_t profile_runs) {
+core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                         const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs) {
   ScratchDir scratch;
   if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
   auto pythonpath = private_pythonpath(scratch.path, side.package);
@@ -388,7 +388,8 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   const fs::path in_dir = scratch.path / "inputs", out_dir = scratch.path / "outputs";
   fs::create_directories(in_dir);
   fs::create_directories(out_dir);
-  for (const auto& [model, file] : {std::pair<const onnx::ModelProto&, const char*>{original, "original.onnx"}, {rewritten, "rewritten.onnx"}}) {
+  for (const auto& [model, file] :
+       {std::pair<const onnx::ModelProto&, const char*>{original, "original.onnx"}, {rewritten, "rewritten.onnx"}}) {
     if (auto saved = write_static_model(model, inputs, scratch.path / file); !saved) return saved.error();
   }
   std::string list;
@@ -408,11 +409,28 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   }
   if (auto written = write_file(in_dir / "inputs.txt", list); !written) return written.error();
   const std::string& python = side.python;
-  std::vector<std::string> argv = {python, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", side.runtime,
-                                   "--work", (scratch.path / "work").string(), "--original", (scratch.path / "original.onnx").string(),
-                                   "--rewritten", (scratch.path / "rewritten.onnx").string(), "--inputs", in_dir.string(),
-                                   "--out", out_dir.string(), "--threads", std::to_string(threads),
-                                   "--runs", std::to_string(runs), "--profile-runs", std::to_string(profile_runs)};
+  std::vector<std::string> argv = {python,
+                                   "-m",
+                                   "dwdeconv_rewrite.runtimes",
+                                   "check",
+                                   "--runtime",
+                                   side.runtime,
+                                   "--work",
+                                   (scratch.path / "work").string(),
+                                   "--original",
+                                   (scratch.path / "original.onnx").string(),
+                                   "--rewritten",
+                                   (scratch.path / "rewritten.onnx").string(),
+                                   "--inputs",
+                                   in_dir.string(),
+                                   "--out",
+                                   out_dir.string(),
+                                   "--threads",
+                                   std::to_string(threads),
+                                   "--runs",
+                                   std::to_string(runs),
+                                   "--profile-runs",
+                                   std::to_string(profile_runs)};
   auto status = run_process(argv, *pythonpath, scratch.path, scratch.path / "python.out", scratch.path / "python.err");
   if (!status) return status.error();
   const std::string answer = read_text(out_dir / "result.jsonl");
@@ -423,8 +441,10 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   std::string error;
   const auto lines = answer_lines(answer);
   if (const std::string bad = unreadable_answer(lines); !bad.empty()) {
-    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
-                                                       "check answered a line that is not JSON: " + bad};
+    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": " + python +
+                                                           " -m dwdeconv_rewrite.runtimes "
+                                                           "check answered a line that is not JSON: " +
+                                                           bad};
   }
   for (const auto& f : lines) {
     const std::string& kind = f[0];
@@ -436,8 +456,9 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
       (f[1] == "original" ? run.original_outside : run.rewritten_outside) = f[2];
     } else if (kind == "output" && f.size() >= 4) {
       auto tensor = load_tensor_file(f[3]);
-      if (!tensor) return core::Error{core::ErrorKind::kInvalidModel, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
-                                                                          run.runtime.label + ": " + tensor.error().message};
+      if (!tensor)
+        return core::Error{core::ErrorKind::kInvalidModel, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
+                                                               run.runtime.label + ": " + tensor.error().message};
       tensor->name = f[2];
       (f[1] == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
     } else if (kind == "sample" && f.size() >= 3) {
@@ -463,9 +484,11 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
     return core::Error{core::ErrorKind::kInvalidModel, converter_logs_to_debug(error, scratch.path)};
   }
   if (*status != 0 || answer.empty()) {
-    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes "
-                                                       "check failed (exit " + std::to_string(*status) + "): " +
-                                                       last_lines(read_text(scratch.path / "python.err"), 3)};
+    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": " + python +
+                                                           " -m dwdeconv_rewrite.runtimes "
+                                                           "check failed (exit " +
+                                                           std::to_string(*status) +
+                                                           "): " + last_lines(read_text(scratch.path / "python.err"), 3)};
   }
   return run;
 }

@@ -65,7 +65,7 @@ struct PythonRun {
   std::vector<double> rewritten_samples_ms;
   std::vector<NodeMs> original_nodes;
   std::vector<NodeMs> rewritten_nodes;
-  std::string original_outside;   // ops left outside the XNNPACK delegate ("" when the runtime has none)
+  std::string original_outside;  // ops left outside the XNNPACK delegate ("" when the runtime has none)
   std::string rewritten_outside;
 };
 
@@ -89,9 +89,8 @@ core::Status probe_python_runtime(const PythonSide& side);
 // interleaved pairs when runs > 0 and profiling `profile_runs` runs of each. Errors: kInvalidModel when a converter
 // fails (its stage and message) or a converted model fails to run; kUsage when the interpreter or the module cannot
 // be started. Nothing of the run (scratch files, child processes) outlives it, however it ends.
-core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original,
-                                         const onnx::ModelProto& rewritten, const std::vector<NamedTensor>& inputs,
-                                         size_t threads, size_t runs, size_t profile_runs);
+core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                         const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs);
 
 // --verify's result from a Python run: every output of the rewritten model against the original's, by name, under
 // `tolerances`.

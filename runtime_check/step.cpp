@@ -1,7 +1,7 @@
 #include "step.h"
 
-#include "onnx_io/attributes.h"
 #include "internal.h"
+#include "onnx_io/attributes.h"
 #include "ops/ops.h"
 
 namespace dwdeconv::runtime_check::detail {
@@ -129,8 +129,7 @@ namespace {
 
 class ReferenceStep : public Step {
  public:
-  ReferenceStep(const onnx::NodeProto& node, int64_t opset, std::vector<int> in, std::vector<int> out,
-                bool layout_preserving)
+  ReferenceStep(const onnx::NodeProto& node, int64_t opset, std::vector<int> in, std::vector<int> out, bool layout_preserving)
       : node_(node), opset_(opset), in_(std::move(in)), out_(std::move(out)), preserving_(layout_preserving) {}
 
   core::Status run(Values& v) override {
@@ -173,8 +172,8 @@ class ReferenceStep : public Step {
 
 }  // namespace
 
-std::unique_ptr<Step> make_reference_step(const onnx::NodeProto& node, int64_t opset, std::vector<int> in,
-                                          std::vector<int> out, bool layout_preserving) {
+std::unique_ptr<Step> make_reference_step(const onnx::NodeProto& node, int64_t opset, std::vector<int> in, std::vector<int> out,
+                                          bool layout_preserving) {
   return std::make_unique<ReferenceStep>(node, opset, std::move(in), std::move(out), layout_preserving);
 }
 

@@ -161,15 +161,15 @@ class XnnStep : public Step {
   };
   std::vector<Output> more_outputs_;
   const char* setup_call_;
-  std::vector<const float*> x_;       // this run's input pointers (kept to avoid an allocation per run)
+  std::vector<const float*> x_;        // this run's input pointers (kept to avoid an allocation per run)
   std::vector<const void*> pointers_;  // this run's bound pointers
   std::vector<const void*> bound_;     // the pointers of the last setup()
 };
 
 // Runs a node on the plain reference kernels. Elementwise ops with one data input keep the producer's layout;
 // everything else reads NCHW.
-std::unique_ptr<Step> make_reference_step(const onnx::NodeProto& node, int64_t opset, std::vector<int> in,
-                                          std::vector<int> out, bool layout_preserving);
+std::unique_ptr<Step> make_reference_step(const onnx::NodeProto& node, int64_t opset, std::vector<int> in, std::vector<int> out,
+                                          bool layout_preserving);
 
 // ---------------------------------------------------------------- the families
 

@@ -20,9 +20,7 @@ namespace {
 // [kh, kw] already has one or nothing up to 25 taps does. A 1x1 kernel without padding is left alone (XNNPACK
 // runs it as a per-channel multiply-add).
 std::array<int64_t, 2> dwconv_kernel(int64_t kh, int64_t kw, bool padded) {
-  const auto has_kernel = [](int64_t taps) {
-    return std::find(kDwconvTaps.begin(), kDwconvTaps.end(), taps) != kDwconvTaps.end();
-  };
+  const auto has_kernel = [](int64_t taps) { return std::find(kDwconvTaps.begin(), kDwconvTaps.end(), taps) != kDwconvTaps.end(); };
   if (has_kernel(kh * kw) || (kh * kw == 1 && !padded)) return {kh, kw};
   std::array<int64_t, 2> best = {kh, kw};
   for (int64_t h = kh; h <= kDwconvTaps.back(); ++h) {
@@ -48,8 +46,11 @@ class ConvStep : public XnnStep {
   core::Status plan(Values& v, bool zero_extend) {
     const Tensor& x = v.peek(x_);
     const Tensor& w = v.peek(w_);
-    if (transpose_) { RC_ASSIGN(g_, resolve_conv_transpose(node_, x.dims, w.dims)); }
-    else { RC_ASSIGN(g_, resolve_conv(node_, x.dims, w.dims)); }
+    if (transpose_) {
+      RC_ASSIGN(g_, resolve_conv_transpose(node_, x.dims, w.dims));
+    } else {
+      RC_ASSIGN(g_, resolve_conv(node_, x.dims, w.dims));
+    }
     adjustment_ = {0, 0};
     for (size_t a = 0; a < 2; ++a) {
       if (transpose_) {
@@ -73,8 +74,8 @@ class ConvStep : public XnnStep {
   // "1x2 kernel zero-extended to 1x3 ..." when plan() extended the kernel; empty otherwise.
   std::string kernel_note() const {
     if (kernel_[0] == g_.kernel[0] && kernel_[1] == g_.kernel[1]) return {};
-    return std::to_string(g_.kernel[0]) + "x" + std::to_string(g_.kernel[1]) + " kernel zero-extended to " +
-           std::to_string(kernel_[0]) + "x" + std::to_string(kernel_[1]) + " for an XNNPACK depthwise microkernel";
+    return std::to_string(g_.kernel[0]) + "x" + std::to_string(g_.kernel[1]) + " kernel zero-extended to " + std::to_string(kernel_[0]) +
+           "x" + std::to_string(kernel_[1]) + " for an XNNPACK depthwise microkernel";
   }
 
   bool transpose() const { return transpose_; }
@@ -173,8 +174,8 @@ class ConvStep : public XnnStep {
           static_cast<uint32_t>(std::max<int64_t>(0, g_.pads_end[0])), static_cast<uint32_t>(g_.pads_begin[1]), static_cast<uint32_t>(kh),
           static_cast<uint32_t>(kw), static_cast<uint32_t>(g_.strides[0]), static_cast<uint32_t>(g_.strides[1]),
           static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
-          static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
-          static_cast<size_t>(cog * groups), packed_.data(), bias.empty() ? nullptr : bias.data(), min_, max_, 0, &raw);
+          static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups), static_cast<size_t>(cog * groups),
+          packed_.data(), bias.empty() ? nullptr : bias.data(), min_, max_, 0, &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_deconvolution2d_nhwc_f32", status);
     } else {
       const int64_t cog = w.dims[0] / groups, cig = w.dims[1];
@@ -192,13 +193,11 @@ class ConvStep : public XnnStep {
             }
       status = xnn_create_convolution2d_nhwc_f32(
           static_cast<uint32_t>(g_.pads_begin[0]), static_cast<uint32_t>(g_.pads_end[1] + extra_right),
-          static_cast<uint32_t>(g_.pads_end[0] + extra_bottom), static_cast<uint32_t>(g_.pads_begin[1]),
-          static_cast<uint32_t>(xkh), static_cast<uint32_t>(xkw), static_cast<uint32_t>(g_.strides[0]),
-          static_cast<uint32_t>(g_.strides[1]),
+          static_cast<uint32_t>(g_.pads_end[0] + extra_bottom), static_cast<uint32_t>(g_.pads_begin[1]), static_cast<uint32_t>(xkh),
+          static_cast<uint32_t>(xkw), static_cast<uint32_t>(g_.strides[0]), static_cast<uint32_t>(g_.strides[1]),
           static_cast<uint32_t>(g_.dilations[0]), static_cast<uint32_t>(g_.dilations[1]), static_cast<uint32_t>(groups),
-          static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups),
-          static_cast<size_t>(output_pixel_stride), packed_.data(), bias.empty() ? nullptr : bias.data(), min_, max_, 0,
-          &raw);
+          static_cast<size_t>(cig), static_cast<size_t>(cog), static_cast<size_t>(cig * groups), static_cast<size_t>(output_pixel_stride),
+          packed_.data(), bias.empty() ? nullptr : bias.data(), min_, max_, 0, &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_convolution2d_nhwc_f32", status);
     }
     ops_.clear();
@@ -214,10 +213,10 @@ class ConvStep : public XnnStep {
   ConvGeometry g_;
   std::array<int64_t, 2> kernel_{};      // the kernel XNNPACK runs (a zero-extended depthwise kernel, see plan())
   std::array<int64_t, 2> adjustment_{};  // deconvolution: output_padding plus any extra end output
-  std::vector<float> packed_;  // the weights in XNNPACK's order, only while create() hands them over
+  std::vector<float> packed_;            // the weights in XNNPACK's order, only while create() hands them over
   uint64_t weights_stamp_ = ~uint64_t{0};
   float min_ = kNoMin, max_ = kNoMax;  // output range: a fused Relu or Clip (fuse_activation)
-  int target_ = -1;  // fused: the Concat output slot this Conv writes into (-1: its own output y_)
+  int target_ = -1;                    // fused: the Concat output slot this Conv writes into (-1: its own output y_)
   std::vector<int64_t> target_dims_;
   int64_t target_offset_ = 0;  // first channel of this Conv's slice in the target
 };
@@ -226,8 +225,7 @@ core::Result<Built> make_conv_step(const NodeIo& io, Values& v, bool zero_extend
   const Tensor& x = v.peek(io.input(0));
   if (x.dims.size() != 4) return declined("only 2-D convolutions run on XNNPACK");
   if (io.input(1) < 0 || !v.peek(io.input(1)).is_float()) return declined("missing W");
-  auto step = std::make_unique<ConvStep>(io.node, io.node.op_type() == "ConvTranspose", io.input(0), io.input(1),
-                                         io.input(2), io.out[0]);
+  auto step = std::make_unique<ConvStep>(io.node, io.node.op_type() == "ConvTranspose", io.input(0), io.input(1), io.input(2), io.out[0]);
   auto planned = step->plan(v, zero_extend_depthwise);
   if (!planned.ok()) return declined(planned.error().message);
   std::string note = step->kernel_note();
@@ -239,9 +237,7 @@ bool is_transpose(const ConvStep& conv) { return conv.transpose(); }
 
 bool has_output_range(const ConvStep& conv) { return conv.has_output_range(); }
 
-core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float hi) {
-  return conv.fuse_activation(v, y, lo, hi);
-}
+core::Status fuse_activation(ConvStep& conv, Values& v, int y, float lo, float hi) { return conv.fuse_activation(v, y, lo, hi); }
 
 core::Status write_into(ConvStep& conv, Values& v, int target, const std::vector<int64_t>& target_dims, int64_t offset) {
   return conv.write_into(v, target, target_dims, offset);

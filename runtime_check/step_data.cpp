@@ -1,8 +1,8 @@
 // Data movement steps: constant Pad, channel Concat (copied or fused), DepthToSpace, innermost-axis Split.
 #include <cstring>
 
-#include "onnx_io/attributes.h"
 #include "internal.h"
+#include "onnx_io/attributes.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 #include "step.h"
@@ -21,7 +21,10 @@ class PadStep : public XnnStep {
     y_layout_ = v.layout(x_id);
     for (size_t a = 0; a < x.dims.size(); ++a) y_dims_.push_back(x.dims[a] + begin[a] + end[a]);
     std::vector<size_t> b, e;
-    for (size_t a = 0; a < begin.size(); ++a) { b.push_back(static_cast<size_t>(begin[a])); e.push_back(static_cast<size_t>(end[a])); }
+    for (size_t a = 0; a < begin.size(); ++a) {
+      b.push_back(static_cast<size_t>(begin[a]));
+      e.push_back(static_cast<size_t>(end[a]));
+    }
     if (y_layout_ == Layout::kNhwc) {
       b = {b[0], b[2], b[3], b[1]};
       e = {e[0], e[2], e[3], e[1]};
@@ -41,8 +44,7 @@ class PadStep : public XnnStep {
 
  protected:
   xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
-    return xnn_setup_constant_pad_nd_x32(ops_[0].get(), shape_.size(), shape_.data(), pre_.data(), post_.data(), x[0], y,
-                                         threadpool);
+    return xnn_setup_constant_pad_nd_x32(ops_[0].get(), shape_.size(), shape_.data(), pre_.data(), post_.data(), x[0], y, threadpool);
   }
 
  private:
@@ -61,8 +63,7 @@ class ConcatChannelsStep : public XnnStep {
     y_dims_[1] = 0;
     for (int id : in) {
       const Tensor& t = v.peek(id);
-      if (!t.is_float() || t.dims.size() != 4 || t.dims[0] != first.dims[0] || t.dims[2] != first.dims[2] ||
-          t.dims[3] != first.dims[3]) {
+      if (!t.is_float() || t.dims.size() != 4 || t.dims[0] != first.dims[0] || t.dims[2] != first.dims[2] || t.dims[3] != first.dims[3]) {
         return node_error(node_, "inputs differ outside the channel axis");
       }
       offsets_.push_back(y_dims_[1]);
@@ -126,8 +127,7 @@ class SplitStep : public XnnStep {
  protected:
   xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
     for (size_t k = 0; k < ops_.size(); ++k) {
-      const xnn_status status =
-          xnn_setup_copy_nc_x32(ops_[k].get(), rows_, x[0] + offsets_[k], k == 0 ? y : more_y_[k - 1], threadpool);
+      const xnn_status status = xnn_setup_copy_nc_x32(ops_[k].get(), rows_, x[0] + offsets_[k], k == 0 ? y : more_y_[k - 1], threadpool);
       if (status != xnn_status_success) return status;
     }
     return xnn_status_success;
@@ -174,8 +174,8 @@ class DepthToSpaceStep : public XnnStep {
  protected:
   xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
     const auto& d = inputs_[0].dims;
-    return xnn_setup_depth_to_space_nhwc_x32(ops_[0].get(), static_cast<size_t>(d[0]), static_cast<size_t>(d[2]),
-                                             static_cast<size_t>(d[3]), x[0], y, threadpool);
+    return xnn_setup_depth_to_space_nhwc_x32(ops_[0].get(), static_cast<size_t>(d[0]), static_cast<size_t>(d[2]), static_cast<size_t>(d[3]),
+                                             x[0], y, threadpool);
   }
 };
 
@@ -186,9 +186,9 @@ class DepthToSpaceStep : public XnnStep {
 struct ChannelPermuteJob {
   const float* x = nullptr;
   float* y = nullptr;
-  size_t w = 0, c_in = 0;        // pixels per input row, channels per input pixel
-  std::vector<size_t> index;     // Gather: the input channel of each output channel
-  size_t block = 0, c_out = 0;   // DepthToSpace CRD: block size, output channels
+  size_t w = 0, c_in = 0;       // pixels per input row, channels per input pixel
+  std::vector<size_t> index;    // Gather: the input channel of each output channel
+  size_t block = 0, c_out = 0;  // DepthToSpace CRD: block size, output channels
 };
 
 // Gather: output pixel p, channel j reads input pixel p, channel index[j].
@@ -270,7 +270,10 @@ core::Result<Built> make_pad_step(const NodeIo& io, Values& v) {
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   if (axes.empty()) {
     if (pads.size() != 2 * rank) return declined("pads length");
-    for (size_t a = 0; a < rank; ++a) { begin[a] = pads[a]; end[a] = pads[a + rank]; }
+    for (size_t a = 0; a < rank; ++a) {
+      begin[a] = pads[a];
+      end[a] = pads[a + rank];
+    }
   } else {
     if (pads.size() != 2 * axes.size()) return declined("pads length");
     for (size_t k = 0; k < axes.size(); ++k) {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "onnx_io/attributes.h"
 #include "internal.h"
+#include "onnx_io/attributes.h"
 #include "ops/ops.h"
 #include "step.h"
 
@@ -162,12 +162,11 @@ class BinaryStep : public XnnStep {
  protected:
   xnn_status setup(const std::vector<const float*>& x, float* y, pthreadpool_t threadpool) override {
     const std::string& op = node_.op_type();
-    auto setup = op == "Add" ? xnn_setup_add_nd_f32
+    auto setup = op == "Add"   ? xnn_setup_add_nd_f32
                  : op == "Sub" ? xnn_setup_subtract_nd_f32
                  : op == "Mul" ? xnn_setup_multiply_nd_f32
                                : xnn_setup_divide_nd_f32;
-    return setup(ops_[0].get(), a_shape_.size(), a_shape_.data(), b_shape_.size(), b_shape_.data(), x[0], x[1], y,
-                 threadpool);
+    return setup(ops_[0].get(), a_shape_.size(), a_shape_.data(), b_shape_.size(), b_shape_.data(), x[0], x[1], y, threadpool);
   }
 
  private:

@@ -9,13 +9,13 @@
 #include <optional>
 #include <unordered_set>
 
-#include "onnx_io/attributes.h"
-#include "onnx_io/model_io.h"
 #include "internal.h"
 #include "memory_plan.h"
+#include "onnx_io/attributes.h"
+#include "onnx_io/model_io.h"
 #include "ops/ops.h"
-#include "step_list_node.h"
 #include "runtime_check/tensor_io.h"
+#include "step_list_node.h"
 
 namespace dwdeconv::runtime_check::detail {
 namespace {
@@ -34,8 +34,7 @@ core::Status ensure_xnnpack_initialized() {
 // `held` maps a node to a later one that reads its inputs in its place (a group normalization chain's first Reshape
 // to the chain's last node, whose step reads x).
 std::vector<std::vector<int>> dead_after(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& slot_of,
-                                         const std::unordered_map<std::string, int>& readers,
-                                         const std::unordered_map<int, int>& held) {
+                                         const std::unordered_map<std::string, int>& readers, const std::unordered_map<int, int>& held) {
   const int nodes = graph.node_size();
   std::unordered_map<std::string, std::vector<int>> reader_nodes;
   for (int n = 0; n < nodes; ++n) {
@@ -164,8 +163,7 @@ namespace {
 
 // Gives every value a slot up front, so slot storage never moves, and refuses a node the op table does not
 // implement. Returns the initializers' names.
-core::Result<std::unordered_set<std::string>> assign_slots(const onnx::GraphProto& graph, int64_t opset,
-                                                           StepList& list) {
+core::Result<std::unordered_set<std::string>> assign_slots(const onnx::GraphProto& graph, int64_t opset, StepList& list) {
   auto& slot_of = list.slot_of;
   auto add_slot = [&](const std::string& name) {
     if (!name.empty() && slot_of.find(name) == slot_of.end()) slot_of.emplace(name, static_cast<int>(slot_of.size()));
@@ -259,8 +257,8 @@ void scan_inputs_and_constants(const onnx::GraphProto& graph, StepList& list) {
 // other nodes are skipped where they stand.
 struct GroupNormChains {
   std::vector<std::vector<int>> chains;
-  std::unordered_map<int, size_t> chain_of;  // node index -> its chain
-  std::unordered_map<int, int> held;         // a chain's first node -> its last, which reads x in its place
+  std::unordered_map<int, size_t> chain_of;     // node index -> its chain
+  std::unordered_map<int, int> held;            // a chain's first node -> its last, which reads x in its place
   std::vector<std::vector<size_t>> placements;  // the skipped nodes' placements, by chain
 };
 
@@ -287,8 +285,8 @@ struct CreationMemory {
 
 // What creation frees after each node when memory is planned; creation then reuses the freed buffers.
 CreationMemory plan_creation_memory(const onnx::GraphProto& graph, const ExecutorOptions& options,
-                                    const std::unordered_map<std::string, int>& readers,
-                                    const std::unordered_map<int, int>& held, StepList& list) {
+                                    const std::unordered_map<std::string, int>& readers, const std::unordered_map<int, int>& held,
+                                    StepList& list) {
   Values& v = list.values;
   CreationMemory memory;
   if (options.plan_memory) memory.dead = dead_after(graph, list.slot_of, readers, held);

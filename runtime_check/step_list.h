@@ -32,7 +32,7 @@ struct StepList {
   std::vector<std::pair<std::string, int>> inputs;   // graph inputs (name, slot)
   std::vector<std::pair<std::string, int>> outputs;  // graph outputs (name, slot)
   std::unordered_map<std::string, int> slot_of;
-  std::vector<float> arena;  // every activation when memory is planned (place_in_arena)
+  std::vector<float> arena;                   // every activation when memory is planned (place_in_arena)
   const onnx::NodeProto* planning = nullptr;  // the node being planned, for errors thrown while sizing its values
   MemoryPlan memory;
   std::optional<NonFiniteValue> non_finite;  // Executor::first_non_finite()

@@ -8,8 +8,8 @@
 #include <map>
 #include <unordered_set>
 
-#include "onnx_io/attributes.h"
 #include "internal.h"
+#include "onnx_io/attributes.h"
 #include "ops/ops.h"
 
 namespace dwdeconv::runtime_check::detail {
@@ -37,12 +37,16 @@ const std::map<std::string, XnnpackFamily>& xnnpack_families() {
   const auto any = [](std::string name) { return AttributeSpec{std::move(name), {}, {}}; };
   const auto only = [](std::string name, std::string value) { return AttributeSpec{std::move(name), {std::move(value)}, {}}; };
   const auto only_int = [](std::string name, int64_t value) { return AttributeSpec{std::move(name), {}, {value}}; };
-  const auto conv = [](const NodeIo& io, Values& v, const ExecutorOptions& o, ConvStep** c) { return make_conv_step(io, v, o.zero_extend_depthwise, c); };
+  const auto conv = [](const NodeIo& io, Values& v, const ExecutorOptions& o, ConvStep** c) {
+    return make_conv_step(io, v, o.zero_extend_depthwise, c);
+  };
   const XnnpackFactory unary = plain<make_unary_step>, binary = plain<make_binary_step>;
   static const std::map<std::string, XnnpackFamily> families = {
       {"Conv", {{any("auto_pad"), any("dilations"), any("group"), any("kernel_shape"), any("pads"), any("strides")}, conv}},
-      {"ConvTranspose", {{any("auto_pad"), any("dilations"), any("group"), any("kernel_shape"), any("pads"), any("strides"),
-                          any("output_padding"), any("output_shape")}, conv}},
+      {"ConvTranspose",
+       {{any("auto_pad"), any("dilations"), any("group"), any("kernel_shape"), any("pads"), any("strides"), any("output_padding"),
+         any("output_shape")},
+        conv}},
       {"Relu", {{}, unary}},
       {"LeakyRelu", {{any("alpha")}, unary}},
       {"Sigmoid", {{}, unary}},
@@ -62,18 +66,22 @@ const std::map<std::string, XnnpackFamily>& xnnpack_families() {
       {"Concat", {{any("axis")}, plain<make_concat_step>}},
       {"DepthToSpace", {{any("blocksize"), only("mode", "DCR")}, plain<make_depth_to_space_step>}},
       // storage_order orders only MaxPool's Indices output, which the op table refuses.
-      {"MaxPool", {{any("auto_pad"), any("ceil_mode"), any("dilations"), any("kernel_shape"), any("pads"),
-                    any("storage_order"), any("strides")}, plain<make_pool_step>}},
-      {"AveragePool", {{any("auto_pad"), any("ceil_mode"), only_int("count_include_pad", 0), any("dilations"),
-                        any("kernel_shape"), any("pads"), any("strides")}, plain<make_pool_step>}},
+      {"MaxPool",
+       {{any("auto_pad"), any("ceil_mode"), any("dilations"), any("kernel_shape"), any("pads"), any("storage_order"), any("strides")},
+        plain<make_pool_step>}},
+      {"AveragePool",
+       {{any("auto_pad"), any("ceil_mode"), only_int("count_include_pad", 0), any("dilations"), any("kernel_shape"), any("pads"),
+         any("strides")},
+        plain<make_pool_step>}},
       {"GlobalAveragePool", {{}, plain<make_global_average_pool_step>}},
       // Bilinear only: cubic_coeff_a and nearest_mode apply to other modes, extrapolation_value only to
       // tf_crop_and_resize, which is not taken.
-      {"Resize", {{only("mode", "linear"),
-                   AttributeSpec{"coordinate_transformation_mode", {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"}, {}},
-                   only_int("exclude_outside", 0), any("cubic_coeff_a"), any("nearest_mode"), any("extrapolation_value"),
-                   only("keep_aspect_ratio_policy", "stretch")},
-                  plain<make_resize_step>}},
+      {"Resize",
+       {{only("mode", "linear"),
+         AttributeSpec{"coordinate_transformation_mode", {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"}, {}},
+         only_int("exclude_outside", 0), any("cubic_coeff_a"), any("nearest_mode"), any("extrapolation_value"),
+         only("keep_aspect_ratio_policy", "stretch")},
+        plain<make_resize_step>}},
       // Upsample-7 and -9 are Resize-10 (asymmetric) for scales >= 1: bilinear on the same step.
       {"Upsample", {{only("mode", "linear"), any("scales")}, plain<make_resize_step>}},
       {"MatMul", {{}, plain<make_fully_connected_step>}},
@@ -121,8 +129,7 @@ constexpr const char* kFusedConcatNote = "fused: input Convs write into its chan
 // Applies when every Concat input comes from an XNNPACK Conv (not ConvTranspose) and is read by nothing else (not
 // another node, not twice by this Concat, not a graph output). Returns null, changing nothing, when it does not.
 // Re-runs the redirected Convs once, so y holds the creation-time values like every other planned step's output.
-core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io,
-                                                    const std::unordered_map<int, ConvProducer>& conv_producers,
+core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io, const std::unordered_map<int, ConvProducer>& conv_producers,
                                                     const std::unordered_map<std::string, int>& readers, Values& v,
                                                     std::vector<NodePlacement>& placements) {
   const auto& in = io.in;
@@ -142,8 +149,8 @@ core::Result<std::unique_ptr<Step>> try_fuse_concat(const NodeIo& io,
     if (read == readers.end() || read->second != 1) return std::unique_ptr<Step>{};
     const Tensor& t = v.peek(in[k]);
     const Tensor& first = v.peek(in[0]);
-    if (!t.is_float() || t.dims.size() != 4 || t.dtype != first.dtype || t.dims[0] != first.dims[0] ||
-        t.dims[2] != first.dims[2] || t.dims[3] != first.dims[3]) {
+    if (!t.is_float() || t.dims.size() != 4 || t.dtype != first.dtype || t.dims[0] != first.dims[0] || t.dims[2] != first.dims[2] ||
+        t.dims[3] != first.dims[3]) {
       return std::unique_ptr<Step>{};
     }
     producers.push_back(found->second);
@@ -222,7 +229,10 @@ core::Result<NodeSlots> node_slots(const onnx::NodeProto& node, const StepList& 
   std::vector<int> in, out;
   bool all_constant = true;
   for (const auto& name : node.input()) {
-    if (name.empty()) { in.push_back(-1); continue; }
+    if (name.empty()) {
+      in.push_back(-1);
+      continue;
+    }
     const auto it = slot_of.find(name);
     if (it == slot_of.end() || !v.slots[static_cast<size_t>(it->second)].defined) {
       return node_error(node, "input '" + name + "' is not produced by any earlier node, initializer or graph input");
@@ -278,13 +288,11 @@ core::Result<bool> plan_fused_concat(const NodeIo& io, NodePlanner& planner, Nod
 
 // Plans a Relu or Clip as the output range of the Conv it reads (try_fuse_activation()); false, changing nothing,
 // when it cannot be.
-core::Result<bool> plan_fused_activation(const NodeIo& io, NodePlanner& planner, NodePlacement& placement,
-                                         StepList& list) {
+core::Result<bool> plan_fused_activation(const NodeIo& io, NodePlanner& planner, NodePlacement& placement, StepList& list) {
   const onnx::NodeProto& node = io.node;
   const auto& out = io.out;
   Values& v = list.values;
-  RC_ASSIGN(const std::string conv,
-            try_fuse_activation(io, planner.conv_producers, planner.readers, v, list.placements));
+  RC_ASSIGN(const std::string conv, try_fuse_activation(io, planner.conv_producers, planner.readers, v, list.placements));
   if (!conv.empty()) {
     placement.placement = Placement::kXnnpack;
     placement.fusion = std::string(kFusedIntoNote) + " " + conv;
@@ -297,8 +305,7 @@ core::Result<bool> plan_fused_activation(const NodeIo& io, NodePlanner& planner,
 
 // The step for a node XNNPACK does not run: the executor's own data movement, a BatchNormalization step, else the
 // reference kernels.
-std::unique_ptr<Step> fallback_step(const NodeIo& io, const ExecutorOptions& options, NodePlacement& placement,
-                                    Values& v) {
+std::unique_ptr<Step> fallback_step(const NodeIo& io, const ExecutorOptions& options, NodePlacement& placement, Values& v) {
   const onnx::NodeProto& node = io.node;
   std::unique_ptr<Step> step;
   // Data movement the executor does itself, in the value's layout: nearest replication, channel permutations.
@@ -372,8 +379,7 @@ core::Status plan_node(const onnx::NodeProto& node, NodePlanner& planner, StepLi
   return plan_step(io, planner, std::move(placement), list);
 }
 
-std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph,
-                                                const std::unordered_map<std::string, int>& readers) {
+std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& readers) {
   std::unordered_map<std::string, int> reader_node;  // by value name, when one node reads it once
   for (int n = 0; n < graph.node_size(); ++n) {
     for (const auto& name : graph.node(n).input()) {
@@ -413,9 +419,8 @@ std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph,
   return chains;
 }
 
-core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<int>& chain,
-                             const std::vector<size_t>& skipped, const std::unordered_map<std::string, int>& slot_of,
-                             int64_t opset, StepList& list) {
+core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<int>& chain, const std::vector<size_t>& skipped,
+                             const std::unordered_map<std::string, int>& slot_of, int64_t opset, StepList& list) {
   Values& v = list.values;
   std::vector<const onnx::NodeProto*> nodes;
   std::vector<std::vector<int>> ins, outs;
@@ -425,7 +430,10 @@ core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<in
     nodes.push_back(&node);
     std::vector<int> in, out;
     for (const auto& name : node.input()) {
-      if (name.empty()) { in.push_back(-1); continue; }
+      if (name.empty()) {
+        in.push_back(-1);
+        continue;
+      }
       const auto it = slot_of.find(name);
       if (it == slot_of.end() || (inside.count(name) == 0 && !v.slots[static_cast<size_t>(it->second)].defined)) {
         return node_error(node, "input '" + name + "' is not produced by any earlier node, initializer or graph input");

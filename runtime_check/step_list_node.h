@@ -59,7 +59,7 @@ struct ConvProducer {
 struct NodePlanner {
   int64_t opset;
   const ExecutorOptions& options;
-  const std::unordered_map<std::string, int>& readers;  // how many times each value is read (a graph output counts)
+  const std::unordered_map<std::string, int>& readers;   // how many times each value is read (a graph output counts)
   std::unordered_map<int, ConvProducer> conv_producers;  // by output slot
 };
 
@@ -72,14 +72,12 @@ core::Status plan_node(const onnx::NodeProto& node, NodePlanner& planner, StepLi
 // its one reader (not another node, not a graph output), so no other step can miss it. The values decide at the
 // chain's last node whether it is a group normalization (make_group_norm_step); when they do not, its nodes run
 // there one by one.
-std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph,
-                                                const std::unordered_map<std::string, int>& readers);
+std::vector<std::vector<int>> group_norm_chains(const onnx::GraphProto& graph, const std::unordered_map<std::string, int>& readers);
 
 // Plans a group normalization chain at its last node (group_norm_chains()): one step when the values make it one,
 // else each of its nodes on the reference kernels, in order. `skipped` are the placements of the nodes before the
 // last, pushed where those nodes stand.
-core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<int>& chain,
-                             const std::vector<size_t>& skipped, const std::unordered_map<std::string, int>& slot_of,
-                             int64_t opset, StepList& list);
+core::Status plan_group_norm(const onnx::GraphProto& graph, const std::vector<int>& chain, const std::vector<size_t>& skipped,
+                             const std::unordered_map<std::string, int>& slot_of, int64_t opset, StepList& list);
 
 }  // namespace dwdeconv::runtime_check::detail

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <utility>
 
-#include "onnx_io/attributes.h"
 #include "internal.h"
+#include "onnx_io/attributes.h"
 #include "step.h"
 
 namespace dwdeconv::runtime_check::detail {
@@ -104,8 +104,16 @@ class GroupNormStep : public Step {
  public:
   GroupNormStep(const onnx::NodeProto& last, int x, int y, std::vector<int64_t> dims, int64_t groups, double epsilon,
                 std::vector<double> scale, std::vector<double> bias, std::vector<double> gamma, std::vector<double> beta)
-      : node_(last), x_(x), y_(y), dims_(std::move(dims)), groups_(groups), epsilon_(epsilon), scale_(std::move(scale)),
-        bias_(std::move(bias)), gamma_(std::move(gamma)), beta_(std::move(beta)) {
+      : node_(last),
+        x_(x),
+        y_(y),
+        dims_(std::move(dims)),
+        groups_(groups),
+        epsilon_(epsilon),
+        scale_(std::move(scale)),
+        bias_(std::move(bias)),
+        gamma_(std::move(gamma)),
+        beta_(std::move(beta)) {
     const auto nc = static_cast<size_t>(dims_[0] * dims_[1]);
     a_.resize(nc);
     b_.resize(nc);
@@ -189,8 +197,8 @@ class GroupNormStep : public Step {
   int64_t groups_;
   double epsilon_;
   std::vector<double> scale_, bias_, gamma_, beta_;  // per group, per group, per channel, per channel
-  std::vector<float> a_, b_;                          // this run's y = x * a + b, per (image, channel)
-  std::vector<double> channel_sum_, channel_sq_;      // this run's sums of x and x^2 per channel of one image
+  std::vector<float> a_, b_;                         // this run's y = x * a + b, per (image, channel)
+  std::vector<double> channel_sum_, channel_sq_;     // this run's sums of x and x^2 per channel of one image
 };
 
 }  // namespace
@@ -253,12 +261,11 @@ Built make_group_norm_step(const std::vector<const onnx::NodeProto*>& chain, con
   }
   if (y < 0) return none;
   const double eps = epsilon != nullptr ? epsilon->f() : 1e-5;
-  auto step = std::make_unique<GroupNormStep>(*chain.back(), x, y, dims, groups, eps, std::move(s), std::move(b),
-                                              std::move(gamma), std::move(beta));
-  std::string note = std::string(kGroupNormNote) + " (" + std::to_string(groups) + " groups of " +
-                     std::to_string(channels / groups) + " channels, " +
-                     (v.layout(x) == Layout::kNhwc ? "NHWC" : "NCHW") + "; the step of " +
-                     std::to_string(chain.size()) + " nodes)";
+  auto step = std::make_unique<GroupNormStep>(*chain.back(), x, y, dims, groups, eps, std::move(s), std::move(b), std::move(gamma),
+                                              std::move(beta));
+  std::string note = std::string(kGroupNormNote) + " (" + std::to_string(groups) + " groups of " + std::to_string(channels / groups) +
+                     " channels, " + (v.layout(x) == Layout::kNhwc ? "NHWC" : "NCHW") + "; the step of " + std::to_string(chain.size()) +
+                     " nodes)";
   return built(std::move(step), std::move(note));
 }
 

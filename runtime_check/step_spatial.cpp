@@ -3,8 +3,8 @@
 #include <array>
 #include <cstring>
 
-#include "onnx_io/attributes.h"
 #include "internal.h"
+#include "onnx_io/attributes.h"
 #include "ops/ops.h"
 #include "step.h"
 
@@ -16,8 +16,7 @@ class SpatialStep : public XnnStep {
  public:
   enum class Kind { kMaxPool, kAveragePool, kGlobalAveragePool, kResizeBilinear };
 
-  SpatialStep(const onnx::NodeProto& node, Kind kind, int x, int y, Values& v, std::vector<int64_t> y_dims,
-              xnn_operator_t raw)
+  SpatialStep(const onnx::NodeProto& node, Kind kind, int x, int y, Values& v, std::vector<int64_t> y_dims, xnn_operator_t raw)
       : XnnStep(node, "xnn_setup (pooling/resize)"), kind_(kind) {
     y_ = y;
     y_dims_ = std::move(y_dims);
@@ -35,8 +34,8 @@ class SpatialStep : public XnnStep {
       case Kind::kAveragePool: return xnn_setup_average_pooling2d_nhwc_f32(op, n, h, w, x[0], y, threadpool);
       case Kind::kGlobalAveragePool: return xnn_setup_global_average_pooling_nwc_f32(op, n, h * w, x[0], y, threadpool);
       case Kind::kResizeBilinear:
-        return xnn_setup_resize_bilinear2d_nhwc_f32(op, n, h, w, static_cast<size_t>(y_dims_[2]),
-                                                    static_cast<size_t>(y_dims_[3]), x[0], y, threadpool);
+        return xnn_setup_resize_bilinear2d_nhwc_f32(op, n, h, w, static_cast<size_t>(y_dims_[2]), static_cast<size_t>(y_dims_[3]), x[0], y,
+                                                    threadpool);
     }
     return xnn_status_invalid_parameter;
   }
@@ -124,9 +123,8 @@ class DynamicMatMulStep : public XnnStep {
     const float* b = v.peek(b_).f.data();
     for (size_t i = 0; i < (b_batched_ ? batches_ : 1); ++i) {
       xnn_operator_t raw = nullptr;
-      const xnn_status status = xnn_create_fully_connected_nc_f32(k_, n_, k_, n_, b + i * k_ * n_,
-                                                                  bias_.empty() ? nullptr : bias_.data(), kNoMin, kNoMax,
-                                                                  flags_, &raw);
+      const xnn_status status = xnn_create_fully_connected_nc_f32(k_, n_, k_, n_, b + i * k_ * n_, bias_.empty() ? nullptr : bias_.data(),
+                                                                  kNoMin, kNoMax, flags_, &raw);
       if (status != xnn_status_success) return xnn_failure(node_, "xnn_create_fully_connected_nc_f32", status);
       add_operator(raw);
     }
@@ -167,7 +165,7 @@ void nearest_upsample_row(void* context, size_t row) {
   const auto& job = *static_cast<const NearestUpsampleJob*>(context);
   const size_t out_row = job.w * job.fw * job.inner;  // floats per output row
   const float* src = job.x + row * job.w * job.inner;
-  float* dst = job.y + row * job.fh * out_row;          // image * h * fh + iy * fh == row * fh
+  float* dst = job.y + row * job.fh * out_row;  // image * h * fh + iy * fh == row * fh
   if (job.fw == 1) {
     std::memcpy(dst, src, out_row * sizeof(float));
   } else if (job.inner == 1) {
@@ -268,8 +266,7 @@ core::Result<Built> make_pool_step(const NodeIo& io, Values& v) {
   }
   const auto kind = op == "MaxPool" ? SpatialStep::Kind::kMaxPool : SpatialStep::Kind::kAveragePool;
   return built(std::make_unique<SpatialStep>(io.node, kind, io.input(0), io.out[0], v,
-                                             std::vector<int64_t>{x.dims[0], x.dims[1], g.output_size[0], g.output_size[1]},
-                                             raw));
+                                             std::vector<int64_t>{x.dims[0], x.dims[1], g.output_size[0], g.output_size[1]}, raw));
 }
 
 core::Result<Built> make_global_average_pool_step(const NodeIo& io, Values& v) {
@@ -310,8 +307,8 @@ core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
   // that is set; an absent one means nearest, which this step does not run.
   RC_ASSIGN(const std::string mode, onnx_io::get_string(io.node, "mode", "nearest"));
   if (mode != "linear") return declined("only bilinear resize runs on XNNPACK");
-  RC_ASSIGN(const std::string coordinate, onnx_io::get_string(io.node, "coordinate_transformation_mode",
-                                                              io.opset < 11 ? "asymmetric" : "half_pixel"));
+  RC_ASSIGN(const std::string coordinate,
+            onnx_io::get_string(io.node, "coordinate_transformation_mode", io.opset < 11 ? "asymmetric" : "half_pixel"));
   if (x.dims.size() != 4) return declined("rank");
   for (size_t k = 1; k < io.in.size(); ++k) {
     if (io.in[k] >= 0 && !v.constant(io.in[k])) return declined("non-constant scales or sizes");
@@ -332,8 +329,7 @@ core::Result<Built> make_resize_step(const NodeIo& io, Values& v) {
   xnn_operator_t raw = nullptr;
   const xnn_status status = xnn_create_resize_bilinear2d_nhwc_f32(c, c, c, flags, &raw);
   if (status != xnn_status_success) return xnn_failure(io.node, "xnn_create_resize_bilinear2d_nhwc_f32", status);
-  return built(std::make_unique<SpatialStep>(io.node, SpatialStep::Kind::kResizeBilinear, io.input(0), io.out[0], v,
-                                             g.output_dims, raw));
+  return built(std::make_unique<SpatialStep>(io.node, SpatialStep::Kind::kResizeBilinear, io.input(0), io.out[0], v, g.output_dims, raw));
 }
 
 core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v) {
@@ -374,8 +370,8 @@ core::Result<Built> make_fully_connected_step(const NodeIo& io, Values& v) {
   if (!v.constant(io.input(1))) {
     // MatMul of two computed values: A [..., M, K], B [..., K, N] with A's batch dims, or a 2-D B.
     const Tensor& b = v.peek(io.input(1));
-    const bool same_batch = b.dims.size() == 2 ||
-                            (b.dims.size() == x.dims.size() && std::equal(b.dims.begin(), b.dims.end() - 2, x.dims.begin()));
+    const bool same_batch =
+        b.dims.size() == 2 || (b.dims.size() == x.dims.size() && std::equal(b.dims.begin(), b.dims.end() - 2, x.dims.begin()));
     if (op != "MatMul" || x.dims.size() < 2 || b.dims.size() < 2 || !x.is_float() || !b.is_float() || !same_batch ||
         x.dims.back() != b.dims[b.dims.size() - 2] || x.numel() == 0 || b.numel() == 0) {
       return declined("B is computed and the shapes are not batch matrices XNNPACK's fully-connected operator runs");

@@ -16,9 +16,9 @@
 #include <set>
 #include <sstream>
 
+#include "internal.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/tensor.h"
-#include "internal.h"
 
 namespace dwdeconv::runtime_check {
 
@@ -30,15 +30,14 @@ core::Result<std::vector<int64_t>> resolve_input_dims(const onnx::ValueInfoProto
   }
   const auto& tensor_type = input.type().tensor_type();
   if (!tensor_type.has_shape()) {
-    return core::invalid_model("graph input '" + input.name() + "' declares no shape; give it with --input-shape " +
-                               input.name() + "=...");
+    return core::invalid_model("graph input '" + input.name() + "' declares no shape; give it with --input-shape " + input.name() + "=...");
   }
   std::vector<int64_t> dims;
   for (const auto& d : tensor_type.shape().dim()) {
     if (!d.has_dim_value()) {
       const std::string label = d.has_dim_param() ? "symbolic dim '" + d.dim_param() + "'" : "an unknown dim";
-      return core::invalid_model("graph input '" + input.name() + "' has " + label + "; give its shape with --input-shape " +
-                                 input.name() + "=...");
+      return core::invalid_model("graph input '" + input.name() + "' has " + label + "; give its shape with --input-shape " + input.name() +
+                                 "=...");
     }
     dims.push_back(d.dim_value());
   }
@@ -83,8 +82,7 @@ core::Status check_input_sizes(const onnx::ModelProto& model, const std::map<std
 }
 
 core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto& model,
-                                                          const std::map<std::string, std::vector<int64_t>>& input_shapes,
-                                                          uint64_t seed) {
+                                                          const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<std::string> initializers;
@@ -169,7 +167,8 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
   const std::string descr = header_value(header, "descr");
   const std::string fortran = header_value(header, "fortran_order");
   const std::string shape = header_value(header, "shape");
-  if (fortran.find("False") == std::string::npos) return core::io_error(origin + ": Fortran-order arrays are not supported; save with C order");
+  if (fortran.find("False") == std::string::npos)
+    return core::io_error(origin + ": Fortran-order arrays are not supported; save with C order");
   // numpy's descr: byte order ('<' little, '|' not applicable, '>' big), kind and size.
   struct NpyType {
     const char* descr;
@@ -178,16 +177,17 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
     bool is_signed;
   };
   static const NpyType kTypes[] = {
-      {"<f4", onnx::TensorProto::FLOAT, 4, true},  {"<f2", onnx::TensorProto::FLOAT16, 2, true},
-      {"<f8", onnx::TensorProto::DOUBLE, 8, true}, {"<i8", onnx::TensorProto::INT64, 8, true},
-      {"<i4", onnx::TensorProto::INT32, 4, true},  {"<i2", onnx::TensorProto::INT16, 2, true},
-      {"|i1", onnx::TensorProto::INT8, 1, true},   {"<u8", onnx::TensorProto::UINT64, 8, false},
+      {"<f4", onnx::TensorProto::FLOAT, 4, true},   {"<f2", onnx::TensorProto::FLOAT16, 2, true},
+      {"<f8", onnx::TensorProto::DOUBLE, 8, true},  {"<i8", onnx::TensorProto::INT64, 8, true},
+      {"<i4", onnx::TensorProto::INT32, 4, true},   {"<i2", onnx::TensorProto::INT16, 2, true},
+      {"|i1", onnx::TensorProto::INT8, 1, true},    {"<u8", onnx::TensorProto::UINT64, 8, false},
       {"<u4", onnx::TensorProto::UINT32, 4, false}, {"<u2", onnx::TensorProto::UINT16, 2, false},
-      {"|u1", onnx::TensorProto::UINT8, 1, false}, {"|b1", onnx::TensorProto::BOOL, 1, false},
+      {"|u1", onnx::TensorProto::UINT8, 1, false},  {"|b1", onnx::TensorProto::BOOL, 1, false},
   };
   const auto found = std::find_if(std::begin(kTypes), std::end(kTypes), [&descr](const NpyType& t) { return descr == t.descr; });
   if (found == std::end(kTypes)) {
-    return core::io_error(origin + ": dtype '" + descr + "' is not supported (little-endian float32, float16, float64, int8 to int64, "
+    return core::io_error(origin + ": dtype '" + descr +
+                          "' is not supported (little-endian float32, float16, float64, int8 to int64, "
                           "uint8 to uint64 or bool)");
   }
   const int32_t type = found->type;
@@ -216,10 +216,19 @@ core::Result<Tensor> parse_npy(const std::string& bytes, const std::string& orig
   const char* p = bytes.data() + data;
   for (size_t k = 0; k < n; ++k) {
     const char* at = p + size * k;
-    if (type == onnx::TensorProto::FLOAT) { float v; std::memcpy(&v, at, 4); t.f[k] = v; }
-    else if (type == onnx::TensorProto::FLOAT16) { uint16_t v; std::memcpy(&v, at, 2); t.f[k] = onnx_io::half_to_float(v); }
-    else if (type == onnx::TensorProto::DOUBLE) { double v; std::memcpy(&v, at, 8); t.f[k] = static_cast<float>(v); }
-    else {
+    if (type == onnx::TensorProto::FLOAT) {
+      float v;
+      std::memcpy(&v, at, 4);
+      t.f[k] = v;
+    } else if (type == onnx::TensorProto::FLOAT16) {
+      uint16_t v;
+      std::memcpy(&v, at, 2);
+      t.f[k] = onnx_io::half_to_float(v);
+    } else if (type == onnx::TensorProto::DOUBLE) {
+      double v;
+      std::memcpy(&v, at, 8);
+      t.f[k] = static_cast<float>(v);
+    } else {
       // An integer of `size` bytes, little-endian, sign-extended when signed (uint64 keeps its bits in int64).
       uint64_t bits = 0;
       std::memcpy(&bits, at, size);

@@ -18,8 +18,7 @@ namespace dwdeconv::runtime_check {
 // the declared dims. Floats are uniform in [-1, 1) from a mt19937_64 seeded with `seed`; integer and bool
 // inputs are 0. A symbolic or missing dim without an entry in `input_shapes` is an error naming it.
 core::Result<std::vector<NamedTensor>> make_random_inputs(const onnx::ModelProto& model,
-                                                          const std::map<std::string, std::vector<int64_t>>& input_shapes,
-                                                          uint64_t seed);
+                                                          const std::map<std::string, std::vector<int64_t>>& input_shapes, uint64_t seed);
 
 // Checks that each graph input whose dims are known (`input_shapes`, else declared) can be held, with
 // checked_element_count; an error names the input and its dims. Inputs with unknown dims are skipped.

@@ -5,11 +5,11 @@
 #include <set>
 #include <sstream>
 
+#include "internal.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/graph_match.h"
-#include "internal.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
@@ -53,15 +53,18 @@ core::Status check_verify_inputs(const onnx::ModelProto& model, const onnx::Mode
     for (int64_t k = 0; given.tensor.is_float() && k < given.tensor.numel(); ++k) {
       if (const double x = given.tensor.get(k); !std::isfinite(x)) {
         return usage("--input " + given.name + ": element " + std::to_string(k) + " is " +
-                     (std::isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf") + "; " + kNonFiniteCaveat + ": give finite inputs");
+                     (std::isnan(x) ? "NaN"
+                      : x > 0       ? "inf"
+                                    : "-inf") +
+                     "; " + kNonFiniteCaveat + ": give finite inputs");
       }
     }
   }
   return core::Ok{};
 }
 
-core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                       const VerifyOptions& options, std::string& why_not) {
+core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const VerifyOptions& options,
+                                       std::string& why_not) {
   ExecutorOptions eo;
   eo.input_shapes = options.input_shapes;
   eo.inputs = options.inputs;
@@ -138,14 +141,14 @@ core::Result<std::vector<int64_t>> node_input_shape(const std::string& input, co
     agrees = agrees && (!d.has_dim_value() || d.dim_value() == dims[static_cast<size_t>(axis)]);
   }
   if (!agrees) {
-    return usage("--input-shape " + input + "=" + format_dims(dims) + ": shape inference gives '" + input + "' the dims " +
-                 inferred + " (--input-shape fixes unknown dims only)");
+    return usage("--input-shape " + input + "=" + format_dims(dims) + ": shape inference gives '" + input + "' the dims " + inferred +
+                 " (--input-shape fixes unknown dims only)");
   }
   return dims;
 }
 
-core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                    const VerifyOptions& options, const std::string& reason) {
+core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const VerifyOptions& options,
+                                    const std::string& reason) {
   std::string disagreement;
   const auto nodes = replaced_upsamplers(original, rewritten, options, &disagreement);
   if (!disagreement.empty()) {
@@ -234,8 +237,8 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
     for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
       const auto& d = type.shape().dim(axis);
       if (d.has_dim_value() && d.dim_value() != dims[static_cast<size_t>(axis)]) {
-        return "axis " + std::to_string(axis) + " of input '" + name + "' is declared " + std::to_string(d.dim_value()) +
-               ", not " + std::to_string(dims[static_cast<size_t>(axis)]);
+        return "axis " + std::to_string(axis) + " of input '" + name + "' is declared " + std::to_string(d.dim_value()) + ", not " +
+               std::to_string(dims[static_cast<size_t>(axis)]);
       }
     }
     return "";
@@ -282,7 +285,6 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
   return core::Ok{};
 }
 
-
 const char* verify_mode_name(VerifyMode mode) {
   switch (mode) {
     case VerifyMode::kWholeModel: return "whole-model";
@@ -304,8 +306,8 @@ std::string VerifyResult::summary() const {
   if (!mode_reason.empty()) s << ": " << mode_reason;
   s << "\n";
   for (const auto& o : outputs) {
-    s << "  " << detail::printable_name(o.name) << ": max abs " << o.max_abs_error << ", max rel " << o.max_rel_error << " (scale " << o.scale
-      << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
+    s << "  " << detail::printable_name(o.name) << ": max abs " << o.max_abs_error << ", max rel " << o.max_rel_error << " (scale "
+      << o.scale << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";
   if (!difference.empty()) {
@@ -325,13 +327,16 @@ core::Status check_verifiable_inputs(const onnx::ModelProto& model, const std::v
     const std::string what = "graph input '" + core::printable(in.name()) + "' is " + onnx_io::data_type_name(type);
     if (type == onnx::TensorProto::DOUBLE) {
       // As for every float64 model (the executor holds float64 values in float32): it cannot be verified, exit 1.
-      return cannot_verify(what + ": inputs are held in float32 here, so a float64 model cannot be fed "
-                                  "its exact values (an --input file of float64 would be rounded); float64 models are not verified");
+      return cannot_verify(what +
+                           ": inputs are held in float32 here, so a float64 model cannot be fed "
+                           "its exact values (an --input file of float64 would be rounded); float64 models are not verified");
     }
     const bool named = std::any_of(given.begin(), given.end(), [&in](const NamedTensor& t) { return t.name == in.name(); });
     if (is_integer_type(type) && !named) {
-      return usage(what + ": seeded random values are made for float inputs only, and a constant would check one case of "
-                          "the model (one If branch, one index); give its values with --input " + core::printable(in.name()) + "=FILE");
+      return usage(what +
+                   ": seeded random values are made for float inputs only, and a constant would check one case of "
+                   "the model (one If branch, one index); give its values with --input " +
+                   core::printable(in.name()) + "=FILE");
     }
   }
   return core::Ok{};

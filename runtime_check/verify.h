@@ -59,9 +59,9 @@ struct VerifyResult {
   // none. Whole-model: in their graph inputs or outputs (interface_difference()). Per-node: outside the rewritten
   // nodes.
   std::string difference;
-  size_t xnnpack_ops = 0;               // nodes of the rewritten side that ran on XNNPACK / reference kernels
+  size_t xnnpack_ops = 0;  // nodes of the rewritten side that ran on XNNPACK / reference kernels
   size_t reference_ops = 0;
-  std::string placement;                // where the rewritten side's nodes ran, for the log
+  std::string placement;  // where the rewritten side's nodes ran, for the log
   // Whole-model: how many times each model's steps ran. 1 each: the outputs compared are those of the run that
   // creating the executor makes anyway.
   size_t original_runs = 0;
@@ -99,7 +99,6 @@ ComparisonReport compare_model_outputs(const std::vector<NamedTensor>& actual, c
 // models cannot run or be compared and no rewritten node can be checked on its own; errors (kInvalidModel) when a
 // graph input, or the input of a node checked on its own, is too large to hold; errors (kUsage) when a given input
 // holds inf or NaN. A numeric mismatch is passed == false.
-core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                         const VerifyOptions& options);
+core::Result<VerifyResult> verify_models(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const VerifyOptions& options);
 
 }  // namespace dwdeconv::runtime_check

@@ -9,11 +9,11 @@
 #include <set>
 
 #include "core/reference.h"
+#include "internal.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
-#include "runtime_check/executor.h"
-#include "internal.h"
 #include "ops/ops.h"
+#include "runtime_check/executor.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::runtime_check {
@@ -32,10 +32,8 @@ int32_t declared_type(const onnx::GraphProto& graph, const std::string& name) {
 
 // A model holding just the nodes of `model` needed to compute `outputs` from the graph input `x` (dims
 // `x_dims`), constants included. Errors when the outputs depend on any other non-constant graph input.
-core::Result<onnx::ModelProto> extract_subgraph(const onnx::ModelProto& model, const std::string& x,
-                                                const std::vector<int64_t>& x_dims,
-                                                const std::vector<std::string>& outputs, const std::string& side,
-                                                size_t* node_count) {
+core::Result<onnx::ModelProto> extract_subgraph(const onnx::ModelProto& model, const std::string& x, const std::vector<int64_t>& x_dims,
+                                                const std::vector<std::string>& outputs, const std::string& side, size_t* node_count) {
   const onnx::GraphProto& graph = model.graph();
   std::map<std::string, int> producer;
   for (int k = 0; k < graph.node_size(); ++k) {
@@ -169,7 +167,9 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
   };
   std::vector<Param> params;
   std::string refused;
-  const auto where = [&](const onnx::NodeProto& node) { return onnx_io::describe_node(node) + " in the original's upsampler that ends at " + label; };
+  const auto where = [&](const onnx::NodeProto& node) {
+    return onnx_io::describe_node(node) + " in the original's upsampler that ends at " + label;
+  };
   const auto input = [](const onnx::NodeProto& node, int k) { return k < node.input_size() ? node.input(k) : std::string(); };
   std::set<std::string> from_x{x};  // values computed from x's values (not through a Shape)
   for (const auto& node : g.node()) {
@@ -178,7 +178,8 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
     const std::string& op = node.op_type();
     // Only the nodes on x's data path: constant chains (a weight's Reshape) have sizes of their own.
     const bool on_path = node.input_size() > 0 && from_x.count(node.input(0)) != 0;
-    if (node.op_type() != "Shape" && std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) { return from_x.count(in) != 0; })) {
+    if (node.op_type() != "Shape" &&
+        std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) { return from_x.count(in) != 0; })) {
       from_x.insert(node.output().begin(), node.output().end());
     }
     if (!on_path) continue;
@@ -266,7 +267,8 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
           return where(node) + " ends at " + std::to_string(e) + on + ": it crops any larger input to that size";
         }
         if (p.role == "starts" && e < 0) {
-          return where(node) + " starts at " + std::to_string(e) + on + ": it keeps " + std::to_string(-e) + " elements of any larger input";
+          return where(node) + " starts at " + std::to_string(e) + on + ": it keeps " + std::to_string(-e) +
+                 " elements of any larger input";
         }
         if (p.role == "steps" && e != 1) {
           return where(node) + " steps by " + std::to_string(e) + on + ": its output size is not one affine function of the input's";
@@ -300,14 +302,14 @@ std::string NodeVerification::summary() const {
   report.outputs = {original, rewritten};
   report.outputs[0].name = "original (" + std::to_string(original_nodes) + " nodes)";
   report.outputs[1].name = "rewritten (" + std::to_string(replacement_nodes) + " nodes)";
-  return node + " on input " + format_dims(input_shape) + ", each side against " + expected + ": " + (passed ? "pass" : "FAIL") +
-         "\n" + report.summary() + "original placement: " + original_placement + "\nrewritten placement: " + rewritten_placement + "\n";
+  return node + " on input " + format_dims(input_shape) + ", each side against " + expected + ": " + (passed ? "pass" : "FAIL") + "\n" +
+         report.summary() + "original placement: " + original_placement + "\nrewritten placement: " + rewritten_placement + "\n";
 }
 
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                            const std::string& output_name, const std::string& input_name,
-                                           const std::vector<int64_t>& input_shape, const onnx_io::ScopedTypes& model_types,
-                                           uint64_t seed, const Tolerances& tolerances) {
+                                           const std::vector<int64_t>& input_shape, const onnx_io::ScopedTypes& model_types, uint64_t seed,
+                                           const Tolerances& tolerances) {
   const onnx::NodeProto* node = nullptr;
   for (const auto& n : original.graph().node()) {
     if (n.output_size() > 0 && n.output(0) == output_name) node = &n;
@@ -377,8 +379,8 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   if (lone_deconv) {
     // The double reference, from the same input and the weights as the original graph computes them. It holds its
     // output in double, twice the bytes the executor needed.
-    RC_CHECK(checked_element_count(original_out[0].tensor.dims, sizeof(double), result.node + ": the double reference's output " +
-                                                                                    format_dims(original_out[0].tensor.dims)));
+    RC_CHECK(checked_element_count(original_out[0].tensor.dims, sizeof(double),
+                                   result.node + ": the double reference's output " + format_dims(original_out[0].tensor.dims)));
     const Tensor& x_value = inputs[0].tensor;
     const Tensor& w_value = original_out[1].tensor;
     RC_ASSIGN(const ops::ConvGeometry g, ops::resolve_conv_transpose(*node, x_value.dims, w_value.dims));

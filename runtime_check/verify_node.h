@@ -26,14 +26,14 @@ struct NodeVerification {
   OutputComparison original;         // original region (XNNPACK) vs the expected output
   OutputComparison rewritten;        // replacement subgraph (XNNPACK) vs the expected output
   size_t original_nodes = 0;
-  std::string original_placement;    // Executor::placement_summary() of each side
+  std::string original_placement;  // Executor::placement_summary() of each side
   std::string rewritten_placement;
   size_t replacement_nodes = 0;
-  size_t rewritten_xnnpack_ops = 0;    // replacement nodes that ran on XNNPACK / on reference kernels
+  size_t rewritten_xnnpack_ops = 0;  // replacement nodes that ran on XNNPACK / on reference kernels
   size_t rewritten_reference_ops = 0;
   // Model runs over every executor the check created: one each, the run creating it (Executor::last_outputs()).
   size_t runs = 0;
-  bool passed = false;               // both comparisons passed
+  bool passed = false;  // both comparisons passed
   // Several lines: the node, each side's errors and placements, and the verdict.
   std::string summary() const;
 };
@@ -50,7 +50,7 @@ struct NodeVerification {
 // every other.
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                            const std::string& output_name, const std::string& input_name,
-                                           const std::vector<int64_t>& input_shape, const onnx_io::ScopedTypes& model_types,
-                                           uint64_t seed, const Tolerances& tolerances);
+                                           const std::vector<int64_t>& input_shape, const onnx_io::ScopedTypes& model_types, uint64_t seed,
+                                           const Tolerances& tolerances);
 
 }  // namespace dwdeconv::runtime_check

@@ -1,8 +1,13 @@
 """ONNX Runtime, CPU provider, 1 thread: one InferenceSession and one run on seeded input, for peak-RSS and wall
 comparisons (BENCHMARKS.md, "Verification cost"). Prints the session's and the run's seconds on stderr.
 Usage: ort_session_run.py MODEL.onnx [RUNS]   (RUNS > 1: more runs after the first, each printed)"""
-import sys, time, numpy as np, onnxruntime as ort
-o = ort.SessionOptions(); o.intra_op_num_threads = 1; o.inter_op_num_threads = 1
+import sys
+import time
+import numpy as np
+import onnxruntime as ort
+o = ort.SessionOptions()
+o.intra_op_num_threads = 1
+o.inter_op_num_threads = 1
 t0 = time.perf_counter()
 s = ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
 t1 = time.perf_counter()

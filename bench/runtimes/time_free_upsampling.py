@@ -4,10 +4,16 @@ litert's rewrite, from the .tflite files bench_runtimes.py converted under WORK/
 
 Usage: time_free_upsampling.py WORK [ROUNDS]  (from /work/venv-rt-tf; convert the free model first with
 bench_runtimes.py _onnx2tf WORK/litert WORK/models/migan256a-free.onnx)"""
-import glob, os, statistics, sys, time
-work = sys.argv[1]
+import glob
+import os
+import statistics
+import sys
+import time
+
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
+
+work = sys.argv[1]
 paths = {"original": glob.glob(work + "/litert/migan256a-img-*/*_float32.tflite")[0],
          "free": glob.glob(work + "/litert/migan256a-free-*/*_float32.tflite")[0],
          "rewritten": glob.glob(work + "/litert/migan256a.xnn.target-litert-*/*_float32.tflite")[0]}
@@ -20,15 +26,19 @@ for k, p in paths.items():
         it.set_tensor(d["index"], rng.uniform(-1, 1, d["shape"]).astype(np.float32))
     runs[k] = it
 for _ in range(2):
-    for it in runs.values(): it.invoke()
+    for it in runs.values():
+        it.invoke()
 times = {k: [] for k in runs}
 cpu = {k: [] for k in runs}
 pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 15
 load0 = os.getloadavg()
 for _ in range(pairs):
     for k, it in runs.items():
-        c0, t0 = time.thread_time(), time.perf_counter(); it.invoke(); t1, c1 = time.perf_counter(), time.thread_time()
-        times[k].append((t1 - t0) * 1e3); cpu[k].append((c1 - c0) * 1e3)
+        c0, t0 = time.thread_time(), time.perf_counter()
+        it.invoke()
+        t1, c1 = time.perf_counter(), time.thread_time()
+        times[k].append((t1 - t0) * 1e3)
+        cpu[k].append((c1 - c0) * 1e3)
 med = {k: statistics.median(v) for k, v in times.items()}
 cmed = {k: statistics.median(v) for k, v in cpu.items()}
 for k in runs:

@@ -27,9 +27,11 @@ void write_model(const std::string& name, const onnx::ModelProto& m) {
 // A valid k4 s2 p1 depthwise deconv "up1" with weight "W"; `attrs` replaces its attributes.
 onnx::ModelProto deconv(const std::string& attrs, const std::string& w_shape = "4, 1, 4, 4", int opset = 13) {
   auto m = test::parse_model(R"(
-    <ir_version: 8, opset_import: ["" : )" + std::to_string(opset) + R"(]>
+    <ir_version: 8, opset_import: ["" : )" +
+                             std::to_string(opset) + R"(]>
     g (float[1,4,5,5] X) => (float[1,4,?,?] Y) {
-      Y = ConvTranspose <)" + attrs + R"(> (X, W)
+      Y = ConvTranspose <)" + attrs +
+                             R"(> (X, W)
     })");
   std::vector<int64_t> dims;
   for (size_t pos = 0; pos < w_shape.size();) {
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
   // with the library's opset-17 schemas only to see whether it crashes.
   for (int opset : {13, 19}) {
     auto computed = test::parse_model(R"(
-      <ir_version: 8, opset_import: ["" : )" + std::to_string(opset) + R"(]>
+      <ir_version: 8, opset_import: ["" : )" +
+                                      std::to_string(opset) + R"(]>
       g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) {
         W = Identity (W0)
         Y = ConvTranspose (X, W)

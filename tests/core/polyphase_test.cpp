@@ -78,9 +78,9 @@ TEST_CASE("phase plan equals a naive ConvTranspose for every clean configuration
 
       const Tensor4 expected = conv_transpose2d_reference(x, w, bias, deconv_params(gy, gx, channels));
       const Tensor4 actual = run_plan_reference(plan, x, w, bias);
-      INFO("y: k=" << gy.kernel << " s=" << gy.stride << " pads=" << gy.pad_begin << "," << gy.pad_end
-                   << " op=" << gy.output_padding << "; x: k=" << gx.kernel << " pads=" << gx.pad_begin << ","
-                   << gx.pad_end << " op=" << gx.output_padding << "; H=" << h);
+      INFO("y: k=" << gy.kernel << " s=" << gy.stride << " pads=" << gy.pad_begin << "," << gy.pad_end << " op=" << gy.output_padding
+                   << "; x: k=" << gx.kernel << " pads=" << gx.pad_begin << "," << gx.pad_end << " op=" << gx.output_padding
+                   << "; H=" << h);
       REQUIRE(expected.h == gy.stride * h);
       REQUIRE(max_abs_diff(expected, actual) < 1e-12);
       ++checked;

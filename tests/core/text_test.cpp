@@ -11,11 +11,14 @@ TEST_CASE("printable shows control bytes, ill-formed UTF-8, C1 controls, separat
   CHECK(printable("a\nb\rc\td") == "a\\x0ab\\x0dc\\x09d");
   CHECK(printable("\x1b[31m\x7f") == "\\x1b[31m\\x7f");
   CHECK(printable("bad \xff\xc3") == "bad \\xff\\xc3");  // a stray byte and a truncated sequence
-  CHECK(printable("\xc2\x9b" "2J") == "\\u009b2J");       // CSI, a C1 control a terminal acts on
-  CHECK(printable("\xc2\x85") == "\\u0085");              // NEL
-  CHECK(printable("a\xe2\x80\xa8" "b") == "a\\u2028b");   // LINE SEPARATOR
-  CHECK(printable("\xe2\x80\xae" "evil") == "\\u202eevil");  // RIGHT-TO-LEFT OVERRIDE
-  CHECK(printable("\xd8\x9c") == "\\u061c");              // ARABIC LETTER MARK
+  CHECK(printable("\xc2\x9b"
+                  "2J") == "\\u009b2J");      // CSI, a C1 control a terminal acts on
+  CHECK(printable("\xc2\x85") == "\\u0085");  // NEL
+  CHECK(printable("a\xe2\x80\xa8"
+                  "b") == "a\\u2028b");  // LINE SEPARATOR
+  CHECK(printable("\xe2\x80\xae"
+                  "evil") == "\\u202eevil");                                   // RIGHT-TO-LEFT OVERRIDE
+  CHECK(printable("\xd8\x9c") == "\\u061c");                                   // ARABIC LETTER MARK
   CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5") == "caf\xc3\xa9 \xe6\x97\xa5");  // well-formed text stays as it is
   // A name's own backslash is doubled, so that a literal "\x0a" in a name cannot pass for an escaped newline.
   CHECK(printable("a\\x0a") == "a\\\\x0a");

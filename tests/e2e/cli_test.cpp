@@ -7,7 +7,6 @@
 
 using namespace dwdeconv::test;
 
-
 TEST_CASE("rewriting the example replaces the three clean deconvs and keeps the grouped one", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
@@ -88,9 +87,10 @@ TEST_CASE("the report is the documented JSON", "[e2e]") {
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"tool_version\": \"0.1.0\""));
   CHECK_THAT(json, Catch::Contains("\"opset\": 13"));
-  CHECK_THAT(json, Catch::Contains("{\"name\": \"up2\", \"graph\": \"main\", \"decision\": \"rewritten\", \"reason\": \"\", "
-                                   "\"channels\": 8, \"kernel\": [3, 3], \"stride\": 2, \"pads\": [1, 1, 1, 1], "
-                                   "\"output_padding\": [1, 1], \"form\": \"conv_transpose\", \"layout\": \"gather_crd\", \"note\": null}"));
+  CHECK_THAT(json,
+             Catch::Contains("{\"name\": \"up2\", \"graph\": \"main\", \"decision\": \"rewritten\", \"reason\": \"\", "
+                             "\"channels\": 8, \"kernel\": [3, 3], \"stride\": 2, \"pads\": [1, 1, 1, 1], "
+                             "\"output_padding\": [1, 1], \"form\": \"conv_transpose\", \"layout\": \"gather_crd\", \"note\": null}"));
   CHECK_THAT(json, Catch::Contains("\"target\": \"default\""));  // no --target: the default profile
   CHECK_THAT(json, Catch::Contains("\"outside_delegate\": \"the Gather of each join: on ExecuTorch aten.index.Tensor"));
   CHECK_THAT(json, Catch::Contains("\"cpu\": \"AVX-512F: "));
@@ -137,7 +137,7 @@ TEST_CASE("bad input gets exit 3, a message naming the file, and no output", "[e
 TEST_CASE("usage errors exit 2", "[e2e]") {
   TempDir dir;
   const auto in = dir.copy_example();
-  CHECK(run_cli(in.string(), dir).exit_code == 2);                       // no -o, --dry-run or --check
+  CHECK(run_cli(in.string(), dir).exit_code == 2);  // no -o, --dry-run or --check
   CHECK(run_cli(in.string() + " --dry-run -o x.onnx", dir).exit_code == 2);
   CHECK(run_cli(in.string() + " --no-such-flag -o x.onnx", dir).exit_code == 2);
   CHECK(run_cli("", dir).exit_code == 2);

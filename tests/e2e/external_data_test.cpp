@@ -15,7 +15,6 @@ using namespace dwdeconv::test;
 
 namespace {
 
-
 onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
   for (auto& t : *m.mutable_graph()->mutable_initializer()) {
     if (t.name() == name) return t;
@@ -25,8 +24,8 @@ onnx::TensorProto& initializer(onnx::ModelProto& m, const std::string& name) {
 }
 
 // Moves tensor `name` into `data_file` at `offset` and points the tensor at it with the given entries.
-void externalize(onnx::ModelProto& m, const std::string& name, const fs::path& data_file, int64_t offset,
-                 const std::string& location, const std::string& length = "") {
+void externalize(onnx::ModelProto& m, const std::string& name, const fs::path& data_file, int64_t offset, const std::string& location,
+                 const std::string& length = "") {
   auto& t = initializer(m, name);
   std::string bytes(static_cast<size_t>(offset), 'z');
   bytes += t.raw_data();
@@ -34,7 +33,8 @@ void externalize(onnx::ModelProto& m, const std::string& name, const fs::path& d
   const std::string real_length = std::to_string(t.raw_data().size());
   t.clear_raw_data();
   t.set_data_location(onnx::TensorProto::EXTERNAL);
-  for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", location}, {"offset", std::to_string(offset)},
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", location},
+                             {"offset", std::to_string(offset)},
                              {"length", length.empty() ? real_length : length}}) {
     auto* e = t.add_external_data();
     e->set_key(k);
@@ -163,15 +163,13 @@ TEST_CASE("a model over 2 GB loads and saves through external data", "[e2e][exte
   big->set_data_type(onnx::TensorProto::FLOAT);
   big->add_dims(count);
   big->set_data_location(onnx::TensorProto::EXTERNAL);
-  for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", "model.onnx.data"}, {"offset", "0"},
-                             {"length", std::to_string(count * 4)}}) {
+  for (const auto& [k, v] :
+       {std::pair<std::string, std::string>{"location", "model.onnx.data"}, {"offset", "0"}, {"length", std::to_string(count * 4)}}) {
     auto* e = big->add_external_data();
     e->set_key(k);
     e->set_value(v);
   }
-  {
-    std::ofstream data(dir.path / "model.onnx.data", std::ios::binary);
-  }
+  { std::ofstream data(dir.path / "model.onnx.data", std::ios::binary); }
   REQUIRE(::truncate((dir.path / "model.onnx.data").c_str(), count * 4) == 0);
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
   save(m, in);
@@ -248,7 +246,8 @@ TEST_CASE("no data file is written when no tensor ends up outside", "[e2e][exter
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_FALSE(fs::exists(dir.path / "out.onnx.data"));
-  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --external-data big.bin --external-data-threshold 1000000000", dir).exit_code == 0);
+  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --external-data big.bin --external-data-threshold 1000000000", dir).exit_code ==
+          0);
   CHECK_FALSE(fs::exists(dir.path / "big.bin"));
   CHECK(dir.file_count() == 2);  // the input and the output, nothing else
   const auto written = load(out);
@@ -284,7 +283,8 @@ TEST_CASE("a hand-written upsampler's derived weights follow its external weight
   externalize(m, "mask", dir.path / "mask.bin", 0, "mask.bin");
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", again = dir.path / "again.onnx";
   save(m, in);
-  const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --verify", dir);  // a 4-channel dense nearest + Conv: the default keeps it
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --verify",
+                         dir);  // a 4-channel dense nearest + Conv: the default keeps it
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("rewrote 2 of 2 upsamplers"));
@@ -321,8 +321,9 @@ TEST_CASE("a hand-written upsampler's derived weights follow its external weight
 TEST_CASE("an external data file or an --input file that is a Git LFS pointer is refused, naming it", "[e2e][external][lfs]") {
   // What a checkout without LFS leaves in place of the data: 128 bytes, exactly the 2x1x4x4 float weight's length, so
   // the pointer's text was read as weights, verified and written out as OUT.data.
-  const std::string pointer = "version https://git-lfs.github.com/spec/v1\n"
-                              "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 128\n";
+  const std::string pointer =
+      "version https://git-lfs.github.com/spec/v1\n"
+      "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 128\n";
   REQUIRE(pointer.size() == 128);
   auto m = parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -338,8 +339,9 @@ TEST_CASE("an external data file or an --input file that is a Git LFS pointer is
   auto r = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
   INFO(r.err);
   CHECK(r.exit_code == 3);
-  CHECK_THAT(r.err, Catch::Contains("tensor 'W': external data file '") && Catch::Contains("weights.bin' is a Git LFS pointer, "
-                                                                                           "not tensor data") &&
+  CHECK_THAT(r.err, Catch::Contains("tensor 'W': external data file '") &&
+                        Catch::Contains("weights.bin' is a Git LFS pointer, "
+                                        "not tensor data") &&
                         Catch::Contains("git lfs pull"));
   CHECK_FALSE(fs::exists(out));
   CHECK_FALSE(fs::exists(dir.path / "out.onnx.data"));

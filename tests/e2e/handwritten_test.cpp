@@ -135,7 +135,8 @@ TEST_CASE("a hand-written upsampler's phase weights are stored where its Conv we
   for (const auto* w : narrow) CHECK(w->data_location() != onnx::TensorProto::EXTERNAL);
 }
 
-TEST_CASE("a nearest x mask whose mask PyTorch computes by slice assignment (a ScatterND on zeros) is rewritten", "[e2e][handwritten][scatternd]") {
+TEST_CASE("a nearest x mask whose mask PyTorch computes by slice assignment (a ScatterND on zeros) is rewritten",
+          "[e2e][handwritten][scatternd]") {
   // tests/fixtures/nearest_mask_scatternd_opset13.onnx: examples/export_nearest_mask.py --opset 13 --mask computed
   // --channels 4 --size 6. The mask is `zeros(...); mask[:, :, ::2, ::2] = 4` in forward(): ScatterND, Where, Equal,
   // Expand and ConstantOfShape, which the constant folder now evaluates through the op library.

@@ -115,8 +115,7 @@ TEST_CASE("A compare does not pass a model that differs in a Resize attribute th
     std::string t = text;
     t.replace(t.find("ALIAS"), 5, alias);
     auto m = parse_model(t);
-    *m.mutable_graph()->add_initializer() =
-        dwdeconv::onnx_io::make_tensor("s", onnx::TensorProto::FLOAT, {4}, {1, 1, 0.25, 0.25}, true);
+    *m.mutable_graph()->add_initializer() = dwdeconv::onnx_io::make_tensor("s", onnx::TensorProto::FLOAT, {4}, {1, 1, 0.25, 0.25}, true);
     return m;
   };
   TempDir dir;

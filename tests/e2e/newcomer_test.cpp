@@ -54,9 +54,8 @@ TEST_CASE("every input-shape spelling fixes the dims, and a bare shape names the
   // Each spelling with N = 2 passes; the same spelling with channel dim 5 reaches the executor, which refuses it
   // naming axis 1: so the dims are read, not ignored.
   const std::vector<std::pair<std::string, std::string>> spellings = {
-      {"X:2,2,3,3", "X:2,5,3,3"},       {"X:[2,2,3,3]", "X:[2,5,3,3]"}, {"X=2x2x3x3", "X=2x5x3x3"},
-      {"2,2,3,3", "2,5,3,3"},           {"[2,2,3,3]", "[2,5,3,3]"},     {"2x2x3x3", "2x5x3x3"},
-      {"'X:[2, 2, 3, 3]'", ""},
+      {"X:2,2,3,3", "X:2,5,3,3"}, {"X:[2,2,3,3]", "X:[2,5,3,3]"}, {"X=2x2x3x3", "X=2x5x3x3"}, {"2,2,3,3", "2,5,3,3"},
+      {"[2,2,3,3]", "[2,5,3,3]"}, {"2x2x3x3", "2x5x3x3"},         {"'X:[2, 2, 3, 3]'", ""},
   };
   for (const auto& [good, contradicting] : spellings) {
     INFO(good);
@@ -148,13 +147,13 @@ TEST_CASE("help names the forms and where the rewrite does not pay off, with rea
   const auto r = run_cli("--help", dir);
   REQUIRE(r.exit_code == 0);
   const std::string first_lines = r.out.substr(0, r.out.find("Usage:"));
-  for (const char* part : {"depthwise ConvTranspose", "nearest x mask", "zero insertion", "upfirdn2d", "nearest + Conv",
-                           "does not pay off", "ONNX Runtime", "--target ort"}) {
+  for (const char* part : {"depthwise ConvTranspose", "nearest x mask", "zero insertion", "upfirdn2d", "nearest + Conv", "does not pay off",
+                           "ONNX Runtime", "--target ort"}) {
     CHECK_THAT(first_lines, Catch::Contains(part));
   }
   for (const char* raw : {"UINT", "INT in", "TEXT ...", "FLOAT:", "REQUIRED"}) CHECK_THAT(r.out, !Catch::Contains(raw));
-  CHECK_THAT(r.out, Catch::Contains("--max-phases N ") && Catch::Contains("--input-shape [NAME:]D,D,...") &&
-                        Catch::Contains("--runs N ") && Catch::Contains("--report FILE"));
+  CHECK_THAT(r.out, Catch::Contains("--max-phases N ") && Catch::Contains("--input-shape [NAME:]D,D,...") && Catch::Contains("--runs N ") &&
+                        Catch::Contains("--report FILE"));
   // --only, --skip and --dry-run speak of upsamplers, since the hand-written forms are rewritten by default.
   for (const auto& line : lines_with(r.out, "--only")) CHECK_THAT(line, !Catch::Contains("ConvTranspose"));
   for (const auto& line : lines_with(r.out, "--dry-run ")) CHECK_THAT(line, !Catch::Contains("ConvTranspose"));
@@ -169,8 +168,13 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
   REQUIRE(r.exit_code == 0);
   const std::regex stamp(R"(^dwdeconv-rewrite: info: \d\d:\d\d:\d\d\.\d\d\d )");
   const std::string model = in.string() + ": ";
-  const std::vector<std::string> phases = {"load", "rewrite", "validate the output", "verify: running the original model",
-                                           "verify: running the rewritten model", "bench: run 1/2", "bench: run 2/2",
+  const std::vector<std::string> phases = {"load",
+                                           "rewrite",
+                                           "validate the output",
+                                           "verify: running the original model",
+                                           "verify: running the rewritten model",
+                                           "bench: run 1/2",
+                                           "bench: run 2/2",
                                            "save " + out.string()};
   size_t previous_end = 0;
   for (const auto& phase : phases) {
@@ -190,8 +194,8 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
   // --compare too: its loads, its validation and both runs.
   const auto compare = run_cli(in.string() + " --compare " + out.string(), dir);
   CHECK(compare.exit_code == 0);
-  for (const char* phase : {"load both models", "validate both models", "verify: running the original model",
-                            "verify: running the rewritten model"}) {
+  for (const char* phase :
+       {"load both models", "validate both models", "verify: running the original model", "verify: running the rewritten model"}) {
     INFO(phase);
     CHECK(lines_with(compare.err, model + phase + ": started").size() == 1);
     CHECK(lines_with(compare.err, model + phase + ": done in ").size() == 1);
@@ -245,11 +249,13 @@ TEST_CASE("the summary says which ops changed and the model and weight bytes bef
   }
   CHECK(listed >= 4);  // ConvTranspose gone; Conv, Concat, DepthToSpace added
   CHECK_THAT(line, Catch::Contains("ConvTranspose 8 -> 0"));
-  CHECK_THAT(line, Catch::Contains(std::to_string(before.graph().node_size()) + " -> " + std::to_string(after.graph().node_size()) + " nodes"));
+  CHECK_THAT(line,
+             Catch::Contains(std::to_string(before.graph().node_size()) + " -> " + std::to_string(after.graph().node_size()) + " nodes"));
   // The report has the same numbers, and its model bytes are the two files' sizes (both models are inline).
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"ConvTranspose\": [8, 0]"));
-  CHECK_THAT(json, Catch::Contains("\"model_bytes\": [" + std::to_string(fs::file_size(in)) + ", " + std::to_string(fs::file_size(out)) + "]"));
+  CHECK_THAT(json,
+             Catch::Contains("\"model_bytes\": [" + std::to_string(fs::file_size(in)) + ", " + std::to_string(fs::file_size(out)) + "]"));
   CHECK_THAT(json, Catch::Contains("\"nodes\": [" + std::to_string(before.graph().node_size()) + ", " +
                                    std::to_string(after.graph().node_size()) + "]"));
   // A model with nothing to rewrite: no change.
@@ -284,7 +290,8 @@ TEST_CASE("a batch takes a directory, names each output with --suffix, and its l
     CHECK(std::regex_search(line, std::regex("models/[abc]\\.onnx")));
   }
   CHECK(r.err.find("a.onnx: verification passed") < r.err.find("b.onnx: verification passed"));
-  CHECK_THAT(r.err, Catch::EndsWith("dwdeconv-rewrite: error: batch: 3 models, 2 ok, 1 failed: " + (models / "c.onnx").string() + " (exit 3)\n"));
+  CHECK_THAT(r.err,
+             Catch::EndsWith("dwdeconv-rewrite: error: batch: 3 models, 2 ok, 1 failed: " + (models / "c.onnx").string() + " (exit 3)\n"));
   // A directory takes --out-dir, not -o; an empty one is a usage error; --suffix needs --out-dir.
   CHECK(run_cli(models.string() + " -o x.onnx", dir).exit_code == 2);
   fs::create_directories(dir.path / "empty");

@@ -21,7 +21,8 @@ namespace {
 onnx::ModelProto deconv_model(const std::string& batch = "1") {
   auto m = parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
-    single (float[)" + batch + R"(,2,3,3] X) => (float[)" + batch + R"(,2,6,6] Y) {
+    single (float[)" + batch +
+                       R"(,2,3,3] X) => (float[)" + batch + R"(,2,6,6] Y) {
       Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)
     })");
   set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 51);
@@ -170,8 +171,8 @@ TEST_CASE("running out of memory names what ran out and what to do, not std::bad
   set_random_initializer(*m.mutable_graph(), "B", onnx::TensorProto::FLOAT, {1}, 53);
   const auto in = dir.path / "big.onnx";
   save(m, in);
-  const std::string cmd = "sh -c 'ulimit -v 4000000; exec " + std::string(DWDECONV_CLI) + " " + in.string() +
-                          " --dry-run --max-phases 10000000000'";
+  const std::string cmd =
+      "sh -c 'ulimit -v 4000000; exec " + std::string(DWDECONV_CLI) + " " + in.string() + " --dry-run --max-phases 10000000000'";
   const fs::path err = dir.path / "err";
   const int status = std::system((cmd + " 2>" + err.string() + " >/dev/null").c_str());
   REQUIRE(WIFEXITED(status));
@@ -181,9 +182,10 @@ TEST_CASE("running out of memory names what ran out and what to do, not std::bad
   CHECK_THAT(text, !Catch::Contains("std::bad_alloc"));
 }
 
-TEST_CASE("the input files: every numpy integer and bool dtype is read, a value that does not fit its input is refused, "
-          "and an input given twice is refused",
-          "[e2e][options][input]") {
+TEST_CASE(
+    "the input files: every numpy integer and bool dtype is read, a value that does not fit its input is refused, "
+    "and an input given twice is refused",
+    "[e2e][options][input]") {
   // x float, k int32 (cast to float and added): k from .npy files of other widths (review findings 11, 20, 21).
   auto m = parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -211,16 +213,17 @@ TEST_CASE("the input files: every numpy integer and bool dtype is read, a value 
     CHECK(r.exit_code == 0);
   }
   // 2^31 does not fit int32, 2 is no bool: refused, naming the element, never fed wrapped.
-  auto r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("big.npy", "<i8", 8, {1, 2, 3, 4, 5, 6, 7, 2147483648}) + bools, dir);
+  auto r = run_cli(
+      in.string() + " --compare " + in.string() + " --input K=" + npy("big.npy", "<i8", 8, {1, 2, 3, 4, 5, 6, 7, 2147483648}) + bools, dir);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("element 7 (2147483648) does not fit input 'K', declared INT32"));
-  r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", "<i8", 8, small) + " --input B=" +
-                  npy("two.npy", "|u1", 1, {1, 0, 2, 1, 0, 0, 1, 0}),
+  r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", "<i8", 8, small) +
+                  " --input B=" + npy("two.npy", "|u1", 1, {1, 0, 2, 1, 0, 0, 1, 0}),
               dir);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("element 2 (2) does not fit input 'B', declared BOOL"));
-  r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", "<i8", 8, small) + " --input K=" +
-                  npy("k2.npy", "<i8", 8, small) + bools,
+  r = run_cli(in.string() + " --compare " + in.string() + " --input K=" + npy("k.npy", "<i8", 8, small) +
+                  " --input K=" + npy("k2.npy", "<i8", 8, small) + bools,
               dir);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("--input 'K' is given twice"));
@@ -239,7 +242,7 @@ TEST_CASE("a FIFO given as the model, as --compare's other model or as an --inpu
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   REQUIRE(::mkfifo(fifo_npy.c_str(), 0600) == 0);
   for (const std::string& args : {fifo.string() + " -o " + (dir.path / "o.onnx").string(), in.string() + " --compare " + fifo.string(),
-                                 in.string() + " --compare " + in.string() + " --input X=" + fifo_npy.string()}) {
+                                  in.string() + " --compare " + in.string() + " --input X=" + fifo_npy.string()}) {
     CAPTURE(args);
     const auto r = run_shell("timeout 20 " + std::string(DWDECONV_CLI) + " " + args, dir);
     CHECK(r.exit_code == 3);

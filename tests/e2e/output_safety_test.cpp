@@ -15,7 +15,6 @@ using namespace dwdeconv::test;
 
 namespace {
 
-
 // deconv_model, its weight `W` stored in `data_name` next to the model, at offset 0.
 void write_external_model(const fs::path& model_path, const std::string& data_name) {
   auto m = small_deconv_model();
@@ -97,7 +96,9 @@ TEST_CASE("a batch refuses --external-data NAME: every model would write the sam
   REQUIRE(ok.exit_code == 0);
   CHECK(fs::exists(out / "a.onnx.data"));
   CHECK(fs::exists(out / "b.onnx.data"));
-  CHECK(run_cli((dir.path / "a.onnx").string() + " --compare " + (out / "a.onnx").string() + " --input-shape image=1x8x4x4", dir).exit_code == 0);
+  CHECK(
+      run_cli((dir.path / "a.onnx").string() + " --compare " + (out / "a.onnx").string() + " --input-shape image=1x8x4x4", dir).exit_code ==
+      0);
   CHECK(run_cli((dir.path / "b.onnx").string() + " --compare " + (out / "b.onnx").string(), dir).exit_code == 0);
 }
 
@@ -108,9 +109,8 @@ TEST_CASE("a batch refuses one model's data file being another model's output", 
   write_external_model(dir.path / "a" / "x.onnx", "w.bin");
   fs::copy_file(fs::path(DWDECONV_EXAMPLES_DIR) / "upsampler_small.onnx", dir.path / "b" / "x.onnx.data");
   const auto out = dir.path / "out";
-  const auto r = run_cli((dir.path / "a" / "x.onnx").string() + " " + (dir.path / "b" / "x.onnx.data").string() + " --out-dir " +
-                             out.string(),
-                         dir);
+  const auto r =
+      run_cli((dir.path / "a" / "x.onnx").string() + " " + (dir.path / "b" / "x.onnx.data").string() + " --out-dir " + out.string(), dir);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains((out / "x.onnx.data").string()));
   CHECK((!fs::exists(out) || fs::is_empty(out)));
@@ -217,8 +217,8 @@ TEST_CASE("an unwritable report path fails before any model is written", "[e2e][
   CHECK(dir.file_count() == 1);  // only the input, no temporary file
 
   fs::copy_file(in, dir.path / "b.onnx");
-  const auto batch = run_cli(in.string() + " " + (dir.path / "b.onnx").string() + " --out-dir " + (dir.path / "o").string() +
-                                 " --report " + (dir.path / "missing_dir" / "r.json").string(),
+  const auto batch = run_cli(in.string() + " " + (dir.path / "b.onnx").string() + " --out-dir " + (dir.path / "o").string() + " --report " +
+                                 (dir.path / "missing_dir" / "r.json").string(),
                              dir);
   CHECK(batch.exit_code == 3);
   CHECK_FALSE(fs::exists(dir.path / "o"));
@@ -271,10 +271,10 @@ TEST_CASE("the report is valid UTF-8 whatever bytes a node name holds", "[e2e][s
   const std::vector<Case> cases = {
       {"up\xff\xfe", "up" + r + r},
       {"ok \xC3\xA9 \xF0\x9F\x98\x80", "ok \xC3\xA9 \xF0\x9F\x98\x80"},  // valid 2- and 4-byte sequences stay
-      {"over\xC0\xAF", "over" + r + r},                                 // an overlong '/'
-      {"sur\xED\xA0\x80", "sur" + r + r + r},                           // a UTF-16 surrogate
-      {"big\xF4\x90\x80\x80", "big" + r + r + r + r},                   // above U+10FFFF
-      {"cut\xE2\x82", "cut" + r + r},                                   // a truncated sequence
+      {"over\xC0\xAF", "over" + r + r},                                  // an overlong '/'
+      {"sur\xED\xA0\x80", "sur" + r + r + r},                            // a UTF-16 surrogate
+      {"big\xF4\x90\x80\x80", "big" + r + r + r + r},                    // above U+10FFFF
+      {"cut\xE2\x82", "cut" + r + r},                                    // a truncated sequence
   };
   for (const auto& c : cases) {
     INFO(c.expected);
@@ -312,8 +312,7 @@ TEST_CASE("log lines carry node names without terminal controls, ill-formed UTF-
   }
 }
 
-TEST_CASE("no line of the log, the plan or the tune lines can be a CI workflow command, whatever a model's names hold",
-          "[e2e][safety]") {
+TEST_CASE("no line of the log, the plan or the tune lines can be a CI workflow command, whatever a model's names hold", "[e2e][safety]") {
   // GitHub's runner trims a line's leading spaces and takes "::" at its start for a command: a name holding
   // "\n  ::error::" was logged as an indented continuation, and became one. Names from every place they are shown:
   // a kept node's reason (a Pad name), the plan's rows, the summary's per-output lines, the tune lines.
@@ -325,7 +324,8 @@ TEST_CASE("no line of the log, the plan or the tune lines can be a CI workflow c
   m.mutable_graph()->mutable_node(0)->set_output(0, "Y" + evil);
   const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx";
   save(m, in);
-  for (const std::string& args : std::vector<std::string>{" --dry-run --tune --runs 2", " -o " + out.string() + " --verify -v", " --check"}) {
+  for (const std::string& args :
+       std::vector<std::string>{" --dry-run --tune --runs 2", " -o " + out.string() + " --verify -v", " --check"}) {
     const auto r = run_cli(in.string() + args, dir);
     INFO(args << "\n" << r.err << r.out);
     CHECK(r.exit_code <= 1);
@@ -342,16 +342,15 @@ TEST_CASE("no line of the log, the plan or the tune lines can be a CI workflow c
   }
 }
 
-TEST_CASE("a model's file name holding a newline is shown escaped in a batch's plan and log, never as a line of its own",
-          "[e2e][safety]") {
+TEST_CASE("a model's file name holding a newline is shown escaped in a batch's plan and log, never as a line of its own", "[e2e][safety]") {
   // Batch --dry-run printed "a\n::error::PWN.onnx:" as the model's header on stdout: a workflow command on GitHub
   // (review finding 5), and the log split the name into continuation lines (finding 24).
   TempDir dir;
   const std::string evil = "a\n::error::PWN.onnx";
   save(small_deconv_model(), dir.path / evil);
   save(small_deconv_model(), dir.path / "b.onnx");
-  const auto r = run_shell(std::string("cd ") + dir.path.string() + " && " + DWDECONV_CLI + " \"$(printf 'a\\n::error::PWN.onnx')\" b.onnx " +
-                               "--dry-run --tune --runs 2 --target xnnpack",
+  const auto r = run_shell(std::string("cd ") + dir.path.string() + " && " + DWDECONV_CLI +
+                               " \"$(printf 'a\\n::error::PWN.onnx')\" b.onnx " + "--dry-run --tune --runs 2 --target xnnpack",
                            dir);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);

@@ -11,17 +11,19 @@ TEST_CASE("a batch rewrites every model, one failure does not stop the others, t
   fs::copy_file(fs::path(DWDECONV_EXAMPLES_DIR) / "migan_tiny_deconv.onnx", dir.path / "b.onnx");
   std::ofstream(dir.path / "broken.onnx", std::ios::binary) << "not a model";
   const auto out = dir.path / "out", report = dir.path / "r.json";
-  const std::string models = (dir.path / "a.onnx").string() + " " + (dir.path / "broken.onnx").string() + " " + (dir.path / "b.onnx").string();
+  const std::string models =
+      (dir.path / "a.onnx").string() + " " + (dir.path / "broken.onnx").string() + " " + (dir.path / "b.onnx").string();
   const auto r = run_cli(models + " --out-dir " + out.string() + " -j 2 --report " + report.string(), dir);
   INFO(r.err);
-  CHECK(r.exit_code == 3);  // the highest of the models' codes
+  CHECK(r.exit_code == 3);                                       // the highest of the models' codes
   CHECK(count_ops(load(out / "a.onnx"), "ConvTranspose") == 1);  // mix_up is kept
   CHECK(count_ops(load(out / "b.onnx"), "ConvTranspose") == 0);
   CHECK_FALSE(fs::exists(out / "broken.onnx"));
   CHECK_THAT(r.err, Catch::Contains("batch: 3 models, 2 ok, 1 failed"));
   const std::string json = read_file(report);
   CHECK(json.rfind("[\n{", 0) == 0);
-  CHECK_THAT(json, Catch::Contains("\"exit_code\": 3,\n  \"error\": \"" + (dir.path / "broken.onnx").string() + ": not a valid ONNX ModelProto"));
+  CHECK_THAT(json,
+             Catch::Contains("\"exit_code\": 3,\n  \"error\": \"" + (dir.path / "broken.onnx").string() + ": not a valid ONNX ModelProto"));
   CHECK_THAT(json, Catch::Contains("\"output\": \"" + (out / "b.onnx").string() + "\""));
   size_t entries = 0;
   for (size_t p = json.find("\"tool_version\""); p != std::string::npos; p = json.find("\"tool_version\"", p + 1)) ++entries;
@@ -34,7 +36,8 @@ TEST_CASE("several models without --out-dir, and two with the same file name, ar
   fs::create_directories(dir.path / "other");
   fs::copy_file(in, dir.path / "other" / "model.onnx");
   CHECK(run_cli(in.string() + " " + in.string() + " -o x.onnx", dir).exit_code == 2);
-  const auto same = run_cli(in.string() + " " + (dir.path / "other" / "model.onnx").string() + " --out-dir " + (dir.path / "o").string(), dir);
+  const auto same =
+      run_cli(in.string() + " " + (dir.path / "other" / "model.onnx").string() + " --out-dir " + (dir.path / "o").string(), dir);
   CHECK(same.exit_code == 2);
   CHECK_THAT(same.err, Catch::Contains("would collide"));
   // --check over several models gates them all at once.

@@ -42,8 +42,8 @@ TEST_CASE("a Python --runtime whose interpreter cannot run is exit 2 before anyt
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
-  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --runtime ort --python " + (dir.path / "no-such-python").string() +
-                             " --report " + report.string(),
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --runtime ort --python " +
+                             (dir.path / "no-such-python").string() + " --report " + report.string(),
                          dir);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("cannot run the Python interpreter '" + (dir.path / "no-such-python").string() + "'"));
@@ -81,7 +81,8 @@ TEST_CASE("a --bench on the executor reports the runtime, each side's spread, th
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
   const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 3 --report " + report.string(), dir);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains("x faster on XNNPACK") || Catch::Contains("x (slower) on XNNPACK") || Catch::Contains("x (as fast) on XNNPACK"));
+  CHECK_THAT(r.err, Catch::Contains("x faster on XNNPACK") || Catch::Contains("x (slower) on XNNPACK") ||
+                        Catch::Contains("x (as fast) on XNNPACK"));
   CHECK_THAT(r.err, Catch::Contains("(this tool's executor)"));
   CHECK_THAT(r.err, Catch::Contains("per upsampler on XNNPACK"));
   const std::string json = read_file(report);
@@ -94,8 +95,9 @@ TEST_CASE("a --bench on the executor reports the runtime, each side's spread, th
     CHECK(mid <= hi);
   }
   // One row per rewritten upsampler: the example's 8 depthwise ConvTransposes, each timed on both sides.
-  const std::regex row("\\{\"name\": \"[^\"]+\", \"form\": \"conv_transpose\", \"input_shape\": \"1x[0-9]+x[0-9]+x[0-9]+\", "
-                       "\"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": ([0-9.e+-]+)\\}");
+  const std::regex row(
+      "\\{\"name\": \"[^\"]+\", \"form\": \"conv_transpose\", \"input_shape\": \"1x[0-9]+x[0-9]+x[0-9]+\", "
+      "\"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": ([0-9.e+-]+)\\}");
   size_t rows = 0;
   for (auto it = std::sregex_iterator(json.begin(), json.end(), row); it != std::sregex_iterator(); ++it) {
     ++rows;
@@ -105,11 +107,13 @@ TEST_CASE("a --bench on the executor reports the runtime, each side's spread, th
   CHECK(rows == 8);
 }
 
-TEST_CASE("the --min-speedup gate fails a bench under the figure with exit 1 and writes no model, and passes one over it", "[e2e][runtime]") {
+TEST_CASE("the --min-speedup gate fails a bench under the figure with exit 1 and writes no model, and passes one over it",
+          "[e2e][runtime]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
-  auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 1000 --report " + report.string(), dir);
+  auto r = run_cli(
+      in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 1000 --report " + report.string(), dir);
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("--min-speedup 1000: the rewritten model ran") && Catch::Contains("under the 1000x asked for"));
   CHECK(!fs::exists(out));
@@ -118,7 +122,8 @@ TEST_CASE("the --min-speedup gate fails a bench under the figure with exit 1 and
   CHECK(json_number(json, "speedup") > 0);
   CHECK(json_number(json, "speedup") < 1000);
   CHECK(json_number(json, "exit_code") == 1);
-  r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 0.001 --report " + report.string(), dir);
+  r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 0.001 --report " + report.string(),
+              dir);
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(out));
   json = read_file(report);
@@ -169,14 +174,16 @@ TEST_CASE("the --tune option times each candidate alone on the runtime and rewri
   const auto r = run_cli(in.string() + " --dry-run --target xnnpack --tune --runs 3 --report " + report.string(), dir);
   REQUIRE(r.exit_code == 0);
   // One figure per candidate, on stdout with the plan, and the same in the report.
-  const std::regex line("tune: \"([^\"]+)\" \\((1x[0-9]+x[0-9]+x[0-9]+)\\) [0-9.]+ ms -> [0-9.]+ ms, [0-9.]+x alone on XNNPACK [^\\n]*"
-                        "\\(this tool's executor\\): (rewrite|keep)");
+  const std::regex line(
+      "tune: \"([^\"]+)\" \\((1x[0-9]+x[0-9]+x[0-9]+)\\) [0-9.]+ ms -> [0-9.]+ ms, [0-9.]+x alone on XNNPACK [^\\n]*"
+      "\\(this tool's executor\\): (rewrite|keep)");
   std::map<std::string, std::string> decisions;
   for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line); it != std::sregex_iterator(); ++it) decisions[(*it)[1]] = (*it)[3];
   CHECK(decisions.size() == 8);
   const std::string json = read_file(report);
-  const std::regex entry("\\{\"name\": \"([^\"]+)\", \"input_shape\": \"[0-9x]+\", \"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": "
-                         "([0-9.e+-]+), \"speedup\": ([0-9.e+-]+), \"decision\": \"(rewritten|kept)\"\\}");
+  const std::regex entry(
+      "\\{\"name\": \"([^\"]+)\", \"input_shape\": \"[0-9x]+\", \"original_ms\": ([0-9.e+-]+), \"rewritten_ms\": "
+      "([0-9.e+-]+), \"speedup\": ([0-9.e+-]+), \"decision\": \"(rewritten|kept)\"\\}");
   size_t entries = 0, kept = 0;
   for (auto it = std::sregex_iterator(json.begin(), json.end(), entry); it != std::sregex_iterator(); ++it) {
     ++entries;
@@ -195,7 +202,8 @@ TEST_CASE("the --tune option times each candidate alone on the runtime and rewri
     }
   }
   CHECK(entries == 8);
-  CHECK_THAT(r.out, Catch::Contains("plan: rewrite " + std::to_string(8 - kept) + " of 8 ConvTranspose nodes, keep " + std::to_string(kept)));
+  CHECK_THAT(r.out,
+             Catch::Contains("plan: rewrite " + std::to_string(8 - kept) + " of 8 ConvTranspose nodes, keep " + std::to_string(kept)));
 }
 
 TEST_CASE("the --tune option takes --input-shape, also with --dry-run", "[e2e][runtime][tune]") {
@@ -253,7 +261,8 @@ g (float[1,8,8,8] X, bool c) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
   const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --tune --runs 3 --report " + report.string(), dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains("tune: \"up_branch\" (?) not timed alone (inside ") && Catch::Contains("main-graph upsamplers only): keep"));
+  CHECK_THAT(r.err,
+             Catch::Contains("tune: \"up_branch\" (?) not timed alone (inside ") && Catch::Contains("main-graph upsamplers only): keep"));
   CHECK_THAT(read_file(report), Catch::Contains("\"name\": \"up_branch\"") && Catch::Contains("\"not_timed\": \"inside "));
   const auto written = load(out);
   // The branch keeps its ConvTranspose; the main graph's was timed and decided by its figure.
@@ -265,8 +274,7 @@ g (float[1,8,8,8] X, bool c) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
 
 namespace dwdeconv::test {
 
-TEST_CASE("the --tune option keeps, untimed, upsamplers that share a name, since it tells them apart by name",
-          "[e2e][runtime][tune]") {
+TEST_CASE("the --tune option keeps, untimed, upsamplers that share a name, since it tells them apart by name", "[e2e][runtime][tune]") {
   // Two upsamplers named "n": the first one's region was timed twice and the second rewritten on that figure
   // (review finding 8).
   auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -293,8 +301,7 @@ g (float[1,8,8,8] X) => (float[1,8,16,16] Y, float[1,8,16,16] Z) {
 
 namespace dwdeconv::test {
 
-TEST_CASE("the compare of two models that are the same times nothing, and a --min-speedup over 1 fails it",
-          "[e2e][runtime][compare]") {
+TEST_CASE("the compare of two models that are the same times nothing, and a --min-speedup over 1 fails it", "[e2e][runtime][compare]") {
   // What the API's check() and the Action's gate get when the rewrite changed nothing: timing one model twice gave
   // 0.97x-1.05x and passed or failed a 1.02x gate on noise (review finding 13).
   TempDir dir;

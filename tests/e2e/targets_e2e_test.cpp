@@ -81,8 +81,8 @@ TEST_CASE("each named target writes its own structure", "[e2e][targets]") {
     const char* target;
     int resizes, convtransposes, gathers, transposes;
   };
-  const auto e = GENERATE(Expect{"xnnpack", 0, 0, 0, 0}, Expect{"litert", 1, 0, 0, 0}, Expect{"ort", 1, 1, 0, 0},
-                          Expect{"executorch", 0, 0, 3, 0});
+  const auto e =
+      GENERATE(Expect{"xnnpack", 0, 0, 0, 0}, Expect{"litert", 1, 0, 0, 0}, Expect{"ort", 1, 1, 0, 0}, Expect{"executorch", 0, 0, 3, 0});
   CAPTURE(e.target);
   const fs::path out = dir.path / (std::string(e.target) + ".onnx");
   const auto r = run_cli(input.string() + " -o " + out.string() + " --target " + e.target + " --verify", dir);

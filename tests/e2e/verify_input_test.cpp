@@ -55,8 +55,10 @@ TEST_CASE("a model input too large to hold is refused by --verify and --compare,
     TempDir dir;
     auto m = parse_model(R"(
       <ir_version: 8, opset_import: ["" : 13]>
-      huge (float[1,)" + std::to_string(channels) + "," + h + "," + h + R"(] X) => (float[n,c,h,w] Y) {
-        Y = ConvTranspose <group=)" + std::to_string(channels) + R"(, strides=[2,2], pads=[1,1,1,1]> (X, W)
+      huge (float[1,)" + std::to_string(channels) +
+                         "," + h + "," + h + R"(] X) => (float[n,c,h,w] Y) {
+        Y = ConvTranspose <group=)" +
+                         std::to_string(channels) + R"(, strides=[2,2], pads=[1,1,1,1]> (X, W)
       })");
     set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {channels, 1, 4, 4}, 41);
     const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", plain = dir.path / "plain.onnx";
@@ -153,7 +155,8 @@ TEST_CASE("an input file whose rank, static dims or element kind do not fit its 
                                       Case{"wide.npy", "holds FLOAT[1x6x5x8], but axis 3 of input 'X' is declared 7, not 8"},
                                       Case{"ints.npy", "holds INT64[1x6x5x7], but input 'X' is declared FLOAT"}}) {
     CAPTURE(file);
-    for (const std::string& mode : {" -o " + out.string() + " --verify", " --compare " + in.string(), " -o " + out.string() + " --bench --runs 1"}) {
+    for (const std::string& mode :
+         {" -o " + out.string() + " --verify", " --compare " + in.string(), " -o " + out.string() + " --bench --runs 1"}) {
       CAPTURE(mode);
       const auto r = run_cli(in.string() + mode + " --input X=" + (dir.path / file).string(), dir);
       CHECK(r.exit_code == 2);

@@ -77,9 +77,11 @@ TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs
   // A second graph output Z = Shape(X) + K; MODEL and OTHER differ only in K, by 1 at 2^60, where doubles are 256
   // apart (compared through double, every element was equal, "max abs 0").
   const auto with_k = [](const std::string& k) {
-    auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,3] X) => (float[1,2,6,6] Y, int64[4] Z) {\n"
-                         "  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  S = Shape (X)\n"
-                         "  K = Constant <value = int64[4] {" + k + ", " + k + ", " + k + ", " + k + "}> ()\n  Z = Add (S, K)\n}\n");
+    auto m = parse_model(
+        "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,3] X) => (float[1,2,6,6] Y, int64[4] Z) {\n"
+        "  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  S = Shape (X)\n"
+        "  K = Constant <value = int64[4] {" +
+        k + ", " + k + ", " + k + ", " + k + "}> ()\n  Z = Add (S, K)\n}\n");
     set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, 21);
     return m;
   };
@@ -93,8 +95,9 @@ TEST_CASE("compare fails int64 outputs that differ by 1 at 2^60: integer outputs
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("Y: max abs 0") && Catch::Contains("): pass"));
   // Element 0 of Shape(X) is 1: 1 + 2^60 against 1 + 2^60 + 1.
-  CHECK_THAT(r.err, Catch::Contains("Z: max abs 1,") &&
-                        Catch::Contains("FAIL (element 0 is 1152921504606846978, expected 1152921504606846977 (integers are compared exactly))"));
+  CHECK_THAT(r.err,
+             Catch::Contains("Z: max abs 1,") &&
+                 Catch::Contains("FAIL (element 0 is 1152921504606846978, expected 1152921504606846977 (integers are compared exactly))"));
   CHECK_THAT(r.err, Catch::Contains("verification FAILED"));
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
@@ -113,18 +116,21 @@ TEST_CASE("compare of float64 models fails naming the node and DOUBLE: the execu
       big = Constant <value = double[1] {1e10}> ()
       a = Add (x, big)
       z = Sub (a, big)
-    })"), model);
+    })"),
+       model);
   save(parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (double[1,2,3,3] x) => (double[1,2,3,3] z) {
       zero = Constant <value = double[1] {0.0}> ()
       z = Mul (x, zero)
-    })"), other);
+    })"),
+       other);
   const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
   INFO(r.err);
   CHECK(r.exit_code == 1);
   // Refused before anything runs: its float64 input would reach any runtime rounded to float32.
-  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() + ": graph input 'x' is DOUBLE: inputs are held in float32 "
+  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() +
+                                    ": graph input 'x' is DOUBLE: inputs are held in float32 "
                                     "here, so a float64 model cannot be fed its exact values"));
   CHECK_THAT(r.err, !Catch::Contains("verification passed"));
   const std::string json = read_file(report);
@@ -143,7 +149,8 @@ TEST_CASE("compare does not pass a model whose run holds NaN against one holding
       s = Sqrt (x)
       one = Constant <value = float[1] {1.0}> ()
       y = Mul (s, one)
-    })"), model);
+    })"),
+       model);
   save(parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,3,4,5] x) => (float[1,3,4,5] y) {
@@ -155,11 +162,13 @@ TEST_CASE("compare does not pass a model whose run holds NaN against one holding
       square = Mul (big, big)
       ninf = Neg (square)
       y = Where (c, ninf, s)
-    })"), other);
+    })"),
+       other);
   const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
   INFO(r.err);
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() + ": the original model cannot be compared whole: "
+  CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() +
+                                    ": the original model cannot be compared whole: "
                                     "Sqrt producing 's' writes NaN to 's' at element "));
   CHECK_THAT(r.err, Catch::Contains("the executor cannot compare non-finite values faithfully"));
   CHECK_THAT(r.err, Catch::Contains("; and no rewritten upsampler of the main graph can be checked on its own"));
@@ -250,7 +259,7 @@ TEST_CASE("whole-model verify passes for every kind of node the rewriter emits",
   CHECK(count_ops(rewritten, "ConvTranspose") == 0);
   CHECK(count_ops(rewritten, "DepthToSpace") == 4);
   CHECK(count_ops(rewritten, "Pad") >= 1);  // the crop phases
-  bool zero_kernel = false;  // a bias-only phase: a 1x1 kernel of zeros
+  bool zero_kernel = false;                 // a bias-only phase: a 1x1 kernel of zeros
   for (const auto& init : rewritten.graph().initializer()) {
     if (init.name().rfind("W_bias_", 0) == 0 && init.dims(2) == 1 && init.raw_data() == std::string(16, '\0')) zero_kernel = true;
   }
@@ -364,12 +373,12 @@ TEST_CASE("per-node compare fails a model that differs outside the rewritten nod
     CHECK_THAT(read_file(report), Catch::Contains(interface ? "\"mode\": \"whole-model\"" : "\"mode\": \"per-node\""));
     CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
     // A CI step that reads only the report learns what differs too.
-    for (const auto& fragment : fragments) CHECK_THAT(read_file(report), Catch::Contains("\"difference\": \"") && Catch::Contains(fragment));
+    for (const auto& fragment : fragments)
+      CHECK_THAT(read_file(report), Catch::Contains("\"difference\": \"") && Catch::Contains(fragment));
   }
 }
 
-TEST_CASE("verify with nothing rewritten writes the model and reports mode none, even with ops the executor lacks",
-          "[e2e][verify]") {
+TEST_CASE("verify with nothing rewritten writes the model and reports mode none, even with ops the executor lacks", "[e2e][verify]") {
   TempDir dir;
   // The only ConvTranspose is dense (kept), and Hardmax is outside the executor's set: running both models fails.
   auto m = parse_model(R"(
@@ -400,10 +409,12 @@ TEST_CASE("compare refuses a model that is no valid ONNX model even when the exe
   TempDir dir;
   const std::string header = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
   auto honest = parse_model(header + "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n  y = Conv <pads = [1, 1, 1, 1]> (x, w)\n}");
-  auto twice = parse_model(header + "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n  y = Neg (x)\n"
-                                    "  y = Conv <pads = [1, 1, 1, 1]> (x, w)\n}");
-  auto unknown = parse_model(header + "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n"
-                                      "  y = Conv <pads = [1, 1, 1, 1], bogus = 3> (x, w)\n}");
+  auto twice = parse_model(header +
+                           "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n  y = Neg (x)\n"
+                           "  y = Conv <pads = [1, 1, 1, 1]> (x, w)\n}");
+  auto unknown = parse_model(header +
+                             "g (float[1,2,4,4] x) => (float[1,2,4,4] y) {\n"
+                             "  y = Conv <pads = [1, 1, 1, 1], bogus = 3> (x, w)\n}");
   for (auto* m : {&honest, &twice, &unknown}) set_random_initializer(*m->mutable_graph(), "w", onnx::TensorProto::FLOAT, {2, 2, 3, 3}, 7);
   const auto a = dir.path / "a.onnx", b = dir.path / "b.onnx", c = dir.path / "c.onnx", report = dir.path / "r.json";
   save(honest, a);
@@ -432,7 +443,8 @@ TEST_CASE("per-node compare refuses a region whose output size a constant fixes 
   const auto model = [](const std::string& x_dims) {
     auto m = parse_model(R"(
       <ir_version: 8, opset_import: ["" : 13]>
-      resize_by_sizes (float[)" + x_dims + R"(] X) => (float[1,3,8,10] Y) {
+      resize_by_sizes (float[)" +
+                         x_dims + R"(] X) => (float[1,3,8,10] Y) {
         sizes = Constant <value = int64[4] {1, 3, 8, 10}> ()
         u = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (X, , , sizes)
         v = Conv <group = 3, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)

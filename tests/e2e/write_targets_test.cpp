@@ -19,7 +19,6 @@ using namespace dwdeconv::test;
 
 namespace {
 
-
 // A model that cannot be verified: its dims are symbolic and Sin is outside the executor's set, so it cannot
 // run whole, and the deconv's input shape is unknown, so it cannot be checked on its own either.
 onnx::ModelProto unverifiable_model() {
@@ -73,7 +72,8 @@ bool make_socket_file(const fs::path& p) {
 
 }  // namespace
 
-TEST_CASE("an output or report path that is a device, FIFO, socket or directory is refused, also through a symlink", "[e2e][safety][targets]") {
+TEST_CASE("an output or report path that is a device, FIFO, socket or directory is refused, also through a symlink",
+          "[e2e][safety][targets]") {
   TempDir dir;
   save(small_deconv_model(7), dir.path / "m.onnx");
   REQUIRE(::mkfifo((dir.path / "fifo").c_str(), 0644) == 0);
@@ -288,7 +288,8 @@ TEST_CASE("a run that fails on its --input files still writes its report", "[e2e
     std::string args;
     size_t entries;  // a batch report has one per model
   };
-  for (const auto& c : std::vector<Case>{{"m.onnx -o out.onnx --verify", 1}, {"m.onnx --compare b.onnx", 1}, {"m.onnx b.onnx --out-dir od --verify", 2}}) {
+  for (const auto& c :
+       std::vector<Case>{{"m.onnx -o out.onnx --verify", 1}, {"m.onnx --compare b.onnx", 1}, {"m.onnx b.onnx --out-dir od --verify", 2}}) {
     INFO(c.args);
     const auto r = run_sh("$B " + c.args + " --input X=missing.npy --report r.json", dir);
     CHECK(r.exit_code == 3);

@@ -8,9 +8,7 @@ namespace dwdeconv::fuzz {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-std::string header(int64_t opset, int64_t ir) {
-  return "<ir_version: " + str(ir) + ", opset_import: [\"\" : " + str(opset) + "]>\n";
-}
+std::string header(int64_t opset, int64_t ir) { return "<ir_version: " + str(ir) + ", opset_import: [\"\" : " + str(opset) + "]>\n"; }
 
 namespace {
 
@@ -74,15 +72,18 @@ onnx::ModelProto mask_model(const Mask& m) {
 onnx::ModelProto zero_insertion_model(const ZeroInsertion& m) {
   const std::string c = str(m.c), s = str(m.s), k = str(m.k), kk = str(m.conv_k);
   const std::string body = "  z = ConvTranspose <group = " + c + ", strides = [" + s + ", " + s + "], kernel_shape = [" + k + ", " + k +
-                           "]> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n  p = Pad <mode = \"constant\"> (z, pads)\n  Y = Conv <group = " +
-                           c + ", kernel_shape = [" + kk + ", " + kk + "]> (p, W)\n";
+                           "]> (X, V" + (m.ct_bias ? ", VB" : "") +
+                           ")\n  p = Pad <mode = \"constant\"> (z, pads)\n  Y = Conv <group = " + c + ", kernel_shape = [" + kk + ", " +
+                           kk + "]> (p, W)\n";
   auto model = test::parse_model(header(m.opset) + "g (float[1," + c + "," + str(m.h) + "," + str(m.w) + "] X) => (float[1," + c +
                                  ",?,?] Y) {\n" + body + "}\n");
   auto& g = *model.mutable_graph();
   auto taps = one_tap_planes(m.c, m.k, m.ty, m.tx);
   if (m.second_tap) taps[static_cast<size_t>(((m.ty + 1) % m.k) * m.k + m.tx)] = 1.0;
   *g.add_initializer() = onnx_io::make_tensor("V", onnx::TensorProto::FLOAT, {m.c, 1, m.k, m.k}, taps, true);
-  if (m.ct_bias) *g.add_initializer() = onnx_io::make_tensor("VB", onnx::TensorProto::FLOAT, {m.c}, std::vector<double>(static_cast<size_t>(m.c), 0.5), true);
+  if (m.ct_bias)
+    *g.add_initializer() =
+        onnx_io::make_tensor("VB", onnx::TensorProto::FLOAT, {m.c}, std::vector<double>(static_cast<size_t>(m.c), 0.5), true);
   *g.add_initializer() = onnx_io::make_int64_tensor("pads", {8}, {0, 0, m.pad_begin, m.pad_begin, 0, 0, m.pad_end, m.pad_end});
   test::set_random_initializer(g, "W", onnx::TensorProto::FLOAT, {m.c, 1, m.conv_k, m.conv_k}, 31);
   test::name_node(model, "Y", "up1");
@@ -117,10 +118,12 @@ onnx::ModelProto upfirdn_model(const Upfirdn& m) {
     conv_in = "q3";
   }
   body += "  Y = Conv <group = " + c + ", kernel_shape = [" + str(m.k) + ", " + str(m.k) + "]> (" + conv_in + ", Wt)\n";
-  auto model = test::parse_model(header(m.opset) + "g (float[1," + c + "," + h + "," + w + "] X) => (float[1," + c + ",?,?] Y) {\n" + body + "}\n");
+  auto model =
+      test::parse_model(header(m.opset) + "g (float[1," + c + "," + h + "," + w + "] X) => (float[1," + c + ",?,?] Y) {\n" + body + "}\n");
   auto& g = *model.mutable_graph();
   // Pads of the 6-D [N,C,H,1,W,1]: zeros before and after the two singletons.
-  *g.add_initializer() = onnx_io::make_int64_tensor("ipads", {12}, {0, 0, 0, m.before, 0, m.before, 0, 0, 0, m.s - 1 - m.before, 0, m.s - 1 - m.before});
+  *g.add_initializer() =
+      onnx_io::make_int64_tensor("ipads", {12}, {0, 0, 0, m.before, 0, m.before, 0, 0, 0, m.s - 1 - m.before, 0, m.s - 1 - m.before});
   *g.add_initializer() = onnx_io::make_int64_tensor("pads", {8}, {0, 0, m.pad_begin, m.pad_begin, 0, 0, m.pad_end, m.pad_end});
   test::set_random_initializer(g, "Wt", onnx::TensorProto::FLOAT, {m.c, 1, m.k, m.k}, 51);
   test::name_node(model, "Y", "up1");
@@ -143,7 +146,8 @@ onnx::ModelProto nearest_conv_model(const NearestConv& m) {
   auto model = test::parse_model(header(m.opset) + "g (" + inputs + ") => (float[1," + str(m.cout) + ",?,?] Y) {\n  u = Resize <" + attrs +
                                  "> (" + resize_in + ")\n  Y = Conv <" + conv_attrs + "> (u, W" + (m.bias ? ", B" : "") + ")\n}\n");
   auto& g = *model.mutable_graph();
-  if (m.opset >= 11 && m.opset < 13 && !m.by_sizes) *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
+  if (m.opset >= 11 && m.opset < 13 && !m.by_sizes)
+    *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
   if (m.by_sizes) {
     *g.add_initializer() = onnx_io::make_int64_tensor("sizes", {4}, {1, m.cin, m.s * m.h, m.s * m.w});
   } else {
@@ -162,7 +166,8 @@ onnx::ModelProto text_model(const std::string& text) { return test::parse_model(
 // A model from ONNX text whose initializers are named with their dims: {"W", {3, 1, 4, 4}}.
 onnx::ModelProto with_weights(onnx::ModelProto model, const std::vector<std::pair<std::string, std::vector<int64_t>>>& weights) {
   uint32_t seed = 70;
-  for (const auto& [name, dims] : weights) test::set_random_initializer(*model.mutable_graph(), name, onnx::TensorProto::FLOAT, dims, seed++);
+  for (const auto& [name, dims] : weights)
+    test::set_random_initializer(*model.mutable_graph(), name, onnx::TensorProto::FLOAT, dims, seed++);
   return model;
 }
 

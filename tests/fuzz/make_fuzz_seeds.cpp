@@ -136,15 +136,22 @@ std::vector<Seed> seeds() {
     d.attrs = "strides = [2, 2], pads = [3, 3, 3, 3]";
     add("ct_crop_kept", deconv(d), Expect::kKeep);
   }
-  add("ct_1d_kept", with_weights(text_model(header(13) + R"(g (float[1,3,7] X) => (float[1,3,14] Y) {
+  add("ct_1d_kept",
+      with_weights(text_model(header(13) + R"(g (float[1,3,7] X) => (float[1,3,14] Y) {
   Y = ConvTranspose <group = 3, strides = [2], pads = [1, 1]> (X, W)
-})"), {{"W", {3, 1, 4}}}), Expect::kKeep);
-  add("ct_3d_kept", with_weights(text_model(header(13) + R"(g (float[1,3,3,4,5] X) => (float[1,3,6,8,10] Y) {
+})"),
+                   {{"W", {3, 1, 4}}}),
+      Expect::kKeep);
+  add("ct_3d_kept",
+      with_weights(text_model(header(13) + R"(g (float[1,3,3,4,5] X) => (float[1,3,6,8,10] Y) {
   Y = ConvTranspose <group = 3, strides = [2, 2, 2], pads = [1, 1, 1, 1, 1, 1]> (X, W)
-})"), {{"W", {3, 1, 4, 4, 4}}}), Expect::kKeep);
+})"),
+                   {{"W", {3, 1, 4, 4, 4}}}),
+      Expect::kKeep);
   add("ct_weight_graph_input_kept", text_model(header(13) + R"(g (float[1,3,5,4] X, float[3,1,4,4] W) => (float[1,3,10,8] Y) {
   Y = ConvTranspose <group = 3, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)
-})"), Expect::kKeep);
+})"),
+      Expect::kKeep);
   {
     auto q = text_model(header(13) + R"(g (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
   Wf = DequantizeLinear (Wq, ws, wz)
@@ -177,7 +184,8 @@ std::vector<Seed> seeds() {
     auto m = with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y1, float[1,2,8,6] Y2) {
   Y1 = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)
   Y2 = ConvTranspose <group = 2, strides = [2, 2], pads = [2, 0, 0, 2]> (X, W)
-})"), {{"W", {2, 1, 4, 4}}});
+})"),
+                          {{"W", {2, 1, 4, 4}}});
     add("ct_shared_weight_two_pads", m, Expect::kRewrite, ct);
   }
   {
@@ -203,33 +211,43 @@ std::vector<Seed> seeds() {
   a = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W1, B1)
   r = LeakyRelu <alpha = 0.2> (a)
   Y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (r, W2)
-})"), {{"W1", {2, 1, 4, 4}}, {"B1", {2}}, {"W2", {2, 1, 4, 4}}});
+})"),
+                          {{"W1", {2, 1, 4, 4}}, {"B1", {2}}, {"W2", {2, 1, 4, 4}}});
     add("ct_chain_two_deconvs", m, Expect::kRewrite, ct);
   }
   // Subgraphs and scopes: a deconv in both branches of an If, one in a Loop body, one shadowing an outer name.
-  add("ct_in_if_branches", with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
+  add("ct_in_if_branches",
+      with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
   Y = If (c) <
     then_branch = t () => (float[1,2,8,6] A) { A = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W) },
     else_branch = e () => (float[1,2,8,6] B) { B = ConvTranspose <group = 2, strides = [2, 2], pads = [2, 0, 0, 2]> (X, W) }>
-})"), {{"W", {2, 1, 4, 4}}}), Expect::kRewrite, ct);
-  add("ct_in_loop_body", with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X, int64 n) => (float[1,2,4,3] Z, float[?,1,2,8,6] S) {
+})"),
+                   {{"W", {2, 1, 4, 4}}}),
+      Expect::kRewrite, ct);
+  add("ct_in_loop_body",
+      with_weights(text_model(header(13) + R"(g (float[1,2,4,3] X, int64 n) => (float[1,2,4,3] Z, float[?,1,2,8,6] S) {
   t = Constant <value = bool {1}> ()
   Z, S = Loop (n, t, X) <body = b (int64 i, bool cond, float[1,2,4,3] x) => (bool co, float[1,2,4,3] xo, float[1,2,8,6] y) {
     co = Identity (cond)
     xo = Identity (x)
     y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, W)
   }>
-})"), {{"W", {2, 1, 4, 4}}}), Expect::kRewrite, ct);
+})"),
+                   {{"W", {2, 1, 4, 4}}}),
+      Expect::kRewrite, ct);
   // A branch's Constant redefines the main graph's W: no SSA form, refused also at opset 19, where libonnx's
   // checker cannot judge the model.
-  add("ct_if_redefines_weight_opset19", with_weights(text_model(header(19) + R"(g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
+  add("ct_if_redefines_weight_opset19",
+      with_weights(text_model(header(19) + R"(g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
   Y = If (c) <
     then_branch = t () => (float[1,2,8,6] A) {
       W = Constant <value = float[2,1,2,2] {1, 0, 0, 0, 0, 0, 0, 1}> ()
       A = ConvTranspose <group = 2, strides = [2, 2]> (X, W)
     },
     else_branch = e () => (float[1,2,8,6] B) { B = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W) }>
-})"), {{"W", {2, 1, 4, 4}}}), Expect::kInvalid);
+})"),
+                   {{"W", {2, 1, 4, 4}}}),
+      Expect::kInvalid);
   {
     // A deconv inside a model-local function: kept (a function body is a template).
     onnx::ModelProto m = text_model(header(13) + R"(g (float[1,2,4,3] X, float[2,1,4,4] W) => (float[1,2,8,6] Y) {
@@ -473,7 +491,8 @@ std::vector<Seed> seeds() {
     auto m = with_weights(text_model(header(9) + R"(g (float[1,4,3,4] X) => (float[1,4,6,8] Y) {
   u = Upsample <mode = "nearest"> (X, scales)
   Y = Conv <group = 4, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)
-})"), {{"W", {4, 1, 3, 3}}});
+})"),
+                          {{"W", {4, 1, 3, 3}}});
     *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1, 1, 2, 2}, true);
     add("upsample_opset9_conv", m, Expect::kAny);
   }
@@ -485,61 +504,99 @@ std::vector<Seed> seeds() {
 })";
   add("rank_ct_weight2_graph_input_opset13", text_model(header(13) + ct_rank_text), Expect::kInvalid);
   add("rank_ct_weight2_graph_input_opset19", text_model(header(19) + ct_rank_text), Expect::kInvalid);
-  add("rank_ct_weight2_initializer", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+  add("rank_ct_weight2_initializer",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = ConvTranspose <group = 2, strides = [2, 2]> (X, W)
-})"), {{"W", {2, 1}}}), Expect::kInvalid);
+})"),
+                   {{"W", {2, 1}}}),
+      Expect::kInvalid);
   add("rank_ct_weight2_constant_opset19", text_model(header(19) + R"(g (float[1,1,3] X) => (float[1,1,?] Y) {
   W = Constant <value = float[1,3] {1, 2, 3}> ()
   Y = ConvTranspose (X, W)
-})"), Expect::kInvalid);
+})"),
+      Expect::kInvalid);
   add("rank_ct_weight2_via_identity_opset13", text_model(header(13) + R"(g (float[1,1,3] X, float[1,3] W0) => (float[1,1,?] Y) {
   W = Identity (W0)
   Y = ConvTranspose (X, W)
-})"), Expect::kInvalid);
+})"),
+      Expect::kInvalid);
   add("rank_ct_weight2_via_identity_opset19", text_model(header(19) + R"(g (float[1,1,3] X, float[1,3] W0) => (float[1,1,?] Y) {
   W = Identity (W0)
   Y = ConvTranspose (X, W)
-})"), Expect::kInvalid);
-  add("rank_ct_weight3_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+      Expect::kInvalid);
+  add("rank_ct_weight3_input4",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = ConvTranspose <group = 2> (X, W)
-})"), {{"W", {2, 1, 3}}}), Expect::kInvalid);
-  add("rank_ct_weight5_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+                   {{"W", {2, 1, 3}}}),
+      Expect::kInvalid);
+  add("rank_ct_weight5_input4",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = ConvTranspose <group = 2> (X, W)
-})"), {{"W", {2, 1, 3, 3, 3}}}), Expect::kInvalid);
-  add("rank_ct_weight2_in_if_branch", with_weights(text_model(header(13) + R"(g (float[1,1,3] X, bool c) => (float[1,1,?] Y) {
+})"),
+                   {{"W", {2, 1, 3, 3, 3}}}),
+      Expect::kInvalid);
+  add("rank_ct_weight2_in_if_branch",
+      with_weights(text_model(header(13) + R"(g (float[1,1,3] X, bool c) => (float[1,1,?] Y) {
   Y = If (c) <
     then_branch = t () => (float[1,1,?] A) { A = ConvTranspose (X, W) },
     else_branch = e () => (float[1,1,3] B) { B = Identity (X) }>
-})"), {{"W", {1, 3}}}), Expect::kInvalid);
-  add("rank_conv_weight3_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+                   {{"W", {1, 3}}}),
+      Expect::kInvalid);
+  add("rank_conv_weight3_input4",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = Conv (X, W)
-})"), {{"W", {2, 2, 3}}}), Expect::kInvalid);
-  add("rank_conv_weight3_input4_same_upper", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+                   {{"W", {2, 2, 3}}}),
+      Expect::kInvalid);
+  add("rank_conv_weight3_input4_same_upper",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = Conv <auto_pad = "SAME_UPPER"> (X, W)
-})"), {{"W", {2, 2, 3}}}), Expect::kInvalid);
-  add("rank_conv_weight5_input4", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+                   {{"W", {2, 2, 3}}}),
+      Expect::kInvalid);
+  add("rank_conv_weight5_input4",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = Conv (X, W)
-})"), {{"W", {2, 2, 3, 3, 3}}}), Expect::kInvalid);
-  add("rank_conv_input2", with_weights(text_model(header(13) + R"(g (float[1,2] X) => (float[1,2] Y) {
+})"),
+                   {{"W", {2, 2, 3, 3, 3}}}),
+      Expect::kInvalid);
+  add("rank_conv_input2",
+      with_weights(text_model(header(13) + R"(g (float[1,2] X) => (float[1,2] Y) {
   Y = Conv (X, W)
-})"), {{"W", {2, 2}}}), Expect::kInvalid);
-  add("rank_conv_weight3_input4_opset19", with_weights(text_model(header(19) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+                   {{"W", {2, 2}}}),
+      Expect::kInvalid);
+  add("rank_conv_weight3_input4_opset19",
+      with_weights(text_model(header(19) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = Conv (X, W)
-})"), {{"W", {2, 2, 3}}}), Expect::kInvalid);
-  add("stride0_conv", with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
+})"),
+                   {{"W", {2, 2, 3}}}),
+      Expect::kInvalid);
+  add("stride0_conv",
+      with_weights(text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = Conv <strides = [0, 0]> (X, W)
-})"), {{"W", {2, 2, 3, 3}}}), Expect::kInvalid);
+})"),
+                   {{"W", {2, 2, 3, 3}}}),
+      Expect::kInvalid);
   add("stride0_maxpool", text_model(header(13) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = MaxPool <kernel_shape = [2, 2], strides = [0, 0]> (X)
-})"), Expect::kInvalid);
+})"),
+      Expect::kInvalid);
   add("stride0_averagepool_opset19", text_model(header(19) + R"(g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
   Y = AveragePool <kernel_shape = [2, 2], strides = [0, 0]> (X)
-})"), Expect::kAny);
+})"),
+      Expect::kAny);
   // A deconv next to ops the executor and the shape chains read, at a newer opset.
-  add("ct_with_shape_chain_opset19", with_weights(text_model(header(19) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y, int64[4] S) {
+  add("ct_with_shape_chain_opset19",
+      with_weights(text_model(header(19) + R"(g (float[1,2,4,3] X) => (float[1,2,8,6] Y, int64[4] S) {
   Y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)
   S = Shape (Y)
-})"), {{"W", {2, 1, 4, 4}}}), Expect::kRewrite, ct);
+})"),
+                   {{"W", {2, 1, 4, 4}}}),
+      Expect::kRewrite, ct);
   return out;
 }
 
@@ -554,7 +611,8 @@ std::string mismatch(const Seed& seed) {
   std::string rows;
   bool form_rewritten = false;
   for (const auto& n : result->nodes) {
-    rows += " [" + std::string(rewrite::form_name(n.summary.form)) + " '" + n.summary.name + "' " + (n.rewritten ? "rewritten" : "kept: " + n.reason) + "]";
+    rows += " [" + std::string(rewrite::form_name(n.summary.form)) + " '" + n.summary.name + "' " +
+            (n.rewritten ? "rewritten" : "kept: " + n.reason) + "]";
     form_rewritten = form_rewritten || (n.rewritten && n.summary.form == seed.form);
   }
   if (seed.expect == Expect::kRewrite && !form_rewritten) return "no " + seed.form + " rewritten:" + rows;

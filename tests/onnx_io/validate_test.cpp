@@ -32,7 +32,8 @@ onnx::ModelProto opset18_deconv() {
 g (float[1,2,4,3] X) => (float[1,2,8,6] Y) {
   Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W, B)
 })");
-  *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 0.5), true);
+  *m.mutable_graph()->add_initializer() =
+      onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 0.5), true);
   *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("B", onnx::TensorProto::FLOAT, {2}, {1.0, 2.0}, true);
   m.mutable_graph()->mutable_node(0)->set_name("up1");
   return m;
@@ -111,7 +112,8 @@ g (float[1,2,4,3] X, bool c) => (float[1,2,8,6] Y) {
     },
     else_branch = else_g () => (float[1,2,8,6] B) { B = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W) }>
 })");
-  *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 0.5), true);
+  *m.mutable_graph()->add_initializer() =
+      onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 0.5), true);
   m.mutable_graph()->mutable_node(1)->set_name("branch");
   return m;
 }
@@ -132,7 +134,8 @@ TEST_CASE("a subgraph input or initializer that shadows an outer name is refused
   onnx::ModelProto model;
   SECTION("an If branch's initializer named like the main graph's initializer") {
     model = if_model(opset, "      A = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (X, W)");
-    *then_branch(model).add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 2.0), true);
+    *then_branch(model).add_initializer() =
+        onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 2.0), true);
     expected = "main graph/If 'branch': the then_branch graph's initializer 'W' shadows 'W', an initializer of the main graph";
   }
   SECTION("an If branch's sparse initializer named like a main-graph node's output") {
@@ -141,8 +144,9 @@ TEST_CASE("a subgraph input or initializer that shadows an outer name is refused
     for (int64_t d : {1, 2, 4, 3}) sp.add_dims(d);
     *sp.mutable_values() = onnx_io::make_tensor("t", onnx::TensorProto::FLOAT, {1}, {1.0}, false);
     *sp.mutable_indices() = onnx_io::make_int64_tensor("", {1}, {0});
-    expected = "main graph/If 'branch': the then_branch graph's sparse initializer 't' shadows 't', the output of Relu producing 't' in the "
-               "main graph";
+    expected =
+        "main graph/If 'branch': the then_branch graph's sparse initializer 't' shadows 't', the output of Relu producing 't' in the "
+        "main graph";
   }
   SECTION("an initializer two graphs down named like the main graph's input") {
     model = if_model(opset, R"(      A = If (c) <
@@ -151,7 +155,8 @@ TEST_CASE("a subgraph input or initializer that shadows an outer name is refused
     auto& inner = *then_branch(model).mutable_node(0)->mutable_attribute(1)->mutable_g();
     REQUIRE(inner.name() == "inner_e");
     *inner.add_initializer() = onnx_io::make_tensor("X", onnx::TensorProto::FLOAT, {1, 2, 4, 3}, std::vector<double>(24, 1.0), true);
-    expected = "main graph/If 'branch'/If producing 'A': the else_branch graph's initializer 'X' shadows 'X', a graph input of the main graph";
+    expected =
+        "main graph/If 'branch'/If producing 'A': the else_branch graph's initializer 'X' shadows 'X', a graph input of the main graph";
   }
   SECTION("a Loop body input named like the main graph's input") {
     // ONNX Runtime takes the body's own input here (onnxruntime#1186), this tool's scoping too; the spec allows neither.
@@ -181,7 +186,7 @@ g (float[1,1,3,3] X, float[1,3] W, float[1,1,1,1] K, int64 n) => (float[1,3] V, 
   REQUIRE_FALSE(result.ok());
   CHECK(result.error().kind == core::ErrorKind::kCheckFailed);
   CHECK_THAT(result.error().message, Catch::StartsWith(expected) && Catch::Contains("ONNX forbids a nested graph's inputs and initializers "
-                                                                                   "to reuse a name visible from an outer scope"));
+                                                                                    "to reuse a name visible from an outer scope"));
 }
 
 TEST_CASE("subgraph names that shadow nothing visible are accepted", "[onnx_io][validate][shadow]") {
@@ -282,7 +287,7 @@ g (float[1,2,5,5] X, float[1,2,4,4] Z, int64 n) => (float[1,2,4,4] V) {
   CHECK(onnx_io::known_dims(*types.find(0, "X")) == std::vector<int64_t>{1, 2, 5, 5});
   REQUIRE(types.find(1, "X") != nullptr);
   CHECK(onnx_io::known_dims(*types.find(1, "X")) == std::vector<int64_t>{1, 2, 4, 4});  // the body's own X
-  REQUIRE(types.find(1, "Z") != nullptr);  // not defined in the body: the main graph's
+  REQUIRE(types.find(1, "Z") != nullptr);                                               // not defined in the body: the main graph's
   CHECK(onnx_io::known_dims(*types.find(1, "Z")) == std::vector<int64_t>{1, 2, 4, 4});
   CHECK(types.find(0, "u") == nullptr);  // a body tensor is not visible outside
   CHECK(types.find(1, "nowhere") == nullptr);
@@ -356,7 +361,8 @@ TEST_CASE("a crash in the isolated inference child runs none of the parent's cra
   // libFuzzer and ASan report a crash from their SIGSEGV (and other deadly-signal) handlers; a forked child
   // inherits them. Here the parent's handler stands in for theirs: it must not run in the child.
   REQUIRE(::pipe2(marker_pipe, O_NONBLOCK | O_CLOEXEC) == 0);
-  struct sigaction marker {}, previous {};
+  struct sigaction marker {
+  }, previous{};
   marker.sa_handler = marker_handler;
   sigemptyset(&marker.sa_mask);
   REQUIRE(::sigaction(SIGSEGV, &marker, &previous) == 0);
@@ -429,12 +435,14 @@ g (float[1,2,5,5] X, float[2,1,3] W) => (float[1,2,?,?] Y) {
 g (float[1,2,5,5] X, float[2,2,3,3,3] W) => (float[1,2,?,?] Y) {
   Y = Conv (X, W)
 })",
-       "Conv producing 'Y': weight 'W' has rank 5 (graph input) and input 'X' has rank 4 (graph input), but their spatial dimensions (3 and 2)"},
+       "Conv producing 'Y': weight 'W' has rank 5 (graph input) and input 'X' has rank 4 (graph input), but their spatial dimensions (3 "
+       "and 2)"},
       {"Conv weight rank 2", R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,2,5] X, float[2,2] W) => (float[1,2,?] Y) {
   Y = Conv (X, W)
 })",
-       "Conv producing 'Y': weight 'W' has rank 2 (graph input), but a Conv weight must have at least 3 dimensions (M x C/group x k1...kn)"},
+       "Conv producing 'Y': weight 'W' has rank 2 (graph input), but a Conv weight must have at least 3 dimensions (M x C/group x "
+       "k1...kn)"},
       {"no convolution, so rank 2 is no concern", R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,2] X) => (float[1,2] Y) {
   Y = Relu (X)
@@ -516,7 +524,8 @@ g (float[1,2,5,5] X, float[2,2,3] W0) => (float[1,2,?,?] Z) {
   W = Identity (W0)
   Y = Conv (X, W)
   Z = Identity (X)
-})"), {});
+})"),
+                                                {});
     REQUIRE_FALSE(result.ok());
     CHECK_THAT(result.error().message, Catch::Contains("Conv producing 'Y': weight 'W' has rank 3 (inferred by ONNX shape inference) and "
                                                        "input 'X' has rank 4 (graph input)"));
@@ -526,7 +535,8 @@ g (float[1,2,5,5] X, float[2,2,3] W0) => (float[1,2,?,?] Z) {
 g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) {
   W = Identity (W0)
   Y = ConvTranspose (X, W)
-})"), {});
+})"),
+                                                {});
     REQUIRE_FALSE(result.ok());
     CHECK_THAT(result.error().message, Catch::Contains("ONNX shape inference: ONNX shape inference crashed on this model (signal 11"));
   }
@@ -536,9 +546,11 @@ g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) {
 g (float[1,1,3] X, float[1,3] W0) => (float[1,1,5] Y) {
   W = Identity (W0)
   Y = ConvTranspose (X, W)
-})"), {});
+})"),
+                                                {});
     REQUIRE_FALSE(result.ok());
-    CHECK_THAT(result.error().message, Catch::Contains("ONNX shape inference (libonnx 1.12.0, opset 17 schemas): ONNX shape inference crashed "
-                                                       "on this model (signal 11"));
+    CHECK_THAT(result.error().message,
+               Catch::Contains("ONNX shape inference (libonnx 1.12.0, opset 17 schemas): ONNX shape inference crashed "
+                               "on this model (signal 11"));
   }
 }

@@ -45,15 +45,15 @@ std::map<std::string, std::string> listing(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const auto status = e.symlink_status();
     entries[e.path().filename().string()] = fs::is_regular_file(status) ? "file " + contents(e.path())
-                                            : fs::is_symlink(status)     ? "link " + fs::read_symlink(e.path()).string()
-                                                                         : "kind " + std::to_string(static_cast<int>(status.type()));
+                                            : fs::is_symlink(status)    ? "link " + fs::read_symlink(e.path()).string()
+                                                                        : "kind " + std::to_string(static_cast<int>(status.type()));
   }
   return entries;
 }
 
 core::Status write_bytes(int fd, const std::string& bytes) {
   return ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()) ? core::Status(core::Ok{})
-                                                                                         : core::Status(core::io_error("write"));
+                                                                                       : core::Status(core::io_error("write"));
 }
 
 // The error message of `status`; empty when it succeeded.

@@ -6,9 +6,9 @@
 #include <set>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <onnx/defs/parser.h>
 #include <onnx/defs/schema.h>
+#include <catch2/catch.hpp>
 
 #include "ops/ops.h"
 
@@ -16,14 +16,12 @@ using namespace dwdeconv;
 
 namespace {
 
-int library_max_opset() {
-  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
-}
+int library_max_opset() { return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second; }
 
 onnx::ModelProto parse(const std::string& node_text, int opset) {
   onnx::ModelProto model;
-  const std::string text = "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
-                           "]> g (float[1,1,2,2] x) => (float y) {\n  " + node_text + "\n}";
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]> g (float[1,1,2,2] x) => (float y) {\n  " + node_text + "\n}";
   const auto status = onnx::OnnxParser::Parse(model, text.c_str());
   INFO(status.ErrorMessage());
   REQUIRE(status.IsOK());
@@ -119,10 +117,8 @@ TEST_CASE("A node outside its kernel's spec is refused with the reason, whatever
       Case{"y = Pad <mode = \"wrap\"> (x, p)", 19, "mode = 'wrap' is not implemented"},
       Case{"y = Add <broadcast = 1> (x, z)", 6, "Add-6 (opset 6) is not implemented (versions from 7 on are)"},
       Case{"y = Relu <alpha = 1.0> (x)", 13, "attribute alpha is not implemented"},
-      Case{"y = Relu (x)", 29, "newer than the executor's op table"},
-      Case{"y = Erf (x)", 8, "Erf does not exist at opset 8"},
-      Case{"y = Unique (x)", 13, "op Unique is not supported by the executor"},
-      Case{"y = Where (c, x)", 13, "has 2 inputs, needs 3"},
+      Case{"y = Relu (x)", 29, "newer than the executor's op table"}, Case{"y = Erf (x)", 8, "Erf does not exist at opset 8"},
+      Case{"y = Unique (x)", 13, "op Unique is not supported by the executor"}, Case{"y = Where (c, x)", 13, "has 2 inputs, needs 3"},
       Case{"y = Pad (x, p, v, a, e)", 18, "input 4 ('e') is not implemented"},
       Case{"y, i = MaxPool <kernel_shape = [2, 2]> (x)", 13, "output 1 ('i') is not implemented"},
       Case{"y = BatchNormalization <training_mode = 1> (x, s, b, m, v)", 15, "attribute training_mode = 1 is not implemented"},
@@ -147,15 +143,13 @@ TEST_CASE("A node outside its kernel's spec is refused with the reason, whatever
 
 TEST_CASE("A node inside its kernel's spec is run, defaults included", "[ops][table]") {
   using Case = std::pair<std::string, int>;
-  const auto [text, opset] = GENERATE(Case{"y = Resize <mode = \"nearest\", antialias = 0> (x, r, s)", 18},
-                                      Case{"y = Resize <coordinate_transformation_mode = \"half_pixel_symmetric\"> (x, r, s)", 19},
-                                      Case{"y = DepthToSpace <blocksize = 1, mode = \"CRD\"> (x)", 13},
-                                      Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6},
-                                      Case{"y = Upsample <mode = \"linear\", scales = [1.0, 1.0, 2.0, 2.0]> (x)", 7},
-                                      Case{"y = Upsample (x, s)", 9}, Case{"y = LogSoftmax <axis = 1> (x)", 11},
-                                      Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13},
-                                      Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22}, Case{"y = HardSwish (x)", 14},
-                                      Case{"y = PRelu (x, s)", 16});
+  const auto [text, opset] =
+      GENERATE(Case{"y = Resize <mode = \"nearest\", antialias = 0> (x, r, s)", 18},
+               Case{"y = Resize <coordinate_transformation_mode = \"half_pixel_symmetric\"> (x, r, s)", 19},
+               Case{"y = DepthToSpace <blocksize = 1, mode = \"CRD\"> (x)", 13}, Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6},
+               Case{"y = Upsample <mode = \"linear\", scales = [1.0, 1.0, 2.0, 2.0]> (x)", 7}, Case{"y = Upsample (x, s)", 9},
+               Case{"y = LogSoftmax <axis = 1> (x)", 11}, Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13},
+               Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22}, Case{"y = HardSwish (x)", 14}, Case{"y = PRelu (x, s)", 16});
   CAPTURE(text, opset);
   CHECK(ops::unsupported_reason(parse(text, opset).graph().node(0), opset).empty());
 }

@@ -217,7 +217,8 @@ TEST_CASE("bias-only phases before opset 9 keep the node: there is no ConstantOf
   CHECK(checker_error(rewritten.model).empty());
 }
 
-TEST_CASE("a phase whose weights are all zero still reads x, so 0 x inf is NaN there as in the original", "[rewrite][bias_only][zero_phase]") {
+TEST_CASE("a phase whose weights are all zero still reads x, so 0 x inf is NaN there as in the original",
+          "[rewrite][bias_only][zero_phase]") {
   // Zero insertion written as a ConvTranspose: k2 s2 p0 with [[a,0],[0,0]] in every channel. Every phase has taps,
   // three of them zero-valued; a bias-only tensor there would give the bias where the original gives NaN.
   const bool bias = GENERATE(true, false);
@@ -259,7 +260,8 @@ TEST_CASE("a phase whose weights are all zero still reads x, so 0 x inf is NaN t
   CHECK(after.inf == before.inf);
 }
 
-TEST_CASE("hand-written forms are exact on finite inputs, and their x*0 mask terms spread inf as NaN where the rewrite does not", "[rewrite][bias_only][nonfinite][handwritten]") {
+TEST_CASE("hand-written forms are exact on finite inputs, and their x*0 mask terms spread inf as NaN where the rewrite does not",
+          "[rewrite][bias_only][nonfinite][handwritten]") {
   // The documented decision (docs/verification.md): a nearest x mask computes x*0 at the s*s-1 masked samples of every
   // cell, which is NaN for an infinite x, and its Conv then spreads that NaN over every output whose window
   // touches the cell. The ConvTranspose it equals, and so the rewrite, multiplies x only by the filter's taps. The

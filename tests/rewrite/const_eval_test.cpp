@@ -88,8 +88,10 @@ TEST_CASE("const eval: Slice with positive and negative steps, and the attribute
   CHECK(slice("0", "9223372036854775807", "1") == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
   CHECK(slice("3", "1", "1").empty());
   CHECK(folded_ints(base + "  y = Slice <starts = [1], ends = [-1], axes = [0]> (v)", "y", 9) == std::vector<int64_t>{1, 2, 3, 4});
-  const auto zero = fold(base + "  b = Constant <value = int64[1] {0}> ()\n  st = Constant <value = int64[1] {0}> ()\n"
-                                "  y = Slice (v, b, b, b, st)", "y");
+  const auto zero = fold(base +
+                             "  b = Constant <value = int64[1] {0}> ()\n  st = Constant <value = int64[1] {0}> ()\n"
+                             "  y = Slice (v, b, b, b, st)",
+                         "y");
   REQUIRE_FALSE(zero);
   CHECK_THAT(zero.error().message, Catch::Contains("step 0"));
 }
@@ -178,19 +180,22 @@ TEST_CASE("const eval declines hostile sizes and steps instead of overflowing", 
   const std::string base = "  v = Constant <value = int64[6] {0, 1, 2, 3, 4, 5}> ()\n  a = Constant <value = int64[1] {0}> ()\n";
   // A huge step takes one element; the smallest int64 step is declined.
   CHECK(folded_ints(base + "  b = Constant <value = int64[1] {1}> ()\n  e = Constant <value = int64[1] {6}> ()\n"
-                           "  st = Constant <value = int64[1] {9223372036854775807}> ()\n  y = Slice (v, b, e, a, st)", "y", 13, false) ==
-        std::vector<int64_t>{1});
+                           "  st = Constant <value = int64[1] {9223372036854775807}> ()\n  y = Slice (v, b, e, a, st)",
+                    "y", 13, false) == std::vector<int64_t>{1});
   CHECK(folded_ints(base + "  b = Constant <value = int64[1] {4}> ()\n  e = Constant <value = int64[1] {-9223372036854775807}> ()\n"
-                           "  st = Constant <value = int64[1] {-9223372036854775807}> ()\n  y = Slice (v, b, e, a, st)", "y", 13, false) ==
-        std::vector<int64_t>{4});
-  const auto min_step = fold(base + "  b = Constant <value = int64[1] {4}> ()\n  st = Constant <value = int64[1] {-9223372036854775808}> ()\n"
-                                    "  y = Slice (v, b, b, a, st)", "y", 13, false);
+                           "  st = Constant <value = int64[1] {-9223372036854775807}> ()\n  y = Slice (v, b, e, a, st)",
+                    "y", 13, false) == std::vector<int64_t>{4});
+  const auto min_step = fold(base +
+                                 "  b = Constant <value = int64[1] {4}> ()\n  st = Constant <value = int64[1] {-9223372036854775808}> ()\n"
+                                 "  y = Slice (v, b, b, a, st)",
+                             "y", 13, false);
   REQUIRE_FALSE(min_step);
   CHECK_THAT(min_step.error().message, Catch::Contains("out of range"));
   const auto tile = fold(base + "  r = Constant <value = int64[1] {4611686018427387904}> ()\n  y = Tile (v, r)", "y", 13, false);
   REQUIRE_FALSE(tile);
   CHECK_THAT(tile.error().message, Catch::Contains("overflows"));
-  const auto reshape = fold(base + "  s = Constant <value = int64[3] {1099511627776, 1099511627776, -1}> ()\n  y = Reshape (v, s)", "y", 13, false);
+  const auto reshape =
+      fold(base + "  s = Constant <value = int64[3] {1099511627776, 1099511627776, -1}> ()\n  y = Reshape (v, s)", "y", 13, false);
   REQUIRE_FALSE(reshape);
   CHECK_THAT(reshape.error().message, Catch::Contains("more elements than int64"));
 }
@@ -202,7 +207,8 @@ TEST_CASE("const eval: Add, Sub, Mul and Div with broadcasting, as PyTorch's unf
   CHECK(folded_ints(base + "  y = Mul (a, b)", "y") == std::vector<int64_t>{10, 40, 30, 80});
   CHECK(folded_dims(base + "  y = Mul (a, b)", "y") == std::vector<int64_t>{2, 2});
   CHECK(folded_ints("  a = Constant <value = int64[2,2] {1, 2, 5, 4}> ()\n  b = Constant <value = int64[2] {10, 20}> ()\n"
-                    "  y = Div (b, a)", "y") == std::vector<int64_t>{10, 10, 2, 5});
+                    "  y = Div (b, a)",
+                    "y") == std::vector<int64_t>{10, 10, 2, 5});
   // Integer Div truncates; a negative inexact quotient, which runtimes round differently, is not folded.
   CHECK(folded_ints(base + "  c = Constant <value = int64[1] {3}> ()\n  y = Div (b, c)", "y") == std::vector<int64_t>{3, 6});
   const auto inexact = fold(base + "  c = Constant <value = int64[1] {-3}> ()\n  y = Div (b, c)", "y");
@@ -224,7 +230,8 @@ TEST_CASE("const eval: Add, Sub, Mul and Div with broadcasting, as PyTorch's unf
         std::vector<int64_t>{255});
 }
 
-TEST_CASE("const eval folds what exporters build constants with: ScatterND, Range, Where, Equal, ConstantOfShape, Expand", "[rewrite][const_eval]") {
+TEST_CASE("const eval folds what exporters build constants with: ScatterND, Range, Where, Equal, ConstantOfShape, Expand",
+          "[rewrite][const_eval]") {
   // mask = zeros(1, 1, 2, 4); mask[:, :, ::2, ::2] = 4, as PyTorch writes it: ScatterND on ConstantOfShape zeros.
   const std::string mask =
       "  s = Constant <value = int64[4] {1, 1, 2, 4}> ()\n"
@@ -237,24 +244,31 @@ TEST_CASE("const eval folds what exporters build constants with: ScatterND, Rang
   CHECK(m->dims == std::vector<int64_t>{1, 1, 2, 4});
   CHECK(m->reals == std::vector<double>{4, 0, 4, 0, 0, 0, 0, 0});
   CHECK(folded_ints("  a = Constant <value = int64 {1}> ()\n  b = Constant <value = int64 {10}> ()\n"
-                    "  d = Constant <value = int64 {3}> ()\n  r = Range (a, b, d)", "r", 13) == std::vector<int64_t>{1, 4, 7});
+                    "  d = Constant <value = int64 {3}> ()\n  r = Range (a, b, d)",
+                    "r", 13) == std::vector<int64_t>{1, 4, 7});
   CHECK(folded_ints("  a = Constant <value = int64 {5}> ()\n  b = Constant <value = int64 {-1}> ()\n"
-                    "  d = Constant <value = int64 {-2}> ()\n  r = Range (a, b, d)", "r", 13) == std::vector<int64_t>{5, 3, 1});
+                    "  d = Constant <value = int64 {-2}> ()\n  r = Range (a, b, d)",
+                    "r", 13) == std::vector<int64_t>{5, 3, 1});
   // Where(Equal(v, -1), ones, v): PyTorch's pattern for a shape with -1 replaced.
   CHECK(folded_ints("  v = Constant <value = int64[3] {2, -1, 4}> ()\n  n = Constant <value = int64 {-1}> ()\n"
-                    "  e = Equal (v, n)\n  o = Constant <value = int64[3] {1, 1, 1}> ()\n  w = Where (e, o, v)", "w") ==
-        std::vector<int64_t>{2, 1, 4});
+                    "  e = Equal (v, n)\n  o = Constant <value = int64[3] {1, 1, 1}> ()\n  w = Where (e, o, v)",
+                    "w") == std::vector<int64_t>{2, 1, 4});
   CHECK(folded_ints("  v = Constant <value = int64[1] {7}> ()\n  s = Constant <value = int64[2] {2, 3}> ()\n"
-                    "  e = Expand (v, s)", "e") == std::vector<int64_t>(6, 7));
+                    "  e = Expand (v, s)",
+                    "e") == std::vector<int64_t>(6, 7));
   // ScatterND writing one slice twice (reduction none) has no order-free answer: not folded.
-  const auto twice = fold("  s = Constant <value = int64[1] {4}> ()\n  z = ConstantOfShape (s)\n"
-                          "  i = Constant <value = int64[2,1] {1, 1}> ()\n  u = Constant <value = float[2] {1, 2}> ()\n"
-                          "  m = ScatterND (z, i, u)", "m");
+  const auto twice = fold(
+      "  s = Constant <value = int64[1] {4}> ()\n  z = ConstantOfShape (s)\n"
+      "  i = Constant <value = int64[2,1] {1, 1}> ()\n  u = Constant <value = float[2] {1, 2}> ()\n"
+      "  m = ScatterND (z, i, u)",
+      "m");
   REQUIRE_FALSE(twice);
   CHECK_THAT(twice.error().message, Catch::Contains("twice"));
   // A Range larger than the folding bound is declined before anything is allocated.
-  const auto huge = fold("  a = Constant <value = int64 {0}> ()\n  b = Constant <value = int64 {9223372036854775807}> ()\n"
-                         "  d = Constant <value = int64 {1}> ()\n  r = Range (a, b, d)", "r", 13, false);
+  const auto huge = fold(
+      "  a = Constant <value = int64 {0}> ()\n  b = Constant <value = int64 {9223372036854775807}> ()\n"
+      "  d = Constant <value = int64 {1}> ()\n  r = Range (a, b, d)",
+      "r", 13, false);
   REQUIRE_FALSE(huge);
   CHECK_THAT(huge.error().message, Catch::Contains("more than the 16777216 allowed"));
 }

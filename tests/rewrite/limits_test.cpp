@@ -19,8 +19,8 @@ DeconvSpec k1_spec(int64_t s) {
   spec.kh = spec.kw = 1;
   spec.h = spec.w = 2;
   spec.bias = true;
-  spec.attrs = "strides=[" + std::to_string(s) + "," + std::to_string(s) + "], output_padding=[" + std::to_string(s - 1) +
-               "," + std::to_string(s - 1) + "]";
+  spec.attrs = "strides=[" + std::to_string(s) + "," + std::to_string(s) + "], output_padding=[" + std::to_string(s - 1) + "," +
+               std::to_string(s - 1) + "]";
   return spec;
 }
 
@@ -113,6 +113,5 @@ TEST_CASE("a stride whose square overflows int64 is kept under any max_phases", 
   const auto out = rewrite_copy(deconv_model(spec), with_max_phases(std::numeric_limits<int64_t>::max()));
   CHECK(out.result.rewritten == 0);
   REQUIRE(out.result.kept == 1);
-  CHECK(out.result.nodes[0].reason ==
-        "stride 4294967296 would emit 4294967296*4294967296 phases, over --max-phases 9223372036854775807");
+  CHECK(out.result.nodes[0].reason == "stride 4294967296 would emit 4294967296*4294967296 phases, over --max-phases 9223372036854775807");
 }

@@ -21,9 +21,7 @@ const rewrite::NodeReport& report_of(const rewrite::RewriteResult& result, const
   throw;
 }
 
-std::string opset_header(int64_t opset) {
-  return "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n";
-}
+std::string opset_header(int64_t opset) { return "<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\n"; }
 
 // Two sibling If nodes whose then-branches each define a local `t`: 5x5 in the first, 4x4 in the second. Both
 // deconvs ask for a 10x10 output: a clean x2 upscale of 5x5 (pads 1), but not of 4x4 (pads 0, output 2H+2).
@@ -57,11 +55,12 @@ g (float[1,8,5,5] A, float[1,8,4,4] B, float[1,8,10,10] C, bool c1, bool c2) => 
 // of unknown size when `z_dims` says so). Both deconvs ask for a 10x10 output. The ONNX IR spec forbids the
 // shadowing and the tool's validation refuses such an input; the rewrite's scoping must not depend on that.
 onnx::ModelProto loop_shadow_model(int64_t opset, const std::string& z_dims = "1,8,4,4") {
-  auto m = parse_model(opset_header(opset) + "g (float[1,8,5,5] X, float[" + z_dims + R"(] Z, int64 trips) => (float[1,8,10,10] Y, float[)" +
-                       z_dims + R"(] V, float[2,1,8,10,10] S) {
+  auto m = parse_model(opset_header(opset) + "g (float[1,8,5,5] X, float[" + z_dims +
+                       R"(] Z, int64 trips) => (float[1,8,10,10] Y, float[)" + z_dims + R"(] V, float[2,1,8,10,10] S) {
   Y = ConvTranspose <group=8, strides=[2,2], output_shape=[10,10]> (X, W)
   V = Loop (trips, , Z) <
-    body = body_g (int64 i, bool c_in, float[)" + z_dims + R"(] X) => (bool c_out, float[)" + z_dims +
+    body = body_g (int64 i, bool c_in, float[)" +
+                       z_dims + R"(] X) => (bool c_out, float[)" + z_dims +
                        R"(] v_out, float[1,8,10,10] s) {
       c_out = Identity (c_in)
       v_out = Relu (X)
@@ -175,8 +174,10 @@ TEST_CASE("a shape unknown in a scope is unknown there, not taken from an outer 
   CHECK(report_of(out.result, "up_main").rewritten);
 }
 
-TEST_CASE("initializers that training_info names are kept, trained weights keep their node, and new names avoid "
-          "training graph names", "[rewrite][training]") {
+TEST_CASE(
+    "initializers that training_info names are kept, trained weights keep their node, and new names avoid "
+    "training graph names",
+    "[rewrite][training]") {
   DeconvSpec spec;
   auto original = deconv_model(spec);
   auto* training = original.add_training_info();
@@ -186,15 +187,14 @@ algo (float[3,1,4,4] G) => (float[3,1,4,4] W_new) {
   up1_phase_0_0 = Relu (G)
   W_s2_p1_1_1_1_phase_0_0 = Identity (up1_phase_0_0)
   W_new = Identity (W_s2_p1_1_1_1_phase_0_0)
-})").graph();
+})")
+                                       .graph();
   auto* binding = training->add_update_binding();
   binding->set_key("W");
   binding->set_value("W_new");
 
   SECTION("named only by update_binding") {}
-  SECTION("named by update_binding and read by the training graph") {
-    training->mutable_algorithm()->mutable_node(0)->set_input(0, "W");
-  }
+  SECTION("named by update_binding and read by the training graph") { training->mutable_algorithm()->mutable_node(0)->set_input(0, "W"); }
   SECTION("read by the training graph only") {
     training->clear_update_binding();
     training->mutable_algorithm()->mutable_node(0)->set_input(0, "W");

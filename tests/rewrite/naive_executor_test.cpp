@@ -32,14 +32,14 @@ NaiveTensor load_pb(const std::string& path) {
 }  // namespace
 
 TEST_CASE("naive executor matches ONNX conformance data for every op it claims", "[support][naive_executor]") {
-  const std::string name = GENERATE(as<std::string>{},  //
-                                    "test_convtranspose", "test_convtranspose_autopad_same", "test_convtranspose_kernel_shape", "test_convtranspose_output_shape",
-                                    "test_convtranspose_pad", "test_convtranspose_pads", "test_convtranspose_with_kernel",
-                                    "test_convtranspose_dilations", "test_conv_with_strides_and_asymmetric_padding",
-                                    "test_conv_with_strides_padding", "test_conv_with_strides_no_padding",
-                                    "test_depthtospace_crd_mode", "test_depthtospace_dcr_mode", "test_depthtospace_example",
-                                    "test_depthtospace_crd_mode_example", "test_relu", "test_identity", "test_if", "test_constant",
-                                    "test_shape", "test_constantofshape_float_ones", "test_constantofshape_int_zeros");
+  const std::string name =
+      GENERATE(as<std::string>{},  //
+               "test_convtranspose", "test_convtranspose_autopad_same", "test_convtranspose_kernel_shape",
+               "test_convtranspose_output_shape", "test_convtranspose_pad", "test_convtranspose_pads", "test_convtranspose_with_kernel",
+               "test_convtranspose_dilations", "test_conv_with_strides_and_asymmetric_padding", "test_conv_with_strides_padding",
+               "test_conv_with_strides_no_padding", "test_depthtospace_crd_mode", "test_depthtospace_dcr_mode", "test_depthtospace_example",
+               "test_depthtospace_crd_mode_example", "test_relu", "test_identity", "test_if", "test_constant", "test_shape",
+               "test_constantofshape_float_ones", "test_constantofshape_int_zeros");
   const std::string dir = kNodeData + name + "/";
   if (!std::filesystem::exists(dir + "model.onnx")) {
     WARN("libonnx-testdata is not installed; skipping " << name);

@@ -23,9 +23,9 @@ struct NearestConvSpec {
   std::string mode = "nearest";
   std::string coordinate = "asymmetric";  // "" leaves the attribute out (its default, or opset 10 which has none)
   std::string rounding = "floor";
-  std::vector<double> scales;   // default {1, 1, s, s}
-  bool by_sizes = false;        // sizes [1, C, sH, sW] instead of scales (opset 11+)
-  std::string resize_extra;     // more Resize attributes, e.g. "axes = [2, 3]"
+  std::vector<double> scales;  // default {1, 1, s, s}
+  bool by_sizes = false;       // sizes [1, C, sH, sW] instead of scales (opset 11+)
+  std::string resize_extra;    // more Resize attributes, e.g. "axes = [2, 3]"
   // A Pad between the Resize and the Conv ("" for none): mode constant, reflect or edge, on H and W.
   std::string pad_mode;
   std::array<int64_t, 4> pad_amounts{1, 1, 1, 1};  // [top, left, bottom, right]
@@ -61,18 +61,18 @@ inline onnx::ModelProto nearest_conv_model(const NearestConvSpec& m) {
     resize_inputs = m.opset < 13 ? "X, roi, scales" : "X, , scales";  // roi an empty constant at 11 and 12
   }
   std::string conv_attrs = "group = " + std::to_string(m.group) + ", kernel_shape = [" + std::to_string(m.ky) + ", " +
-                           std::to_string(m.kx) + "], strides = [" + std::to_string(m.conv_stride) + ", " +
-                           std::to_string(m.conv_stride) + "], dilations = [" + std::to_string(m.conv_dilation) + ", " +
-                           std::to_string(m.conv_dilation) + "]";
+                           std::to_string(m.kx) + "], strides = [" + std::to_string(m.conv_stride) + ", " + std::to_string(m.conv_stride) +
+                           "], dilations = [" + std::to_string(m.conv_dilation) + ", " + std::to_string(m.conv_dilation) + "]";
   if (!m.auto_pad.empty()) {
     conv_attrs += ", auto_pad = \"" + m.auto_pad + "\"";
   } else {
-    conv_attrs += ", pads = [" + std::to_string(m.pads[0]) + ", " + std::to_string(m.pads[1]) + ", " + std::to_string(m.pads[2]) +
-                  ", " + std::to_string(m.pads[3]) + "]";
+    conv_attrs += ", pads = [" + std::to_string(m.pads[0]) + ", " + std::to_string(m.pads[1]) + ", " + std::to_string(m.pads[2]) + ", " +
+                  std::to_string(m.pads[3]) + "]";
   }
   const std::string u = m.resize_extra_reader ? "U" : "u";
   std::string inputs = "float[1," + ci + "," + hh + "," + ww + "] X";
-  if (m.weight_input) inputs += ", float[" + co + "," + std::to_string(m.c_in / m.group) + "," + std::to_string(m.ky) + "," + std::to_string(m.kx) + "] W";
+  if (m.weight_input)
+    inputs += ", float[" + co + "," + std::to_string(m.c_in / m.group) + "," + std::to_string(m.ky) + "," + std::to_string(m.kx) + "] W";
   std::string outputs = "float[1," + co + ",OH,OW] Y";
   if (m.resize_extra_reader) outputs += ", float[1," + ci + ",UH,UW] U";
   std::string pad;  // the Pad node and what the Conv reads
@@ -88,19 +88,24 @@ inline onnx::ModelProto nearest_conv_model(const NearestConvSpec& m) {
                            "> (" + (m.pad_mode.empty() ? u : std::string("v")) + ", W" + (m.bias ? ", B" : "") + ")\n}\n";
   onnx::ModelProto model = parse_model(text);
   auto& g = *model.mutable_graph();
-  if (m.opset >= 11 && m.opset < 13 && !m.by_sizes) *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
+  if (m.opset >= 11 && m.opset < 13 && !m.by_sizes)
+    *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
   if (m.by_sizes) {
-    *g.add_initializer() = onnx_io::make_int64_tensor("sizes", {4}, {1, m.c_in, m.s * std::max<int64_t>(m.h, 1), m.s * std::max<int64_t>(m.w, 1)});
+    *g.add_initializer() =
+        onnx_io::make_int64_tensor("sizes", {4}, {1, m.c_in, m.s * std::max<int64_t>(m.h, 1), m.s * std::max<int64_t>(m.w, 1)});
   } else {
     *g.add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, scales, true);
   }
   const std::vector<int64_t> w_dims{m.c_out, m.c_in / m.group, m.ky, m.kx};
   if (!m.weight_input) {
-    *g.add_initializer() = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, w_dims,
-                                                dyadic_values(static_cast<size_t>(m.c_out * (m.c_in / m.group) * m.ky * m.kx), m.seed), true);
+    *g.add_initializer() =
+        onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, w_dims,
+                             dyadic_values(static_cast<size_t>(m.c_out * (m.c_in / m.group) * m.ky * m.kx), m.seed), true);
   }
   if (!m.pad_mode.empty() && m.opset >= 11) *g.add_initializer() = onnx_io::make_int64_tensor("padsP", {8}, full_pads);
-  if (m.bias) *g.add_initializer() = onnx_io::make_tensor("B", onnx::TensorProto::FLOAT, {m.c_out}, dyadic_values(static_cast<size_t>(m.c_out), m.seed + 1), true);
+  if (m.bias)
+    *g.add_initializer() =
+        onnx_io::make_tensor("B", onnx::TensorProto::FLOAT, {m.c_out}, dyadic_values(static_cast<size_t>(m.c_out), m.seed + 1), true);
   name_node(model, "Y", "up1");
   return model;
 }

@@ -17,8 +17,7 @@ namespace {
 // Rewrites with every form selected and requires the one nearest_conv upsampler rewritten: the Resize, the Conv
 // that read it and every constant only they read are gone, the polyphase form computes Y, and the numbers equal
 // the original's. `reference` is the model whose numbers the rewrite must match (the original by default).
-Rewritten require_rewritten(const onnx::ModelProto& original, const NearestConvSpec& spec,
-                            const onnx::ModelProto* reference = nullptr) {
+Rewritten require_rewritten(const onnx::ModelProto& original, const NearestConvSpec& spec, const onnx::ModelProto* reference = nullptr) {
   auto out = rewrite_copy(original, all_forms());
   REQUIRE(out.result.nodes.size() == 1);
   const auto& row = out.result.nodes[0];
@@ -343,7 +342,8 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
   SECTION("asymmetric with round_prefer_floor at s 3") {
     spec.s = 3;
     spec.rounding = "round_prefer_floor";
-    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode asymmetric with nearest_mode round_prefer_floor is not x[floor(o/3)]");
+    require_kept(nearest_conv_model(spec),
+                 "Resize coordinate_transformation_mode asymmetric with nearest_mode round_prefer_floor is not x[floor(o/3)]");
   }
   SECTION("half_pixel with floor") {
     spec.coordinate = "half_pixel";
@@ -352,7 +352,8 @@ TEST_CASE("near-miss nearest + Conv is kept with a reason", "[rewrite][recognise
   SECTION("tf_half_pixel_for_nn with round_prefer_floor") {
     spec.coordinate = "tf_half_pixel_for_nn";
     spec.rounding = "round_prefer_floor";  // (a+0.5)/s rounds up to h+1 for the last a of each cell
-    require_kept(nearest_conv_model(spec), "Resize coordinate_transformation_mode tf_half_pixel_for_nn with nearest_mode round_prefer_floor");
+    require_kept(nearest_conv_model(spec),
+                 "Resize coordinate_transformation_mode tf_half_pixel_for_nn with nearest_mode round_prefer_floor");
   }
   SECTION("align_corners") {
     spec.coordinate = "align_corners";
@@ -417,8 +418,8 @@ TEST_CASE("the forms option selects nearest_conv, which the default rewrites", "
 TEST_CASE("nearest + Conv whose box sums overflow the weight's type is kept", "[rewrite][recogniser][nearest_conv][refusal]") {
   // Taps of 2e38 (float32) or 30000 (float16) are finite, but the ConvTranspose kernel sums s x s of them: stored,
   // its weights were inf and the rewrite gave inf where the original is finite (ONNX Runtime, x = 1e-3).
-  for (const auto& [type, tap] : std::vector<std::pair<int32_t, double>>{{onnx::TensorProto::FLOAT, 2e38},
-                                                                         {onnx::TensorProto::FLOAT16, 30000}}) {
+  for (const auto& [type, tap] :
+       std::vector<std::pair<int32_t, double>>{{onnx::TensorProto::FLOAT, 2e38}, {onnx::TensorProto::FLOAT16, 30000}}) {
     CAPTURE(type);
     auto original = nearest_conv_model(NearestConvSpec{});
     for (auto& init : *original.mutable_graph()->mutable_initializer()) {
@@ -431,7 +432,8 @@ TEST_CASE("nearest + Conv whose box sums overflow the weight's type is kept", "[
   // Half of that is no overflow, and is rewritten.
   auto fits = nearest_conv_model(NearestConvSpec{});
   for (auto& init : *fits.mutable_graph()->mutable_initializer()) {
-    if (init.name() == "W") init = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT16, {4, 1, 3, 3}, std::vector<double>(36, 15000), true);
+    if (init.name() == "W")
+      init = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT16, {4, 1, 3, 3}, std::vector<double>(36, 15000), true);
   }
   CHECK(rewrite_copy(fits, all_forms()).result.rewritten == 1);
 }

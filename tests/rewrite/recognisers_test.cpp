@@ -45,9 +45,7 @@ Rewritten require_rewritten(const onnx::ModelProto& original, const MaskSpec& sp
 }
 
 // Requires the upsampler kept with a reason holding `reason`, and the model unchanged.
-void require_kept(const onnx::ModelProto& original, const std::string& reason) {
-  require_upsampler_kept(original, "nearest_mask", reason);
-}
+void require_kept(const onnx::ModelProto& original, const std::string& reason) { require_upsampler_kept(original, "nearest_mask", reason); }
 
 }  // namespace
 

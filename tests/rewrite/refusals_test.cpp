@@ -45,8 +45,7 @@ onnx::ModelProto model_from(const std::string& body, const std::string& inputs, 
 }  // namespace
 
 TEST_CASE("a grouped but not depthwise deconv is kept", "[rewrite][refusal]") {
-  auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,4,5,4] X",
-                          "float[1,2,10,8] Y");
+  auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,4,5,4] X", "float[1,2,10,8] Y");
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {4, 1, 4, 4}, 1);
   name_node(model, "Y", "up1");
   require_kept(model, {"grouped but not depthwise", "group 2 != 4"});
@@ -72,8 +71,7 @@ TEST_CASE("a dense deconv (group 1) is kept and called dense, not grouped", "[re
 }
 
 TEST_CASE("a channel multiplier other than 1 is kept", "[rewrite][refusal]") {
-  auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,2,5,4] X",
-                          "float[1,4,10,8] Y");
+  auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,2,5,4] X", "float[1,4,10,8] Y");
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {2, 2, 4, 4}, 2);
   name_node(model, "Y", "up1");
   require_kept(model, {"channel multiplier 2 != 1"});
@@ -102,15 +100,15 @@ TEST_CASE("strides that differ per axis are kept", "[rewrite][refusal]") {
 }
 
 TEST_CASE("a weight that is a graph input is kept as not constant", "[rewrite][refusal]") {
-  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W)",
-                          "float[1,3,5,4] X, float[3,1,4,4] W", "float[1,3,10,8] Y");
+  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,3,5,4] X, float[3,1,4,4] W",
+                          "float[1,3,10,8] Y");
   name_node(model, "Y", "up1");
   require_kept(model, {"weight not constant", "'W'", "graph input"});
 }
 
 TEST_CASE("an initializer that is also a graph input at IR >= 4 is kept", "[rewrite][refusal]") {
-  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W)",
-                          "float[1,3,5,4] X, float[3,1,4,4] W", "float[1,3,10,8] Y");
+  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,3,5,4] X, float[3,1,4,4] W",
+                          "float[1,3,10,8] Y");
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4, 4}, 3);
   name_node(model, "Y", "up1");
   require_kept(model, {"weight not constant", "also a graph input", "overridden"});
@@ -162,8 +160,8 @@ TEST_CASE("output_shape with an unknown input size is kept", "[rewrite][refusal]
 }
 
 TEST_CASE("a bias that is a graph input is kept as not constant", "[rewrite][refusal]") {
-  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)",
-                          "float[1,3,5,4] X, float[3] B", "float[1,3,10,8] Y");
+  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W, B)", "float[1,3,5,4] X, float[3] B",
+                          "float[1,3,10,8] Y");
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4, 4}, 5);
   name_node(model, "Y", "up1");
   require_kept(model, {"bias not constant", "'B'"});
@@ -215,8 +213,7 @@ TEST_CASE("invalid ConvTranspose attributes refuse the model as invalid", "[rewr
 }
 
 TEST_CASE("a group that does not divide the channels refuses the model as invalid", "[rewrite][invalid]") {
-  auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,3,5,4] X",
-                          "float[1,3,10,8] Y");
+  auto model = model_from("  Y = ConvTranspose <group=2, strides=[2,2], pads=[1,1,1,1]> (X, W)", "float[1,3,5,4] X", "float[1,3,10,8] Y");
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4, 4}, 8);
   name_node(model, "Y", "up1");
   require_invalid(model, {"group 2 does not divide the 3 input channels"});

@@ -24,19 +24,19 @@ struct UpfirdnSpec {
   int symbolic = 0;
   bool unfolded = false;  // as exported without constant folding: f * gain in the weight, x.shape[i] - 0 in the ends
   // Near-miss switches.
-  int64_t sx = 0;                  // another factor on W (0: s)
-  bool pad_h_axis = false;         // the zero-inserting Pad pads H itself too
-  bool wrong_split = false;        // the first Reshape gives [N,C,1,H,W,1]
-  bool guessed_split = false;      // symbolic: the first Reshape is [N,C,-1,1,w,1], W a literal and H left to -1
-  bool bool_cast_split = false;    // symbolic: the first Reshape is [N,C,Cast(Cast(H, bool)),-1,W,1], so [N,C,1,H,W,1]
+  int64_t sx = 0;                // another factor on W (0: s)
+  bool pad_h_axis = false;       // the zero-inserting Pad pads H itself too
+  bool wrong_split = false;      // the first Reshape gives [N,C,1,H,W,1]
+  bool guessed_split = false;    // symbolic: the first Reshape is [N,C,-1,1,w,1], W a literal and H left to -1
+  bool bool_cast_split = false;  // symbolic: the first Reshape is [N,C,Cast(Cast(H, bool)),-1,W,1], so [N,C,1,H,W,1]
   std::string pad_mode = "constant";
-  int64_t slice_start = 0;         // the first Slice's start
-  int64_t slice_end = 0;           // the first Slice's end as a literal (0: read from Shape(p))
+  int64_t slice_start = 0;  // the first Slice's start
+  int64_t slice_end = 0;    // the first Slice's end as a literal (0: read from Shape(p))
   int64_t conv_stride = 1;
-  bool merge_extra_reader = false; // the second Reshape's output is also a graph output
+  bool merge_extra_reader = false;  // the second Reshape's output is also a graph output
   // One Slice over all four axes instead of two, its ends Reshape(Concat(axis=ends_axis, Gather(Shape(p), [[0],[1]]),
   // Gather(Shape(p), [[2],[3]])), [-1]): axis 0 gives [N,C,Hp,Wp] (a no-op), axis 1 gives [N,Hp,C,Wp] (crops H to C).
-  int ends_axis = -1;              // -1: the two Slices
+  int ends_axis = -1;  // -1: the two Slices
 };
 
 // Unsqueeze(in) on axis 0, in the attribute form before opset 13 and the input form from 13 on.
@@ -59,7 +59,8 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
     for (int i = 0; i < 4; ++i) {
       if (i == 1 && m.symbolic == 2) continue;  // the channel count is a literal
       const std::string d = "xd" + std::to_string(i);
-      body += "  " + d + "_i = Constant <value = int64 {" + std::to_string(i) + "}> ()\n  " + d + " = Gather <axis = 0> (xs, " + d + "_i)\n";
+      body +=
+          "  " + d + "_i = Constant <value = int64 {" + std::to_string(i) + "}> ()\n  " + d + " = Gather <axis = 0> (xs, " + d + "_i)\n";
       body += unsqueeze0(d + "_u", d, m.opset);
     }
     body += "  sf = Constant <value = int64 {" + s + "}> ()\n  sxf = Constant <value = int64 {" + std::to_string(sx) + "}> ()\n";
@@ -81,7 +82,8 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   } else {
     body += m.wrong_split ? "  split_shape = Constant <value = int64[6] {1, " + c + ", 1, " + h + ", " + w + ", 1}> ()\n"
                           : "  split_shape = Constant <value = int64[6] {1, " + c + ", " + h + ", 1, " + w + ", 1}> ()\n";
-    body += "  merge_shape = Constant <value = int64[4] {1, " + c + ", " + std::to_string(m.s * m.h) + ", " + std::to_string(sx * m.w) + "}> ()\n";
+    body += "  merge_shape = Constant <value = int64[4] {1, " + c + ", " + std::to_string(m.s * m.h) + ", " + std::to_string(sx * m.w) +
+            "}> ()\n";
   }
   body += "  r = Reshape (X, split_shape)\n";
   // F.pad(r, [before_x, after_x, 0, 0, before_y, after_y]) pads axes 5, 4 and 3.
@@ -123,7 +125,8 @@ onnx::ModelProto upfirdn_model(const UpfirdnSpec& m) {
   body += "  f_en = Constant <value = int64[2] {-9223372036854775807, -9223372036854775807}> ()\n";
   body += "  f_ax = Constant <value = int64[2] {0, 1}> ()\n  f_sp = Constant <value = int64[2] {-1, -1}> ()\n";
   if (m.unfolded) body += "  gain = Constant <value = float {4}> ()\n  Fg = Mul (F, gain)\n";
-  body += "  fl = Slice (" + std::string(m.unfolded ? "Fg" : "F") + ", f_st, f_en, f_ax, f_sp)\n" + unsqueeze0("f1", "fl", m.opset) + unsqueeze0("f2", "f1", m.opset);
+  body += "  fl = Slice (" + std::string(m.unfolded ? "Fg" : "F") + ", f_st, f_en, f_ax, f_sp)\n" + unsqueeze0("f1", "fl", m.opset) +
+          unsqueeze0("f2", "f1", m.opset);
   body += "  e_len = Constant <value = int64[1] {4}> ()\n  e_shape = ConstantOfShape <value = int64[1] {1}> (e_len)\n";
   body += "  f3 = Expand (f2, e_shape)\n  reps = Constant <value = int64[4] {" + c + ", 1, 1, 1}> ()\n  Wt = Tile (f3, reps)\n";
   const std::string kk = std::to_string(m.k), cs = std::to_string(m.conv_stride);
@@ -149,8 +152,8 @@ void require_rewritten(const onnx::ModelProto& original, const UpfirdnSpec& spec
   e.w = spec.w;
   e.kernel = {spec.k, spec.k};
   e.pads = pads;
-  e.gone_ops = {"Reshape", "Pad", "Slice", "Shape", "Gather", "Unsqueeze", "Expand", "Tile", "Mul", "Sub", "Constant", "ConstantOfShape",
-                "Transpose", "Cast"};
+  e.gone_ops = {"Reshape", "Pad", "Slice", "Shape",    "Gather",          "Unsqueeze", "Expand",
+                "Tile",    "Mul", "Sub",   "Constant", "ConstantOfShape", "Transpose", "Cast"};
   e.gone_initializers = {"F"};
   const auto out = require_upsampler_rewritten(original, e, 61);
   CHECK(op_types(out.model.graph()).size() == static_cast<size_t>(spec.s * spec.s + 2));  // phase Convs, Concat, DepthToSpace
@@ -297,15 +300,16 @@ TEST_CASE("a value_info the file declares does not make a Slice with a literal e
   auto* type = declared->mutable_type()->mutable_tensor_type();
   type->set_elem_type(onnx::TensorProto::FLOAT);
   for (int64_t d : {int64_t{1}, spec.channels, spec.slice_end, int64_t{11}}) type->mutable_shape()->add_dim()->set_dim_value(d);
-  const std::string reason = spec.symbolic ? "Slice on axis 2 may crop (it ends at 13, and the dim is not known)"
-                                            : "Slice on axis 2 crops (it ends at 12 of 13)";
+  const std::string reason =
+      spec.symbolic ? "Slice on axis 2 may crop (it ends at 13, and the dim is not known)" : "Slice on axis 2 crops (it ends at 12 of 13)";
   require_kept(original, reason);
   // The declaration disagrees with what the graph inputs give: said, and not used.
   const auto out = rewrite_copy(original, {});
   if (!spec.symbolic) {
     REQUIRE(out.result.warnings.size() == 1);
-    CHECK(out.result.warnings[0] == "'p' is declared FLOAT[1,3,12,11] but computes as FLOAT[1,3,13,11] from the graph inputs: the "
-                                    "declared shape is not used");
+    CHECK(out.result.warnings[0] ==
+          "'p' is declared FLOAT[1,3,12,11] but computes as FLOAT[1,3,13,11] from the graph inputs: the "
+          "declared shape is not used");
   }
 }
 

@@ -44,8 +44,8 @@ struct DeconvSpec {
 };
 
 inline std::string dims_text(const DeconvSpec& s) {
-  return "[1," + std::to_string(s.channels) + "," + (s.h > 0 ? std::to_string(s.h) : "H") + "," +
-         (s.w > 0 ? std::to_string(s.w) : "W") + "]";
+  return "[1," + std::to_string(s.channels) + "," + (s.h > 0 ? std::to_string(s.h) : "H") + "," + (s.w > 0 ? std::to_string(s.w) : "W") +
+         "]";
 }
 
 inline onnx::ModelProto deconv_model(const DeconvSpec& s) {
@@ -126,9 +126,8 @@ inline void require_upsampler_kept(const onnx::ModelProto& original, const std::
 
 // Runs both models on `inputs` and returns max |before - after| over output `output`. Also requires the
 // output to have `dims` (when given) and to be non-zero, so a vacuous comparison cannot pass.
-inline double output_diff(const onnx::ModelProto& before, const onnx::ModelProto& after,
-                          const std::map<std::string, NaiveTensor>& inputs, const std::string& output = "Y",
-                          const std::vector<int64_t>& dims = {}) {
+inline double output_diff(const onnx::ModelProto& before, const onnx::ModelProto& after, const std::map<std::string, NaiveTensor>& inputs,
+                          const std::string& output = "Y", const std::vector<int64_t>& dims = {}) {
   const NaiveTensor y0 = run_naive(before, inputs).at(output);
   const NaiveTensor y1 = run_naive(after, inputs).at(output);
   if (!dims.empty()) REQUIRE(y1.dims == dims);
@@ -146,9 +145,8 @@ inline core::Tensor4 input_for(const DeconvSpec& s, int64_t h_sym = 5, int64_t w
 // Asserts that `graph` computes `output` in polyphase form for stride s >= 2: DepthToSpace(blocksize s, DCR)
 // named `node_name` reads a Concat on axis 1 of s*s depthwise stride-1 Convs with non-negative pads. Returns
 // the phase Convs in Concat order.
-inline std::vector<const onnx::NodeProto*> require_polyphase(const onnx::GraphProto& graph, const std::string& output,
-                                                             int64_t s, int64_t channels, int64_t opset,
-                                                             const std::string& node_name) {
+inline std::vector<const onnx::NodeProto*> require_polyphase(const onnx::GraphProto& graph, const std::string& output, int64_t s,
+                                                             int64_t channels, int64_t opset, const std::string& node_name) {
   const onnx::NodeProto* d2s = find_producer(graph, output);
   REQUIRE(d2s != nullptr);
   REQUIRE(d2s->op_type() == "DepthToSpace");
@@ -184,9 +182,8 @@ inline std::vector<const onnx::NodeProto*> require_polyphase(const onnx::GraphPr
 // Asserts that `graph` computes `output` as one stride-1 Conv followed by a nearest Resize by s (the nearest layout:
 // every phase the same), the Resize named `node_name` with constant scales [1,1,s,s] and, from opset 11, asymmetric
 // coordinates rounded down. Returns the Conv.
-inline std::vector<const onnx::NodeProto*> require_conv_then_nearest(const onnx::GraphProto& graph, const std::string& output,
-                                                                     int64_t s, int64_t channels, int64_t opset,
-                                                                     const std::string& node_name) {
+inline std::vector<const onnx::NodeProto*> require_conv_then_nearest(const onnx::GraphProto& graph, const std::string& output, int64_t s,
+                                                                     int64_t channels, int64_t opset, const std::string& node_name) {
   const onnx::NodeProto* resize = find_producer(graph, output);
   REQUIRE(resize != nullptr);
   REQUIRE(resize->op_type() == "Resize");

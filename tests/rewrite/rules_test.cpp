@@ -515,7 +515,7 @@ TEST_CASE("phase weights keep the weight's element type and storage form", "[rew
     CHECK(w->has_raw_data() == raw);
     const int64_t count = *onnx_io::element_count(*w);
     if (!raw) {
-      const int64_t typed = dtype == TensorProto::FLOAT ? w->float_data_size()
+      const int64_t typed = dtype == TensorProto::FLOAT    ? w->float_data_size()
                             : dtype == TensorProto::DOUBLE ? w->double_data_size()
                                                            : w->int32_data_size();
       CHECK(typed == count);

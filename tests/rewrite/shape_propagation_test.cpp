@@ -43,8 +43,7 @@ g (float)" + x_dims + R"( x) => (float[n,c,h,w] y) {
 
 }  // namespace
 
-TEST_CASE("a Resize by sizes computed from Shape gets its output shape, which libonnx alone does not know",
-          "[rewrite][propagation]") {
+TEST_CASE("a Resize by sizes computed from Shape gets its output shape, which libonnx alone does not know", "[rewrite][propagation]") {
   const auto m = computed_sizes("[1,8,5,7]");
   CHECK(dims_of(onnx_io::infer_types(m), "u") != "FLOAT[1,8,10,14]");  // what libonnx 1.12 makes of it alone
   const auto propagated = rewrite::propagate_types(m);
@@ -69,13 +68,15 @@ TEST_CASE("symbolic dims stay symbolic, and a declared shape that disagrees is n
   const auto p = rewrite::propagate_types(declared);
   CHECK(dims_of(p.types, "u") == "FLOAT[1,8,10,14]");
   REQUIRE(p.warnings.size() == 1);
-  CHECK(p.warnings[0] == "'u' is declared FLOAT[1,8,9,14] but computes as FLOAT[1,8,10,14] from the graph inputs: the declared "
-                         "shape is not used");
+  CHECK(p.warnings[0] ==
+        "'u' is declared FLOAT[1,8,9,14] but computes as FLOAT[1,8,10,14] from the graph inputs: the declared "
+        "shape is not used");
 }
 
-TEST_CASE("PyTorch exports whose sizes are computed are rewritten whole: MI-GAN's ScatterND masks, FastDepth's computed Unpool "
-          "weights, upfirdn2d's literal crop ends",
-          "[rewrite][propagation][fixtures]") {
+TEST_CASE(
+    "PyTorch exports whose sizes are computed are rewritten whole: MI-GAN's ScatterND masks, FastDepth's computed Unpool "
+    "weights, upfirdn2d's literal crop ends",
+    "[rewrite][propagation][fixtures]") {
   const std::string source = test::source_dir();
   const struct {
     const char* file;

@@ -21,9 +21,12 @@ std::set<std::string> conv_weights(const onnx::GraphProto& g) {
 onnx::ModelProto shared_weight_model(int64_t k, const std::string& attrs1, const std::string& attrs2, int64_t s) {
   const std::string out = "float[1,2," + std::to_string(4 * s) + "," + std::to_string(3 * s) + "]";
   auto model = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
-g (float[1,2,4,3] X) => ()" + out + " Y1, " + out + R"( Y2) {
-  Y1 = ConvTranspose <group=2, )" + attrs1 + R"(> (X, W)
-  Y2 = ConvTranspose <group=2, )" + attrs2 + R"(> (X, W)
+g (float[1,2,4,3] X) => ()" +
+                           out + " Y1, " + out + R"( Y2) {
+  Y1 = ConvTranspose <group=2, )" +
+                           attrs1 + R"(> (X, W)
+  Y2 = ConvTranspose <group=2, )" +
+                           attrs2 + R"(> (X, W)
 })");
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {2, 1, k, k}, 11);
   name_node(model, "Y1", "up1");
@@ -51,8 +54,7 @@ TEST_CASE("a weight shared with different pads gets separate phase weights", "[r
 
 TEST_CASE("k9 s3 weight shared by pads 3 op 0 and pads 4 op 2 gives correct numbers", "[rewrite][shared]") {
   // The reference PR's silent wrong-output case: 18 phase kernels are needed, not 9.
-  const auto original = shared_weight_model(9, "strides=[3,3], pads=[3,3,3,3]",
-                                            "strides=[3,3], pads=[4,4,4,4], output_padding=[2,2]", 3);
+  const auto original = shared_weight_model(9, "strides=[3,3], pads=[3,3,3,3]", "strides=[3,3], pads=[4,4,4,4], output_padding=[2,2]", 3);
   const auto out = rewrite_copy(original);
   const auto& g = out.model.graph();
   REQUIRE(out.result.rewritten == 2);
@@ -174,7 +176,8 @@ TEST_CASE("an orphaned Identity chain in front of an initializer or a Constant i
   CAPTURE(from_constant);
   auto original = parse_model(std::string(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,3,5,4] X) => (float[1,3,10,8] Y) {
-)") + (from_constant ? "  W0 = Constant <value = float[1] {0}> ()\n" : "") + R"(  W1 = Identity (W0)
+)") + (from_constant ? "  W0 = Constant <value = float[1] {0}> ()\n" : "") +
+                              R"(  W1 = Identity (W0)
   W2 = Identity (W1)
   Y = ConvTranspose <group=3, strides=[2,2], pads=[1,1,1,1]> (X, W2)
 })");
@@ -212,8 +215,8 @@ g (float[1,3,5,4] X) => (float[1,3,10,8] Y, float[3,1,4,4] R) {
   const auto& g = out.model.graph();
   REQUIRE(out.result.rewritten == 1);
   require_polyphase(g, "Y", 2, 3, 13, "up1");
-  CHECK(find_producer(g, "W2") == nullptr);      // only the deconv read it
-  REQUIRE(find_producer(g, "W1") != nullptr);    // the Relu still does
+  CHECK(find_producer(g, "W2") == nullptr);    // only the deconv read it
+  REQUIRE(find_producer(g, "W1") != nullptr);  // the Relu still does
   CHECK(find_producer(g, "W1")->op_type() == "Identity");
   CHECK(find_initializer(g, "W0") != nullptr);
   CHECK(checker_error(out.model).empty());

@@ -147,16 +147,17 @@ onnx::ModelProto zero_insertion_case(const std::string& form, int64_t c, int64_t
   const std::string cs = str(c), ss = str(s), ks = str(k), up = str(s * h);
   std::string body;
   if (form == "nearest_mask") {
-    body = "  u = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> (X, , scales)\n"
-           "  z = Mul (u, mask)\n";
+    body =
+        "  u = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> (X, , scales)\n"
+        "  z = Mul (u, mask)\n";
   } else if (form == "zero_insertion") {
     body = "  z = ConvTranspose <group = " + cs + ", strides = [" + ss + ", " + ss + "], kernel_shape = [" + ss + ", " + ss + "]> (X, V)\n";
   } else {
     body = "  r = Reshape (X, split)\n  q = Pad (r, pads6)\n  z = Reshape (q, merge)\n";
   }
   body += "  p = Pad (z, pads)\n  Y = Conv <group = " + cs + ", kernel_shape = [" + ks + ", " + ks + "]> (p, W)\n";
-  auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + cs + ",2,2] X) => (float[1," + cs + "," + up +
-                       "," + up + "] Y) {\n" + body + "}\n");
+  auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + cs + ",2,2] X) => (float[1," + cs + "," + up + "," + up +
+                       "] Y) {\n" + body + "}\n");
   auto& g = *m.mutable_graph();
   const double sd = static_cast<double>(s);
   *g.add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1, 1, sd, sd}, true);
@@ -191,7 +192,8 @@ std::vector<Case> every_family() {
           }
         }
       }
-      for (const char* kernel : {"3x3", "other"}) cases.push_back({"conv_transpose", "depthwise", kernel, c, s, conv_transpose_case(kernel, c, s)});
+      for (const char* kernel : {"3x3", "other"})
+        cases.push_back({"conv_transpose", "depthwise", kernel, c, s, conv_transpose_case(kernel, c, s)});
       for (const char* form : {"nearest_mask", "zero_insertion", "reshape_zero_insertion"}) {
         cases.push_back({form, "depthwise", "other", c, s, zero_insertion_case(form, c, s)});
       }
@@ -241,7 +243,8 @@ TEST_CASE("every target decides every family as the table in docs/targets.md say
         if (!row.rewritten) {
           // The reason is the rule's measurement (with the node's channel count for C).
           std::string measured = rule->measured;
-          if (const auto at = measured.find(" C input channels"); at != std::string::npos) measured.replace(at + 1, 1, std::to_string(c.channels));
+          if (const auto at = measured.find(" C input channels"); at != std::string::npos)
+            measured.replace(at + 1, 1, std::to_string(c.channels));
           CHECK_THAT(row.reason, Catch::StartsWith(measured));
         } else if (kernel == "1x1") {
           CHECK(row.layout == rewrite::PhaseLayout::kNearest);  // no MAC saving as phases: never s*s of them

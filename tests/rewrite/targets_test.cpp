@@ -107,8 +107,7 @@ TEST_CASE("every target is in the table once, the default first, and an unknown 
   CHECK(rewrite::find_target("") == nullptr);
 }
 
-TEST_CASE("each target joins a ConvTranspose's phases its way, and every join computes the same output",
-          "[rewrite][targets][layout]") {
+TEST_CASE("each target joins a ConvTranspose's phases its way, and every join computes the same output", "[rewrite][targets][layout]") {
   DeconvSpec spec;
   spec.channels = 3;
   spec.bias = true;

@@ -17,26 +17,19 @@ inline std::string pads_chain(const std::string& out, const std::string& prefix,
   std::string values;
   for (size_t i = 0; i < torch_pads.size(); ++i) values += (i ? ", " : "") + std::to_string(torch_pads[i]);
   const std::string n = std::to_string(torch_pads.size());
-  return "  " + p + "const = Constant <value = int64[" + n + "] {" + values + "}> ()\n" +
-         "  " + p + "len = Constant <value = int64[1] {" + std::to_string(2 * rank - torch_pads.size()) + "}> ()\n" +
-         "  " + p + "zeros = ConstantOfShape <value = int64[1] {0}> (" + p + "len)\n" +
-         "  " + p + "cat = Concat <axis = 0> (" + p + "const, " + p + "zeros)\n" +
-         "  " + p + "shape2 = Constant <value = int64[2] {-1, 2}> ()\n" +
-         "  " + p + "pairs = Reshape (" + p + "cat, " + p + "shape2)\n" +
-         "  " + p + "starts = Constant <value = int64[1] {-1}> ()\n" +
-         "  " + p + "ends = Constant <value = int64[1] {-9223372036854775807}> ()\n" +
-         "  " + p + "axes = Constant <value = int64[1] {0}> ()\n" +
-         "  " + p + "steps = Constant <value = int64[1] {-1}> ()\n" +
-         "  " + p + "rev = Slice (" + p + "pairs, " + p + "starts, " + p + "ends, " + p + "axes, " + p + "steps)\n" +
-         "  " + p + "t = Transpose <perm = [1, 0]> (" + p + "rev)\n" +
-         "  " + p + "shape1 = Constant <value = int64[1] {-1}> ()\n" +
-         "  " + p + "flat = Reshape (" + p + "t, " + p + "shape1)\n" +
-         "  " + out + " = Cast <to = 7> (" + p + "flat)\n";
+  return "  " + p + "const = Constant <value = int64[" + n + "] {" + values + "}> ()\n" + "  " + p + "len = Constant <value = int64[1] {" +
+         std::to_string(2 * rank - torch_pads.size()) + "}> ()\n" + "  " + p + "zeros = ConstantOfShape <value = int64[1] {0}> (" + p +
+         "len)\n" + "  " + p + "cat = Concat <axis = 0> (" + p + "const, " + p + "zeros)\n" + "  " + p +
+         "shape2 = Constant <value = int64[2] {-1, 2}> ()\n" + "  " + p + "pairs = Reshape (" + p + "cat, " + p + "shape2)\n" + "  " + p +
+         "starts = Constant <value = int64[1] {-1}> ()\n" + "  " + p + "ends = Constant <value = int64[1] {-9223372036854775807}> ()\n" +
+         "  " + p + "axes = Constant <value = int64[1] {0}> ()\n" + "  " + p + "steps = Constant <value = int64[1] {-1}> ()\n" + "  " + p +
+         "rev = Slice (" + p + "pairs, " + p + "starts, " + p + "ends, " + p + "axes, " + p + "steps)\n" + "  " + p +
+         "t = Transpose <perm = [1, 0]> (" + p + "rev)\n" + "  " + p + "shape1 = Constant <value = int64[1] {-1}> ()\n" + "  " + p +
+         "flat = Reshape (" + p + "t, " + p + "shape1)\n" + "  " + out + " = Cast <to = 7> (" + p + "flat)\n";
 }
 
 // F.pad(x, [left, right, top, bottom]) of a 4-D tensor: ONNX's [0, 0, top, left, 0, 0, bottom, right].
-inline std::string pads_chain(const std::string& out, const std::string& prefix, int64_t left, int64_t right, int64_t top,
-                              int64_t bottom) {
+inline std::string pads_chain(const std::string& out, const std::string& prefix, int64_t left, int64_t right, int64_t top, int64_t bottom) {
   return pads_chain(out, prefix, {left, right, top, bottom}, 4);
 }
 
@@ -56,7 +49,8 @@ struct ExpectedUpsampler {
 inline Rewritten require_upsampler_rewritten(const onnx::ModelProto& original, const ExpectedUpsampler& e, uint32_t seed) {
   auto out = rewrite_copy(original);
   std::string rows;
-  for (const auto& n : out.result.nodes) rows += std::string(rewrite::form_name(n.summary.form)) + " '" + n.summary.name + "': " + n.reason + "; ";
+  for (const auto& n : out.result.nodes)
+    rows += std::string(rewrite::form_name(n.summary.form)) + " '" + n.summary.name + "': " + n.reason + "; ";
   CAPTURE(rows);
   REQUIRE(out.result.nodes.size() == 1);
   const auto& row = out.result.nodes[0];
@@ -88,16 +82,16 @@ inline Rewritten require_upsampler_rewritten(const onnx::ModelProto& original, c
 // One nearest x mask upsampler (MI-GAN's form b), Y = Conv(Pad(Mul(Resize(X), mask)), W), named "up1".
 struct MaskSpec {
   int64_t s = 2;
-  int64_t k = 4;                 // Conv kernel K
+  int64_t k = 4;                       // Conv kernel K
   int64_t pad_begin = 2, pad_end = 1;  // the Pad's spatial pads (both axes)
-  int64_t jy = 0, jx = 0;        // where the mask's non-zero sits in each s x s cell
-  double gain = 1.0;             // its value
+  int64_t jy = 0, jx = 0;              // where the mask's non-zero sits in each s x s cell
+  double gain = 1.0;                   // its value
   int64_t channels = 3, h = 5, w = 4;
   int64_t opset = 13;
-  bool mask_identity = true;     // the Mul reads the mask through Identity
-  bool pads_chain = true;        // the Pad's pads come from PyTorch's 8-op chain, else an initializer
-  bool mask_per_channel = false; // the mask is [1,C,sH,sW] instead of [1,1,sH,sW]
-  std::string x_channels;        // X's channel dim when not C: "1" (a per-channel mask broadcasts X to C) or a symbol
+  bool mask_identity = true;      // the Mul reads the mask through Identity
+  bool pads_chain = true;         // the Pad's pads come from PyTorch's 8-op chain, else an initializer
+  bool mask_per_channel = false;  // the mask is [1,C,sH,sW] instead of [1,1,sH,sW]
+  std::string x_channels;         // X's channel dim when not C: "1" (a per-channel mask broadcasts X to C) or a symbol
   bool bias = false;
   // Near-miss switches, each of which must make the rewriter keep the upsampler.
   std::string resize_mode = "nearest";
@@ -117,7 +111,8 @@ inline onnx::ModelProto mask_model(const MaskSpec& m) {
   if (m.mask_extra_reader) outputs += ", float[1,1," + sh + "," + sw + "] MASK2";
   std::string body;
   // Resize takes (X, roi, scales) from opset 11 on; PyTorch passes an empty roi constant at 11 and 12.
-  body += "  u = Resize <mode = \"" + m.resize_mode + "\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> (X, roi, scales)\n";
+  body += "  u = Resize <mode = \"" + m.resize_mode +
+          "\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> (X, roi, scales)\n";
   const std::string mask = m.mask_identity ? "mask_id" : "mask";
   if (m.mask_identity) body += "  mask_id = Identity (mask)\n";
   body += "  " + std::string(m.mul_extra_reader ? "M" : "m") + " = Mul (u, " + mask + ")\n";
@@ -127,8 +122,8 @@ inline onnx::ModelProto mask_model(const MaskSpec& m) {
   body += "  Y = Conv <group = " + c + ", kernel_shape = [" + std::to_string(m.k) + ", " + std::to_string(m.k) + "], strides = [" +
           std::to_string(m.conv_stride) + ", " + std::to_string(m.conv_stride) + "]> (p, W" + (m.bias ? ", B" : "") + ")\n";
   onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(m.opset) + "]>\ng (float[1," +
-                                       (m.x_channels.empty() ? c : m.x_channels) + "," + std::to_string(m.h) + "," +
-                                       std::to_string(m.w) + "] X) => (" + outputs + ") {\n" + body + "}\n");
+                                       (m.x_channels.empty() ? c : m.x_channels) + "," + std::to_string(m.h) + "," + std::to_string(m.w) +
+                                       "] X) => (" + outputs + ") {\n" + body + "}\n");
   auto& g = *model.mutable_graph();
   *g.add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
   const double s = static_cast<double>(m.s);

@@ -20,9 +20,9 @@ struct ZeroInsertionSpec {
   int64_t pad_begin = 2, pad_end = 1;  // the Pad's spatial pads (both axes)
   int64_t channels = 3, h = 5, w = 4;
   int64_t opset = 13;
-  bool pads_chain = true;     // the pads come from PyTorch's 8-op chain, else an initializer
-  bool channel_gains = false; // gains 1, 2, 0.5, ... per channel instead of 1 everywhere
-  bool bias = false;          // the Conv's bias
+  bool pads_chain = true;      // the pads come from PyTorch's 8-op chain, else an initializer
+  bool channel_gains = false;  // gains 1, 2, 0.5, ... per channel instead of 1 everywhere
+  bool bias = false;           // the Conv's bias
   // Near-miss switches.
   bool second_tap = false;       // a second non-zero tap in channel 0
   bool moving_tap = false;       // channel 1's tap elsewhere
@@ -46,7 +46,8 @@ onnx::ModelProto zero_insertion_model(const ZeroInsertionSpec& m) {
   const std::string ct_pads = std::to_string(m.ct_pad);
   std::string body = "  " + z + " = ConvTranspose <group = " + c + ", strides = [" + s + ", " + s + "], kernel_shape = [" + k + ", " + k +
                      "], pads = [" + ct_pads + ", " + ct_pads + ", " + ct_pads + ", " + ct_pads + "]" +
-                     (m.ct_output_shape ? ", output_shape = [" + std::to_string(m.s * m.h) + ", " + std::to_string(m.s * m.w) + "]" : "") + "> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n";
+                     (m.ct_output_shape ? ", output_shape = [" + std::to_string(m.s * m.h) + ", " + std::to_string(m.s * m.w) + "]" : "") +
+                     "> (X, V" + (m.ct_bias ? ", VB" : "") + ")\n";
   if (m.pads_chain) body += pads_chain("pads", "p_", m.pad_begin, m.pad_end, m.pad_begin, m.pad_end);
   body += "  p = Pad <mode = \"" + m.pad_mode + "\"> (" + z + ", pads)\n";
   const std::string kk = std::to_string(m.conv_k), cs = std::to_string(m.conv_stride);
@@ -65,7 +66,9 @@ onnx::ModelProto zero_insertion_model(const ZeroInsertionSpec& m) {
     if (m.second_tap && ch == 0) v[static_cast<size_t>((ch * m.k + (m.ty + 1) % m.k) * m.k + m.tx)] = 1.0;
   }
   *g.add_initializer() = onnx_io::make_tensor("V", onnx::TensorProto::FLOAT, {m.channels, 1, m.k, m.k}, v, true);
-  if (m.ct_bias) *g.add_initializer() = onnx_io::make_tensor("VB", onnx::TensorProto::FLOAT, {m.channels}, std::vector<double>(static_cast<size_t>(m.channels), 0.5), true);
+  if (m.ct_bias)
+    *g.add_initializer() =
+        onnx_io::make_tensor("VB", onnx::TensorProto::FLOAT, {m.channels}, std::vector<double>(static_cast<size_t>(m.channels), 0.5), true);
   if (!m.pads_chain) {
     *g.add_initializer() = onnx_io::make_int64_tensor("pads", {8}, {0, 0, m.pad_begin, m.pad_begin, 0, 0, m.pad_end, m.pad_end});
   }
@@ -205,7 +208,7 @@ TEST_CASE("near-miss zero insertions are kept with a reason, and the ConvTranspo
   SECTION("ConvTranspose with an output_shape") {
     ZeroInsertionSpec spec;
     spec.k = 1;
-    spec.pad_end = 2;                // a clean x2 of the s*H-1 that k 1 gives; output_shape asks for s*H, one more
+    spec.pad_end = 2;  // a clean x2 of the s*H-1 that k 1 gives; output_shape asks for s*H, one more
     spec.ct_output_shape = true;
     require_near_miss(zero_insertion_model(spec), "ConvTranspose has an output_shape", false);  // nor on its own: pads -1
   }

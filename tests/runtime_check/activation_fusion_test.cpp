@@ -16,8 +16,7 @@ using namespace dwdeconv::runtime_check::testing;
 
 namespace {
 
-Executor make_executor(const onnx::ModelProto& model, bool fuse, bool xnnpack = true,
-                       const std::vector<NamedTensor>& inputs = {}) {
+Executor make_executor(const onnx::ModelProto& model, bool fuse, bool xnnpack = true, const std::vector<NamedTensor>& inputs = {}) {
   ExecutorOptions options;
   options.fuse_activations = fuse;
   options.use_xnnpack = xnnpack;
@@ -76,19 +75,21 @@ void name_nodes(onnx::ModelProto& model, const std::vector<std::string>& names) 
 
 TEST_CASE("Activation fusion: a Relu or Clip that is a Conv's only reader becomes its output range", "[xnnpack][fusion]") {
   // Relu after a Conv; Relu6 (Clip 0..6) and a tight Clip (bounds as inputs, opset 13); a Clip after a ConvTranspose.
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,5] x) => "
-                                "(float y1, float y2, float y3, float y4) {\n"
-                                "  a = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)\n  y1 = Relu (a)\n"
-                                "  c = Conv (x, w2)\n  y2 = Clip (c, zero, six)\n"
-                                "  d = Conv <group = 3> (x, w3)\n  y3 = Clip (d, lo, hi)\n"
-                                "  e = ConvTranspose <strides = [2, 2]> (x, wt)\n  y4 = Clip (e, lo, hi)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,5] x) => "
+      "(float y1, float y2, float y3, float y4) {\n"
+      "  a = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)\n  y1 = Relu (a)\n"
+      "  c = Conv (x, w2)\n  y2 = Clip (c, zero, six)\n"
+      "  d = Conv <group = 3> (x, w3)\n  y3 = Clip (d, lo, hi)\n"
+      "  e = ConvTranspose <strides = [2, 2]> (x, wt)\n  y4 = Clip (e, lo, hi)\n}");
   name_nodes(model, {"c1", "r", "c2", "r6", "dw", "clip", "up", "clip_up"});
   add_initializer(model, "w1", {4, 3, 3, 3}, 31);
   add_initializer(model, "b1", {4}, 32);
   add_initializer(model, "w2", {2, 3, 1, 1}, 33);
   add_initializer(model, "w3", {3, 1, 3, 3}, 34);
   add_initializer(model, "wt", {3, 2, 2, 2}, 35);
-  for (const auto& [name, value] : std::vector<std::pair<std::string, float>>{{"zero", 0.0f}, {"six", 6.0f}, {"lo", -0.25f}, {"hi", 0.25f}}) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, float>>{{"zero", 0.0f}, {"six", 6.0f}, {"lo", -0.25f}, {"hi", 0.25f}}) {
     *model.mutable_graph()->add_initializer() = onnx_io::make_tensor(name, onnx::TensorProto::FLOAT, {}, {value}, true);
   }
 
@@ -117,11 +118,12 @@ TEST_CASE("Activation fusion: a Relu or Clip that is a Conv's only reader become
 TEST_CASE("Activation fusion skips a Conv output with another reader or a graph output, and a fused Clip may have two readers",
           "[xnnpack][fusion]") {
   // a: also a graph output.  b: read by a Relu and a Clip.  c: read by the Clip alone, whose output k has two readers.
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,4] x) => "
-                                "(float a, float z1, float s, float m) {\n"
-                                "  a = Conv (x, w)\n  z1 = Relu (a)\n"
-                                "  b = Conv (x, w)\n  z2 = Relu (b)\n  z3 = Clip (b, lo, hi)\n  s = Add (z2, z3)\n"
-                                "  c = Conv (x, w)\n  k = Clip (c, lo, hi)\n  p = Sigmoid (k)\n  m = Add (k, p)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,4] x) => "
+      "(float a, float z1, float s, float m) {\n"
+      "  a = Conv (x, w)\n  z1 = Relu (a)\n"
+      "  b = Conv (x, w)\n  z2 = Relu (b)\n  z3 = Clip (b, lo, hi)\n  s = Add (z2, z3)\n"
+      "  c = Conv (x, w)\n  k = Clip (c, lo, hi)\n  p = Sigmoid (k)\n  m = Add (k, p)\n}");
   name_nodes(model, {"ca", "ra", "cb", "rb", "clip_b", "sum_b", "cc", "clip_c", "sig", "sum_c"});
   add_initializer(model, "w", {3, 2, 3, 3}, 41);
   for (const auto& [name, value] : std::vector<std::pair<std::string, float>>{{"lo", -0.5f}, {"hi", 0.5f}}) {
@@ -145,9 +147,10 @@ TEST_CASE("Activation fusion skips a Conv output with another reader or a graph 
 }
 
 TEST_CASE("Activation fusion: a Conv with a fused Relu still writes into a Concat's channel slice", "[xnnpack][fusion]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,4,4] x) => (float y) {\n"
-                                "  a = Conv (x, w1)\n  ra = Relu (a)\n  b = Conv <pads = [1, 1, 1, 1]> (x, w2)\n  rb = Relu (b)\n"
-                                "  y = Concat <axis = 1> (ra, rb)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,4,4] x) => (float y) {\n"
+      "  a = Conv (x, w1)\n  ra = Relu (a)\n  b = Conv <pads = [1, 1, 1, 1]> (x, w2)\n  rb = Relu (b)\n"
+      "  y = Concat <axis = 1> (ra, rb)\n}");
   name_nodes(model, {"c1", "r1", "c2", "r2", "cat"});
   add_initializer(model, "w1", {3, 2, 1, 1}, 51);
   add_initializer(model, "w2", {2, 2, 3, 3}, 52);

@@ -16,9 +16,9 @@
 #include <catch2/catch.hpp>
 
 #include "onnx_io/model_io.h"
+#include "ops/ops.h"
 #include "runtime_check/compare.h"
 #include "runtime_check/executor.h"
-#include "ops/ops.h"
 #include "runtime_check/tensor_io.h"
 
 namespace fs = std::filesystem;
@@ -28,8 +28,7 @@ using namespace dwdeconv::runtime_check;
 namespace {
 
 // Cases knowingly not passed, with the reason. Keep sorted.
-const std::string kBfloat16AsUint16 =
-    "the 1.12 data stores the bfloat16 tensor as UINT16, disagreeing with the model's declared type";
+const std::string kBfloat16AsUint16 = "the 1.12 data stores the bfloat16 tensor as UINT16, disagreeing with the model's declared type";
 const std::string kString = "STRING tensors are not supported";
 const std::string kCastLike = "CastLike is not a supported op (the case matches the test_cast prefix)";
 const std::string kDouble = "DOUBLE values are refused: the executor holds float64 in float32";
@@ -113,8 +112,7 @@ bool in_scope(const std::string& name, const onnx::ModelProto* model) {
 }
 
 // Loads <dir>/test_data_set_0/<prefix>_<k>.pb in index order.
-core::Result<std::vector<NamedTensor>> load_set(const fs::path& dir, const std::string& prefix,
-                                                const std::vector<std::string>& names) {
+core::Result<std::vector<NamedTensor>> load_set(const fs::path& dir, const std::string& prefix, const std::vector<std::string>& names) {
   std::vector<NamedTensor> tensors;
   for (size_t k = 0;; ++k) {
     const fs::path file = dir / "test_data_set_0" / (prefix + "_" + std::to_string(k) + ".pb");
@@ -183,7 +181,7 @@ TEST_CASE("ONNX node conformance data passes for every supported op", "[conforma
   INFO("ONNX node test data: " << root.string());
   if (!fs::is_directory(root)) {
     FAIL("ONNX conformance data not found at " << root.string()
-         << "; install the Debian package libonnx-testdata or set DWDECONV_ONNX_NODE_TESTDATA");
+                                               << "; install the Debian package libonnx-testdata or set DWDECONV_ONNX_NODE_TESTDATA");
   }
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(root)) {
@@ -229,9 +227,9 @@ TEST_CASE("ONNX node conformance data passes for every supported op", "[conforma
   std::cout << "  nearest Resize on the replication kernel: " << g_nearest_upsamples << " runs\n";
   CHECK(g_nearest_upsamples > 0);
   // The XNNPACK paths must really have been exercised by this independent data.
-  for (const char* op : {"Conv", "ConvTranspose", "Relu", "LeakyRelu", "Sigmoid", "HardSwish", "PRelu", "Clip", "Add",
-                         "Sub", "Mul", "Div", "Pad", "DepthToSpace", "MaxPool", "AveragePool", "GlobalAveragePool",
-                         "Resize", "MatMul", "Gemm"}) {
+  for (const char* op :
+       {"Conv", "ConvTranspose", "Relu",         "LeakyRelu", "Sigmoid",     "HardSwish",         "PRelu",  "Clip",   "Add", "Sub", "Mul",
+        "Div",  "Pad",           "DepthToSpace", "MaxPool",   "AveragePool", "GlobalAveragePool", "Resize", "MatMul", "Gemm"}) {
     INFO("op " << op);
     CHECK(tally[op].first > 0);
   }

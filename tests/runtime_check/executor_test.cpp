@@ -42,12 +42,13 @@ TEST_CASE("ConvTranspose runs on XNNPACK deconvolution and matches the reference
                           Case{8, 8, 8, 3, 3, 2, 2, {1, 1, 1, 1}, {1, 1}, {1, 1}});  // depthwise, output_padding
   const std::vector<int64_t> x_dims = {2, c.c_in, 5, 4};
   const std::vector<int64_t> w_dims = {c.c_in, c.c_out / c.group, c.kh, c.kw};
-  auto model = parse_model_text(
-      "<ir_version: 8, opset_import: [\"\" : 17]> g (float" + ints(x_dims) + " x) => (float y) {\n"
-      "  y = ConvTranspose <group = " + std::to_string(c.group) + ", strides = " + ints({c.sh, c.sw}) +
-      ", pads = " + ints({c.pads[0], c.pads[1], c.pads[2], c.pads[3]}) + ", output_padding = " +
-      ints({c.output_padding[0], c.output_padding[1]}) + ", dilations = " + ints({c.dilations[0], c.dilations[1]}) +
-      "> (x, w, b)\n}");
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float" + ints(x_dims) +
+                                " x) => (float y) {\n"
+                                "  y = ConvTranspose <group = " +
+                                std::to_string(c.group) + ", strides = " + ints({c.sh, c.sw}) +
+                                ", pads = " + ints({c.pads[0], c.pads[1], c.pads[2], c.pads[3]}) +
+                                ", output_padding = " + ints({c.output_padding[0], c.output_padding[1]}) +
+                                ", dilations = " + ints({c.dilations[0], c.dilations[1]}) + "> (x, w, b)\n}");
   const auto w = add_initializer(model, "w", w_dims, 11);
   const auto b = add_initializer(model, "b", {c.c_out}, 12);
   auto ran = create_and_run(model);
@@ -59,8 +60,7 @@ TEST_CASE("ConvTranspose runs on XNNPACK deconvolution and matches the reference
   p.output_padding = c.output_padding;
   p.dilations = c.dilations;
   p.group = c.group;
-  const auto expected = core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
-                                                         to_tensor4(w, w_dims), b, p);
+  const auto expected = core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, w_dims), b, p);
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
 }
 
@@ -71,13 +71,15 @@ TEST_CASE("ConvTranspose padding forms resolve per the ONNX spec formula", "[xnn
     std::array<int64_t, 4> pads;  // the pads the spec formula gives (negative end: extra output at the end)
     std::array<int64_t, 2> output_padding;
   };
-  const Case c = GENERATE(Case{"auto_pad = \"SAME_UPPER\"", {0, 0, 1, 1}, {0, 0}},   // out 8, total 1: begin 0
-                          Case{"auto_pad = \"SAME_LOWER\"", {1, 1, 0, 0}, {0, 0}},   // rest at the begin
-                          Case{"auto_pad = \"VALID\"", {0, 0, 0, 0}, {0, 0}},
-                          Case{"output_shape = [7, 8]", {1, 1, 1, 0}, {0, 0}},      // totals 2 and 1
-                          Case{"output_shape = [10, 9], output_padding = [0, 1]", {0, 1, -1, 0}, {0, 1}});
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,2,4,4] x) => (float y) {\n"
-                                "  y = ConvTranspose <strides = [2, 2], " + c.attrs + "> (x, w)\n}");
+  const Case c =
+      GENERATE(Case{"auto_pad = \"SAME_UPPER\"", {0, 0, 1, 1}, {0, 0}},  // out 8, total 1: begin 0
+               Case{"auto_pad = \"SAME_LOWER\"", {1, 1, 0, 0}, {0, 0}},  // rest at the begin
+               Case{"auto_pad = \"VALID\"", {0, 0, 0, 0}, {0, 0}}, Case{"output_shape = [7, 8]", {1, 1, 1, 0}, {0, 0}},  // totals 2 and 1
+               Case{"output_shape = [10, 9], output_padding = [0, 1]", {0, 1, -1, 0}, {0, 1}});
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,2,4,4] x) => (float y) {\n"
+      "  y = ConvTranspose <strides = [2, 2], " +
+      c.attrs + "> (x, w)\n}");
   const auto w = add_initializer(model, "w", {2, 3, 3, 3}, 5);
   auto ran = create_and_run(model);
   INFO(c.attrs);
@@ -86,8 +88,8 @@ TEST_CASE("ConvTranspose padding forms resolve per the ONNX spec formula", "[xnn
   p.strides = {2, 2};
   p.pads = c.pads;
   p.output_padding = c.output_padding;
-  const auto expected = core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
-                                                         to_tensor4(w, {2, 3, 3, 3}), {}, p);
+  const auto expected =
+      core::conv_transpose2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, {2, 3, 3, 3}), {}, p);
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
 }
 
@@ -99,10 +101,10 @@ TEST_CASE("Depthwise and grouped Conv run on XNNPACK and match the reference", "
   const Case c = GENERATE(Case{8, 1, 3, 1, {1, 1, 1, 1}}, Case{5, 1, 5, 2, {2, 0, 1, 2}}, Case{4, 2, 3, 2, {0, 1, 1, 0}},
                           Case{3, 1, 2, 1, {1, 0, 0, 1}});
   const std::vector<int64_t> w_dims = {c.c * c.multiplier, 1, c.k, c.k};
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1," + std::to_string(c.c) +
-                                ",9,7] x) => (float y) {\n  y = Conv <group = " + std::to_string(c.c) + ", strides = " +
-                                ints({c.stride, c.stride}) + ", pads = " + ints({c.pads[0], c.pads[1], c.pads[2], c.pads[3]}) +
-                                "> (x, w, b)\n}");
+  auto model =
+      parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1," + std::to_string(c.c) +
+                       ",9,7] x) => (float y) {\n  y = Conv <group = " + std::to_string(c.c) + ", strides = " + ints({c.stride, c.stride}) +
+                       ", pads = " + ints({c.pads[0], c.pads[1], c.pads[2], c.pads[3]}) + "> (x, w, b)\n}");
   const auto w = add_initializer(model, "w", w_dims, 21);
   const auto b = add_initializer(model, "b", {w_dims[0]}, 22);
   auto ran = create_and_run(model);
@@ -111,8 +113,7 @@ TEST_CASE("Depthwise and grouped Conv run on XNNPACK and match the reference", "
   p.strides = {c.stride, c.stride};
   p.pads = c.pads;
   p.group = c.c;
-  const auto expected =
-      core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, w_dims), b, p);
+  const auto expected = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, w_dims), b, p);
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
 }
 
@@ -122,39 +123,42 @@ TEST_CASE("Pad: non-negative pads run on XNNPACK in NHWC, negative pads crop on 
                                              std::vector<int64_t>{0, 0, -1, 1, 0, 0, 1, -2},    // crop top and right
                                              std::vector<int64_t>{0, 0, -2, -1, 0, 0, 0, -3});  // crop only
   const bool crops = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; });
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,7] x) => (float y) {\n"
-                                "  c = Conv (x, w)\n  y = Pad (c, pads, value)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,7] x) => (float y) {\n"
+      "  c = Conv (x, w)\n  y = Pad (c, pads, value)\n}");
   const auto w = add_initializer(model, "w", {4, 3, 1, 1}, 31);
   add_int64_initializer(model, "pads", pads);
   *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("value", onnx::TensorProto::FLOAT, {}, {0.5}, false);
   auto ran = create_and_run(model);
   INFO(ints(pads));
   CHECK(ran.executor.count("Pad", crops ? Placement::kReference : Placement::kXnnpack) == 1);
-  const auto conv = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
-                                           to_tensor4(w, {4, 3, 1, 1}), {}, core::Conv2dParams{});
+  const auto conv =
+      core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, {4, 3, 1, 1}), {}, core::Conv2dParams{});
   const auto expected = core::pad2d_reference(conv, {pads[2], pads[3], pads[6], pads[7]}, 0.5);
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
 }
 
 TEST_CASE("Pad before opset 11 takes pads and value as attributes", "[pad]") {
-  auto model = parse_model_text("<ir_version: 5, opset_import: [\"\" : 10]> g (float[1,2,3,3] x) => (float y) {\n"
-                                "  y = Pad <pads = [0, 0, 1, -1, 0, 0, 0, 2], value = 2.0> (x)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 5, opset_import: [\"\" : 10]> g (float[1,2,3,3] x) => (float y) {\n"
+      "  y = Pad <pads = [0, 0, 1, -1, 0, 0, 0, 2], value = 2.0> (x)\n}");
   auto ran = create_and_run(model);
   const auto expected = core::pad2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), {1, -1, 0, 2}, 2.0);
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
 }
 
 TEST_CASE("DepthToSpace DCR runs on XNNPACK, CRD on the reference, and they differ", "[xnnpack][depth_to_space]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,3,4,5] x) => (float dcr, float crd) {\n"
-                                "  c = Conv (x, w)\n"
-                                "  dcr = DepthToSpace <blocksize = 2, mode = \"DCR\"> (c)\n"
-                                "  crd = DepthToSpace <blocksize = 2, mode = \"CRD\"> (c)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,3,4,5] x) => (float dcr, float crd) {\n"
+      "  c = Conv (x, w)\n"
+      "  dcr = DepthToSpace <blocksize = 2, mode = \"DCR\"> (c)\n"
+      "  crd = DepthToSpace <blocksize = 2, mode = \"CRD\"> (c)\n}");
   const auto w = add_initializer(model, "w", {12, 3, 1, 1}, 41);
   auto ran = create_and_run(model);
   CHECK(ran.executor.count("DepthToSpace", Placement::kXnnpack) == 1);
   CHECK(ran.executor.count("DepthToSpace", Placement::kReference) == 1);
-  const auto conv = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
-                                           to_tensor4(w, {12, 3, 1, 1}), {}, core::Conv2dParams{});
+  const auto conv =
+      core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, {12, 3, 1, 1}), {}, core::Conv2dParams{});
   const auto dcr = core::depth_to_space_reference(conv, 2, true);
   const auto crd = core::depth_to_space_reference(conv, 2, false);
   CHECK(max_abs_diff(ran.outputs[0].tensor, dcr) < kTol);
@@ -163,10 +167,11 @@ TEST_CASE("DepthToSpace DCR runs on XNNPACK, CRD on the reference, and they diff
 }
 
 TEST_CASE("Concat on channels writes each NHWC input at its channel offset on XNNPACK", "[xnnpack][concat]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,3] x) => (float y, float z) {\n"
-                                "  a = Conv (x, wa)\n  b = Conv (x, wb)\n"
-                                "  y = Concat <axis = 1> (a, b, a)\n"
-                                "  c = Conv (x, wc)\n  z = Concat <axis = -1> (a, c)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,3] x) => (float y, float z) {\n"
+      "  a = Conv (x, wa)\n  b = Conv (x, wb)\n"
+      "  y = Concat <axis = 1> (a, b, a)\n"
+      "  c = Conv (x, wc)\n  z = Concat <axis = -1> (a, c)\n}");
   const auto wa = add_initializer(model, "wa", {3, 2, 1, 1}, 51);
   const auto wb = add_initializer(model, "wb", {5, 2, 1, 1}, 52);
   const auto wc = add_initializer(model, "wc", {3, 2, 1, 1}, 53);
@@ -192,9 +197,10 @@ TEST_CASE("Concat on channels writes each NHWC input at its channel offset on XN
 }
 
 TEST_CASE("run() reuses the plan: repeated runs on new inputs stay correct", "[executor]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,4,6,6] x) => (float y) {\n"
-                                "  t = ConvTranspose <group = 4, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                                "  y = Relu (t)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,4,6,6] x) => (float y) {\n"
+      "  t = ConvTranspose <group = 4, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  y = Relu (t)\n}");
   const auto w = add_initializer(model, "w", {4, 1, 4, 4}, 61);
   auto executor = Executor::create(model, {});
   REQUIRE(executor.ok());
@@ -232,11 +238,12 @@ TEST_CASE("run() reuses the plan: repeated runs on new inputs stay correct", "[e
 
 TEST_CASE("Exporter shape subgraphs fold at creation, integers included", "[executor]") {
   // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, the way PyTorch exports x.view(x.size(0), -1).
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,3,4,4] x) => (float y) {\n"
-                                "  s = Shape (x)\n  i0 = Constant <value = int64 {0}> ()\n"
-                                "  n = Gather <axis = 0> (s, i0)\n  ax = Constant <value = int64[1] {0}> ()\n"
-                                "  nu = Unsqueeze (n, ax)\n  m1 = Constant <value = int64[1] {-1}> ()\n"
-                                "  shape = Concat <axis = 0> (nu, m1)\n  r = Relu (x)\n  y = Reshape (r, shape)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,3,4,4] x) => (float y) {\n"
+      "  s = Shape (x)\n  i0 = Constant <value = int64 {0}> ()\n"
+      "  n = Gather <axis = 0> (s, i0)\n  ax = Constant <value = int64[1] {0}> ()\n"
+      "  nu = Unsqueeze (n, ax)\n  m1 = Constant <value = int64[1] {-1}> ()\n"
+      "  shape = Concat <axis = 0> (nu, m1)\n  r = Relu (x)\n  y = Reshape (r, shape)\n}");
   auto ran = create_and_run(model);
   CHECK(ran.outputs[0].tensor.dims == std::vector<int64_t>{2, 48});
   CHECK(ran.executor.count(Placement::kFolded) == 7);
@@ -247,14 +254,15 @@ TEST_CASE("Exporter shape subgraphs fold at creation, integers included", "[exec
 
 TEST_CASE("Broadcast Add of a per-channel bias runs on XNNPACK in NHWC", "[xnnpack][executor]") {
   const std::vector<int64_t> bias_dims = GENERATE(std::vector<int64_t>{5, 1, 1}, std::vector<int64_t>{1, 5, 1, 1});
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,3,4] x) => (float y) {\n"
-                                "  c = Conv (x, w)\n  y = Add (c, bias)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,2,3,4] x) => (float y) {\n"
+      "  c = Conv (x, w)\n  y = Add (c, bias)\n}");
   const auto w = add_initializer(model, "w", {5, 2, 1, 1}, 71);
   const auto bias = add_initializer(model, "bias", bias_dims, 72);
   auto ran = create_and_run(model);
   CHECK(ran.executor.count("Add", Placement::kXnnpack) == 1);
-  const auto expected = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
-                                               to_tensor4(w, {5, 2, 1, 1}), bias, core::Conv2dParams{});
+  const auto expected =
+      core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, {5, 2, 1, 1}), bias, core::Conv2dParams{});
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < kTol);
 }
 
@@ -293,8 +301,7 @@ TEST_CASE("Neg and Sqrt run on XNNPACK in the producer's layout and match the re
   CHECK(seen == 3);
 }
 
-TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and matches a double-precision head",
-          "[executor][logsoftmax]") {
+TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and matches a double-precision head", "[executor][logsoftmax]") {
   // Before LogSoftmax and ArgMax were in the op table, Executor::create refused this model, so --verify fell back to
   // per-node mode and --bench exited 3. Before opset 13, LogSoftmax's axis 1 coerces [C, H, W] into one row; from 13
   // it is one axis (the classes).
@@ -318,8 +325,7 @@ TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and ma
   // The naive head in double: the Conv from the ONNX formula, then log(exp(v) / sum of exp) over each row.
   core::Conv2dParams p;
   p.pads = {1, 1, 1, 1};
-  const core::Tensor4 logits = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor),
-                                                      to_tensor4(w, w_dims), b, p);
+  const core::Tensor4 logits = core::conv2d_reference(to_tensor4(ran.executor.creation_inputs()[0].tensor), to_tensor4(w, w_dims), b, p);
   const int64_t n = 2, c = 6, hw = 5 * 4;
   core::Tensor4 expected = logits;
   for (int64_t image = 0; image < n; ++image) {
@@ -343,15 +349,15 @@ TEST_CASE("A segmentation head ending in LogSoftmax and ArgMax runs whole and ma
     for (int64_t pixel = 0; pixel < hw; ++pixel) {
       int64_t best = 0;
       for (int64_t k = 1; k < c; ++k) {
-        if (scores.f[static_cast<size_t>((image * c + k) * hw + pixel)] > scores.f[static_cast<size_t>((image * c + best) * hw + pixel)]) best = k;
+        if (scores.f[static_cast<size_t>((image * c + k) * hw + pixel)] > scores.f[static_cast<size_t>((image * c + best) * hw + pixel)])
+          best = k;
       }
       CHECK(labels.i[static_cast<size_t>(image * hw + pixel)] == best);
     }
   }
 }
 
-TEST_CASE("Upsample-7 and -9 resize as Resize-10 does: floor(in * scale) outputs, asymmetric source coordinates",
-          "[reference][upsample]") {
+TEST_CASE("Upsample-7 and -9 resize as Resize-10 does: floor(in * scale) outputs, asymmetric source coordinates", "[reference][upsample]") {
   // The conformance data has one Upsample case (opset 9, nearest, integer scales): the attribute form of 7, linear
   // mode and fractional scales are checked here against the formulas written out. Reference kernels only.
   struct Case {
@@ -367,8 +373,7 @@ TEST_CASE("Upsample-7 and -9 resize as Resize-10 does: floor(in * scale) outputs
                                 "]> g (float[2,3,4,5] x) => (float y) {\n  y = Upsample <mode = \"" + c.mode + "\"" +
                                 (c.opset < 9 ? ", scales = " + scales + "> (x)" : "> (x, s)") + "\n}");
   if (c.opset >= 9) {
-    *model.mutable_graph()->add_initializer() =
-        onnx_io::make_tensor("s", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, c.sh, c.sw}, true);
+    *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("s", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, c.sh, c.sw}, true);
   }
   ExecutorOptions reference_only;
   reference_only.use_xnnpack = false;
@@ -401,8 +406,7 @@ TEST_CASE("Upsample-7 and -9 resize as Resize-10 does: floor(in * scale) outputs
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < 1e-6);
 }
 
-TEST_CASE("Upsample refuses scales below 1, scales in the wrong place and linear integers, naming the node",
-          "[reference][upsample]") {
+TEST_CASE("Upsample refuses scales below 1, scales in the wrong place and linear integers, naming the node", "[reference][upsample]") {
   using Case = std::pair<std::string, std::string>;  // node text at its opset, expected message
   const auto [text, message] = GENERATE(
       Case{"<opset_import: [\"\" : 9]> g (float[1,1,4,4] x) => (float y) { y = Upsample (x, half) }",
@@ -423,8 +427,7 @@ TEST_CASE("Upsample refuses scales below 1, scales in the wrong place and linear
   CHECK_THAT(executor.error().message, Catch::Contains("Upsample 'up'") && Catch::Contains(message));
 }
 
-TEST_CASE("PRelu broadcasts its slope to X, integers included, and ArgMax picks the first or last maximum",
-          "[reference][prelu][argmax]") {
+TEST_CASE("PRelu broadcasts its slope to X, integers included, and ArgMax picks the first or last maximum", "[reference][prelu][argmax]") {
   // Forms the conformance data lacks: a per-channel [C, 1, 1] slope, integer PRelu (PRelu-9), integer ArgMax and
   // ties with select_last_index on a middle axis. Reference kernels only, against values worked out by hand.
   auto model = parse_model_text(
@@ -473,15 +476,15 @@ TEST_CASE("a Resize whose answer depends on the arithmetic is refused, one that 
   // Runtime). The executor ran the reference's answer, and --compare passed an OTHER ORT says differs.
   // align_corners downscaling 5 -> 3 (scale 0.64): the reference divides by 5 * 0.64 - 1, ONNX Runtime by 3 - 1.
   using Case = std::pair<std::string, std::string>;  // Resize attributes and scales, expected message ("" runs)
-  const auto [attributes, message] = GENERATE(
-      Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"round_prefer_ceil\"|0.4",
-           "axis 3: output 1 reads source coordinate 2.500000, which rounds to input 2 or 3 depending on the arithmetic"},
-      Case{"mode = \"linear\", coordinate_transformation_mode = \"align_corners\"|0.64",
-           "axis 3: align_corners with in * scale = 3.200000 not the output length 3: runtimes differ"},
-      Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"|2", ""},
-      Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"|3", ""},
-      Case{"mode = \"nearest\", coordinate_transformation_mode = \"half_pixel\", nearest_mode = \"round_prefer_floor\"|2", ""},
-      Case{"mode = \"linear\", coordinate_transformation_mode = \"align_corners\"|2", ""});
+  const auto [attributes, message] =
+      GENERATE(Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"round_prefer_ceil\"|0.4",
+                    "axis 3: output 1 reads source coordinate 2.500000, which rounds to input 2 or 3 depending on the arithmetic"},
+               Case{"mode = \"linear\", coordinate_transformation_mode = \"align_corners\"|0.64",
+                    "axis 3: align_corners with in * scale = 3.200000 not the output length 3: runtimes differ"},
+               Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"|2", ""},
+               Case{"mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"|3", ""},
+               Case{"mode = \"nearest\", coordinate_transformation_mode = \"half_pixel\", nearest_mode = \"round_prefer_floor\"|2", ""},
+               Case{"mode = \"linear\", coordinate_transformation_mode = \"align_corners\"|2", ""});
   const auto bar = attributes.find('|');
   const double scale = std::stod(attributes.substr(bar + 1));
   CAPTURE(attributes);

@@ -21,8 +21,9 @@ using namespace dwdeconv::runtime_check;
 using namespace dwdeconv::runtime_check::testing;
 
 TEST_CASE("A FLOAT16 model computes in f32 and returns FLOAT16", "[executor][f16]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float16[1,3,6,6] x) => (float16 y) {\n"
-                                "  y = ConvTranspose <group = 3, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float16[1,3,6,6] x) => (float16 y) {\n"
+      "  y = ConvTranspose <group = 3, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n}");
   const auto w = random_values(3 * 16, 81);
   *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("w", onnx::TensorProto::FLOAT16, {3, 1, 4, 4}, w, false);
   auto ran = create_and_run(model);
@@ -38,8 +39,7 @@ TEST_CASE("A FLOAT16 model computes in f32 and returns FLOAT16", "[executor][f16
   CHECK(max_abs_diff(ran.outputs[0].tensor, expected) < 2e-3);
 }
 
-TEST_CASE("DOUBLE values are refused naming the node and the value: the executor does not judge float64 in float32",
-          "[executor][f64]") {
+TEST_CASE("DOUBLE values are refused naming the node and the value: the executor does not judge float64 in float32", "[executor][f64]") {
   // In f32, (x + 1e10) - 1e10 is 0 for every |x| < 512; in f64 it is x.
   const auto refused = [](const std::string& text) {
     auto executor = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n" + text), {});
@@ -62,7 +62,8 @@ TEST_CASE("DOUBLE values are refused naming the node and the value: the executor
   // Shape reads only the dims of a DOUBLE value, so a model may take one for its shape.
   auto shape_only = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
                                                       "g (double[1,2,3] x, float[2] f) => (int64[3] s, float[2] r) {\n"
-                                                      "  s = Shape (x)\n  r = Relu (f)\n}"), {});
+                                                      "  s = Shape (x)\n  r = Relu (f)\n}"),
+                                     {});
   INFO((shape_only.ok() ? std::string() : shape_only.error().message));
   REQUIRE(shape_only.ok());
   const auto outputs = shape_only->last_outputs();
@@ -76,7 +77,8 @@ TEST_CASE("DOUBLE values are refused naming the node and the value: the executor
   given.tensor.f = {-0.5f, 0.25f};
   options.inputs = {given};
   auto fed = Executor::create(parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                               "g (float[2] f) => (float[2] r) {\n  r = Relu (f)\n}"), options);
+                                               "g (float[2] f) => (float[2] r) {\n  r = Relu (f)\n}"),
+                              options);
   INFO((fed.ok() ? std::string() : fed.error().message));
   REQUIRE(fed.ok());
   CHECK(fed->creation_inputs()[0].tensor.dtype == onnx::TensorProto::FLOAT);
@@ -96,8 +98,9 @@ TEST_CASE("first_non_finite names the first value of the creation run holding in
   };
   // Sqrt of the seeded inputs in [-1, 1) is NaN at the first negative one; the Mul after it (XNNPACK, which clamps that
   // NaN to -inf) is not what is named.
-  auto sqrt = create("g (float[1,2,2,3] x) => (float[1,2,2,3] y) {\n  s = Sqrt (x)\n"
-                     "  one = Constant <value = float[1] {1.0}> ()\n  y = Mul (s, one)\n}");
+  auto sqrt = create(
+      "g (float[1,2,2,3] x) => (float[1,2,2,3] y) {\n  s = Sqrt (x)\n"
+      "  one = Constant <value = float[1] {1.0}> ()\n  y = Mul (s, one)\n}");
   const Tensor& x = sqrt.creation_inputs()[0].tensor;
   int64_t first_negative = 0;
   while (first_negative < x.numel() && x.get(first_negative) >= 0) ++first_negative;
@@ -116,8 +119,10 @@ TEST_CASE("first_non_finite names the first value of the creation run holding in
   NamedTensor big{"x", {}};
   big.tensor.reshape(onnx::TensorProto::FLOAT, {1, 2, 1, 3});
   big.tensor.f = {0.5f, 0.25f, 3e38f, 3e38f, -0.5f, 0.125f};
-  auto conv = create("g (float[1,2,1,3] x) => (float[1,2,1,3] y) {\n"
-                     "  w = Constant <value = float[2,2,1,1] {10.0, 0.0, 0.0, 10.0}> ()\n  y = Conv (x, w)\n}", {big});
+  auto conv = create(
+      "g (float[1,2,1,3] x) => (float[1,2,1,3] y) {\n"
+      "  w = Constant <value = float[2,2,1,1] {10.0, 0.0, 0.0, 10.0}> ()\n  y = Conv (x, w)\n}",
+      {big});
   CHECK(conv.count("Conv", Placement::kXnnpack) == 1);
   REQUIRE(conv.first_non_finite().has_value());
   CHECK(conv.first_non_finite()->describe() == "Conv producing 'y' writes inf to 'y' at element 2 [0, 0, 0, 2]");
@@ -136,8 +141,9 @@ TEST_CASE("first_non_finite names the first value of the creation run holding in
   REQUIRE(with_nan.ok());
   REQUIRE(with_nan->first_non_finite().has_value());
   CHECK(with_nan->first_non_finite()->describe() == "initializer 'b' holds NaN at element 1 [1]");
-  auto folded = create("g (float[2] x) => (float[2] y) {\n  c = Constant <value = float[1] {3e38}> ()\n  d = Mul (c, c)\n"
-                       "  y = Add (x, d)\n}");
+  auto folded = create(
+      "g (float[2] x) => (float[2] y) {\n  c = Constant <value = float[1] {3e38}> ()\n  d = Mul (c, c)\n"
+      "  y = Add (x, d)\n}");
   REQUIRE(folded.first_non_finite().has_value());
   CHECK(folded.first_non_finite()->describe() == "Mul producing 'd' writes inf to 'd' at element 0 [0]");
   CHECK(folded.count("Mul", Placement::kFolded) == 1);
@@ -148,15 +154,17 @@ TEST_CASE("first_non_finite names the first value of the creation run holding in
 }
 
 TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[executor]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4] x) => (float y) {\n"
-                                "  y = Hardmax (x)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4] x) => (float y) {\n"
+      "  y = Hardmax (x)\n}");
   model.mutable_graph()->mutable_node(0)->set_name("sm");
   auto executor = Executor::create(model, {});
   REQUIRE_FALSE(executor.ok());
   CHECK_THAT(executor.error().message, Catch::Contains("Hardmax 'sm'") && Catch::Contains("not supported"));
 
-  auto symbolic = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[N,2] x) => (float y) {\n"
-                                   "  y = Relu (x)\n}");
+  auto symbolic = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[N,2] x) => (float y) {\n"
+      "  y = Relu (x)\n}");
   auto missing = Executor::create(symbolic, {});
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("'N'") && Catch::Contains("--input-shape x="));
@@ -173,8 +181,9 @@ TEST_CASE("Unsupported ops and unknown dims fail with a message naming them", "[
 
 TEST_CASE("A value too large to hold is refused naming its node and dims, folded or computed", "[executor][sizes]") {
   // Folded at creation (a constant padded): about 2^44 floats fit int64 but need 64 TiB.
-  auto folded = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
-                                 "  y = Pad (c, pads)\n}");
+  auto folded = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
+      "  y = Pad (c, pads)\n}");
   add_initializer(folded, "c", {1, 4, 2, 2}, 5);
   add_int64_initializer(folded, "pads", {0, 0, 1048576, 1048576, 0, 0, 1048576, 1048576});
   folded.mutable_graph()->mutable_node(0)->set_name("big");
@@ -185,25 +194,27 @@ TEST_CASE("A value too large to hold is refused naming its node and dims, folded
                                           Catch::Contains("more than the 2147483648 allowed"));
 
   // A step's output from its input's size: padding [1, 4, 2, 2] by 2^31 on each side gives 2^66 elements.
-  auto padded = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
-                                 "  y = Pad (x, pads)\n}");
+  auto padded = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
+      "  y = Pad (x, pads)\n}");
   add_int64_initializer(padded, "pads", {0, 0, 2147483648, 2147483648, 0, 0, 2147483648, 2147483648});
   padded.mutable_graph()->mutable_node(0)->set_name("pad");
   auto huge_pad = Executor::create(padded, {});
   REQUIRE_FALSE(huge_pad.ok());
-  CHECK_THAT(huge_pad.error().message, Catch::Contains("Pad 'pad'") && Catch::Contains("4x4294967298x4294967298") &&
-                                           Catch::Contains("overflow"));
+  CHECK_THAT(huge_pad.error().message,
+             Catch::Contains("Pad 'pad'") && Catch::Contains("4x4294967298x4294967298") && Catch::Contains("overflow"));
 
   // Resize sizes index tables from its output dims, so it checks them first: 2^31 x 2^31 of [1, 4, 2, 2].
-  auto computed = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
-                                   "  y = Resize <mode = \"nearest\"> (x, , scales)\n}");
+  auto computed = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,2,2] x) => (float y) {\n"
+      "  y = Resize <mode = \"nearest\"> (x, , scales)\n}");
   *computed.mutable_graph()->add_initializer() =
       onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, 2147483648.0, 2147483648.0}, /*raw=*/true);
   computed.mutable_graph()->mutable_node(0)->set_name("up");
   auto overflow = Executor::create(computed, {});
   REQUIRE_FALSE(overflow.ok());
-  CHECK_THAT(overflow.error().message, Catch::Contains("Resize 'up'") && Catch::Contains("4x4294967296x4294967296") &&
-                                           Catch::Contains("overflow"));
+  CHECK_THAT(overflow.error().message,
+             Catch::Contains("Resize 'up'") && Catch::Contains("4x4294967296x4294967296") && Catch::Contains("overflow"));
 }
 
 TEST_CASE("Input files: .npy and TensorProto .pb", "[tensor_io]") {
@@ -282,8 +293,7 @@ TEST_CASE("a comparison's summary shows an output name's control bytes escaped, 
   CHECK_THAT(text, Catch::StartsWith("o\\x09x\\x0aforged: pass: max abs 0"));
 }
 
-TEST_CASE("compare_tensor: integer and bool outputs are compared exactly as int64, never through double, with no tolerance",
-          "[compare]") {
+TEST_CASE("compare_tensor: integer and bool outputs are compared exactly as int64, never through double, with no tolerance", "[compare]") {
   // 2^60 and 2^60 + 1 are one double: compared through double they were equal.
   const int64_t big = int64_t{1} << 60;
   Tensor expected;

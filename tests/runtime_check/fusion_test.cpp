@@ -32,9 +32,11 @@ struct Deconv {
 onnx::ModelProto deconv_model(const Deconv& d, std::vector<double>& w, std::vector<double>& b) {
   const std::string c = std::to_string(d.channels), s = std::to_string(d.stride), p = std::to_string(d.pad),
                     op = std::to_string(d.output_padding);
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[2," + c + ",5,6] x) => (float y) {\n"
-                                "  y = ConvTranspose <group = " + c + ", strides = [" + s + ", " + s + "], pads = [" + p +
-                                ", " + p + ", " + p + ", " + p + "], output_padding = [" + op + ", " + op + "]> (x, w, b)\n}");
+  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[2," + c +
+                                ",5,6] x) => (float y) {\n"
+                                "  y = ConvTranspose <group = " +
+                                c + ", strides = [" + s + ", " + s + "], pads = [" + p + ", " + p + ", " + p + ", " + p +
+                                "], output_padding = [" + op + ", " + op + "]> (x, w, b)\n}");
   model.mutable_graph()->mutable_node(0)->set_name("up");
   w = add_initializer(model, "w", {d.channels, 1, d.kernel, d.kernel}, 71);
   b = add_initializer(model, "b", {d.channels}, 72);
@@ -126,20 +128,21 @@ TEST_CASE("Concat fusion: phase Convs write into the Concat's slices and give th
     const auto a = run(fused, inputs.value());
     const auto u = run(unfused, inputs.value());
     CHECK(max_abs_diff(a[0].tensor, u[0].tensor) <= 1e-6);
-    const auto expected = core::conv_transpose2d_reference(to_tensor4(inputs.value()[0].tensor),
-                                                           to_tensor4(w, {c, 1, d.kernel, d.kernel}), b, params);
+    const auto expected =
+        core::conv_transpose2d_reference(to_tensor4(inputs.value()[0].tensor), to_tensor4(w, {c, 1, d.kernel, d.kernel}), b, params);
     CHECK(testing::max_abs_diff(a[0].tensor, expected) < kTol);
   }
 }
 
 TEST_CASE("Concat fusion declines when a Conv output has another reader or an input is not a Conv", "[xnnpack][fusion]") {
   // y1: `a` is also a graph output.  y2: `c` is read by a Relu too.  y3: `r` comes from a Relu.  y4: fuses.
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,3] x) => "
-                                "(float a, float y1, float y2, float z, float y3, float y4) {\n"
-                                "  a = Conv (x, w1)\n  b = Conv (x, w2)\n  y1 = Concat <axis = 1> (a, b)\n"
-                                "  c = Conv (x, w1)\n  d = Conv (x, w2)\n  y2 = Concat <axis = 1> (c, d)\n  z = Relu (c)\n"
-                                "  e = Conv (x, w1)\n  r = Relu (x)\n  y3 = Concat <axis = 1> (e, r)\n"
-                                "  f = Conv (x, w1)\n  g = Conv (x, w2)\n  y4 = Concat <axis = -3> (g, f)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,2,5,3] x) => "
+      "(float a, float y1, float y2, float z, float y3, float y4) {\n"
+      "  a = Conv (x, w1)\n  b = Conv (x, w2)\n  y1 = Concat <axis = 1> (a, b)\n"
+      "  c = Conv (x, w1)\n  d = Conv (x, w2)\n  y2 = Concat <axis = 1> (c, d)\n  z = Relu (c)\n"
+      "  e = Conv (x, w1)\n  r = Relu (x)\n  y3 = Concat <axis = 1> (e, r)\n"
+      "  f = Conv (x, w1)\n  g = Conv (x, w2)\n  y4 = Concat <axis = -3> (g, f)\n}");
   const auto w1 = add_initializer(model, "w1", {3, 2, 1, 1}, 81);
   const auto w2 = add_initializer(model, "w2", {4, 2, 1, 1}, 82);
   auto fused = make_executor(model, true);
@@ -192,29 +195,27 @@ TEST_CASE("Concat fusion happens for every rewritten upsampler of the tiny MI-GA
   CHECK(against_stock.passed);
 }
 
-TEST_CASE("Depthwise Conv kernels without an XNNPACK microkernel are zero-extended and give the same numbers",
-          "[xnnpack][conv]") {
+TEST_CASE("Depthwise Conv kernels without an XNNPACK microkernel are zero-extended and give the same numbers", "[xnnpack][conv]") {
   struct Case {
     int64_t kh, kw, stride, dilation;
     std::array<int64_t, 4> pads;  // top, left, bottom, right
     const char* note;             // expected NodePlacement::note
   };
-  const Case c = GENERATE(Case{1, 2, 1, 1, {0, 0, 0, 1}, "1x2 kernel zero-extended to 1x3"},
-                          Case{2, 1, 1, 1, {0, 0, 1, 0}, "2x1 kernel zero-extended to 3x1"},
-                          Case{2, 3, 2, 1, {1, 0, 0, 2}, "2x3 kernel zero-extended to 3x3"},
-                          Case{4, 4, 2, 1, {1, 1, 1, 1}, "4x4 kernel zero-extended to 5x5"},
-                          Case{2, 3, 1, 2, {2, 1, 0, 3}, "2x3 kernel zero-extended to 3x3"},  // dilated
-                          Case{1, 1, 1, 1, {1, 0, 0, 1}, "1x1 kernel zero-extended to 1x3"},  // padded 1x1
-                          Case{1, 1, 1, 1, {0, 0, 0, 0}, ""},   // XNNPACK's per-channel multiply-add
-                          Case{3, 3, 2, 1, {1, 1, 1, 1}, ""});  // 9 taps: a microkernel already
+  const Case c = GENERATE(
+      Case{1, 2, 1, 1, {0, 0, 0, 1}, "1x2 kernel zero-extended to 1x3"}, Case{2, 1, 1, 1, {0, 0, 1, 0}, "2x1 kernel zero-extended to 3x1"},
+      Case{2, 3, 2, 1, {1, 0, 0, 2}, "2x3 kernel zero-extended to 3x3"}, Case{4, 4, 2, 1, {1, 1, 1, 1}, "4x4 kernel zero-extended to 5x5"},
+      Case{2, 3, 1, 2, {2, 1, 0, 3}, "2x3 kernel zero-extended to 3x3"},  // dilated
+      Case{1, 1, 1, 1, {1, 0, 0, 1}, "1x1 kernel zero-extended to 1x3"},  // padded 1x1
+      Case{1, 1, 1, 1, {0, 0, 0, 0}, ""},                                 // XNNPACK's per-channel multiply-add
+      Case{3, 3, 2, 1, {1, 1, 1, 1}, ""});                                // 9 taps: a microkernel already
   INFO("kernel " << c.kh << "x" << c.kw << " stride " << c.stride << " dilation " << c.dilation);
   const int64_t channels = 6;
   const auto p = [&](size_t k) { return std::to_string(c.pads[k]); };
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[2,6,7,9] x) => (float y) {\n"
-                                "  y = Conv <group = 6, strides = [" + std::to_string(c.stride) + ", " +
-                                std::to_string(c.stride) + "], dilations = [" + std::to_string(c.dilation) + ", " +
-                                std::to_string(c.dilation) + "], pads = [" + p(0) + ", " + p(1) + ", " + p(2) + ", " +
-                                p(3) + "]> (x, w, b)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[2,6,7,9] x) => (float y) {\n"
+      "  y = Conv <group = 6, strides = [" +
+      std::to_string(c.stride) + ", " + std::to_string(c.stride) + "], dilations = [" + std::to_string(c.dilation) + ", " +
+      std::to_string(c.dilation) + "], pads = [" + p(0) + ", " + p(1) + ", " + p(2) + ", " + p(3) + "]> (x, w, b)\n}");
   const auto w = add_initializer(model, "w", {channels, 1, c.kh, c.kw}, 91);
   const auto b = add_initializer(model, "b", {channels}, 92);
   auto extended = make_executor(model, true);

@@ -52,13 +52,16 @@ onnx::NodeProto& producer_of(onnx::ModelProto& model, const std::string& output)
 onnx::ModelProto shared_constant_model() {
   std::string values;
   for (int k = 0; k < 32; ++k) values += (k ? ", " : "") + std::to_string(0.03125 * k - 0.5);
-  return parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                          "g (float[1,2,3,3] x) => (float[1,2,6,6] y, float[2,1,4,4] w_abs, float[1,2,6,6] s) {\n"
-                          "  w = Constant <value = float[2,1,4,4] {" + values + "}> ()\n"
-                          "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                          "  w_abs = Abs (w)\n"
-                          "  s = Softmax <axis = 1> (y)\n"
-                          "}");
+  return parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] y, float[2,1,4,4] w_abs, float[1,2,6,6] s) {\n"
+      "  w = Constant <value = float[2,1,4,4] {" +
+      values +
+      "}> ()\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  w_abs = Abs (w)\n"
+      "  s = Softmax <axis = 1> (y)\n"
+      "}");
 }
 
 }  // namespace
@@ -70,11 +73,12 @@ TEST_CASE("The tool's own rewrite matches outside its rewritten nodes, even wher
   CHECK(difference(original, other).empty());
 
   // The same values in another storage form (typed field instead of raw_data) are the same constant.
-  auto k_model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                  "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
-                                  "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                                  "  y = Add (u, k)\n"
-                                  "}");
+  auto k_model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
+      "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  y = Add (u, k)\n"
+      "}");
   add_initializer(k_model, "w", {2, 1, 4, 4}, 1);
   const auto k_values = add_initializer(k_model, "k", {1, 2, 1, 1}, 2);
   auto k_other = rewritten(k_model);
@@ -84,21 +88,23 @@ TEST_CASE("The tool's own rewrite matches outside its rewritten nodes, even wher
   CHECK(difference(k_model, k_other).empty());
 
   // Before IR 4 every initializer is a graph input too, so the rewrite lists its phase weights as inputs.
-  auto ir3 = parse_model_text("<ir_version: 3, opset_import: [\"\" : 9]>\n"
-                              "g (float[1,2,3,3] x, float[2,1,4,4] w) => (float[1,2,6,6] y) {\n"
-                              "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                              "}");
+  auto ir3 = parse_model_text(
+      "<ir_version: 3, opset_import: [\"\" : 9]>\n"
+      "g (float[1,2,3,3] x, float[2,1,4,4] w) => (float[1,2,6,6] y) {\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "}");
   add_initializer(ir3, "w", {2, 1, 4, 4}, 5);
   const auto ir3_other = rewritten(ir3);
   REQUIRE(ir3_other.graph().input_size() > 2);
   CHECK(difference(ir3, ir3_other).empty());
 
   // A ConvTranspose the rewrite kept is an ordinary node, compared like any other.
-  auto two = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                              "g (float[1,2,3,3] x) => (float[1,2,12,12] y) {\n"
-                              "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                              "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (u, w)\n"
-                              "}");
+  auto two = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,12,12] y) {\n"
+      "  u = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (u, w)\n"
+      "}");
   add_initializer(two, "w", {2, 1, 4, 4}, 4);
   rewrite::RewriteOptions skip_y;
   skip_y.skip = {"y"};
@@ -164,10 +170,11 @@ namespace {
 
 // A lone stride-2 deconv whose rewrite has phase Convs, a Concat and a DepthToSpace, plus `extra` nodes after it.
 onnx::ModelProto lone_deconv(const std::string& extra = "") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
-                                "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n" +
-                                extra + "}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n" +
+      extra + "}");
   add_initializer(model, "w", {2, 1, 4, 4}, 6);
   return model;
 }
@@ -222,7 +229,8 @@ TEST_CASE("A rewritten region holds only the ops the emitter writes, in its form
       if (attr.name() == "axis") attr.set_i(2);
     }
   }
-  CHECK_THAT(difference(original, on_h), Catch::Contains("Concat") && Catch::Contains("replaces ConvTranspose producing 'y'") && Catch::Contains("'axis'"));
+  CHECK_THAT(difference(original, on_h),
+             Catch::Contains("Concat") && Catch::Contains("replaces ConvTranspose producing 'y'") && Catch::Contains("'axis'"));
   auto gather_by_x = honest;
   {
     auto* g = gather_by_x.mutable_graph();
@@ -275,10 +283,11 @@ TEST_CASE("A rewritten region holds only the ops the emitter writes, in its form
 }
 
 TEST_CASE("Bias-only phases' Shape and ConstantOfShape are emitted ops", "[graph_match]") {
-  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
-                                   "  y = ConvTranspose <group = 2, strides = [2, 2], output_padding = [1, 1]> (x, w, b)\n"
-                                   "}");
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] y) {\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], output_padding = [1, 1]> (x, w, b)\n"
+      "}");
   add_initializer(original, "w", {2, 1, 1, 1}, 7);
   add_initializer(original, "b", {2}, 8);
   const auto other = rewritten(original);
@@ -292,21 +301,22 @@ TEST_CASE("Bias-only phases' Shape and ConstantOfShape are emitted ops", "[graph
   CHECK_THAT(difference(original, ones), Catch::Contains("ConstantOfShape") && Catch::Contains("'value'"));
 }
 
-TEST_CASE("An original region that reads x's values other than as data is not affine: per-node mode refuses it",
-          "[graph_match][verify]") {
+TEST_CASE("An original region that reads x's values other than as data is not affine: per-node mode refuses it", "[graph_match][verify]") {
   // Original: Y = Conv(float(int64(x))), i.e. Conv(trunc(x)), which is Conv(0) on per-node mode's inputs in [-1, 1).
   // Other: Y = Pad(Conv(x, zeros, b)), only its bias: the same numbers there, and different ones for |x| >= 1.
   // Hardmax (outside the executor's set) sends verification to per-node mode.
-  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (float[1,2,4,4] x) => (float[1,2,4,4] y, float[1,2,4,4] h) {\n"
-                                   "  i = Cast <to = 7> (x)\n  t = Cast <to = 1> (i)\n"
-                                   "  y = Conv <pads = [1, 1, 1, 1]> (t, w, b)\n  h = Hardmax <axis = 1> (y)\n}");
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,4,4] x) => (float[1,2,4,4] y, float[1,2,4,4] h) {\n"
+      "  i = Cast <to = 7> (x)\n  t = Cast <to = 1> (i)\n"
+      "  y = Conv <pads = [1, 1, 1, 1]> (t, w, b)\n  h = Hardmax <axis = 1> (y)\n}");
   add_initializer(original, "w", {2, 2, 3, 3}, 1);
   add_initializer(original, "b", {2}, 2);
-  auto other = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                "g (float[1,2,4,4] x) => (float[1,2,4,4] y, float[1,2,4,4] h) {\n"
-                                "  c = Conv <pads = [1, 1, 1, 1]> (x, zero, b)\n  y = Pad (c, pads)\n"
-                                "  h = Hardmax <axis = 1> (y)\n}");
+  auto other = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,4,4] x) => (float[1,2,4,4] y, float[1,2,4,4] h) {\n"
+      "  c = Conv <pads = [1, 1, 1, 1]> (x, zero, b)\n  y = Pad (c, pads)\n"
+      "  h = Hardmax <axis = 1> (y)\n}");
   *other.mutable_graph()->add_initializer() =
       onnx_io::make_tensor("zero", onnx::TensorProto::FLOAT, {2, 2, 3, 3}, std::vector<double>(36, 0.0), true);
   *other.mutable_graph()->add_initializer() = original.graph().initializer(1);
@@ -321,9 +331,10 @@ TEST_CASE("An original region that reads x's values other than as data is not af
   CHECK(verified->nodes.empty());  // refused before any number was compared
 
   // x's values as a Gather's indices (a lookup table), not as its data.
-  auto lookup = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                 "g (int64[1,2,4,4] x) => (float[1,2,4,4] y) {\n"
-                                 "  t = Gather (table, x)\n  y = Conv <pads = [1, 1, 1, 1]> (t, w, b)\n}");
+  auto lookup = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (int64[1,2,4,4] x) => (float[1,2,4,4] y) {\n"
+      "  t = Gather (table, x)\n  y = Conv <pads = [1, 1, 1, 1]> (t, w, b)\n}");
   add_initializer(lookup, "table", {5}, 3);
   add_initializer(lookup, "w", {2, 2, 3, 3}, 1);
   add_initializer(lookup, "b", {2}, 2);
@@ -338,13 +349,14 @@ TEST_CASE("An original region that reads x's values other than as data is not af
 TEST_CASE("A rewritten region reads exactly the original upsampler's input, plus constants", "[graph_match]") {
   // c = Clip(x, -1, 1) is a node both models have (its output is a graph output). An OTHER whose phase Convs read c
   // instead of x used to pass per-node mode: its inputs lie in [-1, 1), where the Clip changes nothing.
-  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] y, float[1,2,3,3] c) {\n"
-                                   "  lo = Constant <value = float {-1}> ()\n"
-                                   "  hi = Constant <value = float {1}> ()\n"
-                                   "  c = Clip (x, lo, hi)\n"
-                                   "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                                   "}");
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] y, float[1,2,3,3] c) {\n"
+      "  lo = Constant <value = float {-1}> ()\n"
+      "  hi = Constant <value = float {1}> ()\n"
+      "  c = Clip (x, lo, hi)\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "}");
   add_initializer(original, "w", {2, 1, 4, 4}, 7);
   auto other = rewritten(original);
   REQUIRE(difference(original, other).empty());
@@ -359,18 +371,15 @@ TEST_CASE("A rewritten region reads exactly the original upsampler's input, plus
     }
   }
   REQUIRE(redirected > 0);
-  CHECK_THAT(difference(original, other),
-             Catch::Contains("reads 'c', which is neither that upsampler's input 'x' nor a constant"));
+  CHECK_THAT(difference(original, other), Catch::Contains("reads 'c', which is neither that upsampler's input 'x' nor a constant"));
 }
 
-TEST_CASE("The rewrite's record of each region is what matching the graphs finds, on every example and fixture",
-          "[graph_match][record]") {
+TEST_CASE("The rewrite's record of each region is what matching the graphs finds, on every example and fixture", "[graph_match][record]") {
   const std::string source = test::source_dir();
   size_t checked = 0;
   for (const char* file : {"examples/migan_tiny_deconv.onnx", "examples/migan_tiny_handwritten.onnx", "examples/upsampler_small.onnx",
-                           "tests/fixtures/migan_nearest_scatternd_32_opset13.onnx",
-                           "tests/fixtures/migan_nearest_sizes_32_opset13.onnx", "tests/fixtures/fastdepth_upconv_opset13.onnx",
-                           "tests/fixtures/upfirdn2d_literal_ends_opset13.onnx",
+                           "tests/fixtures/migan_nearest_scatternd_32_opset13.onnx", "tests/fixtures/migan_nearest_sizes_32_opset13.onnx",
+                           "tests/fixtures/fastdepth_upconv_opset13.onnx", "tests/fixtures/upfirdn2d_literal_ends_opset13.onnx",
                            "tests/fixtures/nearest_mask_scatternd_opset13.onnx"}) {
     CAPTURE(file);
     auto original = onnx_io::load_model(source + "/" + file);

@@ -21,12 +21,12 @@ namespace {
 
 struct ChainCase {
   const char* name;
-  bool conv_first = true;        // x comes from a Conv (NHWC); else it is the graph input (NCHW)
-  bool affine = true;            // the Mul and Add follow
-  bool gamma_first = false;      // Mul(gamma, y) rather than Mul(y, gamma)
-  bool scale_is_input = false;   // the InstanceNormalization's scale is a graph input: not a constant
+  bool conv_first = true;                // x comes from a Conv (NHWC); else it is the graph input (NCHW)
+  bool affine = true;                    // the Mul and Add follow
+  bool gamma_first = false;              // Mul(gamma, y) rather than Mul(y, gamma)
+  bool scale_is_input = false;           // the InstanceNormalization's scale is a graph input: not a constant
   std::string group_shape = "0, 2, -1";  // the first Reshape's shape
-  const char* fused_note = "";   // the expected note's start on the last node; "" when the chain must not fuse
+  const char* fused_note = "";           // the expected note's start on the last node; "" when the chain must not fuse
 };
 
 constexpr int64_t kChannels = 8;
@@ -54,8 +54,7 @@ onnx::ModelProto chain_model(const ChainCase& c) {
   for (auto& node : *graph->mutable_node()) node.set_name(node.output(0));
   add_initializer(model, "w1", {kChannels, kChannels, 1, 1}, 11);
   // A large bias: each group's mean is far from 0, which a careless variance loses.
-  *graph->add_initializer() = onnx_io::make_tensor("b1", onnx::TensorProto::FLOAT, {kChannels},
-                                                   std::vector<double>(kChannels, 40.0), true);
+  *graph->add_initializer() = onnx_io::make_tensor("b1", onnx::TensorProto::FLOAT, {kChannels}, std::vector<double>(kChannels, 40.0), true);
   std::vector<int64_t> shape;  // the first Reshape's shape, from the case's text
   for (size_t at = 0; at < c.group_shape.size();) {
     const size_t comma = std::min(c.group_shape.find(',', at), c.group_shape.size());
@@ -108,14 +107,17 @@ double max_rel_diff(const Tensor& a, const Tensor& b) {
 
 TEST_CASE("GroupNorm as PyTorch exports it runs as one step in the producer's layout, equal to the node-by-node kernels",
           "[executor][group_norm]") {
-  const ChainCase c = GENERATE(
-      ChainCase{"between two Convs (NHWC)", true, true, false, false, "0, 2, -1", "optimized group normalization (2 groups of 4 channels, NHWC; the step of 5 nodes)"},
-      ChainCase{"on the NCHW graph input", false, true, false, false, "0, 2, -1", "optimized group normalization (2 groups of 4 channels, NCHW; the step of 5 nodes)"},
-      ChainCase{"gamma as the Mul's first operand", true, true, true, false, "1, 2, 120", "optimized group normalization (2 groups of 4 channels, NHWC; the step of 5 nodes)"},
-      ChainCase{"without the affine Mul and Add", true, false, false, false, "0, 2, -1", "optimized group normalization (2 groups of 4 channels, NHWC; the step of 3 nodes)"},
-      ChainCase{"a scale that is a graph input (not fused)", true, true, false, true, "0, 2, -1", ""},
-      ChainCase{"a Reshape that does not keep the batch (not fused)", true, true, false, false, "2, 2, 60", ""},
-      ChainCase{"a Reshape to rank 4 (not fused)", true, true, false, false, "0, 2, 4, -1", ""});
+  const ChainCase c = GENERATE(ChainCase{"between two Convs (NHWC)", true, true, false, false, "0, 2, -1",
+                                         "optimized group normalization (2 groups of 4 channels, NHWC; the step of 5 nodes)"},
+                               ChainCase{"on the NCHW graph input", false, true, false, false, "0, 2, -1",
+                                         "optimized group normalization (2 groups of 4 channels, NCHW; the step of 5 nodes)"},
+                               ChainCase{"gamma as the Mul's first operand", true, true, true, false, "1, 2, 120",
+                                         "optimized group normalization (2 groups of 4 channels, NHWC; the step of 5 nodes)"},
+                               ChainCase{"without the affine Mul and Add", true, false, false, false, "0, 2, -1",
+                                         "optimized group normalization (2 groups of 4 channels, NHWC; the step of 3 nodes)"},
+                               ChainCase{"a scale that is a graph input (not fused)", true, true, false, true, "0, 2, -1", ""},
+                               ChainCase{"a Reshape that does not keep the batch (not fused)", true, true, false, false, "2, 2, 60", ""},
+                               ChainCase{"a Reshape to rank 4 (not fused)", true, true, false, false, "0, 2, 4, -1", ""});
   INFO(c.name);
   const onnx::ModelProto model = chain_model(c);
   std::vector<NamedTensor> inputs;
@@ -131,8 +133,7 @@ TEST_CASE("GroupNorm as PyTorch exports it runs as one step in the producer's la
   const std::string last = c.affine ? "a" : "r2";
   const NodePlacement& p = placement_of(fast, last);
   CHECK(p.placement == Placement::kReference);  // the executor's own kernel, as the nearest upsample
-  const std::vector<std::string> others = c.affine ? std::vector<std::string>{"r", "n", "r2", "m"}
-                                                   : std::vector<std::string>{"r", "n"};
+  const std::vector<std::string> others = c.affine ? std::vector<std::string>{"r", "n", "r2", "m"} : std::vector<std::string>{"r", "n"};
   const bool fused = std::string(c.fused_note).size() > 0;
   if (fused) {
     CHECK(p.note == c.fused_note);
@@ -140,8 +141,8 @@ TEST_CASE("GroupNorm as PyTorch exports it runs as one step in the producer's la
       INFO(node);
       CHECK(placement_of(fast, node).note == "optimized group normalization: runs in the step of " + p.node);
     }
-    CHECK_THAT(fast.placement_summary(), Catch::Contains("; optimized group normalization 1 (" +
-                                                         std::to_string(others.size() + 1) + " nodes)"));
+    CHECK_THAT(fast.placement_summary(),
+               Catch::Contains("; optimized group normalization 1 (" + std::to_string(others.size() + 1) + " nodes)"));
     if (c.conv_first) {
       // Conv (NHWC) -> the step (NHWC) -> Conv (NHWC): only the NCHW graph input converts, for the first Conv.
       CHECK(fast.memory_plan().conversion_bytes == kInputBytes);

@@ -319,8 +319,8 @@ namespace {
 // (zero insertion by 2 at offset 0): the same function, spelled as another hand-written form.
 onnx::ModelProto respelled(const std::string& nodes, const std::vector<onnx::TensorProto>& constants) {
   auto model = small_mask_model();
-  const auto spelled = test::parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,5,4] X) => (float[1,3,10,8] m) {\n" +
-                                         nodes + "}\n");
+  const auto spelled =
+      test::parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,5,4] X) => (float[1,3,10,8] m) {\n" + nodes + "}\n");
   auto& g = *model.mutable_graph();
   google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
   for (const auto& node : g.node()) {

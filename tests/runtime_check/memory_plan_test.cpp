@@ -51,30 +51,28 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("Memory plan: outputs are bit-identical to one buffer per value where a careless plan would overwrite one",
-          "[memory]") {
-  const Case c = GENERATE(
-      Case{"a value read after later producers",
-           "g (float[1,4,6,6] x) => (float y) {\n"
-           "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Sigmoid (a)\n  c = Conv <pads = [1, 1, 1, 1]> (b, w)\n"
-           "  d = LeakyRelu (c)\n  e = Conv <pads = [1, 1, 1, 1]> (d, w)\n  y = Add (a, e)\n}"},
-      Case{"a value read by two branches",
-           "g (float[1,4,6,6] x) => (float y) {\n"
-           "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b1 = Sigmoid (a)\n  c1 = Conv <pads = [1, 1, 1, 1]> (b1, w)\n"
-           "  b2 = LeakyRelu (a)\n  c2 = Conv <pads = [1, 1, 1, 1]> (b2, w)\n  y = Mul (c1, c2)\n}"},
-      Case{"in-place chains",
-           "g (float[1,4,6,6] x) => (float y) {\n"
-           "  a = Sigmoid (x)\n  b = LeakyRelu (a)\n  c = Tanh (b)\n  d = Sigmoid (c)\n  e = Tanh (d)\n"
-           "  f = Conv <pads = [1, 1, 1, 1]> (e, w)\n  g1 = Sigmoid (f)\n  h = Tanh (g1)\n  y = LeakyRelu (h)\n}"},
-      Case{"a graph output read by a later node",
-           "g (float[1,4,6,6] x) => (float a, float y) {\n"
-           "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Sigmoid (a)\n  c = Conv <pads = [1, 1, 1, 1]> (b, w)\n"
-           "  d = Tanh (c)\n  y = Add (d, a)\n}"},
-      Case{"layout conversions",
-           "g (float[1,4,6,6] x) => (float y, float z, float t) {\n"
-           "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  r = Reshape (a, shape)\n  s = Tanh (r)\n"
-           "  b = Conv <pads = [1, 1, 1, 1]> (a, w)\n  z = Reshape (s, back)\n  c = Conv <pads = [1, 1, 1, 1]> (z, w)\n"
-           "  t = Transpose <perm = [0, 2, 3, 1]> (b)\n  y = Add (b, c)\n}"});
+TEST_CASE("Memory plan: outputs are bit-identical to one buffer per value where a careless plan would overwrite one", "[memory]") {
+  const Case c = GENERATE(Case{"a value read after later producers",
+                               "g (float[1,4,6,6] x) => (float y) {\n"
+                               "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Sigmoid (a)\n  c = Conv <pads = [1, 1, 1, 1]> (b, w)\n"
+                               "  d = LeakyRelu (c)\n  e = Conv <pads = [1, 1, 1, 1]> (d, w)\n  y = Add (a, e)\n}"},
+                          Case{"a value read by two branches",
+                               "g (float[1,4,6,6] x) => (float y) {\n"
+                               "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b1 = Sigmoid (a)\n  c1 = Conv <pads = [1, 1, 1, 1]> (b1, w)\n"
+                               "  b2 = LeakyRelu (a)\n  c2 = Conv <pads = [1, 1, 1, 1]> (b2, w)\n  y = Mul (c1, c2)\n}"},
+                          Case{"in-place chains",
+                               "g (float[1,4,6,6] x) => (float y) {\n"
+                               "  a = Sigmoid (x)\n  b = LeakyRelu (a)\n  c = Tanh (b)\n  d = Sigmoid (c)\n  e = Tanh (d)\n"
+                               "  f = Conv <pads = [1, 1, 1, 1]> (e, w)\n  g1 = Sigmoid (f)\n  h = Tanh (g1)\n  y = LeakyRelu (h)\n}"},
+                          Case{"a graph output read by a later node",
+                               "g (float[1,4,6,6] x) => (float a, float y) {\n"
+                               "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Sigmoid (a)\n  c = Conv <pads = [1, 1, 1, 1]> (b, w)\n"
+                               "  d = Tanh (c)\n  y = Add (d, a)\n}"},
+                          Case{"layout conversions",
+                               "g (float[1,4,6,6] x) => (float y, float z, float t) {\n"
+                               "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  r = Reshape (a, shape)\n  s = Tanh (r)\n"
+                               "  b = Conv <pads = [1, 1, 1, 1]> (a, w)\n  z = Reshape (s, back)\n  c = Conv <pads = [1, 1, 1, 1]> (z, w)\n"
+                               "  t = Transpose <perm = [0, 2, 3, 1]> (b)\n  y = Add (b, c)\n}"});
   INFO(c.what);
   auto model = parse_model_text(std::string("<ir_version: 8, opset_import: [\"\" : 13]> ") + c.text);
   add_initializer(model, "w", {4, 4, 3, 3}, 21);
@@ -97,9 +95,10 @@ TEST_CASE("Memory plan: outputs are bit-identical to one buffer per value where 
 
 TEST_CASE("Memory plan: weights XNNPACK packed are freed, constants a step reads on every run are kept", "[memory]") {
   // w feeds two Convs (packed twice by XNNPACK, read by no step on a run); m is read by the Mul on every run.
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float y) {\n"
-                                "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Conv <pads = [1, 1, 1, 1]> (a, w)\n"
-                                "  y = Mul (b, m)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float y) {\n"
+      "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  b = Conv <pads = [1, 1, 1, 1]> (a, w)\n"
+      "  y = Mul (b, m)\n}");
   add_initializer(model, "w", {4, 4, 3, 3}, 31);
   add_initializer(model, "m", {1, 4, 1, 1}, 32);
   const bool plan = GENERATE(true, false);
@@ -126,9 +125,10 @@ TEST_CASE("Memory plan: weights XNNPACK packed are freed, constants a step reads
 
 TEST_CASE("Memory plan: a layout conversion gets its own lifetime, not a permanent copy", "[memory]") {
   // a is NHWC (a Conv output) and read NCHW by the Reshape: one conversion, alive for that step only.
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float y) {\n"
-                                "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  r = Reshape (a, shape)\n  s = Sigmoid (r)\n"
-                                "  b = Reshape (s, back)\n  c = Conv <pads = [1, 1, 1, 1]> (b, w)\n  y = Sigmoid (c)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,4,6,6] x) => (float y) {\n"
+      "  a = Conv <pads = [1, 1, 1, 1]> (x, w)\n  r = Reshape (a, shape)\n  s = Sigmoid (r)\n"
+      "  b = Reshape (s, back)\n  c = Conv <pads = [1, 1, 1, 1]> (b, w)\n  y = Sigmoid (c)\n}");
   add_initializer(model, "w", {4, 4, 3, 3}, 22);
   add_int64_initializer(model, "shape", {1, 4, 36});
   add_int64_initializer(model, "back", {1, 4, 6, 6});
@@ -159,8 +159,7 @@ TEST_CASE("plan_arena: values alive at the same time never overlap, and the rest
     CHECK(values[i].offset + values[i].size <= arena);
     for (size_t j = i + 1; j < values.size(); ++j) {
       const bool alive_together = values[i].first <= values[j].last && values[j].first <= values[i].last;
-      const bool disjoint = values[i].offset + values[i].size <= values[j].offset ||
-                            values[j].offset + values[j].size <= values[i].offset;
+      const bool disjoint = values[i].offset + values[i].size <= values[j].offset || values[j].offset + values[j].size <= values[i].offset;
       INFO(i << " and " << j);
       if (alive_together) CHECK(disjoint);
     }
@@ -175,8 +174,8 @@ TEST_CASE("Memory plan: the MI-GAN-like example's arena is at most half the sum 
     auto planned = make_executor(*model, true);
     auto unplanned = make_executor(*model, false, planned.creation_inputs());
     const MemoryPlan& memory = planned.memory_plan();
-    INFO("arena " << memory.arena_bytes << " B, values " << memory.value_bytes << " B, conversions "
-                  << memory.conversion_bytes << " B in " << memory.values);
+    INFO("arena " << memory.arena_bytes << " B, values " << memory.value_bytes << " B, conversions " << memory.conversion_bytes << " B in "
+                  << memory.values);
     CHECK(memory.values > 100);
     CHECK(memory.arena_bytes * 2 <= memory.value_bytes);
     check_bit_identical(planned, unplanned, *model);

@@ -20,8 +20,7 @@ using namespace dwdeconv::runtime_check::testing;
 namespace {
 
 // Executor::create must refuse `model` with a message naming `node` and saying `problem`.
-void check_creation_error(const onnx::ModelProto& model, const std::string& node, const std::string& problem,
-                          bool use_xnnpack = true) {
+void check_creation_error(const onnx::ModelProto& model, const std::string& node, const std::string& problem, bool use_xnnpack = true) {
   ExecutorOptions options;
   options.use_xnnpack = use_xnnpack;
   auto executor = Executor::create(model, options);
@@ -49,8 +48,7 @@ NamedTensor float_tensor(const std::string& name, const std::vector<int64_t>& di
   return t;
 }
 
-NamedTensor int_tensor(const std::string& name, int32_t dtype, const std::vector<int64_t>& dims,
-                       const std::vector<int64_t>& values) {
+NamedTensor int_tensor(const std::string& name, int32_t dtype, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
   NamedTensor t{name, {}};
   t.tensor.reshape(dtype, dims);
   t.tensor.i = values;
@@ -71,8 +69,8 @@ TEST_CASE("Expand with a shape whose element count overflows is an error naming 
 
 TEST_CASE("Expand with a negative or non-broadcasting shape is an error naming the node", "[reference][expand]") {
   using Case = std::pair<std::vector<int64_t>, std::string>;  // shape, expected message
-  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{2, 5}, "do not broadcast"},
-                          Case{{3, -4}, "do not broadcast"}, Case{{int64_t{1} << 40, 1, 3}, "more than"});
+  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{2, 5}, "do not broadcast"}, Case{{3, -4}, "do not broadcast"},
+                          Case{{int64_t{1} << 40, 1, 3}, "more than"});
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1, 3] x) => (float y) {\n"
       "  y = Expand (x, shape)\n}");
@@ -118,9 +116,9 @@ TEST_CASE("Split with an axis out of range is an error naming the node", "[refer
   const int64_t axis = GENERATE(-3, 2, 100);
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 6] x) => (float a, float b) {\n"
-      "  a, b = Split <axis = " + std::to_string(axis) + "> (x)\n}");
-  check_creation_error(model, "Split producing 'a'",
-                       "axis " + std::to_string(axis) + " is out of range for a rank-2 input");
+      "  a, b = Split <axis = " +
+      std::to_string(axis) + "> (x)\n}");
+  check_creation_error(model, "Split producing 'a'", "axis " + std::to_string(axis) + " is out of range for a rank-2 input");
 }
 
 TEST_CASE("Split into equal parts that do not divide the axis is an error before opset 18", "[reference][split]") {
@@ -130,20 +128,18 @@ TEST_CASE("Split into equal parts that do not divide the axis is an error before
   check_creation_error(model, "Split producing 'a'", "does not split into 2 equal parts");
 }
 
-TEST_CASE("Split takes sizes from opset 1's input, the attribute of 2 to 12 and the input of 13",
-          "[reference][split]") {
+TEST_CASE("Split takes sizes from opset 1's input, the attribute of 2 to 12 and the input of 13", "[reference][split]") {
   // The same split of [2, 3] into [2, 1] and [2, 2] in each form (axis -1 from opset 11, where it became legal).
   const int opset = GENERATE(1, 2, 11, 13);
-  const std::string header = "<ir_version: 6, opset_import: [\"\" : " + std::to_string(opset) +
-                             "]> g (float[2, 3] x) => (float a, float b) {\n";
+  const std::string header =
+      "<ir_version: 6, opset_import: [\"\" : " + std::to_string(opset) + "]> g (float[2, 3] x) => (float a, float b) {\n";
   onnx::ModelProto model;
   if (opset == 2 || opset == 11) {
     const std::string axis = opset == 2 ? "1" : "-1";
     model = parse_model_text(header + "  a, b = Split <axis = " + axis + ", split = [1, 2]> (x)\n}");
   } else if (opset == 1) {  // opset 1's split input has the data's (float) type
     model = parse_model_text(header + "  a, b = Split <axis = 1> (x, split)\n}");
-    *model.mutable_graph()->add_initializer() =
-        onnx_io::make_tensor("split", onnx::TensorProto::FLOAT, {2}, {1.0, 2.0}, true);
+    *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("split", onnx::TensorProto::FLOAT, {2}, {1.0, 2.0}, true);
   } else {
     model = parse_model_text(header + "  a, b = Split <axis = 1> (x, split)\n}");
     add_int64_initializer(model, "split", {1, 2});
@@ -173,14 +169,13 @@ TEST_CASE("Split-18 num_outputs makes ceil-sized chunks with a smaller last one"
 
 TEST_CASE("Split-18 num_outputs must match the node's outputs and leave no negative chunk", "[reference][split]") {
   using Case = std::pair<std::string, std::string>;  // model, expected message
-  const Case c = GENERATE(
-      Case{"<ir_version: 8, opset_import: [\"\" : 18]> g (float[6] x) => (float a, float b) {\n"
-           "  a, b = Split <num_outputs = 3> (x)\n}",
-           "num_outputs is 3 but the node has 2 outputs"},
-      // ceil(5 / 4) = 2 gives chunks 2, 2, 2 and -1.
-      Case{"<ir_version: 8, opset_import: [\"\" : 18]> g (float[5] x) => (float a, float b, float c, float d) {\n"
-           "  a, b, c, d = Split <num_outputs = 4> (x)\n}",
-           "negative last chunk"});
+  const Case c = GENERATE(Case{"<ir_version: 8, opset_import: [\"\" : 18]> g (float[6] x) => (float a, float b) {\n"
+                               "  a, b = Split <num_outputs = 3> (x)\n}",
+                               "num_outputs is 3 but the node has 2 outputs"},
+                          // ceil(5 / 4) = 2 gives chunks 2, 2, 2 and -1.
+                          Case{"<ir_version: 8, opset_import: [\"\" : 18]> g (float[5] x) => (float a, float b, float c, float d) {\n"
+                               "  a, b, c, d = Split <num_outputs = 4> (x)\n}",
+                               "negative last chunk"});
   check_creation_error(parse_model_text(c.first), "Split producing 'a'", c.second);
 }
 
@@ -218,8 +213,10 @@ TEST_CASE("ReduceSum and ReduceMax of int64 stay exact beyond 2^53", "[reference
   const int64_t big = (int64_t{1} << 53) + 1;
   for (const char* op : {"ReduceSum", "ReduceMax"}) {
     INFO(op);
-    auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (int64[2, 2] x) => (int64 y) {\n"
-                                  "  y = " + std::string(op) + " <keepdims = 0> (x)\n}");
+    auto model = parse_model_text(
+        "<ir_version: 8, opset_import: [\"\" : 13]> g (int64[2, 2] x) => (int64 y) {\n"
+        "  y = " +
+        std::string(op) + " <keepdims = 0> (x)\n}");
     const auto out = run_model(model, {int_tensor("x", onnx::TensorProto::INT64, {2, 2}, {big, 0, big, 2})});
     REQUIRE(out[0].tensor.dims.empty());
     CHECK(out[0].tensor.i[0] == (std::string(op) == "ReduceSum" ? 2 * big + 2 : big));
@@ -228,11 +225,12 @@ TEST_CASE("ReduceSum and ReduceMax of int64 stay exact beyond 2^53", "[reference
 
 TEST_CASE("ReduceMean with a repeated or out-of-range axis is an error naming the node", "[reference][reducemean]") {
   using Case = std::pair<std::string, std::string>;  // axes, expected message
-  const Case c = GENERATE(Case{"[1, -1]", "axis -1 is repeated"}, Case{"[2]", "axis 2 is out of range"},
-                          Case{"[-3]", "axis -3 is out of range"});
+  const Case c =
+      GENERATE(Case{"[1, -1]", "axis -1 is repeated"}, Case{"[2]", "axis 2 is out of range"}, Case{"[-3]", "axis -3 is out of range"});
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
-      "  y = ReduceMean <axes = " + c.first + "> (x)\n}");
+      "  y = ReduceMean <axes = " +
+      c.first + "> (x)\n}");
   check_creation_error(model, "ReduceMean producing 'y'", c.second);
 }
 
@@ -253,17 +251,15 @@ TEST_CASE("Softmax before opset 13 normalizes over the input coerced to 2-D at a
     CHECK(old_out[0].tensor.f[k] == Approx(std::exp(static_cast<double>(x[k])) / total));
     // From 13, each (x[j], x[j+2]) pair along axis 1 sums to one.
     const size_t other = (k + 2) % 4;
-    CHECK(new_out[0].tensor.f[k] ==
-          Approx(1.0 / (1.0 + std::exp(static_cast<double>(x[other]) - static_cast<double>(x[k])))));
+    CHECK(new_out[0].tensor.f[k] == Approx(1.0 / (1.0 + std::exp(static_cast<double>(x[other]) - static_cast<double>(x[k])))));
   }
 }
 
 TEST_CASE("Softmax with an axis out of range is an error naming the node", "[reference][softmax]") {
-  const std::string text = GENERATE(
-      std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
-                  "  y = Softmax <axis = 2> (x)\n}"),
-      std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
-                  "  y = Softmax <axis = -3> (x)\n}"));
+  const std::string text = GENERATE(std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
+                                                "  y = Softmax <axis = 2> (x)\n}"),
+                                    std::string("<ir_version: 8, opset_import: [\"\" : 13]> g (float[2, 3] x) => (float y) {\n"
+                                                "  y = Softmax <axis = -3> (x)\n}"));
   check_creation_error(parse_model_text(text), "Softmax producing 'y'", "is out of range for a rank-2 input");
 }
 
@@ -273,16 +269,15 @@ TEST_CASE("InstanceNormalization with scale or B not of C values is an error nam
       "  y = InstanceNormalization (x, s, b)\n}");
   add_initializer(model, "s", {2}, 1);
   add_initializer(model, "b", {3}, 2);
-  check_creation_error(model, "InstanceNormalization producing 'y'",
-                       "scale FLOAT[2] and B FLOAT[3] must hold one value per channel (3)");
+  check_creation_error(model, "InstanceNormalization producing 'y'", "scale FLOAT[2] and B FLOAT[3] must hold one value per channel (3)");
 }
 
 TEST_CASE("Pow keeps the base's type, and integer results that overflow are defined", "[reference][pow]") {
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 15]> g (int64[4] x, float[4] e) => (int64 y) {\n"
       "  y = Pow (x, e)\n}");
-  const auto out = run_model(model, {int_tensor("x", onnx::TensorProto::INT64, {4}, {2, -3, 10, 10}),
-                                     float_tensor("e", {4}, {3.0f, 3.0f, 0.5f, 1e30f})});
+  const auto out = run_model(
+      model, {int_tensor("x", onnx::TensorProto::INT64, {4}, {2, -3, 10, 10}), float_tensor("e", {4}, {3.0f, 3.0f, 0.5f, 1e30f})});
   REQUIRE(out[0].tensor.dtype == onnx::TensorProto::INT64);
   CHECK(out[0].tensor.i[0] == 8);
   CHECK(out[0].tensor.i[1] == -27);
@@ -304,26 +299,25 @@ TEST_CASE("Equal and Where refuse operands of different element types, naming th
   struct Case {
     std::string model, node, problem;
   };
-  const Case c = GENERATE(
-      Case{"<ir_version: 8, opset_import: [\"\" : 13]> g (float[2] a, int64[2] b) => (bool y) {\n"
-           "  y = Equal (a, b)\n}",
-           "Equal producing 'y'", "inputs are FLOAT[2] and INT64[2]; their types must match"},
-      Case{"<ir_version: 8, opset_import: [\"\" : 16]> g (bool[2] c, float[2] a, int64[2] b) => (float y) {\n"
-           "  y = Where (c, a, b)\n}",
-           "Where producing 'y'", "X is FLOAT[2] but Y is INT64[2]"},
-      Case{"<ir_version: 8, opset_import: [\"\" : 16]> g (float[2] c, float[2] a, float[2] b) => (float y) {\n"
-           "  y = Where (c, a, b)\n}",
-           "Where producing 'y'", "condition is FLOAT[2], not BOOL"},
-      Case{"<ir_version: 8, opset_import: [\"\" : 16]> g (bool[3] c, float[2] a, float[2] b) => (float y) {\n"
-           "  y = Where (c, a, b)\n}",
-           "Where producing 'y'", "shapes 3 and 2 do not broadcast"});
+  const Case c = GENERATE(Case{"<ir_version: 8, opset_import: [\"\" : 13]> g (float[2] a, int64[2] b) => (bool y) {\n"
+                               "  y = Equal (a, b)\n}",
+                               "Equal producing 'y'", "inputs are FLOAT[2] and INT64[2]; their types must match"},
+                          Case{"<ir_version: 8, opset_import: [\"\" : 16]> g (bool[2] c, float[2] a, int64[2] b) => (float y) {\n"
+                               "  y = Where (c, a, b)\n}",
+                               "Where producing 'y'", "X is FLOAT[2] but Y is INT64[2]"},
+                          Case{"<ir_version: 8, opset_import: [\"\" : 16]> g (float[2] c, float[2] a, float[2] b) => (float y) {\n"
+                               "  y = Where (c, a, b)\n}",
+                               "Where producing 'y'", "condition is FLOAT[2], not BOOL"},
+                          Case{"<ir_version: 8, opset_import: [\"\" : 16]> g (bool[3] c, float[2] a, float[2] b) => (float y) {\n"
+                               "  y = Where (c, a, b)\n}",
+                               "Where producing 'y'", "shapes 3 and 2 do not broadcast"});
   check_creation_error(parse_model_text(c.model), c.node, c.problem);
 }
 
 TEST_CASE("ConstantOfShape with a negative or huge shape is an error naming the node", "[reference][hostile]") {
   using Case = std::pair<std::vector<int64_t>, std::string>;  // shape, expected message
-  const Case c = GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{kHuge, 4}, "overflow when multiplied"},
-                          Case{{int64_t{1} << 40}, "more than"});
+  const Case c =
+      GENERATE(Case{{-1, 3}, "negative dimension"}, Case{{kHuge, 4}, "overflow when multiplied"}, Case{{int64_t{1} << 40}, "more than"});
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1] x) => (float y) {\n"
       "  c = ConstantOfShape (shape)\n"
@@ -342,7 +336,6 @@ TEST_CASE("Resize to a negative, huge or non-finite size is an error naming the 
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1, 1, 4, 4] x) => (float y) {\n"
       "  y = Resize <mode = \"nearest\"> (x, roi, scales)\n}");
   *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
-  *model.mutable_graph()->add_initializer() =
-      onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, c.first, true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {4}, c.first, true);
   check_creation_error(model, "Resize producing 'y'", c.second, use_xnnpack);
 }

@@ -30,11 +30,11 @@ std::string ints(const std::vector<int64_t>& v) {
 
 struct ResizeCase {
   std::vector<int64_t> x_dims;
-  std::vector<double> scales;   // empty: sizes are given
+  std::vector<double> scales;  // empty: sizes are given
   std::vector<int64_t> sizes;
-  const char* coordinate;       // coordinate_transformation_mode
-  const char* nearest;          // nearest_mode
-  const char* fast;             // expected "FHxFW" replication, or "" when the generic kernel must run it
+  const char* coordinate;  // coordinate_transformation_mode
+  const char* nearest;     // nearest_mode
+  const char* fast;        // expected "FHxFW" replication, or "" when the generic kernel must run it
 };
 
 // x -> [depthwise 1x1 Conv with weights 1, an exact copy into NHWC] -> Resize(nearest) -> y, at opset 13.
@@ -42,9 +42,8 @@ onnx::ModelProto resize_model(const ResizeCase& c, bool nhwc_input) {
   const std::string channels = std::to_string(c.x_dims[1]);
   std::string text = "<ir_version: 8, opset_import: [\"\" : 13]> g (float" + ints(c.x_dims) + " x) => (float y) {\n";
   if (nhwc_input) text += "  h = Conv <group = " + channels + "> (x, ones)\n";
-  text += std::string("  y = Resize <mode = \"nearest\", coordinate_transformation_mode = \"") + c.coordinate +
-          "\", nearest_mode = \"" + c.nearest + "\"> (" + (nhwc_input ? "h" : "x") + ", roi, scales" +
-          (c.sizes.empty() ? "" : ", sizes") + ")\n}";
+  text += std::string("  y = Resize <mode = \"nearest\", coordinate_transformation_mode = \"") + c.coordinate + "\", nearest_mode = \"" +
+          c.nearest + "\"> (" + (nhwc_input ? "h" : "x") + ", roi, scales" + (c.sizes.empty() ? "" : ", sizes") + ")\n}";
   auto model = parse_model_text(text);
   auto* graph = model.mutable_graph();
   graph->mutable_node(graph->node_size() - 1)->set_name("up");
@@ -53,8 +52,8 @@ onnx::ModelProto resize_model(const ResizeCase& c, bool nhwc_input) {
                                                      std::vector<double>(static_cast<size_t>(c.x_dims[1]), 1.0), true);
   }
   *graph->add_initializer() = onnx_io::make_tensor("roi", onnx::TensorProto::FLOAT, {0}, {}, true);
-  *graph->add_initializer() = onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT,
-                                                   {static_cast<int64_t>(c.scales.size())}, c.scales, true);
+  *graph->add_initializer() =
+      onnx_io::make_tensor("scales", onnx::TensorProto::FLOAT, {static_cast<int64_t>(c.scales.size())}, c.scales, true);
   if (!c.sizes.empty()) add_int64_initializer(model, "sizes", c.sizes);
   return model;
 }
@@ -89,25 +88,25 @@ const NodePlacement& placement_of(const Executor& executor, const std::string& n
 }  // namespace
 
 TEST_CASE("Nearest Resize by integer factors replicates exactly what the generic kernel computes", "[resize]") {
-  const ResizeCase c = GENERATE(
-      ResizeCase{{1, 3, 4, 5}, {1, 1, 2, 2}, {}, "asymmetric", "floor", "2x2"},             // the MI-GAN form
-      ResizeCase{{2, 16, 3, 3}, {1, 1, 2, 2}, {}, "half_pixel", "round_prefer_floor", "2x2"}, // exporters' default
-      ResizeCase{{1, 4, 3, 2}, {1, 1, 3, 2}, {}, "half_pixel", "round_prefer_ceil", "3x2"},
-      ResizeCase{{1, 2, 5, 4}, {}, {1, 2, 10, 4}, "pytorch_half_pixel", "round_prefer_floor", "2x1"},  // sizes
-      ResizeCase{{1, 3, 2, 3}, {1, 1, 4, 3}, {}, "tf_half_pixel_for_nn", "floor", "4x3"},
-      ResizeCase{{1, 3, 4, 4}, {1, 1, 1, 1}, {}, "asymmetric", "floor", "1x1"},             // a plain copy
-      // round(o * 3/7) is o / 2 for o < 8: replication too, found by the index-by-index check.
-      ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "align_corners", "round_prefer_floor", "2x2"},
-      // Not replication: these must stay on the generic kernel.
-      ResizeCase{{1, 5, 3, 4}, {1, 1, 4, 4}, {}, "asymmetric", "round_prefer_floor", ""},  // round(3/4) = 1
-      ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "half_pixel", "floor", ""},               // floor(0.75 - ...) = 0
-      ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "align_corners", "floor", ""},            // floor(6/7) = 0
-      ResizeCase{{1, 3, 4, 4}, {1, 1, 1.5, 2}, {}, "asymmetric", "floor", ""},             // non-integer factor
-      ResizeCase{{2, 2, 3, 3}, {2, 1, 2, 2}, {}, "asymmetric", "floor", ""});              // resizes N
+  const ResizeCase c =
+      GENERATE(ResizeCase{{1, 3, 4, 5}, {1, 1, 2, 2}, {}, "asymmetric", "floor", "2x2"},                // the MI-GAN form
+               ResizeCase{{2, 16, 3, 3}, {1, 1, 2, 2}, {}, "half_pixel", "round_prefer_floor", "2x2"},  // exporters' default
+               ResizeCase{{1, 4, 3, 2}, {1, 1, 3, 2}, {}, "half_pixel", "round_prefer_ceil", "3x2"},
+               ResizeCase{{1, 2, 5, 4}, {}, {1, 2, 10, 4}, "pytorch_half_pixel", "round_prefer_floor", "2x1"},  // sizes
+               ResizeCase{{1, 3, 2, 3}, {1, 1, 4, 3}, {}, "tf_half_pixel_for_nn", "floor", "4x3"},
+               ResizeCase{{1, 3, 4, 4}, {1, 1, 1, 1}, {}, "asymmetric", "floor", "1x1"},  // a plain copy
+               // round(o * 3/7) is o / 2 for o < 8: replication too, found by the index-by-index check.
+               ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "align_corners", "round_prefer_floor", "2x2"},
+               // Not replication: these must stay on the generic kernel.
+               ResizeCase{{1, 5, 3, 4}, {1, 1, 4, 4}, {}, "asymmetric", "round_prefer_floor", ""},  // round(3/4) = 1
+               ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "half_pixel", "floor", ""},               // floor(0.75 - ...) = 0
+               ResizeCase{{1, 3, 4, 4}, {1, 1, 2, 2}, {}, "align_corners", "floor", ""},            // floor(6/7) = 0
+               ResizeCase{{1, 3, 4, 4}, {1, 1, 1.5, 2}, {}, "asymmetric", "floor", ""},             // non-integer factor
+               ResizeCase{{2, 2, 3, 3}, {2, 1, 2, 2}, {}, "asymmetric", "floor", ""});              // resizes N
   const bool nhwc = GENERATE(true, false);
   const size_t threads = GENERATE(1, 2);
-  INFO("x " << ints(c.x_dims) << " " << c.coordinate << "/" << c.nearest << (nhwc ? " after a Conv (NHWC)" : " (NCHW)")
-            << " threads " << threads);
+  INFO("x " << ints(c.x_dims) << " " << c.coordinate << "/" << c.nearest << (nhwc ? " after a Conv (NHWC)" : " (NCHW)") << " threads "
+            << threads);
   const auto model = resize_model(c, nhwc);
   auto fast = make(model, true, threads, {});
   auto generic = make(model, false, 1, fast.creation_inputs());
@@ -135,8 +134,7 @@ TEST_CASE("Nearest Resize by integer factors replicates exactly what the generic
   }
 }
 
-TEST_CASE("MI-GAN's hand-written upsampler stays NHWC from Resize to Conv, with no layout conversion",
-          "[resize][examples]") {
+TEST_CASE("MI-GAN's hand-written upsampler stays NHWC from Resize to Conv, with no layout conversion", "[resize][examples]") {
   const std::string source_dir = test::source_dir();
   auto model = onnx_io::load_model(source_dir + "/examples/migan_tiny_handwritten.onnx");
   REQUIRE(model.ok());
@@ -188,22 +186,23 @@ TEST_CASE("a channel Gather and a CRD DepthToSpace run as channel copies, in eit
   // The rewrite's Gather + CRD join (the default and executorch targets): the Gather takes DCR-ordered phases to
   // CRD order, so the pair equals one DCR DepthToSpace. Also a Gather that is no such permutation (repeats, a
   // negative index, fewer channels), since the step runs any constant 1-D channel Gather.
-  using Case = std::pair<std::vector<int64_t>, int64_t>;  // Gather indices, DepthToSpace block
-  const auto [indices, block] = GENERATE(Case{{0, 3, 1, 4, 2, 5}, 0},                              // a permutation, no D2S
-                                         Case{{0, 2, 4, 6, 1, 3, 5, 7}, 2},                        // DCR -> CRD, C = 2, s = 2
-                                         Case{{-1, 0, 0, 3, 5, 1, 7, 2}, 2},                       // repeats, -1
-                                         Case{{0, 1, 2, 3, 4, 5, 6, 7, 0}, 3});                    // 9 channels, s = 3
+  using Case = std::pair<std::vector<int64_t>, int64_t>;                         // Gather indices, DepthToSpace block
+  const auto [indices, block] = GENERATE(Case{{0, 3, 1, 4, 2, 5}, 0},            // a permutation, no D2S
+                                         Case{{0, 2, 4, 6, 1, 3, 5, 7}, 2},      // DCR -> CRD, C = 2, s = 2
+                                         Case{{-1, 0, 0, 3, 5, 1, 7, 2}, 2},     // repeats, -1
+                                         Case{{0, 1, 2, 3, 4, 5, 6, 7, 0}, 3});  // 9 channels, s = 3
   const bool nhwc = GENERATE(true, false);
   const size_t threads = GENERATE(1, 2);
   CAPTURE(indices, block, nhwc, threads);
   const int64_t c = 8, out_c = static_cast<int64_t>(indices.size());
   std::string text = "<ir_version: 8, opset_import: [\"\" : 13]> g (float[2,8,3,5] x) => (float y) {\n";
   text += nhwc ? "  h = Conv <group = 8> (x, ones)\n" : "  h = Identity (x)\n";
-  text += block > 0 ? "  g = Gather <axis = 1> (h, order)\n  y = DepthToSpace <blocksize = " + std::to_string(block) +
-                          ", mode = \"CRD\"> (g)\n}"
-                    : "  y = Gather <axis = 1> (h, order)\n}";
+  text += block > 0
+              ? "  g = Gather <axis = 1> (h, order)\n  y = DepthToSpace <blocksize = " + std::to_string(block) + ", mode = \"CRD\"> (g)\n}"
+              : "  y = Gather <axis = 1> (h, order)\n}";
   auto model = parse_model_text(text);
-  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("ones", onnx::TensorProto::FLOAT, {c, 1, 1, 1}, std::vector<double>(8, 1.0), true);
+  *model.mutable_graph()->add_initializer() =
+      onnx_io::make_tensor("ones", onnx::TensorProto::FLOAT, {c, 1, 1, 1}, std::vector<double>(8, 1.0), true);
   add_int64_initializer(model, "order", indices);
   auto fast = make(model, true, threads, {});
   auto generic = make(model, false, 1, fast.creation_inputs());
@@ -215,8 +214,8 @@ TEST_CASE("a channel Gather and a CRD DepthToSpace run as channel copies, in eit
     const auto y_fast = run(fast, inputs);
     const auto y_generic = run(generic, inputs);
     REQUIRE(y_fast.size() == 1);
-    const std::vector<int64_t> dims = block > 0 ? std::vector<int64_t>{2, out_c / (block * block), 3 * block, 5 * block}
-                                                : std::vector<int64_t>{2, out_c, 3, 5};
+    const std::vector<int64_t> dims =
+        block > 0 ? std::vector<int64_t>{2, out_c / (block * block), 3 * block, 5 * block} : std::vector<int64_t>{2, out_c, 3, 5};
     REQUIRE(y_fast[0].tensor.dims == dims);
     REQUIRE(y_generic[0].tensor.dims == dims);
     CHECK(y_fast[0].tensor.f == y_generic[0].tensor.f);  // exact: both only copy
@@ -263,15 +262,15 @@ void check_three_rounds(Executor& fast, Executor& generic, const std::vector<int
 
 }  // namespace
 
-TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected operator, repacked when B changes",
-          "[executor][matmul]") {
+TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected operator, repacked when B changes", "[executor][matmul]") {
   // Attention's Q x K^T and its x V: both operands computed. It ran on the naive reference kernel.
   using Case = std::pair<std::string, std::vector<int64_t>>;  // the graph's inputs and body, the output dims
-  const auto [text, dims] = GENERATE(
-      Case{"(float[2,3,5,4] a, float[2,3,6,4] b) => (float y) {\n  p = Relu (a)\n  q = Transpose <perm = [0, 1, 3, 2]> (b)\n"
-           "  y = MatMul (p, q)\n}", {2, 3, 5, 6}},
-      Case{"(float[1,7,5] a, float[5,3] b) => (float y) {\n  q = Sigmoid (b)\n  y = MatMul (a, q)\n}", {1, 7, 3}},
-      Case{"(float[6,4] a, float[4,9] b) => (float y) {\n  q = Neg (b)\n  y = MatMul (a, q)\n}", {6, 9}});
+  const auto [text, dims] =
+      GENERATE(Case{"(float[2,3,5,4] a, float[2,3,6,4] b) => (float y) {\n  p = Relu (a)\n  q = Transpose <perm = [0, 1, 3, 2]> (b)\n"
+                    "  y = MatMul (p, q)\n}",
+                    {2, 3, 5, 6}},
+               Case{"(float[1,7,5] a, float[5,3] b) => (float y) {\n  q = Sigmoid (b)\n  y = MatMul (a, q)\n}", {1, 7, 3}},
+               Case{"(float[6,4] a, float[4,9] b) => (float y) {\n  q = Neg (b)\n  y = MatMul (a, q)\n}", {6, 9}});
   const size_t threads = GENERATE(1, 2);
   CAPTURE(text, threads);
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g " + text);
@@ -284,17 +283,14 @@ TEST_CASE("a MatMul of two computed values runs on XNNPACK's fully-connected ope
   check_three_rounds(fast, generic, dims);
 }
 
-TEST_CASE("a Gemm of two computed values runs on XNNPACK's fully-connected operator, with transB and C as its bias",
-          "[executor][matmul]") {
+TEST_CASE("a Gemm of two computed values runs on XNNPACK's fully-connected operator, with transB and C as its bias", "[executor][matmul]") {
   struct Case {
     std::string body;  // after the inputs a [6, 4] and b (q = Neg(b) is computed)
     std::vector<int64_t> b_dims;
-    bool xnnpack;      // false: an attribute the step does not take, so the reference kernel runs it
+    bool xnnpack;  // false: an attribute the step does not take, so the reference kernel runs it
   };
-  const Case c = GENERATE(Case{"y = Gemm (a, q)", {4, 9}, true},
-                          Case{"y = Gemm <transB = 1, beta = 0.5> (a, q, c)", {9, 4}, true},
-                          Case{"y = Gemm <beta = 2.0> (a, q, c1)", {4, 9}, true},
-                          Case{"y = Gemm <alpha = 0.5> (a, q)", {4, 9}, false},
+  const Case c = GENERATE(Case{"y = Gemm (a, q)", {4, 9}, true}, Case{"y = Gemm <transB = 1, beta = 0.5> (a, q, c)", {9, 4}, true},
+                          Case{"y = Gemm <beta = 2.0> (a, q, c1)", {4, 9}, true}, Case{"y = Gemm <alpha = 0.5> (a, q)", {4, 9}, false},
                           Case{"y = Gemm <transA = 1> (t, q)", {4, 9}, false});
   CAPTURE(c.body);
   std::string b_dims = std::to_string(c.b_dims[0]) + "," + std::to_string(c.b_dims[1]);
@@ -315,8 +311,10 @@ TEST_CASE("a DepthToSpace of blocksize 1 is a copy the reference kernel runs", "
   // XNNPACK's depth-to-space refuses block size 1 at creation, which made the executor refuse a valid model.
   const std::string mode = GENERATE("DCR", "CRD");
   CAPTURE(mode);
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,2,4] x) => (float y) {\n"
-                                "  h = Relu (x)\n  y = DepthToSpace <blocksize = 1, mode = \"" + mode + "\"> (h)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,2,4] x) => (float y) {\n"
+      "  h = Relu (x)\n  y = DepthToSpace <blocksize = 1, mode = \"" +
+      mode + "\"> (h)\n}");
   auto fast = make(model, true, 1, {});
   const auto inputs = fast.creation_inputs();
   const auto y = run(fast, inputs);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <onnx/defs/parser.h>
+#include <catch2/catch.hpp>
 
 #include "core/reference.h"
 #include "onnx_io/model_io.h"
@@ -71,19 +71,17 @@ inline std::vector<double> random_values(size_t count, uint64_t seed) {
 }
 
 // Adds a FLOAT initializer and returns its values.
-inline std::vector<double> add_initializer(onnx::ModelProto& model, const std::string& name,
-                                           const std::vector<int64_t>& dims, uint64_t seed) {
+inline std::vector<double> add_initializer(onnx::ModelProto& model, const std::string& name, const std::vector<int64_t>& dims,
+                                           uint64_t seed) {
   size_t n = 1;
   for (int64_t d : dims) n *= static_cast<size_t>(d);
   const auto values = random_values(n, seed);
-  *model.mutable_graph()->add_initializer() =
-      onnx_io::make_tensor(name, onnx::TensorProto::FLOAT, dims, values, /*raw=*/true);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor(name, onnx::TensorProto::FLOAT, dims, values, /*raw=*/true);
   return values;
 }
 
 inline void add_int64_initializer(onnx::ModelProto& model, const std::string& name, const std::vector<int64_t>& values) {
-  *model.mutable_graph()->add_initializer() =
-      onnx_io::make_int64_tensor(name, {static_cast<int64_t>(values.size())}, values);
+  *model.mutable_graph()->add_initializer() = onnx_io::make_int64_tensor(name, {static_cast<int64_t>(values.size())}, values);
 }
 
 inline core::Tensor4 to_tensor4(const Tensor& t) {

@@ -25,10 +25,10 @@ struct AxisPhase {
 };
 
 AxisPhase axis_phase(int64_t a, const Config& c) {
-  const int64_t r = (a + c.pad) % c.stride;                                         // r = (a + Pb) mod s
-  const int64_t shift = (a + c.pad) / c.stride;                                     // c = floor((a + Pb) / s)
+  const int64_t r = (a + c.pad) % c.stride;                                          // r = (a + Pb) mod s
+  const int64_t shift = (a + c.pad) / c.stride;                                      // c = floor((a + Pb) / s)
   const int64_t m = std::max<int64_t>(0, (c.kernel - r + c.stride - 1) / c.stride);  // M = ceil((k - r) / s)
-  return {r, m, m - 1 - shift, shift};                                              // pads M-1-c and c
+  return {r, m, m - 1 - shift, shift};                                               // pads M-1-c and c
 }
 
 // `original` with its ConvTranspose 'up' replaced: per phase Pad -> depthwise Conv, Concat, DepthToSpace(DCR).
@@ -52,8 +52,7 @@ onnx::ModelProto rewrite_by_hand(const onnx::ModelProto& original, const std::ve
             const int64_t ty = py.first_tap + s * (py.taps - 1 - ny), tx = px.first_tap + s * (px.taps - 1 - nx);
             g.push_back(w[static_cast<size_t>((ch * k + ty) * k + tx)]);
           }
-      *graph->add_initializer() = onnx_io::make_tensor("w_" + tag, onnx::TensorProto::FLOAT,
-                                                       {c.channels, 1, py.taps, px.taps}, g, true);
+      *graph->add_initializer() = onnx_io::make_tensor("w_" + tag, onnx::TensorProto::FLOAT, {c.channels, 1, py.taps, px.taps}, g, true);
       add_int64_initializer(model, "pads_" + tag, {0, 0, py.pad_begin, px.pad_begin, 0, 0, py.pad_end, px.pad_end});
       auto* pad = graph->add_node();
       pad->set_op_type("Pad");
@@ -96,12 +95,13 @@ TEST_CASE("verify_node passes a correct polyphase replacement and catches a wron
                             Config{2, 6, 3, 2, 1});  // s3: phases with different tap counts
   INFO("C=" << c.channels << " k=" << c.kernel << " s=" << c.stride << " p=" << c.pad << " op=" << c.output_padding);
   const std::string ch = std::to_string(c.channels);
-  auto original = parse_model_text(
-      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1," + ch + ",5,6] x) => (float y) {\n"
-      "  y = ConvTranspose <group = " + ch + ", strides = [" + std::to_string(c.stride) + ", " + std::to_string(c.stride) +
-      "], pads = [" + std::to_string(c.pad) + ", " + std::to_string(c.pad) + ", " + std::to_string(c.pad) + ", " +
-      std::to_string(c.pad) + "], output_padding = [" + std::to_string(c.output_padding) + ", " +
-      std::to_string(c.output_padding) + "]> (x, w, b)\n}");
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1," + ch +
+                                   ",5,6] x) => (float y) {\n"
+                                   "  y = ConvTranspose <group = " +
+                                   ch + ", strides = [" + std::to_string(c.stride) + ", " + std::to_string(c.stride) + "], pads = [" +
+                                   std::to_string(c.pad) + ", " + std::to_string(c.pad) + ", " + std::to_string(c.pad) + ", " +
+                                   std::to_string(c.pad) + "], output_padding = [" + std::to_string(c.output_padding) + ", " +
+                                   std::to_string(c.output_padding) + "]> (x, w, b)\n}");
   original.mutable_graph()->mutable_node(0)->set_name("up");
   const auto w = add_initializer(original, "w", {c.channels, 1, c.kernel, c.kernel}, 91);
   add_initializer(original, "b", {c.channels}, 92);  // each phase Conv reuses the bias
@@ -115,8 +115,8 @@ TEST_CASE("verify_node passes a correct polyphase replacement and catches a wron
   CHECK(good->node == "ConvTranspose 'up'");
   CHECK(good->replacement_nodes == static_cast<size_t>(2 * c.stride * c.stride + 2));
   CHECK_THAT(good->original_placement, Catch::StartsWith("xnnpack 1 (ConvTranspose 1)"));
-  CHECK_THAT(good->rewritten_placement, Catch::Contains("Concat 1, Conv " + std::to_string(c.stride * c.stride) +
-                                                        ", DepthToSpace 1, Pad " + std::to_string(c.stride * c.stride)));
+  CHECK_THAT(good->rewritten_placement, Catch::Contains("Concat 1, Conv " + std::to_string(c.stride * c.stride) + ", DepthToSpace 1, Pad " +
+                                                        std::to_string(c.stride * c.stride)));
   CHECK_THAT(good->rewritten_placement, Catch::Contains("reference 0"));
   CHECK(good->rewritten.max_rel_error < 1e-5);
   CHECK(good->runs == 2);  // each side once: the run creating its executor gives the outputs compared
@@ -140,8 +140,9 @@ TEST_CASE("verify_node passes a correct polyphase replacement and catches a wron
 }
 
 TEST_CASE("verify_node refuses what it cannot isolate", "[verify_node]") {
-  auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,2,4,4] x) => (float y) {\n"
-                                "  y = Relu (x)\n}");
+  auto model = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 17]> g (float[1,2,4,4] x) => (float y) {\n"
+      "  y = Relu (x)\n}");
   auto not_deconv = verify_node(model, model, "y", "x", {1, 2, 4, 4}, onnx_io::infer_types(model), 0, {});
   REQUIRE_FALSE(not_deconv.ok());
   CHECK_THAT(not_deconv.error().message, Catch::Contains("not a Conv or ConvTranspose"));

@@ -57,8 +57,7 @@ TEST_CASE("Executor: after create() last_outputs() are the creation run's output
   }
 }
 
-TEST_CASE("Whole-model verification runs each model once and compares what running them again would give",
-          "[verify]") {
+TEST_CASE("Whole-model verification runs each model once and compares what running them again would give", "[verify]") {
   const ModelPair migan = migan_example_pair();
   VerifyOptions vo;
   vo.seed = 9;
@@ -92,9 +91,10 @@ TEST_CASE("Whole-model verification runs each model once and compares what runni
   }
 }
 
-TEST_CASE("Verification refuses models whose graph inputs or outputs differ in name, type or number before running them, "
-          "and only note another order",
-          "[verify]") {
+TEST_CASE(
+    "Verification refuses models whose graph inputs or outputs differ in name, type or number before running them, "
+    "and only note another order",
+    "[verify]") {
   // Outputs are compared by name, so each of these computed the same values and passed; but a caller feeding 'x'
   // or reading outputs by position gets something else from the other model.
   const auto with = [](const std::string& input, const std::string& outputs, const std::string& extra) {
@@ -111,7 +111,8 @@ TEST_CASE("Verification refuses models whose graph inputs or outputs differ in n
   } cases[] = {
       {"an extra output", with("x", "float y, float z, float e", "  e = Neg (y)\n"),
        "the rewritten model has a graph output the original lacks: 'e'"},
-      {"the input renamed", with("x2", "float y, float z", ""), "graph input 'x' is missing from the rewritten model, which has 'x2' instead"},
+      {"the input renamed", with("x2", "float y, float z", ""),
+       "graph input 'x' is missing from the rewritten model, which has 'x2' instead"},
       {"the output declared with other dims", with("x", "float y, float[1,2,4,4] z", ""),
        "graph output 'z' has another type in the rewritten model (FLOAT[] in the original, FLOAT[1,2,4,4] in the rewritten model)"},
   };
@@ -146,18 +147,21 @@ TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in b
   // (x + 1e10) - 1e10 against x * 0: in float32 both are 0 for |x| < 512, so the pair passed.
   // A float64 graph input is refused before anything runs (its values would be rounded to float32 on the way in);
   // a float input cast to float64 inside reaches the executor, which refuses the DOUBLE node.
-  auto in_double = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                    "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n  z = Neg (x)\n}");
+  auto in_double = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n  z = Neg (x)\n}");
   auto refused = verify_models(in_double, in_double, {});
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().kind == core::ErrorKind::kCheckFailed);
   CHECK_THAT(refused.error().message, Catch::StartsWith("graph input 'x' is DOUBLE: inputs are held in float32 here"));
-  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (float[1,2,3,3] x) => (double[1,2,3,3] z) {\n  xd = Cast <to = 11> (x)\n"
-                                   "  big = Constant <value = double[1] {1e10}> ()\n  a = Add (xd, big)\n  z = Sub (a, big)\n}");
-  auto other = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                "g (float[1,2,3,3] x) => (double[1,2,3,3] z) {\n  xd = Cast <to = 11> (x)\n"
-                                "  zero = Constant <value = double[1] {0.0}> ()\n  z = Mul (xd, zero)\n}");
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (double[1,2,3,3] z) {\n  xd = Cast <to = 11> (x)\n"
+      "  big = Constant <value = double[1] {1e10}> ()\n  a = Add (xd, big)\n  z = Sub (a, big)\n}");
+  auto other = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (double[1,2,3,3] z) {\n  xd = Cast <to = 11> (x)\n"
+      "  zero = Constant <value = double[1] {0.0}> ()\n  z = Mul (xd, zero)\n}");
   auto whole = verify_models(original, other, {});
   REQUIRE_FALSE(whole.ok());
   CHECK(whole.error().kind == core::ErrorKind::kCheckFailed);
@@ -167,10 +171,11 @@ TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in b
                  Catch::EndsWith("; and no rewritten upsampler of the main graph can be checked on its own"));
 
   // Per-node mode runs the upsampler through the executor too: a float64 ConvTranspose is not checked in float32.
-  auto deconv = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                 "g (float[1,2,3,3] x) => (double[1,2,6,6] y) {\n"
-                                 "  xd = Cast <to = 11> (x)\n  a = Hardmax <axis = 1> (xd)\n"
-                                 "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (a, w)\n}");
+  auto deconv = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (double[1,2,6,6] y) {\n"
+      "  xd = Cast <to = 11> (x)\n  a = Hardmax <axis = 1> (xd)\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (a, w)\n}");
   auto w = onnx_io::make_tensor("w", onnx::TensorProto::DOUBLE, {2, 1, 4, 4}, random_values(32, 3), /*raw=*/false);
   *deconv.mutable_graph()->add_initializer() = w;
   deconv.mutable_graph()->mutable_node(2)->set_name("up");
@@ -186,20 +191,20 @@ TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in b
                                            Catch::Contains("', which is DOUBLE: the executor holds float64 values in float32"));
 }
 
-TEST_CASE("A NaN or infinity in either model's run is not compared whole: the executor does not keep NaN",
-          "[verify][non_finite]") {
+TEST_CASE("A NaN or infinity in either model's run is not compared whole: the executor does not keep NaN", "[verify][non_finite]") {
   // MODEL y = Sqrt(x) * 1 is NaN where x < 0; OTHER y = Where(Relu(x) == 0, -inf, Sqrt(Relu(x))) is -inf there (its -inf
   // is -(3e38 * 3e38), folded: this ONNX text parser reads no inf literal). XNNPACK's
   // Mul clamps NaN to -inf, so the two compared equal. After a Relu both are 0 in the executor,
   // where ONNX Runtime gives NaN and 0: no output holds a non-finite value, yet the runs are not the models'.
   const auto model = [](const std::string& body, const std::string& inits = "") {
-    return parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,4,5] x) => (float[1,3,4,5] y)" + inits +
-                            " {\n" + body + "}");
+    return parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,4,5] x) => (float[1,3,4,5] y)" + inits + " {\n" +
+                            body + "}");
   };
   const auto nan_model = model("  s = Sqrt (x)\n  one = Constant <value = float[1] {1.0}> ()\n  y = Mul (s, one)\n");
-  const auto inf_model = model("  r = Relu (x)\n  zero = Constant <value = float[1] {0.0}> ()\n  c = Equal (r, zero)\n"
-                               "  big = Constant <value = float[1] {3e38}> ()\n  square = Mul (big, big)\n  ninf = Neg (square)\n"
-                               "  s = Sqrt (r)\n  y = Where (c, ninf, s)\n");
+  const auto inf_model = model(
+      "  r = Relu (x)\n  zero = Constant <value = float[1] {0.0}> ()\n  c = Equal (r, zero)\n"
+      "  big = Constant <value = float[1] {3e38}> ()\n  square = Mul (big, big)\n  ninf = Neg (square)\n"
+      "  s = Sqrt (r)\n  y = Where (c, ninf, s)\n");
   const auto laundered = model("  s = Sqrt (x)\n  one = Constant <value = float[1] {1.0}> ()\n  m = Mul (s, one)\n  y = Relu (m)\n");
   const auto clean = model("  r = Relu (x)\n  s = Sqrt (r)\n  y = Relu (s)\n");
   const struct {
@@ -236,10 +241,11 @@ TEST_CASE("A NaN or infinity in either model's run is not compared whole: the ex
 TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, with the NaN as the reason", "[verify][non_finite]") {
   // Log of the upsampled values is NaN wherever they are negative: whole-model mode cannot compare it, but every node
   // outside the rewritten ConvTranspose is the same in both models, and the ConvTranspose is checked on its own.
-  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
-                                   "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                                   "  z = Log (y)\n}");
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  z = Log (y)\n}");
   add_initializer(original, "w", {2, 1, 4, 4}, 7);
   original.mutable_graph()->mutable_node(0)->set_name("up");
   onnx::ModelProto rewritten = original;
@@ -281,10 +287,11 @@ TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, wi
 
 TEST_CASE("Per-node mode checks the regions the rewrite recorded, and fails where the graphs do not confirm them",
           "[verify][per_node][record]") {
-  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                   "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
-                                   "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-                                   "  z = Log (y)\n}");
+  auto original = parse_model_text(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
+      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
+      "  z = Log (y)\n}");
   add_initializer(original, "w", {2, 1, 4, 4}, 7);
   original.mutable_graph()->mutable_node(0)->set_name("up");
   onnx::ModelProto rewritten = original;

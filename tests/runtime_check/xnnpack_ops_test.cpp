@@ -113,10 +113,18 @@ TEST_CASE("ReduceMean over H and W with keepdims runs on XNNPACK's global averag
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
                                 "]> g (float[2,3,6,5] x) => (float a, float b, float c, float d) {\n"
                                 "  conv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
-                                "  a = ReduceMean " + reduce("hw", "[2, 3]", "") + "\n"
-                                "  b = ReduceMean " + reduce("wh", "[-1, -2]", "") + "\n"
-                                "  c = ReduceMean " + reduce("hw", "[2, 3]", "keepdims = 0") + "\n"
-                                "  d = ReduceMean " + reduce("ch", "[1]", "") + "\n"
+                                "  a = ReduceMean " +
+                                reduce("hw", "[2, 3]", "") +
+                                "\n"
+                                "  b = ReduceMean " +
+                                reduce("wh", "[-1, -2]", "") +
+                                "\n"
+                                "  c = ReduceMean " +
+                                reduce("hw", "[2, 3]", "keepdims = 0") +
+                                "\n"
+                                "  d = ReduceMean " +
+                                reduce("ch", "[1]", "") +
+                                "\n"
                                 "}");
   add_int64_initializer(model, "hw", {2, 3});
   add_int64_initializer(model, "wh", {-1, -2});
@@ -186,8 +194,7 @@ TEST_CASE("Split on the innermost axis in storage runs on XNNPACK copies, bit fo
   }
 }
 
-TEST_CASE("Pow by a constant 2 runs on XNNPACK's square bit for bit, and other exponents stay on the reference",
-          "[xnnpack][pow]") {
+TEST_CASE("Pow by a constant 2 runs on XNNPACK's square bit for bit, and other exponents stay on the reference", "[xnnpack][pow]") {
   auto model = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]> g (float[1,3,6,5] x, float e) => (float a, float b, float c, float d) {\n"
       "  a = Pow (x, two)\n"
@@ -286,8 +293,7 @@ TEST_CASE("PRelu by a constant slope along one innermost axis runs on XNNPACK, b
   }
 }
 
-TEST_CASE("Upsample: linear runs on XNNPACK's bilinear resize, integer nearest on the replication kernel",
-          "[xnnpack][upsample]") {
+TEST_CASE("Upsample: linear runs on XNNPACK's bilinear resize, integer nearest on the replication kernel", "[xnnpack][upsample]") {
   // Upsample-7 (scales attribute) and -9 (scales input) are Resize-10 for scales >= 1. Linear by scales XNNPACK can
   // take runs there; nearest by integer factors on H and W replicates rows and pixels (exact); nearest by 1.5 and
   // linear that scales N stay on the reference kernels.
@@ -301,11 +307,21 @@ TEST_CASE("Upsample: linear runs on XNNPACK's bilinear resize, integer nearest o
   auto model = parse_model_text("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) +
                                 "]> g (float[2,3,4,5] x) => (float a, float b, float c, float d, float e) {\n"
                                 "  conv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
-                                "  a = " + up("linear", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") + "\n"
-                                "  b = " + up("", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") + "\n"
-                                "  c = " + up("nearest", "x", "three_two", "[1.0, 1.0, 3.0, 2.0]") + "\n"
-                                "  d = " + up("nearest", "x", "one_half", "[1.0, 1.0, 1.5, 1.5]") + "\n"
-                                "  e = " + up("linear", "x", "batch", "[2.0, 1.0, 2.0, 2.0]") + "\n"
+                                "  a = " +
+                                up("linear", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") +
+                                "\n"
+                                "  b = " +
+                                up("", "conv", "two", "[1.0, 1.0, 2.0, 2.0]") +
+                                "\n"
+                                "  c = " +
+                                up("nearest", "x", "three_two", "[1.0, 1.0, 3.0, 2.0]") +
+                                "\n"
+                                "  d = " +
+                                up("nearest", "x", "one_half", "[1.0, 1.0, 1.5, 1.5]") +
+                                "\n"
+                                "  e = " +
+                                up("linear", "x", "batch", "[2.0, 1.0, 2.0, 2.0]") +
+                                "\n"
                                 "}");
   add_initializer(model, "w", {4, 3, 3, 3}, 52);
   for (const auto& [name, values] : std::vector<std::pair<std::string, std::vector<double>>>{
@@ -346,8 +362,8 @@ TEST_CASE("Each XNNPACK family implements a subset of what the op table implemen
     REQUIRE(spec != nullptr);
     for (const auto& a : attributes) {
       CAPTURE(a.name);
-      const auto it = std::find_if(spec->attributes.begin(), spec->attributes.end(),
-                                   [&](const ops::AttributeSpec& s) { return s.name == a.name; });
+      const auto it =
+          std::find_if(spec->attributes.begin(), spec->attributes.end(), [&](const ops::AttributeSpec& s) { return s.name == a.name; });
       REQUIRE(it != spec->attributes.end());
       // A value the family takes is one the reference implements, so a node XNNPACK runs is one the judge can run.
       for (const auto& v : a.strings) {

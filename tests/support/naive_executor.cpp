@@ -164,9 +164,9 @@ core::Tensor4 NaiveTensor::as_tensor4() const {
 
 NaiveTensor bool_scalar(bool value) { return NaiveTensor({}, {value ? 1.0 : 0.0}); }
 
-std::pair<int64_t, int64_t> naive_deconv_pads(int64_t input, int64_t kernel, int64_t stride, int64_t dilation,
-                                              int64_t output_padding, const std::string& auto_pad,
-                                              int64_t explicit_begin, int64_t explicit_end, int64_t output_size) {
+std::pair<int64_t, int64_t> naive_deconv_pads(int64_t input, int64_t kernel, int64_t stride, int64_t dilation, int64_t output_padding,
+                                              const std::string& auto_pad, int64_t explicit_begin, int64_t explicit_end,
+                                              int64_t output_size) {
   const int64_t effective_kernel = (kernel - 1) * dilation + 1;
   const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   if (output_size < 0 && same) output_size = input * stride;

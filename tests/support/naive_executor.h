@@ -45,8 +45,8 @@ std::map<std::string, NaiveTensor> run_naive(const onnx::ModelProto& model, cons
 //   anything else puts total - total/2 at the begin (total/2 rounds down, as in ONNX's Python reference).
 //   auto_pad SAME_* alone means out = H*s. output_size < 0 means no output_shape.
 // Returns {begin, end}. Written independently of core/geometry.h on purpose.
-std::pair<int64_t, int64_t> naive_deconv_pads(int64_t input, int64_t kernel, int64_t stride, int64_t dilation,
-                                              int64_t output_padding, const std::string& auto_pad,
-                                              int64_t explicit_begin, int64_t explicit_end, int64_t output_size);
+std::pair<int64_t, int64_t> naive_deconv_pads(int64_t input, int64_t kernel, int64_t stride, int64_t dilation, int64_t output_padding,
+                                              const std::string& auto_pad, int64_t explicit_begin, int64_t explicit_end,
+                                              int64_t output_size);
 
 }  // namespace dwdeconv::test

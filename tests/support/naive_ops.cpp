@@ -75,8 +75,8 @@ NaiveTensor run_conv_transpose(const onnx::NodeProto& node, const Env& env) {
   const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
   const std::array<int64_t, 2> in{x.h, x.w}, k{w.h, w.w};
   for (size_t axis = 0; axis < 2; ++axis) {
-    const auto [begin, end] = naive_deconv_pads(in[axis], k[axis], p.strides[axis], p.dilations[axis], p.output_padding[axis],
-                                                auto_pad, pads[axis], pads[axis + 2], output_shape.empty() ? -1 : output_shape[axis]);
+    const auto [begin, end] = naive_deconv_pads(in[axis], k[axis], p.strides[axis], p.dilations[axis], p.output_padding[axis], auto_pad,
+                                                pads[axis], pads[axis + 2], output_shape.empty() ? -1 : output_shape[axis]);
     p.pads[axis] = begin;
     p.pads[axis + 2] = end;
   }
@@ -89,7 +89,8 @@ NaiveTensor run_pad_generic(const onnx::NodeProto& node, const NaiveTensor& x, c
 NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) {
   if (input(node, env, 0).dims.size() != 4) {
     // Any other rank (StyleGAN2-ADA's zero insertion pads a 6-D tensor): input-form pads, no axes.
-    if (opset < 11 || optional_input(node, env, 3) != nullptr) fail(node, "only input-form pads without axes are implemented for rank != 4");
+    if (opset < 11 || optional_input(node, env, 3) != nullptr)
+      fail(node, "only input-form pads without axes are implemented for rank != 4");
     if (attr_string(node, "mode", "constant") != "constant") fail(node, "only constant mode is implemented");
     std::vector<int64_t> pads;
     for (double v : input(node, env, 1).data) pads.push_back(static_cast<int64_t>(v));
@@ -255,7 +256,8 @@ NaiveTensor run_gather(const onnx::NodeProto& node, const Env& env) {
     }
     return out;
   }
-  if (x.dims.size() != 1 || attr_int(node, "axis", 0) != 0) fail(node, "only axis 0 of a 1-D tensor and axis 1 of a 4-D one are implemented");
+  if (x.dims.size() != 1 || attr_int(node, "axis", 0) != 0)
+    fail(node, "only axis 0 of a 1-D tensor and axis 1 of a 4-D one are implemented");
   NaiveTensor out(index.dims, {});
   for (double i : index.data) {
     auto at = static_cast<int64_t>(i);
@@ -277,7 +279,8 @@ NaiveTensor run_concat_generic(const onnx::NodeProto& node, const Env& env, int6
   out.data.resize(static_cast<size_t>(count_of(out.dims)));
   for_each_coord(out.dims, [&](std::vector<int64_t> c, int64_t flat) {
     size_t k = 0;
-    while (c[static_cast<size_t>(axis)] >= parts[k]->dims[static_cast<size_t>(axis)]) c[static_cast<size_t>(axis)] -= parts[k++]->dims[static_cast<size_t>(axis)];
+    while (c[static_cast<size_t>(axis)] >= parts[k]->dims[static_cast<size_t>(axis)])
+      c[static_cast<size_t>(axis)] -= parts[k++]->dims[static_cast<size_t>(axis)];
     const auto st = strides_of(parts[k]->dims);
     int64_t src = 0;
     for (size_t d = 0; d < c.size(); ++d) src += c[d] * st[d];
