@@ -211,8 +211,10 @@ std::string speedup_text(double speedup, const RuntimeInfo& runtime) {
 }
 
 std::string target_runtime_note(const Options& opt) {
-  if (opt.target == opt.runtime || std::find(kRuntimes.begin(), kRuntimes.end(), opt.target) == kRuntimes.end()) return "";
-  return "; --target " + opt.target + " ships to " + display_name(opt.target) + ": --runtime " + opt.target + " would check there";
+  const rewrite::Target* target = rewrite::find_target(opt.target);
+  if (target == nullptr || target->runs_on.empty() || target->runs_on == opt.runtime) return "";
+  return "; --target " + opt.target + " ships to " + display_name(target->runs_on) + ": --runtime " + target->runs_on +
+         " would check there";
 }
 
 }  // namespace dwdeconv::cli

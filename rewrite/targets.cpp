@@ -1,6 +1,7 @@
 #include "rewrite/targets.h"
 
 #include <algorithm>
+#include <map>
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -191,6 +192,12 @@ std::vector<Target> make_targets() {
                "batch join has none",
                "",
                /*converts_added_resize=*/false});
+  // The --runtime each checks and times on (tests/cli/target_runtime_test.cpp: each is one --runtime knows).
+  const std::map<std::string, std::string> runs_on = {
+      {"xnnpack", "xnnpack"}, {"litert", "litert"}, {"ort", "ort"}, {"executorch", "executorch"}};
+  for (auto& target : t) {
+    if (const auto it = runs_on.find(target.name); it != runs_on.end()) target.runs_on = it->second;
+  }
   return t;
 }
 

@@ -82,6 +82,9 @@ struct Target {
   // zero-insertion form, which had none): onnx2torch's Resize does not pass torch.export, so ExecuTorch (and the
   // default, which must convert there) keep such a node. A nearest + Conv had its Resize already.
   bool converts_added_resize = true;
+  // The --runtime that checks and times what it writes (a name of the runtimes' registry, or "xnnpack": the executor);
+  // "" for the default, which is meant for them all. Said by name, not matched from the prose of `runtime`.
+  std::string runs_on;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.
