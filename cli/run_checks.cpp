@@ -41,6 +41,32 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
     for (const auto& n : record->nodes) {
       if (n.rewritten && n.summary.graph_path == "main") vo.regions->push_back(n.region);
     }
+    // The regions' input dims as the rewrite computed them, at the graph inputs' dims.
+    std::vector<runtime_check::NamedTensor> dims;
+    for (const auto& [name, shape] : vo.input_shapes) {
+      runtime_check::NamedTensor t;
+      t.name = name;
+      t.tensor.dims = shape;
+      dims.push_back(std::move(t));
+    }
+    for (const auto& given : vo.inputs) {  // their dims only
+      runtime_check::NamedTensor t;
+      t.name = given.name;
+      t.tensor.dims = given.tensor.dims;
+      dims.push_back(std::move(t));
+    }
+    for (const auto& region : upsampler_regions(original, rewritten, *record, dims)) {
+      if (!region.input_type || !region.input_type->tensor_type().has_shape()) continue;
+      std::vector<int64_t> shape;
+      for (const auto& d : region.input_type->tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) {
+          shape.clear();
+          break;
+        }
+        shape.push_back(d.dim_value());
+      }
+      if (!shape.empty()) vo.region_shapes[region.input] = shape;
+    }
   }
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);

@@ -1,6 +1,7 @@
 #include "rewrite/rewriter.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -79,9 +80,30 @@ int producer_index(const onnx::GraphProto& graph, const std::string& name) {
   return -1;
 }
 
+// Removes initializer `name` of `g` (and, before IR 4, its graph input).
+void remove_initializer(onnx::GraphProto& g, const std::string& name) {
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    if (g.initializer(i).name() == name) {
+      g.mutable_initializer()->DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  for (int i = 0; i < g.input_size(); ++i) {  // IR < 4 lists initializers as inputs too
+    if (g.input(i).name() == name) {
+      g.mutable_input()->DeleteSubrange(i, 1);
+      break;
+    }
+  }
+}
+
+bool is_initializer(const onnx::GraphProto& g, const std::string& name) {
+  return std::any_of(g.initializer().begin(), g.initializer().end(), [&](const onnx::TensorProto& t) { return t.name() == name; });
+}
+
 // Removes every candidate that nothing reads any more. Readers go before what they read: nodes of inner graphs
-// first, then later nodes before earlier ones (graphs are topologically sorted), initializers last, and a
-// removed node's inputs lose a use, so whole chains go.
+// first, then later nodes before earlier ones (graphs are topologically sorted), initializers last. A removed node's
+// inputs lose a use, and what then has none in its graph goes too (nodes whose outputs nothing reads, initializers),
+// so whole chains go: a mask's constant Slice/Reshape/Add chain with the Mul it fed.
 std::set<std::string> remove_orphans(onnx::ModelProto& model, std::vector<Candidate> candidates) {
   std::set<std::string> removed;  // the first outputs of the nodes removed, Constant nodes left out
   auto uses = count_uses(model);
@@ -91,38 +113,42 @@ std::set<std::string> remove_orphans(onnx::ModelProto& model, std::vector<Candid
     ordered.push_back({{c.initializer ? 1 : 0, ~c.scope->index, -at}, std::move(c)});
   }
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::function<void(onnx::GraphProto&, int)> remove_node = [&](onnx::GraphProto& g, int i) {
+    const onnx::NodeProto node = g.node(i);
+    if (node.op_type() != "Constant" && node.output_size() > 0) removed.insert(node.output(0));
+    g.mutable_node()->DeleteSubrange(i, 1);
+    // Shape inference's notes about tensors that no longer exist go too.
+    for (const auto& out : node.output()) {
+      for (int v = 0; v < g.value_info_size(); ++v) {
+        if (g.value_info(v).name() == out) {
+          g.mutable_value_info()->DeleteSubrange(v, 1);
+          break;
+        }
+      }
+    }
+    for (const auto& in : node.input()) {
+      if (in.empty() || --uses[in] > 0) continue;
+      const int p = producer_index(g, in);
+      if (p >= 0) {
+        const auto& producer = g.node(p);
+        const bool unread = std::all_of(producer.output().begin(), producer.output().end(),
+                                        [&](const std::string& o) { return o.empty() || uses[o] <= 0; });
+        if (unread) remove_node(g, p);
+      } else if (is_initializer(g, in)) {
+        remove_initializer(g, in);
+      }
+    }
+  };
   for (const auto& [order, c] : ordered) {
     if (uses[c.name] > 0) continue;
     auto& g = *c.scope->graph;
     if (c.initializer) {
-      for (int i = 0; i < g.initializer_size(); ++i) {
-        if (g.initializer(i).name() == c.name) {
-          g.mutable_initializer()->DeleteSubrange(i, 1);
-          break;
-        }
-      }
-      for (int i = 0; i < g.input_size(); ++i) {  // IR < 4 lists initializers as inputs too
-        if (g.input(i).name() == c.name) {
-          g.mutable_input()->DeleteSubrange(i, 1);
-          break;
-        }
-      }
+      remove_initializer(g, c.name);
       continue;
     }
     for (int i = 0; i < g.node_size(); ++i) {
       if (g.node(i).output_size() == 1 && g.node(i).output(0) == c.name) {
-        for (const auto& in : g.node(i).input()) {
-          if (!in.empty()) --uses[in];
-        }
-        if (g.node(i).op_type() != "Constant") removed.insert(c.name);
-        g.mutable_node()->DeleteSubrange(i, 1);
-        // Shape inference's note about a tensor that no longer exists goes too.
-        for (int v = 0; v < g.value_info_size(); ++v) {
-          if (g.value_info(v).name() == c.name) {
-            g.mutable_value_info()->DeleteSubrange(v, 1);
-            break;
-          }
-        }
+        remove_node(g, i);
         break;
       }
     }

@@ -196,6 +196,13 @@ std::string region_reads_difference(const onnx::GraphProto& graph, const std::ve
 }
 
 // The ops of the upsampler forms the rewrite recognises (rewrite/recognisers.h), their constant chains included.
+// Ops whose output is not a function of their inputs: never part of a constant chain.
+bool is_random_op(const std::string& op) {
+  static const std::set<std::string> random{"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                                            "Multinomial",  "Bernoulli",     "Dropout"};
+  return random.count(op) != 0;
+}
+
 const std::set<std::string>& upsampler_ops() {
   static const std::set<std::string> ops{"Resize",          "Mul",    "Pad",       "Conv", "ConvTranspose", "Identity", "Reshape", "Slice",
                                          "ConstantOfShape", "Concat", "Transpose", "Cast", "Unsqueeze",     "Squeeze",  "Expand",  "Tile",
@@ -211,6 +218,11 @@ const std::set<std::string>& upsampler_ops() {
 // which is 0 everywhere on per-node mode's inputs in [-1, 1)). `from_x` holds the values computed from x's values so far.
 std::string original_region_node_difference(const onnx::NodeProto& node, const Replacement& region, std::set<std::string>& from_x) {
   const std::string where = describe_node(node) + " in the original's upsampler that ends at " + region.label;
+  // A node that reads nothing computed from x is part of a constant chain (a mask's or a weight's): any standard op
+  // the reference kernels implement (the region's run refuses one they do not).
+  const bool reads_from_x =
+      std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) { return from_x.count(in) != 0; });
+  if (standard_domain(node) && !reads_from_x && !is_random_op(node.op_type())) return "";
   if (!standard_domain(node) || upsampler_ops().count(node.op_type()) == 0) {
     return where +
            " is not an op of the upsampler forms the rewrite replaces (Resize, Mul, Pad, Conv, ConvTranspose, "
@@ -269,7 +281,9 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
     if (const auto m = memo.find(name); m != memo.end()) return m->second;
     memo[name] = false;  // a cycle is no constant
     const onnx::NodeProto& node = a.node(it->second);
-    bool result = standard_domain(node) && upsampler_ops().count(node.op_type()) != 0;
+    // Any deterministic standard op computes a constant from constants (a mask's Slice/Reshape/Add chain, a weight's
+    // ConstantOfShape/Equal/Where/Expand), as the rewrite's own constant folding evaluates them.
+    bool result = standard_domain(node) && !is_random_op(node.op_type()) && node.input_size() + node.output_size() > 0;
     if (result && node.op_type() != "Shape") {
       for (const auto& in : node_reads(node)) result = result && (in.empty() || constant(in));
     }

@@ -129,7 +129,13 @@ core::Result<std::vector<int64_t>> node_input_shape(const std::string& input, co
                                                     const VerifyOptions& options) {
   const auto* type = types.find(0, input);  // nodes of the main graph
   const auto given = options.input_shapes.find(input);
-  if (given == options.input_shapes.end()) return type != nullptr ? onnx_io::known_dims(*type) : std::vector<int64_t>{};
+  if (given == options.input_shapes.end()) {
+    std::vector<int64_t> dims = type != nullptr ? onnx_io::known_dims(*type) : std::vector<int64_t>{};
+    if (const auto computed = options.region_shapes.find(input); dims.empty() && computed != options.region_shapes.end()) {
+      dims = computed->second;
+    }
+    return dims;
+  }
   const std::vector<int64_t>& dims = given->second;
   if (type == nullptr || !type->tensor_type().has_shape()) return dims;
   const auto& shape = type->tensor_type().shape();
@@ -196,7 +202,15 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
     }
     auto v = verify_node(original, rewritten, node.y, node.x, shape, model_types, options.seed, options.tolerances);
     if (!v) return cannot_verify(reason + "; and " + v.error().message);
+    // A region whose output has no element (a 0 dim) or none finite checked nothing: per node, every upsampler must
+    // have been compared on something, or it is not verified.
+    if (v->passed && (v->rewritten.compared == 0 || v->original.compared == 0)) {
+      v->passed = false;
+      v->rewritten.passed = false;
+      v->rewritten.message = "nothing compared: its output holds no finite element at input [" + format_dims(shape) + "]";
+    }
     OutputComparison worst = v->rewritten.max_abs_error >= v->original.max_abs_error ? v->rewritten : v->original;
+    if (!v->passed && worst.passed) worst = v->rewritten;
     worst.name = node.y;
     worst.passed = v->passed;
     r.outputs.push_back(worst);
