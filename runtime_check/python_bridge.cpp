@@ -84,6 +84,9 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
+// `said`, or "it printed nothing" when it is empty.
+std::string or_nothing(const std::string& said) { return said.empty() ? "it printed nothing" : said; }
+
 // The last `n` non-empty lines of `text`, joined by `glue`.
 std::string last_lines(const std::string& text, size_t n, const char* glue = " / ") {
   std::vector<std::string> lines;
@@ -350,7 +353,7 @@ core::Status probe_python_runtime(const PythonSide& side) {
   if (*status != 0) {
     return core::Error{core::ErrorKind::kUsage,
                        "--runtime " + side.runtime + ": the Python interpreter '" + python + "' failed to run the module (exit " +
-                           std::to_string(*status) + "): " + last_lines(read_text(scratch.path / "err") + said, 3) +
+                           std::to_string(*status) + "): " + or_nothing(last_lines(read_text(scratch.path / "err") + said, 3)) +
                            "; give --python PATH or set DWDECONV_PYTHON to a Python " + python_minimum() + " or newer"};
   }
   if (const std::string bad = unreadable_answer(answer_lines(said)); !bad.empty()) {
@@ -366,6 +369,13 @@ core::Status probe_python_runtime(const PythonSide& side) {
       missing += (missing.empty() ? "" : ", ") + f[2];
       pip += " " + f[2];
     }
+  }
+  if (version.empty()) {
+    return core::Error{core::ErrorKind::kUsage,
+                       "--runtime " + side.runtime + ": the Python interpreter '" + python +
+                           "' did not answer the probe (no 'python' line on its output); give --python PATH or set "
+                           "DWDECONV_PYTHON to a Python " +
+                           python_minimum() + " or newer"};
   }
   if (missing.empty()) return core::Ok{};
   std::string pinned;
@@ -488,7 +498,7 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
                                                            " -m dwdeconv_rewrite.runtimes "
                                                            "check failed (exit " +
                                                            std::to_string(*status) +
-                                                           "): " + last_lines(read_text(scratch.path / "python.err"), 3)};
+                                                           "): " + or_nothing(last_lines(read_text(scratch.path / "python.err"), 3))};
   }
   return run;
 }

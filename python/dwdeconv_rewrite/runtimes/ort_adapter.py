@@ -87,7 +87,7 @@ class OrtRuntime(Runtime):
         for _ in range(runs + 1):
             runner.invoke()
         trace = runner.session.end_profiling()
-        with open(trace) as f:
+        with open(trace, encoding="utf-8", errors="replace") as f:  # node names may hold any bytes
             events = json.load(f)
         with contextlib.suppress(OSError):
             os.unlink(trace)
