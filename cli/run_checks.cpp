@@ -10,12 +10,36 @@
 
 #include <spdlog/spdlog.h>
 
+#include "onnx_io/shapes.h"
 #include "run_internal.h"
 #include "runtime_check/graph_match.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::cli {
 namespace {
+
+// Per-node mode's regions: those the rewrite recorded (main graph), each with its input dims as the rewrite computed
+// them at the graph inputs' dims (vo.input_shapes, the --input files).
+void add_recorded_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const rewrite::RewriteResult& record,
+                          runtime_check::VerifyOptions& vo) {
+  vo.regions.emplace();
+  for (const auto& n : record.nodes) {
+    if (n.rewritten && n.summary.graph_path == "main") vo.regions->push_back(n.region);
+  }
+  // The regions' input dims as the rewrite computed them, at the graph inputs' dims.
+  std::vector<runtime_check::NamedTensor> dims;
+  const auto add_dims = [&dims](const std::string& name, const std::vector<int64_t>& shape) {
+    dims.emplace_back();
+    dims.back().name = name;
+    dims.back().tensor.dims = shape;  // the dims only: no values are copied
+  };
+  for (const auto& [name, shape] : vo.input_shapes) add_dims(name, shape);
+  for (const auto& given : vo.inputs) add_dims(given.name, given.tensor.dims);
+  for (const auto& region : upsampler_regions(original, rewritten, record, dims)) {
+    if (!region.input_type) continue;
+    if (auto shape = onnx_io::known_dims(*region.input_type); !shape.empty()) vo.region_shapes[region.input] = std::move(shape);
+  }
+}
 
 void clear_progress(const RuntimeSetup& setup) {
   if (setup.progress) std::fprintf(stderr, "\r\033[K");
@@ -36,38 +60,7 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   vo.threads = opt.threads;
   vo.tolerances = {opt.atol, opt.rtol};
   vo.progress = setup.progress ? setup.progress : log.callback();
-  if (record != nullptr) {
-    vo.regions.emplace();
-    for (const auto& n : record->nodes) {
-      if (n.rewritten && n.summary.graph_path == "main") vo.regions->push_back(n.region);
-    }
-    // The regions' input dims as the rewrite computed them, at the graph inputs' dims.
-    std::vector<runtime_check::NamedTensor> dims;
-    for (const auto& [name, shape] : vo.input_shapes) {
-      runtime_check::NamedTensor t;
-      t.name = name;
-      t.tensor.dims = shape;
-      dims.push_back(std::move(t));
-    }
-    for (const auto& given : vo.inputs) {  // their dims only
-      runtime_check::NamedTensor t;
-      t.name = given.name;
-      t.tensor.dims = given.tensor.dims;
-      dims.push_back(std::move(t));
-    }
-    for (const auto& region : upsampler_regions(original, rewritten, *record, dims)) {
-      if (!region.input_type || !region.input_type->tensor_type().has_shape()) continue;
-      std::vector<int64_t> shape;
-      for (const auto& d : region.input_type->tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) {
-          shape.clear();
-          break;
-        }
-        shape.push_back(d.dim_value());
-      }
-      if (!shape.empty()) vo.region_shapes[region.input] = shape;
-    }
-  }
+  if (record != nullptr) add_recorded_regions(original, rewritten, *record, vo);
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);
   if (!result) return result;  // the caller's failure ends the phase as failed
