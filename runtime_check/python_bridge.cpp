@@ -380,7 +380,8 @@ core::Status probe_python_runtime(const PythonSide& side) {
   if (missing.empty()) return core::Ok{};
   std::string pinned;
   if (const PythonRuntime* known = find_python_runtime(side.runtime); known != nullptr && !known->pinned_requirements.empty()) {
-    pinned = " (the versions the project measured with: " + exe + " -m pip install --no-deps -r " + known->pinned_requirements + ")";
+    pinned = " (the versions the project measured with, pinned in its source repository: " + exe + " -m pip install --no-deps -r " +
+             known->pinned_requirements + ")";
   }
   const std::string named = exe == python ? exe : "'" + python + "' (" + exe + ",";
   return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": the Python interpreter " + named +
