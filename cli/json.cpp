@@ -7,19 +7,8 @@
 namespace dwdeconv::cli {
 namespace {
 
-// `s` with each byte that is not part of well-formed UTF-8 replaced by U+FFFD, one per byte (as the plan's quoting).
-std::string well_formed(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = core::utf8_sequence_length(s, i);
-    out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
-    i += len == 0 ? 1 : len;
-  }
-  return out;
-}
-
 std::string scalar(const Json& value) {
-  if (value.is_string()) return Json(well_formed(value.get_ref<const std::string&>())).dump();
+  if (value.is_string()) return Json(core::well_formed_utf8(value.get_ref<const std::string&>())).dump();
   return value.dump();
 }
 

@@ -106,26 +106,16 @@ Json tune_array(const std::vector<TuneFigure>& figures) {
 
 }  // namespace
 
-namespace {
-
-// Appends the UTF-8 sequence at s[i] when it is well-formed, else U+FFFD for its first byte; returns the bytes used.
-size_t append_utf8(const std::string& s, size_t i, std::string& out) {
-  const size_t len = core::utf8_sequence_length(s, i);
-  out += len == 0 ? std::string("\xEF\xBF\xBD") : s.substr(i, len);
-  return len == 0 ? 1 : len;
-}
-
-}  // namespace
-
-std::string json_string(const std::string& s) {
+std::string json_string(const std::string& name) {
+  const std::string s = core::well_formed_utf8(name);
   std::string out = "\"";
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      i += append_utf8(s, i, out);
+    ++i;
+    if (c >= 0x80) {  // part of a well-formed sequence
+      out += static_cast<char>(c);
       continue;
     }
-    ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;

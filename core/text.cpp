@@ -77,4 +77,20 @@ std::string printable(std::string_view s) { return escaped(s, /*backslash=*/true
 
 std::string printable_line(std::string_view s) { return escaped(s, /*backslash=*/false); }
 
+std::string well_formed_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(s, i);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 }  // namespace dwdeconv::core

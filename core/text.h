@@ -25,4 +25,8 @@ std::string printable_line(std::string_view s);
 // UTF-16 surrogates, code points above U+10FFFF and truncated sequences are all ill-formed (Unicode, table 3-7).
 size_t utf8_sequence_length(std::string_view s, size_t i);
 
+// `s` with each byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD, one per byte: valid UTF-8
+// whatever bytes a model's names hold (the report, the plan's quoting).
+std::string well_formed_utf8(std::string_view s);
+
 }  // namespace dwdeconv::core

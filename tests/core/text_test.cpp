@@ -5,6 +5,7 @@
 
 using dwdeconv::core::printable;
 using dwdeconv::core::printable_line;
+using dwdeconv::core::well_formed_utf8;
 
 TEST_CASE("printable shows control bytes, ill-formed UTF-8, C1 controls, separators and bidi controls escaped", "[core][text]") {
   CHECK(printable("up1") == "up1");
@@ -26,4 +27,14 @@ TEST_CASE("printable shows control bytes, ill-formed UTF-8, C1 controls, separat
   // printable_line leaves backslashes, for lines whose names printable has already shown.
   CHECK(printable_line(printable("a\nb\\")) == printable("a\nb\\"));
   CHECK(printable_line("x\ny") == "x\\x0ay");
+}
+
+TEST_CASE("well_formed_utf8 keeps well-formed sequences and gives each ill-formed byte its own U+FFFD", "[core][text]") {
+  const std::string r = "\xEF\xBF\xBD";
+  CHECK(well_formed_utf8("ok \xC3\xA9 \xF0\x9F\x98\x80") == "ok \xC3\xA9 \xF0\x9F\x98\x80");
+  CHECK(well_formed_utf8("up\xff\xfe") == "up" + r + r);
+  CHECK(well_formed_utf8("over\xC0\xAF") == "over" + r + r);
+  CHECK(well_formed_utf8("sur\xED\xA0\x80") == "sur" + r + r + r);
+  CHECK(well_formed_utf8("cut\xE2\x82") == "cut" + r + r);
+  CHECK(well_formed_utf8(std::string("a\0b", 3)) == std::string("a\0b", 3));
 }
