@@ -51,8 +51,11 @@ double time_of(const std::vector<const onnx::NodeProto*>& nodes, const std::vect
       if (profiled_as(times[k].node, *n)) {
         ms += times[k].ms;
         used.insert(k);
-        values.insert(times[k].inputs.begin(), times[k].inputs.end());
-        values.insert(times[k].outputs.begin(), times[k].outputs.end());
+        for (const auto* names : {&times[k].inputs, &times[k].outputs}) {
+          for (const auto& v : *names) {
+            if (!v.empty()) values.insert(v);  // an optional input left out names no value
+          }
+        }
         break;
       }
     }

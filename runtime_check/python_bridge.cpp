@@ -178,8 +178,9 @@ core::Result<int> run_process(const std::vector<std::string>& argv, const std::s
 }
 
 // The answer lines of python/dwdeconv_rewrite/runtimes/check.py (JSON Lines, each an array), each as its fields: a
-// string as it is, a number as its JSON text, an array of names joined by newlines. A line that is not a JSON array
-// is the field list {"unreadable", line}, which no answer kind matches (the callers refuse such an answer).
+// string as it is, anything else (a number, an array of names) as its JSON text (names_of reads an array back). A
+// line that is not a JSON array is the field list {"unreadable", line}, which no answer kind matches (the callers
+// refuse such an answer).
 std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
   std::vector<std::vector<std::string>> lines;
   std::istringstream in(text);
@@ -194,10 +195,6 @@ std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
     for (const auto& value : parsed) {
       if (value.is_string()) {
         fields.push_back(value.get<std::string>());
-      } else if (value.is_array()) {
-        std::string joined;
-        for (const auto& item : value) joined += (joined.empty() ? "" : "\n") + (item.is_string() ? item.get<std::string>() : item.dump());
-        fields.push_back(joined);
       } else {
         fields.push_back(value.dump());
       }
@@ -282,12 +279,13 @@ core::Status write_static_model(const onnx::ModelProto& model, const std::vector
   return onnx_io::save_model_with_external_data(copy, path.string(), ext);
 }
 
-std::vector<std::string> split_lines(const std::string& text) {
+// The names of an answer field that holds a JSON array of strings, each as it is (a name may hold a newline, and an
+// empty name is an optional input left out); empty for anything else.
+std::vector<std::string> names_of(const std::string& field) {
   std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(line);
-  }
+  const auto parsed = nlohmann::json::parse(field, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return out;
+  for (const auto& item : parsed) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
   return out;
 }
 
@@ -477,8 +475,8 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
     } else if (kind == "node" && f.size() >= 5) {
       NodeMs node{f[2], f[3], std::strtod(f[4].c_str(), nullptr), {}, {}};
       if (f.size() >= 7) {
-        node.inputs = split_lines(f[5]);
-        node.outputs = split_lines(f[6]);
+        node.inputs = names_of(f[5]);
+        node.outputs = names_of(f[6]);
       }
       (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
     } else if (kind == "error" && f.size() >= 6 && f[1] == "import") {
