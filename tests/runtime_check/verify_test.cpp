@@ -238,20 +238,41 @@ TEST_CASE("A NaN or infinity in either model's run is not compared whole: the ex
   CHECK(same->passed);
 }
 
-TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, with the NaN as the reason", "[verify][non_finite]") {
-  // Log of the upsampled values is NaN wherever they are negative: whole-model mode cannot compare it, but every node
-  // outside the rewritten ConvTranspose is the same in both models, and the ConvTranspose is checked on its own.
-  auto original = parse_model_text(
+namespace {
+
+// A depthwise ConvTranspose 'up' whose output goes through Log (NaN wherever it is negative: whole-model mode cannot
+// compare it, so verification runs per node), and the tool's rewrite of it.
+struct LogTailPair {
+  onnx::ModelProto original;
+  onnx::ModelProto rewritten;
+  rewrite::RewriteResult result;
+};
+
+LogTailPair log_tail_pair() {
+  LogTailPair p;
+  p.original = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]>\n"
       "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
       "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
       "  z = Log (y)\n}");
-  add_initializer(original, "w", {2, 1, 4, 4}, 7);
-  original.mutable_graph()->mutable_node(0)->set_name("up");
-  onnx::ModelProto rewritten = original;
-  auto result = rewrite::rewrite_model(rewritten, {});
+  add_initializer(p.original, "w", {2, 1, 4, 4}, 7);
+  p.original.mutable_graph()->mutable_node(0)->set_name("up");
+  p.rewritten = p.original;
+  auto result = rewrite::rewrite_model(p.rewritten, {});
   REQUIRE(result.ok());
   REQUIRE(result->rewritten == 1);
+  p.result = std::move(*result);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, with the NaN as the reason", "[verify][non_finite]") {
+  // Log of the upsampled values is NaN wherever they are negative: whole-model mode cannot compare it, but every node
+  // outside the rewritten ConvTranspose is the same in both models, and the ConvTranspose is checked on its own.
+  auto pair = log_tail_pair();
+  const onnx::ModelProto& original = pair.original;
+  onnx::ModelProto& rewritten = pair.rewritten;
   auto r = verify_models(original, rewritten, {});
   INFO((r.ok() ? r->summary() : r.error().message));
   REQUIRE(r.ok());
@@ -287,17 +308,10 @@ TEST_CASE("A correct rewrite whose model computes a NaN is verified per node, wi
 
 TEST_CASE("Per-node mode checks the regions the rewrite recorded, and fails where the graphs do not confirm them",
           "[verify][per_node][record]") {
-  auto original = parse_model_text(
-      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
-      "g (float[1,2,3,3] x) => (float[1,2,6,6] z) {\n"
-      "  y = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)\n"
-      "  z = Log (y)\n}");
-  add_initializer(original, "w", {2, 1, 4, 4}, 7);
-  original.mutable_graph()->mutable_node(0)->set_name("up");
-  onnx::ModelProto rewritten = original;
-  auto result = rewrite::rewrite_model(rewritten, {});
-  REQUIRE(result.ok());
-  REQUIRE(result->rewritten == 1);
+  auto pair = log_tail_pair();
+  const onnx::ModelProto& original = pair.original;
+  onnx::ModelProto& rewritten = pair.rewritten;
+  const rewrite::RewriteResult* result = &pair.result;
   const core::ReplacedRegion& region = result->nodes.at(0).region;
   CHECK(region.input == "x");
   CHECK(region.output == "y");
