@@ -54,6 +54,12 @@ from . import CHECK_IMPORTS, NAMES, PROBE_IMPORTS, REQUIREMENTS, import_failure,
 EXIT_IMPORT_FAILED = 5
 
 
+def _text(value) -> str:
+    """`value` as a string that is valid UTF-8: a path decoded with surrogateescape (a file name that is not UTF-8) has
+    each such byte replaced by U+FFFD, as the binary shows names, instead of failing to encode."""
+    return str(value).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 class Answer:
     """Collects answer lines and writes them to a file (or stdout) in one go."""
 
@@ -61,16 +67,17 @@ class Answer:
         self.lines: list[str] = []
 
     def add(self, *fields):
-        self.lines.append(json.dumps([f if isinstance(f, (int, float, list)) else str(f) for f in fields],
+        self.lines.append(json.dumps([f if isinstance(f, (int, float, list)) else _text(f) for f in fields],
                                      ensure_ascii=False, allow_nan=False))
 
     def write(self, path: Path | None):
-        text = "".join(line + "\n" for line in self.lines)
+        data = "".join(line + "\n" for line in self.lines).encode("utf-8")  # whatever the locale's encoding
         if path is None:
-            sys.stdout.write(text)
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
         else:
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(text)
+            tmp.write_bytes(data)
             tmp.replace(path)
 
 
