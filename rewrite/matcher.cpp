@@ -241,10 +241,11 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     std::string reason =
         "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " + core::describe_output_length(geo[1], "W");
     const auto h = known_dim(input_type, 2), wd = known_dim(input_type, 3);
-    const auto oh = h ? core::deconv_output_length(geo[0], *h) : std::nullopt;
-    const auto ow = wd ? core::deconv_output_length(geo[1], *wd) : std::nullopt;
-    if (oh && ow && *oh > 0 && *ow > 0)
-      reason += " (" + std::to_string(*oh) + "x" + std::to_string(*ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
+    // 0 where a dim is unknown (no output length to show).
+    const int64_t oh = h ? core::deconv_output_length(geo[0], *h).value_or(0) : 0;
+    const int64_t ow = wd ? core::deconv_output_length(geo[1], *wd).value_or(0) : 0;
+    if (oh > 0 && ow > 0)
+      reason += " (" + std::to_string(oh) + "x" + std::to_string(ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
     return fail(declined(reason + ", wants " + std::to_string(sum.stride) + "*H x " + std::to_string(sum.stride) + "*W"));
   }
 
