@@ -171,8 +171,11 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
                      {"channels", known(s.channels)},
                      {"kernel", s.kernel[0] > 0 ? ints(s.kernel) : Json(nullptr)},
                      {"stride", known(s.stride)},
+                     {"strides", s.strides[0] > 0 ? ints(s.strides) : Json(nullptr)},
                      {"pads", s.pads ? ints(*s.pads) : Json(nullptr)},
                      {"output_padding", s.output_padding ? ints(*s.output_padding) : Json(nullptr)},
+                     {"dilations", s.dilations ? ints(*s.dilations) : Json(nullptr)},
+                     {"depthwise_in_value", s.depthwise_in_value},
                      {"form", rewrite::form_name(s.form)},
                      {"layout", n.rewritten ? Json(rewrite::phase_layout_name(n.layout)) : Json(nullptr)},
                      {"note", or_null(!n.note.empty(), n.note)}});
@@ -229,6 +232,8 @@ std::string plan_text(const rewrite::RewriteResult& result) {
     }
     if (s.pads) row << " pads=" << json_ints(*s.pads);
     if (s.output_padding) row << " output_padding=" << json_ints(*s.output_padding);
+    if (s.dilations) row << " dilations=" << json_ints(*s.dilations);
+    if (s.depthwise_in_value) row << " (group 1, depthwise in value)";
     if (n.rewritten) {
       row << " -> " << n.emitted_nodes.size() << " nodes";
       if (n.layout != rewrite::PhaseLayout::kDcr) row << " (" << rewrite::phase_layout_name(n.layout) << ")";

@@ -15,8 +15,9 @@ int64_t AxisPhase::kernel_tap(int64_t n) const {
 }
 
 std::vector<AxisPhase> plan_axis(const AxisGeometry& g) {
-  assert(is_clean_upscale(g) && g.stride >= 1);
+  assert(plannable(g) && g.stride >= 1);
   const int64_t s = g.stride;
+  const int64_t q = *phase_growth(g);  // each phase yields H + q outputs
   std::vector<AxisPhase> phases;
   phases.reserve(static_cast<size_t>(s));
   for (int64_t a = 0; a < s; ++a) {
@@ -27,16 +28,16 @@ std::vector<AxisPhase> plan_axis(const AxisGeometry& g) {
     const int64_t c = floor_div(shifted, s);            // input offset of tap r
     const int64_t span = g.kernel - p.first_tap;        // taps r, r+s, ... below k
     p.taps = span > 0 ? (span + s - 1) / s : 0;         // M = max(0, ceil((k - r) / s))
-    p.pad_begin = p.taps - 1 - c;
-    p.pad_end = c;
+    p.pad_begin = (p.taps - 1) * g.dilation - c;        // d == 1 unless s == 1
+    p.pad_end = c + q;
     p.stride = s;
+    p.dilation = g.dilation;
     phases.push_back(p);
   }
   return phases;
 }
 
 DeconvPlan plan_deconv(const AxisGeometry& y, const AxisGeometry& x) {
-  assert(y.stride == x.stride);
   DeconvPlan plan{y, x, {}};
   const auto ys = plan_axis(y);
   const auto xs = plan_axis(x);

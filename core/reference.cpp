@@ -140,14 +140,16 @@ Tensor4 depth_to_space_reference(const Tensor4& x, int64_t block, bool dcr) {
 
 Tensor4 run_plan_reference(const DeconvPlan& plan, const Tensor4& x, const Tensor4& w, const std::vector<double>& bias) {
   const int64_t channels = w.n;
+  // Every phase yields H + q rows and W + q columns (phase_growth).
+  const int64_t out_h = x.h + *phase_growth(plan.y), out_w = x.w + *phase_growth(plan.x);
   std::vector<Tensor4> phase_outputs;
   for (const auto& phase : plan.phases) {
     if (phase.bias_only()) {
-      Tensor4 out(x.n, channels, x.h, x.w);
+      Tensor4 out(x.n, channels, out_h, out_w);
       for (int64_t n = 0; n < x.n; ++n) {
         for (int64_t c = 0; c < channels; ++c) {
-          for (int64_t i = 0; i < x.h * x.w; ++i) {
-            out.data[static_cast<size_t>((n * channels + c) * x.h * x.w + i)] = bias.empty() ? 0.0 : bias[static_cast<size_t>(c)];
+          for (int64_t i = 0; i < out_h * out_w; ++i) {
+            out.data[static_cast<size_t>((n * channels + c) * out_h * out_w + i)] = bias.empty() ? 0.0 : bias[static_cast<size_t>(c)];
           }
         }
       }
@@ -158,16 +160,42 @@ Tensor4 run_plan_reference(const DeconvPlan& plan, const Tensor4& x, const Tenso
     Tensor4 kernel(channels, 1, phase.y.taps, phase.x.taps);
     const auto indices = phase_weight_indices(plan, phase, channels);
     for (size_t i = 0; i < indices.size(); ++i) kernel.data[i] = w.data[static_cast<size_t>(indices[i])];
-    // Negative begin pads crop through Pad; the rest become Conv pads, as the emitter does by default.
-    const std::array<int64_t, 4> crop{std::min<int64_t>(phase.y.pad_begin, 0), std::min<int64_t>(phase.x.pad_begin, 0), 0, 0};
+    // Negative pads crop through Pad; the rest become Conv pads, as the emitter does by default.
+    const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
+    std::array<int64_t, 4> crop{}, pads{};
+    for (size_t i = 0; i < 4; ++i) {
+      crop[i] = std::min<int64_t>(all[i], 0);
+      pads[i] = std::max<int64_t>(all[i], 0);
+    }
     const Tensor4 cropped = phase.needs_crop() ? pad2d_reference(x, crop) : x;
     Conv2dParams conv;
     conv.group = channels;
-    conv.pads = {std::max<int64_t>(phase.y.pad_begin, 0), std::max<int64_t>(phase.x.pad_begin, 0), phase.y.pad_end, phase.x.pad_end};
+    conv.pads = pads;
+    conv.dilations = {phase.y.dilation, phase.x.dilation};
     phase_outputs.push_back(conv2d_reference(cropped, kernel, bias, conv));
   }
-  if (plan.stride() == 1) return std::move(phase_outputs.front());
-  return depth_to_space_reference(concat_channels_reference(phase_outputs), plan.stride(), /*dcr=*/true);
+  if (plan.phase_count() == 1) return std::move(phase_outputs.front());
+  if (plan.y.stride != plan.x.stride) return interleave_reference(phase_outputs, plan.y.stride, plan.x.stride);
+  return depth_to_space_reference(concat_channels_reference(phase_outputs), plan.y.stride, /*dcr=*/true);
+}
+
+Tensor4 interleave_reference(const std::vector<Tensor4>& phases, int64_t stride_y, int64_t stride_x) {
+  assert(static_cast<int64_t>(phases.size()) == stride_y * stride_x);
+  const Tensor4& first = phases.front();
+  Tensor4 y(first.n, first.c, first.h * stride_y, first.w * stride_x);
+  for (int64_t ay = 0; ay < stride_y; ++ay) {
+    for (int64_t ax = 0; ax < stride_x; ++ax) {
+      const Tensor4& p = phases[static_cast<size_t>(ay * stride_x + ax)];
+      for (int64_t n = 0; n < p.n; ++n) {
+        for (int64_t c = 0; c < p.c; ++c) {
+          for (int64_t h = 0; h < p.h; ++h) {
+            for (int64_t w = 0; w < p.w; ++w) y.at(n, c, h * stride_y + ay, w * stride_x + ax) = p.at(n, c, h, w);
+          }
+        }
+      }
+    }
+  }
+  return y;
 }
 
 }  // namespace dwdeconv::core

@@ -57,8 +57,13 @@ Tensor4 concat_channels_reference(const std::vector<Tensor4>& parts);
 // ONNX DepthToSpace. DCR: channel (by*b + bx)*C + c -> pixel (h*b + by, w*b + bx); CRD: c*b*b + by*b + bx.
 Tensor4 depth_to_space_reference(const Tensor4& x, int64_t block, bool dcr);
 
-// Runs a DeconvPlan the way the emitted graph does (crop Pad, phase Convs, Concat, DepthToSpace DCR),
-// with the phase kernels gathered by phase_tap_indices. w is the depthwise [C, 1, kH, kW] weight.
+// Phase outputs [N, C, H, W] in row-major (ay, ax) order interleaved into [N, C, s_y*H, s_x*W]: phase (ay, ax) pixel
+// (h, w) lands at (h*s_y + ay, w*s_x + ax). With s_y == s_x it is Concat + DepthToSpace DCR.
+Tensor4 interleave_reference(const std::vector<Tensor4>& phases, int64_t stride_y, int64_t stride_x);
+
+// Runs a DeconvPlan the way the emitted graph does (crop Pad, phase Convs, then Concat + DepthToSpace DCR, or the
+// per-axis interleave when the strides differ), with the phase kernels gathered by phase_tap_indices. w is the
+// depthwise [C, 1, kH, kW] weight.
 Tensor4 run_plan_reference(const DeconvPlan& plan, const Tensor4& x, const Tensor4& w, const std::vector<double>& bias);
 
 }  // namespace dwdeconv::core

@@ -12,7 +12,7 @@ namespace {
 
 std::string axis_key(const core::AxisGeometry& g) {
   return std::to_string(g.kernel) + "," + std::to_string(g.stride) + "," + std::to_string(g.pad_begin) + "," + std::to_string(g.pad_end) +
-         "," + std::to_string(g.output_padding);
+         "," + std::to_string(g.output_padding) + "," + std::to_string(g.dilation);
 }
 
 onnx::NodeProto make_node(const std::string& op, const std::string& name, std::vector<std::string> inputs,
@@ -33,10 +33,15 @@ onnx::AttributeProto tensor_attribute(const std::string& name, onnx::TensorProto
   return attribute;
 }
 
-// A stride-1 Conv with `group` groups (the channel count for a depthwise one), its own kernel and pads.
+// A stride-1 Conv with `group` groups (the channel count for a depthwise one), its own kernel and pads, and dilations
+// only where an axis is dilated (a stride-1 ConvTranspose's).
 onnx::NodeProto conv_node(const std::string& name, std::vector<std::string> inputs, const std::string& output, int64_t group,
-                          const std::array<int64_t, 2>& kernel, const std::array<int64_t, 4>& pads) {
+                          const std::array<int64_t, 2>& kernel, const std::array<int64_t, 4>& pads,
+                          const std::array<int64_t, 2>& dilations = {1, 1}) {
   onnx::NodeProto conv = make_node("Conv", name, std::move(inputs), {output});
+  if (dilations != std::array<int64_t, 2>{1, 1}) {
+    *conv.add_attribute() = onnx_io::make_ints_attribute("dilations", {dilations[0], dilations[1]});
+  }
   *conv.add_attribute() = onnx_io::make_int_attribute("group", group);
   *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
   *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {pads[0], pads[1], pads[2], pads[3]});
@@ -72,8 +77,17 @@ const char* phase_layout_name(PhaseLayout layout) {
     case PhaseLayout::kGatherCrd: return "gather_crd";
     case PhaseLayout::kBatchCrd: return "batch_crd";
     case PhaseLayout::kNearest: return "nearest";
+    case PhaseLayout::kInterleave: return "interleave";
+    case PhaseLayout::kSingle: return "single";
   }
   return "";
+}
+
+std::optional<int64_t> known_dim(const DeconvMatch& m, int axis) {
+  if (!m.input_type || !m.input_type->has_tensor_type() || !m.input_type->tensor_type().has_shape()) return std::nullopt;
+  const auto& shape = m.input_type->tensor_type().shape();
+  if (shape.dim_size() != 4 || !shape.dim(axis).has_dim_value()) return std::nullopt;
+  return shape.dim(axis).dim_value();
 }
 
 bool known_batch_of_one(const DeconvMatch& m) {
@@ -85,10 +99,11 @@ bool known_batch_of_one(const DeconvMatch& m) {
 std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const {
   // A stride s emits s*s phases: each a Concat input, most a Conv. Compared without computing s*s, which
   // can overflow for a huge stride with a matching output_padding.
-  const int64_t s = m.y.stride;
-  if (s > options_.max_phases / s) {
-    const std::string phases = s <= 3037000499 ? std::to_string(s * s) : std::to_string(s) + "*" + std::to_string(s);
-    return "stride " + std::to_string(s) + " would emit " + phases + " phases, over --max-phases " + std::to_string(options_.max_phases);
+  const int64_t s = m.y.stride, sx = m.x.stride;
+  if (s > options_.max_phases / sx) {
+    const std::string phases = s <= 3037000499 && sx <= 3037000499 ? std::to_string(s * sx) : std::to_string(s) + "*" + std::to_string(sx);
+    const std::string strides = s == sx ? "stride " + std::to_string(s) : "strides " + std::to_string(s) + "x" + std::to_string(sx);
+    return strides + " would emit " + phases + " phases, over --max-phases " + std::to_string(options_.max_phases);
   }
   // An edge-padded phase whose window starts inside x would need an edge Pad with a negative (cropping) begin,
   // which runtimes take only in constant mode.
@@ -105,7 +120,17 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
            "opset 10 on; the model is opset " +
            std::to_string(opset_);
   }
-  if (layout != PhaseLayout::kDcr && layout != PhaseLayout::kNearest && s > 1 && opset_ < 11) {
+  if (layout == PhaseLayout::kInterleave) {
+    // Rows interleave by a Reshape to [N, C, s_y*H', W'*s_x], whose last extent must be written out.
+    if (opset_ < 5)
+      return "the join of strides that differ per axis needs Reshape with a shape input (opset 5); the model is opset " +
+             std::to_string(opset_);
+    if (s > 1 && !known_dim(m, 3)) {
+      return "the join of strides that differ per axis interleaves rows by a Reshape that needs the width, and the width of '" + m.input +
+             "' is not known (pass --input-shape)";
+    }
+  }
+  if ((layout == PhaseLayout::kGatherCrd || layout == PhaseLayout::kBatchCrd) && s > 1 && opset_ < 11) {
     return std::string("the ") + phase_layout_name(layout) +
            " form needs DepthToSpace mode CRD, which exists from opset 11 on; "
            "the model is opset " +
@@ -115,8 +140,15 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
     return "the batch_crd form needs an input of batch 1, and the batch of '" + m.input + "' is not known to be 1";
   }
   // Taps split by residue mod s, so some phase has none exactly when k < s on an axis.
-  if ((m.y.kernel < s || m.x.kernel < s) && opset_ < 9) {
-    return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(s) +
+  const bool tapless = m.y.kernel < s || m.x.kernel < sx;
+  if (tapless && (core::phase_growth(m.y) != std::optional<int64_t>(0) || core::phase_growth(m.x) != std::optional<int64_t>(0))) {
+    // Its bias-only phases are zeros of x's shape, and the phases here are H + q long.
+    return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(std::max(s, sx)) +
+           " leaves phases that see only the bias, and an output that is not s*H x s*W gives them another shape than x's, which "
+           "the rewrite does not emit";
+  }
+  if (tapless && opset_ < 9) {
+    return "kernel " + std::to_string(m.y.kernel) + "x" + std::to_string(m.x.kernel) + " < stride " + std::to_string(std::max(s, sx)) +
            " leaves phases that see only the bias; emitting them without reading x needs ConstantOfShape (opset 9), "
            "the model is opset " +
            std::to_string(opset_);
@@ -147,11 +179,12 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
   if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
 
   const core::PhasePlan& phase = plan.phases[phase_index];
-  const int64_t s = plan.stride();
+  const int64_t s = plan.y.stride, sx = plan.x.stride;
+  const std::string strides = std::to_string(s) + (s == sx ? "" : "x" + std::to_string(sx));
   const std::string name =
-      names_.fresh(src.name + "_s" + std::to_string(s) + "_p" + std::to_string(plan.y.pad_begin) + "_" + std::to_string(plan.x.pad_begin) +
-                   "_" + std::to_string(plan.y.pad_end) + "_" + std::to_string(plan.x.pad_end) + "_phase_" +
-                   std::to_string(phase_index / s) + "_" + std::to_string(phase_index % s));
+      names_.fresh(src.name + "_s" + strides + "_p" + std::to_string(plan.y.pad_begin) + "_" + std::to_string(plan.x.pad_begin) + "_" +
+                   std::to_string(plan.y.pad_end) + "_" + std::to_string(plan.x.pad_end) + "_phase_" + std::to_string(phase_index / sx) +
+                   "_" + std::to_string(phase_index % sx));
   auto gathered = onnx_io::gather_elements(*src.tensor, phase_weight_indices(m, plan, phase),
                                            {m.outputs(), m.channels / m.groups(), phase.y.taps, phase.x.taps});
   if (!gathered) return gathered.error();
@@ -225,7 +258,8 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
   return output;
 }
 
-void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads) {
+void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads,
+                             int64_t width_factor) {
   if (!m.input_type || !m.input_type->has_tensor_type() || !m.input_type->tensor_type().has_shape() ||
       m.input_type->tensor_type().shape().dim_size() != 4) {
     return;
@@ -241,10 +275,11 @@ void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int6
   for (int axis = 0; axis < 2; ++axis) {
     const auto& d = in.shape().dim(2 + axis);
     const int64_t grow = pads[static_cast<size_t>(axis)] + pads[static_cast<size_t>(axis) + 2];
-    if (grow == 0) {
+    const int64_t factor = axis == 1 ? width_factor : 1;
+    if (grow == 0 && factor == 1) {
       *shape->add_dim() = d;  // same extent, symbolic or not
     } else if (d.has_dim_value()) {
-      shape->add_dim()->set_dim_value(d.dim_value() + grow);
+      shape->add_dim()->set_dim_value((d.dim_value() + grow) * factor);
     } else {
       shape->add_dim();  // unknown: H + pads has no symbol
     }
@@ -275,17 +310,19 @@ bool Emitter::equal_phases(const DeconvMatch& m, const core::DeconvPlan& plan) c
 
 PhaseLayout Emitter::layout_for(const DeconvMatch& m, PhaseLayout join) const {
   // Over --max-phases the node is kept (keep_reason) and its s*s phases are never planned.
-  const int64_t s = m.y.stride;
-  if (s < 2 || s > options_.max_phases / s) return join;
-  return equal_phases(m, core::plan_deconv(m.y, m.x)) ? PhaseLayout::kNearest : join;
+  const int64_t sy = m.y.stride, sx = m.x.stride;
+  if (sy * sx == 1) return PhaseLayout::kSingle;
+  if (sy > options_.max_phases / sx) return join;
+  if (equal_phases(m, core::plan_deconv(m.y, m.x))) return PhaseLayout::kNearest;
+  return sy == sx ? join : PhaseLayout::kInterleave;
 }
 
-onnx::NodeProto Emitter::nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t s) {
+onnx::NodeProto Emitter::nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t sy, int64_t sx) {
   const std::string name = m.name.empty() ? names_.fresh(base + "_nearest") : m.name;
   onnx::NodeProto resize = make_node("Resize", name, {input}, {m.output});
   const std::string scales = names_.fresh(base + "_nearest_scales");
-  const double factor = static_cast<double>(s);
-  add_initializer(*m.scope, onnx_io::make_tensor(scales, onnx::TensorProto::FLOAT, {4}, {1.0, 1.0, factor, factor}, /*raw=*/false));
+  add_initializer(*m.scope, onnx_io::make_tensor(scales, onnx::TensorProto::FLOAT, {4},
+                                                 {1.0, 1.0, static_cast<double>(sy), static_cast<double>(sx)}, /*raw=*/false));
   if (opset_ >= 13) {
     resize.add_input("");  // roi, unused by nearest
   } else if (opset_ >= 11) {
@@ -303,16 +340,80 @@ onnx::NodeProto Emitter::nearest_resize(const DeconvMatch& m, const std::string&
   return resize;
 }
 
+onnx::NodeProto Emitter::reshape(const DeconvMatch& m, const std::string& name, const std::string& input, const std::string& output,
+                                 const std::vector<int64_t>& shape) {
+  onnx::NodeProto node = make_node("Reshape", name, {input}, {output});
+  const std::string shape_name = names_.fresh(name + "_shape");
+  add_initializer(*m.scope, onnx_io::make_int64_tensor(shape_name, {static_cast<int64_t>(shape.size())}, shape));
+  node.add_input(shape_name);
+  return node;
+}
+
+void Emitter::interleave(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
+                         const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes) {
+  const int64_t sy = m.y.stride, sx = m.x.stride;
+  const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
+  // Along W: the s_x phases of each row stacked on a new last axis, [N, C, H', W', s_x], then [N, C, H', W'*s_x]: phase
+  // ax's pixel w lands at w*s_x + ax. Reshape's 0s copy N, C and H', so no extent needs to be known.
+  std::vector<std::string> rows;
+  for (int64_t ay = 0; ay < sy; ++ay) {
+    if (sx == 1) {
+      rows.push_back(phases[static_cast<size_t>(ay)]);
+      continue;
+    }
+    const std::string row = "_row" + std::to_string(ay);
+    std::vector<std::string> stacked;
+    for (int64_t ax = 0; ax < sx; ++ax) {
+      const std::string& phase = phases[static_cast<size_t>(ay * sx + ax)];
+      const std::string name = names_.fresh(base + row + "_unsqueeze_" + std::to_string(ax));
+      const std::string out = names_.fresh(name + "_out");
+      onnx::NodeProto unsqueeze = make_node("Unsqueeze", name, {phase}, {out});
+      if (opset_ >= 13) {
+        const std::string axes = names_.fresh(name + "_axes");
+        add_initializer(*m.scope, onnx_io::make_int64_tensor(axes, {1}, {4}));
+        unsqueeze.add_input(axes);
+      } else {
+        *unsqueeze.add_attribute() = onnx_io::make_ints_attribute("axes", {4});
+      }
+      nodes.push_back(std::move(unsqueeze));
+      stacked.push_back(out);
+    }
+    const std::string concat_name = names_.fresh(base + row + "_stack");
+    const std::string concat_out = names_.fresh(concat_name + "_out");
+    onnx::NodeProto concat = make_node("Concat", concat_name, stacked, {concat_out});
+    *concat.add_attribute() = onnx_io::make_int_attribute("axis", 4);
+    nodes.push_back(std::move(concat));
+    const bool final_node = sy == 1;
+    const std::string name = final_node ? last_name("_interleave_w") : names_.fresh(base + row + "_interleave_w");
+    const std::string out = final_node ? m.output : names_.fresh(name + "_out");
+    nodes.push_back(reshape(m, name, concat_out, out, {0, 0, 0, -1}));
+    if (!final_node) add_value_info(m, out, m.outputs(), {0, 0, growth[2], 0}, sx);
+    rows.push_back(out);
+  }
+  if (sy == 1) return;
+  // Along H: the rows side by side on W, [N, C, H', s_y*W''], then [N, C, H'*s_y, W'']: row ay's line h lands at
+  // h*s_y + ay. W'' = (W + q_x)*s_x is written out (keep_reason requires W known).
+  const int64_t width = (*known_dim(m, 3) + growth[3]) * sx;
+  const std::string concat_name = names_.fresh(base + "_rows");
+  const std::string concat_out = names_.fresh(concat_name + "_out");
+  onnx::NodeProto concat = make_node("Concat", concat_name, rows, {concat_out});
+  *concat.add_attribute() = onnx_io::make_int_attribute("axis", 3);
+  nodes.push_back(std::move(concat));
+  nodes.push_back(reshape(m, last_name("_interleave_h"), concat_out, m.output, {0, 0, -1, width}));
+}
+
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
   core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   if (layout == PhaseLayout::kNearest) plan.phases.resize(1);  // the one phase; the Resize makes the others
-  const int64_t s = plan.stride();
+  const int64_t s = plan.y.stride, sx = plan.x.stride;
   const std::string base = m.name.empty() ? m.output : m.name;
   const std::string& bias = m.bias;
   std::vector<onnx::NodeProto> nodes;
   std::map<std::array<int64_t, 4>, std::string> pad_outputs;  // identical Pads within one node are emitted once
   std::vector<std::string> phase_outputs;
 
+  // Each phase yields H + qy by W + qx (qy = qx = 0 for a clean upscale), what its value_info says.
+  const std::array<int64_t, 4> growth{0, 0, *core::phase_growth(plan.y), *core::phase_growth(plan.x)};
   std::string bias_only;  // the output every phase without taps shares, made on first use
   for (size_t i = 0; i < plan.phases.size(); ++i) {
     const core::PhasePlan& phase = plan.phases[i];
@@ -323,21 +424,24 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
       phase_outputs.push_back(bias_only);
       continue;
     }
-    const std::string suffix = "_" + std::to_string(i / static_cast<size_t>(s)) + "_" + std::to_string(i % static_cast<size_t>(s));
+    const std::string suffix = "_" + std::to_string(i / static_cast<size_t>(sx)) + "_" + std::to_string(i % static_cast<size_t>(sx));
     auto weight = phase_weight(m, plan, i);
     if (!weight) return weight.error();
 
     std::string input = m.input;
     const std::array<int64_t, 2> kernel{phase.y.taps, phase.x.taps};
+    const std::array<int64_t, 2> dilations{phase.y.dilation, phase.x.dilation};
     const std::array<int64_t, 4> all{phase.y.pad_begin, phase.x.pad_begin, phase.y.pad_end, phase.x.pad_end};
     std::array<int64_t, 4> conv_pads{0, 0, 0, 0};
     std::array<int64_t, 4> pad_pads{0, 0, 0, 0};
     if (options_.explicit_pad || m.edge_padding) {
       pad_pads = all;  // an edge Pad cannot fold into the Conv, whose pads are zeros
     } else {
-      // Conv pads cannot be negative: a negative begin is a crop done by Pad, the rest folds into the Conv.
-      pad_pads = {std::min<int64_t>(all[0], 0), std::min<int64_t>(all[1], 0), 0, 0};
-      conv_pads = {std::max<int64_t>(all[0], 0), std::max<int64_t>(all[1], 0), all[2], all[3]};
+      // Conv pads cannot be negative: a negative pad is a crop done by Pad, the rest folds into the Conv.
+      for (size_t k = 0; k < 4; ++k) {
+        pad_pads[k] = std::min<int64_t>(all[k], 0);
+        conv_pads[k] = std::max<int64_t>(all[k], 0);
+      }
     }
     if (pad_pads != std::array<int64_t, 4>{0, 0, 0, 0}) {
       auto it = pad_outputs.find(pad_pads);
@@ -348,28 +452,32 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
       input = it->second;
     }
     // With s == 1 the single Conv takes the node's place: its name (if any) and its output.
-    const bool last = s == 1;
+    const bool last = s * sx == 1;
     if (layout == PhaseLayout::kNearest) {
       const std::string conv_name = names_.fresh(base + "_phase");
       const std::string output = names_.fresh(conv_name + "_out");
       std::vector<std::string> inputs{input, *weight};
       if (!bias.empty()) inputs.push_back(bias);
       nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads));
-      add_value_info(m, output, m.outputs(), {0, 0, 0, 0});
-      nodes.push_back(nearest_resize(m, base, output, s));
+      add_value_info(m, output, m.outputs(), growth);
+      nodes.push_back(nearest_resize(m, base, output, s, sx));
       return nodes;
     }
     const std::string conv_name = last && !m.name.empty() ? m.name : names_.fresh(base + "_phase" + suffix);
     const std::string output = last ? m.output : names_.fresh(conv_name + "_out");
     std::vector<std::string> inputs{input, *weight};
     if (!bias.empty()) inputs.push_back(bias);
-    nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads));
+    nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads, dilations));
     if (!last) {
-      add_value_info(m, output, m.outputs(), {0, 0, 0, 0});
+      add_value_info(m, output, m.outputs(), growth);
       phase_outputs.push_back(output);
     }
   }
-  if (s == 1) return nodes;
+  if (s * sx == 1) return nodes;
+  if (layout == PhaseLayout::kInterleave) {
+    interleave(m, base, phase_outputs, growth, nodes);
+    return nodes;
+  }
 
   // The last node takes the node's name (or a fresh one) and writes its output.
   const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
@@ -401,7 +509,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
     transpose_01(last_name("_batch_to_channel"), d2s_out, m.output);
     return nodes;
   }
-  add_value_info(m, concat_out, m.outputs() * s * s, {0, 0, 0, 0});
+  add_value_info(m, concat_out, m.outputs() * s * s, growth);
   if (layout == PhaseLayout::kGatherCrd) {
     // Channel p*C + c (phase-major, as concatenated) moves to c*s*s + p (channel-major), the order CRD reads.
     const int64_t c_out = m.outputs(), phases = s * s;
@@ -416,7 +524,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
     onnx::NodeProto gather = make_node("Gather", gather_name, {concat_out, perm_name}, {gathered});
     *gather.add_attribute() = onnx_io::make_int_attribute("axis", 1);
     nodes.push_back(std::move(gather));
-    add_value_info(m, gathered, c_out * phases, {0, 0, 0, 0});
+    add_value_info(m, gathered, c_out * phases, growth);
     depth_to_space(last_name("_depth_to_space"), gathered, m.output, "CRD");
     return nodes;
   }

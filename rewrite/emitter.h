@@ -28,6 +28,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,20 @@ enum class PhaseLayout {
   // tap everywhere): the one phase's Conv on x, then a nearest Resize by s. No Concat, no DepthToSpace, 1/s^2 of the
   // phases' work. The emitter chooses it whatever the target's join (Emitter::layout_for).
   kNearest,
+  // Strides that differ per axis (s_y != s_x), where DepthToSpace, one block size for both axes, cannot join: each row
+  // of phases stacked on a new last axis and flattened into W (Unsqueeze, Concat axis 4, Reshape [0,0,0,-1]), then the
+  // rows side by side on W and reshaped into H (Concat axis 3, Reshape [0,0,-1,W'']). The emitter chooses it whatever
+  // the target's join (Emitter::layout_for).
+  kInterleave,
+  // Stride 1 on both axes: the one phase is the node's output, nothing to join (the emitter chooses it).
+  kSingle,
 };
 
-// "dcr", "gather_crd", "batch_crd", "nearest": how the plan and the report name a layout.
+// "dcr", "gather_crd", "batch_crd", "nearest", "interleave", "single": how the plan and the report name a layout.
 const char* phase_layout_name(PhaseLayout layout);
+
+// The extent of axis `axis` of m's 4-D input when shape inference knows it.
+std::optional<int64_t> known_dim(const DeconvMatch& m, int axis);
 
 // Whether shape inference knows m's input to have batch 1 (what kBatchCrd needs).
 bool known_batch_of_one(const DeconvMatch& m);
@@ -78,7 +89,8 @@ class Emitter {
   std::string keep_reason(const DeconvMatch& m, PhaseLayout layout = PhaseLayout::kDcr) const;
 
   // The layout m is emitted in when the target joins phases with `join`: kNearest when every phase of m computes the
-  // same (the same taps, pads and weights), else `join`.
+  // same (the same taps, pads and weights), kInterleave when its strides differ per axis, kSingle for stride 1, else
+  // `join`.
   PhaseLayout layout_for(const DeconvMatch& m, PhaseLayout join) const;
 
   // The nodes that replace m.node, in order, ending in the phase outputs' `layout`. New initializers and value_info
@@ -109,9 +121,17 @@ class Emitter {
   bool equal_phases(const DeconvMatch& m, const core::DeconvPlan& plan) const;
   // The nearest Resize by s of `input` into m.output, for the model's opset (10: Resize(X, scales); 11 and 12: with an
   // empty roi; 13 on: roi omitted), named after the node.
-  onnx::NodeProto nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t s);
+  onnx::NodeProto nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t sy, int64_t sx);
+  // A Reshape of `input` into `output` by a constant shape (an int64 initializer named after the node).
+  onnx::NodeProto reshape(const DeconvMatch& m, const std::string& name, const std::string& input, const std::string& output,
+                          const std::vector<int64_t>& shape);
+  // The kInterleave join of the phase outputs (row-major (ay, ax)) into m.output, named after the node.
+  void interleave(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
+                  const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes);
   void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);
-  void add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads);
+  // A 4-D value_info for `name`: m's input type with `channels`, each spatial extent grown by its pads, W times width_factor.
+  void add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads,
+                      int64_t width_factor = 1);
 
   onnx::ModelProto& model_;
   NameAllocator& names_;

@@ -93,6 +93,33 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
   return std::array<int64_t, 2>{v[0], v[1]};
 }
 
+// The depthwise [C, 1, kH, kW] weight a group-1 ConvTranspose weight [C, C, kH, kW] computes when every off-diagonal
+// slice [c_in, c_out != c_in] is exactly zero (FCN's bilinear upsamplers), or nullptr when one is not. 0 * inf is NaN in
+// the dense original and absent from the depthwise one: docs/verification.md, non-finite values.
+std::shared_ptr<const onnx::TensorProto> depthwise_in_value(const onnx::TensorProto& w, const std::vector<int64_t>& dims) {
+  const int64_t c = dims[0], plane = dims[2] * dims[3];
+  const auto values = onnx_io::to_doubles(w);
+  if (!values || static_cast<int64_t>(values->size()) != c * c * plane) return nullptr;
+  std::vector<int64_t> diagonal;
+  diagonal.reserve(static_cast<size_t>(c * plane));
+  for (int64_t ci = 0; ci < c; ++ci) {
+    for (int64_t co = 0; co < c; ++co) {
+      const int64_t start = (ci * c + co) * plane;
+      for (int64_t t = 0; t < plane; ++t) {
+        if (co == ci) {
+          diagonal.push_back(start + t);
+        } else if ((*values)[static_cast<size_t>(start + t)] != 0.0) {
+          return nullptr;  // NaN too: it is not 0
+        }
+      }
+    }
+  }
+  auto gathered = onnx_io::gather_elements(w, diagonal, {c, 1, dims[2], dims[3]});
+  if (!gathered) return nullptr;
+  gathered->set_name(w.name());
+  return std::make_shared<onnx::TensorProto>(std::move(*gathered));
+}
+
 }  // namespace
 
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
@@ -199,21 +226,31 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
 
   // The node is valid; from here on every refusal is a reason to keep it.
   const bool take_dense = dense && a.group == 1;
-  if (a.group == 1 && c_in > 1 && !take_dense) {
+  // Dense in the graph, depthwise in value: the weight read as its diagonal, the node as the depthwise one it computes.
+  std::shared_ptr<const onnx::TensorProto> diagonal;
+  if (a.group == 1 && c_in > 1 && w_dims[1] == c_in && !take_dense && is_float_type(w.data_type()) &&
+      onnx_io::validate_tensor_data(w, who).ok()) {
+    diagonal = depthwise_in_value(w, w_dims);
+  }
+  if (diagonal) {
+    sum.depthwise_in_value = true;
+  } else if (a.group == 1 && c_in > 1 && !take_dense) {
     return fail(declined("dense (group 1), " + std::to_string(c_in) + " to " + std::to_string(w_dims[1]) +
                          " channels: XNNPACK already runs a dense deconvolution as polyphase subconvolutions, and a "
                          "polyphase rewrite measured 0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose\")"));
   }
-  if (a.group != c_in && !take_dense) {
+  if (a.group != c_in && !take_dense && !diagonal) {
     return fail(
         declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) + " input channels"));
   }
-  if (w_dims[1] != 1 && !take_dense) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
+  if (w_dims[1] != 1 && !take_dense && !diagonal) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
   if ((*dilations)[0] != 1 || (*dilations)[1] != 1) {
-    return fail(declined("dilation > 1 (dilations " + join({(*dilations)[0], (*dilations)[1]}) + ")"));
-  }
-  if ((*strides)[0] != (*strides)[1]) {
-    return fail(declined("strides differ per axis (" + std::to_string((*strides)[0]) + " vs " + std::to_string((*strides)[1]) + ")"));
+    sum.dilations = *dilations;
+    // A stride-1 axis is a dilated Conv; a dilated stride-s axis spreads each phase's taps over two lattices.
+    if (((*dilations)[0] != 1 && (*strides)[0] != 1) || ((*dilations)[1] != 1 && (*strides)[1] != 1)) {
+      return fail(declined("dilation > 1 with stride > 1 on one axis (dilations " + join({(*dilations)[0], (*dilations)[1]}) +
+                           ", strides " + join({(*strides)[0], (*strides)[1]}) + "): only a stride-1 axis may be dilated"));
+    }
   }
   if (!is_float_type(w.data_type())) {
     return fail(declined("unsupported element type " + onnx_io::data_type_name(w.data_type()) +
@@ -232,12 +269,13 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     }
     if (!a.output_shape.empty()) spec.output_size = a.output_shape[a.output_shape.size() - 2 + static_cast<size_t>(axis)];
     spec.input_size = known_dim(input_type, 2 + axis);
-    auto g = core::resolve_axis(w_dims[2 + static_cast<size_t>(axis)], (*strides)[axis], (*output_padding)[axis], spec);
+    auto g = core::resolve_axis(w_dims[2 + static_cast<size_t>(axis)], (*strides)[axis], (*output_padding)[axis], spec, (*dilations)[axis]);
     if (!g) return fail(g.error());
     geo[static_cast<size_t>(axis)] = *g;
   }
   sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
-  if (!core::is_clean_upscale(geo[0]) || !core::is_clean_upscale(geo[1])) {
+  // A clean xs upscale, or an output a whole number of strides longer or shorter (s*(H+q)): every phase the same length.
+  if (!core::plannable(geo[0]) || !core::plannable(geo[1])) {
     std::string reason =
         "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " + core::describe_output_length(geo[1], "W");
     const auto h = known_dim(input_type, 2), wd = known_dim(input_type, 3);
@@ -246,7 +284,8 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     const int64_t ow = wd ? core::deconv_output_length(geo[1], *wd).value_or(0) : 0;
     if (oh > 0 && ow > 0)
       reason += " (" + std::to_string(oh) + "x" + std::to_string(ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
-    return fail(declined(reason + ", wants " + std::to_string(sum.stride) + "*H x " + std::to_string(sum.stride) + "*W"));
+    const std::string sy = std::to_string((*strides)[0]), sx = std::to_string((*strides)[1]);
+    return fail(declined(reason + ", wants " + sy + "*H x " + sx + "*W or a whole number of strides more or less (" + sy + "*(H+q))"));
   }
 
   if (node.input_size() > 2 && !node.input(2).empty()) {
@@ -280,6 +319,12 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   }
   m.y = geo[0];
   m.x = geo[1];
+  if (diagonal) {
+    // The depthwise weight is derived; the dense one, stored as it was, goes once nothing else reads it.
+    chain.emplace_back(weight->scope, weight->name);
+    weight->tensor = diagonal.get();
+    folded = std::move(diagonal);
+  }
   m.weight = std::move(*weight);
   m.derived_weight = std::move(folded);
   m.weight_chain = std::move(chain);

@@ -31,6 +31,9 @@ struct NodeSummary {
   std::array<int64_t, 2> strides{0, 0};
   std::optional<std::array<int64_t, 4>> pads;  // resolved [top, left, bottom, right]
   std::optional<std::array<int64_t, 2>> output_padding;
+  std::optional<std::array<int64_t, 2>> dilations;  // set when some axis is dilated
+  // A group-1 ConvTranspose whose weight is zero off the channel diagonal: rewritten as the depthwise one it computes.
+  bool depthwise_in_value = false;
   // How the upsampler is written (rewrite/forms.h), or kNearestResize for a nearest Resize that starts no form.
   Form form = Form::kConvTranspose;
 };

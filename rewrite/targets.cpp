@@ -219,6 +219,7 @@ std::string family_text(const KeepRule& r) {
   const std::string forms = r.forms.empty() ? "every form" : joined(r.forms, form_name, "/");
   text += (text.empty() ? "" : " ") + forms;
   if (!r.kernels.empty()) text += " " + joined(r.kernels, kernel_class_name, "/");
+  if (!r.strides.empty()) text += " strides " + joined(r.strides, stride_class_name, "/");
   if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
   if (r.max_channels > 0) text += ", C < " + std::to_string(r.max_channels);
   if (r.widens) text += *r.widens ? ", C_out > C" : ", C_out <= C";
@@ -232,6 +233,15 @@ const char* grouping_name(Grouping g) {
     case Grouping::kDepthwise: return "depthwise";
     case Grouping::kGrouped: return "grouped";
     case Grouping::kDense: return "dense";
+  }
+  return "";
+}
+
+const char* stride_class_name(StrideClass s) {
+  switch (s) {
+    case StrideClass::kSquare: return "s x s";
+    case StrideClass::kOne: return "1 x 1";
+    case StrideClass::kAnisotropic: return "s_h != s_w";
   }
   return "";
 }
@@ -251,6 +261,7 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
   f.channels = m.channels;
   f.out_channels = m.outputs();
   f.stride = m.y.stride;
+  f.strides = m.y.stride != m.x.stride ? StrideClass::kAnisotropic : m.y.stride == 1 ? StrideClass::kOne : StrideClass::kSquare;
   f.grouping = m.groups() == m.channels && m.outputs() == m.channels ? Grouping::kDepthwise
                : m.groups() == 1                                     ? Grouping::kDense
                                                                      : Grouping::kGrouped;
@@ -264,7 +275,8 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
 bool KeepRule::names(const Family& f) const {
   return (forms.empty() || forms.count(f.form) != 0) && (groupings.empty() || groupings.count(f.grouping) != 0) &&
          (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels &&
-         (max_channels == 0 || f.channels < max_channels) && (!widens || (f.out_channels > f.channels) == *widens);
+         (max_channels == 0 || f.channels < max_channels) && (!widens || (f.out_channels > f.channels) == *widens) &&
+         (strides.empty() || strides.count(f.strides) != 0);
 }
 
 std::string Target::keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const {
@@ -292,7 +304,7 @@ std::string Target::summary() const {
     (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + family_text(r);
   const bool keeps_the_rest = !rules.back().rewrite && rules.back().forms.empty() && rules.back().groupings.empty() &&
                               rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0 &&
-                              !rules.back().widens;
+                              !rules.back().widens && rules.back().strides.empty();
   if (keeps_the_rest) return "only " + rewrites + " (every other family measured slower or no faster), joined with " + joined_by;
   return "every form but: " + keeps + "; joined with " + joined_by;
 }
@@ -340,21 +352,22 @@ std::string target_names() {
 std::string rules_markdown() {
   const auto cell = [](const std::string& text) { return text.empty() ? std::string("any") : text; };
   std::string md =
-      "| target | form | grouping | kernel | input channels | output channels | decision | measured |\n"
-      "|---|---|---|---|---|---|---|---|\n";
+      "| target | form | grouping | kernel | strides | input channels | output channels | decision | measured |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : targets()) {
     for (const auto& r : t.rules) {
       std::string channels;
       if (r.min_channels > 0) channels = ">= " + std::to_string(r.min_channels);
       if (r.max_channels > 0) channels += (channels.empty() ? "< " : ", < ") + std::to_string(r.max_channels);
       md += "| `" + t.name + "` | " + cell(joined(r.forms, form_name, ", ")) + " | " + cell(joined(r.groupings, grouping_name, ", ")) +
-            " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " + cell(channels) + " | " +
-            (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " + (r.rewrite ? "rewrite" : "keep") + " | " +
-            replace_all(r.measured, "%C", "C") + " |\n";
+            " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " + cell(joined(r.strides, stride_class_name, ", ")) + " | " +
+            cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " + (r.rewrite ? "rewrite" : "keep") +
+            " | " + replace_all(r.measured, "%C", "C") + " |\n";
     }
     if (t.rules.empty() || t.rules.back().rewrite || !t.rules.back().forms.empty() || !t.rules.back().groupings.empty() ||
-        !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0 || t.rules.back().widens) {
-      md += "| `" + t.name + "` | any other | any | any | any | any | rewrite | " + t.measured + " |\n";
+        !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0 || t.rules.back().widens ||
+        !t.rules.back().strides.empty()) {
+      md += "| `" + t.name + "` | any other | any | any | any | any | any | rewrite | " + t.measured + " |\n";
     }
   }
   return md;

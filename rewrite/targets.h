@@ -27,6 +27,9 @@ CpuFeatures host_cpu();
 // The families the measurements were taken on, and the rules name.
 enum class Grouping { kDepthwise, kGrouped, kDense };
 enum class KernelClass { k1x1, k3x3, kOther };
+// The strides of the equivalent ConvTranspose: s x s with s >= 2 (DepthToSpace joins the phases), 1 x 1 (one Conv, no
+// join), or s_h != s_w (the interleave join).
+enum class StrideClass { kSquare, kOne, kAnisotropic };
 
 // An upsampler as the rules see it.
 struct Family {
@@ -38,6 +41,7 @@ struct Family {
   int64_t channels = 0;      // input channels
   int64_t out_channels = 0;  // output channels
   int64_t stride = 0;
+  StrideClass strides = StrideClass::kSquare;
 };
 
 // The family of a matched upsampler.
@@ -60,6 +64,7 @@ struct KeepRule {
   // For ONNX Runtime's depthwise ConvTranspose: the answer was seen to change on a CPU with AVX-512, which this
   // project cannot measure; the reason says so there.
   bool cpu_dependent = false;
+  std::set<StrideClass> strides;  // empty: every stride class
 
   bool names(const Family& f) const;
 };
@@ -111,9 +116,10 @@ const Target* find_target(const std::string& name);
 // "default, xnnpack, litert, ort, executorch": for --help and the usage error of an unknown name.
 std::string target_names();
 
-// "depthwise", "grouped", "dense"; "1x1", "3x3", "other".
+// "depthwise", "grouped", "dense"; "1x1", "3x3", "other"; "s x s", "1 x 1", "s_h != s_w".
 const char* grouping_name(Grouping g);
 const char* kernel_class_name(KernelClass k);
+const char* stride_class_name(StrideClass s);
 
 // Every target's rules as the Markdown table docs/targets.md holds between its "rules:begin" and "rules:end"
 // markers: one row per rule, in order, and a last row per target for what no rule names.

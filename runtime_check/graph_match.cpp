@@ -89,7 +89,12 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
   const std::string& name = attr.name();
   if (op == "Conv") {
     if (name == "group" || name == "kernel_shape" || name == "pads") return true;
-    if (name == "strides" || name == "dilations") return ints_all(attr, 1);
+    // Dilations other than 1 only on the one Conv of a stride-1 ConvTranspose (region_node_difference checks where).
+    if (name == "strides") return ints_all(attr, 1);
+    if (name == "dilations") {
+      return attr.type() == onnx::AttributeProto::INTS &&
+             std::all_of(attr.ints().begin(), attr.ints().end(), [](int64_t v) { return v >= 1; });
+    }
     return name == "auto_pad" && attr.s() == "NOTSET";
   }
   if (op == "Pad") {
@@ -97,9 +102,12 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
     if (name == "mode") return attr.s() == "constant" || attr.s() == "edge";  // edge: a copy of x's edge samples
     return name == "value" && attr.type() == onnx::AttributeProto::FLOAT && attr.f() == 0;
   }
-  // Concat on channels (or, for the batch_crd layout, on the batch axis); DepthToSpace in either order; the
-  // Gather (constant indices) and Transpose of the CRD layouts only move elements.
-  if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && (attr.i() == 1 || attr.i() == 0);
+  // Concat on channels (or the batch axis for batch_crd, the new last axis and W for the interleave); DepthToSpace in
+  // either order; the Gather (constant indices), Transpose, Unsqueeze and Reshape of the joins only move elements.
+  if (op == "Concat") {
+    return name == "axis" && attr.type() == onnx::AttributeProto::INT && (attr.i() == 0 || attr.i() == 1 || attr.i() == 3 || attr.i() == 4);
+  }
+  if (op == "Unsqueeze") return name == "axes";
   if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && (attr.s() == "DCR" || attr.s() == "CRD"));
   if (op == "Gather") return name == "axis";
   if (op == "Transpose") return name == "perm";
@@ -117,16 +125,23 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 // emitted ops are affine in x (constant Pad, Conv with constant weights, Concat, DepthToSpace) or ignore its values
 // (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
-  static const std::set<std::string> kEmitted{"Pad",       "Conv",  "Concat",          "DepthToSpace", "Gather",
-                                              "Transpose", "Shape", "ConstantOfShape", "Constant",     "Resize"};
+  static const std::set<std::string> kEmitted{"Pad",      "Conv",      "Concat",    "DepthToSpace",
+                                              "Gather",   "Transpose", "Shape",     "ConstantOfShape",
+                                              "Constant", "Resize",    "Unsqueeze", "Reshape"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where +
            " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
-           "ConstantOfShape, Constant, Resize)";
+           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
+    // A dilated Conv is what a stride-1 ConvTranspose becomes: one Conv writing y, never a phase of a join.
+    if (node.op_type() == "Conv" && attr.name() == "dilations" && !ints_all(attr, 1) &&
+        (node.output_size() != 1 || node.output(0) != region.y)) {
+      return where + ": attribute 'dilations' is not in a form the rewrite emits (only the one Conv that writes '" + region.y +
+             "' is dilated)";
+    }
   }
   // A constant here: an initializer or a Constant node's output.
   const auto constant = [&graph](const std::string& name) {

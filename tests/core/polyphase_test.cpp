@@ -168,3 +168,141 @@ TEST_CASE("phase weight indices walk each channel's plane", "[core][polyphase]")
   REQUIRE(all.size() == 6);
   CHECK(all[2] == 8 + 7);  // channel 1 starts at 1*kH*kW = 8
 }
+
+namespace {
+
+// Every axis whose output is s*(H + q) with q != 0 (k <= 9, s <= 4, op < s), and every stride-1 axis with
+// dilation 2..5 (k <= 5): the lengths a clean upscale misses, FCN's uncropped k4 s2 (2H+2) and GTCRN's dilated
+// stride-1 decoder among them.
+std::vector<AxisGeometry> grown_axes() {
+  std::vector<AxisGeometry> axes;
+  for (int64_t s = 1; s <= 4; ++s) {
+    for (int64_t k = 1; k <= 9; ++k) {
+      for (int64_t op = 0; op < s; ++op) {
+        for (int64_t pb = 0; pb <= k; ++pb) {
+          for (int64_t pe = 0; pe <= k; ++pe) {
+            const AxisGeometry g{k, s, pb, pe, op};
+            const auto q = phase_growth(g);
+            if (q && *q != 0 && *q >= -2) axes.push_back(g);
+          }
+        }
+      }
+    }
+  }
+  for (int64_t d = 2; d <= 5; ++d) {
+    for (int64_t k = 2; k <= 5; ++k) {
+      const int64_t k_eff = (k - 1) * d + 1;
+      for (int64_t pb = 0; pb <= k_eff; pb += 2) {
+        for (int64_t pe = 0; pe <= k_eff; pe += 3) {
+          for (int64_t op = 0; op < d; op += d - 1) {
+            const AxisGeometry g{k, 1, pb, pe, op, d};
+            if (*phase_growth(g) >= -2) axes.push_back(g);  // the test's 4x5 input keeps a positive output
+          }
+        }
+      }
+    }
+  }
+  return axes;
+}
+
+}  // namespace
+
+TEST_CASE("phase plan equals a naive ConvTranspose when the output is s*(H+q), and for dilated stride 1", "[core][polyphase]") {
+  const auto axes = grown_axes();
+  std::mt19937 rng(20261203);
+  size_t checked = 0, grown = 0, shrunk = 0, dilated = 0, end_crops = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisGeometry& gy = axes[i];
+    REQUIRE(plannable(gy));
+    // x: a clean axis of the same stride, or another grown one, so the two axes' growth differs.
+    const AxisGeometry gx = i % 2 == 0 ? AxisGeometry{gy.stride + 1, gy.stride, 1, 0, 0} : axes[(i * 5 + 1) % axes.size()];
+    if (gx.stride != gy.stride) continue;
+    const int64_t qy = *phase_growth(gy), qx = *phase_growth(gx);
+    const int64_t h = 5, w_in = 4;  // large enough that H + q > 0 for q >= -2 and every dilated kernel
+    const int64_t channels = 2;
+    const Tensor4 x = random_tensor(1, channels, h, w_in, rng);
+    const Tensor4 w = random_tensor(channels, 1, gy.kernel, gx.kernel, rng);
+    const std::vector<double> bias{0.5, -0.25};
+    ConvTranspose2dParams p = deconv_params(gy, gx, channels);
+    p.dilations = {gy.dilation, gx.dilation};
+    const Tensor4 expected = conv_transpose2d_reference(x, w, bias, p);
+    const DeconvPlan plan = plan_deconv(gy, gx);
+    const Tensor4 actual = run_plan_reference(plan, x, w, bias);
+    INFO("y: k=" << gy.kernel << " s=" << gy.stride << " d=" << gy.dilation << " pads=" << gy.pad_begin << "," << gy.pad_end
+                 << " op=" << gy.output_padding << " q=" << qy << "; x: k=" << gx.kernel << " d=" << gx.dilation << " pads=" << gx.pad_begin
+                 << "," << gx.pad_end << " q=" << qx);
+    REQUIRE(expected.h == gy.stride * (h + qy));
+    REQUIRE(expected.w == gx.stride * (w_in + qx));
+    REQUIRE(max_abs_diff(expected, actual) < 1e-12);
+    ++checked;
+    grown += qy > 0;
+    shrunk += qy < 0;
+    dilated += gy.dilation > 1;
+    for (const auto& phase : plan.phases) end_crops += phase.y.pad_end < 0 || phase.x.pad_end < 0;
+  }
+  CHECK(checked > 400);
+  CHECK(grown > 100);
+  CHECK(shrunk > 50);
+  CHECK(dilated > 50);
+  CHECK(end_crops > 0);
+}
+
+TEST_CASE("FCN's uncropped k4 s2 and GTCRN's dilated stride 1 plan as the design says", "[core][polyphase]") {
+  // k4 s2 p0: 2H+2, q = 1. Phase 0: r = 0, c = 0, M = 2 -> begin 1, end 1 (H + 1 outputs).
+  const AxisGeometry fcn{4, 2, 0, 0, 0};
+  REQUIRE(phase_growth(fcn) == std::optional<int64_t>(1));
+  const auto phases = plan_axis(fcn);
+  CHECK(phases[0].pad_begin == 1);
+  CHECK(phases[0].pad_end == 1);
+  // k3 s1 d5, pads 10/10 (GTCRN's time axis): one flipped phase, pads (k-1)*d - Pb = 0 at both ends: T - 10.
+  const AxisGeometry gtcrn{3, 1, 10, 10, 0, 5};
+  REQUIRE(phase_growth(gtcrn) == std::optional<int64_t>(-10));
+  const auto one = plan_axis(gtcrn);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].kernel_tap(0) == 2);
+  CHECK(one[0].dilation == 5);
+  CHECK(one[0].pad_begin == 0);
+  CHECK(one[0].pad_end == 0);
+  // Not plannable: 2H+1 (the excess is not a whole stride), and dilation with stride 2.
+  CHECK_FALSE(plannable({3, 2, 0, 0, 0}));
+  CHECK_FALSE(plannable({3, 2, 1, 1, 1, 2}));
+}
+
+TEST_CASE("phase plan equals a naive ConvTranspose when the strides differ per axis", "[core][polyphase]") {
+  // DeepFilterNet's (1,3) s(1,2) p(0,1) op(0,1), MobileStyleGAN's IDWT (2,1)/(1,2), and every pairing of a clean or
+  // grown axis of stride s_y with one of another stride s_x.
+  std::vector<AxisGeometry> axes = clean_axes();
+  for (const auto& g : grown_axes()) {
+    if (g.dilation == 1) axes.push_back(g);
+  }
+  std::mt19937 rng(20261204);
+  size_t checked = 0, with_one = 0;
+  for (size_t i = 0; i < axes.size(); i += 3) {
+    const AxisGeometry& gy = axes[i];
+    const AxisGeometry& gx = axes[(i * 11 + 5) % axes.size()];
+    if (gx.stride == gy.stride) continue;
+    const int64_t h = 4, w_in = 3, channels = 2;
+    const Tensor4 x = random_tensor(1, channels, h, w_in, rng);
+    const Tensor4 w = random_tensor(channels, 1, gy.kernel, gx.kernel, rng);
+    const std::vector<double> bias{-0.5, 0.75};
+    const Tensor4 expected = conv_transpose2d_reference(x, w, bias, deconv_params(gy, gx, channels));
+    const DeconvPlan plan = plan_deconv(gy, gx);
+    REQUIRE(plan.phases.size() == static_cast<size_t>(gy.stride * gx.stride));
+    INFO("y: k=" << gy.kernel << " s=" << gy.stride << " pads=" << gy.pad_begin << "," << gy.pad_end << " op=" << gy.output_padding
+                 << "; x: k=" << gx.kernel << " s=" << gx.stride << " pads=" << gx.pad_begin << "," << gx.pad_end
+                 << " op=" << gx.output_padding);
+    REQUIRE(max_abs_diff(expected, run_plan_reference(plan, x, w, bias)) < 1e-12);
+    ++checked;
+    with_one += gy.stride == 1 || gx.stride == 1;
+  }
+  CHECK(checked > 150);
+  CHECK(with_one > 30);
+  // DeepFilterNet3's ERB decoder layer on its own: kernel (1,3), stride (1,2), padding (0,1), output_padding (0,1).
+  const AxisGeometry time{1, 1, 0, 0, 0}, freq{3, 2, 1, 1, 1};
+  const Tensor4 x = random_tensor(1, 3, 5, 4, rng);
+  const Tensor4 w = random_tensor(3, 1, 1, 3, rng);
+  const Tensor4 expected = conv_transpose2d_reference(x, w, {}, deconv_params(time, freq, 3));
+  REQUIRE(expected.h == 5);
+  REQUIRE(expected.w == 8);
+  CHECK(max_abs_diff(expected, run_plan_reference(plan_deconv(time, freq), x, w, {})) < 1e-12);
+}

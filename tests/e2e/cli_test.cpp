@@ -87,10 +87,10 @@ TEST_CASE("the report is the documented JSON", "[e2e]") {
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"tool_version\": \"0.1.0\""));
   CHECK_THAT(json, Catch::Contains("\"opset\": 13"));
-  CHECK_THAT(json,
-             Catch::Contains("{\"name\": \"up2\", \"graph\": \"main\", \"decision\": \"rewritten\", \"reason\": \"\", "
-                             "\"channels\": 8, \"kernel\": [3, 3], \"stride\": 2, \"pads\": [1, 1, 1, 1], "
-                             "\"output_padding\": [1, 1], \"form\": \"conv_transpose\", \"layout\": \"gather_crd\", \"note\": null}"));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"up2\", \"graph\": \"main\", \"decision\": \"rewritten\", \"reason\": \"\", "
+                                   "\"channels\": 8, \"kernel\": [3, 3], \"stride\": 2, \"strides\": [2, 2], \"pads\": [1, 1, 1, 1], "
+                                   "\"output_padding\": [1, 1], \"dilations\": null, \"depthwise_in_value\": false, \"form\": "
+                                   "\"conv_transpose\", \"layout\": \"gather_crd\", \"note\": null}"));
   CHECK_THAT(json, Catch::Contains("\"target\": \"default\""));  // no --target: the default profile
   CHECK_THAT(json, Catch::Contains("\"outside_delegate\": \"the Gather of each join: on ExecuTorch aten.index.Tensor"));
   CHECK_THAT(json, Catch::Contains("\"cpu\": \"AVX-512F: "));

@@ -34,7 +34,8 @@ TEST_CASE("the hand-written MI-GAN-like model is rewritten and verifies whole-mo
   }
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"decision\": \"rewritten\", \"reason\": \"\", \"channels\": 64"));
-  CHECK_THAT(json, Catch::Contains("\"output_padding\": [0, 0], \"form\": \"nearest_mask\", \"layout\": \"gather_crd\", \"note\": null}"));
+  CHECK_THAT(json, Catch::Contains("\"output_padding\": [0, 0], \"dilations\": null, \"depthwise_in_value\": false, \"form\": "
+                                   "\"nearest_mask\", \"layout\": \"gather_crd\", \"note\": null}"));
   CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
   CHECK_THAT(json, Catch::Contains("\"passed\": true"));
 

@@ -160,10 +160,11 @@ TEST_CASE("The plan shows only the geometry matching read, and a row for each ne
   CHECK_THAT(r.out, !Catch::Contains("k=0x0") && !Catch::Contains("pads=[0, 0, 0, 0]"));
   CHECK_THAT(r.out, Catch::Contains("plan: rewrite 0 of 3 upsamplers, keep 3"));
   const std::string json = read_file(report);
-  CHECK_THAT(json, Catch::Contains("\"channels\": null, \"kernel\": null, \"stride\": null, \"pads\": null, "
-                                   "\"output_padding\": null, \"form\": \"nearest_conv\""));
-  CHECK_THAT(json, Catch::Contains("\"channels\": 4, \"kernel\": null, \"stride\": 2, \"pads\": null, \"output_padding\": null, "
-                                   "\"form\": \"resize\""));
+  CHECK_THAT(json,
+             Catch::Contains("\"channels\": null, \"kernel\": null, \"stride\": null, \"strides\": null, \"pads\": null, "
+                             "\"output_padding\": null, \"dilations\": null, \"depthwise_in_value\": false, \"form\": \"nearest_conv\""));
+  CHECK_THAT(json, Catch::Contains("\"channels\": 4, \"kernel\": null, \"stride\": 2, \"strides\": [2, 2], \"pads\": null, "
+                                   "\"output_padding\": null, \"dilations\": null, \"depthwise_in_value\": false, \"form\": \"resize\""));
   // A Resize row is no name --only takes.
   const auto only = run_cli(input.string() + " --dry-run --only r2", dir);
   CHECK(only.exit_code == 2);

@@ -57,8 +57,8 @@ std::vector<std::string> cells(const std::string& row) {
 // A row of the docs' table, as a reader takes it.
 struct DocRule {
   std::string target;
-  std::string forms, groupings, kernels, channels;  // "any" or a comma-separated list; channels ">= N", "< N"
-  std::string out_channels;                         // "any", "> input" or "<= input"
+  std::string forms, groupings, kernels, strides, channels;  // "any" or a comma-separated list; channels ">= N", "< N"
+  std::string out_channels;                                  // "any", "> input" or "<= input"
   bool rewrite = false;
   std::string measured;
 
@@ -70,8 +70,9 @@ struct DocRule {
     }
     return false;
   }
-  bool names(const std::string& form, const std::string& grouping, const std::string& kernel, int64_t c, int64_t c_out) const {
-    if (!lists(forms, form) || !lists(groupings, grouping) || !lists(kernels, kernel)) return false;
+  bool names(const std::string& form, const std::string& grouping, const std::string& kernel, const std::string& stride_class, int64_t c,
+             int64_t c_out) const {
+    if (!lists(forms, form) || !lists(groupings, grouping) || !lists(kernels, kernel) || !lists(strides, stride_class)) return false;
     if (out_channels == "> input" && !(c_out > c)) return false;
     if (out_channels == "<= input" && !(c_out <= c)) return false;
     if (channels == "any") return true;
@@ -95,9 +96,9 @@ std::vector<DocRule> read_doc_rules() {
   while (std::getline(lines, line)) {
     if (line.empty()) continue;
     const auto c = cells(line);
-    REQUIRE(c.size() == 8);
-    DocRule r{c[0].substr(1, c[0].size() - 2), c[1], c[2], c[3], c[4], c[5], c[6] == "rewrite", c[7]};
-    REQUIRE((c[6] == "rewrite" || c[6] == "keep"));
+    REQUIRE(c.size() == 9);
+    DocRule r{c[0].substr(1, c[0].size() - 2), c[1], c[2], c[3], c[4], c[5], c[6], c[7] == "rewrite", c[8]};
+    REQUIRE((c[7] == "rewrite" || c[7] == "keep"));
     rules.push_back(r);
   }
   return rules;
@@ -107,7 +108,8 @@ struct Case {
   std::string form, grouping, kernel;
   int64_t channels = 0, s = 2;
   onnx::ModelProto model;
-  int64_t out_channels = 0;  // 0: channels
+  int64_t out_channels = 0;       // 0: channels
+  std::string strides = "s x s";  // the stride class, as the table names it
 };
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -232,7 +234,7 @@ TEST_CASE("every target decides every family as the table in docs/targets.md say
         // The docs' first row for the target that names the family decides; its last row names what the others leave.
         const DocRule* rule = nullptr;
         for (const auto& r : rules) {
-          if (r.target == target.name && r.names(rewrite::form_name(row.summary.form), c.grouping, kernel, c.channels,
+          if (r.target == target.name && r.names(rewrite::form_name(row.summary.form), c.grouping, kernel, c.strides, c.channels,
                                                  c.out_channels == 0 ? c.channels : c.out_channels)) {
             rule = &r;
             break;

@@ -1,0 +1,270 @@
+// Depthwise ConvTransposes that are not clean xs upscales on both axes but that a polyphase rewrite still computes
+// exactly: a stride-1 one, dilated or not (GTCRN's decoder), an output a whole number of strides longer than s*H (FCN's
+// uncropped 2H+2 and 8H+8), and a group-1 one whose weight is zero off the channel diagonal (FCN's bilinear upsamplers).
+// Each test asserts the emitted structure, what was removed, and the numbers through the naive executor.
+#include <catch2/catch.hpp>
+
+#include "rewrite_fixtures.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+using onnx::TensorProto;
+
+namespace {
+
+// The one Conv that replaces a stride-1 ConvTranspose: named after the node, writing Y, reading X (or a crop of it).
+const onnx::NodeProto& require_single_conv(const onnx::GraphProto& g) {
+  REQUIRE(count_ops(g, "ConvTranspose") == 0);
+  REQUIRE(count_ops(g, "Conv") == 1);
+  CHECK(count_ops(g, "DepthToSpace") == 0);
+  CHECK(count_ops(g, "Concat") == 0);
+  const onnx::NodeProto* conv = find_producer(g, "Y");
+  REQUIRE(conv != nullptr);
+  REQUIRE(conv->op_type() == "Conv");
+  CHECK(conv->name() == "up1");
+  return *conv;
+}
+
+// A group-1 ConvTranspose C -> C whose weight is `diagonal` on [c, c] and zero elsewhere, plus `off` at [0, 1, 0, 0].
+onnx::ModelProto dense_diagonal_model(int64_t channels, int64_t k, int64_t s, int64_t h, double off, const std::string& pads = "") {
+  const std::string c = std::to_string(channels);
+  const std::string attrs = "strides=[" + std::to_string(s) + "," + std::to_string(s) + "]" + (pads.empty() ? "" : ", pads=" + pads);
+  auto model =
+      parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + c + "," + std::to_string(h) + "," + std::to_string(h) +
+                  "] X) => (float[1," + c + ",OH,OW] Y) {\n  Y = ConvTranspose <" + attrs + "> (X, W, B)\n}\n");
+  std::vector<double> w(static_cast<size_t>(channels * channels * k * k), 0.0);
+  const auto diagonal = random_tensor4(channels, 1, k, k, 11);
+  for (int64_t ci = 0; ci < channels; ++ci) {
+    for (int64_t t = 0; t < k * k; ++t)
+      w[static_cast<size_t>((ci * channels + ci) * k * k + t)] = diagonal.data[static_cast<size_t>(ci * k * k + t)];
+  }
+  w[static_cast<size_t>(1 * k * k)] = off;  // [c_in 0, c_out 1, 0, 0]
+  auto& g = *model.mutable_graph();
+  *g.add_initializer() = onnx_io::make_tensor("W", TensorProto::FLOAT, {channels, channels, k, k}, w, true);
+  set_random_initializer(g, "B", TensorProto::FLOAT, {channels}, 12);
+  name_node(model, "Y", "up1");
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("a dilated stride-1 depthwise ConvTranspose becomes one dilated Conv with the kernel flipped (GTCRN)", "[rewrite][stride1]") {
+  // GTCRN's decoder: kernel (3,3), stride 1, dilation (5,1), padding (2*5, 1): T - 10 x F, after a causal pad upstream.
+  DeconvSpec spec;
+  spec.channels = 4;
+  spec.kh = spec.kw = 3;
+  spec.h = 14;
+  spec.w = 6;
+  spec.bias = true;
+  spec.attrs = "strides=[1,1], pads=[10,1,10,1], dilations=[5,1]";
+  const auto model = deconv_model(spec);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  const auto& conv = require_single_conv(g);
+  CHECK(attr_ints(conv, "dilations") == std::vector<int64_t>{5, 1});
+  CHECK(attr_ints(conv, "pads") == std::vector<int64_t>{0, 1, 0, 1});  // (k-1)*d - Pb = 0 in time, 1 in frequency
+  CHECK(find_attr(conv, "group")->i() == 4);
+  CHECK(conv.input(0) == "X");
+  CHECK(conv.input(2) == "B");
+  CHECK(count_ops(g, "Pad") == 0);
+  CHECK(find_initializer(g, "W") == nullptr);  // only the flipped kernel is left
+  CHECK(conv_weight_dims(g, conv) == std::vector<int64_t>{4, 1, 3, 3});
+  const auto& row = out.result.nodes[0].summary;
+  REQUIRE(row.dilations);
+  CHECK(*row.dilations == std::array<int64_t, 2>{5, 1});
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(model, out.model, {{"X", input_for(spec)}}, "Y", {1, 4, 4, 6}) < kTolerance);
+}
+
+TEST_CASE("a stride-1 depthwise ConvTranspose of any output length is rewritten, cropping where its pads exceed the kernel",
+          "[rewrite][stride1]") {
+  struct Case {
+    const char* attrs;
+    std::vector<int64_t> dims;       // of Y for a 7x6 input
+    std::vector<int64_t> conv_pads;  // the Conv's own pads
+    bool crop;                       // a Pad with a negative pad before the Conv
+  };
+  const Case c = GENERATE(values<Case>({
+      {"strides=[1,1], pads=[2,1,2,1]", {1, 3, 5, 6}, {0, 1, 0, 1}, false},                   // 1*H-2, GTCRN's last block
+      {"strides=[1,1], pads=[0,0,0,0]", {1, 3, 9, 8}, {2, 2, 2, 2}, false},                   // H+2: a full correlation
+      {"strides=[1,1], pads=[3,0,1,1]", {1, 3, 5, 7}, {0, 2, 1, 1}, true},                    // begin 2-3 = -1: a crop
+      {"strides=[1,1], pads=[1,1,1,1], dilations=[2,2]", {1, 3, 9, 8}, {3, 3, 3, 3}, false},  // dilated, H+2
+      {"strides=[1,1], pads=[1,1,5,1], dilations=[2,1]", {1, 3, 5, 6}, {3, 1, 0, 1}, true},   // end 4-5 = -1: a crop
+  }));
+  CAPTURE(c.attrs);
+  DeconvSpec spec;
+  spec.kh = spec.kw = 3;
+  spec.h = 7;
+  spec.w = 6;
+  spec.attrs = c.attrs;
+  const auto model = deconv_model(spec);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  const auto& conv = require_single_conv(g);
+  CHECK(attr_ints(conv, "pads") == c.conv_pads);
+  CHECK(count_ops(g, "Pad") == (c.crop ? 1 : 0));
+  if (c.crop) {
+    const auto* pad = find_producer(g, conv.input(0));
+    REQUIRE(pad != nullptr);
+    CHECK(pad->op_type() == "Pad");
+  }
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(model, out.model, {{"X", input_for(spec)}}, "Y", c.dims) < kTolerance);
+}
+
+TEST_CASE("an output a whole number of strides longer is rewritten with every phase as long (FCN's uncropped 2H+2)", "[rewrite][growth]") {
+  DeconvSpec spec;  // k4 s2 p0: 2H+2 x 2W+2
+  spec.channels = 3;
+  spec.attrs = "strides=[2,2]";
+  spec.bias = true;
+  const auto model = deconv_model(spec);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  const auto convs = require_polyphase(g, "Y", 2, 3, 13, "up1");
+  // Each phase yields H+1 x W+1: two taps per axis, padded by one on each side.
+  for (const auto* conv : convs) CHECK(attr_ints(*conv, "pads") == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(count_ops(g, "ConvTranspose") == 0);
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(model, out.model, {{"X", input_for(spec)}}, "Y", {1, 3, 12, 10}) < kTolerance);
+  // Shorter by a whole stride: k2 s2 pads 1/1 gives 2H-2; and not a whole stride (2H+1) stays kept.
+  spec.kh = spec.kw = 2;
+  spec.attrs = "strides=[2,2], pads=[1,1,1,1]";
+  const auto shorter = deconv_model(spec);
+  const auto cropped = rewrite_copy(shorter);
+  REQUIRE(cropped.result.rewritten == 1);
+  CHECK(output_diff(shorter, cropped.model, {{"X", input_for(spec)}}, "Y", {1, 3, 8, 6}) < kTolerance);
+}
+
+TEST_CASE("FCN's k16 s8 uncropped upsampler is 64 phases, within the default --max-phases", "[rewrite][growth]") {
+  DeconvSpec spec;
+  spec.channels = 2;
+  spec.kh = spec.kw = 16;
+  spec.h = 3;
+  spec.w = 2;
+  spec.attrs = "strides=[8,8]";
+  const auto model = deconv_model(spec);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  const auto convs = require_polyphase(out.model.graph(), "Y", 8, 2, 13, "up1");
+  for (const auto* conv : convs) CHECK(attr_ints(*conv, "kernel_shape") == std::vector<int64_t>{2, 2});
+  CHECK(output_diff(model, out.model, {{"X", input_for(spec)}}, "Y", {1, 2, 32, 24}) < kTolerance);
+}
+
+TEST_CASE("a group-1 ConvTranspose that is zero off the channel diagonal is rewritten as the depthwise one it computes (FCN)",
+          "[rewrite][depthwise_in_value]") {
+  const auto model = dense_diagonal_model(5, 4, 2, 4, 0.0);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  const auto& row = out.result.nodes[0];
+  CHECK(row.summary.depthwise_in_value);
+  const auto& g = out.model.graph();
+  const auto convs = require_polyphase(g, "Y", 2, 5, 13, "up1");
+  for (const auto* conv : convs) CHECK(conv_weight_dims(g, *conv) == std::vector<int64_t>{5, 1, 2, 2});
+  CHECK(find_initializer(g, "W") == nullptr);  // the dense [5, 5, 4, 4] weight is gone
+  CHECK(find_initializer(g, "B") != nullptr);
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(model, out.model, {{"X", random_tensor4(1, 5, 4, 4, 3)}}, "Y", {1, 5, 10, 10}) < kTolerance);
+}
+
+TEST_CASE("a group-1 ConvTranspose with one non-zero (or NaN) off the diagonal stays dense", "[rewrite][depthwise_in_value]") {
+  for (double off : {1e-30, std::nan("")}) {
+    CAPTURE(off);
+    const auto model = dense_diagonal_model(3, 4, 2, 4, off, "[1,1,1,1]");
+    const auto out = rewrite_copy(model);
+    REQUIRE(out.result.nodes.size() == 1);
+    CHECK_FALSE(out.result.nodes[0].rewritten);
+    CHECK_FALSE(out.result.nodes[0].summary.depthwise_in_value);
+    CHECK_THAT(out.result.nodes[0].reason, Catch::Contains("dense (group 1)"));
+    CHECK(serialized(out.model) == serialized(model));
+  }
+}
+
+TEST_CASE("strides that differ per axis are interleaved per axis: DeepFilterNet's (1,2) and MobileStyleGAN's (2,1) and (1,2)",
+          "[rewrite][anisotropic]") {
+  struct Case {
+    const char* attrs;
+    int64_t kh, kw;
+    std::vector<int64_t> dims;  // of Y for a 5x4 input
+    int64_t unsqueezes, reshapes;
+  };
+  const Case c = GENERATE(values<Case>({
+      {"strides=[1,2], pads=[0,1,0,1], output_padding=[0,1]", 1, 3, {1, 3, 5, 8}, 2, 1},  // DeepFilterNet3's convkxf, fstride 2
+      {"strides=[2,1], kernel_shape=[2,1]", 2, 1, {1, 3, 10, 4}, 0, 1},                   // MobileStyleGAN's IDWT, along H
+      {"strides=[1,2], kernel_shape=[1,2]", 1, 2, {1, 3, 5, 8}, 2, 1},                    // and along W
+      {"strides=[2,3], pads=[1,1,1,1]", 4, 5, {1, 3, 10, 12}, 6, 3},                      // both > 1 and unequal
+      {"strides=[2,1], pads=[1,1,1,1]", 4, 3, {1, 3, 10, 4}, 0, 1},                       // H only, with a 3-tap W axis
+  }));
+  CAPTURE(c.attrs);
+  DeconvSpec spec;
+  spec.kh = c.kh;
+  spec.kw = c.kw;
+  spec.bias = true;
+  spec.attrs = c.attrs;
+  const auto model = deconv_model(spec);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kInterleave);
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "ConvTranspose") == 0);
+  CHECK(count_ops(g, "DepthToSpace") == 0);
+  CHECK(count_ops(g, "Unsqueeze") == c.unsqueezes);
+  CHECK(count_ops(g, "Reshape") == c.reshapes);
+  const auto* last = find_producer(g, "Y");
+  REQUIRE(last != nullptr);
+  CHECK(last->op_type() == "Reshape");
+  CHECK(last->name() == "up1");
+  const auto strides = attr_ints(model.graph().node(0), "strides");
+  CHECK(count_ops(g, "Conv") == strides[0] * strides[1]);
+  for (const auto* conv : nodes_of(g, "Conv")) {
+    CHECK(find_attr(*conv, "group")->i() == 3);
+    CHECK(attr_ints(*conv, "strides") == std::vector<int64_t>{1, 1});
+  }
+  CHECK(find_initializer(g, "W") == nullptr);
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(model, out.model, {{"X", input_for(spec)}}, "Y", c.dims) < kTolerance);
+}
+
+TEST_CASE("an H-only stride on an input of unknown width is kept, saying why, and a W-only one needs no extent", "[rewrite][anisotropic]") {
+  DeconvSpec spec;
+  spec.w = 0;  // symbolic W
+  spec.kh = 2;
+  spec.kw = 1;
+  spec.attrs = "strides=[2,1]";
+  const auto model = deconv_model(spec);
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.nodes.size() == 1);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK_THAT(out.result.nodes[0].reason, Catch::Contains("needs the width") && Catch::Contains("--input-shape"));
+  CHECK(serialized(out.model) == serialized(model));
+  spec.kh = 1;
+  spec.kw = 4;
+  spec.h = 0;
+  spec.attrs = "strides=[1,2], pads=[0,1,0,1]";
+  const auto w_only = deconv_model(spec);
+  const auto rewritten = rewrite_copy(w_only);
+  REQUIRE(rewritten.result.rewritten == 1);
+  CHECK(count_ops(rewritten.model.graph(), "Reshape") == 1);
+  CHECK(output_diff(w_only, rewritten.model, {{"X", input_for(spec, 3, 5)}}, "Y", {1, 3, 3, 10}) < kTolerance);
+}
+
+TEST_CASE("equal phases of strides that differ per axis are one Conv and a nearest Resize by (s_h, s_w)", "[rewrite][anisotropic]") {
+  // MobileStyleGAN's IDWT low band: a (2,1) kernel of equal taps, stride (2,1): each output row repeats its input row.
+  auto model = parse_model(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,4] X) => (float[1,2,6,4] Y) {\n"
+      "  Y = ConvTranspose <group=2, strides=[2,1]> (X, W)\n}\n");
+  *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("W", TensorProto::FLOAT, {2, 1, 2, 1}, {0.5, 0.5, -2, -2}, true);
+  name_node(model, "Y", "up1");
+  const auto out = rewrite_copy(model);
+  REQUIRE(out.result.rewritten == 1);
+  CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
+  const auto& g = out.model.graph();
+  const auto* resize = find_producer(g, "Y");
+  REQUIRE(resize != nullptr);
+  REQUIRE(resize->op_type() == "Resize");
+  CHECK(values_of(*find_initializer(g, resize->input(resize->input_size() - 1))) == std::vector<double>{1, 1, 2, 1});
+  CHECK(count_ops(g, "Conv") == 1);
+  CHECK(output_diff(model, out.model, {{"X", random_tensor4(1, 2, 3, 4, 9)}}, "Y", {1, 2, 6, 4}) < kTolerance);
+}
