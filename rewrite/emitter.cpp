@@ -367,15 +367,7 @@ void Emitter::interleave(const DeconvMatch& m, const std::string& base, const st
       const std::string& phase = phases[static_cast<size_t>(ay * sx + ax)];
       const std::string name = names_.fresh(base + row + "_unsqueeze_" + std::to_string(ax));
       const std::string out = names_.fresh(name + "_out");
-      onnx::NodeProto unsqueeze = make_node("Unsqueeze", name, {phase}, {out});
-      if (opset_ >= 13) {
-        const std::string axes = names_.fresh(name + "_axes");
-        add_initializer(*m.scope, onnx_io::make_int64_tensor(axes, {1}, {4}));
-        unsqueeze.add_input(axes);
-      } else {
-        *unsqueeze.add_attribute() = onnx_io::make_ints_attribute("axes", {4});
-      }
-      nodes.push_back(std::move(unsqueeze));
+      nodes.push_back(axes_node(m, "Unsqueeze", name, phase, out, 4));
       stacked.push_back(out);
     }
     const std::string concat_name = names_.fresh(base + row + "_stack");
@@ -402,7 +394,35 @@ void Emitter::interleave(const DeconvMatch& m, const std::string& base, const st
   nodes.push_back(reshape(m, last_name("_interleave_h"), concat_out, m.output, {0, 0, -1, width}));
 }
 
+onnx::NodeProto Emitter::axes_node(const DeconvMatch& m, const std::string& op, const std::string& name, const std::string& input,
+                                   const std::string& output, int64_t axis) {
+  onnx::NodeProto node = make_node(op, name, {input}, {output});
+  if (opset_ >= 13) {
+    const std::string axes = names_.fresh(name + "_axes");
+    add_initializer(*m.scope, onnx_io::make_int64_tensor(axes, {1}, {axis}));
+    node.add_input(axes);
+  } else {
+    *node.add_attribute() = onnx_io::make_ints_attribute("axes", {axis});
+  }
+  return node;
+}
+
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
+  if (m.one_d) {
+    // x [N, C, L] -> [N, C, 1, L], the 2-D rewrite of that, then back to [N, C, L'] under the node's name.
+    const std::string base = m.name.empty() ? m.output : m.name;
+    DeconvMatch planar = m;
+    planar.one_d = false;
+    planar.name.clear();
+    planar.input = names_.fresh(base + "_2d_in");
+    planar.output = names_.fresh(base + "_2d_out");
+    std::vector<onnx::NodeProto> nodes{axes_node(m, "Unsqueeze", names_.fresh(base + "_to_2d"), m.input, planar.input, 2)};
+    auto inner = emit(planar, layout);
+    if (!inner) return inner.error();
+    nodes.insert(nodes.end(), inner->begin(), inner->end());
+    nodes.push_back(axes_node(m, "Squeeze", m.name.empty() ? names_.fresh(base + "_to_1d") : m.name, planar.output, m.output, 2));
+    return nodes;
+  }
   core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   if (layout == PhaseLayout::kNearest) plan.phases.resize(1);  // the one phase; the Resize makes the others
   const int64_t s = plan.y.stride, sx = plan.x.stride;

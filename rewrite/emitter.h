@@ -22,7 +22,10 @@
 //          y_t    = Transpose(y_b)                perm [1,0,2,3]: [C, s*s, H, W], phases per channel (CRD order)
 //          y_d    = DepthToSpace(y_t)             blocksize=s, mode=CRD: [C, 1, sH, sW]
 //          y      = Transpose(y_d)                perm [1,0,2,3]: [1, C, sH, sW]
-// With s == 1 the single Conv writes y itself. When the match pads with x's edge (nearest + reflect Pad + Conv),
+// With s == 1 the single Conv writes y itself (a stride-1 ConvTranspose, dilated or not: the kernel flipped, dilations kept).
+// Strides that differ per axis join by the interleave (PhaseLayout::kInterleave). Every phase yields H + q by W + q
+// when the output is s*(H + q) (core::phase_growth); a negative phase pad is a crop by Pad. A 1-D ConvTranspose is the
+// 2-D rewrite of Unsqueeze(x, 2), then Squeeze(y, 2). When the match pads with x's edge (nearest + reflect Pad + Conv),
 // every phase's padding is a Pad with mode edge and its Conv has no pads.
 #pragma once
 
@@ -122,6 +125,10 @@ class Emitter {
   // The nearest Resize by s of `input` into m.output, for the model's opset (10: Resize(X, scales); 11 and 12: with an
   // empty roi; 13 on: roi omitted), named after the node.
   onnx::NodeProto nearest_resize(const DeconvMatch& m, const std::string& base, const std::string& input, int64_t sy, int64_t sx);
+  // An Unsqueeze or Squeeze (`op`) of `input` on `axis`, for the model's opset (axes an attribute before 13, an input
+  // from 13 on).
+  onnx::NodeProto axes_node(const DeconvMatch& m, const std::string& op, const std::string& name, const std::string& input,
+                            const std::string& output, int64_t axis);
   // A Reshape of `input` into `output` by a constant shape (an int64 initializer named after the node).
   onnx::NodeProto reshape(const DeconvMatch& m, const std::string& name, const std::string& input, const std::string& output,
                           const std::vector<int64_t>& shape);

@@ -85,6 +85,33 @@ core::Result<Attributes> read_attributes(const onnx::NodeProto& node) {
   return a;
 }
 
+// Rewrites the attributes of a 1-D ConvTranspose as those of the 2-D one with a unit H axis in front: strides [s] ->
+// [1, s], pads [b, e] -> [0, b, 0, e], output_shape [L] -> [1, L] (or [N, C, L] -> [N, C, 1, L]), and so on. Returns
+// why the attributes do not fit a 1-D node, or "".
+std::string as_two_d(Attributes& a, const std::string& who) {
+  const auto one = [&](std::vector<int64_t>& v, int64_t unit, const char* name) -> std::string {
+    if (v.empty()) return "";
+    if (v.size() != 1) return who + ": " + name + " " + join(v) + " must have 1 value for a 1-D ConvTranspose";
+    v.insert(v.begin(), unit);
+    return "";
+  };
+  for (const auto& error : {one(a.strides, 1, "strides"), one(a.dilations, 1, "dilations"), one(a.output_padding, 0, "output_padding"),
+                            one(a.kernel_shape, 1, "kernel_shape")}) {
+    if (!error.empty()) return error;
+  }
+  if (!a.pads.empty()) {
+    if (a.pads.size() != 2) return who + ": pads " + join(a.pads) + " must have 2 values for a 1-D ConvTranspose";
+    a.pads = {0, a.pads[0], 0, a.pads[1]};
+  }
+  if (!a.output_shape.empty()) {
+    if (a.output_shape.size() != 1 && a.output_shape.size() != 3) {
+      return who + ": output_shape " + join(a.output_shape) + " must have 1 (spatial) or 3 values for a 1-D ConvTranspose";
+    }
+    a.output_shape.insert(a.output_shape.end() - 1, 1);
+  }
+  return "";
+}
+
 // Broadcasts an optional per-axis attribute to both spatial axes; errors if its length is wrong.
 core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int64_t fallback, const std::string& attr,
                                               const std::string& who) {
@@ -147,7 +174,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   }
   auto attrs = read_attributes(node);
   if (!attrs) return fail(attrs.error());
-  const Attributes& a = *attrs;
+  Attributes& a = *attrs;
 
   // The weight decides the spatial rank and the channel count, so it comes before the per-axis checks.
   auto weight = resolve_constant(node.input(1), scope, ir_version);
@@ -175,18 +202,33 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     return fail(declined("weight '" + weight->name + "' is a sparse initializer, which is not supported by this tool"));
   }
   const onnx::TensorProto& w = *weight->tensor;
-  const auto w_dims = onnx_io::dims_of(w);
-  if (w_dims.size() != 4) {
-    return fail(declined("not 2-D: weight has rank " + std::to_string(w_dims.size()) + ", a 2-D ConvTranspose has rank 4"));
+  const auto weight_dims = onnx_io::dims_of(w);
+  if (weight_dims.size() != 4 && weight_dims.size() != 3) {
+    return fail(declined("not 1-D or 2-D: weight has rank " + std::to_string(weight_dims.size()) +
+                         ", a 1-D ConvTranspose has rank 3 and a 2-D one rank 4"));
   }
-  for (int64_t d : w_dims) {
-    if (d < 1) return fail(invalid_model(who + ": weight '" + weight->name + "' has dims " + join(w_dims)));
+  for (int64_t d : weight_dims) {
+    if (d < 1) return fail(invalid_model(who + ": weight '" + weight->name + "' has dims " + join(weight_dims)));
   }
+  const bool one_d = weight_dims.size() == 3;
   std::optional<onnx::TypeProto> input_type;
   if (const auto* type = types.find(scope.index, node.input(0))) input_type = *type;
-  if (auto rank = known_rank(input_type); rank && *rank != 4) {
-    return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) + " but the weight has rank 4"));
+  if (auto rank = known_rank(input_type); rank && *rank != static_cast<int>(weight_dims.size())) {
+    return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) + " but the weight has rank " +
+                              std::to_string(weight_dims.size())));
   }
+  if (one_d) {
+    // A 1-D ConvTranspose is the 2-D one of an [N, C, 1, L] input with a unit H axis: its attributes, weight dims and
+    // input type are read as that from here on, and the emitter wraps the rewrite in Unsqueeze and Squeeze.
+    if (auto error = as_two_d(a, who); !error.empty()) return fail(invalid_model(error));
+    if (input_type && input_type->has_tensor_type() && input_type->tensor_type().has_shape()) {
+      auto* shape = input_type->mutable_tensor_type()->mutable_shape();
+      shape->add_dim();
+      for (int i = shape->dim_size() - 1; i > 2; --i) shape->mutable_dim()->SwapElements(i, i - 1);
+      shape->mutable_dim(2)->set_dim_value(1);
+    }
+  }
+  const std::vector<int64_t> w_dims = one_d ? std::vector<int64_t>{weight_dims[0], weight_dims[1], 1, weight_dims[2]} : weight_dims;
 
   const int64_t c_in = w_dims[0];
   sum.channels = c_in;
@@ -205,8 +247,8 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     return fail(invalid_model(who + ": output_shape " + join(a.output_shape) + " must have 2 (spatial) or 4 values"));
   }
   if (!a.kernel_shape.empty() && (a.kernel_shape.size() != 2 || a.kernel_shape[0] != w_dims[2] || a.kernel_shape[1] != w_dims[3])) {
-    return fail(invalid_model(who + ": kernel_shape " + join(a.kernel_shape) + " disagrees with weight '" + weight->name + "' of shape " +
-                              join(w_dims)));
+    return fail(invalid_model(who + ": kernel_shape " + join(one_d ? std::vector<int64_t>{a.kernel_shape.back()} : a.kernel_shape) +
+                              " disagrees with weight '" + weight->name + "' of shape " + join(weight_dims)));
   }
   if (c_in % a.group != 0) {
     return fail(
@@ -329,6 +371,7 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   m.derived_weight = std::move(folded);
   m.weight_chain = std::move(chain);
   m.input_type = input_type;
+  m.one_d = one_d;
   out.match = std::move(m);
   return out;
 }

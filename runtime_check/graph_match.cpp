@@ -107,7 +107,7 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
   if (op == "Concat") {
     return name == "axis" && attr.type() == onnx::AttributeProto::INT && (attr.i() == 0 || attr.i() == 1 || attr.i() == 3 || attr.i() == 4);
   }
-  if (op == "Unsqueeze") return name == "axes";
+  if (op == "Unsqueeze" || op == "Squeeze") return name == "axes";
   if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && (attr.s() == "DCR" || attr.s() == "CRD"));
   if (op == "Gather") return name == "axis";
   if (op == "Transpose") return name == "perm";
@@ -125,14 +125,14 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 // emitted ops are affine in x (constant Pad, Conv with constant weights, Concat, DepthToSpace) or ignore its values
 // (Shape, ConstantOfShape, Constant). Any other op, e.g. a Clip(-1, 1), could hide on those inputs.
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
-  static const std::set<std::string> kEmitted{"Pad",      "Conv",      "Concat",    "DepthToSpace",
-                                              "Gather",   "Transpose", "Shape",     "ConstantOfShape",
-                                              "Constant", "Resize",    "Unsqueeze", "Reshape"};
+  static const std::set<std::string> kEmitted{"Pad",       "Conv",    "Concat",          "DepthToSpace", "Gather",
+                                              "Transpose", "Shape",   "ConstantOfShape", "Constant",     "Resize",
+                                              "Unsqueeze", "Reshape", "Squeeze"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where +
            " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
-           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape)";
+           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape, Squeeze)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";

@@ -14,10 +14,10 @@
 // original's x, the node's bias and constants (not, say, a Clip(x) both models compute). In the rewritten model
 // only the ops the emitter writes may appear, in its forms (Pad with constant zero or edge padding, Conv with
 // constant weights and stride 1 (dilated only when it writes y), Concat on axis 0, 1, 3 or 4, DCR or CRD DepthToSpace, Gather by constant
-// indices, Transpose, Unsqueeze, Reshape by a constant shape, Shape, ConstantOfShape of zeros, Constant). In the original only the ops of
-// the upsampler forms the rewrite recognises (Resize, Mul, Pad, Conv, ConvTranspose, Identity, Reshape, Slice and the constant-chain ops
-// ConstantOfShape, Concat, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile, Gather, Shape, Constant), each reading x's values as its data
-// only (input 0; Mul either input, not both; Concat any), and casting them only to f32 or f64.
+// indices, Transpose, Unsqueeze, Squeeze, Reshape by a constant shape, Shape, ConstantOfShape of zeros, Constant). In the original only the
+// ops of the upsampler forms the rewrite recognises (Resize, Mul, Pad, Conv, ConvTranspose, Identity, Reshape, Slice and the constant-chain
+// ops ConstantOfShape, Concat, Transpose, Cast, Unsqueeze, Squeeze, Expand, Tile, Gather, Shape, Constant), each reading x's values as its
+// data only (input 0; Mul either input, not both; Concat any), and casting them only to f32 or f64.
 #pragma once
 
 #include <string>

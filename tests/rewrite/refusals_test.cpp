@@ -129,11 +129,17 @@ TEST_CASE("a weight from DequantizeLinear (QDQ) is kept", "[rewrite][refusal]") 
   require_kept(model, {"DequantizeLinear (QDQ)"});
 }
 
-TEST_CASE("a 1-D ConvTranspose is kept as not 2-D", "[rewrite][refusal]") {
-  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2], pads=[1,1]> (X, W)", "float[1,3,5] X", "float[1,3,10] Y");
-  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4}, 4);
+TEST_CASE("a 3-D ConvTranspose is kept as not 1-D or 2-D, and a dense 1-D one as dense (HiFi-GAN, Demucs)", "[rewrite][refusal]") {
+  auto model = model_from("  Y = ConvTranspose <group=3, strides=[2,2,2], pads=[1,1,1,1,1,1]> (X, W)", "float[1,3,5,5,5] X",
+                          "float[1,3,10,10,10] Y");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4, 4, 4}, 4);
   name_node(model, "Y", "up1");
-  require_kept(model, {"not 2-D", "rank 3"});
+  require_kept(model, {"not 1-D or 2-D", "rank 5"});
+  auto dense = model_from("  Y = ConvTranspose <strides=[4], pads=[2,2]> (X, W, B)", "float[1,6,5] X", "float[1,3,20] Y");
+  set_random_initializer(*dense.mutable_graph(), "W", TensorProto::FLOAT, {6, 3, 8}, 5);
+  set_random_initializer(*dense.mutable_graph(), "B", TensorProto::FLOAT, {3}, 6);
+  name_node(dense, "Y", "up1");
+  require_kept(dense, {"dense (group 1), 6 to 3 channels"});
 }
 
 TEST_CASE("an unsupported weight element type is kept", "[rewrite][refusal]") {

@@ -120,6 +120,8 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     outputs.push_back(run_transpose(node, env));
   } else if (op == "Unsqueeze") {
     outputs.push_back(run_unsqueeze(node, env));
+  } else if (op == "Squeeze") {
+    outputs.push_back(run_squeeze(node, env));
   } else if (op == "Expand" || op == "Tile") {
     outputs.push_back(run_expand_or_tile(node, env, op == "Tile"));
   } else if (op == "Gather") {

@@ -209,6 +209,27 @@ NaiveTensor run_unsqueeze(const onnx::NodeProto& node, const Env& env) {
   return x;
 }
 
+NaiveTensor run_squeeze(const onnx::NodeProto& node, const Env& env) {
+  NaiveTensor x = input(node, env, 0);
+  const auto axes = node.input_size() > 1 ? ints_input(node, env, 1) : attr_ints(node, "axes", {});
+  const auto rank = static_cast<int64_t>(x.dims.size());
+  std::vector<bool> removed(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) removed.at(static_cast<size_t>(a < 0 ? a + rank : a)) = true;
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = x.dims[static_cast<size_t>(i)];
+    if (!removed[static_cast<size_t>(i)]) {
+      dims.push_back(d);
+    } else if (d != 1 && !axes.empty()) {
+      fail(node, "squeezes an axis of extent " + std::to_string(d));
+    } else if (d != 1) {
+      dims.push_back(d);  // no axes: only the unit ones go
+    }
+  }
+  x.dims = dims;
+  return x;
+}
+
 // Expand (bidirectional broadcast) and Tile (repeats), written as one gather each.
 NaiveTensor run_expand_or_tile(const onnx::NodeProto& node, const Env& env, bool tile) {
   const NaiveTensor& x = input(node, env, 0);

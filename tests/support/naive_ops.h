@@ -46,6 +46,7 @@ NaiveTensor run_conv(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_conv_transpose(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset);
 NaiveTensor run_unsqueeze(const onnx::NodeProto& node, const Env& env);
+NaiveTensor run_squeeze(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_expand_or_tile(const onnx::NodeProto& node, const Env& env, bool tile);
 NaiveTensor run_gather(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env, bool subtract = false);
