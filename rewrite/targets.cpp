@@ -52,6 +52,46 @@ KeepRule one_by_one_rewritten(const std::string& measured) {
 
 const char* kOrtWhere = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
 
+const char* kReach = "(BENCHMARKS.md, \"Beyond clean xs: each geometry on each runtime\")";
+const char* kOrtReach =
+    "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"Beyond clean xs: each geometry on each runtime\")";
+const std::set<Form> kConvTransposeForm{Form::kConvTranspose};
+const std::set<StrideClass> kAnisotropicStrides{StrideClass::kAnisotropic};
+
+// Strides that differ per axis join by Unsqueeze, Concat and Reshape (the interleave), which onnx2torch converts into
+// modules torch.export refuses: where the original converts, the rewrite would not.
+KeepRule interleave_on_executorch(const std::string& then) {
+  return {{},
+          {},
+          {},
+          0,
+          0,
+          std::nullopt,
+          false,
+          "strides that differ per axis are joined by Unsqueeze, Concat and Reshape, which do not pass torch.export through "
+          "onnx2torch (GuardOnDataDependentSymNode; ExecuTorch, where the original converts) " +
+              std::string(kReach) + then,
+          false,
+          kAnisotropicStrides};
+}
+
+// The executor runs the interleave's Unsqueeze, 5-D Concat and Reshape on its reference kernels: at 16 channels that cost
+// what the phases save for a 2-tap kernel.
+KeepRule interleave_below_64_on_the_executor(const std::string& then) {
+  return {{},
+          {},
+          {},
+          0,
+          64,
+          std::nullopt,
+          false,
+          "strides that differ per axis with %C input channels (< 64) measured 0.89x-1.34x on the executor, whose interleave join "
+          "runs on its reference kernels (1.10x-1.47x from 64 channels) " +
+              std::string(kReach) + then,
+          false,
+          kAnisotropicStrides};
+}
+
 // A depthwise nearest + Conv is one fast depthwise Conv after a Resize on LiteRT, and the rewrite adds PAD,
 // CONCATENATION and DEPTH_TO_SPACE copies: 0.63x-0.97x at 3 of 4 sizes there.
 KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
@@ -77,7 +117,21 @@ std::vector<Target> make_targets() {
   t.push_back({kDefaultTarget,
                "any of the runtimes below",
                all,
-               {widening_one_by_one_on_executorch("; the default is slower on no runtime (--target litert, ort or xnnpack "
+               {interleave_on_executorch("; the default is slower on no runtime (--target litert rewrites it: 7.9x-18x on LiteRT)"),
+                {kConvTransposeForm,
+                 {Grouping::kDiagonal},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 false,
+                 "a group-1 ConvTranspose zero off the channel diagonal measured 0.87x-2.48x on LiteRT with the default's Gather + "
+                 "CRD join (0.87x-0.93x for k16 s8, whose 64 phases go through TFLite's GATHER) " +
+                     std::string(kReach) +
+                     "; the default is slower on no runtime (--target litert, xnnpack, ort and executorch rewrite it: 1.78x-6.65x "
+                     "on LiteRT)",
+                 false},
+                widening_one_by_one_on_executorch("; the default is slower on no runtime (--target litert, ort or xnnpack "
                                                   "rewrite it: 1.9x-2.3x on LiteRT)"),
                 one_by_one_rewritten("1.16x-15x on the executor, LiteRT and ExecuTorch"),
                 depthwise_nearest_conv_on_litert("; the default is slower on no runtime (--target xnnpack rewrites it: 1.9x-4.1x "
@@ -104,7 +158,7 @@ std::vector<Target> make_targets() {
   t.push_back({"xnnpack",
                "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
                all,
-               {},
+               {interleave_below_64_on_the_executor("")},
                dcr_layout,
                "`DepthToSpace` DCR",
                "\"Layer level\", \"Hand-written upsamplers\"",
@@ -146,6 +200,37 @@ std::vector<Target> make_targets() {
                  false,
                  "a depthwise nearest + Conv measured 0.27x-0.41x " + where,
                  false},
+                {kConvTransposeForm,
+                 {},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 false,
+                 std::string("a depthwise ConvTranspose with strides that differ per axis measured 0.66x-1.01x ") + kOrtReach,
+                 false,
+                 kAnisotropicStrides},
+                {kConvTransposeForm,
+                 {},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 true,
+                 std::string("a stride-1 depthwise ConvTranspose (dilated or not) measured 2.05x-3.18x as one Conv ") + kOrtReach,
+                 false,
+                 {StrideClass::kOne}},
+                {kConvTransposeForm,
+                 {Grouping::kDiagonal},
+                 {},
+                 0,
+                 0,
+                 std::nullopt,
+                 true,
+                 "a group-1 ConvTranspose zero off the channel diagonal measured 1.06x-2.37x (k4 s2) and 1.69x-1.78x (k16 s8) as "
+                 "the depthwise one it computes " +
+                     std::string(kOrtReach),
+                 false},
                 {{Form::kConvTranspose},
                  {},
                  {},
@@ -183,7 +268,7 @@ std::vector<Target> make_targets() {
   t.push_back({"executorch",
                "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
                all,
-               {widening_one_by_one_on_executorch(""), one_by_one_rewritten("1.16x-15x on ExecuTorch")},
+               {interleave_on_executorch(""), widening_one_by_one_on_executorch(""), one_by_one_rewritten("1.16x-15x on ExecuTorch")},
                crd_layout,
                "s = 2, or a batch not known to be 1: `Gather` + CRD; s >= 3 at batch 1: the phases stacked on the batch axis, "
                "`Transpose`, CRD `DepthToSpace`, `Transpose`",
@@ -219,7 +304,7 @@ std::string family_text(const KeepRule& r) {
   const std::string forms = r.forms.empty() ? "every form" : joined(r.forms, form_name, "/");
   text += (text.empty() ? "" : " ") + forms;
   if (!r.kernels.empty()) text += " " + joined(r.kernels, kernel_class_name, "/");
-  if (!r.strides.empty()) text += " strides " + joined(r.strides, stride_class_name, "/");
+  if (!r.strides.empty()) text += " with strides " + joined(r.strides, stride_class_name, "/");
   if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
   if (r.max_channels > 0) text += ", C < " + std::to_string(r.max_channels);
   if (r.widens) text += *r.widens ? ", C_out > C" : ", C_out <= C";
@@ -233,6 +318,7 @@ const char* grouping_name(Grouping g) {
     case Grouping::kDepthwise: return "depthwise";
     case Grouping::kGrouped: return "grouped";
     case Grouping::kDense: return "dense";
+    case Grouping::kDiagonal: return "diagonal";
   }
   return "";
 }
@@ -262,9 +348,10 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
   f.out_channels = m.outputs();
   f.stride = m.y.stride;
   f.strides = m.y.stride != m.x.stride ? StrideClass::kAnisotropic : m.y.stride == 1 ? StrideClass::kOne : StrideClass::kSquare;
-  f.grouping = m.groups() == m.channels && m.outputs() == m.channels ? Grouping::kDepthwise
-               : m.groups() == 1                                     ? Grouping::kDense
-                                                                     : Grouping::kGrouped;
+  f.grouping = summary.depthwise_in_value                              ? Grouping::kDiagonal
+               : m.groups() == m.channels && m.outputs() == m.channels ? Grouping::kDepthwise
+               : m.groups() == 1                                       ? Grouping::kDense
+                                                                       : Grouping::kGrouped;
   // A nearest + Conv's equivalent ConvTranspose has k = K + s - 1 per axis; every other form keeps the written k.
   const int64_t grow = form_info(summary.form).kernel_grows_by_stride ? m.y.stride - 1 : 0;
   const int64_t ky = m.y.kernel - grow, kx = m.x.kernel - grow;

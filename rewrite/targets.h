@@ -25,7 +25,9 @@ struct CpuFeatures {
 CpuFeatures host_cpu();
 
 // The families the measurements were taken on, and the rules name.
-enum class Grouping { kDepthwise, kGrouped, kDense };
+// kDiagonal: group 1 in the graph, zero off the channel diagonal (rewritten as the depthwise one it computes; the
+// runtimes run its original as a dense ConvTranspose, C times the MACs).
+enum class Grouping { kDepthwise, kGrouped, kDense, kDiagonal };
 enum class KernelClass { k1x1, k3x3, kOther };
 // The strides of the equivalent ConvTranspose: s x s with s >= 2 (DepthToSpace joins the phases), 1 x 1 (one Conv, no
 // join), or s_h != s_w (the interleave join).
@@ -116,7 +118,7 @@ const Target* find_target(const std::string& name);
 // "default, xnnpack, litert, ort, executorch": for --help and the usage error of an unknown name.
 std::string target_names();
 
-// "depthwise", "grouped", "dense"; "1x1", "3x3", "other"; "s x s", "1 x 1", "s_h != s_w".
+// "depthwise", "grouped", "dense", "diagonal"; "1x1", "3x3", "other"; "s x s", "1 x 1", "s_h != s_w".
 const char* grouping_name(Grouping g);
 const char* kernel_class_name(KernelClass k);
 const char* stride_class_name(StrideClass s);

@@ -46,6 +46,14 @@ onnx::ModelProto dense_diagonal_model(int64_t channels, int64_t k, int64_t s, in
   return model;
 }
 
+// The options of --target litert, which rewrites strides that differ per axis at any channel count (--target
+// xnnpack keeps them below 64 channels, where the executor's interleave measured no faster).
+rewrite::RewriteOptions litert() {
+  rewrite::RewriteOptions options;
+  options.target = rewrite::find_target("litert");
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("a dilated stride-1 depthwise ConvTranspose becomes one dilated Conv with the kernel flipped (GTCRN)", "[rewrite][stride1]") {
@@ -204,7 +212,7 @@ TEST_CASE("strides that differ per axis are interleaved per axis: DeepFilterNet'
   spec.bias = true;
   spec.attrs = c.attrs;
   const auto model = deconv_model(spec);
-  const auto out = rewrite_copy(model);
+  const auto out = rewrite_copy(model, litert());
   REQUIRE(out.result.rewritten == 1);
   CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kInterleave);
   const auto& g = out.model.graph();
@@ -234,7 +242,7 @@ TEST_CASE("an H-only stride on an input of unknown width is kept, saying why, an
   spec.kw = 1;
   spec.attrs = "strides=[2,1]";
   const auto model = deconv_model(spec);
-  const auto out = rewrite_copy(model);
+  const auto out = rewrite_copy(model, litert());
   REQUIRE(out.result.nodes.size() == 1);
   CHECK_FALSE(out.result.nodes[0].rewritten);
   CHECK_THAT(out.result.nodes[0].reason, Catch::Contains("needs the width") && Catch::Contains("--input-shape"));
@@ -244,7 +252,7 @@ TEST_CASE("an H-only stride on an input of unknown width is kept, saying why, an
   spec.h = 0;
   spec.attrs = "strides=[1,2], pads=[0,1,0,1]";
   const auto w_only = deconv_model(spec);
-  const auto rewritten = rewrite_copy(w_only);
+  const auto rewritten = rewrite_copy(w_only, litert());
   REQUIRE(rewritten.result.rewritten == 1);
   CHECK(count_ops(rewritten.model.graph(), "Reshape") == 1);
   CHECK(output_diff(w_only, rewritten.model, {{"X", input_for(spec, 3, 5)}}, "Y", {1, 3, 3, 10}) < kTolerance);
@@ -257,7 +265,7 @@ TEST_CASE("equal phases of strides that differ per axis are one Conv and a neare
       "  Y = ConvTranspose <group=2, strides=[2,1]> (X, W)\n}\n");
   *model.mutable_graph()->add_initializer() = onnx_io::make_tensor("W", TensorProto::FLOAT, {2, 1, 2, 1}, {0.5, 0.5, -2, -2}, true);
   name_node(model, "Y", "up1");
-  const auto out = rewrite_copy(model);
+  const auto out = rewrite_copy(model, litert());
   REQUIRE(out.result.rewritten == 1);
   CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
   const auto& g = out.model.graph();
@@ -267,4 +275,76 @@ TEST_CASE("equal phases of strides that differ per axis are one Conv and a neare
   CHECK(values_of(*find_initializer(g, resize->input(resize->input_size() - 1))) == std::vector<double>{1, 1, 2, 1});
   CHECK(count_ops(g, "Conv") == 1);
   CHECK(output_diff(model, out.model, {{"X", random_tensor4(1, 2, 3, 4, 9)}}, "Y", {1, 2, 6, 4}) < kTolerance);
+}
+
+TEST_CASE("a 1-D depthwise ConvTranspose is the 2-D rewrite of its input unsqueezed to [N, C, 1, L], squeezed back", "[rewrite][one_d]") {
+  struct Case {
+    const char* attrs;
+    const char* attrs_2d;  // the same node on [N, C, 1, L]: the reference, since the naive executor is 2-D
+    int64_t k, opset;
+    std::vector<int64_t> dims;  // of Y for an input of length 6
+    const char* layout;
+  };
+  const Case c = GENERATE(values<Case>({
+      {"strides=[2], pads=[1,1]", "strides=[1,2], pads=[0,1,0,1]", 4, 13, {1, 3, 12}, "interleave"},  // x2, clean
+      // x4, Unsqueeze/Squeeze with an axes attribute
+      {"strides=[4], pads=[2,2]", "strides=[1,4], pads=[0,2,0,2]", 8, 11, {1, 3, 24}, "interleave"},
+      {"strides=[1], pads=[2,2], dilations=[3]", "strides=[1,1], pads=[0,2,0,2], dilations=[1,3]", 3, 13, {1, 3, 8}, "single"},
+  }));
+  CAPTURE(c.attrs, c.opset);
+  auto model = parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(c.opset) +
+                           "]>\ng (float[1,3,6] X) => (float[1,3,L] Y) {\n  Y = ConvTranspose <group=3, " + c.attrs + "> (X, W, B)\n}\n");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, c.k}, 21);
+  set_random_initializer(*model.mutable_graph(), "B", TensorProto::FLOAT, {3}, 22);
+  name_node(model, "Y", "up1");
+  const auto out = rewrite_copy(model, litert());
+  REQUIRE(out.result.rewritten == 1);
+  CHECK(rewrite::phase_layout_name(out.result.nodes[0].layout) == std::string(c.layout));
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "ConvTranspose") == 0);
+  const auto* squeeze = find_producer(g, "Y");
+  REQUIRE(squeeze != nullptr);
+  CHECK(squeeze->op_type() == "Squeeze");
+  CHECK(squeeze->name() == "up1");
+  const auto unsqueezes = nodes_of(g, "Unsqueeze");
+  REQUIRE(!unsqueezes.empty());
+  CHECK(std::count_if(unsqueezes.begin(), unsqueezes.end(), [](const auto* n) { return n->input(0) == "X"; }) == 1);
+  for (const auto* conv : nodes_of(g, "Conv")) CHECK(conv_weight_dims(g, *conv)[2] == 1);  // [C, 1, 1, M]
+  CHECK(find_initializer(g, "W") == nullptr);
+  CHECK(checker_error(out.model).empty());
+  auto planar =
+      parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(c.opset) +
+                  "]>\ng (float[1,3,1,6] X) => (float[1,3,1,L] Y) {\n  Y = ConvTranspose <group=3, " + c.attrs_2d + "> (X, W, B)\n}\n");
+  set_random_initializer(*planar.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 1, c.k}, 21);
+  set_random_initializer(*planar.mutable_graph(), "B", TensorProto::FLOAT, {3}, 22);
+  const auto x = random_tensor4(1, 3, 1, 6, 23);
+  const NaiveTensor expected = run_naive(planar, {{"X", x}}).at("Y");
+  const NaiveTensor actual = run_naive(out.model, {{"X", NaiveTensor({1, 3, 6}, x.data)}}).at("Y");
+  REQUIRE(actual.dims == c.dims);
+  REQUIRE(expected.data.size() == actual.data.size());
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < actual.data.size(); ++i) {
+    worst = std::max(worst, std::abs(expected.data[i] - actual.data[i]));
+    largest = std::max(largest, std::abs(expected.data[i]));
+  }
+  CHECK(largest > 1e-3);
+  CHECK(worst < kTolerance);
+}
+
+TEST_CASE("--target xnnpack keeps strides that differ per axis below 64 channels and rewrites them from 64", "[rewrite][anisotropic]") {
+  DeconvSpec spec;
+  spec.kh = 1;
+  spec.kw = 2;
+  spec.attrs = "strides=[1,2]";
+  for (const int64_t c : {16, 64}) {
+    spec.channels = c;
+    const auto model = deconv_model(spec);
+    const auto out = rewrite_copy(model);  // the library's default target: xnnpack
+    REQUIRE(out.result.nodes.size() == 1);
+    CHECK(out.result.nodes[0].rewritten == (c >= 64));
+    if (c < 64) {
+      CHECK_THAT(out.result.nodes[0].reason, Catch::Contains("16 input channels (< 64)") && Catch::Contains("the executor"));
+      CHECK(serialized(out.model) == serialized(model));
+    }
+  }
 }
