@@ -99,6 +99,47 @@ def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
     return model
 
 
+# --suite reach: the depthwise upsamplers of shipped models that are not clean xs on both axes, each as one layer:
+# name -> (kernel (kh, kw), strides, dilations, pads [t, l, b, r], output_padding, dense-in-value). GTCRN's decoder
+# (dilated stride 1), DeepFilterNet3's ERB decoder and MobileStyleGAN's IDWT (strides differ per axis), FCN-8s's
+# uncropped bilinear upsamplers (group 1, zero off the channel diagonal).
+REACH_KINDS = {
+    "s1d5": ((3, 3), (1, 1), (5, 1), (10, 1, 10, 1), (0, 0), False),
+    "s1d1": ((3, 3), (1, 1), (1, 1), (2, 1, 2, 1), (0, 0), False),
+    "s12k3": ((1, 3), (1, 2), (1, 1), (0, 1, 0, 1), (0, 1), False),
+    "s21k2": ((2, 1), (2, 1), (1, 1), (0, 0, 0, 0), (0, 0), False),
+    "s12k2": ((1, 2), (1, 2), (1, 1), (0, 0, 0, 0), (0, 0), False),
+    "diag_k4s2": ((4, 4), (2, 2), (1, 1), (0, 0, 0, 0), (0, 0), True),
+    "diag_k16s8": ((16, 16), (8, 8), (1, 1), (0, 0, 0, 0), (0, 0), True),
+}
+REACH_CHANNELS = {"diag_k4s2": [21, 64], "diag_k16s8": [21]}  # FCN's 21 classes; the others take --channels
+
+
+def make_reach_model(kind, c, h) -> onnx.ModelProto:
+    """One upsampler of REACH_KINDS, x [1, C, H, H] -> y, seeded by kind, C and H."""
+    (kh, kw), strides, dilations, pads, op, diagonal = REACH_KINDS[kind]
+    rng = np.random.default_rng(c * 7919 + h * 104729 + list(REACH_KINDS).index(kind))
+    if diagonal:
+        w = np.zeros((c, c, kh, kw), np.float32)
+        w[range(c), range(c)] = rng.uniform(-0.5, 0.5, size=(c, kh, kw)).astype(np.float32)
+        b = None
+    else:
+        w = rng.uniform(-0.5, 0.5, size=(c, 1, kh, kw)).astype(np.float32)
+        b = rng.uniform(-0.1, 0.1, size=(c,)).astype(np.float32)
+    out = [s * (h - 1) + o + (k - 1) * d + 1 - pb - pe
+           for s, o, k, d, pb, pe in zip(strides, op, (kh, kw), dilations, pads[:2], pads[2:])]
+    inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if b is not None else [])
+    node = helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if b is not None else []), ["y"], name="up",
+                            group=1 if diagonal else c, kernel_shape=[kh, kw], strides=list(strides),
+                            dilations=list(dilations), pads=list(pads), output_padding=list(op))
+    graph = helper.make_graph([node], f"reach_{kind}_C{c}_H{h}",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c] + out)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="bench_runtimes")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
 
 def run_tool(args, what):
     result = subprocess.run([str(a) for a in args], capture_output=True, text=True)
@@ -247,7 +288,7 @@ def respell(rewritten: Path, respelled: Path, form: str) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # Suites
 
-SUITES = ("layers", "handwritten", "migan", "dla", "sr", "targets")
+SUITES = ("layers", "handwritten", "migan", "dla", "sr", "targets", "reach")
 # --suite targets: what the targets' rules are measured on, on every runtime. Layer names matched per suite.
 ISSUE17_LAYERS = {"layers": r"^k4s2p1op0_|^k6s3p2op1_C\d+_H64$", "handwritten": r"^nearest_conv_(dw|dense)_"}
 
@@ -265,7 +306,7 @@ def build_cases(args) -> list[Case]:
     work = args.work / "models"
     work.mkdir(parents=True, exist_ok=True)
     suites = set(args.suite or [])
-    patterns = {s: None for s in ("layers", "handwritten") if s in suites}  # None: every layer of that suite
+    patterns = {s: None for s in ("layers", "handwritten", "reach") if s in suites}  # None: every layer of that suite
     if "targets" in suites:
         for suite, pattern in ISSUE17_LAYERS.items():
             if suite not in patterns:
@@ -301,6 +342,17 @@ def build_cases(args) -> list[Case]:
                     original = work / f"{name}.onnx"
                     if not original.exists():
                         onnx.save(make_handwritten_model(kind, c, h), str(original))
+                    cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
+    if "reach" in patterns:
+        for kind in REACH_KINDS:
+            for c in REACH_CHANNELS.get(kind, args.channels):
+                for h in args.sizes:
+                    name = f"reach_{kind}_C{c}_H{h}"
+                    if not wanted("reach", name):
+                        continue
+                    original = work / f"{name}.onnx"
+                    if not original.exists():
+                        onnx.save(make_reach_model(kind, c, h), str(original))
                     cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
     if "migan" in suites:
         for form in migan_forms:

@@ -25,6 +25,8 @@ Suites:
   sr       BasicSR's RRDBNet (ESRGAN's generator, x4, nearest + 3x3 Conv upsamplers; examples/export_rrdbnet.py)
   targets  what the targets' rules are measured on, on every runtime: k4s2p1 layers (C 16-512, H 32-128), k6s3p2op1 at
            H=64, nearest + 3x3 depthwise and dense layers, MI-GAN forms (a) and (b), the DLA decoder, RRDBNet
+  reach    the upsamplers beyond clean xs on both axes, one per model: dilated stride 1 (GTCRN), strides that differ
+           per axis (DeepFilterNet3, MobileStyleGAN's IDWT), group 1 zero off the diagonal (FCN-8s, C 21 and 64)
   --pair ORIGINAL.onnx REWRITTEN.onnx   any pair of your own, on every runtime
 
 --respell gather_crd|batch_d2s_b rewrites the tool's DCR DepthToSpace into a spelling that reaches ExecuTorch;
