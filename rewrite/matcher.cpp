@@ -35,6 +35,9 @@ std::optional<int> known_rank(const std::optional<onnx::TypeProto>& type) {
   return type->tensor_type().shape().dim_size();
 }
 
+// The largest kernel extent (k-1)*d + 1 rewritten: the emitted Conv's pads are about that large.
+constexpr int64_t kMaxKernelExtent = int64_t{1} << 30;
+
 // The attributes of a ConvTranspose, parsed and checked against the spec's value rules.
 struct Attributes {
   int64_t group = 1;
@@ -125,6 +128,12 @@ core::Result<std::array<int64_t, 2>> per_axis(const std::vector<int64_t>& v, int
 // the dense original and absent from the depthwise one: docs/verification.md, non-finite values.
 std::shared_ptr<const onnx::TensorProto> depthwise_in_value(const onnx::TensorProto& w, const std::vector<int64_t>& dims) {
   const int64_t c = dims[0], plane = dims[2] * dims[3];
+  // A trained dense weight is non-zero at [0, 1, 0, 0]: read that one element before converting the whole weight.
+  if (auto first = onnx_io::gather_elements(w, {plane}, {1}); !first) {
+    return nullptr;
+  } else if (auto v = onnx_io::to_doubles(*first); !v || (*v)[0] != 0.0) {
+    return nullptr;
+  }
   const auto values = onnx_io::to_doubles(w);
   if (!values || static_cast<int64_t>(values->size()) != c * c * plane) return nullptr;
   std::vector<int64_t> diagonal;
@@ -316,6 +325,21 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     geo[static_cast<size_t>(axis)] = *g;
   }
   sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  for (int axis = 0; axis < 2; ++axis) {
+    // The output of a known input length must be positive (ONNX's own rule), and a dilated kernel of a sane extent.
+    const auto& g = geo[static_cast<size_t>(axis)];
+    if (const auto in = known_dim(input_type, 2 + axis)) {
+      const auto out = core::deconv_output_length(g, *in);
+      if (!out || *out <= 0) {
+        return fail(invalid_model(who + ": output length " + (out ? std::to_string(*out) : "past int64") + " from input length " +
+                                  std::to_string(*in) + " is not positive (" + (axis == 0 ? "H" : "W") + " axis)"));
+      }
+    }
+    if (g.effective_kernel().value_or(kMaxKernelExtent + 1) > kMaxKernelExtent) {
+      return fail(declined("a kernel of " + std::to_string(g.kernel) + " taps dilated by " + std::to_string(g.dilation) +
+                           " spans more than 2^30 samples"));
+    }
+  }
   // A clean xs upscale, or an output a whole number of strides longer or shorter (s*(H+q)): every phase the same length.
   if (!core::plannable(geo[0]) || !core::plannable(geo[1])) {
     std::string reason =

@@ -231,3 +231,13 @@ g (float[1,2,4,3] X, bool cond) => (float[1,2,8,6] Y) {
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {2, 1, 2, 2}, 9);
   require_invalid(model, {"stride 0", "then_branch"});
 }
+
+TEST_CASE("a ConvTranspose whose output of a known input is not positive refuses the model; a huge dilation is kept",
+          "[rewrite][invalid]") {
+  DeconvSpec spec;  // k3 s1 on 5 rows with 40 end pads: 5 - 1 + 3 - 40 = -33 rows
+  spec.kh = spec.kw = 3;
+  spec.attrs = "strides=[1,1], pads=[0,0,40,0]";
+  require_invalid(deconv_model(spec), {"output length -33 from input length 5 is not positive", "H axis"});
+  spec.attrs = "strides=[1,1], dilations=[1073741824,1]";  // (3-1) * 2^30 + 1 samples
+  require_kept(deconv_model(spec), {"a kernel of 3 taps dilated by 1073741824 spans more than 2^30 samples"});
+}
