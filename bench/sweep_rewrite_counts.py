@@ -41,6 +41,10 @@ EXPORTS = [
     ("fast_neural_style_o13.onnx", "export_fast_neural_style.py", ["--size", "32", "--channels-div", "4"]),
     ("rrdbnet_small.onnx", "export_rrdbnet.py", ["--num-feat", "16", "--num-block", "1", "--num-grow-ch", "8", "--size", "16"]),
     ("sd_vae_decoder_l8.onnx", "export_sd_vae_decoder.py", ["--latent", "8"]),
+    ("gtcrn_decoder_o13.onnx", "export_gtcrn_decoder.py", ["--frames", "31"]),
+    ("fcn8s_o13.onnx", "export_fcn8s.py", ["--size", "32", "--width-divisor", "32"]),
+    ("deepfilternet_erb_o13.onnx", "export_deepfilternet_erb_decoder.py", ["--channels", "16", "--frames", "20"]),
+    ("idwt_upsampler_o13.onnx", "export_idwt_upsampler.py", []),
 ]
 
 
