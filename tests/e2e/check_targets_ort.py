@@ -47,6 +47,17 @@ def main():
                      [1, c, h, h], [1, c, 2 * h, 2 * h],
                      {"sc": np.array([1, 1, 2, 2], np.float32), "W": rng.standard_normal((c, c // group, 3, 3))}), (1, c, h, h)
 
+    def reach(c, w, x_dims, **attrs):
+        """One ConvTranspose beyond clean xs (docs/forms.md), its output dims left to ONNX Runtime."""
+        y_dims = ["y%d" % i for i in range(len(x_dims))]
+        return model([helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], name="up", **attrs)], list(x_dims), y_dims,
+                     {"W": w, "B": rng.standard_normal(c)}), tuple(x_dims)
+
+    def diagonal(c, k):
+        w = np.zeros((c, c, k, k))
+        w[range(c), range(c)] = rng.standard_normal((c, k, k))
+        return w
+
     cases = {
         "k4s2p1_dw": deconv(8, 1, 4, 2, [1, 1, 1, 1], 0),
         "k6s3p2op1_dw": deconv(4, 1, 6, 3, [2, 2, 2, 2], 1),
@@ -54,6 +65,23 @@ def main():
         "nearest_conv_dw": nearest_conv(8, 8),
         "nearest_conv_dense_C64": nearest_conv(64, 1),
         "nearest_conv_dense_C16": nearest_conv(16, 1),
+        # GTCRN's dilated stride 1; DeepFilterNet3's (1,2) strides at 64 and 16 channels; FCN's group-1 diagonal k4 s2
+        # (uncropped 2H+2); a 1-D x2.
+        "s1_dilated": reach(8, rng.standard_normal((8, 1, 3, 3)), (1, 8, 14, 6), group=8, strides=[1, 1], dilations=[5, 1],
+                            pads=[10, 1, 10, 1]),
+        "s12_C64": reach(64, rng.standard_normal((64, 1, 1, 3)), (1, 64, 5, 8), group=64, strides=[1, 2], pads=[0, 1, 0, 1],
+                         output_padding=[0, 1]),
+        "s12_C16": reach(16, rng.standard_normal((16, 1, 1, 3)), (1, 16, 5, 8), group=16, strides=[1, 2], pads=[0, 1, 0, 1],
+                         output_padding=[0, 1]),
+        "diagonal_k4s2": reach(8, diagonal(8, 4), (1, 8, 6, 6), group=1, strides=[2, 2]),
+        "one_d_s2_C64": reach(64, rng.standard_normal((64, 1, 4)), (1, 64, 9), group=64, strides=[2], pads=[1, 1]),
+    }
+    reach_joins = {  # "Conv": one Conv, nothing to join; "Reshape": the interleave
+        "xnnpack": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape"},
+        "litert": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": "Reshape", "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape"},
+        "default": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": None, "one_d_s2_C64": None},
+        "executorch": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "Gather", "one_d_s2_C64": None},
+        "ort": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": None},
     }
     # What each target must do with each case: the op that joins the phases, or None when it keeps the node.
     joins = {
@@ -63,6 +91,8 @@ def main():
         "executorch": {**{c: "Gather" for c in cases}, "k6s3p2op1_dw": "Transpose"},
         "ort": {**{c: None for c in cases}, "nearest_conv_dense_C64": "DCR"},
     }
+    for target, per_case in reach_joins.items():
+        joins[target].update(per_case)
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (m, x_dims) in cases.items():
@@ -86,14 +116,18 @@ def main():
                         problems.append("%s: expected the node kept, got %s" % (where, ops))
                     print("%-26s %-10s kept" % (name, target))
                     continue
-                if len(d2s) != 1:
+                if want in ("Conv", "Reshape"):
+                    if d2s or "ConvTranspose" in ops or want not in ops:
+                        problems.append("%s: expected %s and no DepthToSpace or ConvTranspose, got %s" % (where, want, ops))
+                elif len(d2s) != 1:
                     problems.append("%s: expected one DepthToSpace, got %s" % (where, ops))
                     continue
-                mode = next((a.s.decode() for a in d2s[0].attribute if a.name == "mode"), "DCR")
-                if want == "DCR" and (mode != "DCR" or "Gather" in ops or "Transpose" in ops):
-                    problems.append("%s: expected a DCR DepthToSpace alone, got %s (mode %s)" % (where, ops, mode))
-                if want in ("Gather", "Transpose") and (mode != "CRD" or want not in ops):
-                    problems.append("%s: expected %s + CRD DepthToSpace, got %s (mode %s)" % (where, want, ops, mode))
+                else:
+                    mode = next((a.s.decode() for a in d2s[0].attribute if a.name == "mode"), "DCR")
+                    if want == "DCR" and (mode != "DCR" or "Gather" in ops or "Transpose" in ops):
+                        problems.append("%s: expected a DCR DepthToSpace alone, got %s (mode %s)" % (where, ops, mode))
+                    if want in ("Gather", "Transpose") and (mode != "CRD" or want not in ops):
+                        problems.append("%s: expected %s + CRD DepthToSpace, got %s (mode %s)" % (where, want, ops, mode))
                 got = ort.InferenceSession(out, providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
                 err = float(np.max(np.abs(got - expected))) / max(1.0, float(np.max(np.abs(expected))))
                 if got.shape != expected.shape or err > 1e-5:
