@@ -1,6 +1,7 @@
 // Recognisers of the two zero-insertion forms: a one-tap ConvTranspose (zero_insertion), and StyleGAN2-ADA's
-// Reshape / Pad / Reshape (reshape_zero_insertion). Both end in a constant-zero Pad and a depthwise stride-1
-// Conv, which parts::fold_zero_insertion turns into the ConvTranspose they compute.
+// Reshape / Pad / Reshape (reshape_zero_insertion). Both end in a constant-zero Pad (optional after a ConvTranspose)
+// and a stride-1 Conv of any group (depthwise, or dense as FastDepth's UpConv), which parts::fold_zero_insertion turns
+// into the ConvTranspose they compute: dense phases on the low-resolution input, about 1/s^2 of the Conv's MACs.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -344,26 +345,32 @@ std::string slice_not_noop(const onnx::NodeProto& slice, const GraphScope& scope
 std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                                      const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                                                      const std::map<std::string, int>& uses) {
-  // Cheap and selective first: Conv(Pad(ConvTranspose(x))) in this graph.
+  // Cheap and selective first: Conv(Pad(ConvTranspose(x))), or Conv(ConvTranspose(x)) with the Conv's own pads
+  // (FastDepth's Unpool before a dense 5x5 Conv), in this graph.
   if (conv.op_type() != "Conv" || !parts::default_domain(conv) || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
   const onnx::NodeProto* pad = producer(scope, conv.input(0), "Pad");
-  if (pad == nullptr || pad->input_size() < 1) return std::nullopt;
-  const onnx::NodeProto* ct = producer(scope, pad->input(0), "ConvTranspose");
+  if (pad != nullptr && pad->input_size() < 1) return std::nullopt;
+  const onnx::NodeProto* ct = producer(scope, pad != nullptr ? pad->input(0) : conv.input(0), "ConvTranspose");
   if (ct == nullptr || ct->input_size() < 2 || ct->input(0).empty() || ct->input(1).empty()) return std::nullopt;
 
   UpsamplerOutcome out;
   out.summary = parts::conv_summary(conv, scope, Form::kZeroInsertion);
   NodeSummary& sum = out.summary;
-  auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
+  // Without a Pad the form is any Conv reading a ConvTranspose (a decoder's refining Conv, say): a near-miss there is no
+  // upsampler of this form, so it gets no row, and the ConvTranspose is matched on its own.
+  auto fail = [&out, pad](core::Error e) -> std::optional<UpsamplerOutcome> {
+    if (pad == nullptr && e.kind != core::ErrorKind::kInvalidModel) return std::nullopt;
     out.match = std::move(e);
     return out;
   };
   const std::string& x = ct->input(0);
 
-  auto tail = parts::read_conv_tail(conv, scope, eval, sum);
+  auto tail = parts::read_conv_tail(conv, scope, eval, sum, /*any_group=*/true);
   if (!tail) return fail(tail.error());
   // The ConvTranspose stays whenever anything else reads its output, so folding would save nothing.
-  for (const auto& [node, what] : {std::pair<const onnx::NodeProto*, const char*>{ct, "ConvTranspose"}, {pad, "Pad"}}) {
+  std::vector<std::pair<const onnx::NodeProto*, const char*>> chain{{ct, "ConvTranspose"}};
+  if (pad != nullptr) chain.emplace_back(pad, "Pad");
+  for (const auto& [node, what] : chain) {
     if (use_count(uses, node->output(0)) != 1) return fail(declined(std::string(what) + " output has another reader"));
   }
 
@@ -400,7 +407,7 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
   }
   auto tap = insertion_tap(*v);
   if (!tap) return fail(tap.error());
-  auto pads = parts::pad_amounts(*pad, scope, eval);
+  auto pads = pad != nullptr ? parts::pad_amounts(*pad, scope, eval) : core::Result<std::array<int64_t, 4>>(std::array<int64_t, 4>{});
   if (!pads) return fail(pads.error());
 
   parts::ZeroInsertion zi;
@@ -416,11 +423,11 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
   m.deconv = std::move(*deconv);
   m.absorbs = ct;
   std::set<std::pair<size_t, std::string>> seen;
-  for (const auto* node : {pad, ct}) {
+  for (const auto& [node, what] : chain) {
     m.replaced.emplace_back(&scope, node->output(0));
     seen.insert({scope.index, node->output(0)});
   }
-  for (const auto* node : {pad, ct}) {
+  for (const auto& [node, what] : chain) {
     for (const auto& in : node->input()) parts::collect_upstream(in, scope, x, seen, m.replaced);
   }
   parts::collect_upstream(conv.input(1), scope, x, seen, m.replaced);
@@ -458,7 +465,7 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
   };
   const std::string& x = split->input(0);
 
-  auto tail = parts::read_conv_tail(conv, scope, eval, sum);
+  auto tail = parts::read_conv_tail(conv, scope, eval, sum, /*any_group=*/true);
   if (!tail) return fail(tail.error());
   std::vector<std::pair<const onnx::NodeProto*, std::string>> chain{
       {split, "first Reshape"}, {insert, "zero-inserting Pad"}, {merge, "second Reshape"}, {pad, "Pad"}};

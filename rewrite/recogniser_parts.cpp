@@ -156,7 +156,8 @@ std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector
   return "Conv kernel_shape " + join(*kernel_shape) + " disagrees with its weight " + join(weight_dims);
 }
 
-core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary) {
+core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary,
+                                      bool any_group) {
   auto group = onnx_io::get_int(conv, "group", 1);
   auto strides = onnx_io::get_ints(conv, "strides", {});
   auto dilations = onnx_io::get_ints(conv, "dilations", {});
@@ -186,10 +187,15 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   if (!weight) return declined("Conv weight not constant: " + weight.error().message);
   if (weight->dims.size() != 4) return declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size()));
   if (auto conflict = kernel_shape_conflict(conv, weight->dims); !conflict.empty()) return declined(conflict);
-  tail.channels = weight->dims[0];
+  if (*group < 1 || weight->dims[0] % *group != 0) {
+    return declined("Conv group " + std::to_string(*group) + " does not divide its weight " + join(weight->dims));
+  }
+  tail.group = *group;
+  tail.out_channels = weight->dims[0];
+  tail.channels = weight->dims[1] * *group;
   summary.channels = tail.channels;
   summary.kernel = {weight->dims[2], weight->dims[3]};
-  if (*group != tail.channels || weight->dims[1] != 1) {
+  if (!any_group && !tail.depthwise()) {
     return declined("Conv is not depthwise: group " + std::to_string(*group) + ", weight " + join(weight->dims));
   }
   if (weight->is_integer()) return declined("unsupported element type " + onnx_io::data_type_name(weight->data_type));
@@ -242,20 +248,29 @@ core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const
                       "the overflow or underflow of the original's x * gain");
     }
   }
-  // The derived kernel: w[c, 0, ty, tx] = a[c] * f[c, 0, Ky-1-ty, Kx-1-tx] (the filter flipped, times the gain).
-  const int64_t channels = tail.channels, ky = weight.dims[2], kx = weight.dims[3];
+  // The derived kernel [C_in, C_out/g, Ky, Kx]: w[ci, co', ty, tx] = a[ci] * f[co, ci', Ky-1-ty, Kx-1-tx], the filter
+  // flipped, times the gain of the input channel; co = group(ci) * C_out/g + co', ci' = ci mod C_in/g. Depthwise:
+  // w[c, 0] = a[c] * flip(f[c, 0]).
+  const int64_t c_in = tail.channels, cig = weight.dims[1], cog = tail.out_channels / tail.group, ky = weight.dims[2], kx = weight.dims[3];
   std::vector<double> w(weight.reals.size());
-  for (int64_t c = 0; c < channels; ++c) {
-    const double gain = zi.gains.size() == 1 ? zi.gains[0] : zi.gains[static_cast<size_t>(c)];
-    for (int64_t ty = 0; ty < ky; ++ty) {
-      for (int64_t tx = 0; tx < kx; ++tx) {
-        w[static_cast<size_t>((c * ky + ty) * kx + tx)] =
-            gain * weight.reals[static_cast<size_t>((c * ky + (ky - 1 - ty)) * kx + (kx - 1 - tx))];
+  for (int64_t ci = 0; ci < c_in; ++ci) {
+    const double gain = zi.gains.size() == 1 ? zi.gains[0] : zi.gains[static_cast<size_t>(ci)];
+    for (int64_t col = 0; col < cog; ++col) {
+      const int64_t co = (ci / cig) * cog + col, cil = ci % cig;
+      for (int64_t ty = 0; ty < ky; ++ty) {
+        for (int64_t tx = 0; tx < kx; ++tx) {
+          w[static_cast<size_t>(((ci * cog + col) * ky + ty) * kx + tx)] =
+              gain * weight.reals[static_cast<size_t>(((co * cig + cil) * ky + (ky - 1 - ty)) * kx + (kx - 1 - tx))];
+        }
       }
     }
   }
   if (auto why = derived_overflow(w, weight.data_type); !why.empty()) return declined(why);
-  DeconvMatch d = derived_match(conv, scope, ir_version, types, x, weight.data_type, weight.dims, w);
+  DeconvMatch d = derived_match(conv, scope, ir_version, types, x, weight.data_type, {c_in, cog, ky, kx}, w);
+  if (!tail.depthwise()) {
+    d.group = tail.group;
+    d.out_channels = tail.out_channels;
+  }
   d.y = geo[0];
   d.x = geo[1];
   return d;

@@ -66,14 +66,21 @@ std::string auto_pad_conflict(const onnx::NodeProto& conv);
 // absent): such a Conv is invalid, and which of the two a runtime would follow is not the tool's to guess.
 std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector<int64_t>& weight_dims);
 
-// The Conv that ends every zero-insertion form: depthwise, stride 1, dilation 1, a constant [C,1,Ky,Kx] float
-// weight. read_conv_tail fills summary.channels and summary.kernel as far as it gets.
+// The Conv that ends every zero-insertion form: stride 1, dilation 1, a constant [C_out, C_in/group, Ky, Kx] float
+// weight; depthwise ([C,1,Ky,Kx], group C) unless `any_group`, where a dense or grouped Conv is taken too (zero
+// insertion then a dense Conv is a dense ConvTranspose: FastDepth's UpConv). read_conv_tail fills summary.channels
+// (C_in) and summary.kernel as far as it gets.
 struct ConvTail {
   ConstTensor weight;
-  int64_t channels = 0;
+  int64_t channels = 0;      // C_in, the channels zero insertion runs on
+  int64_t out_channels = 0;  // C_out
+  int64_t group = 0;
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // the Conv's own [top, left, bottom, right]
+
+  bool depthwise() const { return group == channels && out_channels == channels; }
 };
-core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary);
+core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval, NodeSummary& summary,
+                                      bool any_group = false);
 
 // Zero insertion by s: z[i*s + j] = gain[c] * x[i] per axis, all other z are 0, over a length of s*H - deficit
 // (a ConvTranspose with kernel k < s stops s - k short of s*H).
@@ -85,7 +92,8 @@ struct ZeroInsertion {
 };
 
 // The ConvTranspose that zero insertion `zi` of `x`, then the Pad `pads` ([top, left, bottom, right]) and the
-// Conv `conv` with `tail`, compute: w[c,0,t] = gain[c] * f[c,0,K-1-t], Pb = K-1-j-P, Pe = K+j-s-E per axis.
+// Conv `conv` with `tail`, compute: w[ci,co',t] = gain[ci] * f[co,ci',K-1-t] (co' and ci' within the group of ci),
+// Pb = K-1-j-P, Pe = K+j-s-E per axis; of the Conv's groups and output channels.
 // Declines unless the result is a clean xs upscale with non-negative pads. Fills summary.stride and pads.
 core::Result<DeconvMatch> fold_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
                                               const onnx_io::ScopedTypes& types, const std::string& x, const ConvTail& tail,

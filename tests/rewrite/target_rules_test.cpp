@@ -145,7 +145,7 @@ onnx::ModelProto conv_transpose_case(const std::string& kernel, int64_t c, int64
 }
 
 // The geometries beyond clean xs on both axes: "stride1" (GTCRN's dilated k3 s1), "anisotropic" (DeepFilterNet's k(1,3)
-// s(1,2)), "diagonal" (FCN's group-1 k4 s2 p0, zero off the channel diagonal).
+// s(1,2)), "diagonal" (FCN's group-1 k4 s2 p0, zero off the channel diagonal), "unpool_dense" (FastDepth's UpConv).
 onnx::ModelProto reach_case(const std::string& kind, int64_t c) {
   DeconvSpec spec;
   spec.channels = c;
@@ -163,6 +163,16 @@ onnx::ModelProto reach_case(const std::string& kind, int64_t c) {
     return deconv_model(spec);
   }
   const std::string cs = str(c);
+  if (kind == "unpool_dense") {  // FastDepth's UpConv: a one-tap k2 s2 ConvTranspose straight into a dense 5x5 Conv
+    auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + cs + ",2,2] X) => (float[1," + cs +
+                         ",4,4] Y) {\n  z = ConvTranspose <group=" + cs +
+                         ", strides=[2,2], kernel_shape=[2,2]> (X, V)\n  Y = Conv <kernel_shape=[5,5], pads=[2,2,2,2]> (z, W)\n}\n");
+    std::vector<double> v(static_cast<size_t>(c * 4), 0.0);
+    for (int64_t i = 0; i < c; ++i) v[static_cast<size_t>(i * 4)] = 1.0;
+    *m.mutable_graph()->add_initializer() = onnx_io::make_tensor("V", onnx::TensorProto::FLOAT, {c, 1, 2, 2}, v, true);
+    set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {c, c, 5, 5}, 14);
+    return m;
+  }
   auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + cs + ",4,4] X) => (float[1," + cs +
                        ",10,10] Y) {\n  Y = ConvTranspose <strides=[2,2]> (X, W)\n}\n");
   std::vector<double> w(static_cast<size_t>(c * c * 16), 0.0);
@@ -233,6 +243,7 @@ std::vector<Case> every_family() {
         cases.push_back({"conv_transpose", "depthwise", "3x3", c, 1, reach_case("stride1", c), 0, "1 x 1"});
         cases.push_back({"conv_transpose", "depthwise", "other", c, 2, reach_case("anisotropic", c), 0, "s_h != s_w"});
         cases.push_back({"conv_transpose", "diagonal", "other", c, 2, reach_case("diagonal", c)});
+        cases.push_back({"zero_insertion", "dense", "other", c, 2, reach_case("unpool_dense", c)});
       }
     }
   }
