@@ -198,6 +198,11 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   if (!any_group && !tail.depthwise()) {
     return declined("Conv is not depthwise: group " + std::to_string(*group) + ", weight " + join(weight->dims));
   }
+  if (any_group && !tail.depthwise() && tail.group != 1) {
+    // Depthwise (MI-GAN, upfirdn2d) and dense (FastDepth) were measured on every runtime; a grouped Conv was not.
+    return declined("Conv is grouped (group " + std::to_string(*group) + " of " + std::to_string(tail.channels) +
+                    " input channels): zero insertion before a grouped Conv was not measured on any runtime (depthwise and dense were)");
+  }
   if (weight->is_integer()) return declined("unsupported element type " + onnx_io::data_type_name(weight->data_type));
   tail.weight = std::move(*weight);
   return tail;

@@ -67,9 +67,9 @@ std::string auto_pad_conflict(const onnx::NodeProto& conv);
 std::string kernel_shape_conflict(const onnx::NodeProto& conv, const std::vector<int64_t>& weight_dims);
 
 // The Conv that ends every zero-insertion form: stride 1, dilation 1, a constant [C_out, C_in/group, Ky, Kx] float
-// weight; depthwise ([C,1,Ky,Kx], group C) unless `any_group`, where a dense or grouped Conv is taken too (zero
-// insertion then a dense Conv is a dense ConvTranspose: FastDepth's UpConv). read_conv_tail fills summary.channels
-// (C_in) and summary.kernel as far as it gets.
+// weight; depthwise ([C,1,Ky,Kx], group C), or with `any_group` also dense (zero insertion then a dense Conv is a dense
+// ConvTranspose: FastDepth's UpConv); a grouped Conv is declined (not measured), though the fold computes it. read_conv_tail fills
+// summary.channels (C_in) and summary.kernel as far as it gets.
 struct ConvTail {
   ConstTensor weight;
   int64_t channels = 0;      // C_in, the channels zero insertion runs on

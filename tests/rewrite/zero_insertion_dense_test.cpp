@@ -4,6 +4,8 @@
 // 1/s^2 of the Conv's MACs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "rewrite_fixtures.h"
 
 using namespace dwdeconv;
@@ -39,7 +41,7 @@ TEST_CASE("zero insertion then a dense Conv becomes dense phase Convs on the low
     int64_t c, m, g;
     bool pad_node;
   };
-  const Case c = GENERATE(values<Case>({{4, 6, 1, false}, {4, 6, 1, true}, {4, 6, 2, false}}));
+  const Case c = GENERATE(values<Case>({{4, 6, 1, false}, {4, 6, 1, true}}));
   CAPTURE(c.c, c.m, c.g, c.pad_node);
   const auto model = unpool_conv_model(c.c, c.m, c.g, c.pad_node);
   const auto out = rewrite_copy(model);
@@ -89,4 +91,18 @@ TEST_CASE("a Conv straight after a ConvTranspose that inserts no zeros is no zer
   CHECK(out.result.nodes[0].summary.name == "up");
   CHECK(out.result.nodes[0].rewritten);
   CHECK(count_ops(out.model.graph(), "Conv") == 5);  // four phases, and the 3x3 Conv as it was
+}
+
+TEST_CASE("zero insertion before a grouped Conv is kept: not measured on any runtime", "[rewrite][zero_insertion][dense]") {
+  // With a Pad the fold's row says why (without one, a near-miss gets no row); its ConvTranspose is then rewritten on
+  // its own (a one-tap k2 s2).
+  const auto model = unpool_conv_model(4, 6, 2, true);
+  const auto out = rewrite_copy(model);
+  const auto fold = std::find_if(out.result.nodes.begin(), out.result.nodes.end(),
+                                 [](const rewrite::NodeReport& n) { return n.summary.form == "zero_insertion"; });
+  REQUIRE(fold != out.result.nodes.end());
+  CHECK_FALSE(fold->rewritten);
+  CHECK_THAT(fold->reason, Catch::Contains("Conv is grouped (group 2 of 4 input channels)") && Catch::Contains("not measured"));
+  CHECK(find_producer(out.model.graph(), "Y")->op_type() == "Conv");
+  CHECK(output_diff(model, out.model, {{"X", random_tensor4(1, 4, 5, 4, 36)}}, "Y", {1, 6, 10, 8}) < kTolerance);
 }
