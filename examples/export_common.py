@@ -1,9 +1,21 @@
-"""What the hand-written-upsampler export scripts share: a small generator (head Conv, two upsamplers, tail Conv)
-and the command line that seeds it and exports it with torch.onnx.export. Imported by export_nearest_mask.py,
-export_zero_insertion.py and export_upfirdn2d.py; not a script of its own."""
+"""What the export scripts share: a small generator (head Conv, two upsamplers, tail Conv) and the command line that
+seeds it and exports it with torch.onnx.export (export_nearest_mask.py, export_zero_insertion.py, export_upfirdn2d.py),
+and randomise_batchnorm (export_fastdepth_upconv.py, export_gtcrn_decoder.py, export_deepfilternet_erb_decoder.py).
+Not a script of its own."""
 import argparse
 
 import torch
+from torch import nn
+
+
+def randomise_batchnorm(m):
+    """Random BatchNorm statistics and affine parameters, so that the BatchNorms torch.onnx.export folds into the Convs
+    are not identities."""
+    if isinstance(m, nn.BatchNorm2d):
+        m.weight.data.uniform_(0.5, 1.5)
+        m.bias.data.uniform_(-0.5, 0.5)
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 1.5)
 
 
 class Generator(torch.nn.Module):

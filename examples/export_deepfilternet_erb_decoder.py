@@ -23,6 +23,8 @@ import math
 import torch
 from torch import nn
 
+from export_common import randomise_batchnorm
+
 
 class Conv2dNormAct(nn.Sequential):
     """df/modules.py's, causal in time; separable is a depthwise Conv then a 1x1."""
@@ -77,14 +79,6 @@ class ErbDecoder(nn.Module):
         e2 = self.convt2(self.conv2p(e3))
         e1 = self.convt1(self.conv1p(e2))
         return self.conv0_out(self.conv0p(e1))
-
-
-def randomise_batchnorm(m):
-    if isinstance(m, nn.BatchNorm2d):
-        m.weight.data.uniform_(0.5, 1.5)
-        m.bias.data.uniform_(-0.5, 0.5)
-        m.running_mean.uniform_(-0.5, 0.5)
-        m.running_var.uniform_(0.5, 1.5)
 
 
 def main():

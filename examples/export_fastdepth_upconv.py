@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from export_common import randomise_batchnorm
+
 
 class Unpool(nn.Module):
     # Unpool: 2*2 unpooling with zero padding (FastDepth's, unchanged)
@@ -57,14 +59,6 @@ def weights_init(m):
         m.weight.data.normal_(0, math.sqrt(2. / n))
         if m.bias is not None:
             m.bias.data.zero_()
-
-
-def randomise_batchnorm(m):
-    if isinstance(m, nn.BatchNorm2d):
-        m.weight.data.uniform_(0.5, 1.5)
-        m.bias.data.uniform_(-0.5, 0.5)
-        m.running_mean.uniform_(-0.5, 0.5)
-        m.running_var.uniform_(0.5, 1.5)
 
 
 def upconv(in_channels, out_channels):

@@ -21,6 +21,8 @@ import argparse
 import torch
 from torch import nn
 
+from export_common import randomise_batchnorm
+
 
 class GTConvBlock(nn.Module):
     """Group Temporal Convolution, use_deconv=True (GTCRN's, without SFE and TRA)."""
@@ -78,14 +80,6 @@ class Decoder(nn.Module):
         for layer in self.de_convs:
             x = layer(x)
         return x
-
-
-def randomise_batchnorm(m):
-    if isinstance(m, nn.BatchNorm2d):
-        m.weight.data.uniform_(0.5, 1.5)
-        m.bias.data.uniform_(-0.5, 0.5)
-        m.running_mean.uniform_(-0.5, 0.5)
-        m.running_var.uniform_(0.5, 1.5)
 
 
 def main():
