@@ -58,16 +58,17 @@ Tensor4 conv_transpose2d_reference(const Tensor4& x, const Tensor4& w, const std
           double sum = bias.empty() ? 0.0 : bias[static_cast<size_t>(oc)];
           for (int64_t icg = 0; icg < in_per_group; ++icg) {
             const int64_t ic = g * in_per_group + icg;
-            for (int64_t iy = 0; iy < x.h; ++iy) {
-              for (int64_t ky = 0; ky < w.h; ++ky) {
-                // The scatter: input iy with tap ky lands on output iy*s + ky*d - Pb.
-                if (iy * p.strides[0] + ky * p.dilations[0] - p.pads[0] != oy) continue;
-                for (int64_t ix = 0; ix < x.w; ++ix) {
-                  for (int64_t kx = 0; kx < w.w; ++kx) {
-                    if (ix * p.strides[1] + kx * p.dilations[1] - p.pads[1] != ox) continue;
-                    sum += x.at(n, ic, iy, ix) * w.at(ic, oc_in_group, ky, kx);
-                  }
-                }
+            // The scatter: input iy with tap ky lands on output iy*s + ky*d - Pb, so output oy collects, per tap, the
+            // one iy = (oy + Pb - ky*d) / s when that divides and is inside x. Taps from the last down visit iy in
+            // ascending order, the order of a walk over every (iy, ky).
+            for (int64_t ky = w.h - 1; ky >= 0; --ky) {
+              const int64_t ty = oy + p.pads[0] - ky * p.dilations[0];
+              if (ty < 0 || ty % p.strides[0] != 0 || ty / p.strides[0] >= x.h) continue;
+              const int64_t iy = ty / p.strides[0];
+              for (int64_t kx = w.w - 1; kx >= 0; --kx) {
+                const int64_t tx = ox + p.pads[1] - kx * p.dilations[1];
+                if (tx < 0 || tx % p.strides[1] != 0 || tx / p.strides[1] >= x.w) continue;
+                sum += x.at(n, ic, iy, tx / p.strides[1]) * w.at(ic, oc_in_group, ky, kx);
               }
             }
           }

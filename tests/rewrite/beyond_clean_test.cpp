@@ -331,7 +331,7 @@ TEST_CASE("a 1-D depthwise ConvTranspose is the 2-D rewrite of its input unsquee
   CHECK(worst < kTolerance);
 }
 
-TEST_CASE("--target xnnpack keeps strides that differ per axis below 64 channels and rewrites them from 64", "[rewrite][anisotropic]") {
+TEST_CASE("the xnnpack target keeps strides that differ per axis below 64 channels and rewrites them from 64", "[rewrite][anisotropic]") {
   DeconvSpec spec;
   spec.kh = 1;
   spec.kw = 2;

@@ -232,7 +232,7 @@ g (float[1,2,4,3] X, bool cond) => (float[1,2,8,6] Y) {
   require_invalid(model, {"stride 0", "then_branch"});
 }
 
-TEST_CASE("a ConvTranspose whose output of a known input is not positive refuses the model; a huge dilation is kept",
+TEST_CASE("a ConvTranspose whose output of a known input is not positive refuses the model, and a huge dilation is kept",
           "[rewrite][invalid]") {
   DeconvSpec spec;  // k3 s1 on 5 rows with 40 end pads: 5 - 1 + 3 - 40 = -33 rows
   spec.kh = spec.kw = 3;
