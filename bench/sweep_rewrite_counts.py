@@ -45,6 +45,7 @@ EXPORTS = [
     ("fcn8s_o13.onnx", "export_fcn8s.py", ["--size", "32", "--width-divisor", "32"]),
     ("deepfilternet_erb_o13.onnx", "export_deepfilternet_erb_decoder.py", ["--channels", "16", "--frames", "20"]),
     ("idwt_upsampler_o13.onnx", "export_idwt_upsampler.py", []),
+    ("conv1d_upsampler_o13.onnx", "export_conv1d_upsampler.py", ["--length", "32"]),
 ]
 
 
