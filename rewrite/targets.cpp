@@ -313,10 +313,12 @@ std::string joined(const std::set<T>& values, Name name, const char* glue) {
 // "dense nearest_conv 3x3, C >= 64": what a rule names, in words.
 std::string family_text(const KeepRule& r) {
   std::string text = joined(r.groupings, grouping_name, "/");
-  const std::string forms = r.forms.empty() ? "every form" : joined(r.forms, form_name, "/");
-  text += (text.empty() ? "" : " ") + forms;
+  // "every form" unless the rule names forms, or names only strides (then "strides s_h != s_w" says it).
+  const bool only_strides = r.forms.empty() && r.groupings.empty() && r.kernels.empty() && !r.strides.empty();
+  const std::string forms = r.forms.empty() ? (only_strides ? "" : "every form") : joined(r.forms, form_name, "/");
+  text += (text.empty() || forms.empty() ? "" : " ") + forms;
   if (!r.kernels.empty()) text += " " + joined(r.kernels, kernel_class_name, "/");
-  if (!r.strides.empty()) text += " with strides " + joined(r.strides, stride_class_name, "/");
+  if (!r.strides.empty()) text += std::string(text.empty() ? "" : " with ") + "strides " + joined(r.strides, stride_class_name, "/");
   if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
   if (r.max_channels > 0) text += ", C < " + std::to_string(r.max_channels);
   if (r.widens) text += *r.widens ? ", C_out > C" : ", C_out <= C";
