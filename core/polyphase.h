@@ -49,8 +49,6 @@ struct DeconvPlan {
   AxisGeometry y;
   AxisGeometry x;
   std::vector<PhasePlan> phases;
-
-  int64_t phase_count() const { return y.stride * x.stride; }
 };
 
 // Plans a node whose axes are both plannable; their strides may differ.

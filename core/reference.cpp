@@ -175,7 +175,7 @@ Tensor4 run_plan_reference(const DeconvPlan& plan, const Tensor4& x, const Tenso
     conv.dilations = {phase.y.dilation, phase.x.dilation};
     phase_outputs.push_back(conv2d_reference(cropped, kernel, bias, conv));
   }
-  if (plan.phase_count() == 1) return std::move(phase_outputs.front());
+  if (plan.phases.size() == 1) return std::move(phase_outputs.front());
   if (plan.y.stride != plan.x.stride) return interleave_reference(phase_outputs, plan.y.stride, plan.x.stride);
   return depth_to_space_reference(concat_channels_reference(phase_outputs), plan.y.stride, /*dcr=*/true);
 }

@@ -311,7 +311,7 @@ bool Emitter::equal_phases(const DeconvMatch& m, const core::DeconvPlan& plan) c
 PhaseLayout Emitter::layout_for(const DeconvMatch& m, PhaseLayout join) const {
   // Over --max-phases the node is kept (keep_reason) and its s*s phases are never planned.
   const int64_t sy = m.y.stride, sx = m.x.stride;
-  if (sy * sx == 1) return PhaseLayout::kSingle;
+  if (sy == 1 && sx == 1) return PhaseLayout::kSingle;
   if (sy > options_.max_phases / sx) return join;
   if (equal_phases(m, core::plan_deconv(m.y, m.x))) return PhaseLayout::kNearest;
   return sy == sx ? join : PhaseLayout::kInterleave;
@@ -472,7 +472,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
       input = it->second;
     }
     // With s == 1 the single Conv takes the node's place: its name (if any) and its output.
-    const bool last = s * sx == 1;
+    const bool last = s == 1 && sx == 1;
     if (layout == PhaseLayout::kNearest) {
       const std::string conv_name = names_.fresh(base + "_phase");
       const std::string output = names_.fresh(conv_name + "_out");
@@ -493,7 +493,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
       phase_outputs.push_back(output);
     }
   }
-  if (s * sx == 1) return nodes;
+  if (s == 1 && sx == 1) return nodes;
   if (layout == PhaseLayout::kInterleave) {
     interleave(m, base, phase_outputs, growth, nodes);
     return nodes;
