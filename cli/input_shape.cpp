@@ -92,4 +92,24 @@ core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(c
   return shapes;
 }
 
+core::Status check_input_shape_names(const std::vector<InputShapeArg>& args, const onnx::ModelProto& model, const std::string& model_path) {
+  if (auto resolved = resolve_input_shapes(args, model, model_path); !resolved) return resolved.error();
+  std::set<std::string> tensors, initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::string inputs;
+  for (const auto& in : model.graph().input()) {
+    if (initializers.count(in.name()) != 0) continue;
+    tensors.insert(in.name());
+    inputs += (inputs.empty() ? "'" : ", '") + in.name() + "'";
+  }
+  for (const auto& node : model.graph().node()) tensors.insert(node.output().begin(), node.output().end());
+  for (const auto& arg : args) {
+    if (arg.name.empty() || tensors.count(arg.name) != 0) continue;
+    return core::Error{core::ErrorKind::kUsage,
+                       "--input-shape '" + arg.text + "': " + model_path + " has no graph input or tensor '" + arg.name +
+                           "' in its main graph (graph inputs: " + (inputs.empty() ? std::string("none") : inputs) + ")"};
+  }
+  return core::Ok{};
+}
+
 }  // namespace dwdeconv::cli

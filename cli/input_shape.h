@@ -28,6 +28,11 @@ core::Result<InputShapeArg> parse_input_shape_arg(const std::string& text);
 
 // The shapes by name for `model`: a bare shape becomes its single graph input's (initializers are not inputs
 // here). A usage error when a bare shape meets a model with another number of inputs, or names one input twice.
+// Right after loading, before any rewrite or run: the usage error of an --input-shape that resolve_input_shapes
+// refuses, or whose name is neither a graph input nor the output of a node of the main graph (a typo). Which
+// tensors per-node verification can take is decided later, when the rewrite is known.
+core::Status check_input_shape_names(const std::vector<InputShapeArg>& args, const onnx::ModelProto& model, const std::string& model_path);
+
 core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(const std::vector<InputShapeArg>& args,
                                                                                const onnx::ModelProto& model,
                                                                                const std::string& model_path);

@@ -76,13 +76,30 @@ int main(int argc, char** argv) {
   CLI::App app{cli::app_description(), "dwdeconv-rewrite"};
   cli::add_options(app, opt);
   cli::use_readable_value_names(app);
+  cli::wrap_help(app);
+  // `--completion bash|zsh`: the shell completion script, from the option table just declared. Alone on the command
+  // line, as --version is, since MODEL is otherwise required.
+  if (argc >= 2 && std::string_view(argv[1]) == "--completion") {
+    const std::string script = argc == 3 ? cli::completion_script(app, argv[2]) : std::string();
+    if (script.empty()) {
+      std::fprintf(stderr, "dwdeconv-rewrite: error: --completion takes one shell, bash or zsh, and nothing else\n");
+      return cli::kExitUsage;
+    }
+    std::fputs(script.c_str(), stdout);
+    return std::fflush(stdout) == 0 ? cli::kExitOk : cli::kExitInvalidModel;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // In the tool's voice, as every other error: the prefix, and for a typo the option meant.
-    std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", core::printable(cli::parse_error_message(app, e)).c_str());
+    const std::string message = cli::parse_error_message(app, e);
+    std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", core::printable(message).c_str());
+    // A --report PATH that was read still gets the report, saying the error (docs/report.md).
+    if (auto written = cli::write_early_report(cli::options_as_given(app), cli::kExitUsage, message); !written) {
+      std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", core::printable(written.error().message).c_str());
+    }
     return cli::kExitUsage;
   }
 

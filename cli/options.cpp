@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <set>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/runtime_python.h"
 #include "cli/version.h"
 #include "rewrite/recognisers.h"
@@ -16,17 +18,18 @@ namespace dwdeconv::cli {
 namespace {
 
 const char* kExamples = R"(Examples:
-  dwdeconv-rewrite model.onnx -o model.xnn.onnx    rewrite every upsampler that pays off on the default target
+  dwdeconv-rewrite model.onnx -o model.xnn.onnx     rewrite what pays off on the default target
   dwdeconv-rewrite model.onnx -o out.onnx --target litert    for LiteRT (TFLite) through onnx2tf
-  dwdeconv-rewrite model.onnx --dry-run            print the plan, write nothing
-  dwdeconv-rewrite model.onnx --check              CI gate: exit 1 if any node would be rewritten
-  dwdeconv-rewrite model.onnx -o out.onnx --verify    rewrite, then run both through XNNPACK and diff
-  dwdeconv-rewrite model.onnx --compare out.onnx   verify any pair without rewriting
+  dwdeconv-rewrite model.onnx --dry-run             print the plan, write nothing
+  dwdeconv-rewrite model.onnx --check               CI gate: exit 1 if any node would be rewritten
+  dwdeconv-rewrite model.onnx -o out.onnx --verify  rewrite, then run both through XNNPACK and diff
+  dwdeconv-rewrite model.onnx --compare out.onnx    verify any pair without rewriting
   dwdeconv-rewrite model.onnx -o out.onnx --bench --runs 20    time both models on XNNPACK
-  dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image:1,3,256,256    a model with dynamic dims
-  dwdeconv-rewrite models/ --out-dir out/ --suffix .xnn -j 2    a batch: out/NAME.xnn.onnx for each models/*.onnx
-  dwdeconv-rewrite model.onnx -o out.onnx --target litert --runtime litert --verify --bench    check and time on LiteRT itself
-  dwdeconv-rewrite - -o - < in.onnx > out.onnx     stdin to stdout
+  dwdeconv-rewrite model.onnx -o out.onnx --verify --input-shape image:1,3,256,256    dynamic dims
+  dwdeconv-rewrite models/ --out-dir out/ --suffix .xnn -j 2    out/NAME.xnn.onnx for each model
+  dwdeconv-rewrite model.onnx -o out.onnx --target litert --runtime litert --verify --bench
+                                                    check and time on LiteRT itself
+  dwdeconv-rewrite - -o - < in.onnx > out.onnx      stdin to stdout
 
 Exit status:
   0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid model, failed
@@ -60,7 +63,53 @@ CLI::Validator finite_non_negative() {
       "finite NUMBER >= 0");
 }
 
+// A finite number > 0 for --min-speedup.
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value <= 0) {
+          return "'" + text + "' is not a finite number > 0";
+        }
+        return "";
+      },
+      "NUMBER > 0");
+}
+
 }  // namespace
+
+void add_runtime_options(CLI::App& app, Options& opt) {
+  std::string listed, names;
+  for (const auto& r : runtime_check::python_runtimes()) {
+    listed += ", " + r.name + " (" + r.summary + ")";
+    names += (names.empty() ? "" : "|") + r.name;
+  }
+  app.add_option("--runtime", opt.runtime,
+                 "Where --verify, --bench and --compare run: xnnpack (this tool's executor, the default; no Python)" + listed +
+                     "; all but xnnpack through Python (docs/runtime-checks.md); any case, tflite for litert")
+      ->type_name("NAME")
+      ->transform(canonical_name(canonical_runtime_name));
+  app.add_option("--python", opt.python, "The Python interpreter of --runtime " + names + " (default $DWDECONV_PYTHON, else python3)")
+      ->type_name("PATH");
+  app.add_option("--min-speedup", opt.min_speedup,
+                 "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
+      ->check(positive_number())
+      ->type_name("X");
+  app.add_flag("--tune", opt.tune,
+               "Time each upsampler the target would rewrite alone (cut out at its input shape), both ways, on --runtime, "
+               "and rewrite only those that measured faster; the plan and the report show the figures");
+}
+
+CLI::Validator canonical_name(std::string (*canonical)(const std::string&)) {
+  // A name it does not know is left as given, for usage_problem to refuse with the list of names.
+  return CLI::Validator(
+      [canonical](std::string& text) -> std::string {
+        if (std::string name = canonical(text); !name.empty()) text = name;
+        return "";
+      },
+      "", "canonical name");
+}
 
 void add_options(CLI::App& app, Options& opt) {
   app.footer(kExamples);
@@ -84,9 +133,13 @@ void add_options(CLI::App& app, Options& opt) {
                      " (default: " + rewrite::form_names(/*defaults_only=*/true) + ")")
       ->delimiter(',')
       ->allow_extra_args(false);
-  std::string targets = "The runtime the model ships to, which decides what is rewritten and how:";
-  for (const auto& t : rewrite::targets()) targets += "\n  " + t.name + ": " + t.runtime + "; " + t.summary();
-  app.add_option("--target", opt.target, targets)->type_name("NAME");
+  std::string targets = "The runtime the model ships to, which decides what is rewritten and how (any case):";
+  for (const auto& t : rewrite::targets()) {
+    std::string also;
+    for (const auto& alias : t.aliases) also += (also.empty() ? " (also " : ", ") + alias;
+    targets += "\n  " + t.name + (also.empty() ? "" : also + ")") + ": " + t.runtime + "; " + t.summary();
+  }
+  app.add_option("--target", opt.target, targets)->type_name("NAME")->transform(canonical_name(rewrite::canonical_target_name));
   app.add_flag("--explicit-pad", opt.explicit_pad, "Emit phase pads as Pad nodes instead of folding them into the Convs");
   app.add_option("--max-phases", opt.max_phases,
                  "Keep a node whose stride s would emit more than N phases, s*s (default 64: strides up to 8)")

@@ -6,10 +6,14 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "rewrite/emitter.h"
 #include "rewrite/targets.h"
+
+// CLI11 is included only where options are declared or parsed: its header alone takes seconds to compile.
+namespace CLI {
+class App;
+class Validator;
+}  // namespace CLI
 
 namespace dwdeconv::cli {
 
@@ -53,6 +57,10 @@ void add_options(CLI::App& app, Options& opt);
 
 // What makes a parsed command line meaningless, as the usage error to print; "" when the options make sense.
 std::string usage_problem(const Options& opt);
+
+// A CLI11 transform that replaces a name by canonical(name) when that is not "" (any case, an alias), and leaves
+// any other name for usage_problem to refuse.
+CLI::Validator canonical_name(std::string (*canonical)(const std::string&));
 
 // The path of an --input argument, [NAME=]FILE.
 std::string input_file_path(const std::string& argument);

@@ -115,6 +115,8 @@ class ModelRun {
     }
     if (auto safe = check_write_targets(writes); !safe) return finish(safe.error());
     out_.info.opset = onnx_io::default_opset(model());
+    // A mistyped --input-shape name is said now, not after the rewrite and validation.
+    if (auto named = check_input_shape_names(setup_.input_shapes, model(), input_); !named) return finish(named.error(), shown_ + ": ");
     timer_.mark("load");
     return true;
   }

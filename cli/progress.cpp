@@ -11,6 +11,8 @@
 namespace dwdeconv::cli {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // "17:40:01.234", local wall-clock time, which is what a CI log's own timestamps are compared with.
 std::string clock_text() {
   const auto now = std::chrono::system_clock::now();
@@ -23,39 +25,141 @@ std::string clock_text() {
   return buf;
 }
 
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// A step counted as "TEXT K/N": TEXT and N, or false.
+bool counted_step(const std::string& phase, std::string& text, std::string& count, bool& first) {
+  const size_t space = phase.rfind(' ');
+  const size_t slash = phase.rfind('/');
+  if (space == std::string::npos || slash == std::string::npos || slash < space + 2 || slash + 1 == phase.size()) return false;
+  for (size_t k = space + 1; k < phase.size(); ++k) {
+    if (k != slash && (phase[k] < '0' || phase[k] > '9')) return false;
+  }
+  text = phase.substr(0, space);
+  count = phase.substr(slash + 1);
+  first = phase.compare(space + 1, slash - space - 1, "1") == 0;
+  return true;
+}
+
 }  // namespace
 
 bool phase_lines_wanted(int verbosity) { return verbosity >= 0 && isatty(STDERR_FILENO) == 0; }
 
-PhaseLog::PhaseLog(std::string subject, bool enabled) : subject_(std::move(subject)), enabled_(enabled) {}
+PhaseLog::PhaseLog(std::string subject, bool enabled, std::chrono::milliseconds heartbeat)
+    : subject_(std::move(subject)), enabled_(enabled), heartbeat_(heartbeat) {
+  if (enabled_) heartbeat_thread_ = std::thread([this] { beat(); });
+}
 
-PhaseLog::~PhaseLog() { end(); }
+PhaseLog::~PhaseLog() {
+  end();
+  if (!heartbeat_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  heartbeat_thread_.join();
+}
 
 void PhaseLog::start(const std::string& phase) {
   if (!enabled_) return;
-  end();
-  open_ = phase;
-  started_ = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text, count;
+  bool first = false;
+  if (counted_step(phase, text, count, first) && !first && !open_.empty() && text == counted_) {
+    spdlog::debug("{} {}: {}", clock_text(), subject_, phase);  // the same counted phase goes on
+    return;
+  }
+  close("done in");
+  const bool counted = counted_step(phase, text, count, first);
+  counted_ = counted ? text : "";
+  open_ = counted ? text + " 1.." + count : phase;  // "bench: run 1..10"
+  started_ = last_line_ = Clock::now();
   spdlog::info("{} {}: {}: started", clock_text(), subject_, open_);
+  if (counted) spdlog::debug("{} {}: {}", clock_text(), subject_, phase);
+}
+
+void PhaseLog::close(const char* how) {
+  if (open_.empty()) return;
+  spdlog::info("{} {}: {}: {} {:.2f} s", clock_text(), subject_, open_, how, seconds_since(started_));
+  open_.clear();
+  counted_.clear();
 }
 
 void PhaseLog::end() {
-  if (!enabled_ || open_.empty()) return;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  spdlog::info("{} {}: {}: done in {:.2f} s", clock_text(), subject_, open_, seconds);
-  open_.clear();
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  close("done in");
 }
 
 void PhaseLog::fail() {
-  if (!enabled_ || open_.empty()) return;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  spdlog::info("{} {}: {}: failed after {:.2f} s", clock_text(), subject_, open_, seconds);
-  open_.clear();
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  close("failed after");
+}
+
+void PhaseLog::beat() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    const auto due = last_line_ + heartbeat_;
+    if (!open_.empty() && Clock::now() >= due) {
+      spdlog::info("{} {}: {}: running for {:.0f} s", clock_text(), subject_, open_, seconds_since(started_));
+      last_line_ = Clock::now();
+      continue;
+    }
+    if (open_.empty()) {
+      wake_.wait_for(lock, heartbeat_);
+    } else {
+      wake_.wait_until(lock, due);
+    }
+  }
 }
 
 std::function<void(const std::string&)> PhaseLog::callback() {
   if (!enabled_) return {};
   return [this](const std::string& line) { start(line); };
+}
+
+StatusLine::StatusLine() : ticker_([this] { tick(); }) {}
+
+StatusLine::~StatusLine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  ticker_.join();
+}
+
+void StatusLine::set(const std::string& line) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  line_ = line;
+  since_ = Clock::now();
+  draw();
+}
+
+void StatusLine::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (line_.empty()) return;
+  line_.clear();
+  std::fprintf(stderr, "\r\033[K");
+}
+
+void StatusLine::draw() {
+  const double seconds = seconds_since(since_);
+  if (seconds >= 1) {
+    std::fprintf(stderr, "\r\033[K%s (%.0f s)", line_.c_str(), seconds);
+  } else {
+    std::fprintf(stderr, "\r\033[K%s", line_.c_str());
+  }
+}
+
+void StatusLine::tick() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::seconds(1));
+    if (!stopping_ && !line_.empty()) draw();
+  }
 }
 
 }  // namespace dwdeconv::cli

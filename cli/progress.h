@@ -1,23 +1,33 @@
-// Where the time of a run goes, for a log that is not a terminal (CI): one timestamped line when a long phase
-// starts and one when it ends. On a terminal the verifier's and bench's one-line status (rewritten in place)
-// serves instead, and -q silences both.
+// Where the time of a run goes. For a log that is not a terminal (CI): one timestamped line when a long phase starts,
+// one when it ends, and one at least every 10 s while it runs. On a terminal a one-line status, rewritten in place,
+// serves instead, with the time the step has taken so far; -q silences both.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace dwdeconv::cli {
 
 // True when phase lines should be logged: stderr is not a terminal and the run is not -q.
 bool phase_lines_wanted(int verbosity);
 
+// How often a phase that is still running says so.
+inline constexpr std::chrono::seconds kHeartbeat{10};
+
 // The phases of one model's run, logged at info level as
-//   "dwdeconv-rewrite: info: 17:40:01.234 model.onnx: load: started" and "...: load: done in 0.27 s".
-// Each start ends the phase before it. Does nothing when constructed disabled. Not shared between threads.
+//   "dwdeconv-rewrite: info: 17:40:01.234 model.onnx: load: started" and "...: load: done in 0.27 s",
+// and "...: verify: running the original model: running for 10 s" every kHeartbeat while one runs.
+// Each start ends the phase before it. A counted step ("bench: run 3/10") continues the phase its first count started
+// ("bench: run 1..10"): one line when the first starts, one when the last ends; each count is a debug line (-v).
+// Does nothing when constructed disabled. Its calls come from one thread; the heartbeat is its own.
 class PhaseLog {
  public:
-  PhaseLog(std::string subject, bool enabled);
+  PhaseLog(std::string subject, bool enabled, std::chrono::milliseconds heartbeat = kHeartbeat);
   ~PhaseLog();
   PhaseLog(const PhaseLog&) = delete;
   PhaseLog& operator=(const PhaseLog&) = delete;
@@ -30,10 +40,44 @@ class PhaseLog {
   std::function<void(const std::string&)> callback();
 
  private:
+  void close(const char* how);  // with mutex_ held
+  void beat();
+
   std::string subject_;
   bool enabled_;
-  std::string open_;  // the phase started and not yet ended; empty when none
+  std::chrono::milliseconds heartbeat_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::string open_;     // the phase started and not yet ended; empty when none
+  std::string counted_;  // the open phase's step text before its count ("bench: run"), when it is counted
   std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point last_line_;
+  std::thread heartbeat_thread_;
+};
+
+// The terminal's status line: each set() replaces it, and while a step lasts over a second its elapsed time is added,
+// every second. Shared by the runs of a batch.
+class StatusLine {
+ public:
+  StatusLine();
+  ~StatusLine();
+  StatusLine(const StatusLine&) = delete;
+  StatusLine& operator=(const StatusLine&) = delete;
+
+  void set(const std::string& line);
+  void clear();
+
+ private:
+  void tick();
+  void draw();  // with mutex_ held
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::string line_;
+  std::chrono::steady_clock::time_point since_;
+  std::thread ticker_;
 };
 
 }  // namespace dwdeconv::cli

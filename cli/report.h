@@ -14,10 +14,14 @@
 
 namespace dwdeconv::cli {
 
+// The report's "schema_version": raised when a member is removed, renamed, or changes its type or meaning (a
+// member added keeps it). docs/report.md says what each version changed; docs/report.schema.json describes it.
+inline constexpr int kReportSchemaVersion = 1;
+
 struct RunInfo {
-  int exit_code = 0;  // this model's exit code
-  std::string error;  // why it failed; empty when it succeeded
-  std::string input;
+  int exit_code = 0;   // this model's exit code
+  std::string error;   // why it failed; empty when it succeeded
+  std::string input;   // the model as given; empty when the command line gave none (a usage error)
   std::string output;  // empty when nothing is written (--dry-run, --check)
   int64_t opset = 0;
   std::string validation;  // what the output validation checked; empty when nothing is written
@@ -30,12 +34,20 @@ struct RunInfo {
   std::optional<std::vector<TuneFigure>> tune;  // with --tune: each candidate's figure and decision
 };
 
-// {"tool_version", "input", "output", "opset", "nodes": [...], "rewritten", "kept", "validation"}, plus
-// "compared" and "verify" when verification ran, and "bench" with --bench. docs/report.md documents the schema.
+// {"schema_version", "tool_version", "exit_code", "error", "input", "output", "opset", "target", "cpu",
+// "outside_delegate", "nodes": [...], "rewritten", "kept", "validation"}, plus "changes", "compared", "verify",
+// "bench", "runtime" and "tune" when the run got to them. docs/report.md documents it, docs/report.schema.json is its
+// schema.
 std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result);
 
 // A batch report: the per-model objects of report_json (each its text), as a JSON list.
 std::string report_list_json(const std::vector<std::string>& entries);
+
+// With DWDECONV_REPORT_ARCHIVE set to a directory (the test suite sets it: tests/CMakeLists.txt), a copy of `json`, a
+// report just written, goes there under a name of its own, beside a NAME.args file with the working directory and
+// the command line, so that the suite can check every report it had written against the schema. Nothing otherwise;
+// never fails the run.
+void archive_report(const std::string& json);
 
 // One line per upsampler: decision, name, form (when not a ConvTranspose), C, k, s, resolved pads,
 // output_padding, and the reason if kept.

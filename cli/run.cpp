@@ -17,6 +17,7 @@
 
 #include "cli/batch_inputs.h"
 #include "cli/exit_codes.h"
+#include "cli/usage_errors.h"
 #include "core/text.h"
 #include "onnx_io/model_io.h"
 #include "onnx_io/validate.h"
@@ -53,6 +54,7 @@ namespace {
 // Writes the report; kExitOk, or the I/O error's exit code after logging it.
 int write_report(ReportFile& report, const std::string& json) {
   if (auto written = commit_report(report, json); !written) return fail(exit_code_for(written.error()), written.error().message);
+  archive_report(json);
   return kExitOk;
 }
 
@@ -89,6 +91,9 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   const onnx::ModelProto& original = loaded_original->model;
   const onnx::ModelProto& other = loaded_other->model;
   info.opset = onnx_io::default_opset(original);
+  if (auto named = check_input_shape_names(setup.input_shapes, original, input); !named) {
+    return finish(exit_code_for(named.error()), core::printable(input) + ": " + named.error().message);
+  }
   // The executor runs models ONNX refuses (a value defined twice, an unknown attribute): judge both first, as a
   // rewrite judges its input and output, so that passing means OTHER is a model at all.
   log.start("validate both models");
@@ -212,18 +217,19 @@ int run_batch(const Options& opt, const RuntimeSetup& setup, ReportFile& report)
 int run(const Options& given) {
   // A directory among the models stands for its *.onnx files, in name order.
   auto expanded = expand_model_directories(given);
-  if (!expanded) return fail(exit_code_for(expanded.error()), expanded.error().message);
+  if (!expanded) return fail_before_report(given, expanded.error());
   const Options& opt = *expanded;
-  if (const std::string problem = usage_problem(opt); !problem.empty()) return fail(kExitUsage, problem);
-  // A Python --runtime without its interpreter or packages is a usage error, found before anything is written.
-  if (auto probed = probe_runtime(opt); !probed) return fail(exit_code_for(probed.error()), probed.error().message);
+  // Up to the report's staging, a failure still writes the report, saying it (fail_before_report).
+  if (const std::string problem = usage_problem(opt); !problem.empty()) return fail_before_report(opt, {core::ErrorKind::kUsage, problem});
+  // A Python --runtime without its interpreter or packages is a usage error, found before any model is written.
+  if (auto probed = probe_runtime(opt); !probed) return fail_before_report(opt, probed.error());
   const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory);
   if (batch) {
     if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
   }
   // The output directory first, since the report may go into it; taken away again if the report cannot be staged.
   auto made_dirs = create_out_dir(opt.out_dir);
-  if (!made_dirs) return fail(exit_code_for(made_dirs.error()), made_dirs.error().message);
+  if (!made_dirs) return fail_before_report(opt, made_dirs.error());
   auto report = stage_report(opt);
   if (!report) {
     remove_made_dirs(*made_dirs);

@@ -42,7 +42,7 @@ void add_recorded_regions(const onnx::ModelProto& original, const onnx::ModelPro
 }
 
 void clear_progress(const RuntimeSetup& setup) {
-  if (setup.progress) std::fprintf(stderr, "\r\033[K");
+  if (setup.status) setup.status->clear();
 }
 
 // Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
@@ -156,7 +156,8 @@ core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
   }
   // A progress line on stderr, only for a person watching a terminal.
   if (opt.verbosity >= 0 && isatty(STDERR_FILENO)) {
-    setup.progress = [](const std::string& line) { std::fprintf(stderr, "\r\033[K%s", line.c_str()); };
+    setup.status = std::make_shared<StatusLine>();
+    setup.progress = [status = setup.status](const std::string& line) { status->set(line); };
   }
   return setup;
 }
@@ -229,11 +230,14 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   if (!shapes) return core::Error{shapes.error().kind, "--runtime " + opt.runtime + ": " + shapes.error().message};
   auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
   if (!inputs) return core::Error{inputs.error().kind, "--runtime " + opt.runtime + ": " + inputs.error().message};
-  if (setup.progress) setup.progress("converting and running both models on --runtime " + opt.runtime + " ...");
+  const std::string running = "converting and running both models on --runtime " + opt.runtime;
+  if (setup.progress) setup.progress(running + " ...");
+  log.start(running);
   // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
   const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
   auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
   clear_progress(setup);
+  if (run) log.end();  // a failure ends the phase as failed, in the caller
   // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing.
   if (!run) return core::Error{run.error().kind, result ? run.error().message + "; nothing written" : verify_prefix + run.error().message};
   checks.info.runtime = run->runtime;

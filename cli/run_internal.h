@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,7 @@ struct RuntimeSetup {
   std::vector<InputShapeArg> input_shapes;  // resolved per model (a bare shape names its only input)
   std::vector<runtime_check::NamedTensor> inputs;
   std::function<void(const std::string&)> progress;  // empty unless stderr is a terminal
+  std::shared_ptr<StatusLine> status;                // what `progress` draws on, or null
 };
 
 // Parses --input-shape and loads --input files, once per run; errors are usage errors or unreadable input files.

@@ -25,20 +25,6 @@ const std::vector<std::string> kRuntimes = [] {
 
 bool is_python_runtime(const std::string& name) { return name != kBuiltinRuntime; }
 
-// A finite number > 0 for --min-speedup.
-CLI::Validator positive_number() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value <= 0) {
-          return "'" + text + "' is not a finite number > 0";
-        }
-        return "";
-      },
-      "NUMBER > 0");
-}
-
 std::string executable_dir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -47,31 +33,15 @@ std::string executable_dir() {
 
 }  // namespace
 
+std::string canonical_runtime_name(const std::string& name) {
+  const std::string canonical = rewrite::canonical_target_name(name);
+  return std::find(kRuntimes.begin(), kRuntimes.end(), canonical) != kRuntimes.end() ? canonical : "";
+}
+
 std::string runtime_names() {
   std::string s;
   for (const auto& r : kRuntimes) s += (s.empty() ? "" : ", ") + r;
   return s;
-}
-
-void add_runtime_options(CLI::App& app, Options& opt) {
-  std::string listed, names;
-  for (const auto& r : runtime_check::python_runtimes()) {
-    listed += ", " + r.name + " (" + r.summary + ")";
-    names += (names.empty() ? "" : "|") + r.name;
-  }
-  app.add_option("--runtime", opt.runtime,
-                 "Where --verify, --bench and --compare run: xnnpack (this tool's executor, the default; no Python)" + listed +
-                     "; all but xnnpack through Python (docs/runtime-checks.md)")
-      ->type_name("NAME");
-  app.add_option("--python", opt.python, "The Python interpreter of --runtime " + names + " (default $DWDECONV_PYTHON, else python3)")
-      ->type_name("PATH");
-  app.add_option("--min-speedup", opt.min_speedup,
-                 "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
-      ->check(positive_number())
-      ->type_name("X");
-  app.add_flag("--tune", opt.tune,
-               "Time each upsampler the target would rewrite alone (cut out at its input shape), both ways, on --runtime, "
-               "and rewrite only those that measured faster; the plan and the report show the figures");
 }
 
 std::string runtime_usage_problem(const Options& opt) {
@@ -212,6 +182,16 @@ std::string speedup_text(double speedup, const RuntimeInfo& runtime) {
 
 std::string target_runtime_note(const Options& opt) {
   const rewrite::Target* target = rewrite::find_target(opt.target);
+  if (target != nullptr && target->runs_on.empty()) {
+    // The default is meant for every runtime, so it keeps what any of them runs slower: the runtime's own target is
+    // the form measured there.
+    for (const auto& own : rewrite::targets()) {
+      if (own.runs_on == opt.runtime && !own.headline.empty() && opt.runtime != kBuiltinRuntime) {
+        return "; that is the default target's form, meant for every runtime: --target " + own.name + ", " + display_name(own.runs_on) +
+               "'s own, measured " + own.headline + " there (BENCHMARKS.md)";
+      }
+    }
+  }
   if (target == nullptr || target->runs_on.empty() || target->runs_on == opt.runtime) return "";
   return "; --target " + opt.target + " ships to " + display_name(target->runs_on) + ": --runtime " + target->runs_on +
          " would check there";

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <onnx/onnx_pb.h>
-#include <CLI/CLI.hpp>
 
 #include "cli/options.h"
 #include "cli/upsampler_table.h"
@@ -22,6 +21,11 @@
 #include "runtime_check/python_bridge.h"
 #include "runtime_check/tensor.h"
 #include "runtime_check/verify.h"
+
+// CLI11 is included only where options are declared or parsed: its header alone takes seconds to compile.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace dwdeconv::cli {
 
@@ -34,6 +38,10 @@ inline constexpr const char* kBuiltinRuntime = "xnnpack";
 
 // "xnnpack, ort, litert, executorch".
 std::string runtime_names();
+
+// The runtime `name` means: any case, and a target's alias for the runtime of the same name (tflite: litert); ""
+// for none.
+std::string canonical_runtime_name(const std::string& name);
 
 // Declares --runtime, --python and --min-speedup on `app`.
 void add_runtime_options(CLI::App& app, Options& opt);

@@ -1,7 +1,17 @@
 #include "cli/usage_errors.h"
 
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <set>
 #include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/output_files.h"
+#include "cli/report.h"
+#include "onnx_io/model_io.h"
+#include "run_internal.h"
 
 namespace dwdeconv::cli {
 namespace {
@@ -73,6 +83,92 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& erro
     return "no model given: dwdeconv-rewrite MODEL.onnx -o OUT.onnx (see --help)";
   }
   return std::string(error.what()) + " (see --help)";
+}
+
+Options options_as_given(const CLI::App& app) {
+  // The words CLI11 read for an option (its results), which it keeps whether or not the line parsed.
+  auto words = [&app](const std::string& name) {
+    const CLI::Option* option = app.get_option_no_throw(name);
+    return option != nullptr ? option->results() : std::vector<std::string>{};
+  };
+  auto one = [&words](const std::string& name) {
+    const std::vector<std::string> given = words(name);
+    return given.size() == 1 ? given.front() : std::string();
+  };
+  Options opt;
+  opt.models = words("models");
+  opt.report = one("--report");
+  opt.output = one("--output");
+  opt.out_dir = one("--out-dir");
+  opt.suffix = one("--suffix");
+  opt.compare = one("--compare");
+  opt.input_files = words("--input");
+  opt.external_data = one("--external-data");
+  opt.dry_run = !words("--dry-run").empty();
+  opt.check = !words("--check").empty();
+  const std::string threshold = one("--external-data-threshold");
+  uint64_t bytes = 0;
+  const char* end = threshold.data() + threshold.size();
+  if (const auto [ptr, ec] = std::from_chars(threshold.data(), end, bytes); !threshold.empty() && ec == std::errc() && ptr == end) {
+    opt.external_threshold = bytes;
+  }
+  return opt;
+}
+
+core::Status write_early_report(const Options& opt, int exit_code, const std::string& message) {
+  namespace fs = std::filesystem;
+  if (opt.report.empty()) return core::Ok{};
+  auto directory = [](const std::string& model) {
+    std::error_code ec;
+    return model != "-" && fs::is_directory(model, ec);
+  };
+  // As run() decides it; a directory among the models (not yet expanded after a parse error) makes a batch too.
+  const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory ||
+                                             std::any_of(opt.models.begin(), opt.models.end(), directory));
+  // The files the run names to read and to write: the report may be none of them, as a run that got further would
+  // refuse it. The rest of those checks is moot: nothing else is written.
+  std::vector<RunFile> named;
+  std::vector<std::string> inputs = opt.models;
+  if (!opt.compare.empty()) inputs.push_back(opt.compare);
+  for (const auto& input : inputs) {
+    std::set<std::string> data_files;
+    if (input != "-" && !directory(input)) {
+      if (auto listed = onnx_io::model_data_files(input)) data_files = std::move(*listed);
+    }
+    add_model_reads(input, data_files, named);
+    const std::string output = batch ? batch_output(opt, input) : opt.output;
+    if (!opt.compare.empty() || output.empty()) continue;  // --compare writes no model
+    for (auto& file : model_writes(opt, input, output, !data_files.empty())) {
+      if (file.role != FileRole::kReport) named.push_back(std::move(file));
+    }
+  }
+  add_input_tensor_files(opt, named);
+  if (opt.report != "-") {
+    if (auto safe = refuse_overwrites(named, {{opt.report, FileRole::kReport, ""}}, batch); !safe) return safe.error();
+  }
+  auto report = stage_report(opt);
+  if (!report) return report.error();
+  std::vector<std::string> entries;
+  auto entry = [&](const std::string& input) {
+    RunInfo info;
+    info.exit_code = exit_code;
+    info.error = message;
+    info.input = input;
+    info.compared = opt.compare;
+    entries.push_back(report_json(info, {}));
+  };
+  for (const auto& input : opt.models) entry(input);
+  if (entries.empty()) entry("");  // no model given: one object, its "input" null
+  const std::string json = batch ? report_list_json(entries) : entries.front();
+  if (auto written = commit_report(*report, json); !written) return written.error();
+  archive_report(json);
+  return core::Ok{};
+}
+
+int fail_before_report(const Options& opt, const core::Error& error) {
+  const int code = fail(exit_code_for(error), error.message);
+  if (auto written = write_early_report(opt, code, error.message); !written) fail(exit_code_for(written.error()), written.error().message);
+  return code;
 }
 
 }  // namespace dwdeconv::cli

@@ -1,5 +1,6 @@
 #include "rewrite/matcher.h"
 
+#include "recogniser_parts.h"
 #include "rewrite/const_eval.h"
 
 #include "onnx_io/attributes.h"
@@ -10,12 +11,7 @@ namespace {
 
 using core::declined;
 using core::invalid_model;
-
-std::string join(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return "[" + s + "]";
-}
+using parts::join;
 
 bool is_float_type(int32_t t) {
   return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16 ||

@@ -1,6 +1,7 @@
 #include "rewrite/targets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 namespace dwdeconv::rewrite {
@@ -150,8 +151,8 @@ std::vector<Target> make_targets() {
                gather_layout,
                "`Gather(axis=1)` to CRD order, then `DepthToSpace` CRD",
                "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\"",
-               "the Gather of each join: on ExecuTorch aten.index.Tensor on the portable kernels, on LiteRT GATHER on "
-               "TFLite's own kernel",
+               {{"Gather", PhaseLayout::kGatherCrd, "executorch", "aten.index.Tensor", "portable kernels"},
+                {"Gather", PhaseLayout::kGatherCrd, "litert", "GATHER", "TFLite's own kernel"}},
                "onnx2torch (ExecuTorch) cannot convert this node, which the executor and LiteRT run natively (and faster "
                "than the Gather + CRD join there)",
                /*converts_added_resize=*/false});
@@ -162,7 +163,7 @@ std::vector<Target> make_targets() {
                dcr_layout,
                "`DepthToSpace` DCR",
                "\"Layer level\", \"Hand-written upsamplers\"",
-               "",
+               {},
                /*dcr_cost=*/""});
   t.push_back({"litert",
                "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf",
@@ -171,7 +172,7 @@ std::vector<Target> make_targets() {
                dcr_layout,
                "`DepthToSpace` DCR (native)",
                "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"",
-               "",
+               {},
                /*dcr_cost=*/""});
   // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and DepthToSpace as
   // a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a nearest Resize is a
@@ -268,7 +269,7 @@ std::vector<Target> make_targets() {
        dcr_layout,
        "`DepthToSpace` DCR",
        "\"ONNX Runtime (CPU provider)\"",
-       "",
+       {},
        /*dcr_cost=*/""});
   t.push_back({"executorch",
                "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
@@ -278,15 +279,26 @@ std::vector<Target> make_targets() {
                "s = 2, or a batch not known to be 1: `Gather` + CRD; s >= 3 at batch 1: the phases stacked on the batch axis, "
                "`Transpose`, CRD `DepthToSpace`, `Transpose`",
                "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
-               "the Gather of each s = 2 (or batch > 1) join, aten.index.Tensor, on ExecuTorch's portable kernels; the "
-               "batch join has none",
+               // The Gather of each s = 2 (or batch > 1) join; the batch join has none.
+               {{"Gather", PhaseLayout::kGatherCrd, "executorch", "aten.index.Tensor", "portable kernels"}},
                "",
                /*converts_added_resize=*/false});
   // The --runtime each checks and times on (tests/cli/target_runtime_test.cpp: each is one --runtime knows).
   const std::map<std::string, std::string> runs_on = {
       {"xnnpack", "xnnpack"}, {"litert", "litert"}, {"ort", "ort"}, {"executorch", "executorch"}};
+  // What each measured on its own runtime, as the README's target table says it (tests/cli/target_runtime_test.cpp
+  // holds the two equal): a run that checks there with the default target says what this target measured.
+  const std::map<std::string, std::string> headline = {
+      {"xnnpack", "ConvTranspose layers 9x-28x; MI-GAN-like model 1.38x"},
+      {"litert", "k4 s2 p1 layers (C >= 64) 11.2x-32.1x; MI-GAN-like model 1.78x"},
+      {"ort", "depthwise ConvTranspose 0.12x-0.94x, so kept; dense nearest + 3x3 Conv (>= 64 ch) 1.10x-1.86x"},
+      {"executorch", "k4 s2 p1 layers (C >= 64) 5.4x-6.5x; MI-GAN-like model 1.82x"}};
+  // The other names users give a runtime (onnx2tf and TFLite users say tflite).
+  const std::map<std::string, std::vector<std::string>> aliases = {{"litert", {"tflite"}}, {"ort", {"onnxruntime"}}};
   for (auto& target : t) {
     if (const auto it = runs_on.find(target.name); it != runs_on.end()) target.runs_on = it->second;
+    if (const auto it = headline.find(target.name); it != headline.end()) target.headline = it->second;
+    if (const auto it = aliases.find(target.name); it != aliases.end()) target.aliases = it->second;
   }
   return t;
 }
@@ -437,9 +449,22 @@ const Target* find_target(const std::string& name) {
   return it == t.end() ? nullptr : &*it;
 }
 
+std::string canonical_target_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const auto& t : targets()) {
+    if (t.name == lower || std::find(t.aliases.begin(), t.aliases.end(), lower) != t.aliases.end()) return t.name;
+  }
+  return "";
+}
+
 std::string target_names() {
   std::string names;
-  for (const auto& t : targets()) names += (names.empty() ? "" : ", ") + t.name;
+  for (const auto& t : targets()) {
+    names += (names.empty() ? "" : ", ") + t.name;
+    for (size_t k = 0; k < t.aliases.size(); ++k)
+      names += (k == 0 ? " (also " : ", ") + t.aliases[k] + (k + 1 == t.aliases.size() ? ")" : "");
+  }
   return names;
 }
 

@@ -15,7 +15,8 @@
 
 namespace dwdeconv::rewrite {
 
-// What of the CPU the tool runs on a rule may read (ONNX Runtime's answer depends on it).
+// What of the CPU the tool runs on a rule may read (ONNX Runtime's answer depends on it). The report's "cpu" object
+// has a member for each (cli/report.cpp, docs/report.schema.json).
 struct CpuFeatures {
   bool avx512f = false;
   std::string describe() const;  // "AVX-512F: no", as the plan header shows it
@@ -49,6 +50,16 @@ struct Family {
 // The family of a matched upsampler.
 Family family_of(const NodeSummary& summary, const DeconvMatch& match);
 
+// An op a target emits that a runtime it is meant for runs outside its XNNPACK delegate: a row of the report's
+// "outside_delegate" (docs/report.md).
+struct OutsideOp {
+  std::string op;       // the ONNX op it emits: "Gather"
+  PhaseLayout layout;   // the join that emits it, as a rewritten node's "layout" names it
+  std::string runtime;  // the runtime, as --runtime names it: "executorch", "litert"
+  std::string runs_as;  // what that runtime's converter makes of it: "aten.index.Tensor", "GATHER"
+  std::string on;       // the kernels that run it there: "portable kernels"
+};
+
 // One row of a target's rule table: the families it names and what the target does with them. A field left empty
 // (or 0) names every value.
 struct KeepRule {
@@ -79,9 +90,10 @@ struct Target {
   std::vector<KeepRule> rules;
   // How its emitted form joins the phases, at the model's default-domain opset.
   PhaseLayout (*layout)(const DeconvMatch& match, int64_t opset) = nullptr;
-  std::string join;              // the join as docs/targets.md and --help say it
-  std::string measured;          // the BENCHMARKS.md sections its rules cite
-  std::string outside_delegate;  // which of its emitted ops the runtime runs outside its XNNPACK delegate ("" none)
+  std::string join;      // the join as docs/targets.md and --help say it
+  std::string measured;  // the BENCHMARKS.md sections its rules cite
+  // Which of its emitted ops a runtime it is meant for runs outside its XNNPACK delegate; empty for none.
+  std::vector<OutsideOp> outside_delegate;
   // What its layout() joining DCR costs (below opset 11, where DepthToSpace has no CRD mode), for join_note; "" when
   // the target joins DCR anyway or never falls back to it.
   std::string dcr_cost;
@@ -92,6 +104,10 @@ struct Target {
   // The --runtime that checks and times what it writes (a name of the runtimes' registry, or "xnnpack": the executor);
   // "" for the default, which is meant for them all. Said by name, not matched from the prose of `runtime`.
   std::string runs_on;
+  // What it measured on that runtime, as the README's target table says it; "" for the default.
+  std::string headline;
+  // Other names --target takes for it, lower case (tflite for litert); names are matched without regard to case.
+  std::vector<std::string> aliases;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.
@@ -115,7 +131,11 @@ const std::vector<Target>& targets();
 // The target named `name`, or nullptr.
 const Target* find_target(const std::string& name);
 
-// "default, xnnpack, litert, ort, executorch": for --help and the usage error of an unknown name.
+// The name of the target `name` means, matched without regard to case and through its aliases ("TFLite" ->
+// "litert"), or "" for none.
+std::string canonical_target_name(const std::string& name);
+
+// "default, xnnpack, litert (also tflite), ...": for --help and the usage error of an unknown name.
 std::string target_names();
 
 // "depthwise", "grouped", "dense", "diagonal"; "1x1", "3x3", "other"; "s x s", "1 x 1", "s_h != s_w".

@@ -122,6 +122,37 @@ core::Result<VerifyResult> whole_model(const onnx::ModelProto& original, const o
   return r;
 }
 
+// What to pass when the shape of `tensor` (a region's input) is unknown: the graph inputs whose dims are not all
+// known, each as --input-shape NAME=DIMS with its symbolic dims named, since fixing those is what lets shape
+// inference reach `tensor`; or `tensor` itself when every graph input is known (inference stops somewhere between).
+std::string unknown_shape_hint(const onnx::ModelProto& model, const std::string& tensor, const VerifyOptions& options) {
+  std::set<std::string> initializers;
+  for (const auto& init : model.graph().initializer()) initializers.insert(init.name());
+  std::vector<std::string> hints;
+  for (const auto& input : model.graph().input()) {
+    if (initializers.count(input.name()) != 0 || options.input_shapes.count(input.name()) != 0) continue;
+    if (!input.type().has_tensor_type()) continue;
+    const auto& type = input.type().tensor_type();
+    if (type.has_shape() && !onnx_io::known_dims(input.type()).empty()) continue;
+    std::string dims;
+    if (!type.has_shape()) {
+      dims = "NxCxHxW";
+    } else {
+      for (int axis = 0; axis < type.shape().dim_size(); ++axis) {
+        const auto& d = type.shape().dim(axis);
+        dims += (axis ? "x" : "") + (d.has_dim_value()        ? std::to_string(d.dim_value())
+                                     : !d.dim_param().empty() ? "<" + d.dim_param() + ">"
+                                                              : "<?>");
+      }
+    }
+    hints.push_back("--input-shape " + input.name() + "=" + dims);
+  }
+  if (hints.empty()) return "pass --input-shape " + tensor + "=NxCxHxW (its dims)";
+  std::string text = "give the graph input's dims, ";
+  for (size_t k = 0; k < hints.size(); ++k) text += (k ? " " : "") + hints[k];
+  return text + " (with the numbers it runs at)";
+}
+
 // The input shape of a node for per-node mode: given by name, or inferred with the graph inputs' dims fixed (empty
 // when neither says). A given shape fixes the dims inference does not know, as for a graph input: one contradicting
 // a known dim would check the upsampler on an input it never gets (a usage error).
@@ -193,7 +224,7 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
     RC_ASSIGN(const auto shape, node_input_shape(node.x, types, options));
     if (shape.empty()) {
       return cannot_verify(reason + "; and the shape of '" + node.x + "', the input of the upsampler that ends at " + node.label +
-                           ", is unknown: pass --input-shape " + node.x + "=NxCxHxW");
+                           ", is unknown: " + unknown_shape_hint(original, node.x, options));
     }
     const std::string label = "input '" + node.x + "' of " + node.label + " [" + format_dims(shape) + "]";
     if (auto sized = checked_element_count(shape, storage_bytes(onnx::TensorProto::FLOAT), label); !sized) return sized.error();

@@ -1,11 +1,18 @@
 // Each target names the --runtime that checks it (Target::runs_on) as a name --runtime takes, so the summary's
 // "--runtime X would check there" never rests on the target's prose agreeing with a runtime's name.
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 #include <catch2/catch.hpp>
 
 #include "cli/options.h"
 #include "cli/runtime_python.h"
 #include "rewrite/targets.h"
 #include "runtime_check/python_bridge.h"
+#include "tests/support/source_dir.h"
 
 using namespace dwdeconv;
 
@@ -32,4 +39,69 @@ TEST_CASE("every target but the default runs on a runtime --runtime knows, and t
     ++with_runtime;
   }
   CHECK(with_runtime == 4);
+}
+
+// Parses `args` (after the program name) with the tool's own option table, as main() does.
+static cli::Options parse(std::vector<std::string> args) {
+  cli::Options opt;
+  CLI::App app{"test", "dwdeconv-rewrite"};
+  cli::add_options(app, opt);
+  args.insert(args.begin(), "dwdeconv-rewrite");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return opt;
+}
+
+TEST_CASE("the target and runtime options take the names users say, in any case, and store the canonical one", "[cli][targets]") {
+  CHECK(parse({"m.onnx", "--dry-run", "--target", "tflite"}).target == "litert");
+  CHECK(parse({"m.onnx", "--dry-run", "--target", "TFLite"}).target == "litert");
+  CHECK(parse({"m.onnx", "--dry-run", "--target", "LiteRT"}).target == "litert");
+  CHECK(parse({"m.onnx", "--dry-run", "--target=ONNXRuntime"}).target == "ort");
+  CHECK(parse({"m.onnx", "--dry-run", "--target", "ExecuTorch"}).target == "executorch");
+  CHECK(parse({"m.onnx", "--dry-run", "--target", "DEFAULT"}).target == "default");
+  CHECK(parse({"m.onnx", "-o", "o.onnx", "--verify", "--runtime", "TFLite"}).runtime == "litert");
+  CHECK(parse({"m.onnx", "-o", "o.onnx", "--verify", "--runtime", "XNNPACK"}).runtime == "xnnpack");
+  // A name it does not know stays as given, and the usage error lists the names with their aliases.
+  const cli::Options unknown = parse({"m.onnx", "--dry-run", "--target", "tflight"});
+  CHECK(unknown.target == "tflight");
+  CHECK_THAT(cli::usage_problem(unknown),
+             Catch::Equals("--target: unknown target 'tflight' (known: default, xnnpack, litert (also tflite), ort (also onnxruntime), "
+                           "executorch)"));
+  // "default" is a target, not a runtime.
+  const cli::Options not_runtime = parse({"m.onnx", "-o", "o.onnx", "--verify", "--runtime", "default"});
+  CHECK(not_runtime.runtime == "default");
+  CHECK_THAT(cli::usage_problem(not_runtime), Catch::StartsWith("--runtime: unknown runtime 'default'"));
+  // The aliases are lower case and name no other target.
+  for (const auto& target : rewrite::targets()) {
+    for (const auto& alias : target.aliases) {
+      CAPTURE(alias);
+      CHECK(rewrite::find_target(alias) == nullptr);
+      CHECK(rewrite::canonical_target_name(alias) == target.name);
+    }
+  }
+}
+
+TEST_CASE("checked on a runtime with the default target, the summary says what that runtime's target measured", "[cli][targets]") {
+  // The figure is the README's, which the target table there states: the two must not drift apart.
+  std::ifstream file(dwdeconv::test::source_dir() + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(readme.empty());
+  size_t noted = 0;
+  for (const auto& target : rewrite::targets()) {
+    if (target.runs_on.empty() || target.runs_on == cli::kBuiltinRuntime) continue;
+    CAPTURE(target.name);
+    REQUIRE_FALSE(target.headline.empty());
+    CHECK_THAT(readme, Catch::Contains("| " + target.headline + " | `--target " + target.name + "` |"));
+    cli::Options opt;
+    opt.target = rewrite::kDefaultTarget;
+    opt.runtime = target.runs_on;
+    CHECK_THAT(cli::target_runtime_note(opt),
+               Catch::Contains("--target " + target.name + ", ") && Catch::Contains("measured " + target.headline + " there"));
+    ++noted;
+  }
+  CHECK(noted == 3);
+  // On the tool's own executor (the default runtime), the default target's summary says nothing more.
+  cli::Options opt;
+  CHECK(cli::target_runtime_note(opt).empty());
 }

@@ -173,8 +173,8 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
                                            "validate the output",
                                            "verify: running the original model",
                                            "verify: running the rewritten model",
-                                           "bench: run 1/2",
-                                           "bench: run 2/2",
+                                           "bench: run 1..2",
+                                           "bench: profiled run 1..3",
                                            "save " + out.string()};
   size_t previous_end = 0;
   for (const auto& phase : phases) {
@@ -191,6 +191,12 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
     CHECK(end_at > start_at);
     previous_end = end_at;
   }
+  // The timed runs are one phase: no line per run, unless -v asks for them.
+  CHECK(lines_with(r.err, "bench: run 1/2").empty());
+  CHECK(lines_with(r.err, "bench: run 2/2").empty());
+  const auto verbose = run_cli(in.string() + " -o " + out.string() + " --bench --runs 2 -v", dir);
+  CHECK(verbose.exit_code == 0);
+  CHECK(lines_with(verbose.err, model + "bench: run 2/2").size() == 1);
   // --compare too: its loads, its validation and both runs.
   const auto compare = run_cli(in.string() + " --compare " + out.string(), dir);
   CHECK(compare.exit_code == 0);
@@ -217,6 +223,80 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
   const auto unsaved = run_cli(in.string() + " -o " + (dir.path / "missing" / "out.onnx").string(), dir);
   CHECK(unsaved.exit_code == 3);
   CHECK_THAT(unsaved.err, Catch::Contains("out.onnx: failed after ") && !Catch::Contains("out.onnx: done"));
+}
+
+TEST_CASE("the quick start's log on a non-terminal is one line per phase end, about 30 lines", "[e2e][newcomer]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx";
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --bench", dir);
+  REQUIRE(r.exit_code == 0);
+  const size_t lines = lines_with(r.err, "dwdeconv-rewrite: ").size();
+  INFO(r.err);
+  // 9 phases (2 lines each), the verify summary (3), the bench line, the per-upsampler table (10), the summary (2).
+  CHECK(lines <= 36);
+  CHECK(lines_with(r.err, ": started").size() == 9);
+}
+
+TEST_CASE("the README's and docs/cli.md's sample output is what the quick start prints today", "[e2e][newcomer]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto r = run_shell("cd " + dir.path.string() + " && " + DWDECONV_CLI + " model.onnx -o m.onnx --verify --bench", dir);
+  REQUIRE(r.exit_code == 0);
+  // The speedup varies from run to run: compared as a number.
+  const auto masked = [](const std::string& line) { return std::regex_replace(line, std::regex(R"(\d+\.\d\dx faster)"), "N.NNx faster"); };
+  const auto printed = [&](const std::string& start) {
+    const auto lines = lines_with(r.err, start);
+    return lines.empty() ? std::string() : masked(lines.back());
+  };
+  for (const auto& [doc, output] : {std::pair<std::string, std::string>{"README.md", "migan_tiny.xnn.onnx"}, {"docs/cli.md", "m.onnx"}}) {
+    INFO(doc);
+    const std::string text = read_file(fs::path(DWDECONV_SOURCE_DIR) / doc);
+    const auto changed = lines_with(text, "dwdeconv-rewrite: info: changed: ");
+    const auto summary = lines_with(text, "dwdeconv-rewrite: info: rewrote 8 of 8");
+    REQUIRE(changed.size() == 1);
+    REQUIRE(summary.size() == 1);
+    CHECK(changed.front() == printed("dwdeconv-rewrite: info: changed: "));
+    std::string expected = masked(summary.front());
+    expected.replace(expected.rfind("-> ") + 3, std::string::npos, "m.onnx");
+    CHECK(expected == printed("dwdeconv-rewrite: info: rewrote "));
+    CHECK_THAT(summary.front(), Catch::EndsWith("-> " + output));
+  }
+}
+
+TEST_CASE("--help fits in 100 columns, the man page's source included", "[e2e][newcomer]") {
+  TempDir dir;
+  const auto r = run_cli("--help", dir);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.out);
+  size_t count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    CAPTURE(line);
+    CHECK(line.size() <= 100);
+  }
+  CHECK(count > 60);
+  // Every option is still there, and wrapping lost no word of the target list.
+  for (const char* part : {"--target NAME", "--runtime NAME", "--min-speedup X", "--threads N",
+                           "litert (also tflite):", "ort (also onnxruntime):", "Exit status:"}) {
+    CHECK_THAT(r.out, Catch::Contains(part));
+  }
+}
+
+TEST_CASE("a mistyped --input-shape name is refused right after load, before any rewrite", "[e2e][newcomer]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx";
+  const auto report = dir.path / "r.json";
+  for (const std::string& args : {"-o " + out.string() + " --verify", "-o " + out.string() + " --bench", "--compare " + in.string()}) {
+    INFO(args);
+    const auto r = run_cli(in.string() + " " + args + " --input-shape imgae:1,4,64,64 --report " + report.string(), dir);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--input-shape 'imgae:1,4,64,64': ") && Catch::Contains("has no graph input or tensor 'imgae'") &&
+                          Catch::Contains("(graph inputs: 'image')"));
+    CHECK_THAT(r.err, !Catch::Contains("rewrite: started") && !Catch::Contains("validate"));
+    CHECK_FALSE(fs::exists(out));
+    CHECK_THAT(read_file(report), Catch::Contains("has no graph input or tensor 'imgae'"));
+  }
 }
 
 TEST_CASE("the summary says which ops changed and the model and weight bytes before and after", "[e2e][newcomer]") {

@@ -99,8 +99,10 @@ TEST_CASE("an unknown --target is a usage error that lists the targets, and writ
   TempDir dir;
   const fs::path input = dir.path / "m.onnx", out = dir.path / "out.onnx";
   save(three_upsamplers(), input);
-  const auto r = run_cli(input.string() + " -o " + out.string() + " --target tflite", dir);
+  const auto r = run_cli(input.string() + " -o " + out.string() + " --target tflight", dir);
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("--target: unknown target 'tflite' (known: default, xnnpack, litert, ort, executorch)"));
+  CHECK_THAT(r.err,
+             Catch::Contains(
+                 "--target: unknown target 'tflight' (known: default, xnnpack, litert (also tflite), ort (also onnxruntime), executorch)"));
   CHECK_FALSE(fs::exists(out));
 }

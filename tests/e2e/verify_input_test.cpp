@@ -120,7 +120,14 @@ TEST_CASE("bench refuses --input and --input-shape names that are no graph input
   const std::string bench = in.string() + " -o " + out.string() + " --bench --runs 1 --input-shape image=1x8x4x4";
   const auto shape = run_cli(bench + " --input-shape nosuch=1x2x3x4", dir);
   CHECK(shape.exit_code == 2);
-  CHECK_THAT(shape.err, Catch::Contains("--input-shape 'nosuch' names no graph input of the model (its inputs: image)"));
+  // A name that is no tensor of the model at all is refused right after load.
+  CHECK_THAT(shape.err, Catch::Contains("--input-shape 'nosuch=1x2x3x4': ") &&
+                            Catch::Contains("has no graph input or tensor 'nosuch' in its main graph (graph inputs: 'image')"));
+  // A tensor inside the graph passes that check (per-node verification may take one), and --bench refuses it.
+  const auto inner = run_cli(bench + " --input-shape f0=1x8x4x4", dir);
+  CHECK(inner.exit_code == 2);
+  CHECK_THAT(inner.err, Catch::Contains("--input-shape 'f0' names no graph input of the model (its inputs: image)"));
+  CHECK_FALSE(fs::exists(out));
   write_npy(dir.path / "x.npy", "(1, 8, 4, 4)", std::string(128 * 4, '\0'));
   const auto file = run_cli(bench + " --input nosuch=" + (dir.path / "x.npy").string(), dir);
   CHECK(file.exit_code == 2);

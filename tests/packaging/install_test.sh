@@ -29,6 +29,27 @@ case $case_name in
     for f in LICENSE README.md docs/README.md docs/cli.md docs/forms.md docs/verification.md; do
       cmp "$DWDECONV_SOURCE_DIR/$f" "$prefix/share/doc/dwdeconv-rewrite/$f" || die "share/doc/dwdeconv-rewrite/$f"
     done
+    # The shell completions, generated from the option table: every option --help lists, and the target names.
+    bash_completion=$prefix/share/bash-completion/completions/dwdeconv-rewrite
+    zsh_completion=$prefix/share/zsh/vendor-completions/_dwdeconv-rewrite
+    [ -s "$bash_completion" ] || die "share/bash-completion/completions/dwdeconv-rewrite missing"
+    [ -s "$zsh_completion" ] || die "share/zsh/vendor-completions/_dwdeconv-rewrite missing"
+    head -1 "$zsh_completion" | grep -qx '#compdef dwdeconv-rewrite' || die "the zsh completion has no #compdef line"
+    for opt in $("$DWDECONV_REWRITE" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+      grep -qF -- " $opt" "$bash_completion" || die "$opt is in --help but not in the bash completion"
+      grep -qF -- "'$opt" "$zsh_completion" || grep -qF -- "'*$opt" "$zsh_completion" \
+        || die "$opt is in --help but not in the zsh completion"
+    done
+    # bash completes a --target value from the targets and their aliases, and an option from the options.
+    completed=$(bash -c 'source "$1"; COMP_WORDS=(dwdeconv-rewrite m.onnx --target l); COMP_CWORD=3; _dwdeconv_rewrite
+                         printf "%s\n" "${COMPREPLY[@]}"' sh "$bash_completion")
+    [ "$completed" = litert ] || die "bash completes '--target l' as '$completed', not litert"
+    completed=$(bash -c 'source "$1"; COMP_WORDS=(dwdeconv-rewrite m.onnx --ver); COMP_CWORD=2; _dwdeconv_rewrite
+                         printf "%s\n" "${COMPREPLY[@]}"' sh "$bash_completion" | sort | tr '\n' ' ')
+    [ "$completed" = "--verbose --verify --version " ] || die "bash completes '--ver' as '$completed'"
+    if command -v zsh >/dev/null; then
+      zsh -n "$zsh_completion" || die "the zsh completion does not parse"
+    fi
     man_page=$prefix/share/man/man1/dwdeconv-rewrite.1
     if [ "$DWDECONV_MAN_PAGE_EXPECTED" = 1 ]; then
       [ -s "$man_page" ] || die "share/man/man1/dwdeconv-rewrite.1 missing"

@@ -96,7 +96,7 @@ TEST_CASE("every target is in the table once, the default first, and an unknown 
   const auto& all = rewrite::targets();
   REQUIRE(all.size() == 5);
   CHECK(all.front().name == rewrite::kDefaultTarget);
-  CHECK(rewrite::target_names() == "default, xnnpack, litert, ort, executorch");
+  CHECK(rewrite::target_names() == "default, xnnpack, litert (also tflite), ort (also onnxruntime), executorch");
   for (const auto& t : all) {
     CAPTURE(t.name);
     CHECK(rewrite::find_target(t.name) == &t);

@@ -1,0 +1,247 @@
+"""`python -m dwdeconv_rewrite.runtimes check --precision fp32|fp16|int8` on LiteRT or ExecuTorch, the runtime layer
+that dwdeconv-rewrite --precision runs.
+
+Usage: check_precision.py litert|executorch DWDECONV_REWRITE. On one depthwise ConvTranspose (k4 s2 p1, C=8, 16x16)
+rewritten by the binary for the runtime, it runs check directly (the command and arguments the binary runs, with the
+package on PYTHONPATH) at each precision and checks: the `precision` lines; fp32 agreeing as before, with no quant or
+note line; fp16 agreeing within atol 1e-3 + rtol 1e-2 * max|y|; int8 giving a `quant` line for the rewritten side's
+output (on LiteRT for both sides; on ExecuTorch the original's depthwise ConvTranspose stays in float, which a `note`
+line says), outputs on that int8 grid, and the two models within 2 steps of the larger scale; a rewrite of a model
+whose bias was moved by 6 steps is more than 2 steps off; a second run at a precision reuses its conversions (no
+converter ran), an int8 run with other calibration samples converts again; and the usage refusals (int8 without
+--calibration, --calibration without int8, a calibration folder with a gap) are `error usage` lines and exit 2.
+Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+PACKAGES = {"litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
+            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch", "torchao"]}
+# The target whose form the runtime converts: onnx2torch takes only CRD DepthToSpace.
+TARGET = {"litert": "litert", "executorch": "executorch"}
+# What a converter child says for each model it converts (on check's stderr): none of it when all is cached.
+CONVERTING = {"litert": "onnx2tf ", "executorch": "executorch: converting "}
+C, H = 8, 16
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"FAILED: {what}", flush=True)
+    else:
+        print(f"ok: {what}", flush=True)
+
+
+def main():
+    runtime, tool = sys.argv[1], sys.argv[2]
+    missing = [p for p in PACKAGES[runtime] if importlib.util.find_spec(p) is None]
+    if missing:
+        print(f"SKIP: {sys.executable} lacks {', '.join(missing)}; set DWDECONV_{runtime.upper()}_PYTHON or "
+              f"DWDECONV_PYTHON to an interpreter with them (docs/runtime-checks.md)")
+        return 77
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(31)
+    weight = rng.uniform(-0.5, 0.5, (C, 1, 4, 4)).astype(np.float32)
+    bias = rng.uniform(-0.1, 0.1, C).astype(np.float32)
+
+    def upsampler(b):
+        node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", group=C, kernel_shape=[4, 4],
+                                strides=[2, 2], pads=[1, 1, 1, 1])
+        graph = helper.make_graph([node], "dw_up", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, C, H, H])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, C, 2 * H, 2 * H])],
+                                  [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(b, "b")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        return model
+
+    module = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                                                   "python")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [module, os.environ.get("PYTHONPATH")])))
+
+    with tempfile.TemporaryDirectory() as d:
+        def rewrite(model, name):
+            src, out = os.path.join(d, f"{name}.src.onnx"), os.path.join(d, f"{name}.onnx")
+            onnx.save(model, src)
+            r = subprocess.run([tool, src, "-o", out, "--target", TARGET[runtime]], capture_output=True, text=True)
+            ops = [n.op_type for n in onnx.load(out).graph.node] if r.returncode == 0 else []
+            check(r.returncode == 0 and "ConvTranspose" not in ops and ops.count("Conv") == 4,
+                  f"the binary rewrites {name} for --target {TARGET[runtime]} (exit {r.returncode}, ops {ops}) "
+                  + r.stderr.strip()[-300:])
+            return src, out
+
+        original, rewritten = rewrite(upsampler(bias), "dw")
+
+        def tensor_dir(folder, x):
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "0.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(x, "x").SerializeToString())
+            with open(os.path.join(folder, "inputs.txt"), "w") as f:
+                f.write("0.pb\n")
+            return folder
+
+        inputs = tensor_dir(os.path.join(d, "inputs"), rng.uniform(-1, 1, (1, C, H, H)).astype(np.float32))
+        calibrations = {}
+        for name, seed in (("a", 1), ("b", 2)):
+            samples = np.random.default_rng(seed).uniform(-1, 1, (8, 1, C, H, H)).astype(np.float32)
+            calibrations[name] = os.path.join(d, f"calibration-{name}")
+            for k, x in enumerate(samples):
+                tensor_dir(os.path.join(calibrations[name], str(k)), x)
+        work = os.path.join(d, "work")
+
+        def run(label, precision, calibration=None, rewritten_model=rewritten, runs=3):
+            """check at `precision`; (exit, answer lines, {(kind, side): [fields after the side]}, outputs by side,
+            seconds, whether a converter ran)."""
+            out = os.path.join(d, f"out-{label}")
+            os.makedirs(out, exist_ok=True)
+            argv = [sys.executable, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", runtime, "--work", work,
+                    "--original", original, "--rewritten", rewritten_model, "--inputs", inputs, "--out", out,
+                    "--threads", "1", "--runs", str(runs), "--profile-runs", "0"]
+            argv += [] if precision is None else ["--precision", precision]
+            argv += [] if calibration is None else ["--calibration", calibration]
+            started = time.monotonic()
+            r = subprocess.run(argv, capture_output=True, text=True, env=env)
+            seconds = time.monotonic() - started
+            result = os.path.join(out, "result.jsonl")
+            lines = [json.loads(l) for l in open(result).read().splitlines()] if os.path.exists(result) else []
+            by = {}
+            for l in lines:
+                by.setdefault((l[0], l[1]), []).append(l[2:])
+            outputs = {l[1]: np.load(l[3]) for l in lines if l[0] == "output"}
+            converted = CONVERTING[runtime] in r.stderr
+            print(f"-- {label}: check --precision {precision} {'(calibration ' + os.path.basename(calibration) + ')' if calibration else ''}"
+                  f": exit {r.returncode}, {seconds:.1f} s, converter {'ran' if converted else 'did not run'}\n  "
+                  + "\n  ".join(json.dumps(l) for l in lines if l[0] not in ("version", "sample"))
+                  + ("" if r.returncode == 0 else "\n  stderr: " + r.stderr.strip()[-1500:].replace("\n", "\n  ")), flush=True)
+            return r.returncode, lines, by, outputs, seconds, converted
+
+        def max_abs(a, b):
+            return float(np.max(np.abs(a.astype(np.float64) - b)))
+
+        timings = {}
+
+        # fp32: as before, plus the precision lines.
+        code, lines, by, outs, timings["fp32"], converted = run("fp32", None)
+        check(code == 0 and not any(l[0] == "error" for l in lines), "fp32 (no --precision): exit 0")
+        check(by.get(("precision", "original")) == [["fp32"]] and by.get(("precision", "rewritten")) == [["fp32"]],
+              "fp32: a precision line per side")
+        check(not any(l[0] in ("quant", "note") for l in lines), "fp32: no quant or note line")
+        check(len(by.get(("sample", "original"), [])) == 3, "fp32: timed")
+        fp32 = outs
+        check(set(outs) == {"original", "rewritten"} and max_abs(outs["original"], outs["rewritten"]) < 1e-4,
+              "fp32: the models agree")
+        code, lines, by, outs, timings["fp32 cached"], converted = run("fp32-again", "fp32")
+        check(code == 0 and not converted, "fp32 again: the conversions are reused (no converter ran)")
+
+        # fp16: both models converted to fp16, outputs float32 within the f16 tolerances.
+        code, lines, by, outs, timings["fp16"], converted = run("fp16", "fp16")
+        check(code == 0 and converted, "fp16: exit 0, converted")
+        check(by.get(("precision", "original")) == [["fp16"]] and by.get(("precision", "rewritten")) == [["fp16"]],
+              "fp16: precision fp16 per side")
+        if code == 0:
+            a, b = outs["original"], outs["rewritten"]
+            bound = 1e-3 + 1e-2 * float(np.max(np.abs(a)))
+            print(f"   fp16: max|original - rewritten| {max_abs(a, b):.3g} (bound {bound:.3g}); from fp32: original "
+                  f"{max_abs(a, fp32['original']):.3g}, rewritten {max_abs(b, fp32['rewritten']):.3g}", flush=True)
+            check(a.dtype == np.float32 and b.dtype == np.float32, "fp16: outputs come back as float32")
+            check(max_abs(a, b) <= bound, "fp16: the models agree within atol 1e-3 + rtol 1e-2")
+            check(0 < max_abs(a, fp32["original"]) <= bound, "fp16: the original differs from fp32 (it is fp16), within f16 tolerance")
+        check(not any(l[0] == "quant" for l in lines), "fp16: no quant line")
+        code, *_ , converted = run("fp16-again", "fp16", runs=0)
+        check(code == 0 and not converted, "fp16 again: the conversions are reused")
+
+        # int8: a step for the output, the models within 2 steps, the original's float ConvTranspose named on ExecuTorch.
+        def steps_of(by, outs, label):
+            quant = {side: by.get(("quant", side), []) for side in ("original", "rewritten")}
+            scales = [q[1] for side in quant for q in quant[side]]
+            for side, qs in quant.items():
+                for name, scale, zero_point in qs:
+                    y = outs[side]
+                    grid = y / scale + zero_point
+                    check(name == "y" and float(np.max(np.abs(grid - np.round(grid)))) < 1e-2
+                          and grid.min() >= -128.5 and grid.max() <= 127.5,
+                          f"{label}: {side}'s output is on its int8 grid (scale {scale:.6g}, zero point {zero_point})")
+            steps = max_abs(outs["original"], outs["rewritten"]) / max(scales) if scales else float("inf")
+            print(f"   {label}: scales {quant}; max|original - rewritten| {max_abs(outs['original'], outs['rewritten']):.4g} "
+                  f"= {steps:.2f} steps", flush=True)
+            return quant, steps
+
+        code, lines, by, outs, timings["int8"], converted = run("int8", "int8", calibrations["a"])
+        check(code == 0 and converted, "int8: exit 0, converted")
+        check(by.get(("precision", "original")) == [["int8"]] and by.get(("precision", "rewritten")) == [["int8"]],
+              "int8: precision int8 per side")
+        int8 = outs
+        if code == 0:
+            quant, steps = steps_of(by, outs, "int8")
+            check(len(quant["rewritten"]) == 1, "int8: a quant line for the rewritten model's output")
+            if runtime == "litert":
+                check(len(quant["original"]) == 1, "int8 on LiteRT: a quant line for the original's output too")
+                check(not any(l[0] == "note" for l in lines), "int8 on LiteRT: no note")
+            else:
+                notes = by.get(("note", "original"), [])
+                check(not quant["original"] and len(notes) == 1 and "ConvTranspose" in notes[0][0]
+                      and "'up' (depthwise, groups 8)" in notes[0][0] and "XNNPACKQuantizer" in notes[0][0],
+                      "int8 on ExecuTorch: the original's depthwise ConvTranspose stays float: no quant line, a note naming it")
+                check(not by.get(("note", "rewritten")), "int8 on ExecuTorch: no note for the rewritten model")
+            check(steps <= 2, f"int8: the models agree within 2 steps ({steps:.2f})")
+            check(max_abs(outs["rewritten"], fp32["rewritten"]) > 0, "int8: the rewritten model is quantized (differs from fp32)")
+            print(f"   int8 from fp32: original {max_abs(outs['original'], fp32['original']):.4g}, rewritten "
+                  f"{max_abs(outs['rewritten'], fp32['rewritten']):.4g}", flush=True)
+
+            # A rewrite of a model whose bias of channel 0 moved by 6 steps is more than 2 steps off.
+            scale = max(q[1] for side in quant for q in quant[side])
+            moved = bias.copy()
+            moved[0] += np.float32(6 * scale)
+            _, bad = rewrite(upsampler(moved), "dw_bias_moved")
+            code, lines, by, outs, timings["int8 planted"], converted = run("int8-planted", "int8", calibrations["a"],
+                                                                            rewritten_model=bad, runs=0)
+            if code == 0:
+                _, planted = steps_of(by, outs, "int8 planted")
+                check(planted > 2, f"int8: a bias moved by 6 steps is caught (> 2 steps: {planted:.2f})")
+            else:
+                check(False, "int8 planted: exit 0")
+
+        code, lines, by, outs, timings["int8 cached"], converted = run("int8-again", "int8", calibrations["a"], runs=0)
+        check(code == 0 and not converted, "int8 again, same calibration: the conversions are reused")
+        check(code == 0 and all(np.array_equal(outs[s], int8[s]) for s in outs), "int8 again: the same outputs")
+        code, lines, by, outs, timings["int8 other calibration"], converted = run("int8-b", "int8", calibrations["b"], runs=0)
+        check(code == 0 and converted, "int8 with other calibration samples: converted again, not taken from the cache")
+
+        # The usage refusals (the binary refuses first; this is the defensive line).
+        for label, precision, calibration in (("int8 without --calibration", "int8", None),
+                                              ("--calibration at fp16", "fp16", calibrations["a"]),
+                                              ("an unknown precision", "bf16", None)):
+            code, lines, *_ = run(label.replace(" ", "_"), precision, calibration, runs=0)
+            check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"], f"{label}: an error usage line, exit 2")
+        gap = os.path.join(d, "calibration-gap")
+        tensor_dir(os.path.join(gap, "0"), np.zeros((1, C, H, H), np.float32))
+        tensor_dir(os.path.join(gap, "2"), np.zeros((1, C, H, H), np.float32))
+        code, lines, *_ = run("calibration_gap", "int8", gap, runs=0)
+        check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "no gap" in lines[-1][3],
+              "a calibration folder with a gap: an error usage line, exit 2")
+        wrong = os.path.join(d, "calibration-wrong")
+        tensor_dir(os.path.join(wrong, "0"), np.zeros((1, C, H, 2 * H), np.float32))
+        code, lines, *_ = run("calibration_wrong", "int8", wrong, runs=0)
+        check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "--inputs has" in lines[-1][3],
+              "calibration samples of another shape than the inputs: an error usage line, exit 2")
+
+        print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()),
+              flush=True)
+    if failures:
+        print(f"{len(failures)} failed", file=sys.stderr)
+        return 1
+    print("all passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
