@@ -60,9 +60,21 @@ import dwdeconv_rewrite
 from dwdeconv_rewrite._api import _cli_path
 from dwdeconv_rewrite._process import forward_sigterm, run as run_binary
 
+def _sibling(name):
+    """The module action/NAME.py, loaded from this file's directory by its path (not from sys.path)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("dwdeconv_action_" + name, Path(__file__).resolve().with_name(name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_gate_runtime = _sibling("gate_runtime")
+RUNTIMES, gate_runtime = _gate_runtime.RUNTIMES, _gate_runtime.gate_runtime
+
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
-# The runtimes of the speed gate; action.yml's install step installs pyproject.toml's extra of each one's name.
-RUNTIMES = ("xnnpack", "ort", "litert", "executorch")
+# The runtimes of the speed gate (gate_runtime.RUNTIMES); action.yml's install step installs pyproject.toml's extra
+# of each one's name.
 # GitHub drops a step's job summary over 128 KiB (actions/runner, CreateStepSummaryCommand): the table stops at
 # SUMMARY_BUDGET bytes, each cell at CELL_LIMIT characters; the report has everything.
 SUMMARY_BUDGET = 64 * 1024
@@ -193,8 +205,8 @@ def parse_args(argv):
     p.add_argument("--target", default=env("TARGET"), help="--target of the rewrite; empty: the default profile")
     p.add_argument("--verify", default=env("VERIFY", "true"), help="--verify each rewrite: true or false")
     p.add_argument("--min-speedup", default=env("MIN_SPEEDUP"), help="fail a model whose speedup on RUNTIME is lower")
-    p.add_argument("--runtime", default=env("RUNTIME", "xnnpack"),
-                   help="the runtime the speed gate measures on: %s" % ", ".join(RUNTIMES))
+    p.add_argument("--runtime", default=env("RUNTIME"),
+                   help="the runtime the speed gate measures on: %s (empty: the target's own)" % ", ".join(RUNTIMES))
     p.add_argument("--report", default=env("REPORT", "dwdeconv-rewrite-report.json"), help="the combined JSON report")
     p.add_argument("--output-dir", default=env("OUTPUT_DIR", "dwdeconv-rewrite-out"), help="where rewritten models go")
     p.add_argument("--args", default=env("ARGS"), help="further options of the rewrite, split on spaces")
@@ -202,8 +214,11 @@ def parse_args(argv):
     # Each refused here, before any model runs, not by the tool once per model.
     if a.verify not in ("true", "false"):
         p.error("verify: '%s' is not true or false" % a.verify)
-    if a.runtime not in RUNTIMES:
-        p.error("runtime: '%s' is not one of %s" % (a.runtime, ", ".join(RUNTIMES)))
+    try:
+        # Without a gate nothing runs on the runtime, and a bad target is the tool's to refuse, per model.
+        a.runtime, a.runtime_why = gate_runtime(a.target if a.min_speedup else "", a.runtime)
+    except _gate_runtime.BadInput as e:
+        p.error("%s: '%s' is not one of %s" % (e.name, a.runtime if e.name == "runtime" else a.target, ", ".join(e.known)))
     if a.min_speedup:
         try:
             gate = float(a.min_speedup)
@@ -443,7 +458,7 @@ def rewrite_and_gate(cmd, model, out, report_path, shapes, a):
         return 0, report, "ok"
 
     try:
-        checked = dwdeconv_rewrite.check(str(model), str(out), runtime=a.runtime, bench=True,
+        checked = dwdeconv_rewrite.compare(str(model), str(out), runtime=a.runtime, bench=True,
                                          min_speedup=float(a.min_speedup), args=["--input-shape=" + s for s in shapes])
     except dwdeconv_rewrite.DwdeconvError as e:
         echo(e.log)
@@ -468,10 +483,21 @@ def summary_row(model, code, report, verdict):
     return "| " + " | ".join(escape(c, "markdown") for c in cells) + " |"
 
 
-def write_summary(path, rows, passed, report_path):
-    """The job summary: a heading and the table, cut at SUMMARY_BUDGET bytes with a line that says so."""
-    lines = ["### dwdeconv-rewrite: %d of %d models passed" % (passed, len(rows)), "",
-             "| model | rewritten | kept | verify | speedup | result |", "|---|---|---|---|---|---|"]
+def gate_text(a):
+    """Where the speed gate measured, and why there: "speed gate (min-speedup 1.1) on litert, the runtime of
+    --target litert"; "" without a gate."""
+    if not a.min_speedup:
+        return ""
+    return "speed gate (min-speedup %g) on %s, %s" % (float(a.min_speedup), a.runtime, a.runtime_why)
+
+
+def write_summary(path, rows, passed, report_path, gate=""):
+    """The job summary: a heading, where the speed gate ran, and the table, cut at SUMMARY_BUDGET bytes with a line
+    that says so."""
+    lines = ["### dwdeconv-rewrite: %d of %d models passed" % (passed, len(rows)), ""]
+    if gate:
+        lines += ["The speedup column: %s." % gate, ""]  # numbers and names of this script's own, nothing from a model
+    lines += ["| model | rewritten | kept | verify | speedup | result |", "|---|---|---|---|---|---|"]
     size = sum(len(line.encode()) + 1 for line in lines)
     for i, row in enumerate(rows):
         size += len(row.encode()) + 1
@@ -531,6 +557,8 @@ def main(argv=None):
 
     reports, rows, failed, first_code = [], [], [], 0
     outputs = {}
+    if a.min_speedup:
+        say(gate_text(a))
     for model in models:
         out = output_for(model, a.output_dir)
         where = os.path.realpath(out)
@@ -567,7 +595,7 @@ def main(argv=None):
         first_code = first_code or dwdeconv_rewrite.EXIT_INVALID_MODEL
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        write_summary(summary, rows, len(models) - len(failed), report_path)
+        write_summary(summary, rows, len(models) - len(failed), report_path, gate_text(a))
     set_outputs(report=str(report_path), **{"output-dir": a.output_dir}, failed=len(failed))
     say("%d of %d models passed; report in %s" % (len(models) - len(failed), len(models), report_path))
     if failed:

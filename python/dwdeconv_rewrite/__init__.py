@@ -2,12 +2,14 @@
 
     import dwdeconv_rewrite
     result = dwdeconv_rewrite.rewrite("generator.onnx", target="litert", verify=True)
-    onnx.save(result.model, "generator.xnn.onnx")
-    ok = dwdeconv_rewrite.check("generator.onnx", result, runtime="litert", bench=True)
+    result.save("generator.xnn.onnx")  # with its data file, if it has one; no onnx package needed
+    ok = dwdeconv_rewrite.compare("generator.onnx", result, runtime="litert", bench=True)
 
-rewrite() and check() run the bundled dwdeconv-rewrite binary (the only implementation) and parse its JSON report;
-`python -m dwdeconv_rewrite ARGS` is its command line. Every failure raises DwdeconvError, which carries the
-binary's exit code and message (docs/install-pip.md).
+rewrite() and compare() (the command line's --compare) run the bundled dwdeconv-rewrite binary (the only
+implementation) and parse its JSON report; `python -m dwdeconv_rewrite ARGS` is its command line. Result.model is
+the rewritten model, an onnx.ModelProto when onnx is importable, else its bytes. Every failure raises DwdeconvError,
+which carries the binary's exit code and message (docs/install-pip.md). check() is a deprecated alias of compare(),
+kept for one release.
 """
 
 from dwdeconv_rewrite._api import (
@@ -19,6 +21,7 @@ from dwdeconv_rewrite._api import (
     DwdeconvError,
     Result,
     check,
+    compare,
     rewrite,
 )
 from dwdeconv_rewrite._binary import EXIT_NOT_FOUND, find_binary
@@ -32,7 +35,7 @@ except (ImportError, PackageNotFoundError):  # run from the source tree
 
 
 def binary_path():
-    """The path of the dwdeconv-rewrite binary rewrite() and check() run; raises DwdeconvError (127) without one."""
+    """The path of the dwdeconv-rewrite binary rewrite() and compare() run; raises DwdeconvError (127) without one."""
     path, problem = find_binary()
     if path is None:
         raise DwdeconvError(EXIT_NOT_FOUND, problem)
@@ -49,6 +52,7 @@ __all__ = [
     "EXIT_USAGE",
     "Result",
     "binary_path",
-    "check",
+    "check",  # deprecated alias of compare(), for one release
+    "compare",
     "rewrite",
 ]

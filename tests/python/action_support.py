@@ -242,6 +242,15 @@ class ActionYamlCase(unittest.TestCase):
         [step] = [s for s in self.action["runs"]["steps"] if "pip install" in s.get("run", "")]
         return step
 
+    @staticmethod
+    def gate_runtime_module():
+        """action/gate_runtime.py, loaded by its path."""
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("gate_runtime", SOURCE / "action" / "gate_runtime.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
     def run_install_step(self, **inputs):
         """Runs the install step's script with bash, its ${{ inputs.X }} env values from `inputs` (else the
         defaults), and a python3 whose venv's python records its arguments; (exit code, stdout, pip's args)."""
@@ -254,6 +263,8 @@ class ActionYamlCase(unittest.TestCase):
             fake_bin.mkdir()
             (fake_bin / "python3").write_text(textwrap.dedent("""\
                 #!/bin/sh
+                # The action's gate_runtime.py, run from this checkout by the real interpreter.
+                case "$1" in */action/gate_runtime.py) exec "%s" "%s/action/gate_runtime.py" ;; esac
                 # python3 -m venv DIR: a venv whose python records its arguments.
                 [ "$1 $2" = "-m venv" ] || exit 9
                 mkdir -p "$3/bin"
@@ -263,7 +274,7 @@ class ActionYamlCase(unittest.TestCase):
                 EOF
                 printf '#!/bin/sh\\necho dwdeconv-rewrite 0.0.0\\n' >"$3/bin/dwdeconv-rewrite"
                 chmod +x "$3/bin/python" "$3/bin/dwdeconv-rewrite"
-                """ % (tmp / "pip-args")))
+                """ % (sys.executable, SOURCE, tmp / "pip-args")))
             (fake_bin / "python3").chmod(0o755)
             env = {"PATH": "%s:%s" % (fake_bin, os.environ["PATH"]), "RUNNER_TEMP": str(tmp),
                    "GITHUB_ACTION_PATH": "/the/action", "GITHUB_PATH": str(tmp / "github-path")}

@@ -121,11 +121,25 @@ class ActionScriptTest(ActionScriptCase):
         for option in ("--bench", "--min-speedup=1.2", "--runtime=litert", "--verify"):
             self.assertIn(option, argv)
         self.assertIn("| 1.50x | ok |", (self.work / "gh-summary").read_text())
+        # The summary says where the speedup was measured, and why there.
+        self.assertIn("The speedup column: speed gate (min-speedup 1.2) on litert, the runtime input.",
+                      (self.work / "gh-summary").read_text())
         rewritten = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
         self.assertTrue(rewritten.exists())
+        # With no runtime input the gate runs on the target's runtime: LiteRT for --target tflite (any case).
+        (self.work / "gh-summary").unlink()
+        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_TARGET="TFLite"))
+        self.assertEqual(code, 0, err)
+        self.assertIn("--runtime=litert", self.report()[0]["speed_check"]["argv"])
+        self.assertIn("on litert, the runtime of --target litert.", (self.work / "gh-summary").read_text())
+        # The default target has no runtime of its own: the tool's executor, and the summary says so.
+        (self.work / "gh-summary").unlink()
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="2"))
         self.assertEqual(code, 1)
         self.assertIn("speed check on xnnpack: speedup 1.50x below 2.0 (speedup 1.5, minimum 2)", out)
+        self.assertNotIn("--runtime=", " ".join(self.report()[0]["speed_check"]["argv"]))
+        self.assertIn("on xnnpack, this tool's executor: the default target is meant for every runtime",
+                      (self.work / "gh-summary").read_text())
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
 
@@ -513,6 +527,44 @@ class ActionYamlTest(ActionYamlCase):
         # Without a speed gate nothing runs on the runtime: no extras.
         code, log, pip = self.run_install_step(runtime="litert")
         self.assertEqual((code, pip[-1]), (0, "/the/action"), log)
+
+    def test_without_a_runtime_input_the_target_decides_which_extra(self):
+        for target, extra in (("", ""), ("default", ""), ("xnnpack", ""), ("litert", "[litert]"), ("TFLite", "[litert]"),
+                              ("onnxruntime", "[ort]"), ("ExecuTorch", "[executorch]")):
+            with self.subTest(target=target):
+                code, log, pip = self.run_install_step(runtime="", target=target, min_speedup="1.1")
+                self.assertEqual(code, 0, log)
+                self.assertEqual(pip[-1], "/the/action" + extra)
+        code, log, pip = self.run_install_step(runtime="", target="tflight", min_speedup="1.1")
+        self.assertEqual(code, 2, log)
+        self.assertIsNone(pip)
+        self.assertIn("target: not one of", log)
+
+    def test_the_gate_runtime_names_agree_with_the_binary(self):
+        # action/gate_runtime.py maps names as --target does (rewrite/targets.cpp): what the binary calls each name
+        # in its report, and the runtime its summary points a target to, are gate_runtime's answers.
+        gate = self.gate_runtime_module()
+        tool = os.environ["DWDECONV_REWRITE"]
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("default", "DEFAULT", "xnnpack", "XNNPACK", "litert", "LiteRT", "tflite", "TFLite", "ort", "ORT",
+                         "onnxruntime", "OnnxRuntime", "executorch", "ExecuTorch"):
+                with self.subTest(name=name):
+                    report = Path(tmp) / "r.json"
+                    model = SOURCE / "examples" / "migan_tiny_deconv.onnx"
+                    r = subprocess.run([tool, str(model), "-o", str(Path(tmp) / "o.onnx"), "--target", name, "--verify",
+                                        "--report", str(report)], capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    canonical = json.loads(report.read_text())["target"]
+                    self.assertEqual(gate.canonical(name), canonical)
+                    pointed = re.search(r"--runtime (\w+) would check there", r.stderr)
+                    runtime, why = gate.gate_runtime(name, "")
+                    if canonical == "default":
+                        self.assertEqual((runtime, pointed), ("xnnpack", None))
+                    else:
+                        self.assertEqual(runtime, canonical)
+                        self.assertEqual(why, "the runtime of --target " + canonical)
+                    if pointed:  # a rewrite checked elsewhere than the target's runtime names it
+                        self.assertEqual(runtime, pointed.group(1))
 
     def test_an_unknown_runtime_is_refused_before_anything_is_installed(self):
         code, log, pip = self.run_install_step(runtime="tflite\n::warning::forged", min_speedup="1.1")

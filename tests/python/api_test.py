@@ -1,11 +1,14 @@
 """The Python API's argument handling against the real binary: a model as a path, bytes or an onnx.ModelProto,
-Result and CheckResult, DwdeconvError with the binary's exit code, and `python -m dwdeconv_rewrite`.
+Result (and Result.save) and CheckResult, compare() and its deprecated alias check(), DwdeconvError with the
+binary's exit code and the model named as the caller gave it, and `python -m dwdeconv_rewrite`.
 
 ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python. The
 ModelProto cases need the onnx package and are skipped, saying so, without it; every other case runs.
 """
 
 import contextlib
+import filecmp
+import gc
 import json
 import os
 import stat
@@ -17,6 +20,7 @@ import tempfile
 import textwrap
 import time
 import unittest
+import warnings
 from pathlib import Path
 
 import dwdeconv_rewrite
@@ -146,8 +150,8 @@ class RewriteTest(unittest.TestCase):
                     self.assertEqual(r.rewritten, 8)
                     self.assertEqual(Path("-out.onnx").read_bytes(), r.model)
             # The speed gate's call: both models as paths that look like options.
-            self.assertTrue(dwdeconv_rewrite.check("-v2.onnx", "-out.onnx").passed)
-            self.assertFalse(dwdeconv_rewrite.check("-v2.onnx", "-2.onnx").passed)
+            self.assertTrue(dwdeconv_rewrite.compare("-v2.onnx", "-out.onnx").passed)
+            self.assertFalse(dwdeconv_rewrite.compare("-v2.onnx", "-2.onnx").passed)
 
     def test_every_failure_is_one_exception_with_the_exit_code_and_the_message(self):
         with without_onnx():
@@ -202,35 +206,35 @@ class RewriteTest(unittest.TestCase):
         self.assertEqual(r.model.SerializeToString(), dwdeconv_rewrite.rewrite(str(MIGAN)).model.SerializeToString())
 
 
-class CheckTest(unittest.TestCase):
+class CompareTest(unittest.TestCase):
     def test_a_rewrite_passes_against_its_original(self):
         with without_onnx():
             r = dwdeconv_rewrite.rewrite(MIGAN)
-            checked = dwdeconv_rewrite.check(MIGAN, r)
+            checked = dwdeconv_rewrite.compare(MIGAN, r)
             self.assertTrue(checked.passed)
             self.assertTrue(checked)
             self.assertIsNone(checked.speedup)
             self.assertEqual(checked.report["verify"]["mode"], "whole-model")
-            timed = dwdeconv_rewrite.check(str(MIGAN), r.model, bench=True, args=["--runs", "2"])
+            timed = dwdeconv_rewrite.compare(str(MIGAN), r.model, bench=True, args=["--runs", "2"])
             self.assertGreater(timed.speedup, 0)
 
     def test_a_different_model_fails_and_an_unreadable_one_raises(self):
         with without_onnx():
-            wrong = dwdeconv_rewrite.check(MIGAN, SMALL)  # another model: it cannot be compared, exit 1
+            wrong = dwdeconv_rewrite.compare(MIGAN, SMALL)  # another model: it cannot be compared, exit 1
             self.assertFalse(wrong.passed)
             self.assertFalse(wrong)
             with self.assertRaises(DwdeconvError) as e:
-                dwdeconv_rewrite.check(MIGAN, b"junk")
+                dwdeconv_rewrite.compare(MIGAN, b"junk")
             self.assertEqual(e.exception.exit_code, 3)
             with self.assertRaises(DwdeconvError) as e:
-                dwdeconv_rewrite.check(MIGAN, MIGAN, runtime="")
+                dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="")
             self.assertEqual(e.exception.exit_code, 2)
             with self.assertRaises(DwdeconvError) as e:
-                dwdeconv_rewrite.check(MIGAN, MIGAN, python="/usr/bin/python3")
+                dwdeconv_rewrite.compare(MIGAN, MIGAN, python="/usr/bin/python3")
             self.assertEqual(e.exception.exit_code, 2)
 
     def test_a_runtime_is_passed_as_the_runtime_options(self):
-        # A stand-in binary that records its arguments and writes the report: the command line check() builds for
+        # A stand-in binary that records its arguments and writes the report: the command line compare() builds for
         # a runtime run in Python (the --runtime issue's options), whatever the real binary supports.
         with tempfile.TemporaryDirectory() as tmp:
             stub = Path(tmp) / "stub"
@@ -248,7 +252,7 @@ class CheckTest(unittest.TestCase):
                 """ % (sys.executable, str(argv_file))))
             stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
             with environment(DWDECONV_REWRITE=str(stub)):
-                ok = dwdeconv_rewrite.check(MIGAN, MIGAN, runtime="litert", bench=True, input_shapes={"x": [1, 2]})
+                ok = dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", bench=True, input_shapes={"x": [1, 2]})
                 args = json.loads(argv_file.read_text())
                 self.assertEqual(args[:3], [str(MIGAN), "--compare", str(MIGAN)])
                 for option in ("--verify", "--runtime=litert", "--python=" + sys.executable, "--bench",
@@ -256,13 +260,13 @@ class CheckTest(unittest.TestCase):
                     self.assertIn(option, args)
                 self.assertTrue(ok.passed)
                 self.assertEqual(ok.speedup, 1.5)
-                gated = dwdeconv_rewrite.check(MIGAN, MIGAN, runtime="ort", min_speedup=9, python="/opt/py")
+                gated = dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="ort", min_speedup=9, python="/opt/py")
                 args = json.loads(argv_file.read_text())
                 for option in ("--runtime=ort", "--python=/opt/py", "--bench", "--min-speedup=9.0"):
                     self.assertIn(option, args)
                 self.assertFalse(gated.passed)
                 self.assertEqual(gated.error, "speedup 1.5x < 9.0x")
-                dwdeconv_rewrite.check(MIGAN, MIGAN)
+                dwdeconv_rewrite.compare(MIGAN, MIGAN)
                 args = json.loads(argv_file.read_text())
                 self.assertFalse([a for a in args if a.startswith(("--runtime", "--python", "--verify", "--bench"))])
 
@@ -281,22 +285,249 @@ class CheckTest(unittest.TestCase):
                 for bad in (True, False, float("nan"), float("inf"), "-inf", 0, -1.5, "fast", [2]):
                     with self.subTest(min_speedup=bad):
                         with self.assertRaises(DwdeconvError) as e:
-                            dwdeconv_rewrite.check(MIGAN, MIGAN, min_speedup=bad)
+                            dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=bad)
                         self.assertEqual(e.exception.exit_code, 2)
                         self.assertIn("min_speedup: expected a finite number > 0", e.exception.message)
                 for good, option in ((1.1, "--min-speedup=1.1"), (2, "--min-speedup=2.0"), ("1.25", "--min-speedup=1.25")):
                     with self.subTest(min_speedup=good):
-                        self.assertIn(option, dwdeconv_rewrite.check(MIGAN, MIGAN, min_speedup=good).report["argv"])
+                        self.assertIn(option, dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=good).report["argv"])
 
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_a_tampered_model_proto_fails(self):
         r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)))
-        self.assertTrue(dwdeconv_rewrite.check(MIGAN, r.model).passed)
+        self.assertTrue(dwdeconv_rewrite.compare(MIGAN, r.model).passed)
         w = next(t for t in r.model.graph.initializer if t.dims and len(t.dims) == 4)
         values = numpy_helper.to_array(w).copy()
         values.flat[0] += 1.0
         w.CopyFrom(numpy_helper.from_array(values, w.name))
-        self.assertFalse(dwdeconv_rewrite.check(MIGAN, r.model).passed)
+        self.assertFalse(dwdeconv_rewrite.compare(MIGAN, r.model).passed)
+
+
+class CheckAliasTest(unittest.TestCase):
+    def test_check_is_compare_with_a_deprecation_warning(self):
+        # check() was the name of the command line's --compare, while its --check is the gate; it stays one release.
+        self.assertIn("compare", dwdeconv_rewrite.__all__)
+        self.assertIn("check", dwdeconv_rewrite.__all__)
+        with without_onnx():
+            r = dwdeconv_rewrite.rewrite(MIGAN)
+            with self.assertWarns(DeprecationWarning) as warned:
+                aliased = dwdeconv_rewrite.check(MIGAN, r, args=["--seed", "3"])
+            self.assertIn("compare()", str(warned.warning))
+            self.assertEqual(warned.filename, __file__)  # the caller's line, not the API's
+            self.assertTrue(aliased.passed)
+            self.assertEqual(aliased.report, dwdeconv_rewrite.compare(MIGAN, r, args=["--seed", "3"]).report)
+            with self.assertWarns(DeprecationWarning):
+                self.assertFalse(dwdeconv_rewrite.check(MIGAN, SMALL).passed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # compare() itself warns nothing
+                dwdeconv_rewrite.compare(MIGAN, r)
+
+
+def cli_rewrite(model, out, *args):
+    """The command line's `dwdeconv-rewrite MODEL -o OUT ARGS`: what Result.save must write."""
+    subprocess.run([os.environ["DWDECONV_REWRITE"], str(model), "-o", str(out), "-q"] + list(args), check=True)
+
+
+def external_data_model(directory):
+    """directory/in.onnx, the MI-GAN example (not rewritten: --forms names a form it lacks) with its weights in
+    directory/in.onnx.data."""
+    model = Path(directory) / "in.onnx"
+    cli_rewrite(MIGAN, model, "--forms", "nearest_mask", "--external-data", "in.onnx.data")
+    assert (Path(directory) / "in.onnx.data").stat().st_size > 100000
+    return model
+
+
+def listing(directory):
+    return sorted(p.name for p in Path(directory).iterdir())
+
+
+class SaveTest(unittest.TestCase):
+    def test_without_onnx_save_writes_the_command_lines_model(self):
+        with tempfile.TemporaryDirectory() as tmp, without_onnx():
+            r = dwdeconv_rewrite.rewrite(MIGAN, target="litert")
+            self.assertIsInstance(r.model, bytes)
+            saved = r.save(Path(tmp) / "gen.xnn.onnx")
+            self.assertEqual(saved, str(Path(tmp) / "gen.xnn.onnx"))
+            cli_rewrite(MIGAN, Path(tmp) / "cli.onnx", "--target", "litert")
+            self.assertEqual(Path(saved).read_bytes(), (Path(tmp) / "cli.onnx").read_bytes())
+            self.assertEqual(Path(saved).read_bytes(), r.model)
+            self.assertEqual(listing(tmp), ["cli.onnx", "gen.xnn.onnx"])  # no data file, no temporary left
+            # A file that is there is replaced, keeping its mode.
+            existing = Path(tmp) / "old.onnx"
+            existing.write_bytes(b"old")
+            existing.chmod(0o640)
+            r.save(str(existing).encode())
+            self.assertEqual(existing.read_bytes(), r.model)
+            self.assertEqual(stat.S_IMODE(existing.stat().st_mode), 0o640)
+
+    @unittest.skipIf(onnx is None, "the onnx package is not importable here")
+    def test_with_onnx_save_writes_the_model_and_its_data_file_as_the_command_line_does(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            source = external_data_model(tmp)
+            r = dwdeconv_rewrite.rewrite(source)  # no output=: the files are kept for save()
+            self.assertIsInstance(r.model, onnx.ModelProto)
+            self.assertEqual(r.rewritten, 8)
+            for d in ("api", "cli"):
+                (Path(tmp) / d).mkdir()
+            r.save(Path(tmp) / "api" / "gen.xnn.onnx")
+            cli_rewrite(source, Path(tmp) / "cli" / "gen.xnn.onnx")
+            self.assertEqual(listing(Path(tmp) / "api"), ["gen.xnn.onnx", "gen.xnn.onnx.data"])
+            for name in ("gen.xnn.onnx", "gen.xnn.onnx.data"):
+                with self.subTest(name=name):
+                    self.assertTrue(filecmp.cmp(Path(tmp) / "api" / name, Path(tmp) / "cli" / name, shallow=False))
+            # onnx reads it back (the data file by its new name), and it is the rewritten model.
+            self.assertTrue(dwdeconv_rewrite.compare(MIGAN, Path(tmp) / "api" / "gen.xnn.onnx").passed)
+            loaded = onnx.load(str(Path(tmp) / "api" / "gen.xnn.onnx"))
+            self.assertEqual(loaded.SerializeToString(), r.model.SerializeToString())
+
+    def test_without_onnx_save_renames_the_data_file_as_the_command_line_does(self):
+        with tempfile.TemporaryDirectory() as tmp, without_onnx():
+            source = external_data_model(tmp)
+            r = dwdeconv_rewrite.rewrite(source, output=Path(tmp) / "first.onnx")
+            self.assertIsInstance(r.model, bytes)
+            (Path(tmp) / "api").mkdir()
+            (Path(tmp) / "cli").mkdir()
+            r.save(Path(tmp) / "api" / "gen.onnx")
+            cli_rewrite(source, Path(tmp) / "cli" / "gen.onnx")
+            self.assertEqual(listing(Path(tmp) / "api"), ["gen.onnx", "gen.onnx.data"])
+            for name in ("gen.onnx", "gen.onnx.data"):
+                with self.subTest(name=name):
+                    self.assertTrue(filecmp.cmp(Path(tmp) / "api" / name, Path(tmp) / "cli" / name, shallow=False))
+            self.assertNotIn(b"first.onnx.data", (Path(tmp) / "api" / "gen.onnx").read_bytes())
+            self.assertTrue(dwdeconv_rewrite.compare(MIGAN, Path(tmp) / "api" / "gen.onnx").passed)
+            # --external-data NAME in args: the data file keeps that name beside PATH, as on the command line.
+            named = dwdeconv_rewrite.rewrite(MIGAN, output=Path(tmp) / "named.onnx", args=["--external-data", "w.bin"])
+            (Path(tmp) / "api2").mkdir()
+            named.save(Path(tmp) / "api2" / "gen.onnx")
+            self.assertEqual(listing(Path(tmp) / "api2"), ["gen.onnx", "w.bin"])
+            self.assertTrue(filecmp.cmp(Path(tmp) / "api2" / "w.bin", Path(tmp) / "w.bin", shallow=False))
+            self.assertTrue(dwdeconv_rewrite.compare(MIGAN, Path(tmp) / "api2" / "gen.onnx").passed)
+
+    def test_save_refuses_the_input_model_and_its_data_file(self):
+        with tempfile.TemporaryDirectory() as tmp, without_onnx():
+            source = external_data_model(tmp)
+            data = Path(tmp) / "in.onnx.data"
+            before = {p: p.read_bytes() for p in (source, data)}
+            r = dwdeconv_rewrite.rewrite(source, output=Path(tmp) / "out.onnx")
+            os.link(source, Path(tmp) / "hard-link.onnx")
+            os.symlink("in.onnx.data", Path(tmp) / "linked.onnx.data")  # linked.onnx's data file would be in.onnx.data
+            (Path(tmp) / "a-directory.onnx").mkdir()
+            cases = [
+                (source, "refusing to write %s (the saved model): it is %s (the input model)" % (source, source)),
+                (Path(tmp) / "sub" / ".." / "in.onnx", "(the input model)"),
+                (Path(tmp) / "hard-link.onnx", "(the input model)"),
+                (data, "it is %s (external data that %s reads)" % (data, source)),
+                (Path(tmp) / "linked.onnx", "(the saved model's data file): it is %s (external data that %s reads)" % (data, source)),
+                (Path(tmp) / "a-directory.onnx", "is not a regular file"),
+            ]
+            (Path(tmp) / "sub").mkdir()
+            for path, fragment in cases:
+                with self.subTest(path=path), self.assertRaises(DwdeconvError) as e:
+                    r.save(path)
+                self.assertEqual(e.exception.exit_code, 2)
+                self.assertIn(fragment, e.exception.message)
+                self.assertIn("nothing written", e.exception.message)
+            self.assertEqual({p: p.read_bytes() for p in before}, before)
+            self.assertFalse((Path(tmp) / "linked.onnx").exists())
+            self.assertEqual(sorted(os.listdir(Path(tmp) / "a-directory.onnx")), [])
+            with self.assertRaises(DwdeconvError) as e:
+                r.save(42)
+            self.assertEqual(e.exception.exit_code, 2)
+
+    def test_a_failed_save_leaves_no_partial_file(self):
+        with tempfile.TemporaryDirectory() as tmp, without_onnx():
+            source = external_data_model(tmp)
+            r = dwdeconv_rewrite.rewrite(source, output=Path(tmp) / "first.onnx")
+            out = Path(tmp) / "out"
+            out.mkdir()
+            (out / "gen.onnx.data").write_bytes(b"the old data file")
+            # The data file's rename succeeds, the model's fails: the old data file is put back, nothing else stays.
+            real_replace = os.replace
+
+            def failing_replace(src, dst):
+                if str(dst).endswith("gen.onnx"):
+                    raise OSError(28, "No space left on device", str(dst))
+                real_replace(src, dst)
+
+            os.replace = failing_replace
+            try:
+                with self.assertRaises(DwdeconvError) as e:
+                    r.save(out / "gen.onnx")
+            finally:
+                os.replace = real_replace
+            self.assertEqual(e.exception.exit_code, 3)
+            self.assertIn("No space left on device", e.exception.message)
+            self.assertEqual(listing(out), ["gen.onnx.data"])
+            self.assertEqual((out / "gen.onnx.data").read_bytes(), b"the old data file")
+            with self.assertRaises(DwdeconvError) as e:  # no such directory
+                r.save(Path(tmp) / "no-such-dir" / "gen.onnx")
+            self.assertEqual(e.exception.exit_code, 3)
+            self.assertIn("no-such-dir", e.exception.message)
+
+    def test_the_kept_files_go_with_the_result(self):
+        with tempfile.TemporaryDirectory() as tmp, without_onnx():
+            saved, tempfile.tempdir = tempfile.tempdir, tmp
+            try:
+                r = dwdeconv_rewrite.rewrite(MIGAN)
+                self.assertEqual(len(os.listdir(tmp)), 1)  # the binary's model, for save()
+                self.assertEqual(r.report["output"], "<Result.model>")
+                del r
+                gc.collect()
+                self.assertEqual(os.listdir(tmp), [])
+                with self.assertRaises(DwdeconvError):
+                    dwdeconv_rewrite.rewrite(b"junk")
+                self.assertEqual(os.listdir(tmp), [])
+            finally:
+                tempfile.tempdir = saved
+
+
+# Where the API puts the files it hands the binary (tempfile.mkdtemp(prefix="dwdeconv-rewrite-")).
+TEMPORARY_PREFIX = os.path.join(tempfile.gettempdir(), "dwdeconv-rewrite-")
+
+
+class NamingTest(unittest.TestCase):
+    """A model given as bytes or a ModelProto is named so, not by the temporary file the binary read, which is gone."""
+
+    def assert_named(self, error, label):
+        for text in (error.message, error.log, json.dumps(error.report)):
+            self.assertIn(label, text)
+            self.assertNotIn(TEMPORARY_PREFIX, text)
+
+    def test_bytes_are_named_bytes(self):
+        with without_onnx(), self.assertRaises(DwdeconvError) as e:
+            dwdeconv_rewrite.rewrite(b"this is not a model")
+        self.assertTrue(e.exception.message.startswith("<bytes>: not a valid ONNX ModelProto"), e.exception.message)
+        self.assert_named(e.exception, "<bytes>")
+        self.assertEqual(e.exception.report["input"], "<bytes>")
+        with without_onnx():
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN.read_bytes()).report["input"], "<bytes>")
+
+    @unittest.skipIf(onnx is None, "the onnx package is not importable here")
+    def test_a_model_proto_is_named_model_proto(self):
+        with self.assertRaises(DwdeconvError) as e:
+            dwdeconv_rewrite.rewrite(onnx.ModelProto())
+        self.assertEqual(e.exception.exit_code, 3)
+        self.assertTrue(e.exception.message.startswith("<ModelProto>: "), e.exception.message)
+        self.assert_named(e.exception, "<ModelProto>")
+        with self.assertRaises(DwdeconvError) as e:
+            dwdeconv_rewrite.compare(onnx.ModelProto(), MIGAN)
+        self.assert_named(e.exception, "<ModelProto: original>")
+
+    def test_compare_names_each_side(self):
+        with without_onnx():
+            for args, label in (((MIGAN, b"junk"), "<bytes: rewritten>"), ((b"junk", MIGAN), "<bytes: original>"),
+                                ((MIGAN, dwdeconv_rewrite.Result(b"junk", {}, "")), "<Result: rewritten>")):
+                with self.subTest(label=label), self.assertRaises(DwdeconvError) as e:
+                    dwdeconv_rewrite.compare(*args)
+                self.assertEqual(e.exception.exit_code, 3)
+                self.assertTrue(e.exception.message.startswith(label + ": not a valid ONNX ModelProto"), e.exception.message)
+                self.assert_named(e.exception, label)
+            # A comparison that runs reports both sides by those names too.
+            failed = dwdeconv_rewrite.compare(MIGAN.read_bytes(), SMALL.read_bytes())
+            self.assertFalse(failed.passed)
+            text = json.dumps(failed.report) + failed.log
+            self.assertIn("<bytes: original>", text)
+            self.assertNotIn(TEMPORARY_PREFIX, text)
 
 
 # A script that rewrites MODEL to OUT, then checks them with a bench that runs for minutes: what a signal interrupts.
@@ -305,7 +536,7 @@ import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a foreground job (a shell's & ignores SIGINT)
 import dwdeconv_rewrite
 dwdeconv_rewrite.rewrite(sys.argv[1], output=sys.argv[2])
-dwdeconv_rewrite.check(sys.argv[1], sys.argv[2], bench=True, args=["--runs", "100000"], **json.loads(sys.argv[3]))
+dwdeconv_rewrite.compare(sys.argv[1], sys.argv[2], bench=True, args=["--runs", "100000"], **json.loads(sys.argv[3]))
 print("the check was not interrupted")
 """
 
