@@ -96,6 +96,14 @@ void add_runtime_options(CLI::App& app, Options& opt) {
                  "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
       ->check(positive_number())
       ->type_name("X");
+  app.add_option("--precision", opt.precision,
+                 "The precision both models are converted to and run at on --runtime litert or executorch: fp32 (default), "
+                 "fp16, int8 (calibrated on the --input files, else on 8 seeded inputs; both models the same)")
+      ->transform(CLI::IsMember({"fp32", "fp16", "int8"}, CLI::ignore_case))
+      ->type_name("P");
+  app.add_option("--max-steps", opt.max_steps, "With --precision int8: the most quantisation steps an output may differ by (default 2)")
+      ->check(positive_number())
+      ->type_name("X");
   app.add_flag("--tune", opt.tune,
                "Time each upsampler the target would rewrite alone (cut out at its input shape), both ways, on --runtime, "
                "and rewrite only those that measured faster; the plan and the report show the figures");

@@ -46,6 +46,10 @@ Json verify_object(const runtime_check::VerifyResult& v) {
                        {"max_rel_error", number(out.max_rel_error)},
                        {"passed", out.passed},
                        {"compared", out.compared}});
+    if (out.quant_steps >= 0) {
+      outputs.back()["quant_step"] = number(out.quant_step);
+      outputs.back()["quant_steps"] = number(out.quant_steps);
+    }
   }
   return {{"mode", runtime_check::verify_mode_name(v.mode)},
           {"reason", v.mode_reason},
@@ -80,6 +84,7 @@ void add_runtime_fields(Json& report, const RuntimeRunInfo& info, bool bench) {
   report["runtime"] = {{"name", info.runtime.name},
                        {"label", info.runtime.label},
                        {"python", or_null(!info.runtime.python.empty(), info.runtime.python)},
+                       {"precision", info.runtime.precision},
                        {"versions", versions}};
   if (info.min_speedup) report["min_speedup"] = *info.min_speedup;
   if (bench) {

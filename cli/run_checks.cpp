@@ -242,7 +242,8 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   if (!run) return core::Error{run.error().kind, result ? run.error().message + "; nothing written" : verify_prefix + run.error().message};
   checks.info.runtime = run->runtime;
   if (verify) {
-    checks.verify = verify_from_run(*run, {opt.atol, opt.rtol});
+    checks.verify = verify_from_run(*run, {opt.atol, opt.rtol}, opt.max_steps.value_or(2.0));
+    for (const auto& note : run->notes) spdlog::warn("{}{}", prefix, note);
     log_verify_summary(*checks.verify, prefix);
     if (!checks.verify->passed) return checks;
   }

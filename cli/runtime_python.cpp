@@ -60,6 +60,28 @@ std::string runtime_usage_problem(const Options& opt) {
     return "--python applies to --runtime " + names;
   }
   if (opt.min_speedup && !opt.bench) return "--min-speedup gates the timing of --bench: add --bench";
+  if (opt.precision != "fp32") {
+    if (opt.tune) return "--precision " + opt.precision + " with --tune: --tune times fp32 only";
+    if (!opt.verify && !opt.bench && opt.compare.empty()) {
+      return "--precision applies to --verify, --bench and --compare (on --runtime litert or executorch)";
+    }
+    // Each runtime converts to what its registry row lists; the executor and ONNX Runtime's CPU provider run the
+    // models as written (fp32), and no precision is approximated by another.
+    std::string can;
+    for (const auto& r : runtime_check::python_runtimes()) {
+      if (std::find(r.precisions.begin(), r.precisions.end(), opt.precision) != r.precisions.end())
+        can += (can.empty() ? "" : ", ") + r.name;
+    }
+    const auto* python = runtime_check::find_python_runtime(opt.runtime);
+    if (python == nullptr || std::find(python->precisions.begin(), python->precisions.end(), opt.precision) == python->precisions.end()) {
+      return "--precision " + opt.precision + ": --runtime " + opt.runtime + " runs fp32 only; " + opt.precision + " runs on --runtime " +
+             (can.empty() ? std::string("none") : can);
+    }
+  }
+  if (opt.max_steps && opt.precision != "int8") return "--max-steps bounds --precision int8's comparison: add --precision int8";
+  if (opt.precision == "int8" && (opt.atol || opt.rtol)) {
+    return "--atol and --rtol are float tolerances; --precision int8 is judged in quantisation steps: give --max-steps";
+  }
   return "";
 }
 
@@ -168,8 +190,30 @@ core::Result<PythonRun> run_on_python_runtime(const onnx::ModelProto& original, 
                                               size_t profile_runs) {
   auto package = find_python_package_dir();
   if (!package) return package.error();
-  return runtime_check::run_python_check({opt.runtime, python_interpreter(opt), *package}, original, rewritten, inputs, opt.threads, runs,
-                                         profile_runs);
+  runtime_check::Precision precision;
+  precision.name = opt.precision;
+  if (opt.precision == "int8") {
+    // The same calibration for both models: the --input files (one sample), else kCalibrationSamples seeded input
+    // sets, none of them the input the comparison runs on.
+    if (!opt.input_files.empty()) {
+      precision.calibration = {inputs};
+    } else {
+      std::map<std::string, std::vector<int64_t>> shapes;
+      for (const auto& in : inputs) shapes[in.name] = in.tensor.dims;
+      for (uint64_t k = 1; k <= kCalibrationSamples; ++k) {
+        auto sample = runtime_inputs(original, shapes, {}, opt.seed + k);
+        if (!sample) return sample.error();
+        precision.calibration.push_back(std::move(*sample));
+      }
+    }
+  }
+  auto run = runtime_check::run_python_check({opt.runtime, python_interpreter(opt), *package}, original, rewritten, inputs, opt.threads,
+                                             runs, profile_runs, precision);
+  if (run && opt.precision != "fp32") {
+    run->runtime.precision = opt.precision;
+    run->runtime.label += " at " + opt.precision;
+  }
+  return run;
 }
 
 std::string speedup_text(double speedup, const RuntimeInfo& runtime) {

@@ -36,6 +36,9 @@ using runtime_check::RuntimeInfo;
 
 inline constexpr const char* kBuiltinRuntime = "xnnpack";
 
+// --precision int8 without --input files: how many seeded input sets calibrate both models.
+inline constexpr uint64_t kCalibrationSamples = 8;
+
 // "xnnpack, ort, litert, executorch".
 std::string runtime_names();
 

@@ -43,6 +43,10 @@ struct OutputComparison {
   // Elements compared as values: the integers, or the floats finite on both sides (a NaN or an infinity in the same
   // place on both checks only that place). 0 means the output checked nothing (no elements, or none finite).
   int64_t compared = 0;
+  // int8 (--precision int8 on a Python runtime): the quantisation step the output is judged in (output units) and
+  // max_abs_error in steps; quant_steps < 0 when the output was not judged in steps.
+  double quant_step = 0.0;
+  double quant_steps = -1.0;
 };
 
 struct ComparisonReport {

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -47,6 +49,8 @@ const Registry& registry() {
       runtime.display_name = row.at("display_name").get<std::string>();
       runtime.summary = row.at("summary").get<std::string>();
       if (row.at("pinned_requirements").is_string()) runtime.pinned_requirements = row.at("pinned_requirements").get<std::string>();
+      runtime.precisions = {"fp32"};
+      if (row.contains("precisions")) runtime.precisions = row.at("precisions").get<std::vector<std::string>>();
       r.runtimes.push_back(std::move(runtime));
     }
     return r;
@@ -389,7 +393,8 @@ core::Status probe_python_runtime(const PythonSide& side) {
 }
 
 core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                         const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs) {
+                                         const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs,
+                                         const Precision& precision) {
   ScratchDir scratch;
   if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
   auto pythonpath = private_pythonpath(scratch.path, side.package);
@@ -401,7 +406,6 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
        {std::pair<const onnx::ModelProto&, const char*>{original, "original.onnx"}, {rewritten, "rewritten.onnx"}}) {
     if (auto saved = write_static_model(model, inputs, scratch.path / file); !saved) return saved.error();
   }
-  std::string list;
   // A short write (a full disk) would hand the runtime truncated inputs: every file is checked.
   const auto write_file = [](const fs::path& path, const std::string& bytes) -> core::Status {
     std::ofstream f(path, std::ios::binary);
@@ -410,13 +414,23 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
     if (!f) return core::io_error("--runtime: cannot write " + path.string());
     return core::Ok{};
   };
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    auto proto = tensor_to_proto(inputs[k].tensor, inputs[k].name);
-    const std::string file = std::to_string(k) + ".pb";
-    if (auto written = write_file(in_dir / file, proto.SerializeAsString()); !written) return written.error();
-    list += file + "\n";
+  // An input set as the module reads one: K.pb TensorProtos, listed in inputs.txt in graph input order.
+  const auto write_inputs = [&write_file](const fs::path& dir, const std::vector<NamedTensor>& set) -> core::Status {
+    fs::create_directories(dir);
+    std::string list;
+    for (size_t k = 0; k < set.size(); ++k) {
+      auto proto = tensor_to_proto(set[k].tensor, set[k].name);
+      const std::string file = std::to_string(k) + ".pb";
+      if (auto written = write_file(dir / file, proto.SerializeAsString()); !written) return written.error();
+      list += file + "\n";
+    }
+    return write_file(dir / "inputs.txt", list);
+  };
+  if (auto written = write_inputs(in_dir, inputs); !written) return written.error();
+  const fs::path calibration_dir = scratch.path / "calibration";
+  for (size_t k = 0; k < precision.calibration.size(); ++k) {
+    if (auto written = write_inputs(calibration_dir / std::to_string(k), precision.calibration[k]); !written) return written.error();
   }
-  if (auto written = write_file(in_dir / "inputs.txt", list); !written) return written.error();
   const std::string& python = side.python;
   std::vector<std::string> argv = {python,
                                    "-m",
@@ -439,7 +453,13 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
                                    "--runs",
                                    std::to_string(runs),
                                    "--profile-runs",
-                                   std::to_string(profile_runs)};
+                                   std::to_string(profile_runs),
+                                   "--precision",
+                                   precision.name};
+  if (!precision.calibration.empty()) {
+    argv.push_back("--calibration");
+    argv.push_back(calibration_dir.string());
+  }
   auto status = run_process(argv, *pythonpath, scratch.path, scratch.path / "python.out", scratch.path / "python.err");
   if (!status) return status.error();
   const std::string answer = read_text(out_dir / "result.jsonl");
@@ -470,6 +490,19 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
                                                                run.runtime.label + ": " + tensor.error().message};
       tensor->name = f[2];
       (f[1] == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
+    } else if (kind == "precision" && f.size() >= 3) {
+      if (f[2] != precision.name) {
+        return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": the " + f[1] + " model was converted to " +
+                                                               f[2] + ", not the --precision " + precision.name + " asked for"};
+      }
+      run.precision = f[2];
+    } else if (kind == "quant" && f.size() >= 5) {
+      const QuantStep q{std::strtod(f[3].c_str(), nullptr), std::strtod(f[4].c_str(), nullptr)};
+      if (std::isfinite(q.scale) && q.scale > 0 && std::isfinite(q.zero_point)) {
+        (f[1] == "original" ? run.original_steps : run.rewritten_steps)[f[2]] = q;
+      }
+    } else if (kind == "note" && f.size() >= 3) {
+      run.notes.push_back(f[1] + ": " + f[2]);
     } else if (kind == "sample" && f.size() >= 3) {
       (f[1] == "original" ? run.original_samples_ms : run.rewritten_samples_ms).push_back(std::strtod(f[2].c_str(), nullptr));
     } else if (kind == "node" && f.size() >= 5) {
@@ -481,6 +514,9 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
       (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
     } else if (kind == "error" && f.size() >= 6 && f[1] == "import") {
       return import_error(side.runtime, python, f);  // installed but broken: the interpreter's fault, not the model's
+    } else if (kind == "error" && f.size() >= 4 && f[1] == "usage") {
+      // The module refused the arguments (a precision its runtime does not convert to): the command line's fault.
+      return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": " + f[3]};
     } else if (kind == "error" && f.size() >= 4) {
       const std::string& message = f[3];
       error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message
@@ -502,11 +538,73 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   return run;
 }
 
-VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances) {
+VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances, double max_steps) {
   VerifyResult v;
   v.mode = VerifyMode::kWholeModel;
   v.mode_reason = "on " + run.runtime.label;
-  const auto report = compare_model_outputs(run.rewritten_outputs, run.original_outputs, tolerances);
+  Tolerances used = tolerances;
+  if (run.precision == "fp16") {
+    // fp16 weights at least (LiteRT), fp16 arithmetic too (ExecuTorch): FLOAT16's tolerances, whatever the outputs'
+    // dtype, unless the command line gave its own.
+    const ToleranceValues f16 = default_tolerance(onnx::TensorProto::FLOAT16);
+    if (!used.atol) used.atol = f16.atol;
+    if (!used.rtol) used.rtol = f16.rtol;
+  }
+  // int8 with one side quantised and the other in float (ExecuTorch leaves a depthwise ConvTranspose in fp32): the
+  // float side is clamped to the quantised side's range, which that side cannot leave; saturation is the precision's
+  // doing, not the rewrite's.
+  std::vector<NamedTensor> original_outputs = run.original_outputs, rewritten_outputs = run.rewritten_outputs;
+  if (run.precision == "int8") {
+    const auto clamp_to = [](std::vector<NamedTensor>& outputs, const std::string& name, const QuantStep& q) {
+      for (auto& out : outputs) {
+        if (out.name != name || !out.tensor.is_float()) continue;
+        const double low = (-128 - q.zero_point) * q.scale, high = (127 - q.zero_point) * q.scale;
+        for (auto& v : out.tensor.f) {
+          if (std::isfinite(v)) v = static_cast<float>(std::clamp<double>(v, low, high));
+        }
+      }
+    };
+    for (const auto& [name, q] : run.rewritten_steps) {
+      if (run.original_steps.count(name) == 0) clamp_to(original_outputs, name, q);
+    }
+    for (const auto& [name, q] : run.original_steps) {
+      if (run.rewritten_steps.count(name) == 0) clamp_to(rewritten_outputs, name, q);
+    }
+  }
+  auto report = compare_model_outputs(rewritten_outputs, original_outputs, used);
+  if (run.precision == "int8") {
+    bool all = true;
+    for (auto& c : report.outputs) {
+      const auto o = run.original_steps.find(c.name), r = run.rewritten_steps.find(c.name);
+      const bool one_side = (o == run.original_steps.end()) != (r == run.rewritten_steps.end());
+      const double step =
+          std::max(o != run.original_steps.end() ? o->second.scale : 0.0, r != run.rewritten_steps.end() ? r->second.scale : 0.0);
+      if (step <= 0) {
+        // Neither model quantised this output: it was computed in float on both, and the float tolerance judged it.
+        c.message += std::string(c.message.empty() ? "" : "; ") + "no quantisation step on either side: judged in float";
+        all = all && c.passed;
+        continue;
+      }
+      c.quant_step = step;
+      c.quant_steps = c.max_abs_error / step;
+      // The size of the error is judged in steps instead of the float tolerance; anything else that failed it (a
+      // shape, a dtype, a NaN or infinity in one model only, a missing output, nothing compared) keeps failing it.
+      const bool by_size = c.passed || c.message.rfind("max abs error ", 0) == 0;
+      if (!by_size || c.compared == 0) {
+        all = false;
+        continue;
+      }
+      c.message = one_side ? "one model computed it in float, clamped to the other's int8 range" : "";
+      c.passed = std::isfinite(c.quant_steps) && c.quant_steps <= max_steps;
+      if (!c.passed) {
+        char text[96];
+        std::snprintf(text, sizeof text, "%.3g quantisation steps, over the bound of %g", c.quant_steps, max_steps);
+        c.message = std::string(text) + (c.message.empty() ? "" : "; " + c.message);
+      }
+      all = all && c.passed;
+    }
+    report.passed = all && report.outputs.size() == run.original_outputs.size();
+  }
   v.outputs = report.outputs;
   v.passed = report.passed && !run.original_outputs.empty();
   v.placement = "converted for " + run.runtime.label +

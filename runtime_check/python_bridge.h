@@ -5,6 +5,7 @@
 // decisions (inputs, tolerances, exit codes) stay with the caller.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,10 +21,11 @@ namespace dwdeconv::runtime_check {
 
 // A row of python/dwdeconv_rewrite/runtimes/registry.json, the one list of the Python runtimes (embedded at build time).
 struct PythonRuntime {
-  std::string name;                 // what --runtime takes: ort, litert, executorch
-  std::string display_name;         // "ONNX Runtime"
-  std::string summary;              // how it converts and runs, for --help
-  std::string pinned_requirements;  // the pinned environment the project measured with ("" none)
+  std::string name;                     // what --runtime takes: ort, litert, executorch
+  std::string display_name;             // "ONNX Runtime"
+  std::string summary;                  // how it converts and runs, for --help
+  std::string pinned_requirements;      // the pinned environment the project measured with ("" none)
+  std::vector<std::string> precisions;  // what --precision it converts to: fp32 always, fp16 and int8 where it can
 };
 
 // The registry's runtimes, in its order.
@@ -43,7 +45,8 @@ struct RuntimeInfo {
   std::string name;   // xnnpack, ort, litert, executorch
   std::string label;  // "ONNX Runtime 1.32.0 (CPU provider)", "XNNPACK ... (this tool's executor)"
   std::vector<std::pair<std::string, std::string>> versions;
-  std::string python;  // the interpreter, for a Python runtime
+  std::string python;              // the interpreter, for a Python runtime
+  std::string precision = "fp32";  // --precision both models ran at
 };
 
 // A profiler's time per node: the node's name as the runtime names it, its op type, ms per run, and (ONNX Runtime)
@@ -54,6 +57,12 @@ struct NodeMs {
   double ms = 0;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
+};
+
+// An int8 output's quantisation: value = (q - zero_point) * scale, q in [-128, 127].
+struct QuantStep {
+  double scale = 0;
+  double zero_point = 0;
 };
 
 // Both models on a Python runtime: the outputs for the comparison, the timed runs and the profile.
@@ -67,6 +76,21 @@ struct PythonRun {
   std::vector<NodeMs> rewritten_nodes;
   std::string original_outside;  // ops left outside the XNNPACK delegate ("" when the runtime has none)
   std::string rewritten_outside;
+  // The precision both models were converted to (fp32, fp16, int8), the quantisation step of each output that comes
+  // out of an integer tensor (by output name: the step in output units), and what the converter did that the
+  // precision does not say (int8: an op it left in float), per side.
+  std::string precision = "fp32";
+  std::map<std::string, QuantStep> original_steps;
+  std::map<std::string, QuantStep> rewritten_steps;
+  std::vector<std::string> notes;
+};
+
+// What --precision asks of a Python runtime: the precision, and for int8 the calibration samples (each one input set,
+// as `inputs`), the same for both models.
+struct Precision {
+  std::string name = "fp32";
+  std::vector<std::vector<NamedTensor>> calibration;
+  double max_steps = 2.0;  // int8: the most quantisation steps an output may differ by
 };
 
 // How to reach a runtime's Python side: the registry name, the interpreter and the dwdeconv_rewrite package directory
@@ -89,12 +113,17 @@ core::Status probe_python_runtime(const PythonSide& side);
 // interleaved pairs when runs > 0 and profiling `profile_runs` runs of each. Errors: kInvalidModel when a converter
 // fails (its stage and message) or a converted model fails to run; kUsage when the interpreter or the module cannot
 // be started. Nothing of the run (scratch files, child processes) outlives it, however it ends.
+// `precision` is passed on (--precision, and --calibration for int8).
 core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                         const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs);
+                                         const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs,
+                                         const Precision& precision = {});
 
 // --verify's result from a Python run: every output of the rewritten model against the original's, by name, under
-// `tolerances`.
-VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances);
+// `tolerances` (fp16: the FLOAT16 defaults where none is given). int8: an output passes when the two differ by at most
+// `max_steps` quantisation steps, the step being the larger of the two sides' (one side's when only one has one: the
+// other side, computed in float, is first clamped to that side's int8 range, which it cannot leave; an output neither
+// quantised is compared under the float tolerances, and the summary says so).
+VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances, double max_steps = 2.0);
 
 // --bench's result from a Python run's samples.
 BenchResult bench_from_run(const PythonRun& run, size_t threads);

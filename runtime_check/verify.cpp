@@ -352,7 +352,9 @@ std::string VerifyResult::summary() const {
   s << "\n";
   for (const auto& o : outputs) {
     s << "  " << detail::printable_name(o.name) << ": max abs " << o.max_abs_error << ", max rel " << o.max_rel_error << " (scale "
-      << o.scale << "): " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
+      << o.scale << ")";
+    if (o.quant_steps >= 0) s << ", " << o.quant_steps << " quantisation steps of " << o.quant_step;
+    s << ": " << (o.passed ? "pass" : "FAIL") << (o.message.empty() ? "" : " (" + o.message + ")") << "\n";
   }
   for (const auto& n : nodes) s << n.summary() << "\n";
   if (!difference.empty()) {

@@ -9,12 +9,15 @@ output (on LiteRT for both sides; on ExecuTorch the original's depthwise ConvTra
 line says), outputs on that int8 grid, and the two models within 2 steps of the larger scale; a rewrite of a model
 whose bias was moved by 6 steps is more than 2 steps off; a second run at a precision reuses its conversions (no
 converter ran), an int8 run with other calibration samples converts again; and the usage refusals (int8 without
---calibration, --calibration without int8, a calibration folder with a gap) are `error usage` lines and exit 2.
+--calibration, --calibration without int8, a calibration folder with a gap) are `error usage` lines and exit 2. Then
+through the binary: --compare --precision fp16 and int8 pass, the report's runtime.precision and each int8 output's
+quant_steps say how, and a rewrite whose bias moved by 6 steps fails with exit 1.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,7 +28,7 @@ PACKAGES = {"litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert
 # The target whose form the runtime converts: onnx2torch takes only CRD DepthToSpace.
 TARGET = {"litert": "litert", "executorch": "executorch"}
 # What a converter child says for each model it converts (on check's stderr): none of it when all is cached.
-CONVERTING = {"litert": "onnx2tf ", "executorch": "executorch: converting "}
+CONVERTING = {"litert": r"onnx2tf \S+\.onnx \((fp32|fp16|int8)\): ", "executorch": r"executorch: converting \S+\.onnx"}
 C, H = 8, 16
 
 failures = []
@@ -117,9 +120,10 @@ def main():
             for l in lines:
                 by.setdefault((l[0], l[1]), []).append(l[2:])
             outputs = {l[1]: np.load(l[3]) for l in lines if l[0] == "output"}
-            converted = CONVERTING[runtime] in r.stderr
-            print(f"-- {label}: check --precision {precision} {'(calibration ' + os.path.basename(calibration) + ')' if calibration else ''}"
-                  f": exit {r.returncode}, {seconds:.1f} s, converter {'ran' if converted else 'did not run'}\n  "
+            converted = re.search(CONVERTING[runtime], r.stderr) is not None
+            said = f" (calibration {os.path.basename(calibration)})" if calibration else ""
+            said += f": exit {r.returncode}, {seconds:.1f} s, converter {'ran' if converted else 'did not run'}"
+            print(f"-- {label}: check --precision {precision}{said}\n  "
                   + "\n  ".join(json.dumps(l) for l in lines if l[0] not in ("version", "sample"))
                   + ("" if r.returncode == 0 else "\n  stderr: " + r.stderr.strip()[-1500:].replace("\n", "\n  ")), flush=True)
             return r.returncode, lines, by, outputs, seconds, converted
@@ -170,9 +174,19 @@ def main():
                     check(name == "y" and float(np.max(np.abs(grid - np.round(grid)))) < 1e-2
                           and grid.min() >= -128.5 and grid.max() <= 127.5,
                           f"{label}: {side}'s output is on its int8 grid (scale {scale:.6g}, zero point {zero_point})")
-            steps = max_abs(outs["original"], outs["rewritten"]) / max(scales) if scales else float("inf")
-            print(f"   {label}: scales {quant}; max|original - rewritten| {max_abs(outs['original'], outs['rewritten']):.4g} "
-                  f"= {steps:.2f} steps", flush=True)
+            raw = max_abs(outs["original"], outs["rewritten"])
+            # Where one side computes its output in float (ExecuTorch's original), its values beyond the other side's
+            # int8 range are what that side saturates to, not an error of the rewrite: compared clamped to that range.
+            a, b = outs["original"], outs["rewritten"]
+            if quant["rewritten"] and not quant["original"]:
+                _, scale, zero_point = quant["rewritten"][0]
+                a = np.clip(a, (-128 - zero_point) * scale, (127 - zero_point) * scale)
+            elif quant["original"] and not quant["rewritten"]:
+                _, scale, zero_point = quant["original"][0]
+                b = np.clip(b, (-128 - zero_point) * scale, (127 - zero_point) * scale)
+            steps = max_abs(a, b) / max(scales) if scales else float("inf")
+            print(f"   {label}: scales {quant}; max|original - rewritten| {raw:.4g} = {raw / max(scales):.2f} steps; "
+                  f"{max_abs(a, b):.4g} = {steps:.2f} steps with the float side clamped to the int8 range", flush=True)
             return quant, steps
 
         code, lines, by, outs, timings["int8"], converted = run("int8", "int8", calibrations["a"])
@@ -233,6 +247,39 @@ def main():
         code, lines, *_ = run("calibration_wrong", "int8", wrong, runs=0)
         check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "--inputs has" in lines[-1][3],
               "calibration samples of another shape than the inputs: an error usage line, exit 2")
+
+        # Through the binary: --compare --precision P on this runtime judges as documented, and the report says so.
+        def binary(label, other, precision):
+            report = os.path.join(d, f"report-{label}.json")
+            started = time.monotonic()
+            r = subprocess.run([tool, original, "--compare", other, "--runtime", runtime, "--precision", precision,
+                                "--python", sys.executable, "--report", report], capture_output=True, text=True)
+            timings["binary " + label] = time.monotonic() - started
+            said = json.load(open(report)) if os.path.exists(report) else {}
+            print(f"-- binary {label}: exit {r.returncode}\n  " + "\n  ".join(r.stderr.strip().splitlines()[-6:]), flush=True)
+            return r.returncode, said, r.stderr
+
+        for precision in ("fp16", "int8"):
+            code, said, err = binary(precision, rewritten, precision)
+            check(code == 0 and (said.get("runtime") or {}).get("precision") == precision and f"at {precision}" in err,
+                  f"binary --precision {precision}: passes, and the report and the log name the precision")
+            outputs = (said.get("verify") or {}).get("outputs") or [{}]
+            steps = outputs[0].get("quant_steps")
+            if precision == "int8":
+                check(steps is not None and steps <= 2 and outputs[0].get("quant_step", 0) > 0,
+                      f"binary --precision int8: the output is judged in steps ({steps})")
+                if runtime == "executorch":
+                    check("left in float by XNNPACKQuantizer" in err, "binary --precision int8 on ExecuTorch: the note is a warning")
+            else:
+                check(steps is None, "binary --precision fp16: no steps")
+        scale = max(((said.get("verify") or {}).get("outputs") or [{}])[0].get("quant_step") or 0.01, 1e-6)
+        moved = bias.copy()
+        moved[0] += np.float32(6 * scale)
+        _, planted = rewrite(upsampler(moved), "dw_bias_moved_binary")
+        code, said, err = binary("int8-planted", planted, "int8")
+        steps = (((said.get("verify") or {}).get("outputs") or [{}])[0]).get("quant_steps")
+        check(code == 1 and steps is not None and steps > 2 and "over the bound of 2" in err,
+              f"binary --precision int8: a bias moved by 6 steps fails, exit 1 ({steps})")
 
         print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()),
               flush=True)

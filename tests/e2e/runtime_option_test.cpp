@@ -20,6 +20,39 @@ bool python3_runs(const TempDir& dir) { return run_shell("python3 -c pass", dir)
 
 }  // namespace
 
+TEST_CASE("a precision the runtime cannot convert to is a usage error before anything runs, naming it", "[e2e][runtime]") {
+  // Each case is refused by the command line alone: no interpreter is started (the default python3 has none of the
+  // runtimes' packages here, which would be a different error), nothing is written, and the report says why.
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
+  const std::string base = in.string() + " -o " + out.string() + " --report " + report.string() + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--verify --precision int8", "--precision int8: --runtime xnnpack runs fp32 only; int8 runs on --runtime litert, executorch"},
+      {"--bench --runtime ort --precision fp16",
+       "--precision fp16: --runtime ort runs fp32 only; fp16 runs on --runtime litert, executorch"},
+      {"--precision int8", "--precision applies to --verify, --bench and --compare"},
+      {"--verify --runtime litert --precision int4", "--precision: int4 not in {fp32,fp16,int8}"},
+      {"--verify --runtime litert --precision int8 --atol 0.1", "--precision int8 is judged in quantisation steps: give --max-steps"},
+      {"--verify --runtime litert --precision fp16 --max-steps 3", "--max-steps bounds --precision int8's comparison"},
+      {"--tune --runtime litert --precision int8", "--tune times fp32 only"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args);
+    fs::remove(report);
+    const auto r = run_cli(base + args, dir);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains(message));
+    CHECK_THAT(r.err, !Catch::Contains("Python interpreter"));
+    CHECK_FALSE(fs::exists(out));
+    CHECK_THAT(read_file(report), Catch::Contains("\"exit_code\": 2"));
+  }
+  // Any case: INT8 is int8 (and so refused on the executor for the same reason).
+  const auto upper = run_cli(base + "--verify --precision INT8", dir);
+  CHECK(upper.exit_code == 2);
+  CHECK_THAT(upper.err, Catch::Contains("--precision int8: --runtime xnnpack runs fp32 only"));
+}
+
 TEST_CASE("the --runtime option names a known runtime and needs something to run", "[e2e][runtime]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");

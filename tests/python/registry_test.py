@@ -1,6 +1,8 @@
 """The runtimes' registry (python/dwdeconv_rewrite/runtimes/registry.json) is the one list: the Python side, the
 binary (--help, --runtime's names, the pinned requirements it points at), pyproject.toml's extras and its
-requires-python all agree with it, and every row's adapter subclasses the runners' base classes.
+requires-python all agree with it, and every row's adapter subclasses the runners' base classes. Each row lists the
+--precision values its runtime converts to (fp32 in every one), and check.py refuses the others, and int8 without
+--calibration, with an `error usage` answer and exit 2 before it imports anything.
 
 ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python. Standard
 library only (tomllib: Python 3.11, else the pyproject checks are skipped, saying so)."""
@@ -9,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
@@ -58,6 +61,32 @@ for r in rows:
                                     for c in runners), f"{name}: {path.name} has a base.Runner subclass implementing feed, invoke, outputs")
     if r["pinned_requirements"]:
         check((SOURCE / r["pinned_requirements"]).is_file(), f"{name}: pinned requirements {r['pinned_requirements']} exist")
+    precisions = r.get("precisions")
+    check(isinstance(precisions, list) and len(set(precisions)) == len(precisions)
+          and set(precisions) <= {"fp32", "fp16", "int8"} and "fp32" in precisions,
+          f"{name}: precisions {precisions} are distinct values of fp32, fp16, int8, fp32 among them")
+    check(runtimes.PRECISIONS.get(name) == precisions, f"{name}: runtimes.PRECISIONS is the registry's list")
+
+# check.py refuses a precision the row does not list, and int8 without its calibration samples, before it imports any
+# runtime package: an `error usage - MESSAGE` answer, the last line, and exit 2.
+with tempfile.TemporaryDirectory() as scratch:
+    for r in rows:
+        refused = [p for p in ("fp32", "fp16", "int8", "bf16") if p not in r["precisions"]]
+        cases = [(p, [], f"--precision {p}") for p in refused]
+        if "int8" in r["precisions"]:
+            cases.append(("int8", [], "needs --calibration"))
+        cases.append(("fp32", ["--calibration", scratch], "--calibration applies to --precision int8"))
+        for precision, extra, said in cases:
+            out = Path(scratch) / f"{r['name']}-{precision}-{len(extra)}"
+            out.mkdir()
+            answer = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", r["name"],
+                                     "--work", scratch, "--original", "a.onnx", "--rewritten", "b.onnx", "--inputs", scratch,
+                                     "--out", str(out), "--precision", precision] + extra, capture_output=True, text=True)
+            lines = [json.loads(line) for line in (out / "result.jsonl").read_text().splitlines()] \
+                if (out / "result.jsonl").exists() else []
+            check(answer.returncode == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and said in lines[-1][3],
+                  f"{r['name']}: check {' '.join(['--precision', precision] + extra[:1])} is refused: exit {answer.returncode}, "
+                  f"{lines[-1:] or answer.stderr.strip()[-200:]}")
 
 # The binary embeds the registry: --help lists each runtime as the registry describes it, and an unknown --runtime
 # is refused naming them all.

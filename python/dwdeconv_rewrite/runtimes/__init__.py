@@ -6,9 +6,13 @@ list; raises StageError naming the converter's stage), `load(path, threads)` -> 
 ONNX input name -> array, fed by name; a missing or extra name raises), `invoke()` (what is timed) and `outputs()`
 (a dict ONNX output name -> array in ONNX layout, in graph output order). A runner matches its runtime's tensors
 to the ONNX graph's inputs and outputs by name, never by position, and raises where it cannot (each adapter says
-what its names rest on). Converters that run in a child process add `convert_all(paths)`.
+what its names rest on; the one positional case, LiteRT int8's outputs, which onnx2tf renames output_0, output_1, ...
+in graph output order, is litert_adapter.tflite_io_by_name's). Converters that run in a child process add `convert_all(paths)`.
 
-registry.json lists them (name, display name, adapter, packages); today ort (onnxruntime's CPU provider), litert
+Each converts at a precision (`set_precision(precision, calibration_dir, calibration_key)` before any conversion;
+registry.json's "precisions" lists which): fp32, fp16 or int8, int8 calibrated on the samples check.py is given.
+
+registry.json lists them (name, display name, adapter, packages, precisions); today ort (onnxruntime's CPU provider), litert
 (onnx2tf + ai-edge-litert's XNNPACK delegate) and executorch (onnx2torch + torch.export + the XNNPACK partitioner).
 
 dwdeconv-rewrite's --runtime runs `python -m dwdeconv_rewrite.runtimes` (see __main__.py);
@@ -36,6 +40,9 @@ REQUIREMENTS = {r["name"]: [tuple(pair) for pair in r["requirements"]] for r in 
 # onnx2torch, are imported by their child processes), imported first so that a package that is installed but fails
 # to import (a missing shared library, a broken dependency) is answered as that: check.py's `error import` line.
 CHECK_IMPORTS = {r["name"]: list(r["check_imports"]) for r in REGISTRY["runtimes"]}
+# The --precision values each runtime converts to ("fp32", "fp16", "int8"; fp32 in every row): check.py refuses
+# the others, and the binary reads the same lists.
+PRECISIONS = {r["name"]: list(r["precisions"]) for r in REGISTRY["runtimes"]}
 # Those of them that `probe` imports too: the cheap ones (under a second together; torch and executorch.runtime
 # take several seconds, which every check would pay twice).
 PROBE_IMPORTS = {r["name"]: list(r["probe_imports"]) for r in REGISTRY["runtimes"]}

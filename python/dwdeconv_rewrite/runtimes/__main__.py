@@ -3,7 +3,8 @@
   probe RUNTIME        which of the runtime's packages are missing or (the cheap ones) fail to import, and the
                        interpreter (check.py's line format)
   check ARGS...        convert, run, compare-ready outputs, time and profile one pair (see check.py)
-  _onnx2tf, _executorch  the converter child processes of the LiteRT and ExecuTorch adapters
+  _onnx2tf, _executorch  the converter child processes of the LiteRT and ExecuTorch adapters (WORK [--precision P]
+                       [--calibration DIR] [--] MODEL...)
 
 Imports only the standard library before the command is known, so that `probe` works in any interpreter.
 """

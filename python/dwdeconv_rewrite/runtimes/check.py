@@ -18,10 +18,19 @@ lists JSON arrays, everything else a string (the binary reads them with nlohmann
   runtime     NAME
   label       TEXT                                 e.g. "ONNX Runtime 1.32.0 (CPU provider)"
   version     PACKAGE     VERSION
+  precision   SIDE        P                        what SIDE was converted to: fp32, fp16 or int8 (one line per
+                                                   side, before its outside line)
   outside     SIDE        TEXT                     ops the converted graph leaves outside the XNNPACK delegate
+  note        SIDE        TEXT                     a fact about SIDE's precision the user must know (e.g. an op the
+                                                   int8 quantizer left in float); none at fp32
   output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; one line per ONNX graph output,
                                                    in graph output order, NAME the output the runtime's tensor was
-                                                   matched to by name (never by position)
+                                                   matched to by name (never by position, but for LiteRT int8's
+                                                   outputs: litert_adapter.tflite_io_by_name)
+  quant       SIDE  NAME  SCALE  ZERO_POINT        (int8) graph output NAME of SIDE comes out of an int8 tensor:
+                                                   SCALE its step in the output's units, ZERO_POINT its zero point
+                                                   (numbers); after SIDE's output lines; none for an output computed
+                                                   in float (then only the other side may have a step)
   sample      SIDE        MS                       one timed run, in the order run (A B A B), MS a number
   node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node (a number), from the runtime's profiler,
                                                    with the values it reads and writes (arrays of names)
@@ -29,6 +38,11 @@ lists JSON arrays, everything else a string (the binary reads them with nlohmann
                                                    which includes a runtime whose inputs or outputs cannot be matched
                                                    to the ONNX graph's by name, or that returns other outputs than
                                                    the graph declares (then no output line is written for SIDE)
+  error  usage  -  MESSAGE                         (check, exit 2) arguments the binary should not have given: a
+                                                   --precision not in the runtime's registry row, int8 without
+                                                   --calibration or --calibration without int8, a --calibration DIR
+                                                   that is not in the format below or whose samples are not the
+                                                   --inputs' names, dtypes and shapes; the last line written
 
 probe RUNTIME writes to stdout: the python line, a missing line per package that is not there, and, only when none
       is missing, an error import line (exit 5) for the first of __init__.PROBE_IMPORTS that fails to import: those
@@ -36,8 +50,12 @@ probe RUNTIME writes to stdout: the python line, a missing line per package that
       seconds; check answers for them).
 
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
-      --inputs DIR --out DIR --threads T  writes DIR/result.jsonl. The inputs are DIR/*.pb TensorProtos listed in
-      DIR/inputs.txt (one file name a line, graph input order); each is fed to the input its TensorProto names.
+      --inputs DIR --out DIR --threads T [--precision fp32|fp16|int8] [--calibration DIR]  writes DIR/result.jsonl.
+      The inputs are DIR/*.pb TensorProtos listed in DIR/inputs.txt (one file name a line, graph input order); each
+      is fed to the input its TensorProto names. --precision (default fp32) is what both models are converted to;
+      registry.json's "precisions" lists each runtime's. --calibration (int8 only, and required there) holds the
+      samples both models are quantized with, the same for both: sub-folders 0/, 1/, ... each in the --inputs
+      format. Conversions are cached under --work by model, precision and (int8) a hash of the samples.
 """
 from __future__ import annotations
 
@@ -48,10 +66,12 @@ import platform
 import sys
 from pathlib import Path
 
-from . import CHECK_IMPORTS, NAMES, PROBE_IMPORTS, REQUIREMENTS, import_failure, load_runtime, missing_packages
+from . import CHECK_IMPORTS, NAMES, PRECISIONS, PROBE_IMPORTS, REQUIREMENTS, import_failure, load_runtime, missing_packages
 
 # The exit code of an `error import` answer.
 EXIT_IMPORT_FAILED = 5
+# The exit code of an `error usage` answer (the binary's own exit code for a usage error).
+EXIT_USAGE = 2
 
 
 def _text(value) -> str:
@@ -122,11 +142,28 @@ def check(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=0, help="timed pairs (0: no timing)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--profile-runs", type=int, default=0)
+    parser.add_argument("--precision", default="fp32", help="fp32, fp16 or int8, as the runtime's registry row allows")
+    parser.add_argument("--calibration", type=Path, help="int8: the calibration samples, DIR/0/, DIR/1/, ...")
     args = parser.parse_args(argv)
 
     answer = Answer()
     result = args.out / "result.jsonl"
     answer.add("runtime", args.runtime)
+
+    def usage(message):
+        answer.add("error", "usage", "-", message)
+        answer.write(result)
+        print(f"python -m dwdeconv_rewrite.runtimes check: {message}", file=sys.stderr)
+        return EXIT_USAGE
+
+    # Refused before anything is imported: the binary refuses these first, so reaching here is its mistake.
+    allowed = PRECISIONS[args.runtime]
+    if args.precision not in allowed:
+        return usage(f"--precision {args.precision}: --runtime {args.runtime} converts to {', '.join(allowed)}")
+    if args.precision == "int8" and args.calibration is None:
+        return usage("--precision int8 needs --calibration DIR (the samples both models are quantized with)")
+    if args.precision != "int8" and args.calibration is not None:
+        return usage(f"--calibration applies to --precision int8, not {args.precision}")
 
     def import_failed(failure):
         answer.add("error", "import", args.runtime, *failure)
@@ -138,10 +175,21 @@ def check(argv: list[str]) -> int:
     if failure is not None:
         return import_failed(failure)
     import numpy as np
-    import onnx
-    from onnx import numpy_helper
 
-    from .common import StageError, onnx_output_shapes, time_interleaved
+    from .common import (StageError, calibration_key, onnx_output_shapes, read_calibration, read_tensor_dir, signature,
+                         time_interleaved)
+
+    inputs = read_tensor_dir(args.inputs)
+    calibration, key = None, ""
+    if args.calibration is not None:
+        try:
+            calibration = read_calibration(args.calibration)
+        except ValueError as e:
+            return usage(str(e))
+        # Each sample is one more value of the inputs: the same names (in any order), dtypes and shapes.
+        if sorted(signature(calibration[0])) != sorted(signature(inputs)):
+            return usage(f"--calibration's samples have inputs {signature(calibration[0])}; --inputs has {signature(inputs)}")
+        key = calibration_key(calibration)
 
     try:
         runtime = load_runtime(args.runtime, args.work)
@@ -152,6 +200,7 @@ def check(argv: list[str]) -> int:
         return import_failed((f"importing {module} failed: {type(e).__name__}: {' '.join(str(e).split())[:800]}",
                               module, pip))
     runtime.child_stdout = sys.stderr  # converter progress is a log, not an answer
+    runtime.set_precision(args.precision, args.calibration, key)
     answer.add("label", runtime.label())
     for package, version in runtime.versions().items():
         answer.add("version", package, version)
@@ -171,14 +220,12 @@ def check(argv: list[str]) -> int:
             return failed(e.stage, side, str(e).removeprefix(f"{e.stage}: "), 3)
         except Exception as e:  # noqa: BLE001 - a converter's own failure, reported with its message
             return failed("conversion", side, f"{type(e).__name__}: {e}", 3)
+        answer.add("precision", side, info.get("precision", "fp32"))
         if _outside(info) is not None:
             answer.add("outside", side, _outside(info))
+        for note in info.get("notes", []):
+            answer.add("note", side, note)
 
-    names = (args.inputs / "inputs.txt").read_text().split("\n")
-    inputs = {}
-    for name in filter(None, names):
-        tensor = onnx.load_tensor(str(args.inputs / name))
-        inputs[tensor.name] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
     runners = {}
     for side, path in sides.items():
         graph_outputs = list(onnx_output_shapes(path))
@@ -206,6 +253,11 @@ def check(argv: list[str]) -> int:
             file = args.out / f"{side}_{k}.npy"
             np.save(file, np.ascontiguousarray(value))
             answer.add("output", side, name, file)
+        quantization = runner.output_quantization() if hasattr(runner, "output_quantization") else {}
+        for name in graph_outputs:
+            if name in quantization:
+                scale, zero_point = quantization[name]
+                answer.add("quant", side, name, float(scale), int(zero_point))
         runners[side] = runner
     if args.runs > 0:
         samples = {}

@@ -105,6 +105,73 @@ def _model_key(name: str, mtime_ns: int, size: int) -> str:
     return f"{path.stem}-{digest.hexdigest()[:10]}"
 
 
+def read_tensor_dir(folder: Path) -> dict[str, np.ndarray]:
+    """The tensors of a folder in check's --inputs format: the TensorProto files FOLDER/inputs.txt lists (one file name
+    a line, in graph input order), each keyed by the name its TensorProto carries, in that order."""
+    from onnx import numpy_helper
+
+    tensors = {}
+    for file in filter(None, (Path(folder) / "inputs.txt").read_text().split("\n")):
+        tensor = onnx.load_tensor(str(Path(folder) / file))
+        tensors[tensor.name] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
+    return tensors
+
+
+def read_calibration(folder: Path) -> list[dict[str, np.ndarray]]:
+    """The int8 calibration samples of check's --calibration DIR: its sub-folders 0/, 1/, ... (no gap), each in the
+    --inputs format (read_tensor_dir), all with the same input names, dtypes and shapes. ValueError says what is
+    wrong with the folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"--calibration {folder} is not a folder")
+    numbered = sorted((int(p.name), p) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+    if not numbered or [k for k, _ in numbered] != list(range(len(numbered))):
+        raise ValueError(f"--calibration {folder} must hold sample folders 0/, 1/, ... with no gap; it holds "
+                         f"{[p.name for _, p in numbered]}")
+    samples = []
+    for k, sub in numbered:
+        if not (sub / "inputs.txt").is_file():
+            raise ValueError(f"--calibration sample {sub} has no inputs.txt")
+        samples.append(read_tensor_dir(sub))
+        first, this = samples[0], samples[-1]
+        if [(n, a.dtype, a.shape) for n, a in this.items()] != [(n, a.dtype, a.shape) for n, a in first.items()]:
+            raise ValueError(f"--calibration sample {k} has inputs {signature(this)}; sample 0 has {signature(first)}")
+    return samples
+
+
+def signature(tensors: dict) -> list[str]:
+    """'name dtype[dims]' of each tensor, in order, as refusals name them."""
+    return [f"{n} {a.dtype}{list(a.shape)}" for n, a in tensors.items()]
+
+
+def calibration_key(samples: list[dict[str, np.ndarray]]) -> str:
+    """A hash of the calibration samples (names, dtypes, shapes and values, in order), part of the cache key of an int8
+    conversion: another calibration is another conversion."""
+    digest = hashlib.sha1()
+    for k, sample in enumerate(samples):
+        digest.update(f"sample {k}\n".encode())
+        for name, a in sample.items():
+            digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode("utf-8", "surrogateescape"))
+            digest.update(np.ascontiguousarray(a).tobytes())
+    return digest.hexdigest()[:10]
+
+
+def parse_child_options(args: list[str]) -> tuple[dict, list[str]]:
+    """A converter child's leading options (--precision P, --calibration DIR) and the model paths after them (after
+    `--` when given)."""
+    options = {"precision": "fp32", "calibration": None}
+    k = 0
+    while k < len(args):
+        if args[k] == "--":
+            k += 1
+            break
+        if args[k] not in ("--precision", "--calibration") or k + 1 >= len(args):
+            break
+        options[args[k][2:]] = args[k + 1]
+        k += 2
+    return options, args[k:]
+
+
 def onnx_op_counts(path: Path) -> dict[str, int]:
     model = onnx.load(str(path), load_external_data=False)
     return dict(collections.Counter((n.domain + "." if n.domain else "") + n.op_type for n in model.graph.node))

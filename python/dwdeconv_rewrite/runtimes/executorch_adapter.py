@@ -1,5 +1,5 @@
 """ExecuTorch: onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte, run by
-executorch.runtime."""
+executorch.runtime; at fp16 the module in float16, at int8 quantized by PT2E with XNNPACKQuantizer first."""
 from __future__ import annotations
 
 import collections
@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 
 from .base import Runner, Runtime
-from .common import StageError, check_feed_names, child_command, model_key, onnx_inputs
+from .common import (StageError, calibration_key, check_feed_names, child_command, model_key, onnx_inputs, parse_child_options,
+                     read_calibration)
+
+
+def precision_suffix(precision: str, calibration: str = "") -> str:
+    """What a precision adds to a conversion's cache name (KEY[.static-resize]SUFFIX.pte and .json): nothing at fp32
+    (as before precisions), .fp16, .int8-CALIBRATION (another calibration is another conversion)."""
+    return {"fp32": "", "fp16": ".fp16"}.get(precision, f".int8-{calibration}")
 
 
 class ExecuTorchRuntime(Runtime):
@@ -51,10 +58,10 @@ class ExecuTorchRuntime(Runtime):
         return f"ExecuTorch {version('executorch')} (XNNPACK delegate)"
 
     def pte_path(self, path: Path) -> Path:
-        return self.work / f"{model_key(path)}{self.variant}.pte"
+        return self.work / f"{model_key(path)}{self.variant}{precision_suffix(self.precision, self.calibration_key)}.pte"
 
     def info_path(self, path: Path) -> Path:
-        return self.work / f"{model_key(path)}{self.variant}.json"
+        return self.work / f"{model_key(path)}{self.variant}{precision_suffix(self.precision, self.calibration_key)}.json"
 
     def convert_all(self, paths):
         """Converts every model without a cached result (WORK/executorch/KEY.json, with KEY.pte if it converted).
@@ -63,9 +70,10 @@ class ExecuTorchRuntime(Runtime):
         that stage (with the exit status or the timeout) and the rest are converted by a new child."""
         todo = [p for p in dict.fromkeys(paths) if not self.converted(p)]
         progress = self.work / "_progress.json"
+        options = ["--precision", self.precision] + (["--calibration", self.calibration_dir] if self.calibration_dir else [])
         while todo:
             progress.unlink(missing_ok=True)
-            cmd, env = child_command("_executorch", self.work.parent, *todo)
+            cmd, env = child_command("_executorch", self.work.parent, *options, "--", *todo)
             child = subprocess.Popen(cmd, env=env, stdout=self.child_stdout)
             current, since, timed_out = None, time.monotonic(), None
             while child.poll() is None:
@@ -128,19 +136,32 @@ class ExecuTorchRuntime(Runtime):
                                "recorded: convert it again (convert_all)")
         program = self.runtime.load_program(self.pte_path(path))
         return ExecuTorchRunner(program.load_method("forward"), self.torch, info["input_names"], info["output_names"],
-                                info.get("input_dtypes"))
+                                info.get("input_dtypes"), info.get("input_casts"), info.get("output_dtypes"),
+                                info.get("output_quant"))
 
 
-def executorch_child(work: Path, paths: list[str]) -> int:
-    """Converts each ONNX file to an ExecuTorch .pte lowered to XNNPACK and writes, per model, WORK/executorch/
-    KEY.json: the exported program's aten ops, the ops of the lowered program (every executorch_call_delegate is
-    one XNNPACK partition; any other call_function node runs on ExecuTorch's portable kernels), and the edge ops
-    inside the partitions; or the stage that failed and the converter's message."""
+def executorch_child(work: Path, args: list[str]) -> int:
+    """Converts each ONNX file to an ExecuTorch .pte lowered to XNNPACK at one precision (ARGS: [--precision P]
+    [--calibration DIR] [--] PATHS) and writes, per model, WORK/executorch/KEY[SUFFIX].json (precision_suffix): the
+    exported program's aten ops, the ops of the lowered program (every executorch_call_delegate is one XNNPACK
+    partition; any other call_function node runs on ExecuTorch's portable kernels), and the edge ops inside the
+    partitions; or the stage that failed and the converter's message.
+
+    fp16: the module in float16 (weights and arithmetic), traced with float16 example inputs, so the program takes and
+    returns float16: the runner casts the float inputs when fed (outside the timed run) and widens the outputs back
+    (casts inside the graph would run outside XNNPACK, on portable kernels, and be timed). int8: PT2E, as
+    ExecuTorch's own XNNPackRecipeType.PT2E_INT8_STATIC_PER_CHANNEL: XNNPACKQuantizer with
+    get_symmetric_quantization_config(is_per_channel=True), calibrated on the --calibration samples (the same for every
+    model), convert_pt2e, then exported and lowered as at fp32; the program takes and returns float32."""
     import onnx2torch
     import torch
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
 
+    options, paths = parse_child_options(args)
+    precision = options["precision"]
+    samples = read_calibration(Path(options["calibration"])) if precision == "int8" else []
+    suffix = precision_suffix(precision, calibration_key(samples) if samples else "")
     folder = work / "executorch"
     variant = ""
     if os.environ.get("BENCH_ET_STATIC_RESIZE") == "1":
@@ -162,9 +183,9 @@ def executorch_child(work: Path, paths: list[str]) -> int:
 
     for path in map(Path, paths):
         key = model_key(path)
-        info = {"model": str(path)}
+        info = {"model": str(path), "precision": precision}
         stage = at("onnx2torch.convert")
-        print(f"executorch: converting {path.name}", file=sys.stderr, flush=True)
+        print(f"executorch: converting {path.name} ({precision})", file=sys.stderr, flush=True)
         started = time.monotonic()
         try:
             module = onnx2torch.convert(str(path)).eval()
@@ -174,7 +195,21 @@ def executorch_child(work: Path, paths: list[str]) -> int:
             stage = at("example inputs")
             feeds = onnx_inputs(path, 0)
             inputs = tuple(torch_tensor(torch, name, feeds[name]) for name in input_names)
-            input_dtypes = [str(feeds[name].dtype) for name in input_names]
+            notes = []
+            if precision == "fp16":
+                module = module.to(torch.float16)
+                casts = {name: "float16" for name, x in zip(input_names, inputs) if x.is_floating_point()}
+                inputs = tuple(x.to(torch.float16) if x.is_floating_point() else x for x in inputs)
+                info.update(input_casts=casts, output_dtypes=onnx_output_dtypes(path))
+                notes.append("the program computes in fp16 and takes and returns fp16: the float32 inputs are rounded "
+                             "to fp16 when fed (outside the timed run) and the outputs widened to float32")
+            elif precision == "int8":
+                stage = at("int8: prepare_pt2e(XNNPACKQuantizer), calibration, convert_pt2e")
+                module = quantize_pt2e(torch, module, inputs, input_names, samples)
+                info["output_quant"] = output_quantization(torch, module)
+                notes += float_transposed_convs(torch, module)
+            input_dtypes = [info.get("input_casts", {}).get(name, str(feeds[name].dtype)) for name in input_names]
+            info["notes"] = notes
             stage = at("torch.export.export")
             with torch.no_grad():
                 exported = torch.export.export(module, inputs)
@@ -201,15 +236,100 @@ def executorch_child(work: Path, paths: list[str]) -> int:
             info.update(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
                         not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
             stage = at("to_executorch")
-            (folder / f"{key}{variant}.pte").write_bytes(edge.to_executorch().buffer)
+            (folder / f"{key}{variant}{suffix}.pte").write_bytes(edge.to_executorch().buffer)
         except StageError as e:  # a stage's own message, which names it
             info.update(failed=str(e)[:600], failed_stage=e.stage)
         except Exception as e:  # noqa: BLE001 - the reason is the finding
             message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
             info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
         info["convert_seconds"] = round(time.monotonic() - started, 1)
-        (folder / f"{key}{variant}.json").write_text(json.dumps(info, indent=1))
+        (folder / f"{key}{variant}{suffix}.json").write_text(json.dumps(info, indent=1))
     return 0
+
+
+def onnx_output_dtypes(path: Path) -> list[str]:
+    """The numpy dtype name of each ONNX graph output, in graph output order: what an fp16 program's outputs are
+    widened back to."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return [str(onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)) for v in model.graph.output]
+
+
+def quantize_pt2e(torch, module, inputs: tuple, input_names: list[str], samples: list[dict]):
+    """`module` quantized by PT2E for XNNPACK (per-channel symmetric weights, per-tensor activations), calibrated on
+    `samples` (read_calibration's dicts, fed in input_names' order): a GraphModule with quantize/dequantize pairs."""
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import XNNPACKQuantizer, get_symmetric_quantization_config
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    quantizer = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    prepared = prepare_pt2e(torch.export.export(module, inputs).module(), quantizer)
+    with torch.no_grad():
+        for k, sample in enumerate(samples):
+            missing = [name for name in input_names if name not in sample]
+            if missing:
+                raise RuntimeError(f"calibration sample {k} has no value for graph inputs {missing}")
+            prepared(*(torch_tensor(torch, name, sample[name]) for name in input_names))
+    return convert_pt2e(prepared)
+
+
+def _moves_values(torch) -> set:
+    """aten ops that only move values: an output they make is on the int8 grid of their input."""
+    a = torch.ops.aten
+    return {a.pixel_shuffle.default, a.pixel_unshuffle.default, a.index.Tensor, a.index_select.default, a.permute.default,
+            a.view.default, a.reshape.default, a.clone.default, a.contiguous.default, a.transpose.int, a.squeeze.dim,
+            a.unsqueeze.default, a.flatten.using_ints, a.slice.Tensor, a.select.int, a.expand.default}
+
+
+def output_quantization(torch, quantized) -> list:
+    """Per graph output of the convert_pt2e GraphModule, in order: [scale, zero_point] of the dequantize_per_tensor it
+    comes from (walking back through ops that only move values), or None for an output computed in float."""
+    moves = _moves_values(torch)
+    dequantize = torch.ops.quantized_decomposed.dequantize_per_tensor.default
+    returned = next(n for n in quantized.graph.nodes if n.op == "output").args[0]
+    found = []
+    for node in (returned if isinstance(returned, (tuple, list)) else [returned]):
+        while getattr(node, "op", None) == "call_function" and node.target in moves:
+            node = node.args[0]
+        if getattr(node, "op", None) == "call_function" and node.target == dequantize:
+            found.append([float(node.args[1]), int(node.args[2])])
+        else:
+            found.append(None)
+    return found
+
+
+def float_transposed_convs(torch, quantized) -> list[str]:
+    """A note naming the grouped transposed convolutions convert_pt2e left in float (XNNPACKQuantizer annotates no
+    transposed convolution with groups > 1: xnnpack_quantizer_utils' _do_annotate_conv skips them), found as a
+    conv_transpose / transposed convolution with groups != 1 whose weight no dequantize makes; [] when there is none."""
+    dequantized = {torch.ops.quantized_decomposed.dequantize_per_channel.default,
+                   torch.ops.quantized_decomposed.dequantize_per_tensor.default}
+    kept = []
+    for node in quantized.graph.nodes:
+        if node.op != "call_function" or not hasattr(node.target, "_schema"):
+            continue
+        schema = node.target._schema
+        if not schema.name.startswith("aten::conv_transpose") and schema.name not in ("aten::convolution", "aten::_convolution"):
+            continue
+        args = {a.name: (node.args[k] if k < len(node.args) else node.kwargs.get(a.name, a.default_value))
+                for k, a in enumerate(schema.arguments)}
+        transposed = args.get("transposed", schema.name.startswith("aten::conv_transpose"))
+        groups, weight = args.get("groups") or 1, args.get("weight")
+        if not transposed or groups == 1 or (getattr(weight, "op", None) == "call_function" and weight.target in dequantized):
+            continue
+        stack = list((node.meta.get("nn_module_stack") or {}).values())
+        name = stack[-1][0] if stack else node.name
+        value = weight.meta.get("val") if hasattr(weight, "meta") else None
+        if value is None and getattr(weight, "op", None) == "get_attr":
+            value = getattr(quantized, weight.target, None)
+        shape = getattr(value, "shape", None)
+        depthwise = shape is not None and shape[0] == groups and shape[1] == 1  # [C_in, C_out / groups, k...]
+        kept.append(f"'{name}' ({'depthwise, ' if depthwise else ''}groups {groups})")
+    if not kept:
+        return []
+    listed = ", ".join(kept[:10]) + (f" and {len(kept) - 10} more" if len(kept) > 10 else "")
+    return [f"{len(kept)} grouped ConvTranspose left in float by XNNPACKQuantizer, which annotates no grouped transposed "
+            f"convolution: {listed}; this model runs {'it' if len(kept) == 1 else 'them'} in fp32"]
 
 
 def onnx2torch_io_names(path: Path, module) -> tuple[list[str], list[str]]:
@@ -320,23 +440,32 @@ class ExecuTorchRunner(Runner):
     """The .pte's forward takes its inputs and returns its outputs positionally, in the orders the converter recorded
     by ONNX name (onnx2torch_io_names): inputs are fed by name in that order, outputs returned keyed by name. Each
     input must have the dtype it was traced with (input_dtypes): the program refuses any other at run time with
-    only an error number."""
+    only an error number. An fp16 program's float inputs (input_casts) are cast to float16 when fed, and its float16
+    outputs widened back to the ONNX graph's type (output_dtypes); output_quant is int8's step per output."""
 
-    def __init__(self, method, torch, input_names: list[str], output_names: list[str], input_dtypes=None):
+    def __init__(self, method, torch, input_names: list[str], output_names: list[str], input_dtypes=None,
+                 input_casts=None, output_dtypes=None, output_quant=None):
         self.method = method
         self.torch = torch
         self.input_names = list(input_names)
         self.output_names = list(output_names)
         self.input_dtypes = dict(zip(self.input_names, input_dtypes)) if input_dtypes else {}
+        self.input_casts = dict(input_casts or {})
+        self.output_dtypes = dict(zip(self.output_names, output_dtypes)) if output_dtypes else {}
+        self.output_quant = dict(zip(self.output_names, output_quant)) if output_quant else {}
 
     def feed(self, inputs):
         check_feed_names(self.input_names, inputs, "the converted ExecuTorch program")
+        fed = {}
         for name in self.input_names:
-            traced = self.input_dtypes.get(name)
-            if traced is not None and str(inputs[name].dtype) != traced:
+            x, traced = inputs[name], self.input_dtypes.get(name)
+            if name in self.input_casts and x.dtype.kind == "f":
+                x = x.astype(self.input_casts[name])  # fp16: rounded here, not in the timed run
+            if traced is not None and str(x.dtype) != traced:
                 raise RuntimeError(f"graph input '{name}' is fed as {inputs[name].dtype}, but the ExecuTorch program "
                                    f"was traced with {traced}")
-        self.inputs = [torch_tensor(self.torch, name, inputs[name]) for name in self.input_names]
+            fed[name] = x
+        self.inputs = [torch_tensor(self.torch, name, fed[name]) for name in self.input_names]
 
     def invoke(self):
         self.result = self.method.execute(self.inputs)
@@ -345,4 +474,11 @@ class ExecuTorchRunner(Runner):
         if len(self.result) != len(self.output_names):
             raise RuntimeError(f"the ExecuTorch program returned {len(self.result)} outputs for the "
                                f"{len(self.output_names)} it was converted with {self.output_names}")
-        return {name: r.numpy() for name, r in zip(self.output_names, self.result)}
+        values = {name: r.numpy() for name, r in zip(self.output_names, self.result)}
+        for name, declared in self.output_dtypes.items():
+            if values[name].dtype == "float16" and declared != "float16" and declared.startswith("float"):
+                values[name] = values[name].astype(declared)
+        return values
+
+    def output_quantization(self) -> dict:
+        return {name: tuple(q) for name, q in self.output_quant.items() if q is not None}
