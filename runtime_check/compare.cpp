@@ -87,7 +87,8 @@ OutputComparison compare_tensor(const std::string& name, const Tensor& actual, c
   }
   c.max_rel_error = c.max_abs_error / c.scale;
   const double bound = c.tolerance.atol + c.tolerance.rtol * c.scale;
-  c.passed = c.message.empty() && c.max_abs_error <= bound;
+  c.decided_by_size = c.message.empty();
+  c.passed = c.decided_by_size && c.max_abs_error <= bound;
   if (!c.passed && c.message.empty()) {
     char text[160];
     std::snprintf(text, sizeof text, "max abs error %.3g exceeds %.3g + %.3g*%.3g", c.max_abs_error, c.tolerance.atol, c.tolerance.rtol,

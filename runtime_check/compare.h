@@ -46,6 +46,9 @@ struct OutputComparison {
   // int8 (--precision int8 on a Python runtime): the quantisation step the output is judged in (output units) and
   // max_abs_error in steps; quant_steps < 0 when the output was not judged in steps.
   double quant_step = 0.0;
+  // True when the values were compared and only the size of their difference decided `passed` (floats, same shape
+  // and type, NaN and infinity in the same places): a judgement in other units (int8's steps) may replace it.
+  bool decided_by_size = false;
   double quant_steps = -1.0;
 };
 

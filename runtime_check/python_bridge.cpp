@@ -523,6 +523,12 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
                             : "cannot convert the " + f[2] + " model for " + run.runtime.label + ": " + f[1] + ": " + message;
     }
   }
+  if (error.empty() && *status == 0 && !answer.empty() && run.precision != precision.name) {
+    // A module that did not say it converted to the precision asked for would be judged under the wrong rule.
+    return core::Error{
+        core::ErrorKind::kInvalidModel,
+        "--runtime " + side.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes check did not say it converted to " + precision.name};
+  }
   if (!error.empty()) {
     // Nothing of the run stays behind, the scratch directory included: what the converter said goes to the log
     // instead (-v), and its message names no file that is about to be removed.
@@ -589,8 +595,7 @@ VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances,
       c.quant_steps = c.max_abs_error / step;
       // The size of the error is judged in steps instead of the float tolerance; anything else that failed it (a
       // shape, a dtype, a NaN or infinity in one model only, a missing output, nothing compared) keeps failing it.
-      const bool by_size = c.passed || c.message.rfind("max abs error ", 0) == 0;
-      if (!by_size || c.compared == 0) {
+      if (!c.decided_by_size || c.compared == 0) {
         all = false;
         continue;
       }
