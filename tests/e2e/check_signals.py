@@ -39,6 +39,14 @@ def children_of(pid):
     return found
 
 
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -118,8 +126,10 @@ def main():
             print(f"SKIPPED the --runtime ort case: {sys.executable} lacks onnxruntime or onnx")
         else:
             # ONNX Runtime, a long bench: the Python child, in its own process group, ends with the run.
+            # The check child, not the probe before it (both run the module in a dwdeconv-runtime-* directory).
             def child_started(proc):
-                return bool(children_of(proc.pid)) and any(n.startswith("dwdeconv-runtime-") for n in os.listdir(scratch))
+                return (any(cmdline(p)[2:4] == ["dwdeconv_rewrite.runtimes", "check"] for p in children_of(proc.pid))
+                        and any(n.startswith("dwdeconv-runtime-") for n in os.listdir(scratch)))
 
             seen, _ = interrupt(tool, [model, "-o", "out.onnx", "--target", "xnnpack", "--runtime", "ort", "--python",
                                        sys.executable, "--bench", "--runs", "100000", "--report", "r.json"], d, env,

@@ -595,8 +595,10 @@ class SignalTest(unittest.TestCase):
     def test_an_interrupt_ends_the_runtime_child_and_leaves_no_scratch_directory(self):
         # Before: subprocess.run SIGKILLed the binary on the KeyboardInterrupt; its runtime child, in a process group
         # of its own, went on benching, and the binary's dwdeconv-runtime-* directory stayed in TMPDIR.
+        # The check child, not the probe that comes first: both run the module in a dwdeconv-runtime-* directory,
+        # and the probe has ended a second later (CI saw only the binary left in `seen`).
         def runtime_running(pid, scratch):
-            return (any("dwdeconv_rewrite.runtimes" in cmdline(p) for p in descendants(pid))
+            return (any(cmdline(p)[2:4] == ["dwdeconv_rewrite.runtimes", "check"] for p in descendants(pid))
                     and any(n.startswith("dwdeconv-runtime-") for n in os.listdir(scratch)))
 
         code, err, seen, left, leftovers = self.interrupt(signal.SIGINT, {"runtime": "ort"}, runtime_running)
