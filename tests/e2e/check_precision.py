@@ -281,6 +281,17 @@ def main():
         check(code == 1 and steps is not None and steps > 2 and "over the bound of 2" in err,
               f"binary --precision int8: a bias moved by 6 steps fails, exit 1 ({steps})")
 
+        # fp16: a bias moved by 0.1 in one channel, over 4x FLOAT16's tolerance (atol 1e-3 + rtol 1e-2) at this output's
+        # largest magnitude (about 2.2), fails as well, judged in float: no steps.
+        moved16 = bias.copy()
+        moved16[0] += np.float32(0.1)
+        _, planted16 = rewrite(upsampler(moved16), "dw_bias_moved_fp16")
+        code, said, err = binary("fp16-planted", planted16, "fp16")
+        verdict = said.get("verify") or {}
+        check(code == 1 and verdict.get("passed") is False and (said.get("runtime") or {}).get("precision") == "fp16"
+              and ((verdict.get("outputs") or [{}])[0]).get("quant_steps") is None,
+              f"binary --precision fp16: a bias moved by 0.1 fails, exit 1 (exit {code}, passed {verdict.get('passed')})")
+
         print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()),
               flush=True)
     if failures:

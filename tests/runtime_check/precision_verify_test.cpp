@@ -87,6 +87,28 @@ TEST_CASE("int8 with one side in float clamps that side to the other's range, an
   CHECK_THAT(v.outputs[0].message, Catch::Contains("judged in float"));
 }
 
+TEST_CASE("an int8 failure where one side ran ops in float says the difference holds that quantisation's error", "[verify][precision]") {
+  // Both outputs int8 (step 0.01), 5 steps apart. Without a note the failure is the rewrite's to explain; with the
+  // original's note (ExecuTorch's XNNPACKQuantizer left its ConvTranspose in float) it says the two are not quantised
+  // alike, and still fails: the bound is not raised behind the user's back.
+  auto run = run_of("int8", {0.2f, 1.0f}, {0.2f, 1.05f});
+  run.original_steps["y"] = run.rewritten_steps["y"] = {0.01, 0};
+  auto v = runtime_check::verify_from_run(run, {}, 2.0);
+  CHECK_FALSE(v.passed);
+  CHECK_THAT(v.outputs[0].message, !Catch::Contains("ran ops in float"));
+  run.notes = {"original: 12 grouped ConvTranspose left in float by XNNPACKQuantizer"};
+  v = runtime_check::verify_from_run(run, {}, 2.0);
+  CHECK_FALSE(v.passed);
+  CHECK(v.outputs[0].quant_steps == Approx(5.0).epsilon(1e-3));
+  CHECK_THAT(v.outputs[0].message, Catch::StartsWith("5 quantisation steps, over the bound of 2") &&
+                                       Catch::Contains("the original ran ops in float that the other quantises") &&
+                                       Catch::Contains("--verify at fp32 checks the rewrite"));
+  // A passing output gets no such text.
+  v = runtime_check::verify_from_run(run, {}, 8.0);
+  CHECK(v.passed);
+  CHECK_THAT(v.outputs[0].message, !Catch::Contains("ran ops in float"));
+}
+
 TEST_CASE("fp16 outputs get FLOAT16's tolerances unless the command line gave its own", "[verify][precision]") {
   auto run = run_of("fp16", {0.0f, 1.0f}, {0.0f, 1.005f});  // within 1e-3 + 1e-2 * 1, not within fp32's
   CHECK(runtime_check::verify_from_run(run, {}, 2.0).passed);
