@@ -3,7 +3,7 @@
 
 Runs the same locally and in a workflow. Each option defaults to the INPUT_* variable action.yml sets from its
 input of the same name (INPUT_MODELS, INPUT_TARGET, INPUT_VERIFY, INPUT_MIN_SPEEDUP, INPUT_RUNTIME,
-INPUT_REPORT, INPUT_OUTPUT_DIR, INPUT_ARGS), so either of these does what the workflow does:
+INPUT_PRECISION, INPUT_THREADS, INPUT_REPORT, INPUT_OUTPUT_DIR, INPUT_ARGS), so either of these does what the workflow does:
 
     INPUT_MODELS='models/' INPUT_MIN_SPEEDUP=1.1 python3 action/run.py
     python3 action/run.py --models 'models/**/*.onnx' --target litert --report report.json
@@ -12,7 +12,8 @@ MODELS holds files, directories (every *.onnx below them) and globs (** spans di
 separated by spaces when on one line; an entry that names a file is that file, even when its name holds a glob's
 characters. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
-and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.check), unless
+and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.compare; at
+PRECISION and with THREADS when given), unless
 its report says that no node was rewritten: the output is then the input, its speedup 1.00x without timing (which
 would measure noise), and a MIN_SPEEDUP over 1 fails it, as the tool's own gate does. A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
@@ -57,6 +58,7 @@ import tempfile
 from pathlib import Path
 
 import dwdeconv_rewrite
+from dwdeconv_rewrite.runtimes import REGISTRY
 from dwdeconv_rewrite._api import _cli_path
 from dwdeconv_rewrite._process import forward_sigterm, run as run_binary
 
@@ -71,6 +73,9 @@ def _sibling(name):
 
 _gate_runtime = _sibling("gate_runtime")
 RUNTIMES, gate_runtime = _gate_runtime.RUNTIMES, _gate_runtime.gate_runtime
+
+# The precisions each runtime converts to (registry.json, the list the binary reads too); the executor runs fp32.
+PRECISIONS = dict({r["name"]: tuple(r["precisions"]) for r in REGISTRY["runtimes"]}, xnnpack=("fp32",))
 
 ON_GITHUB = os.environ.get("GITHUB_ACTIONS") == "true"
 # The runtimes of the speed gate (gate_runtime.RUNTIMES); action.yml's install step installs pyproject.toml's extra
@@ -207,6 +212,9 @@ def parse_args(argv):
     p.add_argument("--min-speedup", default=env("MIN_SPEEDUP"), help="fail a model whose speedup on RUNTIME is lower")
     p.add_argument("--runtime", default=env("RUNTIME"),
                    help="the runtime the speed gate measures on: %s (empty: the target's own)" % ", ".join(RUNTIMES))
+    p.add_argument("--precision", default=env("PRECISION"),
+                   help="the precision the speed gate converts both models to on RUNTIME: fp32, fp16 or int8 (empty: fp32)")
+    p.add_argument("--threads", default=env("THREADS"), help="the threads both models run with in the speed gate (empty: 1)")
     p.add_argument("--report", default=env("REPORT", "dwdeconv-rewrite-report.json"), help="the combined JSON report")
     p.add_argument("--output-dir", default=env("OUTPUT_DIR", "dwdeconv-rewrite-out"), help="where rewritten models go")
     p.add_argument("--args", default=env("ARGS"), help="further options of the rewrite, split on spaces")
@@ -226,6 +234,18 @@ def parse_args(argv):
             gate = math.nan
         if not (math.isfinite(gate) and gate > 0):
             p.error("min-speedup: '%s' is not a finite number > 0" % a.min_speedup)
+    # What the gate runs at: only the gate runs on a runtime, so either without min-speedup would be ignored.
+    for name in ("precision", "threads"):
+        if getattr(a, name) and not a.min_speedup:
+            p.error("%s: only the speed gate runs the models at a precision or thread count; set min-speedup too" % name)
+    if a.precision:
+        a.precision = a.precision.lower()
+        if a.precision not in PRECISIONS.get(a.runtime, ("fp32",)):
+            p.error("precision: '%s' is not one of %s on %s" % (a.precision, ", ".join(PRECISIONS.get(a.runtime, ("fp32",))),
+                                                                a.runtime))
+    if a.threads:
+        if not (re.fullmatch(r"[0-9]{1,3}", a.threads) and 1 <= int(a.threads) <= 256):
+            p.error("threads: '%s' is not a whole number from 1 to 256" % a.threads)
     if os.path.isdir(a.report):
         p.error("report: '%s' is a directory" % a.report)
     return a
@@ -459,7 +479,9 @@ def rewrite_and_gate(cmd, model, out, report_path, shapes, a):
 
     try:
         checked = dwdeconv_rewrite.compare(str(model), str(out), runtime=a.runtime, bench=True,
-                                         min_speedup=float(a.min_speedup), args=["--input-shape=" + s for s in shapes])
+                                         min_speedup=float(a.min_speedup), precision=a.precision or None,
+                                         threads=int(a.threads) if a.threads else None,
+                                         args=["--input-shape=" + s for s in shapes])
     except dwdeconv_rewrite.DwdeconvError as e:
         echo(e.log)
         report["speed_check"] = e.report
@@ -488,7 +510,10 @@ def gate_text(a):
     --target litert"; "" without a gate."""
     if not a.min_speedup:
         return ""
-    return "speed gate (min-speedup %g) on %s, %s" % (float(a.min_speedup), a.runtime, a.runtime_why)
+    at = [a.precision] if a.precision else []
+    at += ["%d thread%s" % (int(a.threads), "" if int(a.threads) == 1 else "s")] if a.threads else []
+    return "speed gate (min-speedup %g) on %s%s, %s" % (float(a.min_speedup), a.runtime,
+                                                        " at " + ", ".join(at) if at else "", a.runtime_why)
 
 
 def write_summary(path, rows, passed, report_path, gate=""):

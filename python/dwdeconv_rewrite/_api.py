@@ -7,6 +7,7 @@ code and its message. Result.save() writes the model the binary wrote where the 
 
 import json
 import math
+import numbers
 import operator
 import os
 import re
@@ -30,6 +31,7 @@ EXIT_INVALID_MODEL = 3  # an invalid model, a model that failed validation, or a
 
 # The built-in runtime: the binary's executor over XNNPACK, which --compare runs without --runtime.
 BUILTIN_RUNTIME = "xnnpack"
+PRECISIONS = ("fp32", "fp16", "int8")  # --precision's values
 
 
 class DwdeconvError(Exception):
@@ -625,12 +627,15 @@ def rewrite(model, *, target=None, verify=False, forms=None, only=(), skip=(), i
 
 
 def compare(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_speedup=None, input_shapes=None,
-            python=None, args=()):
+            python=None, precision=None, threads=None, args=()):
     """Compares `rewritten` against `original` (each a path, bytes, an onnx.ModelProto, or a rewrite() Result) on
     `runtime`, as the command line's --compare does: `dwdeconv-rewrite ORIGINAL --compare REWRITTEN [--bench]
     --report R.json`, with `--verify --runtime NAME --python PATH` for a runtime other than the built-in "xnnpack"
     (`python` defaults to this interpreter, where the extras [ort], [litert] and [executorch] install those
-    runtimes). bench: time both too; min_speedup: fail below this speedup (--min-speedup). Returns a CheckResult,
+    runtimes). bench: time both too; min_speedup: fail below this speedup (--min-speedup). precision: "fp32",
+    "fp16" or "int8" (any case), both models converted to it on the runtime (--precision: litert and executorch have all three;
+    the binary refuses, exit 2, what the runtime lacks). threads: the thread count both models run with (--threads,
+    a whole number from 1 to 256; default 1). Returns a CheckResult,
     false when the comparison or the gate failed (exit 1); raises DwdeconvError when the comparison could not run at
     all (a bad argument, an unreadable model). Messages name a model not given as a path by what it was and its
     side: `<bytes: original>`, `<ModelProto: rewritten>`, `<Result: rewritten>`."""
@@ -645,6 +650,14 @@ def compare(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_sp
         options.append("--bench")
     if min_speedup is not None:
         options.append("--min-speedup=%r" % _speedup_gate(min_speedup))
+    if precision is not None:
+        if not isinstance(precision, str) or precision.lower() not in PRECISIONS:
+            raise _usage("precision: expected one of %s, not %r" % (", ".join(PRECISIONS), precision))
+        options.append("--precision=" + precision.lower())
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+            raise _usage("threads: expected a whole number >= 1, not %r" % (threads,))
+        options.append("--threads=%d" % threads)
     options += _input_shape_args(input_shapes)
     options += _names(args, "args")
 

@@ -142,6 +142,16 @@ class ActionScriptTest(ActionScriptCase):
                       (self.work / "gh-summary").read_text())
         # A model that failed its gate is not left for the artifact upload (review R2).
         self.assertFalse(rewritten.exists())
+        # The precision and threads users ship: passed to the comparison, and said in the summary (issue 31).
+        (self.work / "gh-summary").unlink()
+        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_TARGET="litert",
+                                                 INPUT_PRECISION="INT8", INPUT_THREADS="2"))
+        self.assertEqual(code, 0, err)
+        argv = self.report()[0]["speed_check"]["argv"]
+        for option in ("--runtime=litert", "--precision=int8", "--threads=2"):
+            self.assertIn(option, argv)
+        self.assertIn("speed gate (min-speedup 1.2) on litert at int8, 2 threads, the runtime of --target litert.",
+                      (self.work / "gh-summary").read_text())
 
     def test_a_model_with_nothing_rewritten_is_not_timed_and_is_1x(self):
         # The output is the input: timing both measured noise, so min-speedup 1.02 passed or failed by chance (3 of
@@ -471,7 +481,19 @@ class ActionScriptTest(ActionScriptCase):
                               ({"INPUT_MIN_SPEEDUP": "1\n::error::x"}, "'1\\x0a::error::x' is not a finite number"),
                               ({"INPUT_RUNTIME": "tflite\n::error::x"}, "tflite\\x0a::error::x"),
                               ({"INPUT_VERIFY": "yes\n::error::x"}, "yes\\x0a::error::x"),
-                              ({"INPUT_REPORT": "models"}, "report: 'models' is a directory")):
+                              ({"INPUT_REPORT": "models"}, "report: 'models' is a directory"),
+                              ({"INPUT_PRECISION": "int8"}, "precision: only the speed gate runs the models"),
+                              ({"INPUT_THREADS": "2"}, "threads: only the speed gate runs the models"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_PRECISION": "int8"},
+                               "precision: 'int8' is not one of fp32 on xnnpack"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_RUNTIME": "ort", "INPUT_PRECISION": "fp16"},
+                               "precision: 'fp16' is not one of fp32 on ort"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_RUNTIME": "litert", "INPUT_PRECISION": "int4\n::error::x"},
+                               "'int4\\x0a::error::x' is not one of fp32, fp16, int8 on litert"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_THREADS": "0"}, "threads: '0' is not a whole number"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_THREADS": "257"}, "threads: '257' is not a whole number"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_THREADS": "1e3"}, "threads: '1e3' is not a whole number"),
+                              ({"INPUT_MIN_SPEEDUP": "1.1", "INPUT_THREADS": "2\n::error::x"}, "'2\\x0a::error::x' is not")):
             with self.subTest(env=env):
                 code, err, out, _ = self.run_action(dict(env, INPUT_MODELS="models/nested/migan_tiny_deconv.onnx"))
                 self.assertEqual(code, 2, err)

@@ -292,6 +292,40 @@ class CompareTest(unittest.TestCase):
                     with self.subTest(min_speedup=good):
                         self.assertIn(option, dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=good).report["argv"])
 
+    def test_precision_and_threads_reach_the_binary_and_bad_values_are_refused(self):
+        # The precision and thread count users ship (issue 31) as named arguments, checked as the binary checks them.
+        with tempfile.TemporaryDirectory() as tmp:
+            stub = Path(tmp) / "stub"
+            stub.write_text(textwrap.dedent("""\
+                #!%s
+                import json, sys
+                args = sys.argv[1:]
+                json.dump({"exit_code": 0, "argv": args}, open(args[args.index("--report") + 1], "w"))
+                """ % sys.executable))
+            stub.chmod(0o755)
+            with environment(DWDECONV_REWRITE=str(stub)):
+                argv = dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision="INT8", threads=2).report["argv"]
+                self.assertIn("--precision=int8", argv)
+                self.assertIn("--threads=2", argv)
+                argv = dwdeconv_rewrite.compare(MIGAN, MIGAN).report["argv"]
+                self.assertFalse([a for a in argv if a.startswith(("--precision", "--threads"))])
+                for bad in ("int4", "-q", "", 8):
+                    with self.subTest(precision=bad), self.assertRaises(DwdeconvError) as e:
+                        dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision=bad)
+                    self.assertEqual(e.exception.exit_code, 2)
+                    self.assertIn("precision: expected one of fp32, fp16, int8", e.exception.message)
+                for bad in (0, -1, True, 1.5, "2"):
+                    with self.subTest(threads=bad), self.assertRaises(DwdeconvError) as e:
+                        dwdeconv_rewrite.compare(MIGAN, MIGAN, threads=bad)
+                    self.assertEqual(e.exception.exit_code, 2)
+                    self.assertIn("threads: expected a whole number >= 1", e.exception.message)
+        # The real binary: the executor runs fp32 only, and more than 256 threads is out of range; both exit 2.
+        for kwargs, said in (({"precision": "int8"}, "runs fp32 only"), ({"threads": 257}, "not in range 1 to 256")):
+            with self.subTest(**kwargs), self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.compare(MIGAN, MIGAN, **kwargs)
+            self.assertEqual(e.exception.exit_code, 2)
+            self.assertIn(said, e.exception.message)
+
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_a_tampered_model_proto_fails(self):
         r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)))
