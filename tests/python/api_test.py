@@ -63,6 +63,19 @@ def working_directory(path):
         os.chdir(saved)
 
 
+def argv_stub(folder):
+    """A stand-in binary in `folder` that writes a report holding the arguments it was given ("argv"); its path."""
+    stub = Path(folder) / "stub"
+    stub.write_text(textwrap.dedent("""\
+        #!%s
+        import json, sys
+        args = sys.argv[1:]
+        json.dump({"exit_code": 0, "argv": args}, open(args[args.index("--report") + 1], "w"))
+        """ % sys.executable))
+    stub.chmod(0o755)
+    return str(stub)
+
+
 @contextlib.contextmanager
 def environment(**values):
     saved = {k: os.environ.get(k) for k in values}
@@ -272,53 +285,35 @@ class CompareTest(unittest.TestCase):
 
     def test_min_speedup_is_a_finite_number_above_zero_as_on_the_command_line(self):
         # True was taken for 1.0 (float(True)), and nan, inf and values <= 0 reached the binary, or a stand-in.
-        with tempfile.TemporaryDirectory() as tmp:
-            stub = Path(tmp) / "stub"
-            stub.write_text(textwrap.dedent("""\
-                #!%s
-                import json, sys
-                args = sys.argv[1:]
-                json.dump({"exit_code": 0, "argv": args}, open(args[args.index("--report") + 1], "w"))
-                """ % sys.executable))
-            stub.chmod(0o755)
-            with environment(DWDECONV_REWRITE=str(stub)):
-                for bad in (True, False, float("nan"), float("inf"), "-inf", 0, -1.5, "fast", [2]):
-                    with self.subTest(min_speedup=bad):
-                        with self.assertRaises(DwdeconvError) as e:
-                            dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=bad)
-                        self.assertEqual(e.exception.exit_code, 2)
-                        self.assertIn("min_speedup: expected a finite number > 0", e.exception.message)
-                for good, option in ((1.1, "--min-speedup=1.1"), (2, "--min-speedup=2.0"), ("1.25", "--min-speedup=1.25")):
-                    with self.subTest(min_speedup=good):
-                        self.assertIn(option, dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=good).report["argv"])
+        with tempfile.TemporaryDirectory() as tmp, environment(DWDECONV_REWRITE=argv_stub(tmp)):
+            for bad in (True, False, float("nan"), float("inf"), "-inf", 0, -1.5, "fast", [2]):
+                with self.subTest(min_speedup=bad):
+                    with self.assertRaises(DwdeconvError) as e:
+                        dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=bad)
+                    self.assertEqual(e.exception.exit_code, 2)
+                    self.assertIn("min_speedup: expected a finite number > 0", e.exception.message)
+            for good, option in ((1.1, "--min-speedup=1.1"), (2, "--min-speedup=2.0"), ("1.25", "--min-speedup=1.25")):
+                with self.subTest(min_speedup=good):
+                    self.assertIn(option, dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=good).report["argv"])
 
     def test_precision_and_threads_reach_the_binary_and_bad_values_are_refused(self):
         # The precision and thread count users ship (issue 31) as named arguments, checked as the binary checks them.
-        with tempfile.TemporaryDirectory() as tmp:
-            stub = Path(tmp) / "stub"
-            stub.write_text(textwrap.dedent("""\
-                #!%s
-                import json, sys
-                args = sys.argv[1:]
-                json.dump({"exit_code": 0, "argv": args}, open(args[args.index("--report") + 1], "w"))
-                """ % sys.executable))
-            stub.chmod(0o755)
-            with environment(DWDECONV_REWRITE=str(stub)):
-                argv = dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision="INT8", threads=2).report["argv"]
-                self.assertIn("--precision=int8", argv)
-                self.assertIn("--threads=2", argv)
-                argv = dwdeconv_rewrite.compare(MIGAN, MIGAN).report["argv"]
-                self.assertFalse([a for a in argv if a.startswith(("--precision", "--threads"))])
-                for bad in ("int4", "-q", "", 8):
-                    with self.subTest(precision=bad), self.assertRaises(DwdeconvError) as e:
-                        dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision=bad)
-                    self.assertEqual(e.exception.exit_code, 2)
-                    self.assertIn("precision: expected one of fp32, fp16, int8", e.exception.message)
-                for bad in (0, -1, True, 1.5, "2"):
-                    with self.subTest(threads=bad), self.assertRaises(DwdeconvError) as e:
-                        dwdeconv_rewrite.compare(MIGAN, MIGAN, threads=bad)
-                    self.assertEqual(e.exception.exit_code, 2)
-                    self.assertIn("threads: expected a whole number >= 1", e.exception.message)
+        with tempfile.TemporaryDirectory() as tmp, environment(DWDECONV_REWRITE=argv_stub(tmp)):
+            argv = dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision="INT8", threads=2).report["argv"]
+            self.assertIn("--precision=int8", argv)
+            self.assertIn("--threads=2", argv)
+            argv = dwdeconv_rewrite.compare(MIGAN, MIGAN).report["argv"]
+            self.assertFalse([a for a in argv if a.startswith(("--precision", "--threads"))])
+            for bad in ("int4", "-q", "", 8):
+                with self.subTest(precision=bad), self.assertRaises(DwdeconvError) as e:
+                    dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision=bad)
+                self.assertEqual(e.exception.exit_code, 2)
+                self.assertIn("precision: expected one of fp32, fp16, int8", e.exception.message)
+            for bad in (0, -1, True, 1.5, "2"):
+                with self.subTest(threads=bad), self.assertRaises(DwdeconvError) as e:
+                    dwdeconv_rewrite.compare(MIGAN, MIGAN, threads=bad)
+                self.assertEqual(e.exception.exit_code, 2)
+                self.assertIn("threads: expected a whole number >= 1", e.exception.message)
         # The real binary: the executor runs fp32 only, and more than 256 threads is out of range; both exit 2.
         for kwargs, said in (({"precision": "int8"}, "runs fp32 only"), ({"threads": 257}, "not in range 1 to 256")):
             with self.subTest(**kwargs), self.assertRaises(DwdeconvError) as e:
