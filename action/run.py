@@ -240,9 +240,9 @@ def parse_args(argv):
             p.error("%s: only the speed gate runs the models at a precision or thread count; set min-speedup too" % name)
     if a.precision:
         a.precision = a.precision.lower()
-        if a.precision not in PRECISIONS.get(a.runtime, ("fp32",)):
-            p.error("precision: '%s' is not one of %s on %s" % (a.precision, ", ".join(PRECISIONS.get(a.runtime, ("fp32",))),
-                                                                a.runtime))
+        has = PRECISIONS.get(a.runtime, ("fp32",))
+        if a.precision not in has:
+            p.error("precision: '%s' is not one of %s on %s" % (a.precision, ", ".join(has), a.runtime))
     if a.threads:
         if not (re.fullmatch(r"[0-9]{1,3}", a.threads) and 1 <= int(a.threads) <= 256):
             p.error("threads: '%s' is not a whole number from 1 to 256" % a.threads)
