@@ -225,6 +225,17 @@ std::string speedup_text(double speedup, const RuntimeInfo& runtime) {
 }
 
 std::string target_runtime_note(const Options& opt) {
+  if (!opt.compare.empty()) {
+    // --compare rewrites nothing, and OTHER records no target: --target says nothing of it, and OTHER may come from
+    // any target or tool. What is known is what the runtime's own target measured there.
+    for (const auto& own : rewrite::targets()) {
+      if (own.runs_on == opt.runtime && !own.headline.empty() && opt.runtime != kBuiltinRuntime) {
+        return "; " + core::printable(opt.compare) + " does not say which target wrote it: --target " + own.name + ", " +
+               display_name(own.runs_on) + "'s own, measured " + own.headline + " there (BENCHMARKS.md)";
+      }
+    }
+    return "";
+  }
   const rewrite::Target* target = rewrite::find_target(opt.target);
   if (target != nullptr && target->runs_on.empty()) {
     // The default is meant for every runtime, so it keeps what any of them runs slower: the runtime's own target is

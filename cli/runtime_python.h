@@ -97,7 +97,9 @@ core::Result<std::vector<runtime_check::NamedTensor>> runtime_inputs(const onnx:
 // "; 1.38x faster on LiteRT 2.3.0 (XNNPACK delegate)", "; 0.61x (slower) on ..." or "; 1.00x (as fast) on ...".
 std::string speedup_text(double speedup, const RuntimeInfo& runtime);
 
-// "" or, when --target names a runtime other than --runtime, "; --runtime litert would check on the target's runtime".
+// "" or, when --target names a runtime other than --runtime, "; --runtime litert would check on the target's runtime";
+// with the default target, what --runtime's own target measured there. With --compare, which writes nothing, only
+// the latter, and never which target wrote OTHER: the model does not say.
 std::string target_runtime_note(const Options& opt);
 
 }  // namespace dwdeconv::cli

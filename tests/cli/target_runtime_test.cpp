@@ -105,3 +105,30 @@ TEST_CASE("checked on a runtime with the default target, the summary says what t
   cli::Options opt;
   CHECK(cli::target_runtime_note(opt).empty());
 }
+
+TEST_CASE("with --compare, the summary names no target as OTHER's writer, only what the runtime's own target measured", "[cli][targets]") {
+  // --compare rewrites nothing and OTHER records no target: whichever --target is given (or none), the summary must not
+  // call OTHER the default target's form, nor say where --target ships.
+  size_t noted = 0;
+  for (const auto& own : rewrite::targets()) {
+    if (own.runs_on.empty() || own.runs_on == cli::kBuiltinRuntime) continue;
+    for (const auto& given : rewrite::targets()) {
+      CAPTURE(own.name, given.name);
+      cli::Options opt;
+      opt.compare = "other.onnx";
+      opt.runtime = own.runs_on;
+      opt.target = given.name;
+      const std::string note = cli::target_runtime_note(opt);
+      CHECK_THAT(note, !Catch::Contains("default target") && !Catch::Contains("ships to") && !Catch::Contains("would check"));
+      CHECK_THAT(note, Catch::StartsWith("; other.onnx does not say which target wrote it: --target " + own.name + ", ") &&
+                           Catch::Contains("measured " + own.headline + " there"));
+      ++noted;
+    }
+  }
+  CHECK(noted == 3 * rewrite::targets().size());
+  // On the executor, nothing: no target is the executor's own measured form to point at.
+  cli::Options opt;
+  opt.compare = "other.onnx";
+  opt.target = "litert";
+  CHECK(cli::target_runtime_note(opt).empty());
+}
