@@ -213,30 +213,80 @@ std::string bash_script(const CLI::App& app) {
       list.insert(list.end(), spellings.begin(), spellings.end());
     }
   }
+  // Every name goes from compgen into COMPREPLY a line each by mapfile: no word splitting at blanks and no glob
+  // expansion of a name such as "*.onnx", as an unquoted $(compgen ...) would do whatever IFS is. compopt -o filenames
+  // makes bash quote the file names it inserts; the word typed is dequoted first, never expanded.
   std::string s =
       "# bash completion for dwdeconv-rewrite: `dwdeconv-rewrite --completion bash`, generated from the option table\n"
       "# that --help prints. Installed as share/bash-completion/completions/dwdeconv-rewrite.\n"
-      "_dwdeconv_rewrite() {\n"
-      "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-      "  case $prev in\n";
+      R"SH(
+# The text a word as typed stands for: its quotes and backslashes removed, nothing expanded.
+_dwdeconv_rewrite_dequote() {
+  local in=$1 out='' q='' c i
+  for ((i = 0; i < ${#in}; i++)); do
+    c=${in:i:1}
+    if [[ -n $q ]]; then
+      if [[ $c == "$q" ]]; then
+        q=''
+      elif [[ $q == '"' && $c == '\' ]]; then
+        i=$((i + 1))
+        out+=${in:i:1}
+      else
+        out+=$c
+      fi
+    elif [[ $c == "'" || $c == '"' ]]; then
+      q=$c
+    elif [[ $c == '\' ]]; then
+      i=$((i + 1))
+      out+=${in:i:1}
+    else
+      out+=$c
+    fi
+  done
+  printf '%s' "$out"
+}
+
+# COMPREPLY: file names (model: ONNX models and directories; file: any; dir: directories) starting with $2.
+_dwdeconv_rewrite_files() {
+  local prefix
+  prefix=$(_dwdeconv_rewrite_dequote "$2")
+  compopt -o filenames 2>/dev/null
+  case $1 in
+    model) mapfile -t COMPREPLY < <(compgen -o plusdirs -f -X '!*.onnx' -- "$prefix") ;;
+    file) mapfile -t COMPREPLY < <(compgen -f -- "$prefix") ;;
+    dir) mapfile -t COMPREPLY < <(compgen -d -- "$prefix") ;;
+  esac
+}
+
+_dwdeconv_rewrite() {
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=''
+  ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+  # --opt=value: bash splits it at the '=' into "--opt" "=" "value".
+  if [[ $cur == '=' ]]; then
+    cur=''
+  elif [[ $prev == '=' ]] && ((COMP_CWORD > 1)); then
+    prev=${COMP_WORDS[COMP_CWORD - 2]}
+  fi
+  COMPREPLY=()
+  case $prev in
+)SH";
   for (const auto& [spellings, list] : words) {
-    s += "    " + spellings + ") COMPREPLY=($(compgen -W '" + joined(list, " ") + "' -- \"$cur\")); return ;;\n";
+    s += "    " + spellings + ") mapfile -t COMPREPLY < <(compgen -W '" + joined(list, " ") + "' -- \"$cur\"); return ;;\n";
   }
-  if (!models.empty())
-    s += "    " + joined(models, "|") + ") COMPREPLY=($(compgen -f -X '!*.onnx' -- \"$cur\") $(compgen -d -- \"$cur\")); return ;;\n";
-  if (!files.empty()) s += "    " + joined(files, "|") + ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
-  if (!dirs.empty()) s += "    " + joined(dirs, "|") + ") COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n";
+  if (!models.empty()) s += "    " + joined(models, "|") + ") _dwdeconv_rewrite_files model \"$cur\"; return ;;\n";
+  if (!files.empty()) s += "    " + joined(files, "|") + ") _dwdeconv_rewrite_files file \"$cur\"; return ;;\n";
+  if (!dirs.empty()) s += "    " + joined(dirs, "|") + ") _dwdeconv_rewrite_files dir \"$cur\"; return ;;\n";
   if (!other_values.empty()) s += "    " + joined(other_values, "|") + ") return ;;\n";
   s += "  esac\n"
        "  if [[ $cur == -* ]]; then\n"
-       "    COMPREPLY=($(compgen -W '" +
+       "    mapfile -t COMPREPLY < <(compgen -W '" +
        joined(all, " ") +
-       "' -- \"$cur\"))\n"
+       "' -- \"$cur\")\n"
        "  else\n"
-       "    COMPREPLY=($(compgen -f -X '!*.onnx' -- \"$cur\") $(compgen -d -- \"$cur\"))\n"
+       "    _dwdeconv_rewrite_files model \"$cur\"\n"
        "  fi\n"
        "}\n"
-       "complete -o filenames -F _dwdeconv_rewrite dwdeconv-rewrite\n";
+       "complete -F _dwdeconv_rewrite dwdeconv-rewrite\n";
   return s;
 }
 

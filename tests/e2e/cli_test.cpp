@@ -1,6 +1,9 @@
 // End-to-end tests: the dwdeconv-rewrite binary on the shipped example, as a user or a CI job runs it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <sstream>
+
 #include <onnx/checker.h>
 
 #include "tests/e2e/cli_runner.h"
@@ -147,4 +150,68 @@ TEST_CASE("usage errors exit 2", "[e2e]") {
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Catch::Contains("Examples:"));
   CHECK_THAT(run_cli("--version", dir).out, Catch::Contains("dwdeconv-rewrite 0.1.0"));
+}
+
+namespace {
+
+// `text` as one shell word in single quotes.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// COMPREPLY after the generated bash completion completes the last of `words` (as bash hands them over: COMP_WORDS,
+// with the word being typed last) inside `dir`/work, sorted.
+std::vector<std::string> bash_completes(const TempDir& dir, const std::vector<std::string>& words) {
+  std::string command = "cd " + quoted((dir.path / "work").string()) +
+                        " && bash --norc -c 'source \"$0\"; COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _dwdeconv_rewrite; "
+                        "printf \"%s\\n\" \"${COMPREPLY[@]}\"' " +
+                        quoted((dir.path / "completion.bash").string()) + " dwdeconv-rewrite";
+  for (const auto& w : words) command += " " + quoted(w);
+  const auto r = run_shell(command, dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  std::vector<std::string> names;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) names.push_back(line);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("bash completion offers file names whole, blanks and glob characters included, and expands nothing", "[e2e][completion]") {
+  TempDir dir;
+  const auto r = run_shell(std::string(DWDECONV_CLI) + " --completion bash > " + quoted((dir.path / "completion.bash").string()), dir);
+  REQUIRE(r.exit_code == 0);
+  const fs::path work = dir.path / "work";
+  fs::create_directories(work / "sub dir");
+  for (const char* name : {"a b.onnx", "*.onnx", "x[1].onnx", "other file.txt", "$HOME.onnx"}) std::ofstream(work / name) << "x";
+  using V = std::vector<std::string>;
+  // A model: the .onnx files and the directories, each name whole.
+  CHECK(bash_completes(dir, {""}) == V{"$HOME.onnx", "*.onnx", "a b.onnx", "sub dir", "x[1].onnx"});
+  CHECK(bash_completes(dir, {"a"}) == V{"a b.onnx"});
+  // The word as typed: quotes and backslashes stand for the name's characters; a glob or a $ stays literal.
+  CHECK(bash_completes(dir, {"a\\ b"}) == V{"a b.onnx"});
+  CHECK(bash_completes(dir, {"'a b"}) == V{"a b.onnx"});
+  CHECK(bash_completes(dir, {"\"a b."}) == V{"a b.onnx"});
+  CHECK(bash_completes(dir, {"*"}) == V{"*.onnx"});
+  CHECK(bash_completes(dir, {"\\*"}) == V{"*.onnx"});
+  CHECK(bash_completes(dir, {"x["}) == V{"x[1].onnx"});
+  CHECK(bash_completes(dir, {"$"}) == V{"$HOME.onnx"});
+  CHECK(bash_completes(dir, {"s"}) == V{"sub dir"});
+  // --compare takes a model, --report any file, --out-dir a directory.
+  CHECK(bash_completes(dir, {"m.onnx", "--compare", "*"}) == V{"*.onnx"});
+  CHECK(bash_completes(dir, {"m.onnx", "--dry-run", "--report", "o"}) == V{"other file.txt"});
+  CHECK(bash_completes(dir, {"m.onnx", "--out-dir", ""}) == V{"sub dir"});
+  // Words: a target, also after '=' (bash splits --target=l at the '=').
+  CHECK(bash_completes(dir, {"m.onnx", "--target", "l"}) == V{"litert"});
+  CHECK(bash_completes(dir, {"m.onnx", "--target", "=", "l"}) == V{"litert"});
+  CHECK(bash_completes(dir, {"m.onnx", "--ver"}) == V{"--verbose", "--verify", "--version"});
+  // A value nothing can guess (a number): nothing, not file names.
+  CHECK(bash_completes(dir, {"m.onnx", "--threads", ""}).empty());
 }
