@@ -1,16 +1,8 @@
 #include "cli/report.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -217,50 +209,6 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   if (run.runtime) add_runtime_fields(o, *run.runtime, run.bench.has_value());
   if (run.tune) o["tune"] = tune_array(*run.tune);
   return json_text(o) + "\n";
-}
-
-namespace {
-
-// `text` as one shell word: in single quotes, each quote it holds written '\''.
-std::string shell_word(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// "cd 'DIR' && 'BINARY' 'ARG' ...": how this process was started, from /proc/self/cmdline.
-std::string command_line() {
-  std::error_code ec;
-  std::string line = "cd " + shell_word(std::filesystem::current_path(ec).string()) + " &&";
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  for (std::string arg; std::getline(in, arg, '\0');) line += " " + shell_word(arg);
-  return line + "\n";
-}
-
-}  // namespace
-
-void archive_report(const std::string& json) {
-  const char* dir = std::getenv("DWDECONV_REPORT_ARCHIVE");
-  if (dir == nullptr || *dir == '\0') return;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  // SECONDS-PID-K, claimed by creating SECONDS-PID-K.args exclusively: unique even where a pid is reused.
-  const std::string prefix = std::to_string(std::time(nullptr)) + "-" + std::to_string(::getpid()) + "-";
-  for (int k = 0; k < 1000; ++k) {
-    const std::string stem = (fs::path(dir) / (prefix + std::to_string(k))).string();
-    const int fd = ::open((stem + ".args").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) return;
-    const std::string command = command_line();
-    const bool wrote = ::write(fd, command.data(), command.size()) == static_cast<ssize_t>(command.size());
-    ::close(fd);
-    if (!wrote) return;
-    // Whole or not at all: the checker reads every NAME.json as a report.
-    std::ofstream(stem + ".json.tmp", std::ios::binary) << json;
-    fs::rename(stem + ".json.tmp", stem + ".json", ec);
-    return;
-  }
 }
 
 std::string upsampler_noun(const rewrite::RewriteResult& result) {

@@ -43,12 +43,6 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
 // A batch report: the per-model objects of report_json (each its text), as a JSON list.
 std::string report_list_json(const std::vector<std::string>& entries);
 
-// With DWDECONV_REPORT_ARCHIVE set to a directory (the test suite sets it: tests/CMakeLists.txt), a copy of `json`, a
-// report just written, goes there under a name of its own, beside a NAME.args file with the working directory and
-// the command line, so that the suite can check every report it had written against the schema. Nothing otherwise;
-// never fails the run.
-void archive_report(const std::string& json);
-
 // One line per upsampler: decision, name, form (when not a ConvTranspose), C, k, s, resolved pads,
 // output_padding, and the reason if kept.
 std::string plan_text(const rewrite::RewriteResult& result);

@@ -54,7 +54,6 @@ namespace {
 // Writes the report; kExitOk, or the I/O error's exit code after logging it.
 int write_report(ReportFile& report, const std::string& json) {
   if (auto written = commit_report(report, json); !written) return fail(exit_code_for(written.error()), written.error().message);
-  archive_report(json);
   return kExitOk;
 }
 

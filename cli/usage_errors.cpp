@@ -161,7 +161,6 @@ core::Status write_early_report(const Options& opt, int exit_code, const std::st
   if (entries.empty()) entry("");  // no model given: one object, its "input" null
   const std::string json = batch ? report_list_json(entries) : entries.front();
   if (auto written = commit_report(*report, json); !written) return written.error();
-  archive_report(json);
   return core::Ok{};
 }
 

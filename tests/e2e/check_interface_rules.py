@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+import report_archive  # beside this script: the suite's report archive
+
 PACKAGES = {"xnnpack": ["numpy", "onnx"],
             "ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
@@ -123,7 +125,9 @@ def main():
             args = [tool, paths[a], "--compare", paths[b], "--runtime", runtime, "--report", os.path.join(d, "r.json")]
             if runtime != "xnnpack":
                 args += ["--python", wrapper]
+            reports = report_archive.watch(args)
             r = subprocess.run(args + list(extra), capture_output=True, text=True, env=env)
+            report_archive.copy_written(reports)
             print(f"$ {a} --compare {b} {' '.join(extra)} --runtime {runtime}: exit {r.returncode}\n  " +
                   r.stderr.strip().replace("\n", "\n  "), flush=True)
             with open(os.path.join(d, "r.json")) as f:

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+import report_archive  # beside this script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_PACKAGE = os.path.join(HERE, "..", "..", "python", "dwdeconv_rewrite")
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "upsampler_small.onnx")
@@ -45,7 +47,9 @@ def plant(folder, marker):
 
 
 def run(args, cwd, env):
+    reports = report_archive.watch(args, cwd)
     r = subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env)
+    report_archive.copy_written(reports)
     print(f"$ {' '.join(args)}  (in {cwd})\n  exit {r.returncode}\n  " + r.stderr.strip().replace("\n", "\n  "), flush=True)
     return r
 

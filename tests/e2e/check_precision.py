@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+import report_archive  # beside this script: the suite's report archive
+
 PACKAGES = {"litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
             "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch", "torchao"]}
 # The target whose form the runtime converts: onnx2torch takes only CRD DepthToSpace.
@@ -252,8 +254,11 @@ def main():
         def binary(label, other, precision):
             report = os.path.join(d, f"report-{label}.json")
             started = time.monotonic()
-            r = subprocess.run([tool, original, "--compare", other, "--runtime", runtime, "--precision", precision,
-                                "--python", sys.executable, "--report", report], capture_output=True, text=True)
+            argv = [tool, original, "--compare", other, "--runtime", runtime, "--precision", precision, "--python", sys.executable,
+                    "--report", report]
+            reports = report_archive.watch(argv)
+            r = subprocess.run(argv, capture_output=True, text=True)
+            report_archive.copy_written(reports)
             timings["binary " + label] = time.monotonic() - started
             said = json.load(open(report)) if os.path.exists(report) else {}
             print(f"-- binary {label}: exit {r.returncode}\n  " + "\n  ".join(r.stderr.strip().splitlines()[-6:]), flush=True)

@@ -1,14 +1,16 @@
 """The --report JSON against docs/report.schema.json (JSON Schema draft-07, Debian's python3-jsonschema).
 
-    check_report_schema.py setup ARCHIVE BINARY MODEL   empty ARCHIVE, then check that the binary copies a report there
+    check_report_schema.py setup ARCHIVE BINARY MODEL   empty ARCHIVE, check that the binary writes nothing there and
+                                                        that report_archive.py copies its report there
     check_report_schema.py archive ARCHIVE SCHEMA       every report in ARCHIVE passes (and there is at least one)
     check_report_schema.py docs SCHEMA REPORT_MD        the sample in docs/report.md passes
     check_report_schema.py strict SCHEMA REPORT_MD      a sample with a member the schema does not know, or an old or
                                                         wrong type, fails
 
-The binary copies every report it writes into $DWDECONV_REPORT_ARCHIVE (cli/report.h, archive_report); ctest sets that
-for every test that runs it, `setup` runs first and `archive` last (tests/CMakeLists.txt). A failure names the file,
-the command that wrote it, the JSON path and the problem. Exit 0 when all pass, 1 otherwise.
+Each test that runs the binary copies every report it had it write into $DWDECONV_REPORT_ARCHIVE
+(tests/e2e/cli_runner.h, report_archive.py); ctest sets that for those tests, `setup` runs first and `archive` last
+(tests/CMakeLists.txt). A failure names the file, the command that wrote it, the JSON path and the problem. Exit 0
+when all pass, 1 otherwise.
 """
 
 import copy
@@ -19,6 +21,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+import report_archive  # beside this script
 
 try:
     import jsonschema
@@ -98,16 +102,26 @@ def docs_sample(report_md):
 
 
 def setup(archive, binary, model):
-    """Empties the archive, then has the binary write one report and checks that the archive holds a copy of it."""
+    """Empties the archive, then checks that the binary, even with DWDECONV_REPORT_ARCHIVE set, writes nothing there
+    (the shipped binary writes no file but those its options name), and that the tests' copier (report_archive.py,
+    as cli_runner.h does for the C++ tests) puts the report there with its command."""
     shutil.rmtree(archive, ignore_errors=True)
     os.makedirs(archive)
     with tempfile.TemporaryDirectory() as d:
         report = os.path.join(d, "r.json")
-        env = dict(os.environ, DWDECONV_REPORT_ARCHIVE=archive)
-        r = subprocess.run([binary, model, "--dry-run", "--report", report], env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            print("check_report_schema: %s exited %d:\n%s" % (binary, r.returncode, r.stderr), file=sys.stderr)
+        argv = [binary, model, "--dry-run", "--report", report]
+        os.environ["DWDECONV_REPORT_ARCHIVE"] = archive
+        reports = report_archive.watch(argv)
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.isfile(report):
+            print("check_report_schema: %s exited %d, report written: %s:\n%s"
+                  % (binary, r.returncode, os.path.isfile(report), r.stderr), file=sys.stderr)
             return 1
+        if os.listdir(archive):
+            print("check_report_schema: the binary wrote into DWDECONV_REPORT_ARCHIVE=%s (%s): a test hook in the "
+                  "shipped binary" % (archive, sorted(os.listdir(archive))), file=sys.stderr)
+            return 1
+        report_archive.copy_written(reports)
         copies = [n for n in os.listdir(archive) if n.endswith(".json")]
         with open(report, "rb") as f:
             written = f.read()
@@ -115,14 +129,11 @@ def setup(archive, binary, model):
         if len(copies) == 1:
             with open(os.path.join(archive, copies[0]), "rb") as f:
                 copied = f.read()
-        if copied != written:
-            print("check_report_schema: the binary did not copy its report into DWDECONV_REPORT_ARCHIVE=%s (found %s)"
+        if copied != written or not os.path.isfile(os.path.join(archive, copies[0][: -len(".json")] + ".args")):
+            print("check_report_schema: report_archive.py did not copy the report with its command into %s (found %s)"
                   % (archive, sorted(os.listdir(archive))), file=sys.stderr)
             return 1
-        if not os.path.isfile(os.path.join(archive, copies[0][: -len(".json")] + ".args")):
-            print("check_report_schema: no .args file beside %s" % copies[0], file=sys.stderr)
-            return 1
-    print("archive %s: emptied, and the binary copies its reports there" % archive)
+    print("archive %s: emptied; the binary writes nothing there of itself, and the tests' copier does" % archive)
     return 0
 
 
@@ -130,8 +141,8 @@ def check_archive(archive, schema_path):
     schema = load_schema(schema_path)
     names = sorted(n for n in os.listdir(archive) if n.endswith(".json")) if os.path.isdir(archive) else []
     if not names:
-        print("check_report_schema: no report in %s: no test had the binary write one, or DWDECONV_REPORT_ARCHIVE did "
-              "not reach it" % archive, file=sys.stderr)
+        print("check_report_schema: no report in %s: no test had the binary write one, or no test copied it there "
+              "(DWDECONV_REPORT_ARCHIVE unset)" % archive, file=sys.stderr)
         return 1
     failed = 0
     for name in names:

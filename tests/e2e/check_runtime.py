@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+import report_archive  # beside this script: the suite's report archive
+
 PACKAGES = {"ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
             "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"]}
@@ -78,7 +80,9 @@ def main():
         env = dict(os.environ, DWDECONV_PYTHON=sys.executable, TMPDIR=d)
 
         def tool_run(*args, environ=env):
+            reports = report_archive.watch([tool] + list(args))
             r = subprocess.run([tool] + [str(a) for a in args], capture_output=True, text=True, env=environ)
+            report_archive.copy_written(reports)
             print(f"$ dwdeconv-rewrite {' '.join(map(str, args))}\n  exit {r.returncode}\n  " +
                   r.stderr.strip().replace("\n", "\n  "), flush=True)
             return r

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -54,11 +55,105 @@ struct TempDir {
   size_t file_count() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), fs::directory_iterator())); }
 };
 
-// Runs a shell command, capturing its stdout and stderr (in files under `dir`, removed afterwards).
+// The words of a shell command line as the shell reads them: split at blanks outside quotes, '...', "..." and \x
+// unquoted. Enough for the command lines these tests build (no expansions are read).
+inline std::vector<std::string> shell_words(const std::string& command) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == ';') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const size_t end = command.find('\'', i + 1);
+      word += command.substr(i + 1, end - i - 1);
+      i = end == std::string::npos ? command.size() : end;
+    } else if (c == '"') {
+      for (++i; i < command.size() && command[i] != '"'; ++i) {
+        if (command[i] == '\\' && i + 1 < command.size()) ++i;
+        word += command[i];
+      }
+    } else if (c == '\\' && i + 1 < command.size()) {
+      word += command[++i];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// The report archive of the suite (tests/CMakeLists.txt): the schema check reads every report copied there. The
+// binary knows nothing of it: the harness copies each report a command asked for, once the command has run.
+struct ReportArchive {
+  struct Watched {
+    fs::path path;
+    bool existed = false;
+    fs::file_time_type time;
+    std::string bytes;
+  };
+  std::string command;
+  std::vector<Watched> watched;
+
+  // Notes each --report PATH of `command` (relative to the directory of a `cd DIR` before it, else to ours) as it is
+  // before the run, so that a report the run did not write (refused, or a file the run reads) is not archived.
+  explicit ReportArchive(const std::string& shell_command) : command(shell_command) {
+    const char* archive = std::getenv("DWDECONV_REPORT_ARCHIVE");
+    if (archive == nullptr || *archive == '\0') return;
+    const auto words = shell_words(command);
+    fs::path cwd = fs::current_path();
+    for (size_t i = 0; i < words.size(); ++i) {
+      std::string path;
+      if (words[i] == "cd" && i + 1 < words.size()) cwd = cwd / words[i + 1];
+      if (words[i] == "--report" && i + 1 < words.size()) path = words[i + 1];
+      if (words[i].rfind("--report=", 0) == 0) path = words[i].substr(9);
+      if (path.empty() || path == "-") continue;
+      Watched w;
+      w.path = cwd / path;
+      std::error_code ec;
+      w.existed = fs::is_regular_file(w.path, ec);
+      if (w.existed) {
+        w.time = fs::last_write_time(w.path, ec);
+        w.bytes = read_file(w.path);
+      }
+      watched.push_back(std::move(w));
+    }
+  }
+
+  // Copies each watched report the run wrote (new, or changed) into the archive as NAME.json, with NAME.args holding
+  // the command, so that a report that fails the schema names what wrote it.
+  void copy_written() const {
+    const char* archive = std::getenv("DWDECONV_REPORT_ARCHIVE");
+    if (archive == nullptr || *archive == '\0') return;
+    static int copied = 0;
+    for (const auto& w : watched) {
+      std::error_code ec;
+      if (fs::is_symlink(w.path, ec) || !fs::is_regular_file(w.path, ec)) continue;
+      const std::string bytes = read_file(w.path);
+      if (w.existed && fs::last_write_time(w.path, ec) == w.time && bytes == w.bytes) continue;
+      fs::create_directories(archive, ec);
+      const std::string stem = (fs::path(archive) / ("e2e-" + std::to_string(::getpid()) + "-" + std::to_string(copied++))).string();
+      std::ofstream(stem + ".args", std::ios::binary) << command << "\n";
+      std::ofstream(stem + ".json.tmp", std::ios::binary) << bytes;
+      fs::rename(stem + ".json.tmp", stem + ".json", ec);  // whole or not at all: the check reads every NAME.json
+    }
+  }
+};
+
+// Runs a shell command, capturing its stdout and stderr (in files under `dir`, removed afterwards). A report it
+// writes with --report goes to the suite's archive too (ReportArchive).
 inline RunResult run_shell(const std::string& command, const TempDir& dir) {
   const fs::path out = dir.path / ".stdout", err = dir.path / ".stderr";
   const std::string cmd = "{ " + command + "; } >" + out.string() + " 2>" + err.string();
+  const ReportArchive reports(command);
   const int status = std::system(cmd.c_str());
+  reports.copy_written();
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = read_file(out);

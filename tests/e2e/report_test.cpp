@@ -1,7 +1,10 @@
 // End-to-end tests of the report a program reads: schema_version on every object, cpu and outside_delegate as
 // structures, the report of a usage error once --report PATH was read (never over a file the run reads or writes),
-// and the copy the binary leaves in DWDECONV_REPORT_ARCHIVE for the schema check (tests/CMakeLists.txt).
+// and the copy of each report the tests (not the binary) leave in the archive for the schema check (tests/CMakeLists.txt).
 #include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -162,25 +165,65 @@ TEST_CASE("a usage error writes no report over a file the run reads or writes, n
   }
 }
 
-TEST_CASE("with DWDECONV_REPORT_ARCHIVE set, the binary copies each report it writes there, with its command", "[e2e][report]") {
+TEST_CASE("the binary writes its report where --report says and nowhere else, whatever DWDECONV_REPORT_ARCHIVE says", "[e2e][report]") {
+  // The archive is the tests' own (cli_runner.h): a shipped binary that wrote there would write, of itself, to a
+  // name anyone can predict and through any symlink planted there.
   TempDir dir;
   dir.copy_example();
   const auto archive = dir.path / "archive";
-  const auto r = run_shell("cd '" + dir.path.string() + "' && DWDECONV_REPORT_ARCHIVE='" + archive.string() + "' '" + DWDECONV_CLI +
-                               "' model.onnx --dry-run --report r.json",
-                           dir);
-  REQUIRE(r.exit_code == 0);
-  std::vector<fs::path> copies, commands;
-  for (const auto& e : fs::directory_iterator(archive)) (e.path().extension() == ".json" ? copies : commands).push_back(e.path());
-  REQUIRE(copies.size() == 1);
-  REQUIRE(commands.size() == 1);
-  CHECK(read_file(copies.front()) == read_file(dir.path / "r.json"));
-  CHECK(commands.front().extension() == ".args");
-  CHECK_THAT(read_file(commands.front()),
-             Catch::Contains("cd '" + dir.path.string() + "' &&") && Catch::Contains("'model.onnx' '--dry-run' '--report' 'r.json'"));
-  // Not set: no copy anywhere but where --report says.
-  const auto quiet = run_shell(
-      "cd '" + dir.path.string() + "' && env -u DWDECONV_REPORT_ARCHIVE '" + DWDECONV_CLI + "' model.onnx --dry-run --report r2.json", dir);
-  REQUIRE(quiet.exit_code == 0);
-  CHECK(std::distance(fs::directory_iterator(archive), fs::directory_iterator()) == 2);
+  fs::create_directory(dir.path / "planted");
+  fs::create_symlink(dir.path / "planted", dir.path / "link");
+  for (const auto& where : {archive, dir.path / "link"}) {
+    INFO(where);
+    const auto r = run_shell("cd '" + dir.path.string() + "' && DWDECONV_REPORT_ARCHIVE='" + where.string() + "' '" + DWDECONV_CLI +
+                                 "' model.onnx --dry-run --report r.json",
+                             dir);
+    REQUIRE(r.exit_code == 0);
+    CHECK(read_json(dir.path / "r.json")["exit_code"] == 0);
+  }
+  CHECK_FALSE(fs::exists(archive));
+  CHECK(fs::is_empty(dir.path / "planted"));
+  CHECK(dir.file_count() == 4);  // model.onnx, r.json, planted, link
+}
+
+TEST_CASE("the test harness copies each report a command wrote, and only those, into the archive with the command", "[e2e][report]") {
+  TempDir dir;
+  dir.copy_example();
+  const auto archive = dir.path / "archive";
+  const char* suite_archive = std::getenv("DWDECONV_REPORT_ARCHIVE");
+  const std::string saved = suite_archive != nullptr ? suite_archive : "";
+  ::setenv("DWDECONV_REPORT_ARCHIVE", archive.string().c_str(), 1);
+  const std::string model_before = read_file(dir.path / "model.onnx");
+  // Written: r.json (a relative path after `cd`), and "a b.json" given as --report=PATH; refused (a usage error
+  // names the input model as the report): nothing; a report of an earlier run left as it was: nothing.
+  const auto written = run_in(dir, "model.onnx --dry-run --report r.json");
+  const auto spaced = run_in(dir, "model.onnx --dry-run '--report=a b.json' --target executorch");
+  const auto refused = run_in(dir, "model.onnx --report model.onnx --target nosuch -o out.onnx");
+  const auto not_run = run_shell("cd '" + dir.path.string() + "' && true --report r.json", dir);
+  if (saved.empty()) {
+    ::unsetenv("DWDECONV_REPORT_ARCHIVE");
+  } else {
+    ::setenv("DWDECONV_REPORT_ARCHIVE", saved.c_str(), 1);
+  }
+  REQUIRE(written.exit_code == 0);
+  REQUIRE(spaced.exit_code == 0);
+  REQUIRE(refused.exit_code == 2);
+  REQUIRE(not_run.exit_code == 0);
+  CHECK(read_file(dir.path / "model.onnx") == model_before);
+  std::map<std::string, std::string> copies;  // report text -> the command copied beside it
+  size_t args_files = 0;
+  for (const auto& e : fs::directory_iterator(archive)) {
+    if (e.path().extension() != ".json") {
+      ++args_files;
+      continue;
+    }
+    fs::path args = e.path();
+    copies[read_file(e.path())] = read_file(args.replace_extension(".args"));
+  }
+  CHECK(args_files == 2);
+  REQUIRE(copies.size() == 2);
+  REQUIRE(copies.count(read_file(dir.path / "r.json")) == 1);
+  CHECK_THAT(copies[read_file(dir.path / "r.json")], Catch::Contains("model.onnx --dry-run --report r.json"));
+  REQUIRE(copies.count(read_file(dir.path / "a b.json")) == 1);
+  CHECK(read_json(dir.path / "a b.json")["target"] == "executorch");
 }
