@@ -1,6 +1,7 @@
 // --runtime, --python and --min-speedup where no Python package is needed: the option checks, the missing
 // interpreter or package (exit 2 before anything is written), the report's runtime, spread and per-node table on
 // the executor, and the --min-speedup gate. The Python runtimes themselves: check_runtime_*.py.
+#include <cstdio>
 #include <map>
 #include <regex>
 
@@ -14,6 +15,14 @@ double json_number(const std::string& json, const std::string& key) {
   std::smatch m;
   if (!std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.eE+-]+)"))) return -1;
   return std::stod(m[1]);
+}
+
+// "1.38x faster on", "0.61x (slower) on" or "1.00x (as fast) on": how the summary says `speedup`.
+std::string speedup_words(double speedup) {
+  char figure[32];
+  std::snprintf(figure, sizeof figure, "%.2f", speedup);
+  const std::string shown = figure;
+  return "; " + shown + (shown == "1.00" ? "x (as fast) on " : speedup > 1 ? "x faster on " : "x (slower) on ");
 }
 
 bool python3_runs(const TempDir& dir) { return run_shell("python3 -c pass", dir).exit_code == 0; }
@@ -128,6 +137,11 @@ TEST_CASE("a --bench on the executor reports the runtime, each side's spread, th
     CHECK(lo <= mid);
     CHECK(mid <= hi);
   }
+  // The speedup is the two medians' ratio (docs/report.md), and the summary says that figure, faster or slower by it:
+  // a figure that did not come from the two timings fails here, whatever it is.
+  const double speedup = json_number(json, "speedup");
+  CHECK(speedup == Approx(json_number(json, "original_ms") / json_number(json, "rewritten_ms")).epsilon(1e-12));
+  CHECK_THAT(r.err, Catch::Contains(speedup_words(speedup)));
   // One row per rewritten upsampler: the example's 8 depthwise ConvTransposes, each timed on both sides.
   const std::regex row(
       "\\{\"name\": \"[^\"]+\", \"form\": \"conv_transpose\", \"input_shape\": \"1x[0-9]+x[0-9]+x[0-9]+\", "
@@ -155,6 +169,7 @@ TEST_CASE("the --min-speedup gate fails a bench under the figure with exit 1 and
   CHECK(json_number(json, "min_speedup") == 1000);
   CHECK(json_number(json, "speedup") > 0);
   CHECK(json_number(json, "speedup") < 1000);
+  CHECK(json_number(json, "speedup") == Approx(json_number(json, "original_ms") / json_number(json, "rewritten_ms")).epsilon(1e-12));
   CHECK(json_number(json, "exit_code") == 1);
   r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --bench --runs 2 --min-speedup 0.001 --report " + report.string(),
               dir);
@@ -225,7 +240,8 @@ TEST_CASE("the --tune option times each candidate alone on the runtime and rewri
     const double speedup = std::stod((*it)[4]);
     CHECK(std::stod((*it)[2]) > 0);
     CHECK(std::stod((*it)[3]) > 0);
-    // The decision follows the figure, and the plan says the same.
+    // The figure is the candidate's two timings' ratio, the decision follows it, and the plan says the same.
+    CHECK(speedup == Approx(std::stod((*it)[2]) / std::stod((*it)[3])).epsilon(1e-12));
     CHECK((decision == "rewritten") == (speedup >= 1.0));
     CHECK(decisions[name] == (decision == "rewritten" ? "rewrite" : "keep"));
     if (decision == "kept") {
