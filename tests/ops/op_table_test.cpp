@@ -142,14 +142,53 @@ TEST_CASE("A node outside its kernel's spec is refused with the reason, whatever
 }
 
 TEST_CASE("A node inside its kernel's spec is run, defaults included", "[ops][table]") {
-  using Case = std::pair<std::string, int>;
-  const auto [text, opset] =
-      GENERATE(Case{"y = Resize <mode = \"nearest\", antialias = 0> (x, r, s)", 18},
-               Case{"y = Resize <coordinate_transformation_mode = \"half_pixel_symmetric\"> (x, r, s)", 19},
-               Case{"y = DepthToSpace <blocksize = 1, mode = \"CRD\"> (x)", 13}, Case{"y = Relu (x)", 28}, Case{"y = Relu (x)", 6},
-               Case{"y = Upsample <mode = \"linear\", scales = [1.0, 1.0, 2.0, 2.0]> (x)", 7}, Case{"y = Upsample (x, s)", 9},
-               Case{"y = LogSoftmax <axis = 1> (x)", 11}, Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13},
-               Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22}, Case{"y = HardSwish (x)", 14}, Case{"y = PRelu (x, s)", 16});
-  CAPTURE(text, opset);
-  CHECK(ops::unsupported_reason(parse(text, opset).graph().node(0), opset).empty());
+  // Each node runs on x = [1, 1, 2, 2] {-1, 2, -3, 4} with scales s = {1, 1, 2, 2} and slope p = {0.5}; the expected
+  // outputs are ONNX Runtime 1.x's for the same node (Relu-28, beyond ORT's opsets, is Relu's definition).
+  const std::vector<float> replicated = {-1, -1, 2, 2, -1, -1, 2, 2, -3, -3, 4, 4, -3, -3, 4, 4};
+  struct Case {
+    std::string text;
+    int opset;
+    std::vector<int64_t> dims;
+    std::vector<double> values;
+  };
+  const auto c = GENERATE_COPY(
+      Case{"y = Resize <mode = \"nearest\", antialias = 0> (x, r, s)", 18, {1, 1, 4, 4}, {replicated.begin(), replicated.end()}},
+      Case{"y = Resize <coordinate_transformation_mode = \"half_pixel_symmetric\"> (x, r, s)",
+           19,
+           {1, 1, 4, 4},
+           {replicated.begin(), replicated.end()}},
+      Case{"y = DepthToSpace <blocksize = 1, mode = \"CRD\"> (x)", 13, {1, 1, 2, 2}, {-1, 2, -3, 4}},
+      Case{"y = Relu (x)", 28, {1, 1, 2, 2}, {0, 2, 0, 4}}, Case{"y = Relu (x)", 6, {1, 1, 2, 2}, {0, 2, 0, 4}},
+      Case{"y = Upsample <mode = \"linear\", scales = [1.0, 1.0, 2.0, 2.0]> (x)",
+           7,
+           {1, 1, 4, 4},
+           {-1, 0.5, 2, 2, -2, 0.5, 3, 3, -3, 0.5, 4, 4, -3, 0.5, 4, 4}},
+      Case{"y = Upsample (x, s)", 9, {1, 1, 4, 4}, {replicated.begin(), replicated.end()}},
+      Case{"y = LogSoftmax <axis = 1> (x)", 11, {1, 1, 2, 2}, {-5.13364315, -2.13364339, -7.13364315, -0.13364336}},
+      Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13, {1, 1, 2}, {1, 1}},
+      Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22, {1, 1, 2, 2}, {0.5, 0.8, 0.3, 1.0}},
+      Case{"y = HardSwish (x)", 14, {1, 1, 2, 2}, {-0.33333331, 1.66666675, 0, 4}},
+      Case{"y = PRelu (x, p)", 16, {1, 1, 2, 2}, {-0.5, 2, -1.5, 4}});
+  CAPTURE(c.text, c.opset);
+  const auto model = parse(c.text, c.opset);
+  const auto& node = model.graph().node(0);
+  CHECK(ops::unsupported_reason(node, c.opset).empty());
+  ops::Tensor x, s, p, y;
+  x.reshape(onnx::TensorProto::FLOAT, {1, 1, 2, 2});
+  x.f = std::vector<float>{-1, 2, -3, 4};
+  s.reshape(onnx::TensorProto::FLOAT, {4});
+  s.f = std::vector<float>{1, 1, 2, 2};
+  p.reshape(onnx::TensorProto::FLOAT, {1});
+  p.f = std::vector<float>{0.5f};
+  ops::Inputs inputs;
+  for (const auto& name : node.input()) inputs.push_back(name == "x" ? &x : name == "s" ? &s : name == "p" ? &p : nullptr);
+  const auto ran = ops::run_reference_node(node, ops::OpContext{c.opset}, inputs, {&y});
+  INFO((ran.ok() ? std::string() : ran.error().message));
+  REQUIRE(ran.ok());
+  CHECK(y.dims == c.dims);
+  REQUIRE(y.numel() == static_cast<int64_t>(c.values.size()));
+  for (size_t k = 0; k < c.values.size(); ++k) {
+    CAPTURE(k);
+    CHECK(y.get(static_cast<int64_t>(k)) == Approx(c.values[k]).margin(1e-6));
+  }
 }
