@@ -541,3 +541,32 @@ TEST_CASE("per-node verification of an upsampler whose output has no element fai
   CHECK_THAT(r.err, Catch::Contains("verify (per-node)") && Catch::Contains("nothing compared"));
   CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("--atol and --rtol decide a compare: a difference over the defaults fails, and passes within the tolerance given",
+          "[e2e][verify]") {
+  // Y = X * k: OTHER's k is 1.001, so every output is off by 0.1% of its value. That is over float32's defaults
+  // (atol 1e-6 + rtol 1e-4 of max |Y|), within --atol 1 and within --rtol 0.01 of max |Y|.
+  const auto times = [](const std::string& k) {
+    return parse_model(
+        "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,2,3,3] X) => (float[1,2,3,3] Y) {\n"
+        "  K = Constant <value = float[1] {" +
+        k + "}> ()\n  Y = Mul (X, K)\n}\n");
+  };
+  TempDir dir;
+  const auto model = dir.path / "model.onnx", other = dir.path / "other.onnx";
+  save(times("1.0"), model);
+  save(times("1.001"), other);
+  const std::string base = model.string() + " --compare " + other.string();
+  const auto defaults = run_cli(base, dir);
+  CHECK(defaults.exit_code == 1);
+  CHECK_THAT(defaults.err, Catch::Contains("verification FAILED"));
+  for (const std::string tolerance : {" --atol 1", " --rtol 0.01"}) {
+    INFO(tolerance);
+    const auto r = run_cli(base + tolerance, dir);
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+  }
+  // Tighter than the difference, either way, still fails.
+  CHECK(run_cli(base + " --atol 1e-5", dir).exit_code == 1);
+  CHECK(run_cli(base + " --rtol 1e-5", dir).exit_code == 1);
+}
