@@ -542,8 +542,10 @@ TEST_CASE("per-node verification of an upsampler whose output has no element fai
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("--atol and --rtol decide a compare: a difference over the defaults fails, and passes within the tolerance given",
-          "[e2e][verify]") {
+TEST_CASE(
+    "--atol and --rtol decide a compare, and --seed chooses its input: a difference over the defaults fails, and passes within the "
+    "tolerance given",
+    "[e2e][verify]") {
   // Y = X * k: OTHER's k is 1.001, so every output is off by 0.1% of its value. That is over float32's defaults
   // (atol 1e-6 + rtol 1e-4 of max |Y|), within --atol 1 and within --rtol 0.01 of max |Y|.
   const auto times = [](const std::string& k) {
@@ -569,4 +571,21 @@ TEST_CASE("--atol and --rtol decide a compare: a difference over the defaults fa
   // Tighter than the difference, either way, still fails.
   CHECK(run_cli(base + " --atol 1e-5", dir).exit_code == 1);
   CHECK(run_cli(base + " --rtol 1e-5", dir).exit_code == 1);
+
+  // The difference is 0.001 * max |X|, so it follows the random input: the same --seed gives the same figure, another
+  // seed another one.
+  const auto max_abs_error = [&](const std::string& seed) {
+    const auto report = dir.path / ("seed" + seed + ".json");
+    const auto r = run_cli(base + " --atol 1 --seed " + seed + " --report " + report.string(), dir);
+    REQUIRE(r.exit_code == 0);
+    const std::string json = read_file(report);
+    const std::string key = "\"max_abs_error\": ";
+    const size_t at = json.find(key);
+    REQUIRE(at != std::string::npos);
+    return std::stod(json.substr(at + key.size()));
+  };
+  const double first = max_abs_error("1");
+  CHECK(first > 0);
+  CHECK(max_abs_error("1") == first);
+  CHECK(max_abs_error("2") != first);
 }
