@@ -5,7 +5,9 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <set>
 
+#include "core/text.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
 #include "ops/ops.h"
@@ -87,9 +89,97 @@ ConstTensor from_op_tensor(const ops::Tensor& tensor) {
   return out;
 }
 
+// Ops whose every result is the same on every runtime: they move or select elements, compare them, or round once
+// as IEEE 754 requires (+ - * /, sqrt, floor, a cast), so the folder's float is the runtime's. Any other op is
+// inexact until listed here: the transcendentals (Sigmoid, Exp, Log, Tanh, Erf, Pow, Softmax, HardSigmoid's
+// alpha * x + beta) are approximated differently on each runtime (ONNX Runtime's Sigmoid(0.5) is one float below the
+// correctly rounded one), sums are added in another order (MatMul, Gemm, Conv, pools, reductions, normalizations),
+// and Resize computes its source coordinates in float on one runtime and in double on another.
+const std::set<std::string>& exact_ops() {
+  static const std::set<std::string> ops = {
+      "Identity",  "Relu",    "LeakyRelu",    "PRelu",   "Neg",       "Sqrt",  "Floor",           "Ceil",
+      "Clip",      "Add",     "Sub",          "Mul",     "Div",       "Equal", "Where",           "Cast",
+      "Reshape",   "Flatten", "Transpose",    "Squeeze", "Unsqueeze", "Shape", "Gather",          "Slice",
+      "Concat",    "Pad",     "DepthToSpace", "Expand",  "Tile",      "Split", "ConstantOfShape", "MaxPool",
+      "ReduceMax", "ArgMax"};
+  return ops;
+}
+
+// Whether every runtime computes `node`'s output as the op library did (see exact_ops()). A Cast of a float out of the
+// integer type's range, which converts as each runtime's compiler does, is refused by its kernel before this.
+bool rounds_alike(const onnx::NodeProto& node, const ops::Tensor& output) {
+  const std::string& op = node.op_type();
+  if (exact_ops().count(op) != 0) return true;
+  // Integer arithmetic is exact in any order; float sums are not.
+  if (op == "ReduceSum" || op == "MatMul" || op == "Gemm" || op == "Range") return !output.is_float();
+  if (op == "ScatterND") {
+    auto reduction = onnx_io::get_string(node, "reduction", "none");
+    return !output.is_float() || (reduction && (*reduction == "none" || *reduction == "max" || *reduction == "min"));
+  }
+  return false;
+}
+
+// Whether the values of input `k` of `op` decide its output's dims (a Reshape's shape, a Slice's bounds), as opposed
+// to being carried into its elements only. Unlisted ops: every input, the safe answer.
+bool values_decide_dims(const std::string& op, int k) {
+  static const std::set<std::string> elementwise = {"Identity",
+                                                    "Relu",
+                                                    "LeakyRelu",
+                                                    "Sigmoid",
+                                                    "Tanh",
+                                                    "Neg",
+                                                    "Sqrt",
+                                                    "Erf",
+                                                    "Exp",
+                                                    "Floor",
+                                                    "Ceil",
+                                                    "Log",
+                                                    "HardSigmoid",
+                                                    "HardSwish",
+                                                    "PRelu",
+                                                    "Clip",
+                                                    "Add",
+                                                    "Sub",
+                                                    "Mul",
+                                                    "Div",
+                                                    "Pow",
+                                                    "Equal",
+                                                    "Where",
+                                                    "Cast",
+                                                    "Flatten",
+                                                    "Transpose",
+                                                    "Concat",
+                                                    "Gather",
+                                                    "DepthToSpace",
+                                                    "ScatterND",
+                                                    "Conv",
+                                                    "ConvTranspose",
+                                                    "MaxPool",
+                                                    "AveragePool",
+                                                    "GlobalAveragePool",
+                                                    "MatMul",
+                                                    "Gemm",
+                                                    "BatchNormalization",
+                                                    "InstanceNormalization",
+                                                    "Softmax",
+                                                    "LogSoftmax",
+                                                    "ArgMax"};
+  static const std::set<std::string> shaped_by_parameters = {"Reshape", "Expand", "Tile",     "Squeeze",    "Unsqueeze", "Slice",    "Pad",
+                                                             "Split",   "Resize", "Upsample", "ReduceMean", "ReduceSum", "ReduceMax"};
+  if (elementwise.count(op) != 0) return false;
+  if (shaped_by_parameters.count(op) != 0) return k >= 1;
+  return true;  // ConstantOfShape, Range, and any op added to the table later
+}
+
 }  // namespace
 
 bool ConstTensor::is_integer() const { return integer_type(data_type); }
+
+core::Status decidable(const ConstTensor& value, const std::string& subject) {
+  if (value.inexact.empty()) return core::Ok{};
+  return declined(subject + " computed through " + value.inexact +
+                  ", which runtimes round differently: the value this tool folds need not be the one a runtime computes");
+}
 
 core::Result<ConstTensor> to_const_tensor(const TensorProto& tensor) {
   ConstTensor out;
@@ -124,6 +214,20 @@ core::Result<ConstTensor> to_const_tensor(const TensorProto& tensor) {
 }
 
 core::Result<ConstTensor> ConstEvaluator::evaluate(const std::string& name, const GraphScope& scope) {
+  auto value = evaluate_flagged(name, scope);
+  if (!value) return value;
+  if (auto ok = decidable(*value, "'" + core::printable(name) + "' is"); !ok) return ok.error();
+  return value;
+}
+
+core::Result<ConstTensor> ConstEvaluator::evaluate_weight(const std::string& name, const GraphScope& scope) {
+  auto value = evaluate_flagged(name, scope);
+  if (!value || value->inexact_dims.empty()) return value;
+  return declined("the dims of '" + core::printable(name) + "' are computed through " + value->inexact_dims +
+                  ", which runtimes round differently: the dims this tool folds need not be the ones a runtime computes");
+}
+
+core::Result<ConstTensor> ConstEvaluator::evaluate_flagged(const std::string& name, const GraphScope& scope) {
   const auto [where, producer] = find_definition(name, scope);
   if (where == nullptr) return core::invalid_model("tensor '" + name + "' is read but never defined");
   const auto key = std::make_pair(where->index, name);
@@ -155,7 +259,7 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return declined("'" + name + "' is computed by " + who + " in domain '" + node.domain() + "', which is not folded");
   }
-  if (op == "Identity") return evaluate(node.input(0), scope);
+  if (op == "Identity") return evaluate_flagged(node.input(0), scope);
   // The op library's kernels compute the value, as the executor computes it: one semantics for both. The table
   // refuses what its kernel does not implement; the bound keeps a hostile shape from allocating.
   if (std::string why = ops::unsupported_reason(node, opset_); !why.empty()) {
@@ -164,6 +268,7 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
   const ops::OpContext ctx{opset_, kMaxFoldedElements};
   std::vector<ops::Tensor> values(static_cast<size_t>(node.input_size()));
   ops::Inputs inputs(values.size(), nullptr);
+  std::string inexact, inexact_dims;  // carried from the inputs: the first op on the way that runtimes round differently
   if (op == "Shape") {
     // A Shape reads only its input's dims, which shape inference knows without a value: a dims-only stand-in (no
     // elements are allocated or read) lets the kernel apply start and end.
@@ -174,8 +279,11 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
   } else {
     for (int k = 0; k < node.input_size(); ++k) {
       if (node.input(k).empty()) continue;
-      auto value = evaluate(node.input(k), scope);
+      auto value = evaluate_flagged(node.input(k), scope);
       if (!value) return value.error();
+      if (inexact.empty()) inexact = value->inexact;
+      if (inexact_dims.empty()) inexact_dims = value->inexact_dims;
+      if (inexact_dims.empty() && values_decide_dims(op, k)) inexact_dims = value->inexact;
       // The library holds DOUBLE as float; a double value folded there would come back rounded.
       if (value->data_type == TensorProto::DOUBLE) return declined(who + ": input '" + node.input(k) + "' is DOUBLE, which is not folded");
       auto tensor = to_op_tensor(*value);
@@ -198,7 +306,10 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
   }
   const ops::Tensor& result = results[static_cast<size_t>(wanted)];
   if (result.dtype == TensorProto::DOUBLE) return declined(who + ": its output is DOUBLE, which is not folded");
-  return from_op_tensor(result);
+  ConstTensor out = from_op_tensor(result);
+  out.inexact = !inexact.empty() || rounds_alike(node, result) ? inexact : who;
+  out.inexact_dims = inexact_dims;
+  return out;
 }
 
 core::Result<std::vector<int64_t>> ConstEvaluator::known_dims(const std::string& name, const GraphScope& scope) const {

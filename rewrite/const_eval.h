@@ -23,6 +23,16 @@ struct ConstTensor {
   std::vector<int64_t> dims;
   std::vector<int64_t> ints;
   std::vector<double> reals;
+  // Whether every runtime computes these elements as the folder did. Empty for constants and for what ops that move
+  // elements or round once exactly (Add, Mul, Div, Sqrt, Floor, Cast, Slice, Concat, ...) compute from them; else the
+  // first op on the way whose result runtimes compute their own way ("Sigmoid 'gate'": approximated transcendentals,
+  // sums added in another order), so that a size floored from it may be another integer on ONNX Runtime. Such a value
+  // may be a weight (the rewrite's numbers are compared, and differ by rounding), but it decides nothing: no size,
+  // scale, pads, index or zero pattern (ConstEvaluator::evaluate refuses it).
+  std::string inexact;
+  // Set (to the same kind of op) when even the dims are computed from an inexact value: a Reshape to a shape computed
+  // through Sigmoid. Then the value is not even a weight (evaluate_weight refuses it).
+  std::string inexact_dims;
 
   bool is_integer() const;
   size_t size() const { return is_integer() ? ints.size() : reals.size(); }
@@ -44,8 +54,16 @@ class ConstEvaluator {
   ConstEvaluator(int64_t ir_version, int64_t opset, const onnx_io::ScopedTypes& types)
       : ir_version_(ir_version), opset_(opset), types_(types) {}
 
-  // The value of `name` as `scope` reads it, or a reason it is not a constant this evaluator can fold.
+  // The value of `name` as `scope` reads it, or a reason it is not a constant this evaluator can fold, for a value a
+  // decision rests on (a size, a scale, pads, indices, a zero pattern): one computed through an op that runtimes
+  // round differently (ConstTensor::inexact) is refused, naming that op.
   core::Result<ConstTensor> evaluate(const std::string& name, const GraphScope& scope);
+  // The value of `name` as a weight: its elements may be inexact (the rewrite's result is compared by value, and runtimes
+  // differ by rounding only), its dims may not (they decide the kernel).
+  core::Result<ConstTensor> evaluate_weight(const std::string& name, const GraphScope& scope);
+  // Every value this evaluator folds, with its flags: for a caller that words the refusal of an inexact one itself
+  // (see decidable()).
+  core::Result<ConstTensor> evaluate_flagged(const std::string& name, const GraphScope& scope);
   // The model's default-domain opset, which the op library's kernels are run at.
   int64_t opset() const { return opset_; }
 
@@ -60,6 +78,10 @@ class ConstEvaluator {
   std::map<std::pair<size_t, std::string>, core::Result<ConstTensor>> cache_;
   int depth_ = 0;  // recursion guard against cyclic (invalid) graphs
 };
+
+// Ok when `value` may decide a rewrite; else a refusal "<subject> computed through Sigmoid 'gate', which runtimes round
+// differently ...", `subject` saying what it is ("Resize sizes are").
+core::Status decidable(const ConstTensor& value, const std::string& subject);
 
 // Converts a dense TensorProto (any numeric type, raw or typed fields) into a ConstTensor.
 core::Result<ConstTensor> to_const_tensor(const onnx::TensorProto& tensor);

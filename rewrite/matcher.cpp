@@ -185,10 +185,16 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   auto weight = resolve_constant(node.input(1), scope, ir_version);
   std::shared_ptr<const onnx::TensorProto> folded;
   std::vector<std::pair<const GraphScope*, std::string>> chain;
+  std::string weight_inexact;  // the op a folded weight's values went through that runtimes round differently
   if (!weight && weight.error().kind != core::ErrorKind::kInvalidModel && eval != nullptr) {
     // Computed from constants (torch exports FastDepth's Unpool weight as Expand(mask, Where(Equal(...)))): folded by
     // the op library's kernels, as a recogniser folds its weights, and stored as a new initializer.
-    if (auto value = eval->evaluate(node.input(1), scope); value && !value->is_integer()) {
+    if (auto value = eval->evaluate_flagged(node.input(1), scope); value && !value->is_integer()) {
+      if (!value->inexact_dims.empty()) {
+        return fail(declined("weight not constant: its dims are computed through " + value->inexact_dims +
+                             ", which runtimes round differently: the dims this tool folds need not be the ones a runtime computes"));
+      }
+      weight_inexact = value->inexact;
       folded = std::make_shared<onnx::TensorProto>(
           onnx_io::make_tensor(node.input(1), value->data_type, value->dims, value->reals, /*raw=*/true));
       ConstantSource source;
@@ -278,6 +284,11 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   if (a.group == 1 && c_in > 1 && w_dims[1] == c_in && !take_dense && is_float_type(w.data_type()) &&
       onnx_io::validate_tensor_data(w, who).ok()) {
     diagonal = depthwise_in_value(w, w_dims);
+  }
+  if (diagonal && !weight_inexact.empty()) {
+    // Depthwise only because its off-diagonal elements are zeros, which a runtime may round to other values.
+    return fail(declined("dense (group 1) in the graph and depthwise only in value, and its weight is computed through " + weight_inexact +
+                         ", which runtimes round differently: its zeros need not be a runtime's"));
   }
   if (diagonal) {
     sum.depthwise_in_value = true;

@@ -94,7 +94,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   for (int64_t d : *dilations) {
     if (d != 1) return fail(declined("Conv dilation " + std::to_string(d)));
   }
-  auto weight = eval.evaluate(conv.input(1), scope);
+  auto weight = eval.evaluate_weight(conv.input(1), scope);
   if (!weight) return fail(declined("Conv weight not constant: " + weight.error().message));
   if (weight->dims.size() != 4) return fail(declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));
   if (auto conflict = parts::kernel_shape_conflict(conv, weight->dims); !conflict.empty()) return fail(declined(conflict));

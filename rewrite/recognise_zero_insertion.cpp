@@ -380,8 +380,10 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
   sum.strides = {*s, *s};
   auto group = onnx_io::get_int(*ct, "group", 1);
   if (!group) return fail(group.error());
-  auto v = eval.evaluate(ct->input(1), scope);
+  auto v = eval.evaluate_flagged(ct->input(1), scope);
   if (!v) return fail(declined("ConvTranspose weight not constant: " + v.error().message));
+  // Its zeros decide the form (one tap per channel): a value a runtime may round to other zeros decides nothing.
+  if (auto ok = decidable(*v, "ConvTranspose weight is"); !ok) return fail(ok.error());
   if (v->dims.size() != 4 || v->dims[0] != tail->channels || v->dims[1] != 1 || *group != tail->channels) {
     return fail(declined("ConvTranspose is not depthwise over the Conv's " + std::to_string(tail->channels) + " channels: group " +
                          std::to_string(*group) + ", weight " + join(v->dims)));

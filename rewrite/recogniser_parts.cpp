@@ -83,13 +83,15 @@ core::Result<std::vector<int64_t>> pads_of(const onnx::NodeProto& pad, const Gra
   std::vector<int64_t> pads;
   double value = 0.0;
   if (pad.input_size() >= 2 && !pad.input(1).empty()) {  // opset 11 on: pads, constant_value, axes inputs
-    auto p = eval.evaluate(pad.input(1), scope);
+    auto p = eval.evaluate_flagged(pad.input(1), scope);
     if (!p) return declined("Pad pads not constant: " + p.error().message);
+    if (auto ok = decidable(*p, "Pad pads are"); !ok) return ok.error();
     if (!p->is_integer()) return declined("Pad pads are not integers");
     pads = p->ints;
     if (pad.input_size() >= 3 && !pad.input(2).empty()) {
-      auto v = eval.evaluate(pad.input(2), scope);
+      auto v = eval.evaluate_flagged(pad.input(2), scope);
       if (!v) return declined("Pad value not constant: " + v.error().message);
+      if (auto ok = decidable(*v, "Pad value is"); !ok) return ok.error();  // it must be 0 on every runtime
       if (v->size() != 1) return declined("Pad value is not one element");
       value = v->at(0);
     }
@@ -183,7 +185,7 @@ core::Result<ConvTail> read_conv_tail(const onnx::NodeProto& conv, const GraphSc
   }
   ConvTail tail;
   if (!conv_pads->empty()) tail.pads = {(*conv_pads)[0], (*conv_pads)[1], (*conv_pads)[2], (*conv_pads)[3]};
-  auto weight = eval.evaluate(conv.input(1), scope);
+  auto weight = eval.evaluate_weight(conv.input(1), scope);
   if (!weight) return declined("Conv weight not constant: " + weight.error().message);
   if (weight->dims.size() != 4) return declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size()));
   if (auto conflict = kernel_shape_conflict(conv, weight->dims); !conflict.empty()) return declined(conflict);

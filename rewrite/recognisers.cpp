@@ -38,15 +38,17 @@ core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const
   const bool has_sizes = !opset10 && resize.input_size() > 3 && !resize.input(3).empty();
   std::vector<double> factors;
   if (resize.input_size() > scales_at && !resize.input(scales_at).empty()) {
-    auto scales = eval.evaluate(resize.input(scales_at), scope);
+    auto scales = eval.evaluate_flagged(resize.input(scales_at), scope);
     if (!scales) return declined("Resize scales not constant: " + scales.error().message);
+    if (auto ok = decidable(*scales, "Resize scales are"); !ok) return ok.error();
     for (size_t i = 0; i < scales->size(); ++i) factors.push_back(scales->at(i));
   }
   if (!factors.empty() && has_sizes) return declined("Resize with both scales and sizes");
   if (factors.empty() && has_sizes) {
     if (*policy != "stretch") return declined("Resize by sizes with keep_aspect_ratio_policy " + *policy);
-    auto sizes = eval.evaluate(resize.input(3), scope);
+    auto sizes = eval.evaluate_flagged(resize.input(3), scope);
     if (!sizes) return declined("Resize sizes not constant: " + sizes.error().message);
+    if (auto ok = decidable(*sizes, "Resize sizes are"); !ok) return ok.error();
     const auto* type = types.find(scope.index, resize.input(0));
     std::vector<int64_t> dims;
     if (type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()) {
@@ -190,8 +192,10 @@ std::optional<UpsamplerOutcome> match_nearest_mask(const onnx::NodeProto& conv, 
   sum.strides = {*s, *s};
   auto pads = parts::pad_amounts(*pad, scope, eval);
   if (!pads) return fail(pads.error());
-  auto mask = eval.evaluate(mul->input(1 - upsampled), scope);
+  auto mask = eval.evaluate_flagged(mul->input(1 - upsampled), scope);
   if (!mask) return fail(declined("mask not constant: " + mask.error().message));
+  // Its zeros decide where the taps are: a value a runtime may round to another zero pattern decides nothing.
+  if (auto ok = decidable(*mask, "the mask is"); !ok) return fail(ok.error());
   auto tap = mask_tap(*mask, *s, tail->channels);
   if (!tap) return fail(tap.error());
   // A mask with a plane per channel also broadcasts a one-channel x up to C, which the ConvTranspose, reading

@@ -272,3 +272,90 @@ TEST_CASE("const eval folds what exporters build constants with: ScatterND, Rang
   REQUIRE_FALSE(huge);
   CHECK_THAT(huge.error().message, Catch::Contains("more than the 16777216 allowed"));
 }
+
+namespace {
+
+// Folds `name` as evaluate_flagged does: every value it can fold, with the flags of ops runtimes round differently.
+core::Result<rewrite::ConstTensor> fold_flagged(const std::string& body, const std::string& name, bool weight = false) {
+  onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,5,4] X) => (float[1,3,5,4] Y) {\n" + body +
+                                       "\n  Y = Identity(X)\n}");
+  rewrite::GraphTree tree(model);
+  rewrite::ConstEvaluator eval(model.ir_version(), onnx_io::default_opset(model), onnx_io::ScopedTypes{});
+  return weight ? eval.evaluate_weight(name, tree.main()) : eval.evaluate_flagged(name, tree.main());
+}
+
+const char* kGateChain = R"(
+  c = Constant <value = float[2] {0.5, -1.25}> ()
+  k = Constant <value = float[2] {16, 8}> ()
+  g = Sigmoid (c)
+  gk = Mul (g, k)
+  h = Cast <to = 10> (gk)
+  fl = Floor (h)
+  n = Cast <to = 7> (fl)
+  a = Constant <value = float[2] {1.5, 2}> ()
+  b = Constant <value = float[2] {0.25, 4}> ()
+  ab = Add (a, b)
+  q = Div (ab, b)
+  r = Sqrt (q)
+  two = Cast <to = 7> (a))";
+
+}  // namespace
+
+TEST_CASE("const eval flags what runtimes round differently, through every op computed from it", "[rewrite][const_eval][inexact]") {
+  // Sigmoid -> Mul -> Cast (float16) -> Floor -> Cast (int64): flagged at each step, naming the Sigmoid.
+  for (const char* name : {"g", "gk", "h", "fl", "n"}) {
+    CAPTURE(name);
+    auto v = fold_flagged(kGateChain, name);
+    REQUIRE(v);
+    CHECK(v->inexact == "Sigmoid producing 'g'");
+    CHECK(v->inexact_dims.empty());  // elementwise: the dims are the constants' own
+  }
+  // Add, Div and Sqrt of exact constants round once, as IEEE 754 requires: the same on every runtime.
+  for (const char* name : {"ab", "q", "r", "two", "a"}) {
+    CAPTURE(name);
+    auto v = fold_flagged(kGateChain, name);
+    REQUIRE(v);
+    CHECK(v->inexact.empty());
+  }
+  // The value a decision reads is refused, naming the op; a weight's values are not.
+  const std::string body = kGateChain;
+  onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1,3,5,4] X) => (float[1,3,5,4] Y) {\n" + body +
+                                       "\n  Y = Identity(X)\n}");
+  rewrite::GraphTree tree(model);
+  rewrite::ConstEvaluator eval(model.ir_version(), onnx_io::default_opset(model), onnx_io::ScopedTypes{});
+  auto decided = eval.evaluate("n", tree.main());
+  REQUIRE_FALSE(decided);
+  CHECK(decided.error().kind == core::ErrorKind::kDeclined);
+  CHECK_THAT(decided.error().message, Catch::Contains("'n' is computed through Sigmoid producing 'g', which runtimes round differently"));
+  CHECK(eval.evaluate("ab", tree.main()));
+  auto weight = eval.evaluate_weight("gk", tree.main());
+  REQUIRE(weight);
+  CHECK(weight->reals.size() == 2);
+}
+
+TEST_CASE("const eval flags dims computed from an inexact value, not dims that only carry one", "[rewrite][const_eval][inexact]") {
+  const std::string body = R"(
+  w = Constant <value = float[6] {1, 2, 3, 4, 5, 6}> ()
+  ws = Sigmoid (w)
+  s = Constant <value = int64[2] {2, 3}> ()
+  carried = Reshape (ws, s)
+  half = Constant <value = float[2] {0.5, 0.5}> ()
+  hg = Sigmoid (half)
+  k = Constant <value = float[2] {4, 6}> ()
+  hk = Mul (hg, k)
+  shape = Cast <to = 7> (hk)
+  decided = Reshape (w, shape))";
+  auto carried = fold_flagged(body, "carried");
+  REQUIRE(carried);
+  CHECK(carried->inexact == "Sigmoid producing 'ws'");
+  CHECK(carried->inexact_dims.empty());
+  CHECK(fold_flagged(body, "carried", /*weight=*/true));  // a weight: its values may round differently
+  auto decided = fold_flagged(body, "decided");
+  REQUIRE(decided);
+  CHECK(decided->dims == std::vector<int64_t>{2, 3});
+  CHECK(decided->inexact == "Sigmoid producing 'hg'");
+  CHECK(decided->inexact_dims == "Sigmoid producing 'hg'");
+  auto as_weight = fold_flagged(body, "decided", /*weight=*/true);
+  REQUIRE_FALSE(as_weight);
+  CHECK_THAT(as_weight.error().message, Catch::Contains("the dims of 'decided' are computed through Sigmoid producing 'hg'"));
+}

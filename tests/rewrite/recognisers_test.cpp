@@ -3,7 +3,11 @@
 // executor, near-misses kept, and idempotence and determinism.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "onnx_io/attributes.h"
+#include "onnx_io/tensor.h"
 #include "upsampler_fixtures.h"
 
 using namespace dwdeconv;
@@ -205,4 +209,106 @@ TEST_CASE("a mask gain at the bound is folded", "[rewrite][recogniser]") {
   spec.gain = GENERATE(0x1p24, 0x1p-24);
   CAPTURE(spec.gain);
   CHECK(rewrite_copy(mask_model(spec)).result.rewritten == 1);
+}
+
+namespace {
+
+// X [1,8,4,4] -> Resize (nearest, by `resize_inputs`) -> depthwise 3x3 Conv 'up1' (pads 1): a nearest_conv upsampler
+// once the Resize is an integer upscale. `body` defines what the Resize reads (sizes, scales) before it.
+onnx::ModelProto resize_conv_model(const std::string& body, const std::string& resize_inputs) {
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,4,4] X) => (float[1,8,OH,OW] Y) {
+)" + body + R"(
+  u = Resize <mode = "nearest"> ()" +
+                       resize_inputs + R"()
+  Y = Conv <group = 8, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (u, W)
+})");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {8, 1, 3, 3}, 41);
+  name_node(m, "Y", "up1");
+  return m;
+}
+
+// sizes = [1, 8] ++ int64(floor(Sigmoid(0.5) * k)) on H and W, as an export computes a size from a learned gate.
+// k is the float at which the folder's Sigmoid(0.5) (0.62245935) times k is exactly 8.0, while ONNX Runtime 1.2x's
+// Sigmoid(0.5) (0.62245929, one float lower) times k is 7.9999995: ONNX Runtime resizes 4x4 to 7x7 (measured with
+// the CI venv's onnxruntime on this very model), the folder's value says 8x8, an x2 upscale.
+const std::string kSigmoidSizes = R"(
+  c = Constant <value = float[2] {0.5, 0.5}> ()
+  k = Constant <value = float[2] {12.852245330810547, 12.852245330810547}> ()
+  nc = Constant <value = int64[2] {1, 8}> ()
+  g = Sigmoid (c)
+  gk = Mul (g, k)
+  fl = Floor (gk)
+  hw = Cast <to = 7> (fl)
+  sizes = Concat <axis = 0> (nc, hw)
+)";
+
+}  // namespace
+
+TEST_CASE("a Resize whose sizes are computed through Sigmoid is kept, naming the Sigmoid: runtimes floor it differently",
+          "[rewrite][recogniser][nearest_conv][inexact]") {
+  auto original = resize_conv_model(kSigmoidSizes, "X, , , sizes");
+  name_node(original, "g", "gate");
+  REQUIRE(checker_error(original).empty());
+  // Rewritten, the model upsampled x2 to 8x8 where ONNX Runtime's original gives 7x7.
+  require_upsampler_kept(original, "nearest_conv", "Resize sizes are computed through Sigmoid 'gate', which runtimes round differently");
+}
+
+TEST_CASE("a Resize whose sizes are computed through exact ops only (Mul, Floor, Cast) is still rewritten",
+          "[rewrite][recogniser][nearest_conv][inexact]") {
+  // The same chain with the gate's value given as a constant: 0.5 * 16 floors to 8 on every runtime.
+  std::string body = kSigmoidSizes;
+  body.replace(body.find("g = Sigmoid (c)"), std::string("g = Sigmoid (c)").size(), "g = Identity (c)");
+  body.replace(body.find("12.852245330810547, 12.852245330810547"), std::string("12.852245330810547, 12.852245330810547").size(), "16, 16");
+  const auto original = resize_conv_model(body, "X, , , sizes");
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK(out.result.rewritten == 1);
+  CHECK(out.result.nodes[0].summary.stride == 2);
+  CHECK(count_ops(out.model.graph(), "Resize") == 0);
+  // The test's executor has no Floor: the original as it computes, with its sizes written out, is the reference.
+  const auto reference = resize_conv_model("  sizes = Constant <value = int64[4] {1, 8, 8, 8}> ()", "X, , , sizes");
+  CHECK(output_diff(reference, out.model, {{"X", random_tensor4(1, 8, 4, 4, 42)}}, "Y", {1, 8, 8, 8}) < 1e-5);
+}
+
+TEST_CASE("a Conv weight computed through Sigmoid is still folded: weights are checked by value, not decided on",
+          "[rewrite][recogniser][nearest_conv][inexact]") {
+  auto original = resize_conv_model("  scales = Constant <value = float[4] {1, 1, 2, 2}> ()\n  W = Sigmoid (W0)", "X, , scales");
+  auto& g = *original.mutable_graph();
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    if (g.initializer(i).name() == "W") g.mutable_initializer(i)->set_name("W0");
+  }
+  REQUIRE(checker_error(original).empty());
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK(out.result.rewritten == 1);
+  CHECK(count_ops(out.model.graph(), "Sigmoid") == 0);
+  // The test's executor has no Sigmoid: the original with W = 1 / (1 + exp(-W0)) written out is the reference.
+  auto reference = resize_conv_model("  scales = Constant <value = float[4] {1, 1, 2, 2}> ()", "X, , scales");
+  for (auto& init : *reference.mutable_graph()->mutable_initializer()) {
+    if (init.name() != "W") continue;
+    auto w0 = onnx_io::to_doubles(init);  // the same seed wrote W0 in the original
+    REQUIRE(w0.ok());
+    for (double& v : *w0) v = 1.0 / (1.0 + std::exp(-v));
+    init = onnx_io::make_tensor("W", onnx::TensorProto::FLOAT, {8, 1, 3, 3}, *w0, true);
+  }
+  CHECK(output_diff(reference, out.model, {{"X", random_tensor4(1, 8, 4, 4, 43)}}, "Y", {1, 8, 8, 8}) < 1e-5);
+  // A weight whose dims are computed through Sigmoid is another matter: its kernel size decides the geometry.
+  auto reshaped = resize_conv_model(R"(
+  scales = Constant <value = float[4] {1, 1, 2, 2}> ()
+  zero = Constant <value = float[4] {0, 0, 0, 0}> ()
+  half = Sigmoid (zero)
+  k = Constant <value = float[4] {16, 2, 6, 6}> ()
+  dk = Mul (half, k)
+  dc = Ceil (dk)
+  dims = Cast <to = 7> (dc)
+  W = Reshape (W0, dims))",
+                                    "X, , scales");
+  set_random_initializer(*reshaped.mutable_graph(), "W0", onnx::TensorProto::FLOAT, {72}, 44);
+  auto& inits = *reshaped.mutable_graph()->mutable_initializer();
+  inits.erase(std::remove_if(inits.begin(), inits.end(), [](const onnx::TensorProto& t) { return t.name() == "W"; }), inits.end());
+  REQUIRE(checker_error(reshaped).empty());
+  require_upsampler_kept(reshaped, "nearest_conv", "computed through Sigmoid");
 }
