@@ -1,7 +1,11 @@
 #include "core/text.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 
 namespace dwdeconv::core {
 namespace {
@@ -91,6 +95,25 @@ std::string well_formed_utf8(std::string_view s) {
     }
   }
   return out;
+}
+
+std::string shortest_number(double v) {
+  char buf[40];
+  const double magnitude = std::fabs(v);
+  if (!(magnitude >= std::numeric_limits<float>::denorm_min() && magnitude <= std::numeric_limits<float>::max())) {
+    std::snprintf(buf, sizeof buf, "%g", v);  // inf, nan, 0, and doubles no float holds (a weight that overflows)
+    return buf;
+  }
+  const auto f = static_cast<float>(v);
+  int digits = 1;
+  for (; digits < 9; ++digits) {  // 9 significant digits read back as any float
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  // %g writes 120000 as 1.2e+05 at 2 digits: a whole number below 10^9 is shown with all its integer digits.
+  if (magnitude >= 1 && magnitude < 1e9) digits = std::max(digits, static_cast<int>(std::floor(std::log10(magnitude))) + 1);
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
 }
 
 }  // namespace dwdeconv::core

@@ -29,4 +29,9 @@ size_t utf8_sequence_length(std::string_view s, size_t i);
 // whatever bytes a model's names hold (the report, the plan's quoting).
 std::string well_formed_utf8(std::string_view s);
 
+// `v` as the float it is (a scale, a gain, a weight), in as few significant digits as read back as that float: a scale
+// of 2.0000002 (the float after 2) is not shown as 2, as %g showed it. Whole numbers below 10^9 keep all their integer
+// digits (120000, not 1.2e+05); a value no float holds (a weight that overflows float), inf and nan as %g shows them.
+std::string shortest_number(double v);
+
 }  // namespace dwdeconv::core

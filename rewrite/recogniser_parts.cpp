@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/text.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
 
@@ -29,11 +30,7 @@ std::string join(const std::vector<int64_t>& v) {
   return "[" + s + "]";
 }
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+std::string number(double v) { return core::shortest_number(v); }
 
 std::optional<int64_t> known_dim(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name, int64_t axis) {
   const auto* type = types.find(scope.index, name);

@@ -28,6 +28,7 @@ bool default_domain(const onnx::NodeProto& node);
 const onnx::NodeProto* producer(const GraphScope& scope, const std::string& name, const std::string& op);
 
 std::string join(const std::vector<int64_t>& v);
+// `v` as core::shortest_number spells it: a scale of 2.0000002 is not shown as 2.
 std::string number(double v);
 
 // The known extent of dim `axis` of `name` in `scope`, if shape inference knows it.

@@ -8,6 +8,7 @@
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
+#include "rewrite/recogniser_parts.h"
 #include "upsampler_fixtures.h"
 
 using namespace dwdeconv;
@@ -311,4 +312,21 @@ TEST_CASE("a Conv weight computed through Sigmoid is still folded: weights are c
   inits.erase(std::remove_if(inits.begin(), inits.end(), [](const onnx::TensorProto& t) { return t.name() == "W"; }), inits.end());
   REQUIRE(checker_error(reshaped).empty());
   require_upsampler_kept(reshaped, "nearest_conv", "computed through Sigmoid");
+}
+
+TEST_CASE("a kept Resize's reason prints a scale as the float it is: 2.0000002 is not 2", "[rewrite][recogniser][nearest_conv]") {
+  // 2.0000002 is the float after 2 (2 + 2^-22); %g printed it as 2, a reason that contradicts itself.
+  const auto original = resize_conv_model("  scales = Constant <value = float[4] {1, 1, 2.0000002, 2.0000002}> ()", "X, , scales");
+  require_upsampler_kept(original, "nearest_conv", "Resize scales are not [1,1,s,s] with an integer s >= 2 (1,1,2.0000002,2.0000002)");
+  // Values print as the float they are, in as few digits as read back as that float.
+  CHECK(rewrite::parts::number(2.0) == "2");
+  CHECK(rewrite::parts::number(static_cast<double>(2.0000002f)) == "2.0000002");
+  CHECK(rewrite::parts::number(static_cast<double>(0.1f)) == "0.1");
+  CHECK(rewrite::parts::number(1.5e-30) == "1.5e-30");
+  CHECK(rewrite::parts::number(7.0 / 3.0) == "2.3333333");  // a sizes / dims factor
+  CHECK(rewrite::parts::number(120000) == "120000");
+  CHECK(rewrite::parts::number(0x1p25) == "33554432");
+  CHECK(rewrite::parts::number(-0.5) == "-0.5");
+  CHECK(rewrite::parts::number(4e38) == "4e+38");  // beyond float: %g's six digits
+  CHECK(rewrite::parts::number(0.0) == "0");
 }
