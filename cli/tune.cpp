@@ -15,8 +15,39 @@
 namespace dwdeconv::cli {
 namespace {
 
-// The region cut out as a model: its nodes in graph order, the Constant nodes and initializers they read, its input
-// as the graph input at its static shape and its output as the graph output. Errors say why it cannot stand alone.
+// The nodes outside the region that compute what its nodes read from constants only (torch's `Identity` of a weight two
+// layers share, a Constant), closed upstream; an error naming the first tensor they read that is computed from the
+// model's data instead, which the region cannot stand alone without.
+core::Result<std::set<const onnx::NodeProto*>> constant_feeders(const onnx::GraphProto& graph, const UpsamplerRegion& region,
+                                                                std::set<std::string> read) {
+  std::map<std::string, const onnx::NodeProto*> producer;
+  for (const auto& n : graph.node()) {
+    for (const auto& o : n.output()) producer[o] = &n;
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) initializers.insert(t.name());
+  std::set<const onnx::NodeProto*> members(region.original_nodes.begin(), region.original_nodes.end()), feeders;
+  std::vector<std::string> pending(read.begin(), read.end());
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    if (name.empty() || name == region.input) continue;
+    const auto it = producer.find(name);
+    if (it == producer.end()) {
+      if (initializers.count(name) != 0) continue;
+      return core::Error{core::ErrorKind::kCheckFailed, "it reads '" + core::printable(name) + "', a graph input other than its own input"};
+    }
+    if (members.count(it->second) != 0 || !feeders.insert(it->second).second) continue;
+    for (const auto& in : it->second->input()) {
+      if (read.insert(in).second) pending.push_back(in);
+    }
+  }
+  return feeders;
+}
+
+// The region cut out as a model: its nodes in graph order, the nodes and initializers that compute what they read from
+// constants, its input as the graph input at its static shape and its output as the graph output. Errors say why it
+// cannot stand alone.
 core::Result<onnx::ModelProto> cut_out(const onnx::ModelProto& original, const UpsamplerRegion& region) {
   if (region.input.empty() || !region.input_type || !region.input_type->tensor_type().has_shape()) {
     return core::Error{core::ErrorKind::kCheckFailed, "the input's shape is not known"};
@@ -27,6 +58,9 @@ core::Result<onnx::ModelProto> cut_out(const onnx::ModelProto& original, const U
   std::set<const onnx::NodeProto*> members(region.original_nodes.begin(), region.original_nodes.end());
   std::set<std::string> read;
   for (const auto* n : region.original_nodes) read.insert(n->input().begin(), n->input().end());
+  auto feeders = constant_feeders(original.graph(), region, read);
+  if (!feeders) return feeders.error();
+  for (const auto* n : *feeders) read.insert(n->input().begin(), n->input().end());
   onnx::ModelProto mini;
   mini.set_ir_version(original.ir_version());
   *mini.mutable_opset_import() = original.opset_import();
@@ -34,8 +68,7 @@ core::Result<onnx::ModelProto> cut_out(const onnx::ModelProto& original, const U
   auto* g = mini.mutable_graph();
   g->set_name("tune");
   for (const auto& n : original.graph().node()) {
-    const bool constant = n.op_type() == "Constant" && n.output_size() == 1 && read.count(n.output(0));
-    if (members.count(&n) || constant) *g->add_node() = n;
+    if (members.count(&n) || feeders->count(&n)) *g->add_node() = n;
   }
   for (const auto& t : original.graph().initializer()) {
     if (read.count(t.name())) *g->add_initializer() = t;

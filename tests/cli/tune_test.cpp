@@ -105,4 +105,36 @@ TEST_CASE("the second rewrite of --tune keeps a zero_insertion fold it measured 
   }
 }
 
+TEST_CASE("--tune cuts out an upsampler whose weight a shared-weight Identity passes on, and times it", "[cli][tune]") {
+  // torch writes `Wd_shared = Identity(Wd)` when two layers share one weight: 'up2' reads the Identity's output, which
+  // the cut-out region must define too (it said "tensor 'Wd_shared' is read but never defined" and kept 'up2').
+  auto original = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,6,6] X) => (float[1,4,24,24] Y) {
+  a = ConvTranspose <group = 4, strides = [2, 2], pads = [1, 1, 1, 1], kernel_shape = [4, 4]> (X, Wd)
+  Wd_shared = Identity (Wd)
+  Y = ConvTranspose <group = 4, strides = [2, 2], pads = [1, 1, 1, 1], kernel_shape = [4, 4]> (a, Wd_shared)
+})");
+  set_random_initializer(*original.mutable_graph(), "Wd", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 32);
+  name_node(original, "a", "up1");
+  name_node(original, "Y", "up2");
+  rewrite::RewriteOptions ro;
+  auto rewritten = original;
+  auto first = rewrite::rewrite_model(rewritten, ro);
+  REQUIRE(first.ok());
+  REQUIRE(first->rewritten == 2);
+  cli::Options opt;
+  opt.runs = 1;
+  cli::RuntimeInfo where;
+  auto figures = cli::tune_upsamplers(original, rewritten, *first, ro, opt, {}, where);
+  REQUIRE(figures.ok());
+  REQUIRE(figures->size() == 2);
+  for (const auto& f : *figures) {
+    CAPTURE(f.name, f.not_timed);
+    CHECK(f.not_timed.empty());
+    CHECK(f.input_shape == (f.name == "up1" ? "1x4x6x6" : "1x4x12x12"));
+    CHECK(f.original_ms > 0);
+    CHECK(f.rewritten_ms > 0);
+  }
+}
+
 }  // namespace dwdeconv::test
