@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "onnx_io/shapes.h"
+#include "rewrite/shape_propagation.h"
 #include "run_internal.h"
 #include "runtime_check/graph_match.h"
 #include "runtime_check/tensor_io.h"
@@ -41,6 +42,32 @@ void add_recorded_regions(const onnx::ModelProto& original, const onnx::ModelPro
   }
 }
 
+// Per-node mode's sizes for two files the tool did not write (--compare), where no region was recorded: the input dims of
+// every main-graph node, as the rewrite computes them at the graph inputs' dims (rewrite/shape_propagation.h), so that
+// a region whose input libonnx's inference does not reach is sized from the dims the user gave, not asked for.
+void add_computed_shapes(const onnx::ModelProto& original, runtime_check::VerifyOptions& vo) {
+  onnx::ModelProto skeleton = onnx_io::skeleton_copy(original);
+  for (auto& in : *skeleton.mutable_graph()->mutable_input()) {
+    std::vector<int64_t> dims;
+    if (const auto given = vo.input_shapes.find(in.name()); given != vo.input_shapes.end()) dims = given->second;
+    for (const auto& t : vo.inputs) {
+      if (t.name == in.name()) dims = t.tensor.dims;
+    }
+    if (dims.empty() || !in.type().has_tensor_type()) continue;
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  }
+  const auto propagated = rewrite::propagate_types(skeleton);
+  for (const auto& node : original.graph().node()) {
+    for (const auto& name : node.input()) {
+      const auto* type = propagated.types.find(0, name);
+      if (type == nullptr || vo.region_shapes.count(name) != 0) continue;
+      if (auto dims = onnx_io::known_dims(*type); !dims.empty()) vo.region_shapes[name] = std::move(dims);
+    }
+  }
+}
+
 void clear_progress(const RuntimeSetup& setup) {
   if (setup.status) setup.status->clear();
 }
@@ -60,7 +87,11 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   vo.threads = opt.threads;
   vo.tolerances = {opt.atol, opt.rtol};
   vo.progress = setup.progress ? setup.progress : log.callback();
-  if (record != nullptr) add_recorded_regions(original, rewritten, *record, vo);
+  if (record != nullptr) {
+    add_recorded_regions(original, rewritten, *record, vo);
+  } else {
+    add_computed_shapes(original, vo);
+  }
   auto result = runtime_check::verify_models(original, rewritten, vo);
   clear_progress(setup);
   if (!result) return result;  // the caller's failure ends the phase as failed

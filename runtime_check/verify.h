@@ -38,8 +38,9 @@ struct VerifyOptions {
   // mode checks these regions, confirmed by matching the graphs. Unset for two files the tool did not write
   // (--compare): the regions are then found by matching the graphs alone.
   std::optional<std::vector<core::ReplacedRegion>> regions;
-  // Each recorded region's input dims as the rewrite computed them (rewrite/shape_propagation.h, at the graph inputs'
-  // dims): per-node mode sizes a region with them where libonnx's inference does not know its input.
+  // Each recorded region's input dims (for --compare, every main-graph node's) as the rewrite computed them
+  // (rewrite/shape_propagation.h, at the graph inputs' dims): per-node mode sizes a region with them where libonnx's
+  // inference does not know its input.
   std::map<std::string, std::vector<int64_t>> region_shapes;
 };
 

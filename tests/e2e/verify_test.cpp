@@ -589,3 +589,39 @@ TEST_CASE(
   CHECK(max_abs_error("1") == first);
   CHECK(max_abs_error("2") != first);
 }
+
+TEST_CASE("compare per node sizes an upsampler's input from the given graph-input dims, asking for no inner tensor", "[e2e][verify]") {
+  // Elu is not in the executor, so --compare checks per node. The upsampler reads Reshape(e, shape) with a shape
+  // computed through Div, which libonnx's inference does not follow: it asked for "--input-shape r=NxCxHxW" although
+  // --input-shape had given X, which fixes r (the tool's own shape propagation computes [1,4,6,6]).
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    elu_reshape (float[1,4,H,W] X) => (float[1,4,OH,OW] Y) {
+      e = Elu (X)
+      sh = Shape (e)
+      shf = Cast <to = 1> (sh)
+      one = Constant <value = float[4] {1, 1, 1, 1}> ()
+      shd = Div (shf, one)
+      shi = Cast <to = 7> (shd)
+      r = Reshape (e, shi)
+      Y = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (r, W)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 14);
+  name_node(m, "Y", "up1");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", report = dir.path / "r.json";
+  save(m, in);
+  REQUIRE(run_cli(in.string() + " -o " + out.string() + " --target xnnpack", dir).exit_code == 0);
+  REQUIRE(count_ops(load(out), "ConvTranspose") == 0);
+
+  const auto r = run_cli(in.string() + " --compare " + out.string() + " --input-shape X:1,4,6,6 --report " + report.string(), dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Catch::Contains("--input-shape r="));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(json, Catch::Contains("Elu"));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+  CHECK_THAT(json, Catch::Contains("\"compared\": 576"));  // Y [1,4,12,12]: the upsampler ran at X's 6x6
+  CHECK_THAT(r.err, Catch::Contains("ConvTranspose 'up1' on input 1x4x6x6"));
+}
