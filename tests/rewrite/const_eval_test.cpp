@@ -4,6 +4,7 @@
 
 #include "onnx_io/shapes.h"
 #include "rewrite/const_eval.h"
+#include "rewrite/shape_propagation.h"
 #include "upsampler_fixtures.h"
 
 using namespace dwdeconv;
@@ -358,4 +359,30 @@ TEST_CASE("const eval flags dims computed from an inexact value, not dims that o
   auto as_weight = fold_flagged(body, "decided", /*weight=*/true);
   REQUIRE_FALSE(as_weight);
   CHECK_THAT(as_weight.error().message, Catch::Contains("the dims of 'decided' are computed through Sigmoid producing 'hg'"));
+}
+
+TEST_CASE("shape propagation folds no size computed through Sigmoid: a Resize's output stays unknown, not the folder's 8x8",
+          "[rewrite][const_eval][inexact]") {
+  // floor(Sigmoid(0.5) * 12.852245) is 8 for this tool's Sigmoid and 7 for ONNX Runtime's (see recognisers_test.cpp).
+  const auto model = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,4,4] X) => (float[1,8,OH,OW] Y) {
+  c = Constant <value = float[2] {0.5, 0.5}> ()
+  k = Constant <value = float[2] {12.852245330810547, 12.852245330810547}> ()
+  nc = Constant <value = int64[2] {1, 8}> ()
+  g = Sigmoid (c)
+  gk = Mul (g, k)
+  fl = Floor (gk)
+  hw = Cast <to = 7> (fl)
+  sizes = Concat <axis = 0> (nc, hw)
+  Y = Resize <mode = "nearest"> (X, , , sizes)
+  exact_sizes = Constant <value = int64[4] {1, 8, 8, 8}> ()
+  Z = Resize <mode = "nearest"> (X, , , exact_sizes)
+})");
+  const auto propagated = rewrite::propagate_types(model);
+  const auto dims = [&](const std::string& name) {
+    const auto* type = propagated.types.find(0, name);
+    return type != nullptr ? onnx_io::known_dims(*type) : std::vector<int64_t>{};
+  };
+  CHECK(dims("Y").empty());                              // not [1,8,8,8]: runtimes disagree on it
+  CHECK(dims("Z") == std::vector<int64_t>{1, 8, 8, 8});  // the same Resize with literal sizes is known
 }
