@@ -122,51 +122,20 @@ bool rounds_alike(const onnx::NodeProto& node, const ops::Tensor& output) {
 // Whether the values of input `k` of `op` decide its output's dims (a Reshape's shape, a Slice's bounds), as opposed
 // to being carried into its elements only. Unlisted ops: every input, the safe answer.
 bool values_decide_dims(const std::string& op, int k) {
-  static const std::set<std::string> elementwise = {"Identity",
-                                                    "Relu",
-                                                    "LeakyRelu",
-                                                    "Sigmoid",
-                                                    "Tanh",
-                                                    "Neg",
-                                                    "Sqrt",
-                                                    "Erf",
-                                                    "Exp",
-                                                    "Floor",
-                                                    "Ceil",
-                                                    "Log",
-                                                    "HardSigmoid",
-                                                    "HardSwish",
-                                                    "PRelu",
-                                                    "Clip",
-                                                    "Add",
-                                                    "Sub",
-                                                    "Mul",
-                                                    "Div",
-                                                    "Pow",
-                                                    "Equal",
-                                                    "Where",
-                                                    "Cast",
-                                                    "Flatten",
-                                                    "Transpose",
-                                                    "Concat",
-                                                    "Gather",
-                                                    "DepthToSpace",
-                                                    "ScatterND",
-                                                    "Conv",
-                                                    "ConvTranspose",
-                                                    "MaxPool",
-                                                    "AveragePool",
-                                                    "GlobalAveragePool",
-                                                    "MatMul",
-                                                    "Gemm",
-                                                    "BatchNormalization",
-                                                    "InstanceNormalization",
-                                                    "Softmax",
-                                                    "LogSoftmax",
-                                                    "ArgMax"};
+  // Elementwise ops, and ops whose output dims follow from their inputs' dims and attributes alone.
+  static const std::set<std::string> unary = {"Identity", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Neg",         "Sqrt",
+                                              "Erf",      "Exp",  "Floor",     "Ceil",    "Log",  "HardSigmoid", "HardSwish"};
+  static const std::set<std::string> elementwise = {"PRelu", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Where", "Cast"};
+  static const std::set<std::string> dims_from_dims = {"Flatten",     "Transpose",          "Concat",
+                                                       "Gather",      "DepthToSpace",       "ScatterND",
+                                                       "Conv",        "ConvTranspose",      "MaxPool",
+                                                       "AveragePool", "GlobalAveragePool",  "MatMul",
+                                                       "Gemm",        "BatchNormalization", "InstanceNormalization",
+                                                       "Softmax",     "LogSoftmax",         "ArgMax"};
+  // Ops whose input 0 carries the elements and whose later inputs (shape, repeats, axes, bounds, pads, sizes) set dims.
   static const std::set<std::string> shaped_by_parameters = {"Reshape", "Expand", "Tile",     "Squeeze",    "Unsqueeze", "Slice",    "Pad",
                                                              "Split",   "Resize", "Upsample", "ReduceMean", "ReduceSum", "ReduceMax"};
-  if (elementwise.count(op) != 0) return false;
+  if (unary.count(op) != 0 || elementwise.count(op) != 0 || dims_from_dims.count(op) != 0) return false;
   if (shaped_by_parameters.count(op) != 0) return k >= 1;
   return true;  // ConstantOfShape, Range, and any op added to the table later
 }
