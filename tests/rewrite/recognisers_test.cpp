@@ -330,3 +330,29 @@ TEST_CASE("a kept Resize's reason prints a scale as the float it is: 2.0000002 i
   CHECK(rewrite::parts::number(4e38) == "4e+38");  // beyond float: %g's six digits
   CHECK(rewrite::parts::number(0.0) == "0");
 }
+
+TEST_CASE("a dense ConvTranspose depthwise only by its weight's zeros is kept when that weight is computed through Sigmoid",
+          "[rewrite][recogniser][inexact]") {
+  // Wc = Sigmoid(W0) * D with D zero off the channel diagonal: depthwise in value as folded here; whether a runtime's
+  // Sigmoid keeps those elements zero is not this tool's to know, so the group-1 node is not read as depthwise.
+  auto model = [](const std::string& weight) {
+    auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,3,5,5] X) => (float[1,3,10,10] Y) {
+  )" + weight + R"(
+  Y = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], kernel_shape = [4, 4]> (X, Wc)
+})");
+    auto& g = *m.mutable_graph();
+    set_random_initializer(g, "W0", onnx::TensorProto::FLOAT, {3, 3, 4, 4}, 45);
+    std::vector<double> d(3 * 3 * 16, 0.0);
+    for (int c = 0; c < 3; ++c) std::fill_n(d.begin() + (c * 3 + c) * 16, 16, 1.0);
+    *g.add_initializer() = onnx_io::make_tensor("D", onnx::TensorProto::FLOAT, {3, 3, 4, 4}, d, true);
+    name_node(m, "Y", "up1");
+    return m;
+  };
+  const auto exact = rewrite_copy(model("Wc = Mul (W0, D)"));  // the same zeros, computed exactly: depthwise in value
+  REQUIRE(exact.result.nodes.size() == 1);
+  CAPTURE(exact.result.nodes[0].reason);
+  CHECK(exact.result.rewritten == 1);
+  require_upsampler_kept(model("Ws = Sigmoid (W0)\n  Wc = Mul (Ws, D)"), "conv_transpose",
+                         "depthwise only in value, and its weight is computed through Sigmoid producing 'Ws'");
+}
