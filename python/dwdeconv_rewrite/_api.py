@@ -642,7 +642,10 @@ def compare(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_sp
     if not isinstance(runtime, str) or not runtime:
         raise _usage("runtime: expected a runtime name such as 'xnnpack', 'ort', 'litert' or 'executorch'")
     options = []
-    if runtime != BUILTIN_RUNTIME:
+    # The binary takes any case and the targets' aliases (tflite, onnxruntime) and refuses a name it does not know
+    # with its list: the name goes to it as given. Only whether it is the executor (which takes no --python) is
+    # decided here, in the binary's terms: without regard to case.
+    if runtime.lower() != BUILTIN_RUNTIME:
         options += ["--verify", "--runtime=" + runtime, "--python=" + os.fspath(python or sys.executable)]
     elif python is not None:
         raise _usage("python: only a runtime other than the built-in 'xnnpack' runs in Python")

@@ -90,7 +90,26 @@ def environment(**values):
                 os.environ[k] = v
 
 
-class RewriteTest(unittest.TestCase):
+def op_types(model):
+    """The op types of `model` (bytes or a ModelProto) in node order; None without the onnx package."""
+    if onnx is None:
+        return None
+    return [n.op_type for n in (model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(model)).graph.node]
+
+
+class RewrittenStructure:
+    def assert_rewritten_migan(self, model):
+        """`model` is MIGAN rewritten for the default target: not the input, every ConvTranspose gone, one
+        DepthToSpace join per upsampler (8), as examples/make_examples.cpp builds it and the default target rewrites."""
+        same = (model if isinstance(model, bytes) else model.SerializeToString()) == MIGAN.read_bytes()
+        self.assertFalse(same, "the model is the input, unchanged")
+        ops = op_types(model)
+        if ops is not None:
+            self.assertEqual(op_types(MIGAN.read_bytes()).count("ConvTranspose"), 8)
+            self.assertEqual((ops.count("ConvTranspose"), ops.count("DepthToSpace")), (0, 8), ops)
+
+
+class RewriteTest(unittest.TestCase, RewrittenStructure):
     def test_a_path_gives_bytes_without_onnx_and_the_report_as_a_dict(self):
         with without_onnx():
             r = dwdeconv_rewrite.rewrite(str(MIGAN))
@@ -113,6 +132,7 @@ class RewriteTest(unittest.TestCase):
         self.assertEqual(from_bytes.model, from_path.model)
         self.assertEqual(from_memoryview.model, from_path.model)
         self.assertEqual(from_bytes.rewritten, 8)
+        self.assert_rewritten_migan(from_path.model)
 
     def test_verify_and_input_shapes_reach_the_binary(self):
         with without_onnx():
@@ -219,10 +239,13 @@ class RewriteTest(unittest.TestCase):
         self.assertEqual(r.model.SerializeToString(), dwdeconv_rewrite.rewrite(str(MIGAN)).model.SerializeToString())
 
 
-class CompareTest(unittest.TestCase):
+class CompareTest(unittest.TestCase, RewrittenStructure):
     def test_a_rewrite_passes_against_its_original(self):
         with without_onnx():
             r = dwdeconv_rewrite.rewrite(MIGAN)
+            # What was compared is a rewrite: compare(MIGAN, MIGAN) passes too, so a rewrite() that handed back its
+            # input would pass the rest of this test.
+            self.assert_rewritten_migan(r.model)
             checked = dwdeconv_rewrite.compare(MIGAN, r)
             self.assertTrue(checked.passed)
             self.assertTrue(checked)
@@ -230,6 +253,42 @@ class CompareTest(unittest.TestCase):
             self.assertEqual(checked.report["verify"]["mode"], "whole-model")
             timed = dwdeconv_rewrite.compare(str(MIGAN), r.model, bench=True, args=["--runs", "2"])
             self.assertGreater(timed.speedup, 0)
+
+    def test_the_runtime_is_spelled_as_on_the_command_line(self):
+        # --runtime takes any case and the aliases tflite and onnxruntime; compare() took only the lower-case
+        # "xnnpack" for the executor, so "XNNPACK" went to the binary with --python, which refused it (exit 2).
+        with without_onnx():
+            r = dwdeconv_rewrite.rewrite(MIGAN)
+            for spelling in ("XNNPACK", "XnnPack"):
+                with self.subTest(runtime=spelling):
+                    checked = dwdeconv_rewrite.compare(MIGAN, r, runtime=spelling)
+                    self.assertTrue(checked.passed, checked.log)
+                    self.assertEqual(checked.report["verify"]["mode"], "whole-model")
+                    self.assertEqual((checked.report["runtime"]["name"], checked.report["runtime"]["python"]),
+                                     ("xnnpack", None))
+                    with self.assertRaises(DwdeconvError) as e:
+                        dwdeconv_rewrite.compare(MIGAN, r, runtime=spelling, python=sys.executable)
+                    self.assertEqual(e.exception.exit_code, 2)
+                    self.assertIn("python: only a runtime other than the built-in 'xnnpack' runs in Python",
+                                  e.exception.message)
+            # The Python runtimes in any case and by alias reach that runtime: with an interpreter without its
+            # packages (-S: no site-packages) the binary names the runtime's missing packages (exit 2), never an
+            # unknown runtime or a --python refusal.
+            with tempfile.TemporaryDirectory() as tmp:
+                bare = Path(tmp) / "bare-python"
+                bare.write_text("#!/bin/sh\nexec '%s' -S \"$@\"\n" % sys.executable)
+                bare.chmod(0o755)
+                for spelling, runtime, package in (("ORT", "ort", "onnxruntime"), ("OnnxRuntime", "ort", "onnxruntime"),
+                                                   ("onnxruntime", "ort", "onnxruntime"), ("TFLite", "litert", "onnx2tf"),
+                                                   ("tflite", "litert", "onnx2tf"), ("LiteRT", "litert", "onnx2tf"),
+                                                   ("ExecuTorch", "executorch", "executorch")):
+                    with self.subTest(runtime=spelling), self.assertRaises(DwdeconvError) as e:
+                        dwdeconv_rewrite.compare(MIGAN, r, runtime=spelling, python=str(bare))
+                    self.assertEqual(e.exception.exit_code, 2, e.exception.message)
+                    self.assertTrue(e.exception.message.startswith("--runtime %s: the Python interpreter '%s'"
+                                                                   % (runtime, bare)), e.exception.message)
+                    self.assertIn("lacks", e.exception.message)
+                    self.assertIn(package, e.exception.message)
 
     def test_a_different_model_fails_and_an_unreadable_one_raises(self):
         with without_onnx():
