@@ -94,22 +94,30 @@ class ActionScriptTest(ActionScriptCase):
         self.assertEqual(self.run_action({"INPUT_MODELS": "m.onnx", "INPUT_MIN_SPEEDUP": "fast"})[0], 2)
 
     def test_the_speed_gate_compares_each_rewrite_on_the_runtime(self):
-        # A stand-in tool: rewrites through the real binary, and answers --compare ... --min-speedup as the --runtime
-        # issue's CLI does (a report with bench.speedup; exit 1 below the minimum), with a speedup of 1.5.
+        # A stand-in tool: rewrites through the real binary, and answers --compare ... --min-speedup as the binary does
+        # (a report with bench.speedup; exit 1 below the minimum), with an answer that depends on what it is given:
+        # the comparison itself is the real binary's (a rewritten side that is not a rewrite of the original fails
+        # it), and the speedup is the one `speedups` sets for the original model's file name (1.5 unless set). A
+        # stand-in answering 1.5x to every call passed a gate that ignored it, or that showed another model's figure.
         stub = self.work / "stub-tool"
+        speedups = self.work / "speedups.json"
         stub.write_text(textwrap.dedent("""\
             #!%s
-            import json, os, sys
+            import json, os, subprocess, sys
             args = sys.argv[1:]
             if "--compare" not in args:
                 os.execv(%r, [%r] + args)
+            original, rewritten = args[0], args[args.index("--compare") + 1]
+            verified = subprocess.run([%r, original, "--compare", rewritten, "-q"]).returncode == 0
+            speedup = json.load(open(%r)).get(os.path.basename(original), 1.5) if os.path.exists(%r) else 1.5
             gate = [float(a.split("=", 1)[1]) for a in args if a.startswith("--min-speedup=")]
-            passed = not gate or 1.5 >= gate[0]
+            passed = verified and (not gate or speedup >= gate[0])
+            error = None if passed else "verification failed" if not verified else "speedup %%.2fx below %%s" %% (speedup, gate[0])
             with open(args[args.index("--report") + 1], "w") as f:
-                json.dump({"exit_code": 0 if passed else 1, "error": None if passed else "speedup 1.50x below %%s" %% gate[0],
-                           "bench": {"speedup": 1.5}, "argv": args}, f)
+                json.dump({"exit_code": 0 if passed else 1, "error": error, "bench": {"speedup": speedup},
+                           "verify": {"passed": verified}, "argv": args}, f)
             sys.exit(0 if passed else 1)
-            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"])))
+            """ % ((sys.executable,) + (os.environ["DWDECONV_REWRITE"],) * 3 + (str(speedups),) * 2)))
         stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
         env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx"}
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_RUNTIME="litert"))
@@ -152,6 +160,27 @@ class ActionScriptTest(ActionScriptCase):
             self.assertIn(option, argv)
         self.assertIn("speed gate (min-speedup 1.2) on litert at int8, 2 threads, the runtime of --target litert.",
                       (self.work / "gh-summary").read_text())
+        # Two models in one run, each gated on its own figure: the one at 1.1x fails min-speedup 1.2 and loses its
+        # output; the one at 1.3x passes and keeps it; the summary shows each model's own figure and verdict.
+        shutil.copy(self.work / "models/nested/migan_tiny_deconv.onnx", self.work / "models/nested/slow.onnx")
+        speedups.write_text(json.dumps({"migan_tiny_deconv.onnx": 1.3, "slow.onnx": 1.1}))
+        (self.work / "gh-summary").unlink()
+        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2",
+                                                 INPUT_MODELS="models/nested/migan_tiny_deconv.onnx\nmodels/nested/slow.onnx"))
+        self.assertEqual(code, 1, err)
+        gated = {Path(r["input"]).name: r for r in self.report()}
+        self.assertEqual({n: (r["speed_check"]["bench"]["speedup"], r["speed_check"]["exit_code"]) for n, r in gated.items()},
+                         {"migan_tiny_deconv.onnx": (1.3, 0), "slow.onnx": (1.1, 1)})
+        self.assertIn("speed check on xnnpack: speedup 1.10x below 1.2 (speedup 1.1, minimum 1.2)", out)
+        self.assertNotIn("speedup 1.30x below", out)
+        rows = {cell_text(row[0]): row for row in summary_rows((self.work / "gh-summary").read_text())}
+        self.assertEqual(sorted(rows), ["models/nested/migan_tiny_deconv.onnx", "models/nested/slow.onnx"])
+        self.assertIn("1.30x", rows["models/nested/migan_tiny_deconv.onnx"])
+        self.assertIn("ok", rows["models/nested/migan_tiny_deconv.onnx"])
+        self.assertIn("1.10x", rows["models/nested/slow.onnx"])
+        self.assertNotIn("ok", rows["models/nested/slow.onnx"])
+        self.assertTrue(rewritten.exists())
+        self.assertFalse((self.work / "dwdeconv-rewrite-out/models/nested/slow.xnn.onnx").exists())
 
     def test_a_model_with_nothing_rewritten_is_not_timed_and_is_1x(self):
         # The output is the input: timing both measured noise, so min-speedup 1.02 passed or failed by chance (3 of
