@@ -24,6 +24,11 @@ import textwrap
 import unittest
 from pathlib import Path
 
+try:
+    import onnx
+except ImportError:
+    onnx = None
+
 from action_support import (ActionScriptCase, ActionYamlCase, EXAMPLES, SCRIPT, SOURCE, cell_text,
                             read_github_output, summary_rows, workflow_commands)
 
@@ -37,7 +42,14 @@ class ActionScriptTest(ActionScriptCase):
         self.assertEqual([r["input"] for r in report], ["models/nested/" + m.name for m in EXAMPLES])
         self.assertEqual([r["exit_code"] for r in report], [0, 0, 1])
         self.assertTrue(report[0]["verify"]["passed"])
-        self.assertTrue((self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx").is_file())
+        written = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
+        self.assertTrue(written.is_file())
+        # The output is the rewrite, not a copy of the model: MI-GAN's 8 ConvTransposes became 8 DepthToSpace joins.
+        self.assertFalse(written.read_bytes() == (self.work / "models/nested/migan_tiny_deconv.onnx").read_bytes(),
+                         "the output is a copy of the model")
+        if onnx is not None:
+            ops = [n.op_type for n in onnx.load(str(written)).graph.node]
+            self.assertEqual((ops.count("ConvTranspose"), ops.count("DepthToSpace")), (0, 8))
         self.assertFalse((self.work / "dwdeconv-rewrite-out/models/nested/upsampler_small.xnn.onnx").exists())
         self.assertIn("::error file=models/nested/upsampler_small.onnx,title=dwdeconv-rewrite::", out)
         self.assertIn("::group::models/nested/migan_tiny_deconv.onnx", out)
