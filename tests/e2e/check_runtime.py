@@ -200,6 +200,7 @@ def main():
         names_not_positions(runtime, d, tool_run, env)
         broken_package(runtime, d, src, tool_run, env)
         typed_inputs(runtime, d, tool_run)
+        symbolic_batch(runtime, d, tool, tool_run, env)
     if failures:
         print(f"{len(failures)} check(s) failed: {failures}")
         return 1
@@ -415,6 +416,78 @@ def typed_inputs(runtime, d, tool_run):
         refused = str(e)
     check("graph input 'k0' is BFLOAT16" in refused and refused.startswith("example inputs: "),
           f"onnx_inputs refuses a bfloat16 input, naming it ({refused})")
+
+
+def symbolic_batch(runtime, d, tool, tool_run, env):
+    """11. A dynamic-batch export (input and output batch a dim_param "N"), run at --input-shape x:1,...: verified and
+    gated on every runtime, through the binary and through the Action's speed gate. LiteRT's adapter read the output's
+    "N" as 0 and refused the converted model's output of batch 1 ("does not fit the ONNX model's (0, 8, 32, 32)"),
+    exit 3 on every such model, where ONNX Runtime and ExecuTorch passed. A planted weight error must still fail: the
+    batch that any length fits is not a check that anything fits."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = 8
+    rng = np.random.default_rng(11)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", group=c, kernel_shape=[4, 4],
+                            strides=[2, 2], pads=[1, 1, 1, 1])
+    graph = helper.make_graph([node], "dynamic_batch", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", c, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", c, 32, 32])],
+                              [numpy_helper.from_array(rng.uniform(-0.5, 0.5, (c, 1, 4, 4)).astype(np.float32), "w"),
+                               numpy_helper.from_array(rng.uniform(-0.1, 0.1, c).astype(np.float32), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    src, out, report = (os.path.join(d, f"dynamic-batch{k}") for k in (".onnx", ".out.onnx", ".json"))
+    onnx.save(model, src)
+    print(f"-- 11. {runtime}: a model whose batch is the dim_param N, at --input-shape x:1,{c},16,16", flush=True)
+    r = tool_run(src, "-o", out, "--target", TARGET[runtime], "--runtime", runtime, "--verify",
+                 "--input-shape", f"x:1,{c},16,16", "--report", report)
+    check(r.returncode == 0 and "verification passed" in r.stderr, f"a dim_param batch verifies on {runtime} (exit 0)")
+    rewritten = onnx.load(out) if os.path.exists(out) else onnx.ModelProto()
+    check([n.op_type for n in rewritten.graph.node].count("ConvTranspose") == 0 and len(rewritten.graph.node) > 1,
+          "the ConvTranspose was rewritten (so its phase Convs ran on the runtime)")
+    check(rewritten.graph.output and rewritten.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "N",
+          "the output keeps its batch dim_param")
+    rep = json.load(open(report)) if os.path.exists(report) else {}
+    check((rep.get("verify") or {}).get("passed") is True and rep.get("runtime", {}).get("name") == runtime,
+          f"report: verified on {runtime}")
+    if rewritten.graph.node:
+        conv = next(n for n in rewritten.graph.node if n.op_type == "Conv")
+        weight = next(t for t in rewritten.graph.initializer if t.name == conv.input[1])
+        w = numpy_helper.to_array(weight).copy()
+        w.flat[0] += 0.5
+        weight.CopyFrom(numpy_helper.from_array(w, weight.name))
+        onnx.save(rewritten, os.path.join(d, "dynamic-batch-bad.onnx"))
+        r = tool_run(src, "--compare", os.path.join(d, "dynamic-batch-bad.onnx"), "--runtime", runtime,
+                     "--input-shape", f"x:1,{c},16,16")
+        check(r.returncode == 1 and "verification FAILED" in r.stderr, "a planted weight error still fails (exit 1)")
+
+    # The Action's speed gate on the same model, its shape from a sidecar: the gate runs compare(runtime=...) on this
+    # interpreter (action/run.py's own), and a gate of 0.01x passes whatever the timing.
+    models = os.path.join(d, "dynamic-batch-models")
+    os.makedirs(models, exist_ok=True)
+    onnx.save(model, os.path.join(models, "m.onnx"))
+    with open(os.path.join(models, "m.input-shapes"), "w") as f:
+        f.write(f"x=1x{c}x16x16\n")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    module = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(source, "python")
+    aenv = {k: v for k, v in env.items() if not k.startswith(("INPUT_", "GITHUB_"))}
+    aenv.update(INPUT_MODELS="dynamic-batch-models/m.onnx", INPUT_TARGET=TARGET[runtime], INPUT_RUNTIME=runtime, INPUT_MIN_SPEEDUP="0.01",
+                INPUT_OUTPUT_DIR="dynamic-batch-action-out",
+                INPUT_REPORT=os.path.join(d, "dynamic-batch-action.json"), INPUT_ARGS="--runs 2",
+                DWDECONV_REWRITE=tool, PYTHONPATH=os.pathsep.join(filter(None, [module, env.get("PYTHONPATH")])))
+    r = subprocess.run([sys.executable, os.path.join(source, "action", "run.py")], capture_output=True, text=True,
+                       env=aenv, cwd=d)
+    print(f"$ action/run.py (min-speedup 0.01 on {runtime})\n  exit {r.returncode}\n  "
+          + (r.stdout + r.stderr).strip()[-2000:].replace("\n", "\n  "), flush=True)
+    gate = {}
+    if os.path.exists(aenv["INPUT_REPORT"]):
+        gate = (json.load(open(aenv["INPUT_REPORT"])) or {})
+    check(r.returncode == 0, f"the Action's gate on {runtime} passes a dim_param batch model (exit 0)")
+    check(os.path.exists(os.path.join(d, "dynamic-batch-action-out", "dynamic-batch-models", "m.xnn.onnx")),
+          "the Action writes its output")
+    check(f'"{runtime}"' in json.dumps(gate), f"the Action's report names {runtime}")
 
 
 # The package of each runtime that a broken install stands in for: installed (importlib finds it), failing on import.

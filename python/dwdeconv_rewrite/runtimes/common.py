@@ -229,9 +229,11 @@ def time_interleaved(a, b, budget: float, min_pairs: int, max_pairs: int, warmup
 
 
 def onnx_output_shapes(path: Path) -> dict[str, tuple]:
-    """Each graph output's declared shape, by name, in graph output order."""
+    """Each graph output's declared shape, by name, in graph output order: a dim that is not a number (a dim_param,
+    as a dynamic-batch export's "N", or no value at all) is None, which any length fits; protobuf reads it as 0."""
     model = onnx.load(str(path), load_external_data=False)
-    return {o.name: tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output}
+    return {o.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim)
+            for o in model.graph.output}
 
 
 def onnx_input_names(path: Path) -> list[str]:

@@ -413,8 +413,15 @@ def to_nhwc(x: np.ndarray, shape: tuple) -> np.ndarray:
 
 def to_nchw(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
     nchw = np.moveaxis(y, -1, 1) if y.ndim == 4 else y
-    if nchw.shape == onnx_shape:
+    if fits(nchw.shape, onnx_shape):
         return nchw
-    if y.shape == onnx_shape:
+    if fits(y.shape, onnx_shape):
         return y
-    raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {onnx_shape}")
+    shown = tuple("?" if d is None else d for d in onnx_shape)
+    raise RuntimeError(f"output of shape {y.shape} does not fit the ONNX model's {shown}")
+
+
+def fits(shape: tuple, onnx_shape: tuple) -> bool:
+    """Whether `shape` is one the ONNX model's declared `onnx_shape` allows: the same rank, and the same length on
+    every axis the model names a number for (None, a dim_param, allows any)."""
+    return len(shape) == len(onnx_shape) and all(d is None or d == n for n, d in zip(shape, onnx_shape))
