@@ -105,7 +105,7 @@ TEST_CASE("the second rewrite of --tune keeps a zero_insertion fold it measured 
   }
 }
 
-TEST_CASE("--tune cuts out an upsampler whose weight a shared-weight Identity passes on, and times it", "[cli][tune]") {
+TEST_CASE("tune: --tune cuts out an upsampler whose weight a shared-weight Identity passes on, and times it", "[cli][tune]") {
   // torch writes `Wd_shared = Identity(Wd)` when two layers share one weight: 'up2' reads the Identity's output, which
   // the cut-out region must define too (it said "tensor 'Wd_shared' is read but never defined" and kept 'up2').
   auto original = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>

@@ -264,7 +264,7 @@ TEST_CASE("the README's and docs/cli.md's sample output is what the quick start 
   }
 }
 
-TEST_CASE("--help fits in 100 columns, the man page's source included", "[e2e][newcomer]") {
+TEST_CASE("help text: --help fits in 100 columns, the man page's source included", "[e2e][newcomer]") {
   TempDir dir;
   const auto r = run_cli("--help", dir);
   REQUIRE(r.exit_code == 0);

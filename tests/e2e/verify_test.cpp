@@ -543,7 +543,7 @@ TEST_CASE("per-node verification of an upsampler whose output has no element fai
 }
 
 TEST_CASE(
-    "--atol and --rtol decide a compare, and --seed chooses its input: a difference over the defaults fails, and passes within the "
+    "compare: --atol and --rtol decide it, and --seed chooses its input: a difference over the defaults fails, and passes within the "
     "tolerance given",
     "[e2e][verify]") {
   // Y = X * k: OTHER's k is 1.001, so every output is off by 0.1% of its value. That is over float32's defaults
