@@ -379,7 +379,8 @@ void Emitter::interleave(const DeconvMatch& m, const std::string& base, const st
     const std::string name = final_node ? last_name("_interleave_w") : names_.fresh(base + row + "_interleave_w");
     const std::string out = final_node ? m.output : names_.fresh(name + "_out");
     nodes.push_back(reshape(m, name, concat_out, out, {0, 0, 0, -1}));
-    if (!final_node) add_value_info(m, out, m.outputs(), {0, 0, growth[2], 0}, sx);
+    // A row is H + q_y lines of (W + q_x) * s_x: both growths, the width's before the stride multiplies it.
+    if (!final_node) add_value_info(m, out, m.outputs(), {0, 0, growth[2], growth[3]}, sx);
     rows.push_back(out);
   }
   if (sy == 1) return;

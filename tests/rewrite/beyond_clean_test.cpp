@@ -204,6 +204,9 @@ TEST_CASE("strides that differ per axis are interleaved per axis: DeepFilterNet'
       {"strides=[1,2], kernel_shape=[1,2]", 1, 2, {1, 3, 5, 8}, 2, 1},                    // and along W
       {"strides=[2,3], pads=[1,1,1,1]", 4, 5, {1, 3, 10, 12}, 6, 3},                      // both > 1 and unequal
       {"strides=[2,1], pads=[1,1,1,1]", 4, 3, {1, 3, 10, 4}, 0, 1},                       // H only, with a 3-tap W axis
+      // Both > 1 with W a whole number of strides longer (2W+2) or shorter (2W-2): each row's value_info must carry it.
+      {"strides=[4,2], pads=[1,0,0,0], output_padding=[1,0]", 4, 4, {1, 3, 20, 10}, 8, 5},
+      {"strides=[2,3], pads=[1,3,1,2], output_padding=[0,1]", 4, 4, {1, 3, 10, 9}, 6, 3},
   }));
   CAPTURE(c.attrs);
   DeconvSpec spec;
