@@ -29,6 +29,47 @@ const std::set<KernelClass> kWide{KernelClass::k3x3, KernelClass::kOther};  // k
 const std::set<KernelClass> kOneByOne{KernelClass::k1x1};
 const char* kConvFirst = "(BENCHMARKS.md, \"nearest + 1x1 Conv: the Conv before the Resize\")";
 
+// What each rewriting rule's measurement covered. A rule rewrites inside its range only; the bounds are the rows of the
+// BENCHMARKS.md tables each rule cites, quoted here.
+
+// "nearest + 1x1 Conv: the Conv before the Resize": 32 cases, "s2 H32 16→16" ... "s3 H64 dw64": s 2 and 3, C_in 16,
+// 32, 64 and 256 (C_out 1 to 256, depthwise 64), H 32 and 64, 2-D, a 1x1 Conv. The same rows for every runtime's
+// column (ONNX Runtime 1.29x-7.1x, ExecuTorch, LiteRT 1.25x-8.8x, the executor).
+MeasuredRange one_by_one_range() {
+  return MeasuredRange{}.channels(16, 256).kernel(1, 1).stride(2, 3).rank({2}).from("the 32 cases: C_in 16-256, s 2 and 3");
+}
+
+// "nearest + 3x3 Conv on ONNX Runtime": "dense | 64 | 1.13x | 1.18x | 1.10x | 1.23x" and "dense | 256 | 1.86x | 1.86x",
+// both at s 2 (a nearest x2); "Stable Diffusion's VAE decoder": its three dense nearest x2 + 3x3 upsamplers (512, 512
+// and 256 channels) rewritten as --target xnnpack writes them (DCR, ort's join), the whole model on ONNX Runtime 1.32
+// "8.18-8.76 s (median 8.45 s)" as written, "7.49-7.53 s" rewritten.
+MeasuredRange ort_dense_nearest_range() {
+  return MeasuredRange{}.channels(64, 512).kernel(3, 3).stride(2, 2).rank({2}).from(
+      "C 64 and 256 at s 2; BENCHMARKS.md, \"Stable Diffusion's VAE decoder\": 256 and 512 channels at s 2");
+}
+
+// "Beyond clean xs: each geometry on each runtime": "s1d5 C16 H32 / H64 ... 2.16x / 2.66x", "s1d5 C64 ... 3.18x /
+// 2.43x", "s1d1 C16 ... 2.05x / 2.47x", "s1d1 C64 ... 2.63x / 2.50x": k3, stride 1, C 16 and 64, 2-D.
+MeasuredRange ort_stride_one_range() {
+  return MeasuredRange{}.channels(16, 64).kernel(3, 3).stride(1, 1).rank({2}).from("s1d5 and s1d1: k3 at C 16 and 64");
+}
+
+// The same table: "diag_k4s2 C21 ... 1.06x / 1.22x", "diag_k4s2 C64 ... 1.97x / 2.37x", "diag_k16s8 C21 ... 1.69x /
+// 1.78x": k 4 and 16, s 2 and 8, C 21 (FCN's classes) and 64, 2-D; and FCN-8s whole, "3 of 3", 1.12x.
+MeasuredRange ort_diagonal_range() {
+  return MeasuredRange{}.channels(21, 64).kernel(4, 16).stride(2, 8).rank({2}).from("diag_k4s2 at C 21 and 64, diag_k16s8 at C 21");
+}
+
+// "Zero insertion before a dense Conv (FastDepth's UpConv)": "layer C32 H32 ... 4.20x", "layer C64 H32 ... 2.31x",
+// "layer C64 H64 ... 2.59x" (a 5x5 Conv after a k2 s2 Unpool: the dense ConvTranspose k5 s2 it computes), and whole
+// models with every UpConv rewritten: "FastDepth /4 at 128 (5 of 5) ... 2.25x" (256, 128, 64, 32 and 16 input
+// channels) and "FastDepth /32 at 64, the fixture ... 1.36x" (32, 16, 8, 4 and 2).
+MeasuredRange ort_zero_insertion_range() {
+  return MeasuredRange{}.channels(2, 256).kernel(5, 5).stride(2, 2).rank({2}).from(
+      "BENCHMARKS.md, \"Zero insertion before a dense Conv (FastDepth's UpConv)\": a 5x5 Conv at s 2, layers at C 32 and "
+      "64, FastDepth's decoders of 2-256 channels whole");
+}
+
 // A nearest + 1x1 Conv is rewritten as the Conv at the low resolution, then the Resize (the nearest layout): 1/s^2 of
 // the Conv's MACs. On ExecuTorch the Resize is the portable upsample_nearest2d, which copies the Conv's output: where the
 // Conv widens the channels, that costs more than the Conv saves.
@@ -47,8 +88,9 @@ KeepRule widening_one_by_one_on_executorch(const std::string& then) {
 }
 
 KeepRule one_by_one_rewritten(const std::string& measured) {
-  return {kNearestConv, {}, kOneByOne, 0, 0, std::nullopt, true, measured + " with the 1x1 Conv moved before the Resize " + kConvFirst,
-          false};
+  return {
+      kNearestConv, {}, kOneByOne,         0, 0, std::nullopt, true, measured + " with the 1x1 Conv moved before the Resize " + kConvFirst,
+      false,        {}, one_by_one_range()};
 }
 
 const char* kOrtWhere = "on ONNX Runtime's CPU provider (AMD EPYC without AVX-512, BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")";
@@ -183,7 +225,17 @@ std::vector<Target> make_targets() {
        "ONNX Runtime's CPU execution provider",
        all,
        {one_by_one_rewritten("1.29x-7.1x on ONNX Runtime's CPU provider (AMD EPYC)"),
-        {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 64, 0, std::nullopt, true, "1.10x-1.86x " + where, false},
+        {kNearestConv,
+         {Grouping::kDense},
+         {KernelClass::k3x3},
+         64,
+         0,
+         std::nullopt,
+         true,
+         "a dense nearest + 3x3 Conv with %C input channels (>= 64) measured 1.10x-1.86x " + where,
+         false,
+         {},
+         ort_dense_nearest_range()},
         {kNearestConv,
          {Grouping::kDense},
          {KernelClass::k3x3},
@@ -221,7 +273,8 @@ std::vector<Target> make_targets() {
          true,
          std::string("a stride-1 depthwise ConvTranspose (dilated or not) measured 2.05x-3.18x as one Conv ") + kOrtReach,
          false,
-         {StrideClass::kOne}},
+         {StrideClass::kOne},
+         ort_stride_one_range()},
         {kConvTransposeForm,
          {Grouping::kDiagonal},
          {},
@@ -232,7 +285,9 @@ std::vector<Target> make_targets() {
          "a group-1 ConvTranspose zero off the channel diagonal measured 1.06x-2.37x (k4 s2) and 1.69x-1.78x (k16 s8) as "
          "the depthwise one it computes " +
              std::string(kOrtReach),
-         false},
+         false,
+         {},
+         ort_diagonal_range()},
         {kConvTransposeForm, {}, {}, 0, 0, std::nullopt, false, "every depthwise ConvTranspose layer measured 0.12x-0.94x " + where, true},
         {{Form::kZeroInsertion},
          {Grouping::kDense},
@@ -245,7 +300,9 @@ std::vector<Target> make_targets() {
                      "layer, 1.36x-2.25x per model, "
                      "as dense phase Convs ") +
              kOrtReach,
-         false},
+         false,
+         {},
+         ort_zero_insertion_range()},
         {kZeroInsertionForms,
          {},
          {},
@@ -295,10 +352,32 @@ std::vector<Target> make_targets() {
       {"executorch", "k4 s2 p1 layers (C >= 64) 5.4x-6.5x; MI-GAN-like model 1.82x"}};
   // The other names users give a runtime (onnx2tf and TFLite users say tflite).
   const std::map<std::string, std::vector<std::string>> aliases = {{"litert", {"tflite"}}, {"ort", {"onnxruntime"}}};
+  // Why each keeps a dense (group 1) ConvTranspose, in its own runtime's terms. The one measurement is the executor's
+  // (BENCHMARKS.md, "Dense ConvTranspose: why the tool keeps it": 0.88x-1.08x); no other runtime timed a dense rewrite,
+  // and each target says so rather than quote another runtime's figure as its own.
+  const std::string executor_dense =
+      "XNNPACK already runs a dense deconvolution as polyphase subconvolutions, and a polyphase rewrite measured "
+      "0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose: why the tool keeps it\")";
+  const std::map<std::string, std::string> dense = {
+      {kDefaultTarget, executor_dense + "; not measured on LiteRT, ONNX Runtime or ExecuTorch"},
+      {"xnnpack", executor_dense},
+      {"litert",
+       "a dense ConvTranspose rewrite was not measured on LiteRT (onnx2tf makes the original one TRANSPOSE_CONV, which the "
+       "XNNPACK delegate runs as XNNPACK's deconvolution: on the executor, that deconvolution against the rewrite measured "
+       "0.88x-1.08x, BENCHMARKS.md, \"Dense ConvTranspose: why the tool keeps it\")"},
+      {"ort",
+       "a dense ConvTranspose rewrite was not measured on ONNX Runtime's CPU provider, which runs the original with its own "
+       "ConvTranspose kernel and the rewrite's DepthToSpace as a general transpose that alone cost about a depthwise layer "
+       "(BENCHMARKS.md, \"ONNX Runtime (CPU provider)\")"},
+      {"executorch",
+       "a dense ConvTranspose rewrite was not measured on ExecuTorch (its XNNPACK partitioner runs the original's "
+       "conv_transpose2d as XNNPACK's deconvolution: on the executor, that deconvolution against the rewrite measured "
+       "0.88x-1.08x, BENCHMARKS.md, \"Dense ConvTranspose: why the tool keeps it\")"}};
   for (auto& target : t) {
     if (const auto it = runs_on.find(target.name); it != runs_on.end()) target.runs_on = it->second;
     if (const auto it = headline.find(target.name); it != headline.end()) target.headline = it->second;
     if (const auto it = aliases.find(target.name); it != aliases.end()) target.aliases = it->second;
+    target.dense_conv_transpose = dense.at(target.name);
   }
   return t;
 }
@@ -329,6 +408,18 @@ std::string family_text(const KeepRule& r) {
   if (r.widens) text += *r.widens ? ", C_out > C" : ", C_out <= C";
   return text;
 }
+
+// "21-64", "3", ">= 2", "<= 8", or "" for no bound.
+std::string bounds(int64_t lo, int64_t hi) {
+  if (lo > 0 && hi > 0) return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+  if (lo > 0) return ">= " + std::to_string(lo);
+  if (hi > 0) return "<= " + std::to_string(hi);
+  return "";
+}
+
+bool within(int64_t v, int64_t lo, int64_t hi) { return (lo == 0 || v >= lo) && (hi == 0 || v <= hi); }
+
+std::string kept_for(const std::string& target) { return target == kDefaultTarget ? "kept by default" : "kept for --target " + target; }
 
 }  // namespace
 
@@ -371,11 +462,53 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
                : m.groups() == m.channels && m.outputs() == m.channels ? Grouping::kDepthwise
                : m.groups() == 1                                       ? Grouping::kDense
                                                                        : Grouping::kGrouped;
-  // A nearest + Conv's equivalent ConvTranspose has k = K + s - 1 per axis; every other form keeps the written k.
-  const int64_t grow = form_info(summary.form).kernel_grows_by_stride ? m.y.stride - 1 : 0;
-  const int64_t ky = m.y.kernel - grow, kx = m.x.kernel - grow;
+  // A nearest + Conv's equivalent ConvTranspose has k = K + s - 1 on each axis (its own s); every other form keeps the
+  // written k.
+  const bool grows = form_info(summary.form).kernel_grows_by_stride;
+  const int64_t ky = m.y.kernel - (grows ? m.y.stride - 1 : 0), kx = m.x.kernel - (grows ? m.x.stride - 1 : 0);
   f.kernel = ky == 1 && kx == 1 ? KernelClass::k1x1 : ky == 3 && kx == 3 ? KernelClass::k3x3 : KernelClass::kOther;
+  // A 1-D node is matched as 2-D with a unit H axis (k 1, s 1): only its one real axis counts.
+  f.rank = m.one_d ? 1 : 2;
+  f.min_kernel = m.one_d ? kx : std::min(ky, kx);
+  f.max_kernel = m.one_d ? kx : std::max(ky, kx);
+  f.max_stride = m.one_d ? m.x.stride : std::max(m.y.stride, m.x.stride);
   return f;
+}
+
+bool MeasuredRange::covers(const Family& f) const { return outside(f).empty(); }
+
+std::string MeasuredRange::describe() const {
+  std::string text;
+  const auto add = [&text](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (const auto c = bounds(min_channels, max_channels); !c.empty()) add("C " + c);
+  if (const auto k = bounds(min_kernel, max_kernel); !k.empty()) add("k " + k);
+  if (const auto st = bounds(min_stride, max_stride); !st.empty()) add("s " + st);
+  if (!ranks.empty()) {
+    std::string r;
+    for (const int rank : ranks) r += (r.empty() ? "" : "/") + std::to_string(rank);
+    add(r + "-D");
+  }
+  return text;
+}
+
+std::string MeasuredRange::outside(const Family& f) const {
+  std::string text;
+  const auto add = [&text](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (!within(f.channels, min_channels, max_channels))
+    add("C " + std::to_string(f.channels) + " (measured " + bounds(min_channels, max_channels) + ")");
+  if (!within(f.min_kernel, min_kernel, max_kernel) || !within(f.max_kernel, min_kernel, max_kernel)) {
+    const std::string k =
+        f.min_kernel == f.max_kernel ? std::to_string(f.min_kernel) : std::to_string(f.min_kernel) + "-" + std::to_string(f.max_kernel);
+    add("k " + k + " (measured " + bounds(min_kernel, max_kernel) + ")");
+  }
+  if (!within(f.max_stride, min_stride, max_stride))
+    add("s " + std::to_string(f.max_stride) + " (measured " + bounds(min_stride, max_stride) + ")");
+  if (!ranks.empty() && ranks.count(f.rank) == 0) {
+    std::string r;
+    for (const int rank : ranks) r += (r.empty() ? "" : "/") + std::to_string(rank);
+    add(std::to_string(f.rank) + "-D (measured " + r + "-D)");
+  }
+  return text;
 }
 
 bool KeepRule::names(const Family& f) const {
@@ -388,9 +521,15 @@ bool KeepRule::names(const Family& f) const {
 std::string Target::keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const {
   const Family f = family_of(summary, match);
   const auto rule = std::find_if(rules.begin(), rules.end(), [&f](const KeepRule& r) { return r.names(f); });
-  if (rule == rules.end() || rule->rewrite) return "";
+  if (rule == rules.end()) return "";
   const std::string measured = replace_all(rule->measured, "%C", std::to_string(f.channels));
-  const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
+  const std::string kept = kept_for(name);
+  if (rule->rewrite) {
+    // A rewriting rule speaks for what it measured: outside that, the node is kept, whichever way it might go there.
+    if (!rule->range || rule->range->covers(f)) return "";
+    return "not measured for this node: " + rule->range->outside(f) + "; " + measured + ", over " + rule->range->describe() + " only (" +
+           rule->range->source + "); " + kept;
+  }
   if (!rule->cpu_dependent) return measured + "; " + kept;
   if (!cpu.avx512f) return measured + "; " + kept + " (" + cpu.describe() + ")";
   return measured + "; on this CPU (" + cpu.describe() +
@@ -406,13 +545,18 @@ std::string Target::summary() const {
   joined_by.erase(std::remove(joined_by.begin(), joined_by.end(), '`'), joined_by.end());  // Markdown in the docs, not in --help
   if (rules.empty()) return "every form, joined with " + joined_by;
   std::string keeps, rewrites;
-  for (const auto& r : rules)
-    (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + family_text(r);
+  for (const auto& r : rules) {
+    const std::string text = family_text(r) + (r.range ? " within " + r.range->describe() : "");
+    (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + text;
+  }
   const bool keeps_the_rest = !rules.back().rewrite && rules.back().forms.empty() && rules.back().groupings.empty() &&
                               rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0 &&
                               !rules.back().widens && rules.back().strides.empty();
-  if (keeps_the_rest) return "only " + rewrites + " (every other family measured slower or no faster), joined with " + joined_by;
-  return "every form but: " + keeps + "; joined with " + joined_by;
+  if (keeps_the_rest)
+    return "only " + rewrites +
+           " (each only within the range measured; every other family measured slower or was not measured), joined with " + joined_by;
+  return "every form but: " + keeps + (rewrites.empty() ? "" : "; rewrites " + rewrites + " (kept outside that measured range)") +
+         "; joined with " + joined_by;
 }
 
 std::string Target::join_note(PhaseLayout layout, int64_t opset) const {
@@ -422,11 +566,13 @@ std::string Target::join_note(PhaseLayout layout, int64_t opset) const {
 
 std::string Target::join_refusal(PhaseLayout layout, Form form) const {
   if (layout != PhaseLayout::kNearest || converts_added_resize || form_info(form).has_resize) return "";
-  const std::string kept = name == kDefaultTarget ? "kept by default" : "kept for --target " + name;
+  const std::string kept = kept_for(name);
   return "every phase computes the same, so the rewrite is one Conv and a nearest Resize, and a Resize does not pass "
          "torch.export through onnx2torch (ExecuTorch; docs/targets.md), where the original converts; " +
          kept;
 }
+
+std::string Target::dense_reason(const std::string& what) const { return what + ": " + dense_conv_transpose + "; " + kept_for(name); }
 
 std::string CpuFeatures::describe() const { return std::string("AVX-512F: ") + (avx512f ? "yes" : "no"); }
 
@@ -471,8 +617,9 @@ std::string target_names() {
 std::string rules_markdown() {
   const auto cell = [](const std::string& text) { return text.empty() ? std::string("any") : text; };
   std::string md =
-      "| target | form | grouping | kernel | strides | input channels | output channels | decision | measured |\n"
-      "|---|---|---|---|---|---|---|---|---|\n";
+      "| target | form | grouping | kernel | strides | input channels | output channels | decision | rewrites only within | measured "
+      "|\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : targets()) {
     for (const auto& r : t.rules) {
       std::string channels;
@@ -481,12 +628,13 @@ std::string rules_markdown() {
       md += "| `" + t.name + "` | " + cell(joined(r.forms, form_name, ", ")) + " | " + cell(joined(r.groupings, grouping_name, ", ")) +
             " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " + cell(joined(r.strides, stride_class_name, ", ")) + " | " +
             cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " + (r.rewrite ? "rewrite" : "keep") +
-            " | " + replace_all(r.measured, "%C", "C") + " |\n";
+            " | " + (r.range ? r.range->describe() + " (" + r.range->source + ")" : "-") + " | " + replace_all(r.measured, "%C", "C") +
+            " |\n";
     }
     if (t.rules.empty() || t.rules.back().rewrite || !t.rules.back().forms.empty() || !t.rules.back().groupings.empty() ||
         !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0 || t.rules.back().widens ||
         !t.rules.back().strides.empty()) {
-      md += "| `" + t.name + "` | any other | any | any | any | any | any | rewrite | " + t.measured + " |\n";
+      md += "| `" + t.name + "` | any other | any | any | any | any | any | rewrite | not bounded | " + t.measured + " |\n";
     }
   }
   return md;

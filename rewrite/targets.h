@@ -45,6 +45,34 @@ struct Family {
   int64_t out_channels = 0;  // output channels
   int64_t stride = 0;
   StrideClass strides = StrideClass::kSquare;
+  // The kernel as written on each spatial axis (one for a 1-D node), smallest and largest.
+  int64_t min_kernel = 0, max_kernel = 0;
+  int64_t max_stride = 0;  // the largest stride of any spatial axis
+  int rank = 2;            // spatial axes: 1 for a 1-D node (rank-3 weight), else 2
+};
+
+// What the measurement a rewriting rule follows covered: the input channels, kernels (as written, every axis),
+// strides (the largest of the node's axes) and spatial ranks of the upsamplers that were timed. A rule rewrites only
+// inside it; a node the rule names outside it is kept, with a reason saying it was not measured there. A bound of 0
+// (or no ranks) bounds nothing.
+struct MeasuredRange {
+  int64_t min_channels = 0, max_channels = 0;  // inclusive
+  int64_t min_kernel = 0, max_kernel = 0;      // inclusive
+  int64_t min_stride = 0, max_stride = 0;      // inclusive
+  std::set<int> ranks;
+  std::string source;  // the rows the bounds come from (of the section the rule's `measured` cites, unless named)
+
+  MeasuredRange& channels(int64_t lo, int64_t hi) { return min_channels = lo, max_channels = hi, *this; }
+  MeasuredRange& kernel(int64_t lo, int64_t hi) { return min_kernel = lo, max_kernel = hi, *this; }
+  MeasuredRange& stride(int64_t lo, int64_t hi) { return min_stride = lo, max_stride = hi, *this; }
+  MeasuredRange& rank(std::set<int> r) { return ranks = std::move(r), *this; }
+  MeasuredRange& from(std::string where) { return source = std::move(where), *this; }
+
+  bool covers(const Family& f) const;
+  // "C 21-64, k 4-16, s 2-8, 2-D": the bounds, as the reason, --help and docs/targets.md say them.
+  std::string describe() const;
+  // What of `f` lies outside: "C 3 (measured 21-64)"; "" when covers(f).
+  std::string outside(const Family& f) const;
 };
 
 // The family of a matched upsampler.
@@ -78,6 +106,9 @@ struct KeepRule {
   // project cannot measure; the reason says so there.
   bool cpu_dependent = false;
   std::set<StrideClass> strides;  // empty: every stride class
+  // For a rule that rewrites: what its measurement covered (each range quotes its BENCHMARKS.md rows where the table is
+  // built). A family the rule names outside it is kept, not measured there. Every rewriting rule has one.
+  std::optional<MeasuredRange> range;
 
   bool names(const Family& f) const;
 };
@@ -108,6 +139,8 @@ struct Target {
   std::string headline;
   // Other names --target takes for it, lower case (tflite for litert); names are matched without regard to case.
   std::vector<std::string> aliases;
+  // Why it keeps a dense (group 1) ConvTranspose: what was measured on its own runtime, or that nothing was.
+  std::string dense_conv_transpose;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.
@@ -120,6 +153,9 @@ struct Target {
   // Why a node of `form` emitted in `layout` must be kept on this target's runtime, or "": a nearest Resize it would
   // add where the runtime cannot convert one.
   std::string join_refusal(PhaseLayout layout, Form form) const;
+  // The reason a dense (group 1) ConvTranspose is kept on this target: `what` ("dense (group 1), 16 to 16 channels", as
+  // the matcher says it), then this target's own runtime's measurement.
+  std::string dense_reason(const std::string& what) const;
 };
 
 // The name of the profile used without --target.

@@ -1,6 +1,6 @@
 // Targets (rewrite/targets.h): each profile's structure (how it joins the phases, what it keeps and why) and the
 // numbers of each emitted form against the naive executor. ONNX Runtime's word on the same forms is
-// tests/rewrite/check_targets_ort.py.
+// tests/e2e/check_targets_ort.py.
 #include <catch2/catch.hpp>
 
 #include "nearest_conv_fixtures.h"
@@ -304,6 +304,7 @@ TEST_CASE("targets for ExecuTorch keep a ConvTranspose whose nearest layout woul
   NearestConvSpec one;
   one.ky = one.kx = 1;
   one.pads = {0, 0, 0, 0};
+  one.c_in = one.c_out = one.group = 16;  // the 1x1 table's 16-256 input channels: its rule rewrites only there
   const auto et = rewrite_copy(nearest_conv_model(one), for_target("executorch"));
   REQUIRE(et.result.rewritten == 1);
   CHECK(et.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
