@@ -66,22 +66,30 @@ def main():
         "nearest_conv_dense_C64": nearest_conv(64, 1),
         "nearest_conv_dense_C16": nearest_conv(16, 1),
         # GTCRN's dilated stride 1; DeepFilterNet3's (1,2) strides at 64 and 16 channels; FCN's group-1 diagonal k4 s2
-        # (uncropped 2H+2); a 1-D x2.
-        "s1_dilated": reach(8, rng.standard_normal((8, 1, 3, 3)), (1, 8, 14, 6), group=8, strides=[1, 1], dilations=[5, 1],
+        # (uncropped 2H+2) at its 21 classes; a 1-D x2.
+        "s1_dilated": reach(16, rng.standard_normal((16, 1, 3, 3)), (1, 16, 14, 6), group=16, strides=[1, 1], dilations=[5, 1],
                             pads=[10, 1, 10, 1]),
         "s12_C64": reach(64, rng.standard_normal((64, 1, 1, 3)), (1, 64, 5, 8), group=64, strides=[1, 2], pads=[0, 1, 0, 1],
                          output_padding=[0, 1]),
         "s12_C16": reach(16, rng.standard_normal((16, 1, 1, 3)), (1, 16, 5, 8), group=16, strides=[1, 2], pads=[0, 1, 0, 1],
                          output_padding=[0, 1]),
-        "diagonal_k4s2": reach(8, diagonal(8, 4), (1, 8, 6, 6), group=1, strides=[2, 2]),
+        "diagonal_k4s2": reach(21, diagonal(21, 4), (1, 21, 6, 6), group=1, strides=[2, 2]),
+        # Outside what ort's rules were measured on (diagonal at 21-64 channels, stride 1 at k3): ort keeps them.
+        "diagonal_k4s2_C3": reach(3, diagonal(3, 4), (1, 3, 6, 6), group=1, strides=[2, 2]),
+        "s1_k1_C16": reach(16, rng.standard_normal((16, 1, 1, 1)), (1, 16, 6, 6), group=16, strides=[1, 1]),
         "one_d_s2_C64": reach(64, rng.standard_normal((64, 1, 4)), (1, 64, 9), group=64, strides=[2], pads=[1, 1]),
     }
     reach_joins = {  # "Conv": one Conv, nothing to join; "Reshape": the interleave
-        "xnnpack": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape"},
-        "litert": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": "Reshape", "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape"},
-        "default": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": None, "one_d_s2_C64": None},
-        "executorch": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "Gather", "one_d_s2_C64": None},
-        "ort": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": None},
+        "xnnpack": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape",
+                    "diagonal_k4s2_C3": "DCR", "s1_k1_C16": "Conv"},
+        "litert": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": "Reshape", "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape",
+                   "diagonal_k4s2_C3": "DCR", "s1_k1_C16": "Conv"},
+        "default": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": None, "one_d_s2_C64": None,
+                    "diagonal_k4s2_C3": None, "s1_k1_C16": "Conv"},
+        "executorch": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "Gather", "one_d_s2_C64": None,
+                       "diagonal_k4s2_C3": "Gather", "s1_k1_C16": "Conv"},
+        "ort": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": None,
+                "diagonal_k4s2_C3": None, "s1_k1_C16": None},
     }
     # What each target must do with each case: the op that joins the phases, or None when it keeps the node.
     joins = {
