@@ -1,7 +1,8 @@
 // Targets: the runtime a model ships to decides which upsamplers pay to rewrite and how to emit them. One table of
-// profiles (name, runtime, forms, keep rules, phase join, the measurements the rules come from), read by the
-// rewriter, the CLI's --help and plan, the report and docs/targets.md (whose rule table is rules_markdown(), and a
-// test checks every rule against it). No `if (target == ...)` anywhere else.
+// profiles (name, runtime, forms, keep rules, phase join, the measurements the rules come from and the ranges they
+// covered), read by the rewriter, the CLI's --help and plan, the report and docs/targets.md (whose rule table is
+// rules_markdown(); tests/rewrite/target_rules_test.cpp checks the decisions against its own table of measured layers).
+// No `if (target == ...)` anywhere else.
 #pragma once
 
 #include <optional>
