@@ -265,7 +265,7 @@ std::vector<Target> make_targets() {
          false,
          kAnisotropicStrides},
         {kConvTransposeForm,
-         {},
+         {Grouping::kDepthwise},  // measured depthwise: a diagonal one is the diagonal rule's, which measured s 2-8
          {},
          0,
          0,

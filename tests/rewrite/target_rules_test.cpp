@@ -226,6 +226,8 @@ std::vector<Layer> layers() {
       {"group-1 diagonal ConvTranspose k4 s2, C 3", [] { return diagonal_case(3, 4, 2); }, D{K, R, R, Unmeasured, R}},
       {"group-1 diagonal ConvTranspose k4 s2, C 20", [] { return diagonal_case(20, 4, 2); }, D{K, R, R, Unmeasured, R}},
       {"group-1 diagonal ConvTranspose k4 s2, C 65", [] { return diagonal_case(65, 4, 2); }, D{K, R, R, Unmeasured, R}},
+      // Stride 1: ONNX Runtime measured its stride-1 rule depthwise only, and its diagonal one at s 2-8.
+      {"group-1 diagonal stride-1 ConvTranspose k3, C 21", [] { return diagonal_case(21, 3, 1); }, D{K, R, R, Unmeasured, R}},
       // k2 s2: below the k 4-16 measured on ONNX Runtime.
       {"group-1 diagonal ConvTranspose k2 s2, C 21", [] { return diagonal_case(21, 2, 2); }, D{K, R, R, Unmeasured, R}},
       // "Dense ConvTranspose: why the tool keeps it": 0.88x-1.08x on the executor; no other runtime measured it.
