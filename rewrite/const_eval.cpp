@@ -214,12 +214,18 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_flagged(const std::string& na
       result = source.error();
     } else if (source->sparse != nullptr) {
       result = declined("'" + name + "' is a sparse initializer, which is not folded");
+    } else if (auto n = onnx_io::element_count(onnx_io::dims_of(*source->tensor), "'" + name + "'"); !n || *n > max_elements_) {
+      result = declined("'" + name + "' has more than the " + std::to_string(max_elements_) + " elements this evaluation folds");
     } else {
       result = to_const_tensor(*source->tensor);
     }
   }
   cache_.emplace(key, result);
   return result;
+}
+
+void ConstEvaluator::forget_refusals() {
+  for (auto it = cache_.begin(); it != cache_.end();) it = it->second ? std::next(it) : cache_.erase(it);
 }
 
 core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& node, const std::string& name, const GraphScope& scope) {
@@ -234,7 +240,7 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
   if (std::string why = ops::unsupported_reason(node, opset_); !why.empty()) {
     return declined("'" + name + "' is computed by " + who + ", which is not folded: " + why);
   }
-  const ops::OpContext ctx{opset_, kMaxFoldedElements};
+  const ops::OpContext ctx{opset_, max_elements_};
   std::vector<ops::Tensor> values(static_cast<size_t>(node.input_size()));
   ops::Inputs inputs(values.size(), nullptr);
   std::string inexact, inexact_dims;  // carried from the inputs: the first op on the way that runtimes round differently

@@ -50,9 +50,10 @@ constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
 // not folded (the library computes in float). Results are cached per name.
 class ConstEvaluator {
  public:
-  // `opset` is the model's default-domain opset, which picks each op's version.
-  ConstEvaluator(int64_t ir_version, int64_t opset, const onnx_io::ScopedTypes& types)
-      : ir_version_(ir_version), opset_(opset), types_(types) {}
+  // `opset` is the model's default-domain opset, which picks each op's version. `max_elements` bounds every value it
+  // reads, computes or caches (shape propagation keeps only small ones, so it computes no larger one either).
+  ConstEvaluator(int64_t ir_version, int64_t opset, const onnx_io::ScopedTypes& types, int64_t max_elements = kMaxFoldedElements)
+      : ir_version_(ir_version), opset_(opset), types_(types), max_elements_(max_elements) {}
 
   // The value of `name` as `scope` reads it, or a reason it is not a constant this evaluator can fold, for a value a
   // decision rests on (a size, a scale, pads, indices, a zero pattern): one computed through an op that runtimes
@@ -66,6 +67,9 @@ class ConstEvaluator {
   core::Result<ConstTensor> evaluate_flagged(const std::string& name, const GraphScope& scope);
   // The model's default-domain opset, which the op library's kernels are run at.
   int64_t opset() const { return opset_; }
+  // Drops every cached refusal and keeps every cached value: once the types it reads know more (the next round of
+  // shape propagation), what was refused may fold, and what folded holds. Each value is computed once.
+  void forget_refusals();
 
  private:
   core::Result<ConstTensor> evaluate_node(const onnx::NodeProto& node, const std::string& name, const GraphScope& scope);
@@ -75,6 +79,7 @@ class ConstEvaluator {
   int64_t ir_version_;
   int64_t opset_;
   const onnx_io::ScopedTypes& types_;
+  int64_t max_elements_;
   std::map<std::pair<size_t, std::string>, core::Result<ConstTensor>> cache_;
   int depth_ = 0;  // recursion guard against cyclic (invalid) graphs
 };

@@ -9,6 +9,7 @@
 #include "onnx_io/tensor.h"
 #include "rewrite/const_eval.h"
 #include "rewrite/graph_editor.h"
+#include "rewrite/shape_rules.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -42,11 +43,49 @@ bool holds_subgraph(const onnx::NodeProto& node) {
                      [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; });
 }
 
+// The domain a node of the skeleton is moved to where the spec's output types replace libonnx's: no schema, so libonnx
+// leaves its outputs as the value_info entries set them, and the folder does not evaluate it.
+constexpr const char* kSpecTypedDomain = "dwdeconv.spec_typed";
+
+bool known_larger_than(const onnx::TypeProto* type, int64_t limit) {
+  if (type == nullptr) return false;
+  const auto dims = onnx_io::known_dims(*type);
+  if (dims.empty()) return false;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > limit / d)) return true;
+    n *= d;
+  }
+  return n > limit;
+}
+
+// The spec's output types of `node` (rewrite/shape_rules.h), its inputs typed and evaluated as `scope` reads them.
+std::optional<std::vector<onnx::TypeProto>> spec_types(const onnx::NodeProto& node, const GraphScope& scope,
+                                                       const onnx_io::ScopedTypes& types, ConstEvaluator& eval) {
+  std::vector<const onnx::TypeProto*> inputs;
+  for (const auto& in : node.input()) inputs.push_back(in.empty() ? nullptr : types.find(scope.index, in));
+  const ConstantInput constant = [&](int k) -> std::optional<std::vector<int64_t>> {
+    auto v = eval.evaluate(node.input(k), scope);
+    if (!v || !v->is_integer()) return std::nullopt;
+    return v->ints;
+  };
+  return spec_output_types(node, eval.opset(), inputs, constant);
+}
+
+bool spec_leaves_unknown(const onnx::NodeProto& node, const GraphScope& scope, const onnx_io::ScopedTypes& types, ConstEvaluator& eval) {
+  const auto spec = spec_types(node, scope, types, eval);
+  if (!spec) return false;
+  return std::any_of(spec->begin(), spec->end(), [](const onnx::TypeProto& t) {
+    const auto& dims = t.tensor_type().shape().dim();
+    return std::any_of(dims.begin(), dims.end(), [](const auto& d) { return !d.has_dim_value(); });
+  });
+}
+
 // Replaces, in `skeleton`, every node whose outputs the folder evaluates (each at most kMaxPropagatedElements) by
-// Constant nodes of those values; returns how many nodes it replaced.
-int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types) {
+// Constant nodes of those values; returns how many nodes it replaced. A node whose output inference already knows to
+// be larger is not evaluated at all: it could not be kept.
+int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval) {
   GraphTree tree(skeleton);
-  ConstEvaluator eval(skeleton.ir_version(), onnx_io::default_opset(skeleton), types);
   std::map<onnx::GraphProto*, std::map<int, std::vector<onnx::NodeProto>>> replacements;
   int replaced = 0;
   for (const auto& scope : tree.scopes()) {
@@ -56,6 +95,14 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
           !(node.domain().empty() || node.domain() == "ai.onnx")) {
         continue;
       }
+      if (std::any_of(node.output().begin(), node.output().end(), [&](const std::string& out) {
+            return !out.empty() && known_larger_than(types.find(scope.index, out), kMaxPropagatedElements);
+          })) {
+        continue;
+      }
+      // A node whose output dims the runtimes disagree on (shape_rules.h leaves one unknown, a Slice to INT64_MAX
+      // backwards) has no value they agree on either: the folder's kernel computes one of them.
+      if (spec_leaves_unknown(node, scope, types, eval)) continue;
       std::vector<onnx::NodeProto> constants;
       for (const auto& out : node.output()) {
         if (out.empty()) continue;
@@ -94,6 +141,48 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
   return replaced;
 }
 
+// Sets, in `skeleton`, the spec's output types (rewrite/shape_rules.h) of every node where libonnx inferred a dim the
+// spec does not give: the node moves to kSpecTypedDomain and its outputs get the spec's types as value_info, so the
+// next inference carries the runtimes' shapes downstream. Returns how many nodes it moved; each warning names the
+// node and both shapes.
+int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval, std::vector<std::string>& notes) {
+  GraphTree tree(skeleton);
+  int moved = 0;
+  for (const auto& scope : tree.scopes()) {
+    for (auto& node : *scope.graph->mutable_node()) {
+      if (!(node.domain().empty() || node.domain() == "ai.onnx") || node.input_size() == 0) continue;
+      const auto spec = spec_types(node, scope, types, eval);
+      if (!spec) continue;
+      bool contradicted = false;
+      for (int k = 0; k < node.output_size() && static_cast<size_t>(k) < spec->size(); ++k) {
+        const auto* inferred = types.find(scope.index, node.output(k));
+        if (!node.output(k).empty() && inferred != nullptr && contradicts(*inferred, (*spec)[static_cast<size_t>(k)])) {
+          notes.push_back(onnx_io::describe_node(node) + ": ONNX shape inference (libonnx 1.12) gives '" + node.output(k) + "' " +
+                          onnx_io::describe_type(*inferred) + ", the ONNX spec (as ONNX Runtime computes it) " +
+                          onnx_io::describe_type((*spec)[static_cast<size_t>(k)]) + ": the spec's is used");
+          contradicted = true;
+        }
+      }
+      if (!contradicted) continue;
+      for (int k = 0; k < node.output_size() && static_cast<size_t>(k) < spec->size(); ++k) {
+        if (node.output(k).empty()) continue;
+        auto* vi = scope.graph->add_value_info();
+        vi->set_name(node.output(k));
+        *vi->mutable_type() = (*spec)[static_cast<size_t>(k)];
+      }
+      node.set_domain(kSpecTypedDomain);
+      ++moved;
+    }
+  }
+  if (moved > 0 && std::none_of(skeleton.opset_import().begin(), skeleton.opset_import().end(),
+                                [](const onnx::OperatorSetIdProto& o) { return o.domain() == kSpecTypedDomain; })) {
+    auto* import = skeleton.add_opset_import();
+    import->set_domain(kSpecTypedDomain);
+    import->set_version(1);
+  }
+  return moved;
+}
+
 // "'v' is declared FLOAT[1,8,16,16], computed FLOAT[1,8,32,32]" for each declared shape (value_info, graph outputs)
 // that a computed one contradicts: another rank, or another value on an axis both know.
 std::vector<std::string> declared_disagreements(const onnx::ModelProto& model, const onnx_io::ScopedTypes& types) {
@@ -126,13 +215,25 @@ std::vector<std::string> declared_disagreements(const onnx::ModelProto& model, c
 PropagatedTypes propagate_types(const onnx::ModelProto& model) {
   PropagatedTypes result;
   onnx::ModelProto skeleton = onnx_io::inference_skeleton(model);
+  const int64_t opset = onnx_io::default_opset(skeleton);
+  // One evaluator for every round, bounded to what could be kept: each value is computed once, and no value larger
+  // than a Constant the skeleton would take is computed at all.
+  onnx_io::ScopedTypes types;
+  ConstEvaluator eval(skeleton.ir_version(), opset, types, kMaxPropagatedElements);
+  std::vector<std::string> notes;
   for (result.rounds = 1;; ++result.rounds) {
     onnx::ModelProto inferred = skeleton;
     // Non-strict: partial information is still useful, and a crash only means there is none.
     (void)onnx_io::infer_shapes_isolated(inferred, /*strict=*/false, /*data_propagation=*/true);
-    result.types = onnx_io::collect_types(inferred);
-    if (result.rounds >= kMaxRounds || fold_into_constants(skeleton, result.types) == 0) break;
+    types = onnx_io::collect_types(inferred);
+    eval.forget_refusals();
+    if (result.rounds >= kMaxRounds) break;
+    const int folded = fold_into_constants(skeleton, types, eval);
+    const int respecified = set_spec_types(skeleton, types, eval, notes);
+    if (folded == 0 && respecified == 0) break;
   }
+  result.types = std::move(types);
+  result.spec_overrides = std::move(notes);
   result.warnings = declared_disagreements(model, result.types);
   return result;
 }

@@ -25,6 +25,9 @@ struct PropagatedTypes {
   onnx_io::ScopedTypes types;         // numbered as onnx_io::infer_types numbers them
   std::vector<std::string> warnings;  // a declared shape that disagrees with the computed one, per value
   int rounds = 0;                     // inference runs it took to reach the fixpoint
+  // Each node whose output type libonnx 1.12 infers unlike the ONNX spec (rewrite/shape_rules.h), naming both: the
+  // spec's type is the one in `types`, and everything downstream is computed from it.
+  std::vector<std::string> spec_overrides;
 };
 
 // The most elements a folded value may have to be handed to inference as a constant: shape tensors, pads, scales

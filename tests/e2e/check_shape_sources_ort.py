@@ -1,0 +1,97 @@
+"""Where the shapes a rewrite relies on come from, end to end through the binary, judged by ONNX Runtime: models whose
+shapes libonnx 1.12 infers unlike the runtimes (a ceil_mode MaxPool before a nearest Resize by sizes), or whose
+declared subgraph shapes hold for the first iteration only (a Loop whose carried value grows), must come out of every
+target computing what the original computes on ORT, and where the tool cannot know a shape, keep the node saying so.
+
+Usage: check_shape_sources_ort.py DWDECONV_REWRITE. Exits 77 (ctest's skip) with a message when onnx, numpy or
+onnxruntime is not importable (set DWDECONV_PYTHON to an interpreter that has them)."""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+TARGETS = ["default", "xnnpack", "ort", "litert", "executorch"]
+
+
+def main():
+    tool = sys.argv[1]
+    try:
+        import numpy as np
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+        import onnxruntime as ort
+    except ImportError as e:
+        print(
+            "SKIPPED: %s in %s; install onnx, numpy and onnxruntime (pip) to check the shape sources on ONNX Runtime" % (e, sys.executable)
+        )
+        return 77
+    rng = np.random.default_rng(36)
+    failures = []
+
+    def run(model_path, feeds):
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+        return sess.run(None, feeds)
+
+    def check(name, m, feeds_list, expect_kept=None, expect_rewritten=None):
+        """Runs every target on m; each output must compute what m computes on ORT for every feed. expect_kept: a
+        fragment the keep reason of node 'up' must hold (the node must be kept); expect_rewritten: the node must be
+        rewritten on the targets that rewrite its form."""
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, name + ".onnx")
+            onnx.save(m, src)
+            want = [run(src, f) for f in feeds_list]
+            for target in TARGETS:
+                out = os.path.join(tmp, "%s_%s.onnx" % (name, target))
+                p = subprocess.run([tool, src, "-o", out, "--target", target], capture_output=True, text=True, timeout=300)
+                text = p.stdout + p.stderr
+                if p.returncode != 0:
+                    failures.append("%s --target %s: exit %d: %s" % (name, target, p.returncode, text))
+                    continue
+                kept = [line.split(": ", 1)[-1] for line in text.splitlines() if "kept" in line and "upsampler 'up'" in line]
+                if expect_kept is not None and (not kept or expect_kept not in kept[0]):
+                    failures.append("%s --target %s: 'up' must be kept saying %r: %s" % (name, target, expect_kept, kept or "rewritten"))
+                if expect_rewritten is not None and target in expect_rewritten and kept:
+                    failures.append("%s --target %s: 'up' must be rewritten: %s" % (name, target, kept[0]))
+                for feeds, w in zip(feeds_list, want):
+                    try:
+                        got = run(out, feeds)
+                    except Exception as e:  # the written model does not even run where the original does
+                        failures.append("%s --target %s: ORT refuses the output: %s" % (name, target, e))
+                        break
+                    for a, b in zip(w, got):
+                        if a.shape != b.shape or not np.allclose(a, b, rtol=1e-4, atol=1e-4):
+                            failures.append(
+                                "%s --target %s, input %s: ORT computes %s for the original, %s for the output"
+                                % (name, target, {k: v.shape for k, v in feeds.items()}, a.shape, b.shape)
+                            )
+                print("%s --target %s: %s" % (name, target, kept[0] if kept else "rewritten"))
+
+    # x [1,8,9,9] -> MaxPool k2 s2 pads 1 ceil_mode -> nearest Resize to [1,8,12,12] -> depthwise 3x3 Conv. ORT's
+    # MaxPool gives 5x5 (the last window would start in the right padding), libonnx 1.12 6x6: 6 -> 12 would be a x2
+    # upsampler, 5 -> 12 is a 2.4 scale that is none.
+    w = rng.standard_normal((8, 1, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("MaxPool", ["X"], ["p"], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+        helper.make_node("Resize", ["p", "", "", "sz"], ["u"], mode="nearest"),
+        helper.make_node("Conv", ["u", "W"], ["Y"], name="up", pads=[1, 1, 1, 1], group=8),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 8, 9, 9])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["n", "c", "h", "w"])],
+        [numpy_helper.from_array(np.array([1, 8, 12, 12], np.int64), "sz"), numpy_helper.from_array(w, "W")],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    check("ceil_pool_resize", m, [{"X": rng.standard_normal((1, 8, 9, 9)).astype(np.float32)}], expect_kept="2.4")
+
+    for f in failures:
+        print("FAIL: " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
