@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "onnx_io/attributes.h"
@@ -16,6 +17,20 @@ namespace {
 
 // Inference runs at most: each moves the known shapes past one more chain (MI-GAN's 12 upsamplers take 13).
 constexpr int kMaxRounds = 256;
+// Nodes inferred over all rounds at most (each run infers the whole skeleton): a large model gets fewer rounds, so
+// planning time grows with its size, not with its size x 256.
+constexpr int64_t kMaxInferredNodes = int64_t{1} << 22;
+
+int64_t count_nodes(const onnx::GraphProto& g) {
+  int64_t n = g.node_size();
+  for (const auto& node : g.node()) {
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) n += count_nodes(a.g());
+      for (const auto& sub : a.graphs()) n += count_nodes(sub);
+    }
+  }
+  return n;
+}
 
 // A folded value as a Constant's tensor, in its own type; nullopt for a type not written here.
 std::optional<onnx::TensorProto> constant_tensor(const std::string& name, const ConstTensor& v) {
@@ -81,20 +96,55 @@ bool spec_leaves_unknown(const onnx::NodeProto& node, const GraphScope& scope, c
   });
 }
 
+// What one round may change: the names whose type inference gave anew this round, and what the folder has tried
+// and computed so far. A node is tried again only when one of its inputs changed (its type, or its value became
+// known earlier in the same pass, the nodes being in topological order): a round costs what it can change, not the
+// whole model again.
+struct Frontier {
+  std::set<std::string> changed;                               // names whose type or value became known this round
+  std::set<std::pair<size_t, std::string>> tried, computed;    // nodes (scope, first output) tried, and evaluated
+  std::map<std::pair<size_t, std::string>, std::string> seen;  // each value's type as the last round gave it
+
+  // Sets `changed` to the names whose types differ from the last round's.
+  void new_round(const GraphTree& tree, const onnx_io::ScopedTypes& types) {
+    changed.clear();
+    for (const auto& scope : tree.scopes()) {
+      for (const auto& node : scope.graph->node()) {
+        for (const auto& out : node.output()) {
+          if (out.empty()) continue;
+          const auto* t = types.find(scope.index, out);
+          std::string sig = t == nullptr ? std::string() : t->SerializeAsString();
+          auto& slot = seen[{scope.index, out}];
+          if (slot != sig) {
+            slot = std::move(sig);
+            changed.insert(out);
+          }
+        }
+      }
+    }
+  }
+  bool worth_trying(const onnx::NodeProto& node, size_t scope) const {
+    if (tried.count({scope, node.output(0)}) == 0) return true;
+    return std::any_of(node.input().begin(), node.input().end(), [this](const std::string& in) { return changed.count(in) != 0; });
+  }
+};
+
 // Replaces, in `skeleton`, every node whose outputs the folder evaluates (each at most kMaxPropagatedElements) by
 // Constant nodes of those values; returns how many nodes it replaced. A node whose output inference already knows to
 // be larger is not evaluated at all: it could not be kept.
-int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval) {
+int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval, Frontier& frontier) {
   GraphTree tree(skeleton);
+  frontier.new_round(tree, types);
   std::map<onnx::GraphProto*, std::map<int, std::vector<onnx::NodeProto>>> replacements;
   int replaced = 0;
   for (const auto& scope : tree.scopes()) {
     for (int k = 0; k < scope.graph->node_size(); ++k) {
       const onnx::NodeProto& node = scope.graph->node(k);
       if (node.op_type() == "Constant" || node.output_size() == 0 || holds_subgraph(node) ||
-          !(node.domain().empty() || node.domain() == "ai.onnx")) {
+          !(node.domain().empty() || node.domain() == "ai.onnx") || !frontier.worth_trying(node, scope.index)) {
         continue;
       }
+      frontier.tried.insert({scope.index, node.output(0)});
       if (std::any_of(node.output().begin(), node.output().end(), [&](const std::string& out) {
             return !out.empty() && known_larger_than(types.find(scope.index, out), kMaxPropagatedElements);
           })) {
@@ -108,6 +158,8 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
         if (out.empty()) continue;
         auto value = eval.evaluate(out, scope);
         if (!value || static_cast<int64_t>(value->size()) > kMaxPropagatedElements) break;
+        // Known now: what reads it is worth trying again, folded or not (a type no Constant here holds).
+        if (frontier.computed.insert({scope.index, out}).second) frontier.changed.insert(out);
         auto tensor = constant_tensor(out, *value);
         if (!tensor) break;
         onnx::NodeProto constant;
@@ -145,12 +197,19 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
 // spec does not give: the node moves to kSpecTypedDomain and its outputs get the spec's types as value_info, so the
 // next inference carries the runtimes' shapes downstream. Returns how many nodes it moved; each warning names the
 // node and both shapes.
-int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval, std::vector<std::string>& notes) {
+int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval, const Frontier& frontier,
+                   std::vector<std::string>& notes) {
   GraphTree tree(skeleton);
   int moved = 0;
   for (const auto& scope : tree.scopes()) {
     for (auto& node : *scope.graph->mutable_node()) {
       if (!(node.domain().empty() || node.domain() == "ai.onnx") || node.input_size() == 0) continue;
+      // Only a node whose inputs or outputs inference or the folder typed anew can have a new contradiction.
+      const auto touched = [&frontier](const std::string& n) { return frontier.changed.count(n) != 0; };
+      if (std::none_of(node.input().begin(), node.input().end(), touched) &&
+          std::none_of(node.output().begin(), node.output().end(), touched)) {
+        continue;
+      }
       const auto spec = spec_types(node, scope, types, eval);
       if (!spec) continue;
       bool contradicted = false;
@@ -221,20 +280,33 @@ PropagatedTypes propagate_types(const onnx::ModelProto& model) {
   onnx_io::ScopedTypes types;
   ConstEvaluator eval(skeleton.ir_version(), opset, types, kMaxPropagatedElements);
   std::vector<std::string> notes;
+  const int64_t nodes = std::max<int64_t>(1, count_nodes(skeleton.graph()));
+  const int max_rounds = static_cast<int>(std::clamp<int64_t>(kMaxInferredNodes / nodes, 16, kMaxRounds));
+  bool capped = false;
+  Frontier frontier;
   for (result.rounds = 1;; ++result.rounds) {
     onnx::ModelProto inferred = skeleton;
     // Non-strict: partial information is still useful, and a crash only means there is none.
     (void)onnx_io::infer_shapes_isolated(inferred, /*strict=*/false, /*data_propagation=*/true);
     types = onnx_io::collect_types(inferred);
     eval.forget_refusals();
-    if (result.rounds >= kMaxRounds) break;
-    const int folded = fold_into_constants(skeleton, types, eval);
-    const int respecified = set_spec_types(skeleton, types, eval, notes);
+    const int folded = fold_into_constants(skeleton, types, eval, frontier);
+    const int respecified = set_spec_types(skeleton, types, eval, frontier, notes);
     if (folded == 0 && respecified == 0) break;
+    if (result.rounds >= max_rounds) {
+      capped = true;
+      break;
+    }
   }
   result.types = std::move(types);
   result.spec_overrides = std::move(notes);
   result.warnings = declared_disagreements(model, result.types);
+  if (capped) {
+    result.warnings.push_back("shape propagation stopped after " + std::to_string(result.rounds) + " rounds of shape inference (" +
+                              std::to_string(nodes) + " nodes, at most " + std::to_string(kMaxInferredNodes) +
+                              " inferred in all): the shapes that needed more rounds are not known, and an upsampler that "
+                              "depends on one is kept");
+  }
   return result;
 }
 
