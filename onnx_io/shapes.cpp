@@ -4,11 +4,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
 
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
@@ -125,6 +128,15 @@ void quiet_child() {
   }
 }
 
+// Keeps the rank of a declared shape and forgets its dims: each becomes unknown.
+void forget_dims(onnx::TypeProto_Tensor& tensor) {
+  if (!tensor.has_shape()) return;
+  for (auto& d : *tensor.mutable_shape()->mutable_dim()) {
+    d.clear_dim_value();
+    d.clear_dim_param();
+  }
+}
+
 // Drops what `graph` and its subgraphs declare about tensors they compute: every value_info entry, and the shape of
 // every graph output (a subgraph's outputs type the node that holds it). ONNX shape inference merges a declared dim
 // into the one it infers, and a declared 13 wins over an inferred symbol: a file could say that a crop of a symbolic
@@ -139,6 +151,25 @@ void drop_declared_shapes(onnx::GraphProto& graph) {
     for (auto& attr : *node.mutable_attribute()) {
       if (attr.has_g()) drop_declared_shapes(*attr.mutable_g());
       for (auto& g : *attr.mutable_graphs()) drop_declared_shapes(g);
+    }
+    // A Loop body's loop-carried inputs (after the iteration number and the condition) and a Scan body's state inputs
+    // (before its num_scan_inputs scan inputs) are what the last iteration left: their declared shapes hold for the
+    // first iteration only, and a value that grows each iteration has another shape in each.
+    const bool loop = node.op_type() == "Loop" && (node.domain().empty() || node.domain() == "ai.onnx");
+    const bool scan = node.op_type() == "Scan" && (node.domain().empty() || node.domain() == "ai.onnx");
+    if (!loop && !scan) continue;
+    int64_t scan_inputs = 0;
+    for (const auto& attr : node.attribute()) {
+      if (attr.name() == "num_scan_inputs") scan_inputs = attr.i();
+    }
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.name() != "body" || !attr.has_g()) continue;
+      auto& inputs = *attr.mutable_g()->mutable_input();
+      const int first = loop ? 2 : 0;
+      const int end = loop ? inputs.size() : std::max(0, inputs.size() - static_cast<int>(std::max<int64_t>(0, scan_inputs)));
+      for (int k = first; k < end; ++k) {
+        if (inputs[k].type().has_tensor_type()) forget_dims(*inputs[k].mutable_type()->mutable_tensor_type());
+      }
     }
   }
 }
@@ -158,7 +189,7 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes) 
   return copy;
 }
 
-core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation, bool* crashed) {
+core::Result<std::string> run_isolated(const std::function<std::string()>& work, bool* crashed) {
   if (crashed != nullptr) *crashed = false;
   int fds[2];
   if (::pipe(fds) != 0) return core::io_error(std::string("shape inference: pipe failed: ") + std::strerror(errno));
@@ -175,15 +206,13 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
     return core::io_error(std::string("shape inference: fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    // Child: infer, send 'O' and the inferred skeleton (or 'E' and the message), and leave with _exit (no
-    // atexit handlers, no leak check, no flushing of the parent's buffers).
+    // Child: work, send 'O' and its answer (or 'E' and the message), and leave with _exit (no atexit handlers, no
+    // leak check, no flushing of the parent's buffers).
     quiet_child();
     ::close(fds[0]);
     std::string reply;
     try {
-      onnx::shape_inference::InferShapes(skeleton, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions{strict, strict ? 1 : 0, data_propagation});
-      reply = "O" + skeleton.SerializeAsString();
+      reply = "O" + work();
     } catch (const std::exception& e) {
       reply = std::string("E") + e.what();
     } catch (...) {
@@ -223,9 +252,30 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
                                  "1.12 does not check (e.g. a Conv or ConvTranspose weight whose rank disagrees with its input)"};
   }
   if (reply[0] == 'E') return core::Error{kind, reply.substr(1)};
+  return reply.substr(1);
+}
+
+core::Status infer_shapes_in_process(onnx::ModelProto& skeleton, bool strict, bool data_propagation) {
+  try {
+    onnx::shape_inference::InferShapes(skeleton, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions{strict, strict ? 1 : 0, data_propagation});
+  } catch (const std::exception& e) {
+    return core::Error{core::ErrorKind::kCheckFailed, e.what()};
+  }
+  return core::Ok{};
+}
+
+core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation, bool* crashed) {
+  auto reply = run_isolated(
+      [&]() {
+        if (auto status = infer_shapes_in_process(skeleton, strict, data_propagation); !status)
+          throw std::runtime_error(status.error().message);
+        return skeleton.SerializeAsString();
+      },
+      crashed);
+  if (!reply) return reply.error();
   onnx::ModelProto inferred;
-  if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1)))
-    return core::Error{kind, "ONNX shape inference: bad reply"};
+  if (!inferred.ParseFromString(*reply)) return core::Error{core::ErrorKind::kCheckFailed, "ONNX shape inference: bad reply"};
   skeleton = std::move(inferred);
   return core::Ok{};
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +31,14 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes =
 // When `crashed` is given, it says whether an error was such a crash.
 core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool data_propagation, bool* crashed = nullptr);
 
+// Runs `work` in a forked child, as infer_shapes_isolated runs inference, and returns what it returned: a crash in
+// it (libonnx's) becomes an error naming the signal, an exception one with its message. For work that runs libonnx
+// many times (shape propagation's rounds) at the cost of one fork.
+core::Result<std::string> run_isolated(const std::function<std::string()>& work, bool* crashed = nullptr);
+
+// ONNX shape inference on `skeleton` in this process: only where a crash ends no more than a child (run_isolated).
+core::Status infer_shapes_in_process(onnx::ModelProto& skeleton, bool strict, bool data_propagation);
+
 // What shape inference knows about the tensors of each graph of a model, looked up as ONNX scopes names.
 class ScopedTypes {
  public:
@@ -50,7 +59,8 @@ class ScopedTypes {
 };
 
 // The skeleton infer_types infers on: skeleton_copy(model) without what the file declares about computed tensors
-// (value_info and graph output shapes, see infer_types).
+// (value_info and graph output shapes, see infer_types), nor the dims declared for a Loop body's loop-carried inputs
+// and a Scan body's state inputs, which hold for the first iteration only.
 onnx::ModelProto inference_skeleton(const onnx::ModelProto& model);
 
 // The types of every graph of `inferred`, a skeleton that shape inference has run on, numbered as infer_types

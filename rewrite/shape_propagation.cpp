@@ -242,6 +242,52 @@ int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types
   return moved;
 }
 
+// Gives back, in `skeleton`, the dims of a Loop body's loop-carried input that every iteration keeps: where inference
+// gave the body's carried output on an axis the very symbol it gave the input there (a Relu, an Add of the same
+// shape), the value never changes on that axis, and the Loop's initial value says how long it is. Axes that may
+// change (a Concat that grows the value) stay unknown. Returns how many axes it gave back.
+int settle_loop_carried(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types) {
+  GraphTree tree(skeleton);
+  std::map<const onnx::GraphProto*, size_t> scope_of;
+  for (const auto& scope : tree.scopes()) scope_of[scope.graph] = scope.index;
+  int settled = 0;
+  for (const auto& scope : tree.scopes()) {
+    for (auto& node : *scope.graph->mutable_node()) {
+      if (node.op_type() != "Loop" || !(node.domain().empty() || node.domain() == "ai.onnx")) continue;
+      for (auto& attr : *node.mutable_attribute()) {
+        if (attr.name() != "body" || !attr.has_g()) continue;
+        auto& body = *attr.mutable_g();
+        const size_t index = scope_of.at(&body);
+        // Body inputs: iteration, condition, carried...; outputs: condition, carried..., scan outputs.
+        for (int k = 2; k < body.input_size() && k < node.input_size() && k - 1 < body.output_size(); ++k) {
+          auto* declared = body.mutable_input(k)->mutable_type();
+          if (!declared->has_tensor_type() || !declared->tensor_type().has_shape()) continue;
+          const auto* in = types.find(index, body.input(k).name());
+          const auto* out = types.find(index, body.output(k - 1).name());
+          const auto* initial = types.find(scope.index, node.input(k));
+          if (in == nullptr || out == nullptr || initial == nullptr || !in->tensor_type().has_shape() || !out->tensor_type().has_shape() ||
+              !initial->tensor_type().has_shape()) {
+            continue;
+          }
+          const auto& a = in->tensor_type().shape();
+          const auto& b = out->tensor_type().shape();
+          const auto& c = initial->tensor_type().shape();
+          auto* dims = declared->mutable_tensor_type()->mutable_shape();
+          if (a.dim_size() != b.dim_size() || a.dim_size() != c.dim_size() || a.dim_size() != dims->dim_size()) continue;
+          for (int d = 0; d < a.dim_size(); ++d) {
+            const bool kept = a.dim(d).has_dim_param() && b.dim(d).has_dim_param() && a.dim(d).dim_param() == b.dim(d).dim_param();
+            if (kept && c.dim(d).has_dim_value() && !dims->dim(d).has_dim_value()) {
+              dims->mutable_dim(d)->set_dim_value(c.dim(d).dim_value());
+              ++settled;
+            }
+          }
+        }
+      }
+    }
+  }
+  return settled;
+}
+
 // "'v' is declared FLOAT[1,8,16,16], computed FLOAT[1,8,32,32]" for each declared shape (value_info, graph outputs)
 // that a computed one contradicts: another rank, or another value on an axis both know.
 std::vector<std::string> declared_disagreements(const onnx::ModelProto& model, const onnx_io::ScopedTypes& types) {
@@ -271,34 +317,83 @@ std::vector<std::string> declared_disagreements(const onnx::ModelProto& model, c
 
 }  // namespace
 
-PropagatedTypes propagate_types(const onnx::ModelProto& model) {
-  PropagatedTypes result;
-  onnx::ModelProto skeleton = onnx_io::inference_skeleton(model);
-  const int64_t opset = onnx_io::default_opset(skeleton);
+namespace {
+
+// The fixpoint of inference and folding on `skeleton`: the last inferred skeleton, rounds and notes in `out`. With
+// `in_process`, libonnx runs in this process (a child of run_isolated's, where a crash ends only that child); else
+// each inference runs in a child of its own.
+onnx::ModelProto run_rounds(onnx::ModelProto skeleton, bool in_process, int& rounds, bool& capped, std::vector<std::string>& notes) {
   // One evaluator for every round, bounded to what could be kept: each value is computed once, and no value larger
   // than a Constant the skeleton would take is computed at all.
   onnx_io::ScopedTypes types;
-  ConstEvaluator eval(skeleton.ir_version(), opset, types, kMaxPropagatedElements);
-  std::vector<std::string> notes;
+  ConstEvaluator eval(skeleton.ir_version(), onnx_io::default_opset(skeleton), types, kMaxPropagatedElements);
   const int64_t nodes = std::max<int64_t>(1, count_nodes(skeleton.graph()));
   const int max_rounds = static_cast<int>(std::clamp<int64_t>(kMaxInferredNodes / nodes, 16, kMaxRounds));
-  bool capped = false;
+  capped = false;
   Frontier frontier;
-  for (result.rounds = 1;; ++result.rounds) {
-    onnx::ModelProto inferred = skeleton;
-    // Non-strict: partial information is still useful, and a crash only means there is none.
-    (void)onnx_io::infer_shapes_isolated(inferred, /*strict=*/false, /*data_propagation=*/true);
+  onnx::ModelProto inferred;
+  for (rounds = 1;; ++rounds) {
+    inferred = skeleton;
+    // Non-strict: partial information is still useful, and a failure only means there is none.
+    if (in_process) {
+      if (!onnx_io::infer_shapes_in_process(inferred, /*strict=*/false, /*data_propagation=*/true)) inferred = skeleton;
+    } else {
+      (void)onnx_io::infer_shapes_isolated(inferred, /*strict=*/false, /*data_propagation=*/true);
+    }
     types = onnx_io::collect_types(inferred);
     eval.forget_refusals();
     const int folded = fold_into_constants(skeleton, types, eval, frontier);
     const int respecified = set_spec_types(skeleton, types, eval, frontier, notes);
-    if (folded == 0 && respecified == 0) break;
-    if (result.rounds >= max_rounds) {
+    const int settled = settle_loop_carried(skeleton, types);
+    if (folded == 0 && respecified == 0 && settled == 0) break;
+    if (rounds >= max_rounds) {
       capped = true;
       break;
     }
   }
-  result.types = std::move(types);
+  return inferred;
+}
+
+constexpr const char* kRoundsKey = "dwdeconv.propagation.rounds";
+constexpr const char* kCappedKey = "dwdeconv.propagation.capped";
+constexpr const char* kNoteKey = "dwdeconv.propagation.note";
+
+}  // namespace
+
+PropagatedTypes propagate_types(const onnx::ModelProto& model) {
+  PropagatedTypes result;
+  const onnx::ModelProto skeleton = onnx_io::inference_skeleton(model);
+  const int64_t nodes = std::max<int64_t>(1, count_nodes(skeleton.graph()));
+  bool capped = false;
+  std::vector<std::string> notes;
+  // Every round in one child (one fork, no copy of the skeleton through a pipe per round); only where libonnx crashes
+  // there, round by round, each inference in a child of its own, so what inferred before the crash still counts.
+  auto reply = onnx_io::run_isolated([&]() {
+    int rounds = 0;
+    bool cut = false;
+    std::vector<std::string> said;
+    onnx::ModelProto inferred = run_rounds(skeleton, /*in_process=*/true, rounds, cut, said);
+    const auto add = [&inferred](const char* key, const std::string& value) {
+      auto* entry = inferred.add_metadata_props();
+      entry->set_key(key);
+      entry->set_value(value);
+    };
+    add(kRoundsKey, std::to_string(rounds));
+    add(kCappedKey, cut ? "1" : "0");
+    for (const auto& note : said) add(kNoteKey, note);
+    return inferred.SerializeAsString();
+  });
+  onnx::ModelProto inferred;
+  if (reply && inferred.ParseFromString(*reply)) {
+    for (const auto& entry : inferred.metadata_props()) {
+      if (entry.key() == kRoundsKey) result.rounds = std::stoi(entry.value());
+      if (entry.key() == kCappedKey) capped = entry.value() == "1";
+      if (entry.key() == kNoteKey) notes.push_back(entry.value());
+    }
+  } else {
+    inferred = run_rounds(skeleton, /*in_process=*/false, result.rounds, capped, notes);
+  }
+  result.types = onnx_io::collect_types(inferred);
   result.spec_overrides = std::move(notes);
   result.warnings = declared_disagreements(model, result.types);
   if (capped) {

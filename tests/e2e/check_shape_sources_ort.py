@@ -35,7 +35,7 @@ def main():
         sess = ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
         return sess.run(None, feeds)
 
-    def check(name, m, feeds_list, expect_kept=None, expect_rewritten=None):
+    def check(name, m, feeds_list, expect_kept=None, expect_rewritten=None, body_width_unknown=False):
         """Runs every target on m; each output must compute what m computes on ORT for every feed. expect_kept: a
         fragment the keep reason of node 'up' must hold (the node must be kept); expect_rewritten: the node must be
         rewritten on the targets that rewrite its form."""
@@ -55,6 +55,22 @@ def main():
                     failures.append("%s --target %s: 'up' must be kept saying %r: %s" % (name, target, expect_kept, kept or "rewritten"))
                 if expect_rewritten is not None and target in expect_rewritten and kept:
                     failures.append("%s --target %s: 'up' must be rewritten: %s" % (name, target, kept[0]))
+                if body_width_unknown:
+                    # The body's values all take the width the carried value has in this iteration: nothing written
+                    # into the body (value_info, a Reshape's shape) may hold the first iteration's.
+                    written = onnx.load(out)
+                    body = next(a.g for n in written.graph.node if n.op_type == "Loop" for a in n.attribute if a.name == "body")
+                    for v in body.value_info:
+                        dims = v.type.tensor_type.shape.dim
+                        if len(dims) == 4 and dims[3].HasField("dim_value"):
+                            failures.append(
+                                "%s --target %s: the Loop body declares '%s' %d wide" % (name, target, v.name, dims[3].dim_value)
+                            )
+                    for t in body.initializer:
+                        if t.data_type == TensorProto.INT64 and len(t.dims) == 1 and t.dims[0] == 4:
+                            shape = numpy_helper.to_array(t)
+                            if shape[3] > 0:
+                                failures.append("%s --target %s: the Loop body holds the shape %s" % (name, target, list(shape)))
                 for feeds, w in zip(feeds_list, want):
                     try:
                         got = run(out, feeds)
@@ -87,6 +103,58 @@ def main():
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     check("ceil_pool_resize", m, [{"X": rng.standard_normal((1, 8, 9, 9)).astype(np.float32)}], expect_kept="2.4")
+
+    # A Loop whose carried value grows one column per iteration (Concat), declared [N,64,4,4] as the first iteration
+    # has it, with a depthwise ConvTranspose x2 on W (strides [1,2], joined by an interleave Reshape) on it in the
+    # body: the body input's declared width holds for the first iteration only. Batch 2 too: a join must not assume 1.
+    for batch in (1, 2):
+        c = 64
+        wt = rng.standard_normal((c, 1, 1, 3)).astype(np.float32)
+        col = rng.standard_normal((batch, c, 4, 1)).astype(np.float32)
+        body = helper.make_graph(
+            [
+                helper.make_node(
+                    "ConvTranspose", ["v_in", "Wt"], ["u"], name="up", group=c, strides=[1, 2], pads=[0, 1, 0, 1], output_padding=[0, 1]
+                ),
+                helper.make_node("Concat", ["v_in", "col"], ["v_out"], axis=3),
+                helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            ],
+            "body",
+            [
+                helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [batch, c, 4, 4]),
+                helper.make_tensor_value_info("last_in", TensorProto.FLOAT, [batch, c, 4, 8]),
+            ],
+            [
+                helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [batch, c, 4, 5]),
+                helper.make_tensor_value_info("u", TensorProto.FLOAT, [batch, c, 4, 8]),
+            ],
+        )
+        g = helper.make_graph(
+            [
+                helper.make_node("Loop", ["M", "T", "X", "L0"], ["v_final", "Y"], body=body),
+            ],
+            "g",
+            [
+                helper.make_tensor_value_info("X", TensorProto.FLOAT, [batch, c, 4, 4]),
+                helper.make_tensor_value_info("M", TensorProto.INT64, []),
+            ],
+            [
+                helper.make_tensor_value_info("v_final", TensorProto.FLOAT, [batch, c, 4, "w"]),
+                helper.make_tensor_value_info("Y", TensorProto.FLOAT, [batch, c, 4, "w2"]),
+            ],
+            [
+                numpy_helper.from_array(np.array(True), "T"),
+                numpy_helper.from_array(np.zeros((batch, c, 4, 8), np.float32), "L0"),
+                numpy_helper.from_array(wt, "Wt"),
+                numpy_helper.from_array(col, "col"),
+            ],
+        )
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+        x = rng.standard_normal((batch, c, 4, 4)).astype(np.float32)
+        check("loop_growing_batch%d" % batch, m, [{"X": x, "M": np.array(n, np.int64)} for n in (1, 2, 3)], body_width_unknown=True)
 
     for f in failures:
         print("FAIL: " + f)

@@ -38,3 +38,45 @@ TEST_CASE("a skeleton copy drops large data and leaves the model byte-identical"
   CHECK(sg.initializer(1).name() == "big_typed");
   CHECK(skeleton.ByteSizeLong() < 200);
 }
+
+TEST_CASE("the inference skeleton forgets the declared dims of loop-carried and scan state inputs, and only those", "[onnx_io][shapes]") {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* g = model.mutable_graph();
+  const auto typed = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = v->mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  };
+  // Loop: iteration number, condition, then carried values. Scan (num_scan_inputs 1): one state, then one scan input.
+  for (const char* op : {"Loop", "Scan"}) {
+    auto* node = g->add_node();
+    node->set_op_type(op);
+    auto* body = node->add_attribute();
+    body->set_name("body");
+    body->set_type(onnx::AttributeProto::GRAPH);
+    auto* bg = body->mutable_g();
+    if (std::string(op) == "Loop") {
+      typed(bg->add_input(), "i", {});
+      typed(bg->add_input(), "cond", {});
+      typed(bg->add_input(), "carried", {1, 4, 4, 4});
+    } else {
+      auto* n = node->add_attribute();
+      n->set_name("num_scan_inputs");
+      n->set_type(onnx::AttributeProto::INT);
+      n->set_i(1);
+      typed(bg->add_input(), "state", {1, 4});
+      typed(bg->add_input(), "scanned", {4});
+    }
+  }
+  const auto skeleton = onnx_io::inference_skeleton(model);
+  const auto& loop_body = skeleton.graph().node(0).attribute(0).g();
+  const auto& scan_body = skeleton.graph().node(1).attribute(0).g();
+  CHECK(onnx_io::describe_type(loop_body.input(0).type()) == "FLOAT[]");  // the iteration number keeps its type
+  CHECK(onnx_io::describe_type(loop_body.input(2).type()) == "FLOAT[?,?,?,?]");
+  CHECK(onnx_io::describe_type(scan_body.input(0).type()) == "FLOAT[?,?]");
+  CHECK(onnx_io::describe_type(scan_body.input(1).type()) == "FLOAT[4]");  // a scan input is sliced the same each time
+  // The model itself keeps what it declares.
+  CHECK(onnx_io::describe_type(model.graph().node(0).attribute(0).g().input(2).type()) == "FLOAT[1,4,4,4]");
+}

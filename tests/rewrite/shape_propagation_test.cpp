@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
@@ -159,7 +160,7 @@ g (float[1,2,8,8] x, float[6] v) => (float[n,c,h,w] y, float[k] z) {
 
 namespace {
 
-// Runs propagate_types(m) in a child limited to `cpu_seconds` of CPU; "" when it finished within them and its peak
+// Runs propagate_types(m) in a child limited to `cpu_seconds` of CPU (and so each of its children); "" when it finished within them and its peak
 // resident memory stayed under 512 MiB, else how it ended. The bounds are generous (the work takes well under a
 // second and a few MiB): they catch work that grows with rounds x values, not a slow machine.
 std::string propagate_within_bounds(const onnx::ModelProto& m, rlim_t cpu_seconds, int* rounds) {
@@ -177,9 +178,11 @@ std::string propagate_within_bounds(const onnx::ModelProto& m, rlim_t cpu_second
     } catch (...) {
       ::_exit(3);
     }
-    rusage usage{};
-    ::getrusage(RUSAGE_SELF, &usage);
-    reply[1] = usage.ru_maxrss;  // KiB
+    // Its own peak and its children's (inference runs in one), in KiB.
+    rusage self{}, children{};
+    ::getrusage(RUSAGE_SELF, &self);
+    ::getrusage(RUSAGE_CHILDREN, &children);
+    reply[1] = std::max(self.ru_maxrss, children.ru_maxrss);
     (void)!::write(fds[1], reply, sizeof reply);
     ::_exit(0);
   }
@@ -231,4 +234,39 @@ g (float[1,8,8,8] x) => (float[1,8,8,8] y) {
   CHECK(rounds == 129);
   // And every link's shape is still computed.
   CHECK(dims_of(rewrite::propagate_types(m).types, "t128") == "FLOAT[1024,1024]");
+}
+
+TEST_CASE("a Loop body's loop-carried inputs are of unknown dims, whatever the body declares and the Loop starts with",
+          "[rewrite][propagation][subgraph]") {
+  // v grows one column per iteration; the body declares it (and the ConvTranspose on it) as the first iteration has it.
+  auto m = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,4,4] x, int64 trips) => (float[1,4,4,w] v_final, float[1,4,4,w2] y) {
+  t = Constant <value = bool {1}> ()
+  col = Constant <value = float[1,4,4,1] {1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1}> ()
+  w = Constant <value = float[4,1,1,3] {1,2,3,1,2,3,1,2,3,1,2,3}> ()
+  v_final, y = Loop (trips, t, x) <body = body (int64 i, bool c_in, float[1,4,4,4] v_in) => (bool c_out, float[1,4,4,5] v_out, float[1,4,4,8] u) {
+    u = ConvTranspose <group = 4, strides = [1, 2], pads = [0, 1, 0, 1], output_padding = [0, 1]> (v_in, w)
+    v_out = Concat <axis = 3> (v_in, col)
+    c_out = Identity (c_in)
+  }>
+})");
+  const auto p = rewrite::propagate_types(m);
+  REQUIRE(p.types.size() == 2);
+  const auto dims_in = [&p](const std::string& name) {
+    const auto* t = p.types.find(1, name);
+    return t == nullptr ? std::string("unknown") : onnx_io::describe_type(*t);
+  };
+  // libonnx names each unknown dim (unk__0, ...); none is a number.
+  const auto* v_in = p.types.find(1, "v_in");
+  REQUIRE(v_in != nullptr);
+  CAPTURE(dims_in("v_in"));
+  CHECK(onnx_io::known_dims(*v_in).empty());
+  for (const auto& d : v_in->tensor_type().shape().dim()) CHECK_FALSE(d.has_dim_value());
+  // Nothing downstream of it in the body claims the first iteration's width.
+  for (const char* name : {"u", "v_out"}) {
+    CAPTURE(name, dims_in(name));
+    const auto* t = p.types.find(1, name);
+    CHECK((t == nullptr || !t->tensor_type().has_shape() || t->tensor_type().shape().dim_size() < 4 ||
+           !t->tensor_type().shape().dim(3).has_dim_value()));
+  }
 }
