@@ -104,9 +104,25 @@ struct Frontier {
   std::set<std::string> changed;                               // names whose type or value became known this round
   std::set<std::pair<size_t, std::string>> tried, computed;    // nodes (scope, first output) tried, and evaluated
   std::map<std::pair<size_t, std::string>, std::string> seen;  // each value's type as the last round gave it
+  std::set<std::string> values;                                // initializers with their data and Constant outputs, in any graph
 
-  // Sets `changed` to the names whose types differ from the last round's.
+  // Sets `values` from `skeleton` (the folder's Constants included), and `changed` to the names whose types differ
+  // from the last round's.
   void new_round(const GraphTree& tree, const onnx_io::ScopedTypes& types) {
+    values.clear();
+    for (const auto& scope : tree.scopes()) {
+      for (const auto& t : scope.graph->initializer()) {
+        if (!onnx_io::validate_tensor_data(t, t.name()).ok()) continue;  // its data was left out of the skeleton
+        values.insert(t.name());
+      }
+      for (const auto& node : scope.graph->node()) {
+        if (node.op_type() == "Constant" && node.output_size() == 1) values.insert(node.output(0));
+      }
+    }
+    changed_types(tree, types);
+  }
+
+  void changed_types(const GraphTree& tree, const onnx_io::ScopedTypes& types) {
     changed.clear();
     for (const auto& scope : tree.scopes()) {
       for (const auto& node : scope.graph->node()) {
@@ -145,6 +161,14 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
         continue;
       }
       frontier.tried.insert({scope.index, node.output(0)});
+      // Cheap first: a node with an input that is no known value cannot fold (a Shape or Size needs only its input's
+      // dims, which inference gives). The evaluator would find that out too, but walking the graph for each input.
+      const bool reads_dims_only = node.op_type() == "Shape" || node.op_type() == "Size";
+      if (!reads_dims_only && std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) {
+            return !in.empty() && frontier.values.count(in) == 0 && frontier.computed.count({scope.index, in}) == 0;
+          })) {
+        continue;
+      }
       if (std::any_of(node.output().begin(), node.output().end(), [&](const std::string& out) {
             return !out.empty() && known_larger_than(types.find(scope.index, out), kMaxPropagatedElements);
           })) {
