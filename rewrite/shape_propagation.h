@@ -9,7 +9,12 @@
 // After:   the chain folded to a Constant [1,8,32,32] in a skeleton copy, inference run again: [1,8,32,32]
 //
 // Declared value_info and graph output shapes are never used (infer_types drops them); where one disagrees with a
-// computed shape, a warning names both. Symbolic dims stay symbolic.
+// computed shape, a warning names both. Symbolic dims stay symbolic. A Loop body's loop-carried inputs are of unknown
+// dims but on the axes the body keeps. Where libonnx infers an op unlike the ONNX spec (rewrite/shape_rules.h), the
+// spec's shape is used, or none where the spec and ONNX Runtime differ.
+//
+// Cost: each value is computed once and only if it could be kept (at most kMaxPropagatedElements); a round tries
+// only the nodes whose inputs changed; all rounds run in one child process; at most 2^22 nodes are inferred in all.
 #pragma once
 
 #include <string>

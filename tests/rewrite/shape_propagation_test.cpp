@@ -160,9 +160,9 @@ g (float[1,2,8,8] x, float[6] v) => (float[n,c,h,w] y, float[k] z) {
 
 namespace {
 
-// Runs propagate_types(m) in a child limited to `cpu_seconds` of CPU (and so each of its children); "" when it finished within them and its peak
-// resident memory stayed under 512 MiB, else how it ended. The bounds are generous (the work takes well under a
-// second and a few MiB): they catch work that grows with rounds x values, not a slow machine.
+// Runs propagate_types(m) in a child limited to `cpu_seconds` of CPU (and so each of its children); "" when it finished within them and its
+// peak resident memory stayed under 512 MiB, else how it ended. The bounds are generous (the work takes well under a second and a few MiB):
+// they catch work that grows with rounds x values, not a slow machine.
 std::string propagate_within_bounds(const onnx::ModelProto& m, rlim_t cpu_seconds, int* rounds) {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
