@@ -217,10 +217,30 @@ int fold_into_constants(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& 
   return replaced;
 }
 
-// Sets, in `skeleton`, the spec's output types (rewrite/shape_rules.h) of every node where libonnx inferred a dim the
-// spec does not give: the node moves to kSpecTypedDomain and its outputs get the spec's types as value_info, so the
-// next inference carries the runtimes' shapes downstream. Returns how many nodes it moved; each warning names the
-// node and both shapes.
+// The dims both `inferred` (libonnx 1.12) and `spec` (rewrite/shape_rules.h) give, or that only the spec gives: a dim
+// the two give different values is unknown, and so is every dim when even the ranks differ. A runtime's kernel
+// computes the spec's dims, but its optimiser may fold a Shape of the tensor from ONNX's own inference: ONNX Runtime
+// 1.32 runs a ceil_mode MaxPool to 5x5 and folds Shape of its output to 6x6 (a Resize by twice that Shape then makes
+// 12x12, not 10x10). Neither may decide a rewrite.
+onnx::TypeProto agreed_type(const onnx::TypeProto& inferred, const onnx::TypeProto& spec) {
+  onnx::TypeProto out = spec;
+  if (!inferred.has_tensor_type() || !inferred.tensor_type().has_shape() || !spec.has_tensor_type() || !spec.tensor_type().has_shape()) {
+    return out;
+  }
+  const auto& a = inferred.tensor_type().shape();
+  auto* b = out.mutable_tensor_type()->mutable_shape();
+  for (int k = 0; k < b->dim_size(); ++k) {
+    const bool same = a.dim_size() == b->dim_size() &&
+                      (!a.dim(k).has_dim_value() || (b->dim(k).has_dim_value() && a.dim(k).dim_value() == b->dim(k).dim_value()));
+    if (!same) b->mutable_dim(k)->Clear();
+  }
+  return out;
+}
+
+// Sets, in `skeleton`, the output types both agree on (agreed_type) of every node where libonnx inferred a dim the spec
+// does not give: the node moves to kSpecTypedDomain and its outputs get those types as value_info, so the next
+// inference carries no disputed dim downstream. Returns how many nodes it moved; each note names the node and both
+// shapes.
 int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types, ConstEvaluator& eval, const Frontier& frontier,
                    std::vector<std::string>& notes) {
   GraphTree tree(skeleton);
@@ -241,8 +261,9 @@ int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types
         const auto* inferred = types.find(scope.index, node.output(k));
         if (!node.output(k).empty() && inferred != nullptr && contradicts(*inferred, (*spec)[static_cast<size_t>(k)])) {
           notes.push_back(onnx_io::describe_node(node) + ": ONNX shape inference (libonnx 1.12) gives '" + node.output(k) + "' " +
-                          onnx_io::describe_type(*inferred) + ", the ONNX spec (as ONNX Runtime computes it) " +
-                          onnx_io::describe_type((*spec)[static_cast<size_t>(k)]) + ": the spec's is used");
+                          onnx_io::describe_type(*inferred) + ", the ONNX spec " + onnx_io::describe_type((*spec)[static_cast<size_t>(k)]) +
+                          ": runtimes compute either (ONNX Runtime's kernel the spec's, its folded Shape inference's), so "
+                          "the dims they differ on are not known, and an upsampler that depends on them is kept");
           contradicted = true;
         }
       }
@@ -251,7 +272,9 @@ int set_spec_types(onnx::ModelProto& skeleton, const onnx_io::ScopedTypes& types
         if (node.output(k).empty()) continue;
         auto* vi = scope.graph->add_value_info();
         vi->set_name(node.output(k));
-        *vi->mutable_type() = (*spec)[static_cast<size_t>(k)];
+        const auto* inferred = types.find(scope.index, node.output(k));
+        *vi->mutable_type() =
+            inferred == nullptr ? (*spec)[static_cast<size_t>(k)] : agreed_type(*inferred, (*spec)[static_cast<size_t>(k)]);
       }
       node.set_domain(kSpecTypedDomain);
       ++moved;
@@ -418,8 +441,9 @@ PropagatedTypes propagate_types(const onnx::ModelProto& model) {
     inferred = run_rounds(skeleton, /*in_process=*/false, result.rounds, capped, notes);
   }
   result.types = onnx_io::collect_types(inferred);
-  result.spec_overrides = std::move(notes);
   result.warnings = declared_disagreements(model, result.types);
+  result.warnings.insert(result.warnings.end(), notes.begin(), notes.end());
+  result.spec_overrides = std::move(notes);
   if (capped) {
     result.warnings.push_back("shape propagation stopped after " + std::to_string(result.rounds) + " rounds of shape inference (" +
                               std::to_string(nodes) + " nodes, at most " + std::to_string(kMaxInferredNodes) +

@@ -31,7 +31,8 @@ struct PropagatedTypes {
   std::vector<std::string> warnings;  // a declared shape that disagrees with the computed one, per value
   int rounds = 0;                     // inference runs it took to reach the fixpoint
   // Each node whose output type libonnx 1.12 infers unlike the ONNX spec (rewrite/shape_rules.h), naming both: the
-  // spec's type is the one in `types`, and everything downstream is computed from it.
+  // dims they differ on are unknown in `types` (a runtime computes one or the other), and so is everything computed
+  // from them. Each is in `warnings` too.
   std::vector<std::string> spec_overrides;
 };
 

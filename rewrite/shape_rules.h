@@ -5,8 +5,9 @@
 //   - Slice with a negative step and an end beyond the dim (libonnx clamps it to the dim, not to dim - 1);
 //   - opsets newer than libonnx's 17 schemas (AveragePool's dilations, LpPool's ceil_mode), which it reads with the
 //     older schema and so without the new attribute.
-// Shape propagation (rewrite/shape_propagation.h) sets these in place of what libonnx infers wherever both know a
-// dim and they differ, so no rewrite decides on a shape the runtimes do not compute.
+// Where libonnx and these rules give a dim different values, shape propagation (rewrite/shape_propagation.h) leaves it
+// unknown: a runtime's kernel computes the spec's, but its optimiser may fold a Shape of the tensor from ONNX's own
+// inference (ONNX Runtime does), so no rewrite may decide on either.
 #pragma once
 
 #include <cstdint>
