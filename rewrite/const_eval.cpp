@@ -274,6 +274,11 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
     outputs.push_back(node.output(k).empty() ? nullptr : &results[static_cast<size_t>(k)]);
     if (node.output(k) == name) wanted = k;
   }
+  // Checked once the inputs are computed (they count too), before this node's own value is.
+  if (computed_elements_ >= kMaxComputedElements) {
+    return declined("'" + name + "' is computed by " + who + ", which is not folded: the constants folded so far hold " +
+                    std::to_string(computed_elements_) + " elements, the most this tool computes for one model");
+  }
   try {
     if (auto ran = ops::run_reference_node(node, ctx, inputs, outputs); !ran) return declined(ran.error().message);
   } catch (const ops::TensorSizeError& e) {
@@ -282,6 +287,7 @@ core::Result<ConstTensor> ConstEvaluator::evaluate_node(const onnx::NodeProto& n
   const ops::Tensor& result = results[static_cast<size_t>(wanted)];
   if (result.dtype == TensorProto::DOUBLE) return declined(who + ": its output is DOUBLE, which is not folded");
   ConstTensor out = from_op_tensor(result);
+  computed_elements_ += static_cast<int64_t>(out.size());
   out.inexact = !inexact.empty() || rounds_alike(node, result) ? inexact : who;
   out.inexact_dims = inexact_dims;
   return out;

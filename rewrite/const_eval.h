@@ -43,6 +43,10 @@ struct ConstTensor {
 // The most elements a folded value may have; a larger one is declined, so a hostile ConstantOfShape or Expand
 // cannot make the tool allocate without bound.
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 24;
+// The most elements one evaluator computes in all (each cached): a chain of values each under kMaxFoldedElements
+// (60 Adds of a [2048,2048] ConstantOfShape, 4.2 KB of model) would otherwise hold them all, 2 GB. 2^25 elements, as
+// doubles, are 256 MiB.
+constexpr int64_t kMaxComputedElements = int64_t{1} << 25;
 
 // Folds values as seen from graph scopes of one model: initializers and Constants (behind Identity too), and every
 // node the op library's table implements (ops/ops.h), computed by its kernels, the ones the executor runs, so the
@@ -80,6 +84,7 @@ class ConstEvaluator {
   int64_t opset_;
   const onnx_io::ScopedTypes& types_;
   int64_t max_elements_;
+  int64_t computed_elements_ = 0;  // of every value evaluate_node computed, held in cache_: at most kMaxComputedElements
   std::map<std::pair<size_t, std::string>, core::Result<ConstTensor>> cache_;
   int depth_ = 0;  // recursion guard against cyclic (invalid) graphs
 };
