@@ -132,6 +132,26 @@ def main():
     feeds = {"X": rng.standard_normal((1, 8, 9, 9)).astype(np.float32), "Z": rng.standard_normal((1, 8, 5, 5)).astype(np.float32)}
     check("ceil_pool_shape_resize", m, [feeds], expect_kept="not known")
 
+    # x [1,8,8,8] -> MaxPool k3 s3 pads 1 ceil_mode -> depthwise ConvTranspose k4 s2 p1, the pool's output and the
+    # graph's declared with the shapes ONNX Runtime computes (3x3, 6x6), where libonnx 1.12 infers 4x4 and 8x8. The
+    # declarations are right: the model is valid, and the upsampler (clean whatever its input's size) is rewritten.
+    w4 = rng.standard_normal((8, 1, 4, 4)).astype(np.float32)
+    nodes = [
+        helper.make_node("MaxPool", ["X"], ["t"], kernel_shape=[3, 3], strides=[3, 3], pads=[1, 1, 1, 1], ceil_mode=1),
+        helper.make_node("ConvTranspose", ["t", "W"], ["Y"], name="up", group=8, kernel_shape=[4, 4], strides=[2, 2], pads=[1, 1, 1, 1]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 8, 8, 8])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 8, 6, 6])],
+        [numpy_helper.from_array(w4, "W")],
+        value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 8, 3, 3])],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    check("ceil_pool_declared", m, [{"X": rng.standard_normal((1, 8, 8, 8)).astype(np.float32)}],
+          expect_rewritten=["default", "xnnpack", "litert", "executorch"])
+
     # A Loop whose carried value grows one column per iteration (Concat), declared [N,64,4,4] as the first iteration
     # has it, with a depthwise ConvTranspose x2 on W (strides [1,2], joined by an interleave Reshape) on it in the
     # body: the body input's declared width holds for the first iteration only. Batch 2 too: a join must not assume 1.
