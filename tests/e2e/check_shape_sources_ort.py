@@ -215,6 +215,45 @@ def main():
             body_width_unknown=True,
         )
 
+    # A Loop whose carried value grows on the batch axis (Concat with X each iteration), declared [1,64,6,6] as the first
+    # iteration has it, with a depthwise ConvTranspose k6 s3 on it: ExecuTorch's batch join, told batch 1, mixed the
+    # images of later iterations (found by a hostile review: ORT computed other numbers for the old output).
+    c = 64
+    wt = rng.standard_normal((c, 1, 6, 6)).astype(np.float32)
+    body = helper.make_graph(
+        [
+            helper.make_node("ConvTranspose", ["v_in", "Wt"], ["up_y"], name="up", group=c, kernel_shape=[6, 6], pads=[2, 2, 1, 1],
+                             strides=[3, 3]),
+            helper.make_node("Concat", ["v_in", "X"], ["v_out"], axis=0),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Identity", ["up_y"], ["u_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("iter", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1, c, 6, 6]),
+            helper.make_tensor_value_info("u_in", TensorProto.FLOAT, ["a", "b", "c", "d"]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("u_out", TensorProto.FLOAT, None),
+        ],
+    )
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "X", "X"], ["v_final", "Y"], body=body)],
+        "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, c, 6, 6])],
+        [
+            helper.make_tensor_value_info("v_final", TensorProto.FLOAT, ["n", c, 6, 6]),
+            helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["n2", c, 18, 18]),
+        ],
+        [numpy_helper.from_array(np.array(3, np.int64), "M"), numpy_helper.from_array(wt, "Wt")],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    check("loop_growing_batch", m, [{"X": rng.standard_normal((1, c, 6, 6)).astype(np.float32)}])
+
     for f in failures:
         print("FAIL: " + f)
     return 1 if failures else 0
