@@ -203,24 +203,21 @@ TEST_CASE("const eval declines hostile sizes and steps instead of overflowing", 
 
 TEST_CASE("const eval computes at most kMaxComputedElements in all: a chain of large values is declined, not held",
           "[rewrite][const_eval][hostile]") {
-  // 60 Adds of a [2048,2048] ConstantOfShape, then ReduceMax: each value is under kMaxFoldedElements, but holding them
-  // all took 2 GB (a 4.2 KB model). The budget stops the chain after 2^25 elements, naming the node it stopped at.
-  std::string body =
-      "  shp = Constant <value = int64[2] {2048, 2048}> ()\n  one = Constant <value = float[1] {1}> ()\n"
-      "  c0 = ConstantOfShape <value = float[1] {1}> (shp)\n";
-  for (int i = 0; i < 60; ++i) body += "  c" + std::to_string(i + 1) + " = Add (c" + std::to_string(i) + ", one)\n";
-  body += "  m = ReduceMax <keepdims = 0> (c60)";
-  const auto folded = fold(body, "m", 13, false);
+  // `links` Adds of a [side,side] ConstantOfShape of ones, then ReduceMax: links + 1 when folded.
+  const auto chain = [](int side, int links) {
+    std::string body = "  shp = Constant <value = int64[2] {" + std::to_string(side) + ", " + std::to_string(side) +
+                       "}> ()\n  one = Constant <value = float[1] {1}> ()\n  c0 = ConstantOfShape <value = float[1] {1}> (shp)\n";
+    for (int i = 0; i < links; ++i) body += "  c" + std::to_string(i + 1) + " = Add (c" + std::to_string(i) + ", one)\n";
+    return body + "  m = ReduceMax <keepdims = 0> (c" + std::to_string(links) + ")";
+  };
+  // 60 links at 2048: each value is under kMaxFoldedElements, but holding them all took 2 GB (a 4.2 KB model). The
+  // budget stops the chain after 2^25 elements, naming the node it stopped at.
+  const auto folded = fold(chain(2048, 60), "m", 13, false);
   REQUIRE_FALSE(folded);
   CHECK_THAT(folded.error().message,
              Catch::Contains("is computed by Add producing 'c8'") && Catch::Contains("the constants folded so far hold 33554432 elements"));
-  // Below the budget the same chain folds: 7 Adds of [1024,1024] hold 8 Mi elements.
-  std::string small =
-      "  shp = Constant <value = int64[2] {1024, 1024}> ()\n  one = Constant <value = float[1] {1}> ()\n"
-      "  c0 = ConstantOfShape <value = float[1] {1}> (shp)\n";
-  for (int i = 0; i < 7; ++i) small += "  c" + std::to_string(i + 1) + " = Add (c" + std::to_string(i) + ", one)\n";
-  small += "  m = ReduceMax <keepdims = 0> (c7)";
-  const auto ok = fold(small, "m", 13, false);
+  // Below the budget the same chain folds: 7 links at 1024 hold 8 Mi elements.
+  const auto ok = fold(chain(1024, 7), "m", 13, false);
   REQUIRE(ok);
   CHECK(ok->at(0) == 8.0);
 }
