@@ -64,13 +64,14 @@ def make_layer_model(c, h, k, s, p, op) -> onnx.ModelProto:
     return model
 
 
-HANDWRITTEN_KINDS = ("nearest_mask", "nearest_conv_dw", "nearest_conv_dense")
+HANDWRITTEN_KINDS = ("nearest_mask", "nearest_conv_dw", "nearest_conv_dense", "nearest_conv_1x1")
 
 
 def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
     """One hand-written x2 upsampler, x [1, C, H, H] -> y [1, C, 2H, 2H], as bench/layer_bench.cpp builds it:
     nearest_mask is Resize, Mul by a [[1,0],[0,0]] mask, Pad [2,2,1,1], depthwise 4x4 Conv (k4 s2 p1);
-    nearest_conv_dw / _dense is Resize then a 3x3 Conv with pads 1, depthwise or dense (C in, C out)."""
+    nearest_conv_dw / _dense is Resize then a 3x3 Conv with pads 1, depthwise or dense (C in, C out); nearest_conv_1x1
+    is Resize then a dense 1x1 Conv."""
     rng = np.random.default_rng(c * 7919 + h * 104729 + HANDWRITTEN_KINDS.index(kind))
     resize = helper.make_node("Resize", ["x", "", "scales"], ["u"], name="up", mode="nearest",
                               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
@@ -86,10 +87,11 @@ def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
                  helper.make_node("Conv", ["p", "w", "b"], ["y"], name="conv", group=c, kernel_shape=[4, 4])]
     else:
         group = c if kind == "nearest_conv_dw" else 1
+        k = 1 if kind == "nearest_conv_1x1" else 3
         inits.append(numpy_helper.from_array(
-            rng.uniform(-0.5, 0.5, size=(c, c // group, 3, 3)).astype(np.float32), "w"))
-        nodes = [resize, helper.make_node("Conv", ["u", "w", "b"], ["y"], name="conv", group=group, kernel_shape=[3, 3],
-                                          pads=[1, 1, 1, 1])]
+            rng.uniform(-0.5, 0.5, size=(c, c // group, k, k)).astype(np.float32), "w"))
+        nodes = [resize, helper.make_node("Conv", ["u", "w", "b"], ["y"], name="conv", group=group, kernel_shape=[k, k],
+                                          pads=[k // 2] * 4)]
     graph = helper.make_graph(nodes, f"{kind}_C{c}_H{h}",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, h])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2 * h, 2 * h])], inits)
@@ -97,6 +99,38 @@ def make_handwritten_model(kind, c, h) -> onnx.ModelProto:
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
+
+
+def networked(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` (one upsampler, x [1, C, H, H] -> y [1, C, H', W']) between two dense 1x1 Convs of C channels, as in a
+    network: the upsampler's output is no graph output, its input no graph input (OpenVINO reorders a DepthToSpace
+    that is the graph's output from NHWC to planar, and runs a lone depthwise deconvolution at f32 even at the bf16
+    hint: the layer alone measures neither). Weights seeded by the graph's name."""
+    g = model.graph
+    c = g.input[0].type.tensor_type.shape.dim[1].dim_value
+    rng = np.random.default_rng(sum(g.name.encode()))
+    out = copy.deepcopy(model)
+    og = out.graph
+    for node in og.node:  # the upsampler reads x0 and writes y0; the 1x1 Convs take x and y
+        node.input[:] = ["x0" if n == "x" else n for n in node.input]
+        node.output[:] = ["y0" if n == "y" else n for n in node.output]
+    for name, src, dst in (("pre", "x", "x0"), ("post", "y0", "y")):
+        og.initializer.extend([
+            numpy_helper.from_array((rng.uniform(-1, 1, size=(c, c, 1, 1)) / np.sqrt(c)).astype(np.float32), f"{name}_w"),
+            numpy_helper.from_array(rng.uniform(-0.1, 0.1, size=(c,)).astype(np.float32), f"{name}_b")])
+        conv = helper.make_node("Conv", [src, f"{name}_w", f"{name}_b"], [dst], name=f"{name}_1x1", kernel_shape=[1, 1])
+        if name == "pre":
+            og.node.insert(0, conv)
+        else:
+            og.node.append(conv)
+    og.name = "net_" + g.name
+    onnx.checker.check_model(out)
+    return out
+
+
+# --suite networked: the targets' layers between two 1x1 Convs (networked()), C 16-256, H 32 and 64.
+NETWORKED_LAYERS = [(4, 2, 1, 0), (6, 3, 2, 1)]
+NETWORKED_CHANNELS = [16, 64, 256]
 
 
 # --suite reach: the depthwise upsamplers of shipped models that are not clean xs on both axes, each as one layer:
@@ -288,7 +322,7 @@ def respell(rewritten: Path, respelled: Path, form: str) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 # Suites
 
-SUITES = ("layers", "handwritten", "migan", "dla", "sr", "targets", "reach")
+SUITES = ("layers", "handwritten", "migan", "dla", "sr", "targets", "reach", "networked")
 # --suite targets: what the targets' rules are measured on, on every runtime. Layer names matched per suite.
 ISSUE17_LAYERS = {"layers": r"^k4s2p1op0_|^k6s3p2op1_C\d+_H64$", "handwritten": r"^nearest_conv_(dw|dense)_"}
 
@@ -306,7 +340,7 @@ def build_cases(args) -> list[Case]:
     work = args.work / "models"
     work.mkdir(parents=True, exist_ok=True)
     suites = set(args.suite or [])
-    patterns = {s: None for s in ("layers", "handwritten", "reach") if s in suites}  # None: every layer of that suite
+    patterns = {s: None for s in ("layers", "handwritten", "reach", "networked") if s in suites}  # None: every layer of that suite
     if "targets" in suites:
         for suite, pattern in ISSUE17_LAYERS.items():
             if suite not in patterns:
@@ -343,6 +377,19 @@ def build_cases(args) -> list[Case]:
                     if not original.exists():
                         onnx.save(make_handwritten_model(kind, c, h), str(original))
                     cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
+    if "networked" in patterns:
+        inner = [(layer_name(c, h, *g), lambda c=c, h=h, g=g: make_layer_model(c, h, *g))
+                 for g in NETWORKED_LAYERS for c in NETWORKED_CHANNELS for h in args.sizes if h <= 64]
+        inner += [(f"{kind}_C{c}_H{h}", lambda kind=kind, c=c, h=h: make_handwritten_model(kind, c, h))
+                  for kind in HANDWRITTEN_KINDS for c in NETWORKED_CHANNELS for h in args.sizes if h <= 64]
+        for inner_name, make in inner:
+            name = f"net_{inner_name}"
+            if not wanted("networked", name):
+                continue
+            original = work / f"{name}.onnx"
+            if not original.exists():
+                onnx.save(networked(make()), str(original))
+            cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
     if "reach" in patterns:
         for kind in REACH_KINDS:
             for c in REACH_CHANNELS.get(kind, args.channels):
