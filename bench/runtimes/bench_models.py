@@ -128,9 +128,9 @@ def networked(model: onnx.ModelProto) -> onnx.ModelProto:
     return out
 
 
-# --suite networked: the targets' layers between two 1x1 Convs (networked()), C 16-256, H 32 and 64.
+# --suite networked: the targets' layers between two 1x1 Convs (networked()), C 3 (an RGB head) to 512, H 32 and 64.
 NETWORKED_LAYERS = [(4, 2, 1, 0), (6, 3, 2, 1)]
-NETWORKED_CHANNELS = [16, 64, 256]
+NETWORKED_CHANNELS = [3, 16, 64, 256, 512]
 
 
 # --suite reach: the depthwise upsamplers of shipped models that are not clean xs on both axes, each as one layer:
