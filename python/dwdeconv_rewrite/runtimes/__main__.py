@@ -5,6 +5,7 @@
   check ARGS...        convert, run, compare-ready outputs, time and profile one pair (see check.py)
   _onnx2tf, _executorch  the converter child processes of the LiteRT and ExecuTorch adapters (WORK [--precision P]
                        [--calibration DIR] [--] MODEL...)
+  _mnnconvert OUT MODEL  the MNN adapter's converter child (one model into the scratch folder OUT)
 
 Imports only the standard library before the command is known, so that `probe` works in any interpreter.
 """
@@ -38,6 +39,12 @@ def main(argv: list[str]) -> int:
         from .executorch_adapter import executorch_child
 
         return executorch_child(Path(rest[0]), rest[1:])
+    if command == "_mnnconvert":
+        from pathlib import Path
+
+        from .mnn_adapter import mnnconvert_child
+
+        return mnnconvert_child(Path(rest[0]), Path(rest[1]))
     print(f"unknown command {command!r}\n{__doc__}", file=sys.stderr)
     return 2
 
