@@ -1,6 +1,6 @@
 """dwdeconv-rewrite --runtime RUNTIME end to end, with this interpreter as the runtime's Python.
 
-Usage: check_runtime.py ort|litert|executorch DWDECONV_REWRITE. On a model of two depthwise ConvTranspose x2
+Usage: check_runtime.py ort|litert|executorch|mnn DWDECONV_REWRITE. On a model of two depthwise ConvTranspose x2
 upsamplers it checks that an honest rewrite verifies and is timed on the runtime (report: runtime, versions, spread,
 pairs; for ORT the per-upsampler table), that a rewrite with one planted weight error fails with exit 1, that
 --min-speedup gates with exit 1 and writes nothing, that an interpreter without the packages is exit 2 naming them,
@@ -23,17 +23,18 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import report_archive  # beside this script: the suite's report archive
 
 PACKAGES = {"ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
-            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"]}
-VERSION_OF = {"ort": "onnxruntime", "litert": "ai-edge-litert", "executorch": "executorch"}
+            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"], "mnn": ["numpy", "onnx", "MNN"]}
+VERSION_OF = {"ort": "onnxruntime", "litert": "ai-edge-litert", "executorch": "executorch", "mnn": "MNN"}
 LABEL = {"ort": r"ONNX Runtime [0-9.]+ \(CPU provider\)", "litert": r"LiteRT [0-9.]+ \(XNNPACK delegate\)",
-         "executorch": r"ExecuTorch [0-9.]+\S* \(XNNPACK delegate\)"}
+         "executorch": r"ExecuTorch [0-9.]+\S* \(XNNPACK delegate\)", "mnn": r"MNN [0-9.]+ \(CPU backend, precision high\)"}
 # The target whose output the runtime converts: onnx2torch takes only CRD DepthToSpace.
-TARGET = {"ort": "xnnpack", "litert": "xnnpack", "executorch": "executorch"}
+TARGET = {"ort": "xnnpack", "litert": "xnnpack", "executorch": "executorch", "mnn": "xnnpack"}
 
 failures = []
 
@@ -197,6 +198,8 @@ def main():
                   "the converter's stage and message")
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
             check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
+        if runtime == "mnn":
+            mnn_converter(d, src, tool, tool_run, env)
         names_not_positions(runtime, d, tool_run, env)
         broken_package(runtime, d, src, tool_run, env)
         typed_inputs(runtime, d, tool_run)
@@ -206,6 +209,168 @@ def main():
         return 1
     print(f"all --runtime {runtime} checks passed")
     return 0
+
+
+def processes_running(word):
+    """The pids of live processes whose command line holds `word`, from /proc."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                line = f.read()
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if word.encode() in line and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def mnn_converter(d, src, tool, tool_run, env):
+    """7. MNN: MNNConvert runs in a child process of the check, as the extension module _tools.mnnconvert, never the
+    wheel's `mnnconvert` script (which pip-installs a logging SDK). An op MNN lacks, a file that is no ONNX model, a
+    converter that crashes or hangs: StageError("MNNConvert"), exit 3 through the binary, and no file, scratch folder
+    or converter process left; SIGINT mid-conversion leaves nothing either. Names with a newline, quotes and bytes
+    that are not UTF-8 go through the conversion and come back matched by name."""
+    import signal
+
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    sys.path.insert(0, os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                              "..", "..", "python"))
+    from pathlib import Path
+
+    from dwdeconv_rewrite.runtimes import load_runtime, mnn_adapter
+    from dwdeconv_rewrite.runtimes.common import StageError, onnx_inputs
+
+    def no_converter_left(what):
+        time.sleep(0.2)
+        check(not processes_running("_mnnconvert"), f"{what}: no converter process is left")
+
+    # 7a. Hardmax: an ONNX op MNNConvert does not support ("These Op Not Support: ONNX::Hardmax").
+    hardmax = os.path.join(d, "hardmax.onnx")
+    graph = helper.make_graph([helper.make_node("Hardmax", ["x"], ["y"])], "hardmax",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, hardmax)
+    print("-- 7. mnn: a model with an op MNNConvert lacks is a conversion failure", flush=True)
+    r = tool_run(hardmax, "--compare", hardmax, "--runtime", "mnn")
+    check(r.returncode == 3, "an op MNN lacks is exit 3")
+    check("MNNConvert" in r.stderr and "Hardmax" in r.stderr, "the converter's stage and what it said (the op)")
+    check("verification failed" not in r.stderr.lower(), "not a verification failure")
+    check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
+    no_converter_left("an op MNN lacks")
+
+    # 7b. The adapter itself: a file that is not an ONNX model, a converter that crashes, one that hangs.
+    work = Path(d) / "mnn-work"
+    runtime = load_runtime("mnn", work)
+    garbage = Path(d) / "garbage.onnx"
+    garbage.write_bytes(b"\x08\x07 not a model")
+
+    def refused(path, what, expect):
+        try:
+            runtime.prepare(path)
+            said = None
+        except StageError as e:
+            said = e
+        check(said is not None and said.stage == "MNNConvert" and expect in str(said), f"{what}: StageError('MNNConvert', "
+              f"...{expect}...) ({said})")
+        check(sorted(os.listdir(work / "mnn")) == [], f"{what}: nothing is left in the cache ({os.listdir(work / 'mnn')})")
+        no_converter_left(what)
+
+    refused(garbage, "a file that is no ONNX model", "not onnx model")
+    real_child_command = mnn_adapter.child_command
+    try:
+        mnn_adapter.child_command = lambda *a: ([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), "
+                                                 "signal.SIGSEGV)"], dict(os.environ))
+        refused(Path(src), "a converter that crashes", "converter process died (signal 11)")
+        mnn_adapter.child_command = lambda *a: ([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ))
+        runtime.timeout = 1
+        refused(Path(src), "a converter that hangs", "timed out after 1 s")
+    finally:
+        mnn_adapter.child_command = real_child_command
+        runtime.timeout = 600
+
+    # 7c. Nothing is pip-installed: a `pip` first on PATH records any call. The wheel's own console script, run the
+    # same way, calls it (so the detector works); the adapter's conversion does not.
+    fake = Path(d) / "fake-bin"
+    fake.mkdir()
+    calls = Path(d) / "pip-calls"
+    for name in ("pip", "pip3"):
+        (fake / name).write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{calls}'\nexit 1\n")
+        (fake / name).chmod(0o755)
+    path_before = os.environ["PATH"]
+    os.environ["PATH"] = f"{fake}{os.pathsep}{path_before}"
+    try:
+        script = Path(sys.executable).parent / "mnnconvert"
+        if script.exists():
+            subprocess.run([sys.executable, str(script), "-f", "ONNX", "--modelFile", src, "--MNNModel",
+                            str(Path(d) / "script.mnn"), "--bizCode", "biz"], capture_output=True, timeout=300, cwd=d)
+            check(calls.exists() and "aliyun-log-python-sdk" in calls.read_text(),
+                  "the wheel's mnnconvert script pip-installs its logging SDK (the detector sees it)")
+            calls.unlink(missing_ok=True)
+        info = runtime.prepare(Path(src))
+        check(info["ops"].get("DeconvolutionDepthwise") == 2, f"converted with the detector on PATH ({info['ops']})")
+        check(not calls.exists(), "the adapter's conversion runs no pip")
+    finally:
+        os.environ["PATH"] = path_before
+    check(importlib.util.find_spec("aliyun") is None, "no aliyun package is installed")
+
+    # 7d. SIGINT while the binary's check child is converting: exit 130, no scratch folder, no process left.
+    proc = subprocess.Popen([tool, hardmax, "--compare", hardmax, "--runtime", "mnn"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and not processes_running("_mnnconvert") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    converting = bool(processes_running("_mnnconvert"))
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    check(converting and proc.returncode == 130, f"SIGINT mid-conversion: exit 130 (converting: {converting}, got "
+                                                 f"{proc.returncode})")
+    check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "SIGINT: no scratch directory is left")
+    no_converter_left("SIGINT mid-conversion")
+
+    # 7e. Hostile names: a newline and quotes in the input's and an output's name, converted, run and matched by name.
+    hostile = os.path.join(d, "hostile.onnx")
+    xname, yname = "in\n'\"x", "out\"\n'y"
+    graph = helper.make_graph([helper.make_node("Relu", [xname], [yname]), helper.make_node("Neg", [xname], ["z"])],
+                              "hostile", [helper.make_tensor_value_info(xname, TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4, 8, 8]) for n in ("z", yname)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, hostile)
+    report = os.path.join(d, "hostile.json")
+    r = tool_run(hostile, "--compare", hostile, "--runtime", "mnn", "--report", report)
+    check(r.returncode == 0, "hostile names: converted, run and compared on MNN (exit 0)")
+    names = sorted(o["name"] for o in json.load(open(report))["verify"]["outputs"]) if r.returncode == 0 else []
+    check(names == sorted(["z", yname]), f"hostile names: both outputs compared by name ({names})")
+    runner = runtime.load(Path(hostile), 1)
+    feeds = onnx_inputs(Path(hostile), 2)
+    runner.feed(feeds)
+    runner.invoke()
+    outs = runner.outputs()
+    x = feeds[xname]
+    check(list(outs) == ["z", yname] and np.array_equal(outs["z"], -x) and np.array_equal(outs[yname], np.maximum(x, 0)),
+          "hostile names: each output comes back under its own name, the op's result")
+
+    # 7f. An output name with bytes that are not UTF-8 (written over a same-length placeholder in the serialized model):
+    # MNNConvert's protobuf refuses the file ("contains invalid UTF-8 data"): exit 3 naming the stage, nothing left.
+    model.graph.output[1].name = model.graph.node[0].output[0] = "out\nPLACEHOLDER"
+    data = model.SerializeToString()
+    check(data.count(b"PLACEHOLDER") == 2, "not UTF-8: the placeholder is the output's name, twice")
+    data = data.replace(b"PLACEHOLDER", b"\xff\xfe-bytes--\x80")
+    with open(hostile, "wb") as f:
+        f.write(data)
+    r = tool_run(hostile, "--compare", hostile, "--runtime", "mnn")
+    check(r.returncode == 3 and "MNNConvert" in r.stderr and "invalid UTF-8" in r.stderr,
+          "a name that is not UTF-8: MNNConvert refuses the model, exit 3 naming the stage")
+    check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "not UTF-8: no scratch directory is left")
+    no_converter_left("a name that is not UTF-8")
 
 
 def names_not_positions(runtime, d, tool_run, env):
@@ -491,7 +656,7 @@ def symbolic_batch(runtime, d, tool, tool_run, env):
 
 
 # The package of each runtime that a broken install stands in for: installed (importlib finds it), failing on import.
-BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch"}
+BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch", "mnn": "MNN"}
 
 
 def broken_package(runtime, d, src, tool_run, env):

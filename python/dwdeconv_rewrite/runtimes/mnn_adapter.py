@@ -25,8 +25,10 @@ MNN_PRECISION = {"fp32": "high", "fp16": "low"}
 # --bizCode biz). The conversion does not depend on the precision (MNN chooses its arithmetic when it loads), so
 # one .mnn serves both.
 BIZ_CODE = "biz"
-# The .mnn's element types (its JSON dump's DT_*) that the runner feeds, as numpy dtypes.
-MNN_DTYPES = {"DT_FLOAT": np.float32, "DT_INT32": np.int32, "DT_UINT8": np.uint8, "DT_INT8": np.int8}
+# The .mnn's input element types (its JSON dump's DT_*) the runner feeds: (numpy dtype, MNN.expr dtype name).
+# MNNConvert makes an int64, int16 or bool input DT_INT32 and a float16 one DT_FLOAT.
+MNN_DTYPES = {"DT_FLOAT": (np.float32, "float"), "DT_INT32": (np.int32, "int"), "DT_UINT8": (np.uint8, "uint8"),
+              "DT_INT8": (np.int8, "int8")}
 
 
 def mnnconvert_child(out: Path, model: Path) -> int:
@@ -123,9 +125,12 @@ class MnnRuntime(Runtime):
         """The conversion's info (mnnconvert_child's), converting first when it is not cached. The child writes into
         a scratch folder that is removed however this ends (a failure, a timeout, KeyboardInterrupt); only a
         complete conversion is moved into the cache, the .mnn first and the info last (the cache's marker)."""
-        info_file, mnn = self.info_path(path), self.mnn_path(path)
+        try:
+            info_file, mnn = self.info_path(path), self.mnn_path(path)
+        except Exception:  # noqa: BLE001 - a file onnx cannot parse has no cache key: MNNConvert says what it is
+            info_file = mnn = None
         with contextlib.suppress(OSError, ValueError):
-            if mnn.is_file():
+            if mnn is not None and mnn.is_file():
                 return json.loads(info_file.read_text(encoding="utf-8"))
         scratch = Path(tempfile.mkdtemp(prefix=".mnnconvert-", dir=self.work))
         try:
@@ -150,6 +155,8 @@ class MnnRuntime(Runtime):
                 why = f"converter process died (signal {-code})" if code < 0 else "did not convert"
                 raise StageError("MNNConvert", f"{why}: {said}")
             info = json.loads((scratch / "info.json").read_text(encoding="utf-8"))
+            if mnn is None:
+                raise StageError("MNNConvert", "converted a file onnx cannot read as a model")
             os.replace(scratch / "model.mnn", mnn)
             os.replace(scratch / "info.json", info_file)
             return info
@@ -185,7 +192,13 @@ class MnnRuntime(Runtime):
         module = self.mnn.nn.load_module_from_file(str(self.mnn_path(path)), onnx_in, onnx_out,
                                                    runtime_manager=manager)
         return MnnRunner(self.mnn.expr, module, manager, onnx_in, onnx_output_shapes(path),
-                         [MNN_DTYPES.get(dtypes[n], np.float32) for n in onnx_in])
+                         [self._dtype(dtypes[n], n) for n in onnx_in])
+
+    def _dtype(self, mnn_dtype: str, name: str):
+        if mnn_dtype not in MNN_DTYPES:
+            raise RuntimeError(f"the .mnn's input {name!r} is {mnn_dtype}, which this runner does not feed")
+        dtype, expr_name = MNN_DTYPES[mnn_dtype]
+        return dtype, getattr(self.mnn.expr, expr_name)
 
 
 class MnnRunner(Runner):
@@ -201,17 +214,19 @@ class MnnRunner(Runner):
     def feed(self, inputs):
         check_feed_names(self.input_names, inputs, "the converted .mnn")
         self.vars = []
-        for name, dtype in zip(self.input_names, self.input_dtypes):
+        for name, (dtype, expr_dtype) in zip(self.input_names, self.input_dtypes):
             x = np.asarray(inputs[name])
             if x.dtype != dtype:
-                # MNNConvert makes int64 inputs int32 and float16 ones float32: fed the same values, exactly, or
-                # refused.
+                # MNNConvert's narrower or wider type (int64 -> int32, bool -> int32, float16 -> float32): fed the
+                # same values, exactly, or refused.
                 cast = x.astype(dtype)
                 if not np.array_equal(cast.astype(x.dtype), x):
                     raise RuntimeError(f"graph input {name!r} is {x.dtype}, and its values do not fit the .mnn's "
                                        f"{np.dtype(dtype)}")
                 x = cast
-            self.vars.append(self.expr.const(np.ascontiguousarray(x), list(x.shape), self.expr.NCHW))
+            # MNN.expr.const takes an int8 array only as a list (an int8 ndarray: "does not support this dtype").
+            value = x.tolist() if x.dtype == np.int8 else np.ascontiguousarray(x)
+            self.vars.append(self.expr.const(value, list(x.shape), self.expr.NCHW, expr_dtype))
 
     def invoke(self):
         self.result = self.module.forward(self.vars)
