@@ -1,6 +1,6 @@
 """The rules of --verify and --compare that must be the same on every runtime.
 
-Usage: check_interface_rules.py xnnpack|ort|litert|executorch DWDECONV_REWRITE. With this interpreter as the runtime's
+Usage: check_interface_rules.py xnnpack|ort|litert|executorch|mnn DWDECONV_REWRITE. With this interpreter as the runtime's
 Python (the executor needs none: this interpreter only builds the models, with onnx and numpy), checks that:
   - a B whose graph input is declared with other dims, or under another name, fails with exit 1 and the interface
     difference, and no runtime ran either model (the Python side is only probed, never asked to check);
@@ -26,7 +26,8 @@ import report_archive  # beside this script: the suite's report archive
 PACKAGES = {"xnnpack": ["numpy", "onnx"],
             "ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
-            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"]}
+            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"],
+            "mnn": ["numpy", "onnx", "MNN"]}
 
 failures = []
 

@@ -1,7 +1,7 @@
-"""`python -m dwdeconv_rewrite.runtimes check --precision fp32|fp16|int8` on LiteRT or ExecuTorch, the runtime layer
-that dwdeconv-rewrite --precision runs.
+"""`python -m dwdeconv_rewrite.runtimes check --precision fp32|fp16|int8` on LiteRT, ExecuTorch or MNN, the runtime
+layer that dwdeconv-rewrite --precision runs.
 
-Usage: check_precision.py litert|executorch DWDECONV_REWRITE. On one depthwise ConvTranspose (k4 s2 p1, C=8, 16x16)
+Usage: check_precision.py litert|executorch|mnn DWDECONV_REWRITE. On one depthwise ConvTranspose (k4 s2 p1, C=8, 16x16)
 rewritten by the binary for the runtime, it runs check directly (the command and arguments the binary runs, with the
 package on PYTHONPATH) at each precision and checks: the `precision` lines; fp32 agreeing as before, with no quant or
 note line; fp16 agreeing within atol 1e-3 + rtol 1e-2 * max|y|; int8 giving a `quant` line for the rewritten side's
@@ -12,6 +12,9 @@ converter ran), an int8 run with other calibration samples converts again; and t
 --calibration, --calibration without int8, a calibration folder with a gap) are `error usage` lines and exit 2. Then
 through the binary: --compare --precision fp16 and int8 pass, the report's runtime.precision and each int8 output's
 quant_steps say how, and a rewrite whose bias moved by 6 steps fails with exit 1.
+MNN converts to fp32 and fp16 only, both from one .mnn (MNN picks its arithmetic when it loads: precision "high" or
+"low"): its fp16 run reuses the fp32 conversion, says so in a note, and may equal fp32 where the CPU has no fp16
+arithmetic; int8 is a usage refusal, here and through the binary.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -26,11 +29,15 @@ import time
 import report_archive  # beside this script: the suite's report archive
 
 PACKAGES = {"litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
-            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch", "torchao"]}
+            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch", "torchao"],
+            "mnn": ["numpy", "onnx", "MNN"]}
 # The target whose form the runtime converts: onnx2torch takes only CRD DepthToSpace.
-TARGET = {"litert": "litert", "executorch": "executorch"}
+TARGET = {"litert": "litert", "executorch": "executorch", "mnn": "xnnpack"}
 # What a converter child says for each model it converts (on check's stderr): none of it when all is cached.
-CONVERTING = {"litert": r"onnx2tf \S+\.onnx \((fp32|fp16|int8)\): ", "executorch": r"executorch: converting \S+\.onnx"}
+CONVERTING = {"litert": r"onnx2tf \S+\.onnx \((fp32|fp16|int8)\): ", "executorch": r"executorch: converting \S+\.onnx",
+              "mnn": r"MNNConvert: converting '\S+\.onnx'"}
+# The runtimes that convert to int8 (registry.json's precisions).
+INT8 = {"litert", "executorch"}
 C, H = 8, 16
 
 failures = []
@@ -150,7 +157,13 @@ def main():
 
         # fp16: both models converted to fp16, outputs float32 within the f16 tolerances.
         code, lines, by, outs, timings["fp16"], converted = run("fp16", "fp16")
-        check(code == 0 and converted, "fp16: exit 0, converted")
+        if runtime == "mnn":
+            check(code == 0 and not converted, "fp16 on MNN: exit 0, the fp32 .mnn reused (precision is chosen at load)")
+            check(all(n and len(n) == 1 and "precision 'low' lets MNN choose" in n[0][0] and "reports" in n[0][0]
+                      for n in (by.get(("note", side)) for side in ("original", "rewritten"))),
+                  "fp16 on MNN: a note per side says 'low' lets MNN choose, and what MNN reports of the CPU")
+        else:
+            check(code == 0 and converted, "fp16: exit 0, converted")
         check(by.get(("precision", "original")) == [["fp16"]] and by.get(("precision", "rewritten")) == [["fp16"]],
               "fp16: precision fp16 per side")
         if code == 0:
@@ -160,7 +173,11 @@ def main():
                   f"{max_abs(a, fp32['original']):.3g}, rewritten {max_abs(b, fp32['rewritten']):.3g}", flush=True)
             check(a.dtype == np.float32 and b.dtype == np.float32, "fp16: outputs come back as float32")
             check(max_abs(a, b) <= bound, "fp16: the models agree within atol 1e-3 + rtol 1e-2")
-            check(0 < max_abs(a, fp32["original"]) <= bound, "fp16: the original differs from fp32 (it is fp16), within f16 tolerance")
+            if runtime == "mnn":  # fp32 arithmetic where the CPU has no fp16 (x86 wheels): equal to fp32 is allowed
+                check(max_abs(a, fp32["original"]) <= bound, "fp16 on MNN: the original within f16 tolerance of fp32")
+            else:
+                check(0 < max_abs(a, fp32["original"]) <= bound,
+                      "fp16: the original differs from fp32 (it is fp16), within f16 tolerance")
         check(not any(l[0] == "quant" for l in lines), "fp16: no quant line")
         code, *_ , converted = run("fp16-again", "fp16", runs=0)
         check(code == 0 and not converted, "fp16 again: the conversions are reused")
@@ -191,6 +208,11 @@ def main():
                   f"{max_abs(a, b):.4g} = {steps:.2f} steps with the float side clamped to the int8 range", flush=True)
             return quant, steps
 
+        if runtime not in INT8:
+            code, lines, *_ = run("int8-refused", "int8", calibrations["a"], runs=0)
+            check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "fp32, fp16" in lines[-1][3],
+                  f"int8 on {runtime}: an error usage line naming the precisions it has, exit 2")
+            return finish_without_int8(runtime, d, tool, original, rewritten, rewrite, upsampler, bias, timings)
         code, lines, by, outs, timings["int8"], converted = run("int8", "int8", calibrations["a"])
         check(code == 0 and converted, "int8: exit 0, converted")
         check(by.get(("precision", "original")) == [["int8"]] and by.get(("precision", "rewritten")) == [["int8"]],
@@ -299,6 +321,44 @@ def main():
 
         print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()),
               flush=True)
+    if failures:
+        print(f"{len(failures)} failed", file=sys.stderr)
+        return 1
+    print("all passed")
+    return 0
+
+
+def finish_without_int8(runtime, d, tool, original, rewritten, rewrite, upsampler, bias, timings):
+    """The binary's part for a runtime without int8 (MNN): --precision fp16 passes and the report says so, a bias moved
+    by 0.1 fails at fp16, and --precision int8 is a usage error (exit 2) before anything runs."""
+    import numpy as np
+
+    def binary(label, other, precision):
+        report = os.path.join(d, f"report-{label}.json")
+        argv = [tool, original, "--compare", other, "--runtime", runtime, "--precision", precision, "--python", sys.executable,
+                "--report", report]
+        reports = report_archive.watch(argv)
+        started = time.monotonic()
+        r = subprocess.run(argv, capture_output=True, text=True)
+        timings["binary " + label] = time.monotonic() - started
+        report_archive.copy_written(reports)
+        said = json.load(open(report)) if os.path.exists(report) else {}
+        print(f"-- binary {label}: exit {r.returncode}\n  " + "\n  ".join(r.stderr.strip().splitlines()[-6:]), flush=True)
+        return r.returncode, said, r.stderr
+
+    code, said, err = binary("fp16", rewritten, "fp16")
+    check(code == 0 and (said.get("runtime") or {}).get("precision") == "fp16" and "at fp16" in err,
+          "binary --precision fp16: passes, and the report and the log name the precision")
+    moved16 = bias.copy()
+    moved16[0] += np.float32(0.1)
+    _, planted16 = rewrite(upsampler(moved16), "dw_bias_moved_fp16")
+    code, said, err = binary("fp16-planted", planted16, "fp16")
+    check(code == 1 and (said.get("verify") or {}).get("passed") is False,
+          f"binary --precision fp16: a bias moved by 0.1 fails, exit 1 (exit {code})")
+    code, said, err = binary("int8", rewritten, "int8")
+    check(code == 2 and "--precision int8" in err and runtime in err, f"binary --precision int8 on {runtime}: exit 2, "
+          f"naming it (exit {code})")
+    print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), flush=True)
     if failures:
         print(f"{len(failures)} failed", file=sys.stderr)
         return 1

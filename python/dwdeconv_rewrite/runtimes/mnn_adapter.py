@@ -132,6 +132,7 @@ class MnnRuntime(Runtime):
         with contextlib.suppress(OSError, ValueError):
             if mnn is not None and mnn.is_file():
                 return json.loads(info_file.read_text(encoding="utf-8"))
+        print(f"MNNConvert: converting {ascii(Path(path).name)}", file=self.child_stdout or sys.stderr, flush=True)
         scratch = Path(tempfile.mkdtemp(prefix=".mnnconvert-", dir=self.work))
         try:
             cmd, env = child_command("_mnnconvert", scratch, Path(path).resolve())
