@@ -1,5 +1,9 @@
 """MNN (Alibaba): MNNConvert -f ONNX to a .mnn, run by MNN's Module API (MNN.nn.load_module_from_file) on its CPU
-backend, precision "high" (fp32) or "low" (fp16 where MNN has it)."""
+backend, precision "high" (fp32) or "low" (fp16 where MNN has it).
+
+Importing MNN (or the converter's `_tools`) prints a line ("The device supports: ...") from C to file descriptor 1,
+past Python's sys.stdout: so registry.json's probe_imports leave MNN out (the probe answers on stdout, and the binary
+refuses a line that is not JSON); check answers in a file, and its stdout is only a log."""
 from __future__ import annotations
 
 import collections
