@@ -15,7 +15,7 @@ No imports beyond the standard library: action.yml's install step runs it before
 import os
 import sys
 
-RUNTIMES = ("xnnpack", "ort", "litert", "executorch", "mnn")
+RUNTIMES = ("xnnpack", "ort", "litert", "executorch", "openvino", "mnn")
 ALIASES = {"tflite": "litert", "onnxruntime": "ort"}
 # The target's own runtime (rewrite::Target::runs_on); the default target has none.
 TARGET_RUNTIME = {"default": None, "xnnpack": "xnnpack", "litert": "litert", "ort": "ort", "executorch": "executorch"}

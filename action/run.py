@@ -213,7 +213,8 @@ def parse_args(argv):
     p.add_argument("--runtime", default=env("RUNTIME"),
                    help="the runtime the speed gate measures on: %s (empty: the target's own)" % ", ".join(RUNTIMES))
     p.add_argument("--precision", default=env("PRECISION"),
-                   help="the precision the speed gate converts both models to on RUNTIME: fp32, fp16 or int8 (empty: fp32)")
+                   help="the precision the speed gate converts both models to on RUNTIME: fp32, fp16, int8 or bf16, as its "
+                        "registry row lists them (empty: fp32)")
     p.add_argument("--threads", default=env("THREADS"), help="the threads both models run with in the speed gate (empty: 1)")
     p.add_argument("--report", default=env("REPORT", "dwdeconv-rewrite-report.json"), help="the combined JSON report")
     p.add_argument("--output-dir", default=env("OUTPUT_DIR", "dwdeconv-rewrite-out"), help="where rewritten models go")

@@ -96,10 +96,20 @@ void add_runtime_options(CLI::App& app, Options& opt) {
                  "With --bench: exit 1 and write nothing unless the rewritten model is at least X times as fast on the runtime timed")
       ->check(positive_number())
       ->type_name("X");
+  // Which runtime converts to which precision comes from the registry rows, so that the help cannot list bf16 where
+  // only openvino runs it.
+  std::string precisions;
+  for (const char* p : {"fp16", "int8", "bf16"}) {
+    std::string on;
+    for (const auto& r : runtime_check::python_runtimes()) {
+      if (std::find(r.precisions.begin(), r.precisions.end(), p) != r.precisions.end()) on += (on.empty() ? "" : ", ") + r.name;
+    }
+    if (!on.empty()) precisions += std::string("; ") + p + " on " + on;
+  }
   app.add_option("--precision", opt.precision,
-                 "The precision both models are converted to and run at on --runtime litert or executorch: fp32 (default), "
-                 "fp16, int8 (calibrated on the --input files, else on 8 seeded inputs; both models the same)")
-      ->transform(CLI::IsMember({"fp32", "fp16", "int8"}, CLI::ignore_case))
+                 "The precision both models are converted to and run at on --runtime: fp32 (default)" + precisions +
+                     "; int8 is calibrated on the --input files, else on 8 seeded inputs (both models the same)")
+      ->transform(CLI::IsMember({"fp32", "fp16", "int8", "bf16"}, CLI::ignore_case))
       ->type_name("P");
   app.add_option("--max-steps", opt.max_steps, "With --precision int8: the most quantisation steps an output may differ by (default 2)")
       ->check(positive_number())

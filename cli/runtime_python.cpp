@@ -63,7 +63,7 @@ std::string runtime_usage_problem(const Options& opt) {
   if (opt.precision != "fp32") {
     if (opt.tune) return "--precision " + opt.precision + " with --tune: --tune times fp32 only";
     if (!opt.verify && !opt.bench && opt.compare.empty()) {
-      return "--precision applies to --verify, --bench and --compare (on --runtime litert or executorch)";
+      return "--precision applies to --verify, --bench and --compare (on a --runtime whose row lists it)";
     }
     // Each runtime converts to what its registry row lists; the executor and ONNX Runtime's CPU provider run the
     // models as written (fp32), and no precision is approximated by another.
@@ -74,8 +74,13 @@ std::string runtime_usage_problem(const Options& opt) {
     }
     const auto* python = runtime_check::find_python_runtime(opt.runtime);
     if (python == nullptr || std::find(python->precisions.begin(), python->precisions.end(), opt.precision) == python->precisions.end()) {
-      return "--precision " + opt.precision + ": --runtime " + opt.runtime + " runs fp32 only; " + opt.precision + " runs on --runtime " +
-             (can.empty() ? std::string("none") : can);
+      std::string runs = "fp32 only";
+      if (python != nullptr && python->precisions.size() > 1) {
+        runs.clear();
+        for (const auto& p : python->precisions) runs += (runs.empty() ? "" : ", ") + p;
+      }
+      return "--precision " + opt.precision + ": --runtime " + opt.runtime + " runs " + runs + "; " + opt.precision +
+             " runs on --runtime " + (can.empty() ? std::string("none") : can);
     }
   }
   if (opt.max_steps && opt.precision != "int8") return "--max-steps bounds --precision int8's comparison: add --precision int8";

@@ -555,6 +555,12 @@ VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances,
     const ToleranceValues f16 = default_tolerance(onnx::TensorProto::FLOAT16);
     if (!used.atol) used.atol = f16.atol;
     if (!used.rtol) used.rtol = f16.rtol;
+  } else if (run.precision == "bf16") {
+    // bf16 arithmetic (OpenVINO's bf16 inference hint): an 8-bit mantissa, a relative step of 2^-8 = 0.0039 against
+    // fp16's 2^-11, so looser bounds than fp16's: BFLOAT16's (atol 1e-2, rtol 2e-2), unless the command line gave its own.
+    const ToleranceValues bf16 = default_tolerance(onnx::TensorProto::BFLOAT16);
+    if (!used.atol) used.atol = bf16.atol;
+    if (!used.rtol) used.rtol = bf16.rtol;
   }
   // int8 with one side quantised and the other in float (ExecuTorch leaves a depthwise ConvTranspose in fp32): the
   // float side is clamped to the quantised side's range, which that side cannot leave; saturation is the precision's

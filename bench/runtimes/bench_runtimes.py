@@ -15,6 +15,8 @@ Runtimes (each needs its own packages; see bench/runtimes/README.md):
   ort         onnxruntime, CPUExecutionProvider, ORT_ENABLE_ALL
   executorch  onnx2torch -> torch.export -> to_edge_transform_and_lower(XnnpackPartitioner) -> .pte (in a child
               process), run by executorch.runtime; reports the ops left outside the XNNPACK delegate
+  openvino    openvino.Core().compile_model on "CPU" from the ONNX file, f32 (or --precision bf16) inference hint
+--precision P (default fp32) converts and runs both models at P on every --runtime that lists it (registry.json).
 
 Suites:
   layers   one depthwise ConvTranspose per model, the executor's layer table (bench/layer_bench.cpp)
@@ -55,15 +57,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # The conversion, run and timing code is the tool's own runtime module (dwdeconv-rewrite --runtime uses it too).
 sys.path.insert(0, str(REPO / "python"))
-from dwdeconv_rewrite.runtimes import NAMES as RUNTIME_NAMES, load_runtime  # noqa: E402
+from dwdeconv_rewrite.runtimes import NAMES as RUNTIME_NAMES, PRECISIONS, load_runtime  # noqa: E402
 from dwdeconv_rewrite.runtimes.common import (  # noqa: E402
     StageError, compare, machine_state, model_key, onnx_inputs, time_interleaved)
 
 # The cases (bench_models.py: Python puts a script's own folder on sys.path, so it imports from beside this file).
 from bench_models import CHANNELS, RESPELLINGS, SIZES, SUITES, Case, build_cases  # noqa: E402
 
-# A rewritten output must agree with the original to this, relative to the output's largest magnitude.
-REL_TOLERANCE = 1e-4
+# A rewritten output must agree with the original to this, relative to the output's largest magnitude, at each
+# --precision: fp32 1e-4; fp16 (10-bit mantissa) and bf16 (8-bit: a relative step of 2^-8 = 0.0039) their rounding
+# through a layer or a network, at the binary's rtol for FLOAT16 and BFLOAT16 (runtime_check/compare.cpp).
+REL_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -83,8 +87,9 @@ def measure(runtime, case: Case, threads: int, args, reference=None) -> dict:
     row["max_abs"], row["max_rel"] = compare(outs[0], outs[1])
     if reference is not None:
         row["vs_onnx_max_abs"], row["vs_onnx_max_rel"] = compare(reference, outs[0])
-    if not row["max_rel"] <= REL_TOLERANCE:
-        row["error"] = f"original and rewritten disagree: max rel {row['max_rel']:.2e} > {REL_TOLERANCE:g}; not timed"
+    tolerance = REL_TOLERANCE[runtime.precision]
+    if not row["max_rel"] <= tolerance:
+        row["error"] = f"original and rewritten disagree: max rel {row['max_rel']:.2e} > {tolerance:g}; not timed"
         return row
     row["loadavg_before"] = os.getloadavg()
     a, b, pairs = time_interleaved(runners[0].invoke, runners[1].invoke, args.budget, args.min_pairs, args.max_pairs)
@@ -137,7 +142,10 @@ def runtime_heading(rt: str, block: dict, results: dict) -> str:
     after = block.get("machine_after") or results.get("machine_after") or before
     versions = ", ".join(f"{k} {v}" for k, v in block["versions"].items())
     cpu = f"{before['cpu_model']}, " if before.get("cpu_model") else ""
-    return (f"{rt}, {versions}; {before['date_utc']} UTC, {cpu}load average {before['loadavg'][0]:.1f} before, "
+    # A table at another precision than fp32 says so (the JSON also keeps the runtime's label, e.g. OpenVINO's
+    # inference precision as the plugin reported it).
+    at = f" at {block['precision']}" if block.get("precision", "fp32") != "fp32" else ""
+    return (f"{rt}{at}, {versions}; {before['date_utc']} UTC, {cpu}load average {before['loadavg'][0]:.1f} before, "
             f"{after['loadavg'][0]:.1f} after")
 
 
@@ -251,6 +259,7 @@ def run_child(runtime_name: str, work: Path, path: Path, threads: int, runs: int
     """Runs one model `runs` times after a warm-up; with perf's control FIFO in the environment (see
     perf_profile), samples only those runs, not Python's start-up or the model's loading."""
     runtime = load_runtime(runtime_name, work)
+    runtime.set_precision(os.environ.get("BENCH_PRECISION", "fp32"))  # perf_profile's, the run's --precision
     if runtime_name == "executorch" and not runtime.converted(path):
         runtime.convert_all([path])
         runtime.prepare(path)
@@ -276,14 +285,14 @@ def run_child(runtime_name: str, work: Path, path: Path, threads: int, runs: int
     print(json.dumps({"ms_per_run": elapsed / runs * 1e3}))
 
 
-def perf_profile(runtime_name: str, work: Path, path: Path, threads: int, runs: int) -> dict:
+def perf_profile(runtime_name: str, work: Path, path: Path, threads: int, runs: int, precision: str = "fp32") -> dict:
     """Where a runtime spends a run of `path`: Linux perf samples of the timed runs, by symbol (XNNPACK's
     microkernels and TFLite's kernels are named in ai-edge-litert's shared library)."""
     folder = Path(tempfile.mkdtemp(prefix="perf-", dir=work))
     ctl, ack, data = folder / "ctl", folder / "ack", folder / "perf.data"
     os.mkfifo(ctl)
     os.mkfifo(ack)
-    env = dict(os.environ, BENCH_PERF_CTL=str(ctl), BENCH_PERF_ACK=str(ack))
+    env = dict(os.environ, BENCH_PERF_CTL=str(ctl), BENCH_PERF_ACK=str(ack), BENCH_PRECISION=precision)
     child = [sys.executable, str(Path(__file__).resolve()), "_run", runtime_name, str(work), str(path), str(threads),
              str(runs)]
     done = subprocess.run(["perf", "record", "-F", "999", "-D", "-1", f"--control=fifo:{ctl},{ack}", "-o", str(data),
@@ -367,6 +376,10 @@ def main(argv=None):
                         help="ExecuTorch: seconds one model's conversion may take before it is recorded as failed "
                              "at the stage it was in (default 1800; 0 for no limit)")
     parser.add_argument("--prepare-only", action="store_true", help="convert, list ops and check; do not time")
+    parser.add_argument("--precision", default="fp32",
+                        help="what both models are converted to and run at on every --runtime (registry.json's "
+                             "precisions: fp32, the default, everywhere; fp16 on litert and executorch; bf16 on "
+                             "openvino); int8 needs calibration samples: bench_precision.sh runs it through the tool")
     parser.add_argument("--work", type=Path, default=Path("bench-runtimes-work"))
     parser.add_argument("--tool", type=Path, default=REPO / "build/cli/dwdeconv-rewrite")
     parser.add_argument("--make-examples", type=Path, default=REPO / "build/examples/dwdeconv-make-examples")
@@ -374,6 +387,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.suite and not args.pair:
         parser.error("nothing to measure: give --suite and/or --pair")
+    # Refused before any model is made: a runtime never runs a precision its registry row does not list.
+    for rt_name in args.runtime:
+        if args.precision not in PRECISIONS[rt_name] or args.precision not in REL_TOLERANCE:
+            parser.error(f"--precision {args.precision}: --runtime {rt_name} converts to "
+                         f"{', '.join(p for p in PRECISIONS[rt_name] if p in REL_TOLERANCE)} here"
+                         + (" (int8 needs calibration samples: bench_precision.sh)" if args.precision == "int8" else ""))
     args.work.mkdir(parents=True, exist_ok=True)
     if args.et_static_resize:
         os.environ["BENCH_ET_STATIC_RESIZE"] = "1"
@@ -388,10 +407,11 @@ def main(argv=None):
             print(f"{case.name}: {case.error}", file=sys.stderr)
     for rt_name in args.runtime:
         runtime = load_runtime(rt_name, args.work)
+        runtime.set_precision(args.precision)  # before any conversion, as check.py does
         runtime.jobs = args.convert_jobs
         runtime.timeout = args.convert_timeout
-        block = {"versions": runtime.versions(), "machine_before": machine_state(), "rows": [], "graphs": {},
-                 "profiles": {}}
+        block = {"versions": runtime.versions(), "precision": args.precision, "label": runtime.label(),
+                 "machine_before": machine_state(), "rows": [], "graphs": {}, "profiles": {}}
         results["runtimes"][rt_name] = block
         paths = list(dict.fromkeys(p for c in cases if not c.error for p in (c.original, c.rewritten)))
         if hasattr(runtime, "convert_all"):
@@ -439,7 +459,7 @@ def main(argv=None):
                                                                              onnx_inputs(path, 1), args.profile_runs)
                         else:
                             block["profiles"][names[path]] = perf_profile(rt_name, args.work, path, args.threads[0],
-                                                                          args.profile_runs)
+                                                                          args.profile_runs, args.precision)
                     except Exception as e:  # noqa: BLE001
                         block["profiles"][names[path]] = {"failed": f"{type(e).__name__}: {e}"}
         block["machine_after"] = machine_state()

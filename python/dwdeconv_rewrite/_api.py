@@ -31,7 +31,7 @@ EXIT_INVALID_MODEL = 3  # an invalid model, a model that failed validation, or a
 
 # The built-in runtime: the binary's executor over XNNPACK, which --compare runs without --runtime.
 BUILTIN_RUNTIME = "xnnpack"
-PRECISIONS = ("fp32", "fp16", "int8")  # --precision's values
+PRECISIONS = ("fp32", "fp16", "int8", "bf16")  # --precision's values
 
 
 class DwdeconvError(Exception):
@@ -631,14 +631,14 @@ def compare(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_sp
     """Compares `rewritten` against `original` (each a path, bytes, an onnx.ModelProto, or a rewrite() Result) on
     `runtime`, as the command line's --compare does: `dwdeconv-rewrite ORIGINAL --compare REWRITTEN [--bench]
     --report R.json`, with `--verify --runtime NAME --python PATH` for a runtime other than the built-in "xnnpack"
-    (`python` defaults to this interpreter, where the extras [ort], [litert] and [executorch] install those
-    runtimes). bench: time both too; min_speedup: fail below this speedup (--min-speedup). precision: "fp32",
-    "fp16" or "int8" (any case), both models converted to it on the runtime (--precision: litert and executorch
-    have all three; the binary refuses, exit 2, what the runtime lacks). threads: the thread count both models run
-    with (--threads, a whole number from 1 to 256; default 1). Returns a CheckResult, false when the comparison or
-    the gate failed (exit 1); raises DwdeconvError when the comparison could not run at all (a bad argument, an
-    unreadable model). Messages name a model not given as a path by what it was and its
-    side: `<bytes: original>`, `<ModelProto: rewritten>`, `<Result: rewritten>`."""
+    (`python` defaults to this interpreter, where the extras [ort], [litert], [executorch] and [openvino] install
+    those runtimes). bench: time both too; min_speedup: fail below this speedup (--min-speedup). precision: "fp32",
+    "fp16", "int8" or "bf16" (any case), both models converted to it on the runtime (--precision: litert and
+    executorch have fp32, fp16 and int8, openvino fp32 and bf16; the binary refuses, exit 2, what the runtime
+    lacks). threads: the thread count both models run with (--threads, a whole number from 1 to 256; default 1).
+    Returns a CheckResult, false when the comparison or the gate failed (exit 1); raises DwdeconvError when the
+    comparison could not run at all (a bad argument, an unreadable model). Messages name a model not given as a path
+    by what it was and its side: `<bytes: original>`, `<ModelProto: rewritten>`, `<Result: rewritten>`."""
     if not isinstance(runtime, str) or not runtime:
         raise _usage("runtime: expected a runtime name such as 'xnnpack', 'ort', 'litert' or 'executorch'")
     options = []

@@ -1,6 +1,6 @@
 """The rules of --verify and --compare that must be the same on every runtime.
 
-Usage: check_interface_rules.py xnnpack|ort|litert|executorch|mnn DWDECONV_REWRITE. With this interpreter as the runtime's
+Usage: check_interface_rules.py xnnpack|ort|litert|executorch|openvino|mnn DWDECONV_REWRITE. With this interpreter as the runtime's
 Python (the executor needs none: this interpreter only builds the models, with onnx and numpy), checks that:
   - a B whose graph input is declared with other dims, or under another name, fails with exit 1 and the interface
     difference, and no runtime ran either model (the Python side is only probed, never asked to check);
@@ -27,7 +27,7 @@ PACKAGES = {"xnnpack": ["numpy", "onnx"],
             "ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
             "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"],
-            "mnn": ["numpy", "onnx", "MNN"]}
+            "openvino": ["numpy", "onnx", "openvino"], "mnn": ["numpy", "onnx", "MNN"]}
 
 failures = []
 

@@ -1,19 +1,21 @@
 """dwdeconv-rewrite --runtime RUNTIME end to end, with this interpreter as the runtime's Python.
 
-Usage: check_runtime.py ort|litert|executorch|mnn DWDECONV_REWRITE. On a model of two depthwise ConvTranspose x2
+Usage: check_runtime.py ort|litert|executorch|openvino|mnn DWDECONV_REWRITE. On a model of two depthwise ConvTranspose x2
 upsamplers it checks that an honest rewrite verifies and is timed on the runtime (report: runtime, versions, spread,
 pairs; for ORT the per-upsampler table), that a rewrite with one planted weight error fails with exit 1, that
 --min-speedup gates with exit 1 and writes nothing, that an interpreter without the packages is exit 2 naming them,
-and (ONNX Runtime: an op it does not know; ExecuTorch: a DCR DepthToSpace, which onnx2torch refuses) that a model
-the runtime cannot take is exit 3 with the converter's stage and message, not a verification failure.
+and (ONNX Runtime and OpenVINO: an op it does not know; ExecuTorch: a DCR DepthToSpace, which onnx2torch refuses)
+that a model the runtime cannot take is exit 3 with the converter's stage and message, not a verification failure.
 On small two-input, two-output models it checks that inputs and outputs are matched by name on the runtime: outputs
 swapped in meaning fail (exit 1), inputs declared in another order with a negated result fail (exit 1), the same
 values with inputs and outputs listed in another order come back under the right names from the runtime layer,
 a runtime returning fewer outputs than the graph declares is a run error, and (LiteRT: an output onnx2tf drops;
-ExecuTorch: a Split's outputs onnx2torch cannot name) a converted model whose outputs cannot be named is exit 3.
+ExecuTorch: a Split's outputs onnx2torch cannot name; OpenVINO: a name that is not UTF-8, which its Python API cannot
+return) a converted model whose outputs cannot be named is exit 3; on OpenVINO names holding a newline and quotes are
+matched and shown escaped.
 Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
 package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
-litert) the probe's too, which the binary reports as exit 2.
+litert, openvino) the probe's too, which the binary reports as exit 2.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -29,12 +31,16 @@ import report_archive  # beside this script: the suite's report archive
 
 PACKAGES = {"ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
-            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"], "mnn": ["numpy", "onnx", "MNN"]}
-VERSION_OF = {"ort": "onnxruntime", "litert": "ai-edge-litert", "executorch": "executorch", "mnn": "MNN"}
+            "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"],
+            "openvino": ["numpy", "onnx", "openvino"], "mnn": ["numpy", "onnx", "MNN"]}
+VERSION_OF = {"ort": "onnxruntime", "litert": "ai-edge-litert", "executorch": "executorch", "openvino": "openvino", "mnn": "MNN"}
 LABEL = {"ort": r"ONNX Runtime [0-9.]+ \(CPU provider\)", "litert": r"LiteRT [0-9.]+ \(XNNPACK delegate\)",
-         "executorch": r"ExecuTorch [0-9.]+\S* \(XNNPACK delegate\)", "mnn": r"MNN [0-9.]+ \(CPU backend, precision high\)"}
+         "executorch": r"ExecuTorch [0-9.]+\S* \(XNNPACK delegate\)",
+         # fp32 is asked for as the f32 hint, and the label is the precision the plugin reported back.
+         "openvino": r"OpenVINO [0-9.]+ \(CPU plugin, f32 inference\)",
+         "mnn": r"MNN [0-9.]+ \(CPU backend, precision high\)"}
 # The target whose output the runtime converts: onnx2torch takes only CRD DepthToSpace.
-TARGET = {"ort": "xnnpack", "litert": "xnnpack", "executorch": "executorch", "mnn": "xnnpack"}
+TARGET = {"ort": "xnnpack", "litert": "xnnpack", "executorch": "executorch", "openvino": "xnnpack", "mnn": "xnnpack"}
 
 failures = []
 
@@ -152,8 +158,9 @@ def main():
         check(not os.path.exists(out2) and json.load(open(report))["exit_code"] == 2,
               "missing packages: no model written; the report says exit 2, as after any usage error")
 
-        # 5. ONNX Runtime refuses an op it does not know: a conversion failure (exit 3), not a mismatch.
-        if runtime == "ort":
+        # 5. ONNX Runtime (and OpenVINO's ONNX frontend) refuse an op they do not know: a conversion failure (exit 3),
+        # not a mismatch.
+        if runtime in ("ort", "openvino"):
             # Foo computes the graph output 'y' itself, so that both models declare the same outputs: a binary that
             # checks the interfaces by name first (eb9810b) would otherwise fail it there, before ORT sees the op.
             custom = onnx.load(out)
@@ -163,17 +170,24 @@ def main():
             custom.opset_import.append(helper.make_opsetid("com.example", 1))
             onnx.save(custom, os.path.join(d, "custom.onnx"))
             r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime)
-            check(r.returncode == 3, "ORT refusing a model is exit 3")
-            check(f"cannot verify {os.path.join(d, 'custom.onnx')}: cannot convert the rewritten model for ONNX Runtime"
-                  in r.stderr and "onnxruntime.InferenceSession" in r.stderr and "com.example:Foo" in r.stderr,
-                  "the stage and ORT's message")
+            check(r.returncode == 3, f"{runtime} refusing a model is exit 3")
+            if runtime == "ort":
+                check(f"cannot verify {os.path.join(d, 'custom.onnx')}: cannot convert the rewritten model for ONNX Runtime"
+                      in r.stderr and "onnxruntime.InferenceSession" in r.stderr and "com.example:Foo" in r.stderr,
+                      "the stage and ORT's message")
+            else:
+                # The ONNX frontend refuses it in read_model, before compile_model: that stage, and OpenVINO's words.
+                check(f"cannot verify {os.path.join(d, 'custom.onnx')}: cannot convert the rewritten model for OpenVINO"
+                      in r.stderr and "openvino.read_model" in r.stderr and "Foo" in r.stderr,
+                      "the stage and OpenVINO's message")
             check("verification failed" not in r.stderr, "not a verification failure")
             # Nothing is left behind after a converter failure: the scratch directory goes, what ORT said is in the
             # message and the rest behind -v.
             check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")] and "-v shows" in r.stderr,
                   "no scratch directory is left, and the message says -v shows the rest")
-            r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime, "-v")
-            check("the Python side's stderr:" in r.stderr, "-v shows what the Python side said")
+            if runtime == "ort":
+                r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime, "-v")
+                check("the Python side's stderr:" in r.stderr, "-v shows what the Python side said")
 
         # 6. ONNX Runtime: --tune times each upsampler alone there and rewrites only those measured faster.
         if runtime == "ort":
@@ -502,6 +516,34 @@ sys.exit(check.check(sys.argv[2:]))
         verified = [o["name"] for o in json.load(open(report))["verify"]["outputs"]] if r.returncode == 0 else []
         check((r.returncode == 3 and "failed to run on" in r.stderr and "'y:0'" in r.stderr)
               or (r.returncode == 0 and sorted(verified) == ["y:0", "z"]), "an output onnx2tf drops: exit 3, not a pass")
+    # OpenVINO keeps the ONNX names on its ports (get_names()), which the runner matches: names holding a newline,
+    # quotes and a workflow command are matched by name (swapped meanings fail, the same model passes) and shown
+    # escaped; a name that is not UTF-8, which OpenVINO's Python API cannot return, is refused (exit 3), not paired
+    # with a port by position.
+    if runtime == "openvino":
+        a, b, p, q = 'a"\n', "b'", "p\n::error::forged", 'q"\r'
+        hostile = two_by_two("hostile", [a, b], [p, q], {p: ("Add", a, b), q: ("Sub", a, b)})
+        hostile_swapped = two_by_two("hostile_swapped", [a, b], [p, q], {p: ("Sub", a, b), q: ("Add", a, b)})
+        print("-- 8e. openvino: inputs and outputs named with a newline, quotes and a workflow command", flush=True)
+        r = tool_run(hostile, "--compare", hostile, "--runtime", runtime)
+        check(r.returncode == 0 and "verification passed" in r.stderr, "hostile names: the same model passes (exit 0)")
+        check(not any(line.lstrip().startswith("::") for line in r.stderr.splitlines()) and "\r" not in r.stderr
+              and "p\\x0a::error::forged" in r.stderr, "hostile names: shown escaped, no forged line")
+        r = tool_run(hostile, "--compare", hostile_swapped, "--runtime", runtime)
+        check(r.returncode == 1 and "verification FAILED" in r.stderr, "hostile names: outputs swapped in meaning fail")
+        # The same model with a byte 0xff in an input's and an output's name (protobuf's length prefixes unchanged).
+        raw = open(hostile, "rb").read()
+        check(raw.count(b"b'") >= 2 and raw.count(b'q"') >= 2, "the names to corrupt are in the file")
+        not_utf8 = os.path.join(d, "not_utf8.onnx")
+        with open(not_utf8, "wb") as f:
+            f.write(raw.replace(b"b'", b"b\xff").replace(b'q"', b"q\xfe"))
+        print("-- 8e. openvino: an input and an output whose names are not UTF-8", flush=True)
+        r = tool_run(not_utf8, "--compare", not_utf8, "--runtime", runtime)
+        check(r.returncode == 3 and "not UTF-8" in r.stderr and "failed to run on OpenVINO" in r.stderr,
+              "names that are not UTF-8: exit 3, saying OpenVINO cannot return them")
+        # (The log decoded as text: a raw 0xff byte in it would have raised in subprocess.run.)
+        check("b'b\\xff'" in r.stderr and not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")],
+              "names that are not UTF-8: the name shown escaped, no scratch directory left")
     # onnx2torch returns all the outputs of a node as one value: a Split whose outputs are the graph's outputs in
     # another order came back in the node's order and was named in the graph's. Now the conversion refuses (exit 3).
     if runtime == "executorch":
@@ -656,7 +698,7 @@ def symbolic_batch(runtime, d, tool, tool_run, env):
 
 
 # The package of each runtime that a broken install stands in for: installed (importlib finds it), failing on import.
-BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch", "mnn": "MNN"}
+BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch", "openvino": "openvino", "mnn": "MNN"}
 
 
 def broken_package(runtime, d, src, tool_run, env):
@@ -697,7 +739,7 @@ package that is installed but fails to import (a missing shared library) is an `
                                text=True, env=benv)
         said = [json.loads(l) for l in probe.stdout.splitlines()]
         print(f"  probe: exit {probe.returncode}; answer {said}", flush=True)
-        if runtime in ("ort", "litert"):
+        if runtime in ("ort", "litert", "openvino"):
             check(probe.returncode == 5 and said[-1][:3] == ["error", "import", runtime] and text in said[-1][3],
                   f"probe: a {package} that fails to import is an 'error import {runtime}' line and exit 5")
             # The binary takes a failed probe for an interpreter that cannot run the check: exit 2, and the report says it.

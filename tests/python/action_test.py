@@ -579,7 +579,7 @@ class ActionYamlTest(ActionYamlCase):
         if tomllib is not None:
             extras = tomllib.loads((SOURCE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
         for runtime, extra in (("xnnpack", ""), ("ort", "[ort]"), ("litert", "[litert]"),
-                               ("executorch", "[executorch]"), ("mnn", "[mnn]")):
+                               ("executorch", "[executorch]"), ("openvino", "[openvino]"), ("mnn", "[mnn]")):
             with self.subTest(runtime=runtime):
                 code, log, pip = self.run_install_step(runtime=runtime, min_speedup="1.1")
                 self.assertEqual(code, 0, log)
@@ -635,7 +635,7 @@ class ActionYamlTest(ActionYamlCase):
         self.assertIsNone(pip)
         [(name, _, message)] = workflow_commands(log)[0]
         self.assertEqual(name, "error")
-        self.assertIn("runtime: not one of xnnpack, ort, litert, executorch, mnn", message)
+        self.assertIn("runtime: not one of xnnpack, ort, litert, executorch, openvino, mnn", message)
 
     def test_every_output_run_py_sets_is_declared(self):
         with tempfile.TemporaryDirectory() as tmp:

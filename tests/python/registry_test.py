@@ -63,8 +63,8 @@ for r in rows:
         check((SOURCE / r["pinned_requirements"]).is_file(), f"{name}: pinned requirements {r['pinned_requirements']} exist")
     precisions = r.get("precisions")
     check(isinstance(precisions, list) and len(set(precisions)) == len(precisions)
-          and set(precisions) <= {"fp32", "fp16", "int8"} and "fp32" in precisions,
-          f"{name}: precisions {precisions} are distinct values of fp32, fp16, int8, fp32 among them")
+          and set(precisions) <= {"fp32", "fp16", "int8", "bf16"} and "fp32" in precisions,
+          f"{name}: precisions {precisions} are distinct values of fp32, fp16, int8, bf16, fp32 among them")
     check(runtimes.PRECISIONS.get(name) == precisions, f"{name}: runtimes.PRECISIONS is the registry's list")
 
 # check.py refuses a precision the row does not list, and int8 without its calibration samples, before it imports any
@@ -95,6 +95,10 @@ flat = " ".join(help_text.split())
 for r in rows:
     check(f"{r['name']} ({r['summary']})" in flat, f"--help lists '{r['name']} ({r['summary']})'")
 check("--runtime " + "|".join(names) in flat, "--python's help names the registry's runtimes")
+# --precision's help says which runtimes convert to each precision, as the rows list them (bf16 on openvino only).
+for p in ("fp16", "int8", "bf16"):
+    on = [r["name"] for r in rows if p in r["precisions"]]
+    check(not on or f"{p} on {', '.join(on)}" in flat, f"--help lists {p} on {', '.join(on) or 'no runtime'}")
 bad = subprocess.run([BINARY, str(SOURCE / "examples" / "upsampler_small.onnx"), "--verify", "--runtime", "nope"],
                      capture_output=True, text=True)
 check(bad.returncode == 2 and "(known: " + ", ".join(["xnnpack"] + names) + ")" in bad.stderr,
