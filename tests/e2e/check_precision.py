@@ -1,13 +1,13 @@
-"""`python -m dwdeconv_rewrite.runtimes check --precision fp32|fp16|int8` on LiteRT, ExecuTorch or MNN, the runtime
-layer that dwdeconv-rewrite --precision runs.
+"""`python -m dwdeconv_rewrite.runtimes check --precision fp32|fp16|int8` on LiteRT or ExecuTorch, fp32|fp16 on MNN
+(no int8) and fp32|bf16 on OpenVINO: the runtime layer that dwdeconv-rewrite --precision runs.
 
-Usage: check_precision.py litert|executorch|mnn DWDECONV_REWRITE. On one depthwise ConvTranspose (k4 s2 p1, C=8, 16x16)
-rewritten by the binary for the runtime, it runs check directly (the command and arguments the binary runs, with the
-package on PYTHONPATH) at each precision and checks: the `precision` lines; fp32 agreeing as before, with no quant or
-note line; fp16 agreeing within atol 1e-3 + rtol 1e-2 * max|y|; int8 giving a `quant` line for the rewritten side's
-output (on LiteRT for both sides; on ExecuTorch the original's depthwise ConvTranspose stays in float, which a `note`
-line says), outputs on that int8 grid, and the two models within 2 steps of the larger scale; a rewrite of a model
-whose bias was moved by 6 steps is more than 2 steps off; a second run at a precision reuses its conversions (no
+Usage: check_precision.py litert|executorch|openvino|mnn DWDECONV_REWRITE. On one depthwise ConvTranspose (k4 s2 p1,
+C=8, 16x16) rewritten by the binary for the runtime, it runs check directly (the command and arguments the binary runs,
+with the package on PYTHONPATH) at each precision and checks: the `precision` lines; fp32 agreeing as before, with no
+quant or note line; fp16 agreeing within atol 1e-3 + rtol 1e-2 * max|y|; int8 giving a `quant` line for the rewritten
+side's output (on LiteRT for both sides; on ExecuTorch the original's depthwise ConvTranspose stays in float, which a
+`note` line says), outputs on that int8 grid, and the two models within 2 steps of the larger scale; a rewrite of a
+model whose bias was moved by 6 steps is more than 2 steps off; a second run at a precision reuses its conversions (no
 converter ran), an int8 run with other calibration samples converts again; and the usage refusals (int8 without
 --calibration, --calibration without int8, a calibration folder with a gap) are `error usage` lines and exit 2. Then
 through the binary: --compare --precision fp16 and int8 pass, the report's runtime.precision and each int8 output's
@@ -15,6 +15,11 @@ quant_steps say how, and a rewrite whose bias moved by 6 steps fails with exit 1
 MNN converts to fp32 and fp16 only, both from one .mnn (MNN picks its arithmetic when it loads: precision "high" or
 "low"): its fp16 run reuses the fp32 conversion, says so in a note, and may equal fp32 where the CPU has no fp16
 arithmetic; int8 is a usage refusal, here and through the binary.
+On OpenVINO (bf16_on_openvino): bf16 is the CPU plugin's bf16 inference hint, reported back; the models agree within
+BFLOAT16's tolerance and the rewritten one differs from fp32; the original's depthwise Deconvolution, which the
+plugin keeps in f32, is named in a note; fp16 and int8 are usage errors; a plugin that compiles another precision
+than the one asked for, and a CPU without bf16, are conversion failures naming why; through the binary a bf16
+--compare passes at bf16 and a bias moved by 0.2 fails, and --precision bf16 on ort is a usage error naming openvino.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -30,12 +35,14 @@ import report_archive  # beside this script: the suite's report archive
 
 PACKAGES = {"litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
             "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch", "torchao"],
+            "openvino": ["numpy", "onnx", "openvino"],
             "mnn": ["numpy", "onnx", "MNN"]}
-# The target whose form the runtime converts: onnx2torch takes only CRD DepthToSpace.
-TARGET = {"litert": "litert", "executorch": "executorch", "mnn": "xnnpack"}
+# The target whose form the runtime converts: onnx2torch takes only CRD DepthToSpace; OpenVINO reads DCR.
+TARGET = {"litert": "litert", "executorch": "executorch", "openvino": "xnnpack", "mnn": "xnnpack"}
 # What a converter child says for each model it converts (on check's stderr): none of it when all is cached.
+# OpenVINO has no converter child and no cache: it compiles each model in the check process.
 CONVERTING = {"litert": r"onnx2tf \S+\.onnx \((fp32|fp16|int8)\): ", "executorch": r"executorch: converting \S+\.onnx",
-              "mnn": r"MNNConvert: converting '\S+\.onnx'"}
+              "openvino": r"^\b$", "mnn": r"MNNConvert: converting '\S+\.onnx'"}
 # The runtimes that convert to int8 (registry.json's precisions).
 INT8 = {"litert", "executorch"}
 C, H = 8, 16
@@ -152,6 +159,9 @@ def main():
         fp32 = outs
         check(set(outs) == {"original", "rewritten"} and max_abs(outs["original"], outs["rewritten"]) < 1e-4,
               "fp32: the models agree")
+        if runtime == "openvino":
+            bf16_on_openvino(locals())
+            return finish(timings)
         code, lines, by, outs, timings["fp32 cached"], converted = run("fp32-again", "fp32")
         check(code == 0 and not converted, "fp32 again: the conversions are reused (no converter ran)")
 
@@ -319,8 +329,12 @@ def main():
               and ((verdict.get("outputs") or [{}])[0]).get("quant_steps") is None,
               f"binary --precision fp16: a bias moved by 0.1 fails, exit 1 (exit {code}, passed {verdict.get('passed')})")
 
-        print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()),
-              flush=True)
+        return finish(timings)
+
+
+def finish(timings):
+    print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()),
+          flush=True)
     if failures:
         print(f"{len(failures)} failed", file=sys.stderr)
         return 1
@@ -358,12 +372,131 @@ def finish_without_int8(runtime, d, tool, original, rewritten, rewrite, upsample
     code, said, err = binary("int8", rewritten, "int8")
     check(code == 2 and "--precision int8" in err and runtime in err, f"binary --precision int8 on {runtime}: exit 2, "
           f"naming it (exit {code})")
-    print("timings (s, whole check runs, both models): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), flush=True)
-    if failures:
-        print(f"{len(failures)} failed", file=sys.stderr)
-        return 1
-    print("all passed")
-    return 0
+    return finish(timings)
+
+
+def bf16_on_openvino(m):
+    """--precision bf16 on OpenVINO, `m` main()'s locals (its run() and the fp32 outputs). OpenVINO 2026.4's CPU plugin
+    keeps a lone depthwise ConvTranspose (its Deconvolution layer) in f32 at the bf16 hint and runs the rewritten
+    phase Convolutions in bf16: the original's output equals fp32's, the rewritten one's does not."""
+    import numpy as np
+
+    run, max_abs, fp32, d, env, tool = m["run"], m["max_abs"], m["fp32"], m["d"], m["env"], m["tool"]
+    runtime, timings = m["runtime"], m["timings"]
+    code, lines, by, outs, timings["bf16"], _ = run("bf16", "bf16")
+    check(code == 0 and not any(l[0] == "error" for l in lines), "bf16: exit 0")
+    check(by.get(("precision", "original")) == [["bf16"]] and by.get(("precision", "rewritten")) == [["bf16"]],
+          "bf16: precision bf16 per side")
+    label = [l[1] for l in lines if l[0] == "label"]
+    check(len(label) == 1 and re.fullmatch(r"OpenVINO [0-9.]+ \(CPU plugin, bf16 inference\)", label[0]) is not None,
+          f"bf16: the label is the precision the plugin reported back ({label})")
+    notes = by.get(("note", "original"), [])
+    check(len(notes) == 1 and notes[0][0].endswith("in f32 at the bf16 hint: Deconvolution"),
+          f"bf16: a note names the original's Deconvolution, kept in f32 ({notes})")
+    check(not by.get(("note", "rewritten")), "bf16: no note for the rewritten model (its Convolutions run bf16)")
+    if code == 0:
+        a, b = outs["original"], outs["rewritten"]
+        bound = 1e-2 + 2e-2 * float(np.max(np.abs(a)))
+        print(f"   bf16: max|original - rewritten| {max_abs(a, b):.3g} (bound {bound:.3g}); from fp32: original "
+              f"{max_abs(a, fp32['original']):.3g}, rewritten {max_abs(b, fp32['rewritten']):.3g}", flush=True)
+        check(a.dtype == np.float32 and b.dtype == np.float32, "bf16: outputs come back as float32")
+        check(max_abs(a, b) <= bound, "bf16: the models agree within atol 1e-2 + rtol 2e-2")
+        check(0 < max_abs(b, fp32["rewritten"]) <= bound, "bf16: the rewritten model differs from fp32 (it ran bf16)")
+
+    # The usage refusals: what the row does not list (the binary refuses first; this is the defensive line).
+    for precision in ("fp16", "int8"):
+        code, lines, *_ = run(f"{precision}-refused", precision, None, runs=0)
+        check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "fp32, bf16" in lines[-1][3],
+              f"--precision {precision} on openvino: an error usage line naming fp32, bf16, exit 2")
+
+    # Never another precision in bf16's or fp32's name. The adapter is wrapped, not the machine changed: a core whose
+    # compile_model drops the precision hint (the plugin's default on this CPU is then what it compiles), and a core
+    # whose CPU reports no BF16 capability.
+    import openvino
+
+    bf16_here = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    wrapper = """
+import sys
+import dwdeconv_rewrite.runtimes.check as check
+import dwdeconv_rewrite.runtimes.openvino_adapter as adapter
+real = adapter.OpenVinoRuntime.__init__
+class Core:
+    def __init__(self, core): self.core = core
+    def __getattr__(self, k): return getattr(self.core, k)
+    def compile_model(self, model, device, config):
+        return self.core.compile_model(model, device, {k: v for k, v in config.items() if k != MODE_DROPS})
+    def get_property(self, device, name):
+        value = self.core.get_property(device, name)
+        return [c for c in value if c != "BF16"] if MODE_NO_BF16 and name == "OPTIMIZATION_CAPABILITIES" else value
+def init(self, work):
+    real(self, work)
+    self.core = Core(self.core)
+adapter.OpenVinoRuntime.__init__ = init
+sys.exit(check.check(sys.argv[2:]))
+"""
+    for label, precision, drops, no_bf16, said in (
+            ("hint-dropped", "fp32", "INFERENCE_PRECISION_HINT", False, "the CPU plugin compiled bf16"),
+            ("no-bf16-cpu", "bf16", "", True, "has no bf16 on this CPU")):
+        if label == "hint-dropped" and not bf16_here:
+            print("   (this CPU has no bf16: the plugin's default is f32, and the dropped hint changes nothing)")
+            continue
+        code = f"MODE_DROPS, MODE_NO_BF16 = {drops!r}, {no_bf16!r}\n" + wrapper
+        out = os.path.join(d, f"out-{label}")
+        os.makedirs(out, exist_ok=True)
+        argv = [sys.executable, "-c", code, "check", "--runtime", runtime, "--work", os.path.join(d, "work"),
+                "--original", m["original"], "--rewritten", m["rewritten"], "--inputs", m["inputs"], "--out", out,
+                "--precision", precision]
+        r = subprocess.run(argv, capture_output=True, text=True, env=env)
+        result = os.path.join(out, "result.jsonl")
+        lines = [json.loads(l) for l in open(result).read().splitlines()] if os.path.exists(result) else []
+        errors = [l for l in lines if l[0] == "error"]
+        print(f"-- {label}: check --precision {precision}: exit {r.returncode}; errors {errors}\n  "
+              + r.stderr.strip()[-600:].replace("\n", "\n  "), flush=True)
+        check(r.returncode == 3 and len(errors) == 1 and errors[0][1:3] == ["openvino.compile_model", "original"]
+              and said in errors[0][3] and not any(l[0] == "output" for l in lines),
+              f"{label}: --precision {precision} is a conversion failure saying '{said}', no output")
+        if no_bf16:
+            check(re.search(r"AVX512_BF16, AMX_BF16 or AVX2_VNNI_2, and this CPU's flags lack (avx512_bf16|amx_bf16)",
+                            errors[0][3]) is not None, "no-bf16-cpu: the message names the CPU features missing")
+
+    # Through the binary: bf16 passes at bf16, a bias moved by 0.2 in one channel (4x the bound at this output's
+    # largest magnitude, about 2.2) fails, and bf16 on a runtime whose row lacks it is a usage error.
+    def binary(label, other, *args):
+        report = os.path.join(d, f"report-{label}.json")
+        argv = [tool, m["original"], "--compare", other, "--python", sys.executable, "--report", report] + list(args)
+        reports = report_archive.watch(argv)
+        r = subprocess.run(argv, capture_output=True, text=True)
+        report_archive.copy_written(reports)
+        said = json.load(open(report)) if os.path.exists(report) else {}
+        print(f"-- binary {label}: exit {r.returncode}\n  " + "\n  ".join(r.stderr.strip().splitlines()[-4:]), flush=True)
+        return r.returncode, said, r.stderr
+
+    code, said, err = binary("bf16", m["rewritten"], "--runtime", runtime, "--precision", "bf16")
+    check(code == 0 and (said.get("runtime") or {}).get("precision") == "bf16" and "(CPU plugin, bf16 inference) at bf16" in err,
+          "binary --precision bf16: passes, and the report and the log name the precision")
+    check("Deconvolution" in err, "binary --precision bf16: the note on the original's f32 Deconvolution is shown")
+    moved = m["bias"].copy()
+    moved[0] += np.float32(0.2)
+    _, planted = m["rewrite"](m["upsampler"](moved), "dw_bias_moved_bf16")
+    code, said, err = binary("bf16-planted", planted, "--runtime", runtime, "--precision", "bf16")
+    check(code == 1 and (said.get("verify") or {}).get("passed") is False, "binary --precision bf16: a bias moved by 0.2 fails, exit 1")
+    # A deeper model (the MI-GAN-like example with hand-written upsamplers, 8 of them): bf16's rounding through it
+    # (0.06 on an Intel Xeon with AVX512_BF16, over FLOAT16's bound of 0.053 there) against BFLOAT16's.
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    migan = os.path.join(source, "examples", "migan_tiny_handwritten.onnx")
+    migan_out = os.path.join(d, "migan.onnx")
+    r = subprocess.run([tool, migan, "-o", migan_out, "--target", TARGET[runtime], "--runtime", runtime, "--python",
+                        sys.executable, "--precision", "bf16", "--verify", "--report", os.path.join(d, "migan.json")],
+                       capture_output=True, text=True)
+    verdict = json.load(open(os.path.join(d, "migan.json"))).get("verify") or {} if os.path.exists(os.path.join(d, "migan.json")) else {}
+    out = (verdict.get("outputs") or [{}])[0]
+    print(f"-- MI-GAN-like at bf16: exit {r.returncode}; max abs {out.get('max_abs_error')}, max rel {out.get('max_rel_error')} "
+          "(FLOAT16's bound would be 1e-3 + 1e-2 of the largest magnitude)", flush=True)
+    check(r.returncode == 0 and verdict.get("passed") is True and out.get("max_abs_error", 0) > 0,
+          "binary --precision bf16: the MI-GAN-like model verifies at bf16 (and differs: bf16 ran)")
+    code, said, err = binary("bf16-on-ort", m["rewritten"], "--runtime", "ort", "--precision", "bf16")
+    check(code == 2 and "--precision bf16: --runtime ort runs fp32 only; bf16 runs on --runtime openvino" in err,
+          "binary --precision bf16 --runtime ort: a usage error naming the runtime, exit 2")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ BF16_FLAGS = ("avx512_bf16", "amx_bf16", "avx_ne_convert")
 # Runtime-model nodes that are the graph's edges, not work the plugin does: left out of the op list, as the other
 # adapters list a graph's nodes and not its inputs, outputs and initializers.
 EDGE_LAYERS = {"Input", "Output", "Const"}
+# The multiply-accumulate layers, the ones bf16 is for: one the plugin keeps in f32 at the bf16 hint is named in a
+# note (data movement such as Concatenation or DepthToSpace next to an f32 output is f32 too, and costs no precision).
+MAC_LAYERS = {"Convolution", "Deconvolution", "FullyConnected", "MatMul"}
 
 
 def cpu_flags() -> set[str]:
@@ -90,11 +93,12 @@ class OpenVinoRuntime(Runtime):
                                                        f"{', '.join(HINTS)})")
         if self.precision == "bf16" and "BF16" not in self.core.get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
             flags = cpu_flags()
-            missing = [f for f in BF16_FLAGS if f not in flags]
+            missing = [f for f in BF16_FLAGS if f not in flags] or list(BF16_FLAGS)
             raise StageError("openvino.compile_model",
-                             f"--precision bf16: OpenVINO's CPU plugin has no bf16 on this CPU ({cpu_model()}): it "
-                             f"lacks the features {', '.join(missing) or ', '.join(BF16_FLAGS)} (AVX512_BF16, AMX or "
-                             "AVX2_VNNI_2); run --precision fp32 here, or bf16 on a CPU with one of them")
+                             "--precision bf16: OpenVINO's CPU plugin has no bf16 on this CPU "
+                             f"({cpu_model()}): it runs bf16 on AVX512_BF16, AMX_BF16 or AVX2_VNNI_2, and this CPU's "
+                             f"flags lack {', '.join(missing)}; run --precision fp32 here, or bf16 on a CPU with one "
+                             "of them")
         try:
             compiled = self.core.compile_model(model, "CPU", self._config(threads))
         except Exception as e:  # noqa: BLE001 - OpenVINO refusing the model is its conversion failing
@@ -113,7 +117,7 @@ class OpenVinoRuntime(Runtime):
 
     def prepare(self, path: Path) -> dict:
         """Compiles the model and returns the runtime graph's layers by type ("layerType"), counted; at bf16, a note
-        names the compute layers that the plugin still runs in f32 (their "runtimePrecision")."""
+        names the multiply-accumulate layers that the plugin still runs in f32 (their "runtimePrecision")."""
         compiled = self._compile(self._read(path), 1)
         ops, kept_f32 = collections.Counter(), collections.Counter()
         for op in compiled.get_runtime_model().get_ordered_ops():
@@ -122,11 +126,11 @@ class OpenVinoRuntime(Runtime):
             if layer in EDGE_LAYERS:
                 continue
             ops[layer] += 1
-            if "runtimePrecision" in info and info["runtimePrecision"].astype(str) == "f32" and layer != "Reorder":
+            if layer in MAC_LAYERS and "runtimePrecision" in info and info["runtimePrecision"].astype(str) == "f32":
                 kept_f32[layer] += 1
         notes = []
         if self.precision == "bf16" and kept_f32:
-            notes.append("OpenVINO's CPU plugin runs these layers in f32 at the bf16 hint: "
+            notes.append("OpenVINO's CPU plugin runs these multiply-accumulate layers in f32 at the bf16 hint: "
                          + ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(kept_f32.items())))
         return {"ops": dict(ops), "precision": self.precision, "notes": notes}
 
