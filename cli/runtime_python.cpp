@@ -1,6 +1,7 @@
 #include "cli/runtime_python.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -35,7 +36,11 @@ std::string executable_dir() {
 
 std::string canonical_runtime_name(const std::string& name) {
   const std::string canonical = rewrite::canonical_target_name(name);
-  return std::find(kRuntimes.begin(), kRuntimes.end(), canonical) != kRuntimes.end() ? canonical : "";
+  if (std::find(kRuntimes.begin(), kRuntimes.end(), canonical) != kRuntimes.end()) return canonical;
+  // A runtime that no target is meant for (openvino) has no target aliases: its name in any case.
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::find(kRuntimes.begin(), kRuntimes.end(), lower) != kRuntimes.end() ? lower : "";
 }
 
 std::string runtime_names() {

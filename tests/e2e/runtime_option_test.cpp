@@ -41,10 +41,17 @@ TEST_CASE("a precision the runtime cannot convert to is a usage error before any
       {"--bench --runtime ort --precision fp16",
        "--precision fp16: --runtime ort runs fp32 only; fp16 runs on --runtime litert, executorch"},
       {"--precision int8", "--precision applies to --verify, --bench and --compare"},
-      {"--verify --runtime litert --precision int4", "--precision: int4 not in {fp32,fp16,int8}"},
+      {"--verify --runtime litert --precision int4", "--precision: int4 not in {fp32,fp16,int8,bf16}"},
       {"--verify --runtime litert --precision int8 --atol 0.1", "--precision int8 is judged in quantisation steps: give --max-steps"},
       {"--verify --runtime litert --precision fp16 --max-steps 3", "--max-steps bounds --precision int8's comparison"},
       {"--tune --runtime litert --precision int8", "--tune times fp32 only"},
+      // bf16 is OpenVINO's alone, and OpenVINO has no fp16 or int8: each refusal names what the runtime runs.
+      {"--compare " + in.string() + " --runtime ort --precision bf16",
+       "--precision bf16: --runtime ort runs fp32 only; bf16 runs on --runtime openvino"},
+      {"--verify --runtime litert --precision BF16",
+       "--precision bf16: --runtime litert runs fp32, fp16, int8; bf16 runs on --runtime openvino"},
+      {"--verify --runtime OpenVINO --precision fp16",
+       "--precision fp16: --runtime openvino runs fp32, bf16; fp16 runs on --runtime litert, executorch"},
   };
   for (const auto& [args, message] : cases) {
     INFO(args);

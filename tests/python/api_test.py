@@ -281,7 +281,8 @@ class CompareTest(unittest.TestCase, RewrittenStructure):
                 for spelling, runtime, package in (("ORT", "ort", "onnxruntime"), ("OnnxRuntime", "ort", "onnxruntime"),
                                                    ("onnxruntime", "ort", "onnxruntime"), ("TFLite", "litert", "onnx2tf"),
                                                    ("tflite", "litert", "onnx2tf"), ("LiteRT", "litert", "onnx2tf"),
-                                                   ("ExecuTorch", "executorch", "executorch")):
+                                                   ("ExecuTorch", "executorch", "executorch"),
+                                                   ("OpenVINO", "openvino", "openvino")):
                     with self.subTest(runtime=spelling), self.assertRaises(DwdeconvError) as e:
                         dwdeconv_rewrite.compare(MIGAN, r, runtime=spelling, python=str(bare))
                     self.assertEqual(e.exception.exit_code, 2, e.exception.message)
