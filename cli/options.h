@@ -46,7 +46,7 @@ struct Options {
   std::string runtime = "xnnpack";             // --runtime: where --verify, --bench and --compare run (cli/runtime_python.h)
   std::string python;                          // --python; empty: $DWDECONV_PYTHON, else python3
   std::optional<double> min_speedup;           // --min-speedup X with --bench
-  std::string precision = "fp32";              // --precision fp32|fp16|int8 on a Python runtime
+  std::string precision = "fp32";              // --precision fp32|fp16|int8|bf16 on a Python runtime
   std::optional<double> max_steps;             // --max-steps X: int8's bound in quantisation steps (default 2)
   bool tune = false;                           // --tune: time each candidate alone on --runtime, rewrite the faster ones
   std::string external_data;                   // --external-data NAME

@@ -10,10 +10,11 @@ what its names rest on; the one positional case, LiteRT int8's outputs, which on
 in graph output order, is litert_adapter.tflite_io_by_name's). Converters that run in a child process add `convert_all(paths)`.
 
 Each converts at a precision (`set_precision(precision, calibration_dir, calibration_key)` before any conversion;
-registry.json's "precisions" lists which): fp32, fp16 or int8, int8 calibrated on the samples check.py is given.
+registry.json's "precisions" lists which): fp32, fp16, int8 or bf16, int8 calibrated on the samples check.py is given.
 
 registry.json lists them (name, display name, adapter, packages, precisions); today ort (onnxruntime's CPU provider), litert
-(onnx2tf + ai-edge-litert's XNNPACK delegate) and executorch (onnx2torch + torch.export + the XNNPACK partitioner).
+(onnx2tf + ai-edge-litert's XNNPACK delegate), executorch (onnx2torch + torch.export + the XNNPACK partitioner) and
+openvino (OpenVINO's CPU plugin on the ONNX file).
 
 dwdeconv-rewrite's --runtime runs `python -m dwdeconv_rewrite.runtimes` (see __main__.py);
 bench/runtimes/bench_runtimes.py imports these adapters. This file imports the standard library only, so that a
@@ -40,7 +41,7 @@ REQUIREMENTS = {r["name"]: [tuple(pair) for pair in r["requirements"]] for r in 
 # onnx2torch, are imported by their child processes), imported first so that a package that is installed but fails
 # to import (a missing shared library, a broken dependency) is answered as that: check.py's `error import` line.
 CHECK_IMPORTS = {r["name"]: list(r["check_imports"]) for r in REGISTRY["runtimes"]}
-# The --precision values each runtime converts to ("fp32", "fp16", "int8"; fp32 in every row): check.py refuses
+# The --precision values each runtime converts to ("fp32", "fp16", "int8", "bf16"; fp32 in every row): check.py refuses
 # the others, and the binary reads the same lists.
 PRECISIONS = {r["name"]: list(r["precisions"]) for r in REGISTRY["runtimes"]}
 # Those of them that `probe` imports too: the cheap ones (under a second together; torch and executorch.runtime

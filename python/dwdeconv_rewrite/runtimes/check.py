@@ -18,7 +18,7 @@ lists JSON arrays, everything else a string (the binary reads them with nlohmann
   runtime     NAME
   label       TEXT                                 e.g. "ONNX Runtime 1.32.0 (CPU provider)"
   version     PACKAGE     VERSION
-  precision   SIDE        P                        what SIDE was converted to: fp32, fp16 or int8 (one line per
+  precision   SIDE        P                        what SIDE was converted to: fp32, fp16, int8 or bf16 (one per
                                                    side, before its outside line)
   outside     SIDE        TEXT                     ops the converted graph leaves outside the XNNPACK delegate
   note        SIDE        TEXT                     a fact about SIDE's precision the user must know (e.g. an op the
@@ -50,7 +50,7 @@ probe RUNTIME writes to stdout: the python line, a missing line per package that
       seconds; check answers for them).
 
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
-      --inputs DIR --out DIR --threads T [--precision fp32|fp16|int8] [--calibration DIR]  writes DIR/result.jsonl.
+      --inputs DIR --out DIR --threads T [--precision fp32|fp16|int8|bf16] [--calibration DIR]  writes DIR/result.jsonl.
       The inputs are DIR/*.pb TensorProtos listed in DIR/inputs.txt (one file name a line, graph input order); each
       is fed to the input its TensorProto names. --precision (default fp32) is what both models are converted to;
       registry.json's "precisions" lists each runtime's. --calibration (int8 only, and required there) holds the
@@ -142,7 +142,7 @@ def check(argv: list[str]) -> int:
     parser.add_argument("--runs", type=int, default=0, help="timed pairs (0: no timing)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--profile-runs", type=int, default=0)
-    parser.add_argument("--precision", default="fp32", help="fp32, fp16 or int8, as the runtime's registry row allows")
+    parser.add_argument("--precision", default="fp32", help="fp32, fp16, int8 or bf16, as the runtime's registry row allows")
     parser.add_argument("--calibration", type=Path, help="int8: the calibration samples, DIR/0/, DIR/1/, ...")
     args = parser.parse_args(argv)
 

@@ -45,9 +45,7 @@ class OpenVinoRuntime(Runtime):
         import openvino
 
         self.ov = openvino
-        self.core = openvino.Core()
-        self.work = work / "openvino"  # unused by OpenVINO itself; kept per runtime, as the others do
-        self.work.mkdir(parents=True, exist_ok=True)
+        self.core = openvino.Core()  # `work` is not needed: nothing is converted to a file, nor cached
         self._used = None  # the precision the plugin reported for a compile at the current setting
 
     def set_precision(self, precision, calibration_dir=None, calibration_key=""):
@@ -135,7 +133,8 @@ class OpenVinoRuntime(Runtime):
         return {"ops": dict(ops), "precision": self.precision, "notes": notes}
 
     def load(self, path: Path, threads: int):
-        return OpenVinoRunner(self._compile(self._read(path), threads), onnx_input_names(path), list(onnx_output_shapes(path)))
+        compiled = self._compile(self._read(path), threads)
+        return OpenVinoRunner(compiled, onnx_input_names(path), list(onnx_output_shapes(path)))
 
 
 def _port_by_name(ports, names: list, what: str) -> dict:
