@@ -1,4 +1,4 @@
-// verify_from_run at --precision fp16 and int8: the tolerance each precision is judged under, int8's steps, the float
+// verify_from_run at --precision fp16, bf16 and int8: the tolerance each precision is judged under, int8's steps, the float
 // side clamped to the quantised side's range, and what steps never excuse. On a PythonRun made here, as the runtime
 // module answers one.
 #include <cmath>
@@ -115,4 +115,19 @@ TEST_CASE("fp16 outputs get FLOAT16's tolerances unless the command line gave it
   CHECK_FALSE(runtime_check::verify_from_run(run, {1e-6, 1e-4}, 2.0).passed);
   run.precision = "fp32";
   CHECK_FALSE(runtime_check::verify_from_run(run, {}, 2.0).passed);
+}
+
+TEST_CASE("bf16 outputs get BFLOAT16's looser tolerances unless the command line gave its own", "[verify][precision]") {
+  // 0.02 at a largest magnitude of 1: five bf16 steps (2^-8 each), within 1e-2 + 2e-2 * 1, over fp16's 1e-3 + 1e-2.
+  auto run = run_of("bf16", {0.0f, 1.0f}, {0.0f, 1.02f});
+  const auto bf16 = runtime_check::verify_from_run(run, {}, 2.0);
+  CHECK(bf16.passed);
+  REQUIRE(bf16.outputs.size() == 1);
+  CHECK(bf16.outputs[0].tolerance.atol == Approx(1e-2));
+  CHECK(bf16.outputs[0].tolerance.rtol == Approx(2e-2));
+  CHECK_FALSE(runtime_check::verify_from_run(run, {1e-3, 1e-2}, 2.0).passed);
+  run.precision = "fp16";
+  CHECK_FALSE(runtime_check::verify_from_run(run, {}, 2.0).passed);
+  // Over twice the bound (0.07 against 0.03) still fails at bf16: looser is not unbounded.
+  CHECK_FALSE(runtime_check::verify_from_run(run_of("bf16", {0.0f, 1.0f}, {0.0f, 1.07f}), {}, 2.0).passed);
 }
