@@ -9,8 +9,11 @@
 #   e.g. bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx "litert executorch" "fp32 fp16 int8" "1 2"
 #        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx "xnnpack ort" fp32 "1 2"
 #        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx ort fp32 "1 2" xnnpack   # what ort's target keeps
-# TARGET defaults to each runtime's own target (--target R). The executor (xnnpack) and ort run fp32 only.
-# Interpreters: DWDECONV_LITERT_PYTHON, DWDECONV_EXECUTORCH_PYTHON, DWDECONV_ORT_PYTHON, else DWDECONV_PYTHON
+#        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx openvino "fp32 bf16" "1 2"
+# TARGET defaults to each runtime's own target (--target R; openvino, which no target is meant for: xnnpack, whose
+# DCR DepthToSpace OpenVINO runs). The executor (xnnpack) and ort run fp32 only, openvino fp32 and bf16.
+# Interpreters: DWDECONV_LITERT_PYTHON, DWDECONV_EXECUTORCH_PYTHON, DWDECONV_ORT_PYTHON, DWDECONV_OPENVINO_PYTHON, else
+# DWDECONV_PYTHON
 # (bench/runtimes/README.md's venvs).
 set -euo pipefail
 model=$1
@@ -25,7 +28,9 @@ cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 echo "| model | target | runtime | precision | threads | original ms | rewritten ms | speedup | verify | load | CPU |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for rt in $runtimes; do
-  target=${target_override:-$rt}
+  own=$rt
+  [ "$rt" != openvino ] || own=xnnpack
+  target=${target_override:-$own}
   var=DWDECONV_${rt^^}_PYTHON
   python=()
   # The executor (xnnpack) runs in the binary: no interpreter.
