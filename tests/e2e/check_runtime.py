@@ -114,6 +114,12 @@ def main():
         check(abs(bench["speedup"] - bench["original_ms"] / bench["rewritten_ms"]) < 1e-3 * bench["speedup"],
               "report: speedup is the ratio of the medians")
         rows = {u["name"]: u for u in rep["upsamplers"]}
+        if runtime == "openvino":
+            # OpenVINO names each layer after its ONNX node (or the graph output it writes): its PERF_COUNT profile
+            # times each upsampler both ways, reorders included.
+            check(sorted(rows) == ["up1", "up2"], "OpenVINO's profile gives one row per upsampler")
+            check(all(u["original_ms"] > 0 and u["rewritten_ms"] > 0 for u in rows.values()), "each row is timed both ways")
+            check("per upsampler on OpenVINO" in r.stderr, "the table is logged")
         if runtime == "ort":
             check(sorted(rows) == ["up1", "up2"], "ORT's profile gives one row per upsampler")
             check(rows.get("up1", {}).get("input_shape") == "1x16x16x16"

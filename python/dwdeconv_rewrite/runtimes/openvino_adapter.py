@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import statistics
 from pathlib import Path
 
 from .base import Runner, Runtime
@@ -83,7 +84,7 @@ class OpenVinoRuntime(Runtime):
         return {"INFERENCE_PRECISION_HINT": HINTS[self.precision], "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1,
                 "INFERENCE_NUM_THREADS": threads}
 
-    def _compile(self, model, threads: int):
+    def _compile(self, model, threads: int, profile: bool = False):
         """compile_model on "CPU" at the current precision; raises StageError("openvino.compile_model") when it fails
         or when the plugin would run another precision than the one asked for (never f32 in bf16's name)."""
         if self.precision not in HINTS:
@@ -98,7 +99,8 @@ class OpenVinoRuntime(Runtime):
                              f"flags lack {', '.join(missing)}; run --precision fp32 here, or bf16 on a CPU with one "
                              "of them")
         try:
-            compiled = self.core.compile_model(model, "CPU", self._config(threads))
+            config = dict(self._config(threads), **({"PERF_COUNT": True} if profile else {}))
+            compiled = self.core.compile_model(model, "CPU", config)
         except Exception as e:  # noqa: BLE001 - OpenVINO refusing the model is its conversion failing
             raise StageError("openvino.compile_model", f"{type(e).__name__}: {' '.join(str(e).split())[:2000]}") from e
         used = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
@@ -135,6 +137,40 @@ class OpenVinoRuntime(Runtime):
     def load(self, path: Path, threads: int):
         compiled = self._compile(self._read(path), threads)
         return OpenVinoRunner(compiled, onnx_input_names(path), list(onnx_output_shapes(path)))
+
+    def profile_nodes(self, path: Path, threads: int, inputs, runs: int) -> list[dict]:
+        """Per layer of the runtime graph: {"node", "op" (its layer type), "ms" (its median over the runs of the
+        request's profiling info, PERF_COUNT), "inputs" (the layers it reads), "outputs" (itself)}, so that a reorder
+        is told apart by what it reads and writes. "node" is the first of the ONNX nodes the layer was made from
+        (rt_info originalLayersNames, which the ONNX frontend names after the ONNX node, or the graph output it
+        writes) that the ONNX graph has: a ConvTranspose with a bias is a layer named after the frontend's own
+        GroupConvolutionBackpropData_N with the bias Add, named after the ONNX node, fused in. A layer made from none
+        (a reorder the plugin inserts) keeps its own name. One untimed run comes first; layers not run (parameters,
+        results, constants) are left out."""
+        import onnx
+
+        graph = onnx.load(str(path), load_external_data=False).graph
+        onnx_names = {n.name for n in graph.node if n.name} | {o for n in graph.node for o in n.output}
+        compiled = self._compile(self._read(path), threads, profile=True)
+        runner = OpenVinoRunner(compiled, onnx_input_names(path), list(onnx_output_shapes(path)))
+        runner.feed(inputs)
+        runner.invoke()
+        executed = self.ov.ProfilingInfo.Status.EXECUTED
+        per_run = []
+        for _ in range(runs):
+            runner.invoke()
+            per_run.append({(p.node_name, p.node_type): p.real_time.total_seconds() * 1e3
+                            for p in runner.request.get_profiling_info() if p.status == executed})
+        reads, onnx_node = {}, {}
+        for op in compiled.get_runtime_model().get_ordered_ops():
+            name, info = op.get_friendly_name(), op.get_rt_info()
+            reads[name] = [i.get_source_output().get_node().get_friendly_name() for i in op.inputs()]
+            made_from = info["originalLayersNames"].astype(str).split(",") if "originalLayersNames" in info else []
+            onnx_node[name] = next((n for n in made_from if n in onnx_names), name)
+        keys = list(dict.fromkeys(key for run in per_run for key in run))
+        totals = collections.Counter({key: statistics.median(run.get(key, 0.0) for run in per_run) for key in keys})
+        return [{"node": onnx_node.get(node, node), "op": op, "ms": ms, "inputs": reads.get(node, []),
+                 "outputs": [node]} for (node, op), ms in totals.most_common()]
 
 
 def _port_by_name(ports, names: list, what: str) -> dict:
