@@ -37,7 +37,7 @@ std::string executable_dir() {
 std::string canonical_runtime_name(const std::string& name) {
   const std::string canonical = rewrite::canonical_target_name(name);
   if (std::find(kRuntimes.begin(), kRuntimes.end(), canonical) != kRuntimes.end()) return canonical;
-  // A runtime that no target is meant for (openvino) has no target aliases: its name in any case.
+  // A runtime that no target is meant for (openvino, mnn) has no target aliases: its name in any case.
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return std::find(kRuntimes.begin(), kRuntimes.end(), lower) != kRuntimes.end() ? lower : "";

@@ -39,7 +39,7 @@ inline constexpr const char* kBuiltinRuntime = "xnnpack";
 // --precision int8 without --input files: how many seeded input sets calibrate both models.
 inline constexpr uint64_t kCalibrationSamples = 8;
 
-// "xnnpack, ort, litert, executorch, openvino".
+// "xnnpack, ort, litert, executorch, openvino, mnn".
 std::string runtime_names();
 
 // The runtime `name` means: any case, and a target's alias for the runtime of the same name (tflite: litert); ""

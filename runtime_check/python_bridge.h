@@ -21,7 +21,7 @@ namespace dwdeconv::runtime_check {
 
 // A row of python/dwdeconv_rewrite/runtimes/registry.json, the one list of the Python runtimes (embedded at build time).
 struct PythonRuntime {
-  std::string name;                     // what --runtime takes: ort, litert, executorch, openvino
+  std::string name;                     // what --runtime takes: ort, litert, executorch, openvino, mnn
   std::string display_name;             // "ONNX Runtime"
   std::string summary;                  // how it converts and runs, for --help
   std::string pinned_requirements;      // the pinned environment the project measured with ("" none)
@@ -42,7 +42,7 @@ std::string display_name(const std::string& runtime);
 
 // Where results came from: the runtime's name, a label for the summary line and the packages' versions.
 struct RuntimeInfo {
-  std::string name;   // xnnpack, ort, litert, executorch, openvino
+  std::string name;   // xnnpack, ort, litert, executorch, openvino, mnn
   std::string label;  // "ONNX Runtime 1.32.0 (CPU provider)", "XNNPACK ... (this tool's executor)"
   std::vector<std::pair<std::string, std::string>> versions;
   std::string python;              // the interpreter, for a Python runtime

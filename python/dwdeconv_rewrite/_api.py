@@ -631,10 +631,10 @@ def compare(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_sp
     """Compares `rewritten` against `original` (each a path, bytes, an onnx.ModelProto, or a rewrite() Result) on
     `runtime`, as the command line's --compare does: `dwdeconv-rewrite ORIGINAL --compare REWRITTEN [--bench]
     --report R.json`, with `--verify --runtime NAME --python PATH` for a runtime other than the built-in "xnnpack"
-    (`python` defaults to this interpreter, where the extras [ort], [litert], [executorch] and [openvino] install
+    (`python` defaults to this interpreter, where the extras [ort], [litert], [executorch], [openvino] and [mnn] install
     those runtimes). bench: time both too; min_speedup: fail below this speedup (--min-speedup). precision: "fp32",
     "fp16", "int8" or "bf16" (any case), both models converted to it on the runtime (--precision: litert and
-    executorch have fp32, fp16 and int8, openvino fp32 and bf16; the binary refuses, exit 2, what the runtime
+    executorch have fp32, fp16 and int8, openvino fp32 and bf16, mnn fp32 and fp16; the binary refuses, exit 2, what the runtime
     lacks). threads: the thread count both models run with (--threads, a whole number from 1 to 256; default 1).
     Returns a CheckResult, false when the comparison or the gate failed (exit 1); raises DwdeconvError when the
     comparison could not run at all (a bad argument, an unreadable model). Messages name a model not given as a path

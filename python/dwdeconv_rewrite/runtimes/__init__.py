@@ -13,8 +13,8 @@ Each converts at a precision (`set_precision(precision, calibration_dir, calibra
 registry.json's "precisions" lists which): fp32, fp16, int8 or bf16, int8 calibrated on the samples check.py is given.
 
 registry.json lists them (name, display name, adapter, packages, precisions); today ort (onnxruntime's CPU provider), litert
-(onnx2tf + ai-edge-litert's XNNPACK delegate), executorch (onnx2torch + torch.export + the XNNPACK partitioner) and
-openvino (OpenVINO's CPU plugin on the ONNX file).
+(onnx2tf + ai-edge-litert's XNNPACK delegate), executorch (onnx2torch + torch.export + the XNNPACK partitioner),
+openvino (OpenVINO's CPU plugin on the ONNX file) and mnn (MNNConvert's .mnn, run by MNN's Module API).
 
 dwdeconv-rewrite's --runtime runs `python -m dwdeconv_rewrite.runtimes` (see __main__.py);
 bench/runtimes/bench_runtimes.py imports these adapters. This file imports the standard library only, so that a
