@@ -10,10 +10,12 @@
 #        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx "xnnpack ort" fp32 "1 2"
 #        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx ort fp32 "1 2" xnnpack   # what ort's target keeps
 #        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx openvino "fp32 bf16" "1 2"
-# TARGET defaults to each runtime's own target (--target R; openvino, which no target is meant for: xnnpack, whose
-# DCR DepthToSpace OpenVINO runs). The executor (xnnpack) and ort run fp32 only, openvino fp32 and bf16.
-# Interpreters: DWDECONV_LITERT_PYTHON, DWDECONV_EXECUTORCH_PYTHON, DWDECONV_ORT_PYTHON, DWDECONV_OPENVINO_PYTHON, else
-# DWDECONV_PYTHON
+#        bench/runtimes/bench_precision.sh /tmp/k4s2p1_C64_H64.onnx mnn "fp32 fp16" "1 2"
+# TARGET defaults to each runtime's own target (--target R; openvino and mnn, which no target is meant for: xnnpack,
+# whose DCR DepthToSpace both run). The executor (xnnpack) and ort run fp32 only, openvino fp32 and bf16, mnn fp32 and
+# fp16.
+# Interpreters: DWDECONV_LITERT_PYTHON, DWDECONV_EXECUTORCH_PYTHON, DWDECONV_ORT_PYTHON, DWDECONV_OPENVINO_PYTHON,
+# DWDECONV_MNN_PYTHON, else DWDECONV_PYTHON
 # (bench/runtimes/README.md's venvs).
 set -euo pipefail
 model=$1
@@ -29,7 +31,7 @@ echo "| model | target | runtime | precision | threads | original ms | rewritten
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for rt in $runtimes; do
   own=$rt
-  [ "$rt" != openvino ] || own=xnnpack
+  case $rt in openvino | mnn) own=xnnpack ;; esac
   target=${target_override:-$own}
   var=DWDECONV_${rt^^}_PYTHON
   python=()
