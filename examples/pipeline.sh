@@ -3,7 +3,10 @@
 # Any failure stops the script with a message naming the step, and a non-zero exit code (the tool's own:
 # 1 verification or check failed, 2 usage error, 3 invalid model or I/O error; 127 tool not found).
 #
-# usage: examples/pipeline.sh MODEL.onnx OUT.onnx [--input-shape NAME=DIMS]... [--report FILE.json]
+# usage: examples/pipeline.sh MODEL.onnx OUT.onnx [--target NAME] [--input-shape NAME=DIMS]... [--report FILE.json]
+#   --target       the runtime you ship to (litert, executorch, ort, openvino, mnn, ncnn, xnnpack; docs/targets.md),
+#                  for the rewrite and the check; without it the tool's default, which rewrites only what pays on
+#                  every runtime and so leaves most upsamplers as they are
 #   --input-shape  passed to --verify, for graph inputs with symbolic dims (e.g. image=1x4x256x256)
 #   --report       where the JSON report goes (default: OUT with .onnx replaced by .report.json)
 # The tool is $DWDECONV_REWRITE if set, else dwdeconv-rewrite on PATH. Like the tool, everything it prints goes to
@@ -11,7 +14,7 @@
 set -euo pipefail
 
 me=$(basename "$0")
-usage() { echo "usage: $me MODEL.onnx OUT.onnx [--input-shape NAME=DIMS]... [--report FILE.json]" >&2; exit 2; }
+usage() { echo "usage: $me MODEL.onnx OUT.onnx [--target NAME] [--input-shape NAME=DIMS]... [--report FILE.json]" >&2; exit 2; }
 
 # Prints the failure, as a GitHub Actions error annotation too when running there, and exits with `code`.
 fail() {
@@ -26,8 +29,11 @@ model=$1 out=$2
 shift 2
 report=${out%.onnx}.report.json
 shape_args=()
+target_args=()
 while [ $# -gt 0 ]; do
   case $1 in
+    --target) [ $# -ge 2 ] || usage; target_args=(--target "$2"); shift 2 ;;
+    --target=*) target_args=(--target "${1#*=}"); shift ;;
     --input-shape) [ $# -ge 2 ] || usage; shape_args+=(--input-shape "$2"); shift 2 ;;
     --input-shape=*) shape_args+=(--input-shape "${1#*=}"); shift ;;
     --report) [ $# -ge 2 ] || usage; report=$2; shift 2 ;;
@@ -57,7 +63,7 @@ explain() {
 # output, and write the report. Nothing is written to OUT unless all of that passes.
 echo "$me: [1/3] rewrite and verify: $model -> $out" >&2
 rc=0
-"$tool" "$model" -o "$out" --verify --report "$report" ${shape_args[@]+"${shape_args[@]}"} || rc=$?
+"$tool" "$model" -o "$out" --verify --report "$report" ${shape_args[@]+"${shape_args[@]}"} ${target_args[@]+"${target_args[@]}"} || rc=$?
 [ "$rc" -eq 0 ] || fail "$rc" "step 1 (rewrite and verify) of $model, exit $rc: $(explain "$rc")"
 
 # Step 2. The report is the artifact CI keeps; make sure it is there and says the verification passed.
@@ -68,7 +74,7 @@ grep -q '"passed": true' "$report" || fail 1 "step 2 (report): $report does not 
 # Step 3. Gate: the output must have no ConvTranspose left that the tool would rewrite.
 echo "$me: [3/3] check: $out" >&2
 rc=0
-"$tool" "$out" --check || rc=$?
+"$tool" "$out" --check ${target_args[@]+"${target_args[@]}"} || rc=$?
 if [ "$rc" -eq 1 ]; then
   fail 1 "step 3 (check) of $out, exit 1: a ConvTranspose that should have been rewritten is still there"
 fi

@@ -364,7 +364,6 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
     result.nodes[index].rewritten = true;
     result.nodes[index].layout = layout;
-    result.nodes[index].note = target.join_note(layout, opset);
     replacements.emplace(m.node, std::move(*nodes));
     // The weight's Identity chain, then the weight itself, may be orphaned now; for a recognised form, every
     // node and constant that computed its input from x and its weight.

@@ -48,7 +48,9 @@ struct NodeReport {
   std::string reason;                      // why it was kept; empty when rewritten
   std::vector<std::string> emitted_nodes;  // names of the nodes that replaced it
   PhaseLayout layout = PhaseLayout::kDcr;  // how the emitted phases are joined (when rewritten)
-  std::string note;                        // what that join costs on a runtime the target is meant for ("" none)
+  // A word about the emitted join for the report's "note" (null when empty). No target writes one now: the default's
+  // note on a DCR join below opset 11 went with its Gather + CRD join; the member stays in schema version 1.
+  std::string note;
   core::ReplacedRegion region;             // what it replaced, in the original's names (when rewritten)
 };
 

@@ -16,12 +16,6 @@ PhaseLayout crd_layout(const DeconvMatch& m, int64_t) {
 
 PhaseLayout dcr_layout(const DeconvMatch&, int64_t) { return PhaseLayout::kDcr; }
 
-// The default's join: Gather + CRD for every s and batch size. It converts through onnx2torch, LiteRT takes it,
-// and the executor runs the pair as two channel copies (the batch form's Transposes and axis-0 Concat run on its
-// reference kernels): BENCHMARKS.md, "Targets: the default's join on each runtime". Below opset 11 DepthToSpace has
-// no mode and is DCR: that join, which the executor and LiteRT run natively (join_note says what it costs).
-PhaseLayout gather_layout(const DeconvMatch&, int64_t opset) { return opset >= 11 ? PhaseLayout::kGatherCrd : PhaseLayout::kDcr; }
-
 const std::set<Form> kNearestConv{Form::kNearestConv};
 const std::set<Form> kZeroInsertionForms{Form::kNearestMask, Form::kZeroInsertion, Form::kReshapeZeroInsertion};
 const std::set<KernelClass> kWide{KernelClass::k3x3, KernelClass::kOther};  // kernels the phases cut MACs for
@@ -37,6 +31,20 @@ const char* kConvFirst = "(BENCHMARKS.md, \"nearest + 1x1 Conv: the Conv before 
 // column (ONNX Runtime 1.29x-7.1x, ExecuTorch, LiteRT 1.25x-8.8x, the executor).
 MeasuredRange one_by_one_range() {
   return MeasuredRange{}.channels(16, 256).kernel(1, 1).stride(2, 3).rank({2}).from("the 32 cases: C_in 16-256, s 2 and 3");
+}
+
+// The default's nearest + 1x1 Conv: the 32 cases above (C_in 16-256, s 2 and 3) where they meet the networked
+// nearest + 1x1 layers timed on OpenVINO and MNN (BENCHMARKS.md, "OpenVINO and MNN": C 3-512 at s 2).
+MeasuredRange default_one_by_one_range() {
+  return MeasuredRange{}.channels(16, 256).kernel(1, 1).stride(2, 2).rank({2}).from(
+      "the 32 cases (C_in 16-256, s 2 and 3) and OpenVINO's and MNN's networked nearest + 1x1 layers (C 3-512, s 2)");
+}
+
+// BENCHMARKS.md, "OpenVINO and MNN": every layer there sits between two dense 1x1 Convs (bench_runtimes.py --suite
+// networked), at C 3, 16, 64, 256 and 512, H 32 and 64, 2-D; the MI-GAN-like model's upsamplers are C 3-512, k4 s2.
+MeasuredRange networked_range(int64_t k_lo, int64_t k_hi, int64_t s_hi, const std::string& layers) {
+  return MeasuredRange{}.channels(3, 512).kernel(k_lo, k_hi).stride(2, s_hi).rank({2}).from(
+      "BENCHMARKS.md, \"OpenVINO and MNN\": the networked " + layers + " at C 3-512, H 32 and 64");
 }
 
 // "nearest + 3x3 Conv on ONNX Runtime": "dense | 64 | 1.13x | 1.18x | 1.10x | 1.23x" and "dense | 256 | 1.86x | 1.86x",
@@ -154,49 +162,47 @@ KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
 std::vector<Target> make_targets() {
   const std::set<Form> all = all_forms();
   std::vector<Target> t;
-  // The default must be slower on none of the runtimes measured (the executor, LiteRT, ExecuTorch): both rules are
-  // LiteRT's. Its Gather runs outside LiteRT's delegate (TFLite's GATHER), so a dense nearest + 3x3 Conv, which gains
-  // only ~2x, measured 0.53x-0.73x there at 16 channels and 1.07x-1.78x from 64.
+  // The default must be slower on none of the six runtimes (the executor, ONNX Runtime, LiteRT, ExecuTorch, OpenVINO,
+  // MNN) and convert on ncnn through pnnx. No join does both: a DCR DepthToSpace converts through neither onnx2torch
+  // (ExecuTorch) nor pnnx; the Gather that made it CRD runs 4x-25x slower than the layer on MNN (GatherV2) and pnnx
+  // reads it as a one-channel Crop (BENCHMARKS.md, "Targets: the default's join on each runtime"). So the default
+  // rewrites only what needs no join, where all six measured it faster: a nearest + 1x1 Conv, the Conv moved before the
+  // Resize.
   t.push_back({kDefaultTarget,
                "any of the runtimes below",
                all,
-               {interleave_on_executorch("; the default is slower on no runtime (--target litert rewrites it: 7.9x-18x on LiteRT)"),
-                {kConvTransposeForm,
-                 {Grouping::kDiagonal},
+               {widening_one_by_one_on_executorch("; the default is slower on no runtime (--target litert, ort, xnnpack, openvino or "
+                                                  "mnn rewrites it)"),
+                {kNearestConv,
+                 {},
+                 kOneByOne,
+                 0,
+                 0,
+                 std::nullopt,
+                 true,
+                 "a nearest + 1x1 Conv measured 1.07x-15x on all six runtimes with the 1x1 Conv moved before the Resize " +
+                     std::string(kConvFirst) + " and BENCHMARKS.md, \"OpenVINO and MNN\"",
+                 false,
+                 {},
+                 default_one_by_one_range()},
+                {{},
+                 {},
                  {},
                  0,
                  0,
                  std::nullopt,
                  false,
-                 "a group-1 ConvTranspose zero off the channel diagonal measured 0.87x-2.48x on LiteRT with the default's Gather + "
-                 "CRD join (0.87x-0.93x for k16 s8, whose 64 phases go through TFLite's GATHER) " +
-                     std::string(kReach) +
-                     "; the default is slower on no runtime (--target litert, xnnpack, ort and executorch rewrite it: 1.78x-6.65x "
-                     "on LiteRT)",
-                 false},
-                widening_one_by_one_on_executorch("; the default is slower on no runtime (--target litert, ort or xnnpack "
-                                                  "rewrite it: 1.9x-2.3x on LiteRT)"),
-                one_by_one_rewritten("1.16x-15x on the executor, LiteRT and ExecuTorch"),
-                depthwise_nearest_conv_on_litert("; the default is slower on no runtime (--target xnnpack rewrites it: 1.9x-4.1x "
-                                                 "on the executor)"),
-                {kNearestConv,
-                 {Grouping::kDense, Grouping::kGrouped},
-                 kWide,
-                 0,
-                 64,
-                 std::nullopt,
-                 false,
-                 "a dense or grouped nearest + Conv with %C input channels (< 64) measured 0.53x-0.73x on LiteRT with the "
-                 "default's Gather + CRD join (BENCHMARKS.md, \"Targets: the default's join on each runtime\"); --target litert "
-                 "or xnnpack rewrites it",
+                 "every other family is joined with a DepthToSpace, and no join both converts and measured at least 0.95x on all "
+                 "six runtimes: DCR does not convert through onnx2torch (ExecuTorch) or pnnx (ncnn); the Gather + CRD join "
+                 "measured 0.22x-0.25x per k4 s2 p1 layer on MNN (GatherV2) and pnnx miscompiles it; a depthwise ConvTranspose rewritten measured "
+                 "0.12x-0.94x on ONNX Runtime (AMD EPYC) and 0.65x-1.28x on MNN even joined DCR (BENCHMARKS.md, \"Targets: the "
+                 "default's join on each runtime\"); --target names your runtime and rewrites what pays there",
                  false}},
-               gather_layout,
-               "`Gather(axis=1)` to CRD order, then `DepthToSpace` CRD",
-               "\"LiteRT: hand-written upsamplers\", \"Targets: the default's join on each runtime\"",
-               {{"Gather", PhaseLayout::kGatherCrd, "executorch", "aten.index.Tensor", "portable kernels"},
-                {"Gather", PhaseLayout::kGatherCrd, "litert", "GATHER", "TFLite's own kernel"}},
-               "onnx2torch (ExecuTorch) cannot convert this node, which the executor and LiteRT run natively (and faster "
-               "than the Gather + CRD join there)",
+               // No rule above rewrites a family that joins phases (the last keeps them all): the layout is never reached.
+               dcr_layout,
+               "none: it rewrites only what needs no join (the nearest layout)",
+               "\"nearest + 1x1 Conv: the Conv before the Resize\", \"Targets: the default's join on each runtime\"",
+               {},
                /*converts_added_resize=*/false});
   t.push_back({"xnnpack",
                "the XNNPACK operator API as a custom runtime uses it (this tool's executor)",
@@ -205,8 +211,7 @@ std::vector<Target> make_targets() {
                dcr_layout,
                "`DepthToSpace` DCR",
                "\"Layer level\", \"Hand-written upsamplers\"",
-               {},
-               /*dcr_cost=*/""});
+               {}});
   t.push_back({"litert",
                "LiteRT (TFLite) with its XNNPACK delegate, converted by onnx2tf",
                all,
@@ -214,8 +219,7 @@ std::vector<Target> make_targets() {
                dcr_layout,
                "`DepthToSpace` DCR (native)",
                "\"LiteRT with the XNNPACK delegate\", \"LiteRT: hand-written upsamplers\"",
-               {},
-               /*dcr_cost=*/""});
+               {}});
   // ONNX Runtime's CPU provider runs a depthwise ConvTranspose as a cheap per-channel GEMM + col2im and DepthToSpace as
   // a general 6-D transpose that alone costs about the original layer; a dense 3x3 Conv after a nearest Resize is a
   // GEMM whose MACs the rewrite cuts by 2.25x, which pays from 48-64 input channels. Nothing else measured faster.
@@ -338,20 +342,111 @@ std::vector<Target> make_targets() {
                "\"ExecuTorch (XNNPACK backend)\", \"ExecuTorch: how the phases are joined\"",
                // The Gather of each s = 2 (or batch > 1) join; the batch join has none.
                {{"Gather", PhaseLayout::kGatherCrd, "executorch", "aten.index.Tensor", "portable kernels"}},
-               "",
                /*converts_added_resize=*/false});
+  // OpenVINO's CPU plugin reads the ONNX file. Inside a network its depthwise deconvolution is slower than the phases'
+  // depthwise convolutions at f32 and far slower at its bf16 hint (the default on a CPU with AVX512_BF16 or AMX); alone,
+  // the layer's DepthToSpace is the graph's output, reordered from NHWC to planar, and at 16-64 channels that costs more
+  // than the phases save. A dense nearest + 3x3 Conv pays from 64 channels, a depthwise one and the nearest x mask form
+  // do not. Every figure below holds at f32 and at bf16 (BENCHMARKS.md, "OpenVINO and MNN"), so no rule reads the CPU.
+  const std::string ov = "on OpenVINO's CPU plugin at f32 and bf16 (BENCHMARKS.md, \"OpenVINO and MNN\")";
+  KeepRule ov_output{kConvTransposeForm, {}, {}, 0, 0, std::nullopt, false,
+                     "a depthwise ConvTranspose whose output is the graph's measured 0.68x-0.83x at 16-64 channels " + ov +
+                         " (1.10x-2.71x at 3 and 256): its DepthToSpace is then reordered from NHWC to planar"};
+  ov_output.graph_output = true;
+  t.push_back({"openvino",
+               "OpenVINO's CPU plugin, reading the ONNX file",
+               all,
+               {ov_output,
+                {kNearestConv, {Grouping::kDepthwise}, kWide, 0, 0, std::nullopt, false,
+                 "a depthwise nearest + Conv measured 0.58x-1.02x rewritten " + ov, false},
+                {kZeroInsertionForms, {}, {}, 0, 0, std::nullopt, false,
+                 "the nearest x mask form measured 0.82x-1.23x inside a network and 0.36x-1.27x alone, rewritten " + ov, false},
+                {kNearestConv, {}, kOneByOne, 0, 0, false, true,
+                 "a nearest + 1x1 Conv measured 1.07x-2.67x with the Conv moved before the Resize " + ov, false, {},
+                 networked_range(1, 1, 2, "nearest + 1x1 Conv layers (C to C)")},
+                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 64, std::nullopt, false,
+                 "a dense nearest + 3x3 Conv with %C input channels (< 64) measured 0.62x-1.20x rewritten " + ov, false},
+                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 0, std::nullopt, true,
+                 "a dense nearest + 3x3 Conv measured 1.25x-1.99x rewritten from 64 channels " + ov, false, {},
+                 MeasuredRange{}.channels(64, 512).kernel(3, 3).stride(2, 2).rank({2}).from(
+                     "BENCHMARKS.md, \"OpenVINO and MNN\": the dense nearest + 3x3 Conv layers at C 64-512, networked and alone")},
+                {kConvTransposeForm, {Grouping::kDepthwise}, {}, 0, 0, std::nullopt, true,
+                 "a depthwise ConvTranspose inside a network measured 1.27x-1.61x at f32 and 1.46x-4.90x at bf16 rewritten "
+                 "(BENCHMARKS.md, \"OpenVINO and MNN\")",
+                 false, {StrideClass::kSquare}, networked_range(4, 6, 3, "k4s2p1 and k6s3p2op1 layers")},
+                {{}, {}, {}, 0, 0, std::nullopt, false, "no other family was measured on OpenVINO (BENCHMARKS.md, \"OpenVINO and MNN\")",
+                 false}},
+               dcr_layout,
+               "`DepthToSpace` DCR",
+               "\"OpenVINO and MNN\"",
+               {},
+               /*converts_added_resize=*/true});
+  // MNN's CPU DeconvolutionDepthwise scatters each input row with no zero taps, the phases' arithmetic already: a
+  // ConvTranspose rewrite only adds the join. A nearest + Conv computes the zeros and copies a rewrite saves. MNN runs
+  // a Gather as GatherV2, far slower than the layer: this target never emits one.
+  const std::string mnn = "on MNN (BENCHMARKS.md, \"OpenVINO and MNN\")";
+  t.push_back({"mnn",
+               "MNN's CPU backend, converted by MNN's converter",
+               all,
+               {{kConvTransposeForm, {}, {}, 0, 0, std::nullopt, false,
+                 "a depthwise ConvTranspose measured 0.87x-1.19x (k4 s2 p1) and 0.65x-1.28x (k6 s3 p2 op1) rewritten " + mnn + ": its depthwise deconvolution already "
+                 "skips the zero taps",
+                 false},
+                {kNearestConv, {}, kOneByOne, 0, 0, false, true,
+                 "a nearest + 1x1 Conv measured 1.46x-3.05x with the Conv moved before the Resize " + mnn, false, {},
+                 networked_range(1, 1, 2, "nearest + 1x1 Conv layers (C to C)")},
+                {kNearestConv, {Grouping::kDepthwise}, {KernelClass::k3x3}, 0, 0, std::nullopt, true,
+                 "a depthwise nearest + 3x3 Conv measured 1.23x-1.48x rewritten from 3 to 64 channels " + mnn +
+                     " (0.74x-1.36x from 256, where the rule does not reach)",
+                 false, {}, MeasuredRange{}.channels(3, 64).kernel(3, 3).stride(2, 2).rank({2}).from(
+                     "BENCHMARKS.md, \"OpenVINO and MNN\": the networked depthwise nearest + 3x3 Conv layers at C 3, 16 and 64")},
+                // From 64 channels MNN's own 3x3 Conv (Winograd) differs from the phases' by 7e-4 to 3e-3 of the output's
+                // magnitude, so bench_runtimes.py did not time those: the range stops at what it timed.
+                {kNearestConv, {Grouping::kDense}, {KernelClass::k3x3}, 0, 0, std::nullopt, true,
+                 "a dense nearest + 3x3 Conv measured 1.27x-1.43x rewritten at 3 and 16 channels " + mnn, false, {},
+                 MeasuredRange{}.channels(3, 16).kernel(3, 3).stride(2, 2).rank({2}).from(
+                     "BENCHMARKS.md, \"OpenVINO and MNN\": the networked dense nearest + 3x3 Conv layers at C 3 and 16")},
+                {{Form::kNearestMask}, {Grouping::kDepthwise}, {}, 0, 0, std::nullopt, true,
+                 "the nearest x mask form measured 1.04x-2.07x rewritten " + mnn, false, {StrideClass::kSquare},
+                 networked_range(4, 4, 2, "nearest x mask layers")},
+                {{}, {}, {}, 0, 0, std::nullopt, false, "no other family was measured " + mnn, false}},
+               dcr_layout,
+               "`DepthToSpace` DCR",
+               "\"OpenVINO and MNN\"",
+               {}});
+  // ncnn through pnnx, its maintained converter: pnnx has no layer for a DCR DepthToSpace and reads a constant-index
+  // Gather as a one-index select (a one-channel Crop, which ncnn then refuses to run): no join of the phases converts.
+  // What needs no join (a nearest + 1x1 Conv as its Conv and the Resize) converts, but was not timed on ncnn: the target
+  // keeps everything until it is.
+  t.push_back({"ncnn",
+               "ncnn, converted by pnnx",
+               all,
+               {{{}, {}, {}, 0, 0, std::nullopt, false,
+                 "no rewrite was measured on ncnn, and no join of the phases converts through pnnx: it has no layer for a DCR "
+                 "DepthToSpace and reads the Gather of a CRD join as a one-channel Crop, which ncnn refuses to run "
+                 "(BENCHMARKS.md, \"Targets: the default's join on each runtime\")",
+                 false}},
+               dcr_layout,
+               "none: it keeps every upsampler",
+               "\"Targets: the default's join on each runtime\"",
+               {},
+               /*converts_added_resize=*/true});
   // The --runtime each checks and times on (tests/cli/target_runtime_test.cpp: each is one --runtime knows).
   const std::map<std::string, std::string> runs_on = {
-      {"xnnpack", "xnnpack"}, {"litert", "litert"}, {"ort", "ort"}, {"executorch", "executorch"}};
+      {"xnnpack", "xnnpack"}, {"litert", "litert"}, {"ort", "ort"}, {"executorch", "executorch"},
+      {"openvino", "openvino"}, {"mnn", "mnn"},     {"ncnn", "ncnn"}};
   // What each measured on its own runtime, as the README's target table says it (tests/cli/target_runtime_test.cpp
   // holds the two equal): a run that checks there with the default target says what this target measured.
   const std::map<std::string, std::string> headline = {
       {"xnnpack", "ConvTranspose layers 9x-28x; MI-GAN-like model 1.38x"},
       {"litert", "k4 s2 p1 layers (C >= 64) 11.2x-32.1x; MI-GAN-like model 1.78x"},
       {"ort", "depthwise ConvTranspose 0.12x-0.94x, so kept; dense nearest + 3x3 Conv (>= 64 ch) 1.10x-1.86x"},
-      {"executorch", "k4 s2 p1 layers (C >= 64) 5.4x-6.5x; MI-GAN-like model 1.82x"}};
+      {"executorch", "k4 s2 p1 layers (C >= 64) 5.4x-6.5x; MI-GAN-like model 1.82x"},
+      {"openvino", "depthwise ConvTranspose in a network 1.27x-1.61x f32, 1.46x-4.90x bf16; dense nearest + 3x3 (C >= 64) 1.25x-1.99x; MI-GAN-like model 1.94x bf16, 0.99x f32"},
+      {"mnn", "depthwise ConvTranspose 0.65x-1.28x, so kept; nearest x mask 1.04x-2.07x; nearest + 1x1 Conv 1.46x-3.05x; MI-GAN-like model 1.09x (form b), 1.01x (form a, kept)"},
+      {"ncnn", "keeps every upsampler: no phase join converts through pnnx (DCR has no layer; the Gather becomes a Crop ncnn refuses)"}};
   // The other names users give a runtime (onnx2tf and TFLite users say tflite).
-  const std::map<std::string, std::vector<std::string>> aliases = {{"litert", {"tflite"}}, {"ort", {"onnxruntime"}}};
+  const std::map<std::string, std::vector<std::string>> aliases = {{"litert", {"tflite"}}, {"ort", {"onnxruntime"}}, {"openvino", {"ov"}}};
   // Why each keeps a dense (group 1) ConvTranspose, in its own runtime's terms. The one measurement is the executor's
   // (BENCHMARKS.md, "Dense ConvTranspose: why the tool keeps it": 0.88x-1.08x); no other runtime timed a dense rewrite,
   // and each target says so rather than quote another runtime's figure as its own.
@@ -359,7 +454,10 @@ std::vector<Target> make_targets() {
       "XNNPACK already runs a dense deconvolution as polyphase subconvolutions, and a polyphase rewrite measured "
       "0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose: why the tool keeps it\")";
   const std::map<std::string, std::string> dense = {
-      {kDefaultTarget, executor_dense + "; not measured on LiteRT, ONNX Runtime or ExecuTorch"},
+      {kDefaultTarget, executor_dense + "; not measured on LiteRT, ONNX Runtime, ExecuTorch, OpenVINO or MNN"},
+      {"openvino", "a dense ConvTranspose rewrite was not measured on OpenVINO"},
+      {"mnn", "a dense ConvTranspose rewrite was not measured on MNN"},
+      {"ncnn", "a dense ConvTranspose rewrite was not measured on ncnn, and its join would not convert through pnnx"},
       {"xnnpack", executor_dense},
       {"litert",
        "a dense ConvTranspose rewrite was not measured on LiteRT (onnx2tf makes the original one TRANSPOSE_CONV, which the "
@@ -394,6 +492,18 @@ std::string joined(const std::set<T>& values, Name name, const char* glue) {
   return text;
 }
 
+// "its output a graph output": what a rule asks of the graph, or "".
+std::string condition_text(const KeepRule& r) {
+  if (!r.graph_output) return "";
+  return *r.graph_output ? "its output a graph output" : "its output not a graph output";
+}
+
+// Whether the rule names every family (a target's last, catch-all row).
+bool names_everything(const KeepRule& r) {
+  return r.forms.empty() && r.groupings.empty() && r.kernels.empty() && r.min_channels == 0 && r.max_channels == 0 && !r.widens &&
+         r.strides.empty() && !r.graph_output;
+}
+
 // "dense nearest_conv 3x3, C >= 64": what a rule names, in words.
 std::string family_text(const KeepRule& r) {
   std::string text = joined(r.groupings, grouping_name, "/");
@@ -406,6 +516,7 @@ std::string family_text(const KeepRule& r) {
   if (r.min_channels > 0) text += ", C >= " + std::to_string(r.min_channels);
   if (r.max_channels > 0) text += ", C < " + std::to_string(r.max_channels);
   if (r.widens) text += *r.widens ? ", C_out > C" : ", C_out <= C";
+  if (const auto when = condition_text(r); !when.empty()) text += ", " + when;
   return text;
 }
 
@@ -472,6 +583,10 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
   f.min_kernel = m.one_d ? kx : std::min(ky, kx);
   f.max_kernel = m.one_d ? kx : std::max(ky, kx);
   f.max_stride = m.one_d ? m.x.stride : std::max(m.y.stride, m.x.stride);
+  if (m.scope != nullptr && m.scope->graph != nullptr) {
+    const auto& outs = m.scope->graph->output();
+    f.graph_output = std::any_of(outs.begin(), outs.end(), [&m](const onnx::ValueInfoProto& v) { return v.name() == m.output; });
+  }
   return f;
 }
 
@@ -512,7 +627,8 @@ std::string MeasuredRange::outside(const Family& f) const {
 }
 
 bool KeepRule::names(const Family& f) const {
-  return (forms.empty() || forms.count(f.form) != 0) && (groupings.empty() || groupings.count(f.grouping) != 0) &&
+  return (!graph_output || *graph_output == f.graph_output) &&
+         (forms.empty() || forms.count(f.form) != 0) && (groupings.empty() || groupings.count(f.grouping) != 0) &&
          (kernels.empty() || kernels.count(f.kernel) != 0) && f.channels >= min_channels &&
          (max_channels == 0 || f.channels < max_channels) && (!widens || (f.out_channels > f.channels) == *widens) &&
          (strides.empty() || strides.count(f.strides) != 0);
@@ -549,19 +665,12 @@ std::string Target::summary() const {
     const std::string text = family_text(r) + (r.range ? " within " + r.range->describe() : "");
     (r.rewrite ? rewrites : keeps) += std::string((r.rewrite ? rewrites : keeps).empty() ? "" : "; ") + text;
   }
-  const bool keeps_the_rest = !rules.back().rewrite && rules.back().forms.empty() && rules.back().groupings.empty() &&
-                              rules.back().kernels.empty() && rules.back().min_channels == 0 && rules.back().max_channels == 0 &&
-                              !rules.back().widens && rules.back().strides.empty();
+  const bool keeps_the_rest = !rules.back().rewrite && names_everything(rules.back());
   if (keeps_the_rest)
     return "only " + rewrites +
            " (each only within the range measured; every other family measured slower or was not measured), joined with " + joined_by;
   return "every form but: " + keeps + (rewrites.empty() ? "" : "; rewrites " + rewrites + " (kept outside that measured range)") +
          "; joined with " + joined_by;
-}
-
-std::string Target::join_note(PhaseLayout layout, int64_t opset) const {
-  if (layout != PhaseLayout::kDcr || dcr_cost.empty()) return "";
-  return "joined DCR: opset " + std::to_string(opset) + " has no CRD DepthToSpace (it comes with opset 11); " + dcr_cost;
 }
 
 std::string Target::join_refusal(PhaseLayout layout, Form form) const {
@@ -617,9 +726,9 @@ std::string target_names() {
 std::string rules_markdown() {
   const auto cell = [](const std::string& text) { return text.empty() ? std::string("any") : text; };
   std::string md =
-      "| target | form | grouping | kernel | strides | input channels | output channels | decision | rewrites only within | measured "
-      "|\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n";
+      "| target | form | grouping | kernel | strides | input channels | output channels | when | decision | rewrites only within | "
+      "measured |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& t : targets()) {
     for (const auto& r : t.rules) {
       std::string channels;
@@ -627,14 +736,13 @@ std::string rules_markdown() {
       if (r.max_channels > 0) channels += (channels.empty() ? "< " : ", < ") + std::to_string(r.max_channels);
       md += "| `" + t.name + "` | " + cell(joined(r.forms, form_name, ", ")) + " | " + cell(joined(r.groupings, grouping_name, ", ")) +
             " | " + cell(joined(r.kernels, kernel_class_name, ", ")) + " | " + cell(joined(r.strides, stride_class_name, ", ")) + " | " +
-            cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " + (r.rewrite ? "rewrite" : "keep") +
+            cell(channels) + " | " + (r.widens ? (*r.widens ? "> input" : "<= input") : "any") + " | " + cell(condition_text(r)) + " | " +
+            (r.rewrite ? "rewrite" : "keep") +
             " | " + (r.range ? r.range->describe() + " (" + r.range->source + ")" : "-") + " | " + replace_all(r.measured, "%C", "C") +
             " |\n";
     }
-    if (t.rules.empty() || t.rules.back().rewrite || !t.rules.back().forms.empty() || !t.rules.back().groupings.empty() ||
-        !t.rules.back().kernels.empty() || t.rules.back().min_channels > 0 || t.rules.back().max_channels > 0 || t.rules.back().widens ||
-        !t.rules.back().strides.empty()) {
-      md += "| `" + t.name + "` | any other | any | any | any | any | any | rewrite | not bounded | " + t.measured + " |\n";
+    if (t.rules.empty() || t.rules.back().rewrite || !names_everything(t.rules.back())) {
+      md += "| `" + t.name + "` | any other | any | any | any | any | any | any | rewrite | not bounded | " + t.measured + " |\n";
     }
   }
   return md;

@@ -50,6 +50,7 @@ struct Family {
   int64_t min_kernel = 0, max_kernel = 0;
   int64_t max_stride = 0;  // the largest stride of any spatial axis
   int rank = 2;            // spatial axes: 1 for a 1-D node (rank-3 weight), else 2
+  bool graph_output = false;  // its output is an output of the graph it is in (OpenVINO's rules read it)
 };
 
 // What the measurement a rewriting rule follows covered: the input channels, kernels (as written, every axis),
@@ -110,6 +111,9 @@ struct KeepRule {
   // For a rule that rewrites: what its measurement covered (each range quotes its BENCHMARKS.md rows where the table is
   // built). A family the rule names outside it is kept, not measured there. Every rewriting rule has one.
   std::optional<MeasuredRange> range;
+  // Whether it names only upsamplers whose output is an output of their graph (true), or only the others (false);
+  // empty: both.
+  std::optional<bool> graph_output;
 
   bool names(const Family& f) const;
 };
@@ -126,9 +130,6 @@ struct Target {
   std::string measured;  // the BENCHMARKS.md sections its rules cite
   // Which of its emitted ops a runtime it is meant for runs outside its XNNPACK delegate; empty for none.
   std::vector<OutsideOp> outside_delegate;
-  // What its layout() joining DCR costs (below opset 11, where DepthToSpace has no CRD mode), for join_note; "" when
-  // the target joins DCR anyway or never falls back to it.
-  std::string dcr_cost;
   // Whether its runtime converts a nearest Resize the rewrite adds (the nearest layout of a ConvTranspose or a
   // zero-insertion form, which had none): onnx2torch's Resize does not pass torch.export, so ExecuTorch (and the
   // default, which must convert there) keep such a node. A nearest + Conv had its Resize already.
@@ -148,9 +149,6 @@ struct Target {
   std::string keep(const NodeSummary& summary, const DeconvMatch& match, const CpuFeatures& cpu) const;
   // One line for --help: what it rewrites and keeps, from its rules.
   std::string summary() const;
-  // What joining with `layout` at `opset` costs on a runtime this target is meant for, or "": the default joins DCR
-  // below opset 11 (no CRD DepthToSpace there), which onnx2torch cannot convert.
-  std::string join_note(PhaseLayout layout, int64_t opset) const;
   // Why a node of `form` emitted in `layout` must be kept on this target's runtime, or "": a nearest Resize it would
   // add where the runtime cannot convert one.
   std::string join_refusal(PhaseLayout layout, Form form) const;

@@ -66,8 +66,10 @@ from bench_models import CHANNELS, RESPELLINGS, SIZES, SUITES, Case, build_cases
 
 # A rewritten output must agree with the original to this, relative to the output's largest magnitude, at each
 # --precision: fp32 1e-4; fp16 (10-bit mantissa) and bf16 (8-bit: a relative step of 2^-8 = 0.0039) their rounding
-# through a layer or a network, at the binary's rtol for FLOAT16 and BFLOAT16 (runtime_check/compare.cpp).
-REL_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2}
+# through a layer or a network, at the binary's rtol for FLOAT16 and BFLOAT16 (runtime_check/compare.cpp); bf16
+# above that rtol: here both models run at bf16 and each is that far from f32, so they may differ by twice it (the
+# MI-GAN-like model at bf16 on OpenVINO: 2.15e-2).
+REL_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 3e-2}
 
 
 # ---------------------------------------------------------------------------------------------------------------

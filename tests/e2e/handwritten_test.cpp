@@ -35,7 +35,7 @@ TEST_CASE("the hand-written MI-GAN-like model is rewritten and verifies whole-mo
   const std::string json = read_file(report);
   CHECK_THAT(json, Catch::Contains("\"decision\": \"rewritten\", \"reason\": \"\", \"channels\": 64"));
   CHECK_THAT(json, Catch::Contains("\"output_padding\": [0, 0], \"dilations\": null, \"depthwise_in_value\": false, \"form\": "
-                                   "\"nearest_mask\", \"layout\": \"gather_crd\", \"note\": null}"));
+                                   "\"nearest_mask\", \"layout\": \"dcr\", \"note\": null}"));
   CHECK_THAT(json, Catch::Contains("\"mode\": \"whole-model\""));
   CHECK_THAT(json, Catch::Contains("\"passed\": true"));
 
@@ -92,7 +92,7 @@ std::vector<const onnx::TensorProto*> phase_weights(const onnx::GraphProto& g, c
     if (n.op_type() != "DepthToSpace" || n.name() != name) continue;
     const auto* concat = producer_of(g, n.input(0));
     REQUIRE(concat != nullptr);
-    if (concat->op_type() == "Gather") concat = producer_of(g, concat->input(0));  // the default's Gather + CRD join
+    if (concat->op_type() == "Gather") concat = producer_of(g, concat->input(0));  // a Gather + CRD join (executorch)
     REQUIRE(concat != nullptr);
     for (const auto& in : concat->input()) {
       const auto* conv = producer_of(g, in);

@@ -32,9 +32,10 @@ onnx::ModelProto unverifiable_model() {
   return m;
 }
 
-// Runs `script` with sh inside `dir`, with `$B` the binary; stdout and stderr captured as run_cli does.
+// Runs `script` with sh inside `dir`, with `$B` the binary and --target xnnpack, which rewrites the fixture's
+// ConvTranspose (the default keeps it); stdout and stderr captured as run_cli does.
 RunResult run_sh(const std::string& script, const TempDir& dir) {
-  return run_shell("cd '" + dir.path.string() + "' && B='" + DWDECONV_CLI + "' && { " + script + "; }", dir);
+  return run_shell("cd '" + dir.path.string() + "' && B='" + DWDECONV_CLI + " --target xnnpack' && { " + script + "; }", dir);
 }
 
 // Every entry under `root` (symlinks not followed): its kind, and a regular file's bytes or a link's target.

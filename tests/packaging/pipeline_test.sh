@@ -29,7 +29,7 @@ count_convtranspose() {  # the plan prints one line per ConvTranspose
 
 case $case_name in
   example)
-    run_pipeline 0 "$example" out/migan.xnn.onnx
+    run_pipeline 0 "$example" out/migan.xnn.onnx --target xnnpack
     [ -s out/migan.xnn.onnx ] || die "no output model"
     expect_in out/migan.xnn.report.json '"mode": "whole-model"'
     expect_in out/migan.xnn.report.json '"passed": true'
@@ -40,13 +40,13 @@ case $case_name in
     ;;
   input_shape)
     "$DWDECONV_MAKE_MODELS" .
-    run_pipeline 0 symbolic_upsampler.onnx up.xnn.onnx --input-shape image=1x4x8x8 --report r.json
+    run_pipeline 0 symbolic_upsampler.onnx up.xnn.onnx --input-shape image=1x4x8x8 --report r.json --target xnnpack
     expect_in r.json '"passed": true'
     [ -s up.xnn.onnx ] || die "no output model"
     ;;
   unverifiable)
     "$DWDECONV_MAKE_MODELS" .
-    run_pipeline 1 symbolic_upsampler.onnx up.xnn.onnx
+    run_pipeline 1 symbolic_upsampler.onnx up.xnn.onnx --target xnnpack
     expect_in err.txt "FAILED: step 1 (rewrite and verify)"
     expect_in err.txt "exit 1: verification failed or could not be done"
     [ ! -e up.xnn.onnx ] || die "an unverified model was written"
@@ -71,7 +71,7 @@ case " \$* " in
 esac
 STUB
     chmod +x copying-tool
-    DWDECONV_REWRITE=$PWD/copying-tool run_pipeline 1 "$example" copied.onnx
+    DWDECONV_REWRITE=$PWD/copying-tool run_pipeline 1 "$example" copied.onnx --target xnnpack
     expect_in err.txt "FAILED: step 3 (check) of copied.onnx, exit 1: a ConvTranspose that should have been rewritten is still there"
     # The same stand-in without the report fails step 2.
     # shellcheck disable=SC2016  # the pattern matches the stand-in's literal "$6"

@@ -94,9 +94,10 @@ void require_batch_crd(const onnx::GraphProto& g, int64_t s) {
 
 TEST_CASE("every target is in the table once, the default first, and an unknown name finds none", "[rewrite][targets]") {
   const auto& all = rewrite::targets();
-  REQUIRE(all.size() == 5);
+  REQUIRE(all.size() == 8);
   CHECK(all.front().name == rewrite::kDefaultTarget);
-  CHECK(rewrite::target_names() == "default, xnnpack, litert (also tflite), ort (also onnxruntime), executorch");
+  CHECK(rewrite::target_names() ==
+        "default, xnnpack, litert (also tflite), ort (also onnxruntime), executorch, openvino (also ov), mnn, ncnn");
   for (const auto& t : all) {
     CAPTURE(t.name);
     CHECK(rewrite::find_target(t.name) == &t);
@@ -130,13 +131,20 @@ TEST_CASE("each target joins a ConvTranspose's phases its way, and every join co
   CHECK(lite.result.nodes[0].layout == rewrite::PhaseLayout::kDcr);
   CHECK(serialized(lite.model) == serialized(xnn.model));  // LiteRT takes DCR natively: the same model
 
-  // The default: Gather + CRD at every s, so that onnx2torch converts it.
-  const auto def = rewrite_copy(original, for_target("default"));
-  REQUIRE(def.result.rewritten == 1);
-  CHECK(def.result.nodes[0].layout == rewrite::PhaseLayout::kGatherCrd);
-  require_gather_crd(def.model.graph(), 3, s);
-  CHECK(count_ops(def.model.graph(), "Conv") == s * s);
-  CHECK(output_diff(original, def.model, inputs) < kTolerance);
+  // The default, ncnn and MNN keep it: no join converts and pays on all six runtimes (a DCR DepthToSpace converts through
+  // neither onnx2torch nor pnnx, the Gather is GatherV2 on MNN and a one-channel Crop after pnnx), and MNN's depthwise
+  // deconvolution already skips the zero taps.
+  for (const std::string name : {"default", "ncnn", "mnn"}) {
+    CAPTURE(name);
+    const auto kept = rewrite_copy(original, for_target(name));
+    CHECK(kept.result.rewritten == 0);
+    CHECK(serialized(kept.model) == serialized(original));
+  }
+  // OpenVINO keeps a ConvTranspose whose output is the graph's (the DepthToSpace would be reordered from
+  // NHWC to planar); inside a network it joins DCR (tests/rewrite/target_rules_test.cpp).
+  const auto ov_alone = rewrite_copy(original, for_target("openvino"));
+  CHECK(ov_alone.result.rewritten == 0);
+  CHECK_THAT(ov_alone.result.nodes[0].reason, Catch::Contains("whose output is the graph's"));
 
   // ExecuTorch: the batch join for s >= 3 at a known batch of 1 (all inside the delegate), else Gather + CRD.
   const auto et = rewrite_copy(original, for_target("executorch"));
@@ -167,7 +175,8 @@ TEST_CASE("the executorch target joins a symbolic batch with Gather + CRD, since
   CHECK(output_diff(model, et.model, inputs, "Y", {2, 2, 12, 15}) < kTolerance);
 }
 
-TEST_CASE("litert and the default keep a depthwise nearest + Conv and rewrite a dense one, xnnpack and executorch rewrite both",
+TEST_CASE("litert keeps a depthwise nearest + Conv and rewrites a dense one, the default keeps both, xnnpack and executorch "
+          "rewrite both",
           "[rewrite][targets][keep]") {
   NearestConvSpec dw;  // depthwise, C 4
   NearestConvSpec dense;
@@ -175,18 +184,23 @@ TEST_CASE("litert and the default keep a depthwise nearest + Conv and rewrite a 
   dense.c_in = dense.c_out = 64;
   dense.h = dense.w = 2;
   const auto depthwise_model = nearest_conv_model(dw), dense_model = nearest_conv_model(dense);
-  for (const std::string name : {"litert", "default"}) {
-    CAPTURE(name);
-    const auto kept = rewrite_copy(depthwise_model, for_target(name));
-    REQUIRE(kept.result.nodes.size() == 1);
-    CHECK_FALSE(kept.result.nodes[0].rewritten);
-    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("measured 0.63x-0.97x on LiteRT") &&
-                                                Catch::Contains("BENCHMARKS.md, \"LiteRT: hand-written upsamplers\"") &&
-                                                Catch::Contains(name == "litert" ? "kept for --target litert" : "kept by default"));
-    CHECK(serialized(kept.model) == serialized(depthwise_model));
-    const auto rewritten = rewrite_copy(dense_model, for_target(name));
-    CHECK(rewritten.result.rewritten == 1);
-    CHECK(count_ops(rewritten.model.graph(), "Resize") == 0);
+  const auto kept = rewrite_copy(depthwise_model, for_target("litert"));
+  REQUIRE(kept.result.nodes.size() == 1);
+  CHECK_FALSE(kept.result.nodes[0].rewritten);
+  CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("measured 0.63x-0.97x on LiteRT") &&
+                                              Catch::Contains("BENCHMARKS.md, \"LiteRT: hand-written upsamplers\"") &&
+                                              Catch::Contains("kept for --target litert"));
+  CHECK(serialized(kept.model) == serialized(depthwise_model));
+  const auto rewritten = rewrite_copy(dense_model, for_target("litert"));
+  CHECK(rewritten.result.rewritten == 1);
+  CHECK(count_ops(rewritten.model.graph(), "Resize") == 0);
+  // The default joins nothing: a 3x3 Conv's phases need a join, and none converts and pays on all six runtimes.
+  for (const auto* model : {&depthwise_model, &dense_model}) {
+    const auto def = rewrite_copy(*model, for_target("default"));
+    REQUIRE(def.result.nodes.size() == 1);
+    CHECK_FALSE(def.result.nodes[0].rewritten);
+    CHECK_THAT(def.result.nodes[0].reason, Catch::StartsWith("every other family is joined") && Catch::EndsWith("; kept by default"));
+    CHECK(serialized(def.model) == serialized(*model));
   }
   for (const std::string name : {"xnnpack", "executorch"}) {
     CAPTURE(name);
@@ -228,47 +242,40 @@ TEST_CASE("ort rewrites only a dense nearest + Conv with at least 64 input chann
     REQUIRE(kept.result.nodes.size() == 1);
     CHECK_FALSE(kept.result.nodes[0].rewritten);
     CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("every depthwise ConvTranspose layer measured 0.12x-0.94x"));
-    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains(avx512 ? "AVX-512F: yes) the answer can differ" : "(AVX-512F: no)"));
+    CHECK_THAT(kept.result.nodes[0].reason,
+               Catch::Contains(avx512 ? "AVX-512F: yes) the answer can differ" : "(AVX-512F: no)"));
     CHECK(serialized(kept.model) == serialized(deconv));
   }
 }
 
-TEST_CASE("the default keeps a dense nearest + Conv under 64 input channels, which its Gather makes slower on LiteRT",
-          "[rewrite][targets][keep]") {
-  NearestConvSpec narrow;
-  narrow.group = 1;
-  narrow.c_in = narrow.c_out = 16;
-  const auto model = nearest_conv_model(narrow);
-  const auto kept = rewrite_copy(model, for_target("default"));
-  REQUIRE(kept.result.nodes.size() == 1);
-  CHECK_FALSE(kept.result.nodes[0].rewritten);
-  CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("16 input channels (< 64) measured 0.53x-0.73x on LiteRT") &&
-                                              Catch::Contains("\"Targets: the default's join on each runtime\""));
-  CHECK(serialized(kept.model) == serialized(model));
-  CHECK(rewrite_copy(model, for_target("litert")).result.rewritten == 1);  // DCR has no Gather: 1.42x-1.94x there
-}
-
-TEST_CASE("the default rewrites an opset 9 or 10 model in the DCR join, which exists there, and says what it costs",
+TEST_CASE("the default writes no join at any opset: a nearest + 1x1 Conv is the Conv and its Resize, a ConvTranspose is kept",
           "[rewrite][targets][layout][opset]") {
-  // Gather + CRD needs DepthToSpace's mode (opset 11): the default kept every such node, where before targets it
-  // rewrote them. DCR runs on the executor and LiteRT; onnx2torch alone cannot take it, and the note says so.
+  // Before, the default joined with Gather + CRD from opset 11 and DCR below it (which onnx2torch cannot convert, said
+  // by a note). Now no join: nothing to fall back on, and no note.
+  const int64_t opset = GENERATE(9, 10, 11, 13);
+  CAPTURE(opset);
   DeconvSpec spec;
-  spec.opset = GENERATE(9, 10);
-  CAPTURE(spec.opset);
-  const auto original = deconv_model(spec);
-  const auto out = rewrite_copy(original, for_target("default"));
+  spec.opset = opset;
+  const auto deconv = deconv_model(spec);
+  const auto kept = rewrite_copy(deconv, for_target("default"));
+  CHECK(kept.result.rewritten == 0);
+  CHECK(serialized(kept.model) == serialized(deconv));
+  if (opset < 10) return;  // Resize comes with opset 10
+  NearestConvSpec one;
+  one.group = 1;
+  one.ky = one.kx = 1;
+  one.pads = {0, 0, 0, 0};
+  one.c_in = one.c_out = 16;
+  one.opset = opset;
+  const auto model = nearest_conv_model(one);
+  const auto out = rewrite_copy(model, for_target("default"));
   REQUIRE(out.result.rewritten == 1);
-  const auto& row = out.result.nodes[0];
-  CHECK(row.layout == rewrite::PhaseLayout::kDcr);
-  CHECK_THAT(row.note, Catch::Contains("joined DCR: opset " + std::to_string(spec.opset) + " has no CRD DepthToSpace") &&
-                           Catch::Contains("onnx2torch (ExecuTorch) cannot convert this node"));
-  require_polyphase(out.model.graph(), "Y", 2, 3, spec.opset, row.emitted_nodes.back());
-  CHECK(output_diff(original, out.model, {{"X", input_for(spec)}}) < kTolerance);
-  // From opset 11 on the default keeps its Gather + CRD join, without a note; executorch still keeps an opset 9 node.
-  spec.opset = 11;
-  const auto crd = rewrite_copy(deconv_model(spec), for_target("default"));
-  CHECK(crd.result.nodes[0].layout == rewrite::PhaseLayout::kGatherCrd);
-  CHECK(crd.result.nodes[0].note.empty());
+  CHECK(out.result.nodes[0].layout == rewrite::PhaseLayout::kNearest);
+  CHECK(out.result.nodes[0].note.empty());
+  for (const char* op : {"DepthToSpace", "Gather", "Concat"}) CHECK(count_ops(out.model.graph(), op) == 0);
+  CHECK(count_ops(out.model.graph(), "Conv") == 1);
+  CHECK(count_ops(out.model.graph(), "Resize") == 1);
+  // executorch still keeps an opset 9 ConvTranspose: its CRD join needs DepthToSpace's mode.
   spec.opset = 9;
   const auto et = rewrite_copy(deconv_model(spec), for_target("executorch"));
   CHECK(et.result.rewritten == 0);
@@ -292,7 +299,9 @@ TEST_CASE("targets for ExecuTorch keep a ConvTranspose whose nearest layout woul
     const auto kept = rewrite_copy(uniform, for_target(name));
     REQUIRE(kept.result.nodes.size() == 1);
     CHECK_FALSE(kept.result.nodes[0].rewritten);
-    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("a Resize does not pass torch.export through onnx2torch"));
+    // The default keeps every ConvTranspose by its rules before the Resize is asked about.
+    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains(name == "default" ? "no join both converts"
+                                                                              : "a Resize does not pass torch.export through onnx2torch"));
     CHECK(serialized(kept.model) == serialized(uniform));
   }
   for (const std::string name : {"xnnpack", "litert"}) {
