@@ -1,6 +1,6 @@
 """dwdeconv-rewrite --runtime RUNTIME end to end, with this interpreter as the runtime's Python.
 
-Usage: check_runtime.py ort|litert|executorch|openvino|mnn DWDECONV_REWRITE. On a model of two depthwise ConvTranspose x2
+Usage: check_runtime.py ort|litert|executorch|openvino|mnn|ncnn DWDECONV_REWRITE. On a model of two depthwise ConvTranspose x2
 upsamplers it checks that an honest rewrite verifies and is timed on the runtime (report: runtime, versions, spread,
 pairs; for ORT the per-upsampler table), that a rewrite with one planted weight error fails with exit 1, that
 --min-speedup gates with exit 1 and writes nothing, that an interpreter without the packages is exit 2 naming them,
@@ -15,7 +15,11 @@ return) a converted model whose outputs cannot be named is exit 3; on OpenVINO n
 matched and shown escaped.
 Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
 package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
-litert, openvino) the probe's too, which the binary reports as exit 2.
+litert, openvino, ncnn) the probe's too, which the binary reports as exit 2.
+ncnn runs no target's rewritten join (pnnx reads the default target's Gather as a one-index select, and has no ncnn
+layer for the xnnpack target's DCR DepthToSpace), so there the honest pair and the planted error are --compare pairs
+of the original, and the rewrite's outputs are checked not to pass: the Gather join is not verified, the DCR one is
+exit 3 naming pnnx (7n).
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -32,15 +36,16 @@ import report_archive  # beside this script: the suite's report archive
 PACKAGES = {"ort": ["numpy", "onnx", "onnxruntime"],
             "litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
             "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch"],
-            "openvino": ["numpy", "onnx", "openvino"], "mnn": ["numpy", "onnx", "MNN"]}
-VERSION_OF = {"ort": "onnxruntime", "litert": "ai-edge-litert", "executorch": "executorch", "openvino": "openvino", "mnn": "MNN"}
+            "openvino": ["numpy", "onnx", "openvino"], "mnn": ["numpy", "onnx", "MNN"], "ncnn": ["numpy", "onnx", "ncnn", "pnnx"]}
+VERSION_OF = {"ort": "onnxruntime", "litert": "ai-edge-litert", "executorch": "executorch", "openvino": "openvino", "mnn": "MNN",
+              "ncnn": "ncnn"}
 LABEL = {"ort": r"ONNX Runtime [0-9.]+ \(CPU provider\)", "litert": r"LiteRT [0-9.]+ \(XNNPACK delegate\)",
          "executorch": r"ExecuTorch [0-9.]+\S* \(XNNPACK delegate\)",
          # fp32 is asked for as the f32 hint, and the label is the precision the plugin reported back.
          "openvino": r"OpenVINO [0-9.]+ \(CPU plugin, f32 inference\)",
-         "mnn": r"MNN [0-9.]+ \(CPU backend, precision high\)"}
-# The target whose output the runtime converts: onnx2torch takes only CRD DepthToSpace.
-TARGET = {"ort": "xnnpack", "litert": "xnnpack", "executorch": "executorch", "openvino": "xnnpack", "mnn": "xnnpack"}
+         "mnn": r"MNN [0-9.]+ \(CPU backend, precision high\)", "ncnn": r"ncnn [0-9.]+ \(CPU, pnnx [0-9.]+\)"}
+# The target whose output the runtime converts: onnx2torch takes only CRD DepthToSpace. None: no target's (ncnn).
+TARGET = {"ort": "xnnpack", "litert": "xnnpack", "executorch": "executorch", "openvino": "xnnpack", "mnn": "xnnpack", "ncnn": None}
 
 failures = []
 
@@ -94,64 +99,67 @@ def main():
                   r.stderr.strip().replace("\n", "\n  "), flush=True)
             return r
 
-        # 1. An honest rewrite, the interpreter from DWDECONV_PYTHON: verified and timed on the runtime.
-        r = tool_run(src, "-o", out, "--target", TARGET[runtime], "--runtime", runtime, "--verify", "--bench", "--runs", 3,
-                     "--report", report)
-        check(r.returncode == 0, "an honest rewrite passes (exit 0)")
-        check(os.path.exists(out), "the output is written")
-        check(re.search(r"verified on " + LABEL[runtime] + r": max abs error", r.stderr), "the summary says where it verified")
-        check(re.search(r"x (faster|\(slower\)|\(as fast\)) on " + LABEL[runtime], r.stderr), "the summary names the runtime timed")
-        rep = json.load(open(report))
-        check(rep["runtime"]["name"] == runtime, "report: runtime name")
-        check(rep["runtime"]["python"] == sys.executable, "report: the interpreter from DWDECONV_PYTHON")
-        check(rep["runtime"]["versions"].get(VERSION_OF[runtime]) == version(VERSION_OF[runtime]), "report: the version")
-        check(rep["verify"]["passed"] and rep["verify"]["outputs"][0]["name"] == "y"
-              and rep["verify"]["outputs"][0]["max_abs_error"] < 1e-4, "report: y verified")
-        bench = rep["bench"]
-        check(bench["pairs"] == 3, "report: 3 pairs")
-        for side in ("original", "rewritten"):
-            check(0 < bench[f"{side}_min_ms"] <= bench[f"{side}_ms"] <= bench[f"{side}_max_ms"], f"report: {side} spread")
-        check(abs(bench["speedup"] - bench["original_ms"] / bench["rewritten_ms"]) < 1e-3 * bench["speedup"],
-              "report: speedup is the ratio of the medians")
-        rows = {u["name"]: u for u in rep["upsamplers"]}
-        if runtime == "openvino":
-            # OpenVINO names each layer after its ONNX node (or the graph output it writes): its PERF_COUNT profile
-            # times each upsampler both ways, reorders included.
-            check(sorted(rows) == ["up1", "up2"], "OpenVINO's profile gives one row per upsampler")
-            check(all(u["original_ms"] > 0 and u["rewritten_ms"] > 0 for u in rows.values()), "each row is timed both ways")
-            check("per upsampler on OpenVINO" in r.stderr, "the table is logged")
-        if runtime == "ort":
-            check(sorted(rows) == ["up1", "up2"], "ORT's profile gives one row per upsampler")
-            check(rows.get("up1", {}).get("input_shape") == "1x16x16x16"
-                  and rows.get("up2", {}).get("input_shape") == "1x16x32x32", "the rows' input shapes")
-            check(all(u["original_ms"] > 0 and u["rewritten_ms"] > 0 for u in rows.values()), "each row is timed both ways")
-            check("per upsampler on ONNX Runtime" in r.stderr, "the table is logged")
-
-        # 2. One planted weight error in a phase Conv: exit 1, the output named.
-        bad = onnx.load(out)
-        conv = next(n for n in bad.graph.node if n.op_type == "Conv" and n.name != "mix")
-        weight = next(t for t in bad.graph.initializer if t.name == conv.input[1])
-        w = numpy_helper.to_array(weight).copy()
-        w.flat[0] += 0.5
-        weight.CopyFrom(numpy_helper.from_array(w, weight.name))
-        onnx.save(bad, os.path.join(d, "bad.onnx"))
-        r = tool_run(src, "--compare", os.path.join(d, "bad.onnx"), "--runtime", runtime, "--python", sys.executable,
-                     "--report", report)
-        check(r.returncode == 1, "a planted one-weight error fails (exit 1)")
-        check("verification FAILED" in r.stderr, "the log says verification failed")
-        check(json.load(open(report))["verify"]["passed"] is False, "report: not passed")
-        r = tool_run(src, "--compare", out, "--runtime", runtime, "--python", sys.executable)
-        check(r.returncode == 0, "the honest rewrite passes --compare")
-
-        # 3. --min-speedup above any figure: exit 1, nothing written, the figure in the message and the report.
         out2 = os.path.join(d, "out2.onnx")
-        r = tool_run(src, "-o", out2, "--target", TARGET[runtime], "--runtime", runtime, "--bench", "--runs", 2,
-                     "--min-speedup", 1000, "--report", report)
-        check(r.returncode == 1 and not os.path.exists(out2), "--min-speedup 1000 fails and writes nothing")
-        check(re.search(r"--min-speedup 1000: the rewritten model ran [0-9.]+x as fast as the original on " + LABEL[runtime],
-                        r.stderr), "the gate's message")
-        rep = json.load(open(report))
-        check(rep["min_speedup"] == 1000 and 0 < rep["bench"]["speedup"] < 1000, "report: the gate and the figure")
+        if TARGET[runtime] is None:
+            rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run)
+        else:
+            # 1. An honest rewrite, the interpreter from DWDECONV_PYTHON: verified and timed on the runtime.
+            r = tool_run(src, "-o", out, "--target", TARGET[runtime], "--runtime", runtime, "--verify", "--bench", "--runs", 3,
+                         "--report", report)
+            check(r.returncode == 0, "an honest rewrite passes (exit 0)")
+            check(os.path.exists(out), "the output is written")
+            check(re.search(r"verified on " + LABEL[runtime] + r": max abs error", r.stderr), "the summary says where it verified")
+            check(re.search(r"x (faster|\(slower\)|\(as fast\)) on " + LABEL[runtime], r.stderr), "the summary names the runtime timed")
+            rep = json.load(open(report))
+            check(rep["runtime"]["name"] == runtime, "report: runtime name")
+            check(rep["runtime"]["python"] == sys.executable, "report: the interpreter from DWDECONV_PYTHON")
+            check(rep["runtime"]["versions"].get(VERSION_OF[runtime]) == version(VERSION_OF[runtime]), "report: the version")
+            check(rep["verify"]["passed"] and rep["verify"]["outputs"][0]["name"] == "y"
+                  and rep["verify"]["outputs"][0]["max_abs_error"] < 1e-4, "report: y verified")
+            bench = rep["bench"]
+            check(bench["pairs"] == 3, "report: 3 pairs")
+            for side in ("original", "rewritten"):
+                check(0 < bench[f"{side}_min_ms"] <= bench[f"{side}_ms"] <= bench[f"{side}_max_ms"], f"report: {side} spread")
+            check(abs(bench["speedup"] - bench["original_ms"] / bench["rewritten_ms"]) < 1e-3 * bench["speedup"],
+                  "report: speedup is the ratio of the medians")
+            rows = {u["name"]: u for u in rep["upsamplers"]}
+            if runtime == "openvino":
+                # OpenVINO names each layer after its ONNX node (or the graph output it writes): its PERF_COUNT profile
+                # times each upsampler both ways, reorders included.
+                check(sorted(rows) == ["up1", "up2"], "OpenVINO's profile gives one row per upsampler")
+                check(all(u["original_ms"] > 0 and u["rewritten_ms"] > 0 for u in rows.values()), "each row is timed both ways")
+                check("per upsampler on OpenVINO" in r.stderr, "the table is logged")
+            if runtime == "ort":
+                check(sorted(rows) == ["up1", "up2"], "ORT's profile gives one row per upsampler")
+                check(rows.get("up1", {}).get("input_shape") == "1x16x16x16"
+                      and rows.get("up2", {}).get("input_shape") == "1x16x32x32", "the rows' input shapes")
+                check(all(u["original_ms"] > 0 and u["rewritten_ms"] > 0 for u in rows.values()), "each row is timed both ways")
+                check("per upsampler on ONNX Runtime" in r.stderr, "the table is logged")
+
+            # 2. One planted weight error in a phase Conv: exit 1, the output named.
+            bad = onnx.load(out)
+            conv = next(n for n in bad.graph.node if n.op_type == "Conv" and n.name != "mix")
+            weight = next(t for t in bad.graph.initializer if t.name == conv.input[1])
+            w = numpy_helper.to_array(weight).copy()
+            w.flat[0] += 0.5
+            weight.CopyFrom(numpy_helper.from_array(w, weight.name))
+            onnx.save(bad, os.path.join(d, "bad.onnx"))
+            r = tool_run(src, "--compare", os.path.join(d, "bad.onnx"), "--runtime", runtime, "--python", sys.executable,
+                         "--report", report)
+            check(r.returncode == 1, "a planted one-weight error fails (exit 1)")
+            check("verification FAILED" in r.stderr, "the log says verification failed")
+            check(json.load(open(report))["verify"]["passed"] is False, "report: not passed")
+            r = tool_run(src, "--compare", out, "--runtime", runtime, "--python", sys.executable)
+            check(r.returncode == 0, "the honest rewrite passes --compare")
+
+            # 3. --min-speedup above any figure: exit 1, nothing written, the figure in the message and the report.
+            r = tool_run(src, "-o", out2, "--target", TARGET[runtime], "--runtime", runtime, "--bench", "--runs", 2,
+                         "--min-speedup", 1000, "--report", report)
+            check(r.returncode == 1 and not os.path.exists(out2), "--min-speedup 1000 fails and writes nothing")
+            check(re.search(r"--min-speedup 1000: the rewritten model ran [0-9.]+x as fast as the original on " + LABEL[runtime],
+                            r.stderr), "the gate's message")
+            rep = json.load(open(report))
+            check(rep["min_speedup"] == 1000 and 0 < rep["bench"]["speedup"] < 1000, "report: the gate and the figure")
 
         # 4. An interpreter without the packages (no site-packages): exit 2, naming them and pip, nothing written.
         bare = os.path.join(d, "bare-python")
@@ -393,6 +401,63 @@ def mnn_converter(d, src, tool, tool_run, env):
     no_converter_left("a name that is not UTF-8")
 
 
+def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):
+    """1n-3n, 7n: a runtime that runs no target's rewritten join (ncnn). The pipeline (convert, run, compare by name,
+    time, gate) is checked on --compare pairs of the original; the rewrite's own outputs must not pass: the default
+    target's Gather join, which pnnx reads as a one-index select, is not verified (ncnn fails to run it, or its numbers
+    differ), and the xnnpack target's DCR DepthToSpace, which pnnx has no ncnn layer for, is a conversion failure
+    (exit 3, pnnx named), never a model that loads and computes something else."""
+    import onnx
+    from onnx import numpy_helper
+
+    # 1n. The original against itself with an Identity before its output (the binary times no pair of equal models):
+    # verified and timed on the runtime, by name.
+    same = onnx.load(src)
+    for node in same.graph.node:
+        node.output[:] = ["y_before" if o == "y" else o for o in node.output]
+    same.graph.node.append(onnx.helper.make_node("Identity", ["y_before"], ["y"], name="same"))
+    same_path = os.path.join(d, "same.onnx")
+    onnx.save(same, same_path)
+    r = tool_run(src, "--compare", same_path, "--runtime", runtime, "--bench", "--runs", 3, "--report", report)
+    check(r.returncode == 0, "the original against itself passes --compare (exit 0)")
+    check(re.search(r"verify \(whole-model\): on " + LABEL[runtime], r.stderr) and "verification passed" in r.stderr
+          and re.search(r"bench on " + LABEL[runtime] + r" \(1 thread", r.stderr), "the log says where it verified and timed")
+    rep = json.load(open(report))
+    check(rep["runtime"]["name"] == runtime and rep["runtime"]["python"] == sys.executable, "report: runtime and python")
+    check(rep["verify"]["passed"] and rep["verify"]["outputs"][0]["name"] == "y", "report: y verified")
+    check(rep["bench"]["pairs"] == 3, "report: 3 pairs")
+
+    # 2n. One planted weight error in the original's first ConvTranspose: exit 1, verification failed.
+    bad = onnx.load(src)
+    weight = next(t for t in bad.graph.initializer if t.name == bad.graph.node[0].input[1])
+    w = numpy_helper.to_array(weight).copy()
+    w.flat[0] += 0.5
+    weight.CopyFrom(numpy_helper.from_array(w, weight.name))
+    onnx.save(bad, os.path.join(d, "bad.onnx"))
+    r = tool_run(src, "--compare", os.path.join(d, "bad.onnx"), "--runtime", runtime, "--report", report)
+    check(r.returncode == 1 and "verification FAILED" in r.stderr, "a planted one-weight error fails (exit 1)")
+    check(json.load(open(report))["verify"]["passed"] is False, "report: not passed")
+
+    # 3n. --min-speedup above any figure gates --compare too: exit 1, the figure in the message.
+    r = tool_run(src, "--compare", same_path, "--runtime", runtime, "--bench", "--runs", 2, "--min-speedup", 1000)
+    check(r.returncode == 1 and re.search(r"--min-speedup 1000: the rewritten model ran [0-9.]+x as fast as the original "
+                                          r"on " + LABEL[runtime], r.stderr), "--min-speedup 1000 fails, saying the figure")
+
+    # 7n. The default target's Gather join: not verified, nothing written, whatever way ncnn gets it wrong.
+    r = tool_run(src, "-o", out2, "--runtime", runtime, "--verify", "--report", report)
+    rep = json.load(open(report)) if os.path.exists(report) else {}
+    check(r.returncode in (1, 3) and "verification passed" not in r.stderr and not os.path.exists(out2)
+          and not (rep.get("verify") or {}).get("passed"),
+          "the default target's Gather join is not reported as verified on ncnn (exit 1 or 3), nothing written")
+    # The xnnpack target's DCR DepthToSpace: a conversion failure naming pnnx and the layer, not a mismatch.
+    r = tool_run(src, "-o", out2, "--target", "xnnpack", "--runtime", runtime, "--verify")
+    check(r.returncode == 3, "a DCR DepthToSpace is a conversion failure (exit 3)")
+    check("cannot convert the rewritten model for ncnn" in r.stderr and "pnnx" in r.stderr
+          and "'DepthToSpace'" in r.stderr, "the converter's stage and the layer ncnn lacks")
+    check("verification failed" not in r.stderr.lower() and not os.path.exists(out2), "not a verification failure")
+    check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
+
+
 def names_not_positions(runtime, d, tool_run, env):
     """8. Outputs and inputs are matched by name on the runtime, never by position.
 
@@ -625,6 +690,13 @@ def typed_inputs(runtime, d, tool_run):
         onnx.save(model, path)
         print(f"-- 10. {runtime}: graph inputs float32 and {', '.join(types)}", flush=True)
         r = tool_run(path, "--compare", path, "--runtime", runtime, *given)
+        if runtime == "ncnn":
+            # pnnx has no ncnn layer for a Cast (it keeps it as Tensor.to), and takes no bool input: not convertible,
+            # said so, never run wrong.
+            said = "is BOOL, which pnnx takes no input of" if "bool" in types else "'Tensor.to'"
+            check(r.returncode == 3 and said in r.stderr and "pnnx" in r.stderr,
+                  f"a model of {', '.join(types)} graph inputs is a conversion failure on ncnn saying why (exit 3)")
+            continue
         check(r.returncode == 0 and "verification passed" in r.stderr,
               f"a model with {', '.join(types)} graph inputs runs on {runtime} (exit 0)")
     # The seeded example inputs (common.onnx_inputs, which the converters trace with and the benchmarks feed) have
@@ -673,6 +745,22 @@ def symbolic_batch(runtime, d, tool, tool_run, env):
     src, out, report = (os.path.join(d, f"dynamic-batch{k}") for k in (".onnx", ".out.onnx", ".json"))
     onnx.save(model, src)
     print(f"-- 11. {runtime}: a model whose batch is the dim_param N, at --input-shape x:1,{c},16,16", flush=True)
+    if TARGET[runtime] is None:
+        # No target's output runs here (rewrite_does_not_run): the original against itself, then against a copy with
+        # one planted weight error, both at the --input-shape the binary fixes the model to before the runtime sees it.
+        r = tool_run(src, "--compare", src, "--runtime", runtime, "--input-shape", f"x:1,{c},16,16", "--report", report)
+        check(r.returncode == 0 and "verification passed" in r.stderr, f"a dim_param batch verifies on {runtime} (exit 0)")
+        bad = onnx.load(src)
+        weight = bad.graph.initializer[0]
+        w = numpy_helper.to_array(weight).copy()
+        w.flat[0] += 0.5
+        weight.CopyFrom(numpy_helper.from_array(w, weight.name))
+        onnx.save(bad, os.path.join(d, "dynamic-batch-bad.onnx"))
+        r = tool_run(src, "--compare", os.path.join(d, "dynamic-batch-bad.onnx"), "--runtime", runtime,
+                     "--input-shape", f"x:1,{c},16,16")
+        check(r.returncode == 1 and "verification FAILED" in r.stderr, "a planted weight error still fails (exit 1)")
+        print(f"   (the Action's speed gate rewrites with a target: none runs on {runtime}, so it is not run here)")
+        return
     r = tool_run(src, "-o", out, "--target", TARGET[runtime], "--runtime", runtime, "--verify",
                  "--input-shape", f"x:1,{c},16,16", "--report", report)
     check(r.returncode == 0 and "verification passed" in r.stderr, f"a dim_param batch verifies on {runtime} (exit 0)")
@@ -723,7 +811,8 @@ def symbolic_batch(runtime, d, tool, tool_run, env):
 
 
 # The package of each runtime that a broken install stands in for: installed (importlib finds it), failing on import.
-BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch", "openvino": "openvino", "mnn": "MNN"}
+BROKEN = {"ort": "onnxruntime", "litert": "ai_edge_litert", "executorch": "executorch", "openvino": "openvino", "mnn": "MNN",
+          "ncnn": "ncnn"}
 
 
 def broken_package(runtime, d, src, tool_run, env):
@@ -764,7 +853,7 @@ package that is installed but fails to import (a missing shared library) is an `
                                text=True, env=benv)
         said = [json.loads(l) for l in probe.stdout.splitlines()]
         print(f"  probe: exit {probe.returncode}; answer {said}", flush=True)
-        if runtime in ("ort", "litert", "openvino"):
+        if runtime in ("ort", "litert", "openvino", "ncnn"):  # the runtimes whose probe imports the package (registry.json)
             check(probe.returncode == 5 and said[-1][:3] == ["error", "import", runtime] and text in said[-1][3],
                   f"probe: a {package} that fails to import is an 'error import {runtime}' line and exit 5")
             # The binary takes a failed probe for an interpreter that cannot run the check: exit 2, and the report says it.

@@ -282,7 +282,7 @@ class CompareTest(unittest.TestCase, RewrittenStructure):
                                                    ("onnxruntime", "ort", "onnxruntime"), ("TFLite", "litert", "onnx2tf"),
                                                    ("tflite", "litert", "onnx2tf"), ("LiteRT", "litert", "onnx2tf"),
                                                    ("ExecuTorch", "executorch", "executorch"),
-                                                   ("OpenVINO", "openvino", "openvino")):
+                                                   ("OpenVINO", "openvino", "openvino"), ("ncnn", "ncnn", "ncnn")):
                     with self.subTest(runtime=spelling), self.assertRaises(DwdeconvError) as e:
                         dwdeconv_rewrite.compare(MIGAN, r, runtime=spelling, python=str(bare))
                     self.assertEqual(e.exception.exit_code, 2, e.exception.message)
