@@ -58,10 +58,17 @@ def pnnx_binary() -> Path:
                      "`python -m pip install --no-deps pnnx` (its one requirement, torch, is for its Python API only)")
 
 
-def onnx_io(path: Path) -> tuple[list[tuple[str, tuple]], list[tuple[str, tuple]]]:
-    """([(name, shape)] of the graph inputs that are not initializers, [(name, shape)] of the graph outputs), in graph
-    order; an input dim that is not a number raises StageError naming the input (pnnx would guess one, and ncnn fix
-    it), an output dim that is not a number is None."""
+# pnnx's spelling of an ONNX element type in inputshape= (load_onnx.cpp, get_onnx_tensor_elem_data_type_str): it checks
+# each given shape's type against the graph's and refuses the model when they differ.
+_PNNX_TYPES = {1: "f32", 2: "u8", 3: "i8", 4: "u16", 5: "i16", 6: "i32", 7: "i64", 10: "f16", 11: "f64", 12: "u32",
+               13: "u64", 14: "c64", 15: "c128", 16: "bf16"}
+
+
+def onnx_io(path: Path) -> tuple[list[tuple[str, tuple, str]], list[tuple[str, tuple]]]:
+    """([(name, shape, pnnx type)] of the graph inputs that are not initializers, [(name, shape)] of the graph
+    outputs), in graph order; an input dim that is not a number raises StageError naming the input (pnnx would guess
+    one, and ncnn fix it), as does an input type pnnx has no spelling for (bool); an output dim that is not a number
+    is None."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
@@ -75,7 +82,11 @@ def onnx_io(path: Path) -> tuple[list[tuple[str, tuple]], list[tuple[str, tuple]
             shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in dims]
             raise StageError("pnnx", f"graph input {shown(value.name)} has the dynamic shape {shape}: pnnx converts "
                                      "for static input shapes only; export the model with fixed ones")
-        inputs.append((value.name, tuple(d.dim_value for d in dims)))
+        element = value.type.tensor_type.elem_type
+        if element not in _PNNX_TYPES:
+            kind = onnx.TensorProto.DataType.Name(element) if element in onnx.TensorProto.DataType.values() else element
+            raise StageError("pnnx", f"graph input {shown(value.name)} is {kind}, which pnnx takes no input of")
+        inputs.append((value.name, tuple(d.dim_value for d in dims), _PNNX_TYPES[element]))
     return inputs, list(onnx_output_shapes(path).items())
 
 
@@ -190,7 +201,7 @@ class NcnnRuntime(Runtime):
             raise StageError("pnnx", f"the model keeps its weights in {len(external)} external data files "
                                      f"{[shown(e) for e in external]}: pnnx reads one, MODEL.onnx.data")
         # inputshape= in graph input order, batch axis included: pnnx checks it against the graph's own shapes.
-        shapes = ",".join("[" + ",".join(str(d) for d in shape) + "]" for _, shape in inputs)
+        shapes = ",".join("[" + ",".join(str(d) for d in shape) + "]" + kind for _, shape, kind in inputs)
         with _terminating_signals_raise(), tempfile.TemporaryDirectory(prefix="pnnx-", dir=self.work) as scratch:
             scratch = Path(scratch)
             # A copy under a fixed name: pnnx writes every file it makes next to its input, named after it, and the
@@ -235,7 +246,7 @@ class NcnnRuntime(Runtime):
             shutil.move(converted_param, param)
             shutil.move(converted_bin, binary)
             counts = collections.Counter(kind for kind, _ in layers)
-            info = {"layers": dict(counts), "inputs": [list(s) for _, s in inputs],
+            info = {"layers": dict(counts), "inputs": [list(s) for _, s, _ in inputs],
                     "outputs": [[d for d in s] for _, s in outputs]}
             tmp = info_path.with_name(info_path.name + ".tmp")
             tmp.write_text(json.dumps(info), encoding="utf-8")
@@ -257,7 +268,7 @@ class NcnnRuntime(Runtime):
         if net.load_param(str(param)) != 0 or net.load_model(str(binary)) != 0:
             raise RuntimeError(f"ncnn could not load {param.name} / {binary.name}")
         inputs, outputs = onnx_io(path)
-        return NcnnRunner(net, self.ncnn, dict(inputs), dict(outputs))
+        return NcnnRunner(net, self.ncnn, {name: shape for name, shape, _ in inputs}, dict(outputs))
 
 
 def last_words(log: str) -> str:
@@ -284,14 +295,14 @@ def check_pnnx_io(inputs, outputs, pnnx_param: str, layers, blobs):
     want_out = [f"out{k}" for k in range(len(outputs))]
     if in_layers != want_in:
         raise StageError("pnnx", f"the converted model's inputs are {[shown(n) for n in in_layers]}, not {want_in} for "
-                                 f"the ONNX graph's {len(inputs)} inputs {[shown(n) for n, _ in inputs]}: they cannot be "
+                                 f"the ONNX graph's {len(inputs)} inputs {[shown(i[0]) for i in inputs]}: they cannot be "
                                  "paired")
     if not set(want_out) <= blobs or f"out{len(outputs)}" in blobs:
         found = sorted(b for b in blobs if re.fullmatch(r"out\d+", b))
         raise StageError("pnnx", f"the converted model's outputs are {found}, not {want_out} for the ONNX graph's "
                                  f"{len(outputs)} outputs {[shown(n) for n, _ in outputs]}: they cannot be paired")
     pnnx_in, pnnx_out = read_pnnx_io(pnnx_param)
-    for kind, onnx_side, pnnx_side in (("input", inputs, pnnx_in), ("output", outputs, pnnx_out)):
+    for kind, onnx_side, pnnx_side in (("input", [i[:2] for i in inputs], pnnx_in), ("output", outputs, pnnx_out)):
         if len(pnnx_side) != len(onnx_side):
             raise StageError("pnnx", f"pnnx recorded {len(pnnx_side)} {kind}s for the ONNX graph's {len(onnx_side)}: "
                                      "they cannot be paired")
@@ -326,11 +337,13 @@ class NcnnRunner(Runner):
                 raise RuntimeError(f"graph input {shown(name)} has shape {list(x.shape)}; the model was converted for "
                                    f"{list(self.onnx_inputs[name])}")
             if x.dtype != np.float32:
-                # ncnn computes in float32: a float16 input is fed the same values; a cast that could change a value
-                # is refused.
-                if not np.can_cast(x.dtype, np.float32, "safe"):
-                    raise RuntimeError(f"graph input {shown(name)} is {x.dtype}; ncnn takes float32 inputs")
-                x = x.astype(np.float32)
+                # ncnn's Mat holds float32 (pnnx makes a Cast to float a no-op): a float16, bool or integer input is fed
+                # as the same values in float32; one whose values float32 cannot hold exactly is refused.
+                as_float = x.astype(np.float32)
+                if x.dtype.kind not in "fbiu" or not np.array_equal(as_float.astype(x.dtype), x):
+                    raise RuntimeError(f"graph input {shown(name)} is {x.dtype} with values float32 cannot hold "
+                                       "exactly; ncnn takes float32 inputs")
+                x = as_float
             mats[name] = self.ncnn.Mat(np.ascontiguousarray(x[0])).clone()
         self.mats = mats
 
