@@ -87,7 +87,13 @@ def onnx_io(path: Path) -> tuple[list[tuple[str, tuple, str]], list[tuple[str, t
             kind = onnx.TensorProto.DataType.Name(element) if element in onnx.TensorProto.DataType.values() else element
             raise StageError("pnnx", f"graph input {shown(value.name)} is {kind}, which pnnx takes no input of")
         inputs.append((value.name, tuple(d.dim_value for d in dims), _PNNX_TYPES[element]))
-    return inputs, list(onnx_output_shapes(path).items())
+    outputs = list(onnx_output_shapes(path).items())
+    for name, shape in outputs:
+        if 0 in shape:
+            # Measured with pnnx 20261020: on a Slice to an empty output it spun at full CPU until the 600 s timeout.
+            raise StageError("pnnx", f"graph output {shown(name)} has no elements {list(shape)}: ncnn's Mat holds none, "
+                                     "and pnnx does not finish converting such a model")
+    return inputs, outputs
 
 
 def external_data_files(path: Path) -> list[str]:
