@@ -579,8 +579,7 @@ class ActionYamlTest(ActionYamlCase):
         if tomllib is not None:
             extras = tomllib.loads((SOURCE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
         for runtime, extra in (("xnnpack", ""), ("ort", "[ort]"), ("litert", "[litert]"),
-                               ("executorch", "[executorch]"), ("openvino", "[openvino]"), ("mnn", "[mnn]"),
-                               ("ncnn", "[ncnn]")):
+                               ("executorch", "[executorch]"), ("openvino", "[openvino]"), ("mnn", "[mnn]")):
             with self.subTest(runtime=runtime):
                 code, log, pip = self.run_install_step(runtime=runtime, min_speedup="1.1")
                 self.assertEqual(code, 0, log)
