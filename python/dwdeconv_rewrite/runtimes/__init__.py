@@ -7,14 +7,16 @@ ONNX input name -> array, fed by name; a missing or extra name raises), `invoke(
 (a dict ONNX output name -> array in ONNX layout, in graph output order). A runner matches its runtime's tensors
 to the ONNX graph's inputs and outputs by name, never by position, and raises where it cannot (each adapter says
 what its names rest on; the one positional case, LiteRT int8's outputs, which onnx2tf renames output_0, output_1, ...
-in graph output order, is litert_adapter.tflite_io_by_name's). Converters that run in a child process add `convert_all(paths)`.
+in graph output order, is litert_adapter.tflite_io_by_name's; ncnn's, whose converter pnnx renames every input and
+output in0.., out0.. in graph order, is ncnn_adapter.check_pnnx_io's). Converters that run in a child process add `convert_all(paths)`.
 
 Each converts at a precision (`set_precision(precision, calibration_dir, calibration_key)` before any conversion;
 registry.json's "precisions" lists which): fp32, fp16, int8 or bf16, int8 calibrated on the samples check.py is given.
 
 registry.json lists them (name, display name, adapter, packages, precisions); today ort (onnxruntime's CPU provider), litert
 (onnx2tf + ai-edge-litert's XNNPACK delegate), executorch (onnx2torch + torch.export + the XNNPACK partitioner),
-openvino (OpenVINO's CPU plugin on the ONNX file) and mnn (MNNConvert's .mnn, run by MNN's Module API).
+openvino (OpenVINO's CPU plugin on the ONNX file), mnn (MNNConvert's .mnn, run by MNN's Module API) and ncnn
+(pnnx + ncnn's CPU layers).
 
 dwdeconv-rewrite's --runtime runs `python -m dwdeconv_rewrite.runtimes` (see __main__.py);
 bench/runtimes/bench_runtimes.py imports these adapters. This file imports the standard library only, so that a

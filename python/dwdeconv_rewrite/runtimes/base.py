@@ -9,8 +9,9 @@ from pathlib import Path
 
 class Runner(abc.ABC):
     """One loaded model. Inputs and outputs are matched to the ONNX graph's by name, never by position: a runner
-    that cannot tell which of its runtime's tensors is which ONNX input or output raises. (The one exception, LiteRT
-    int8's outputs, which onnx2tf renames by index, is documented at litert_adapter.tflite_io_by_name.)"""
+    that cannot tell which of its runtime's tensors is which ONNX input or output raises. (The exceptions, LiteRT
+    int8's outputs, which onnx2tf renames by index, and ncnn's inputs and outputs, which pnnx renames in0.., out0..,
+    are documented at litert_adapter.tflite_io_by_name and ncnn_adapter.check_pnnx_io.)"""
 
     @abc.abstractmethod
     def feed(self, inputs: dict) -> None:
