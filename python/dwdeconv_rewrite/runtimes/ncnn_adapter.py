@@ -291,7 +291,9 @@ def check_pnnx_io(inputs, outputs, pnnx_param: str, layers, blobs):
     pass_onnx()) makes one pnnx.Input op per ONNX graph input, in graph.input order (initializer inputs dropped before,
     eliminate_initializer_input), and one pnnx.Output op per graph output, in graph.output order; pass_ncnn's
     convert_input (tools/pnnx/src/pass_ncnn/convert_input.cpp) then names the Input ops in0, in1, ... in the order they
-    stand in the graph, and the outputs are named out0, out1, ... likewise. The ONNX names are gone from the
+    stand in the graph, and eliminate_output (tools/pnnx/src/pass_ncnn/eliminate_output.cpp) names the operands the
+    Output ops read out0, out1, ... in the same walk. Both read 2026-12 (Tencent/ncnn master), and measured here:
+    tests/e2e/check_runtime.py's 8a-8c pass on ncnn with inputs and outputs declared out of name order. The ONNX names are gone from the
     .ncnn.param, so this is the one positional case besides LiteRT int8's (litert_adapter.tflite_io_by_name): inputs
     in0.. in ONNX graph input order, outputs out0.. in graph output order. It is taken only after checking that the
     counts agree (pnnx drops an input nothing reads) and that the shapes pnnx recorded for each (the .pnnx.param's
