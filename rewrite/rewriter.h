@@ -51,7 +51,7 @@ struct NodeReport {
   // A word about the emitted join for the report's "note" (null when empty). No target writes one now: the default's
   // note on a DCR join below opset 11 went with its Gather + CRD join; the member stays in schema version 1.
   std::string note;
-  core::ReplacedRegion region;             // what it replaced, in the original's names (when rewritten)
+  core::ReplacedRegion region;  // what it replaced, in the original's names (when rewritten)
 };
 
 struct RewriteResult {

@@ -48,8 +48,8 @@ struct Family {
   StrideClass strides = StrideClass::kSquare;
   // The kernel as written on each spatial axis (one for a 1-D node), smallest and largest.
   int64_t min_kernel = 0, max_kernel = 0;
-  int64_t max_stride = 0;  // the largest stride of any spatial axis
-  int rank = 2;            // spatial axes: 1 for a 1-D node (rank-3 weight), else 2
+  int64_t max_stride = 0;     // the largest stride of any spatial axis
+  int rank = 2;               // spatial axes: 1 for a 1-D node (rank-3 weight), else 2
   bool graph_output = false;  // its output is an output of the graph it is in (OpenVINO's rules read it)
 };
 

@@ -184,7 +184,9 @@ inline RunResult run_cli(const std::string& args, const TempDir& dir) {
 }
 
 // The tool with `args` as given: no --target unless they name one.
-inline RunResult run_default_cli(const std::string& args, const TempDir& dir) { return run_shell(std::string(DWDECONV_CLI) + " " + args, dir); }
+inline RunResult run_default_cli(const std::string& args, const TempDir& dir) {
+  return run_shell(std::string(DWDECONV_CLI) + " " + args, dir);
+}
 
 // A clean k4 s2 p1 depthwise deconv Y = ConvTranspose(X[1,3,5,4], W[3,1,4,4], B[3]) with seeded inline weights.
 inline onnx::ModelProto small_deconv_model(uint32_t seed = 41) {

@@ -241,7 +241,8 @@ TEST_CASE("the quick start's log on a non-terminal is one line per phase end, ab
 TEST_CASE("the README's and docs/cli.md's sample output is what the quick start prints today", "[e2e][newcomer]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
-  const auto r = run_shell("cd " + dir.path.string() + " && " + DWDECONV_CLI + " model.onnx -o m.onnx --target xnnpack --verify --bench", dir);
+  const auto r =
+      run_shell("cd " + dir.path.string() + " && " + DWDECONV_CLI + " model.onnx -o m.onnx --target xnnpack --verify --bench", dir);
   REQUIRE(r.exit_code == 0);
   // The speedup varies from run to run: compared as a number.
   const auto masked = [](const std::string& line) { return std::regex_replace(line, std::regex(R"(\d+\.\d\dx faster)"), "N.NNx faster"); };

@@ -194,7 +194,8 @@ std::vector<Layer> layers() {
       // ExecuTorch 5.40x-5.72x (default 3.73x-5.09x); "ONNX Runtime (CPU provider)": k4s2p1op0_C64 0.85x-0.91x.
       {"depthwise ConvTranspose k4 s2 p1, C 64", [] { return conv_transpose_case("k4s2p1", 64); }, D{K, R, R, K, R, R, K, K}},
       // "ONNX Runtime (CPU provider)": k3s2p1op1_C256 0.21x-0.44x; the executor 11.7x-12.1x.
-      {"depthwise ConvTranspose k3 s2 p1 op1, C 256", [] { return conv_transpose_case("k3s2p1op1", 256); }, D{K, R, R, K, R, Unmeasured, K, K}},
+      {"depthwise ConvTranspose k3 s2 p1 op1, C 256", [] { return conv_transpose_case("k3s2p1op1", 256); },
+       D{K, R, R, K, R, Unmeasured, K, K}},
       // k6s3p2op1_C16: executor 7.2x-11.0x, LiteRT 26.4x (default 4.37x), ExecuTorch 3.32x, ONNX Runtime 0.79x-0.91x.
       {"depthwise ConvTranspose k6 s3 p2 op1, C 16", [] { return conv_transpose_case("k6s3p2op1", 16); }, D{K, R, R, K, R, R, K, K}},
       // "Layer level: nearest + 3x3 Conv": executor depthwise 3.1x-4.1x at C 64; "Each target on its runtime": LiteRT
@@ -214,14 +215,17 @@ std::vector<Layer> layers() {
       {"dense nearest + 3x3 Conv, C 512", [] { return nearest_conv_case("dense", 3, 512, 2); }, D{K, R, R, R, R, R, Unmeasured, K}},
       // Past the widest ONNX Runtime measured: not measured there. The others' rows for dense nearest + 3x3 have no
       // upper bound (their rule is their target's every-other-family row).
-      {"dense nearest + 3x3 Conv, C 513", [] { return nearest_conv_case("dense", 3, 513, 2); }, D{K, R, R, Unmeasured, R, Unmeasured, Unmeasured, K}},
+      {"dense nearest + 3x3 Conv, C 513", [] { return nearest_conv_case("dense", 3, 513, 2); },
+       D{K, R, R, Unmeasured, R, Unmeasured, Unmeasured, K}},
       // ONNX Runtime measured a nearest x2 only; x3 was not.
-      {"dense nearest + 3x3 Conv x3, C 64", [] { return nearest_conv_case("dense", 3, 64, 3); }, D{K, R, R, Unmeasured, R, Unmeasured, Unmeasured, K}},
+      {"dense nearest + 3x3 Conv x3, C 64", [] { return nearest_conv_case("dense", 3, 64, 3); },
+       D{K, R, R, Unmeasured, R, Unmeasured, Unmeasured, K}},
       // "nearest + 1x1 Conv: the Conv before the Resize": s2 H32/H64 16→16: ONNX Runtime 1.55x-1.61x, ExecuTorch
       // 1.16x-1.28x, LiteRT 1.25x-1.44x, executor 1.36x-1.62x.
       {"dense nearest + 1x1 Conv, 16 -> 16", [] { return nearest_conv_case("dense", 1, 16, 2); }, D{R, R, R, R, R, R, R, K}},
       // 256→256 at s 3: ONNX Runtime 5.10x-5.38x, ExecuTorch 2.18x-2.48x, LiteRT 5.53x-9.64x.
-      {"dense nearest + 1x1 Conv, 256 -> 256, x3", [] { return nearest_conv_case("dense", 1, 256, 3); }, D{Unmeasured, R, R, R, R, Unmeasured, Unmeasured, K}},
+      {"dense nearest + 1x1 Conv, 256 -> 256, x3", [] { return nearest_conv_case("dense", 1, 256, 3); },
+       D{Unmeasured, R, R, R, R, Unmeasured, Unmeasured, K}},
       // C_in 15 is below the 16 the table starts at: not measured on the runtimes whose rule is the 1x1's (xnnpack has
       // no 1x1 rule: its every-other-family row rewrites it, "Layer level", "Hand-written upsamplers").
       {"dense nearest + 1x1 Conv, 15 -> 15", [] { return nearest_conv_case("dense", 1, 15, 2); },
@@ -252,7 +256,8 @@ std::vector<Layer> layers() {
       // k2 s2: below the k 4-16 measured on ONNX Runtime.
       {"group-1 diagonal ConvTranspose k2 s2, C 21", [] { return diagonal_case(21, 2, 2); }, D{K, R, R, Unmeasured, R, K, K, K}},
       // "Dense ConvTranspose: why the tool keeps it": 0.88x-1.08x on the executor; no other runtime measured it.
-      {"dense ConvTranspose k4 s2, C 21", [] { return diagonal_case(21, 4, 2, true); }, D{Dense, Dense, Dense, Dense, Dense, Dense, Dense, Dense}},
+      {"dense ConvTranspose k4 s2, C 21", [] { return diagonal_case(21, 4, 2, true); },
+       D{Dense, Dense, Dense, Dense, Dense, Dense, Dense, Dense}},
       // "Beyond clean xs": s1d1 C16: executor 5.80x-6.30x, ONNX Runtime 2.05x-2.47x, ExecuTorch 3.69x-5.55x, LiteRT
       // 18.1x-18.9x; s1d5 C64 ONNX Runtime 2.43x-3.18x.
       {"depthwise stride-1 ConvTranspose k3, C 16", [] { return stride_one_case(3, 16); }, D{K, R, R, R, R, K, K, K}},
@@ -283,7 +288,8 @@ std::vector<Layer> layers() {
       // nearest + 3x3 Conv still pays alone from 64 channels (1.25x-1.99x); the nearest x mask form it keeps anyway.
       {"depthwise ConvTranspose k4 s2 p1, C 64, alone", [] { return conv_transpose_case("k4s2p1", 64); }, D{K, R, R, K, R, K, K, K}, true},
       {"depthwise nearest x mask + 4x4 Conv, C 64, alone", [] { return nearest_mask_case(64); }, D{K, R, R, K, R, K, R, K}, true},
-      {"dense nearest + 3x3 Conv, C 64, alone", [] { return nearest_conv_case("dense", 3, 64, 2); }, D{K, R, R, R, R, R, Unmeasured, K}, true},
+      {"dense nearest + 3x3 Conv, C 64, alone", [] { return nearest_conv_case("dense", 3, 64, 2); }, D{K, R, R, R, R, R, Unmeasured, K},
+       true},
   };
 }
 

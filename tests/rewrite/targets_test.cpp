@@ -175,9 +175,10 @@ TEST_CASE("the executorch target joins a symbolic batch with Gather + CRD, since
   CHECK(output_diff(model, et.model, inputs, "Y", {2, 2, 12, 15}) < kTolerance);
 }
 
-TEST_CASE("litert keeps a depthwise nearest + Conv and rewrites a dense one, the default keeps both, xnnpack and executorch "
-          "rewrite both",
-          "[rewrite][targets][keep]") {
+TEST_CASE(
+    "litert keeps a depthwise nearest + Conv and rewrites a dense one, the default keeps both, xnnpack and executorch "
+    "rewrite both",
+    "[rewrite][targets][keep]") {
   NearestConvSpec dw;  // depthwise, C 4
   NearestConvSpec dense;
   dense.group = 1;
@@ -242,8 +243,7 @@ TEST_CASE("ort rewrites only a dense nearest + Conv with at least 64 input chann
     REQUIRE(kept.result.nodes.size() == 1);
     CHECK_FALSE(kept.result.nodes[0].rewritten);
     CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("every depthwise ConvTranspose layer measured 0.12x-0.94x"));
-    CHECK_THAT(kept.result.nodes[0].reason,
-               Catch::Contains(avx512 ? "AVX-512F: yes) the answer can differ" : "(AVX-512F: no)"));
+    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains(avx512 ? "AVX-512F: yes) the answer can differ" : "(AVX-512F: no)"));
     CHECK(serialized(kept.model) == serialized(deconv));
   }
 }
@@ -300,8 +300,8 @@ TEST_CASE("targets for ExecuTorch keep a ConvTranspose whose nearest layout woul
     REQUIRE(kept.result.nodes.size() == 1);
     CHECK_FALSE(kept.result.nodes[0].rewritten);
     // The default keeps every ConvTranspose by its rules before the Resize is asked about.
-    CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains(name == "default" ? "no join both converts"
-                                                                              : "a Resize does not pass torch.export through onnx2torch"));
+    CHECK_THAT(kept.result.nodes[0].reason,
+               Catch::Contains(name == "default" ? "no join both converts" : "a Resize does not pass torch.export through onnx2torch"));
     CHECK(serialized(kept.model) == serialized(uniform));
   }
   for (const std::string name : {"xnnpack", "litert"}) {
