@@ -239,8 +239,11 @@ def main():
     return 0
 
 
-def processes_running(word):
-    """The pids of live processes whose command line holds `word`, from /proc."""
+def processes_running(word, marker):
+    """The pids of live processes whose command line holds `word` and `marker`, from /proc. The marker is a path
+    only this run made (its scratch directory, which every converter it starts is given), so a converter that
+    another test running at the same time (ctest -j) has started is not counted as this one's."""
+    markers = {marker.encode(), os.path.realpath(marker).encode()}
     found = []
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -250,7 +253,7 @@ def processes_running(word):
                 state = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if word.encode() in line and state != "Z":
+        if word.encode() in line and any(m in line for m in markers) and state != "Z":
             found.append(int(entry))
     return found
 
@@ -274,9 +277,14 @@ def mnn_converter(d, src, tool, tool_run, env):
     from dwdeconv_rewrite.runtimes import load_runtime, mnn_adapter
     from dwdeconv_rewrite.runtimes.common import StageError, onnx_inputs
 
+    # Every converter this check starts has a path under `d` in its command line (the scratch folder it writes and
+    # the model it reads): those are the ones that must be gone, whatever other tests run beside this one.
+    def converters():
+        return processes_running("_mnnconvert", d)
+
     def no_converter_left(what):
         time.sleep(0.2)
-        check(not processes_running("_mnnconvert"), f"{what}: no converter process is left")
+        check(not converters(), f"{what}: no converter process is left")
 
     # 7a. Hardmax: an ONNX op MNNConvert does not support ("These Op Not Support: ONNX::Hardmax").
     hardmax = os.path.join(d, "hardmax.onnx")
@@ -314,10 +322,13 @@ def mnn_converter(d, src, tool, tool_run, env):
     refused(garbage, "a file that is no ONNX model", "not onnx model")
     real_child_command = mnn_adapter.child_command
     try:
+        # The stand-ins keep the adapter's arguments (`_mnnconvert`, the scratch folder, the model) in their command
+        # line, as the real converter has them: a stand-in left running is then seen as this check's converter.
         mnn_adapter.child_command = lambda *a: ([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), "
-                                                 "signal.SIGSEGV)"], dict(os.environ))
+                                                 "signal.SIGSEGV)", *map(str, a)], dict(os.environ))
         refused(Path(src), "a converter that crashes", "converter process died (signal 11)")
-        mnn_adapter.child_command = lambda *a: ([sys.executable, "-c", "import time; time.sleep(60)"], dict(os.environ))
+        mnn_adapter.child_command = lambda *a: ([sys.executable, "-c", "import time; time.sleep(60)", *map(str, a)],
+                                                dict(os.environ))
         runtime.timeout = 1
         refused(Path(src), "a converter that hangs", "timed out after 1 s")
     finally:
@@ -353,9 +364,9 @@ def mnn_converter(d, src, tool, tool_run, env):
     proc = subprocess.Popen([tool, hardmax, "--compare", hardmax, "--runtime", "mnn"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while proc.poll() is None and not processes_running("_mnnconvert") and time.monotonic() < deadline:
+    while proc.poll() is None and not converters() and time.monotonic() < deadline:
         time.sleep(0.02)
-    converting = bool(processes_running("_mnnconvert"))
+    converting = bool(converters())
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     check(converting and proc.returncode == 130, f"SIGINT mid-conversion: exit 130 (converting: {converting}, got "
