@@ -28,7 +28,10 @@ from dwdeconv_rewrite import DwdeconvError
 from process_tree import alive, cmdline, descendants, kill_all, wait_for
 
 EXAMPLES = Path(os.environ["DWDECONV_SOURCE_DIR"]) / "examples"
-MIGAN = EXAMPLES / "migan_tiny_deconv.onnx"  # 8 depthwise ConvTranspose nodes, all rewritten
+MIGAN = EXAMPLES / "migan_tiny_deconv.onnx"  # 8 depthwise ConvTranspose nodes: xnnpack rewrites all, the default none
+# The target of the tests that need a rewrite: the default keeps every ConvTranspose (no join converts and pays on all
+# six runtimes; DefaultTargetTest), while xnnpack rewrites MIGAN's 8, each joined with a DepthToSpace.
+REWRITING = "xnnpack"
 SMALL = EXAMPLES / "upsampler_small.onnx"  # symbolic input dims: --verify needs --input-shape
 LFS_POINTER = Path(os.environ["DWDECONV_SOURCE_DIR"]) / "tests" / "bad_inputs" / "lfs_pointer.onnx"
 
@@ -99,8 +102,8 @@ def op_types(model):
 
 class RewrittenStructure:
     def assert_rewritten_migan(self, model):
-        """`model` is MIGAN rewritten for the default target: not the input, every ConvTranspose gone, one
-        DepthToSpace join per upsampler (8), as examples/make_examples.cpp builds it and the default target rewrites."""
+        """`model` is MIGAN rewritten for REWRITING: not the input, every ConvTranspose gone, one DepthToSpace join per
+        upsampler (8), as examples/make_examples.cpp builds it and that target rewrites."""
         same = (model if isinstance(model, bytes) else model.SerializeToString()) == MIGAN.read_bytes()
         self.assertFalse(same, "the model is the input, unchanged")
         ops = op_types(model)
@@ -112,7 +115,7 @@ class RewrittenStructure:
 class RewriteTest(unittest.TestCase, RewrittenStructure):
     def test_a_path_gives_bytes_without_onnx_and_the_report_as_a_dict(self):
         with without_onnx():
-            r = dwdeconv_rewrite.rewrite(str(MIGAN))
+            r = dwdeconv_rewrite.rewrite(str(MIGAN), target=REWRITING)
         self.assertIsInstance(r.model, bytes)
         self.assertEqual((r.rewritten, r.kept, r.verified), (8, 0, None))
         self.assertEqual(r.report["input"], str(MIGAN))
@@ -121,14 +124,15 @@ class RewriteTest(unittest.TestCase, RewrittenStructure):
         # The bytes are the model the command line writes.
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out.onnx"
-            subprocess.run([os.environ["DWDECONV_REWRITE"], str(MIGAN), "-o", str(out), "-q"], check=True)
+            subprocess.run([os.environ["DWDECONV_REWRITE"], str(MIGAN), "-o", str(out), "-q", "--target", REWRITING],
+                           check=True)
             self.assertEqual(r.model, out.read_bytes())
 
     def test_bytes_and_a_pathlike_give_the_same_model(self):
         with without_onnx():
-            from_bytes = dwdeconv_rewrite.rewrite(MIGAN.read_bytes())
-            from_path = dwdeconv_rewrite.rewrite(MIGAN)
-            from_memoryview = dwdeconv_rewrite.rewrite(memoryview(MIGAN.read_bytes()))
+            from_bytes = dwdeconv_rewrite.rewrite(MIGAN.read_bytes(), target=REWRITING)
+            from_path = dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING)
+            from_memoryview = dwdeconv_rewrite.rewrite(memoryview(MIGAN.read_bytes()), target=REWRITING)
         self.assertEqual(from_bytes.model, from_path.model)
         self.assertEqual(from_memoryview.model, from_path.model)
         self.assertEqual(from_bytes.rewritten, 8)
@@ -136,7 +140,7 @@ class RewriteTest(unittest.TestCase, RewrittenStructure):
 
     def test_verify_and_input_shapes_reach_the_binary(self):
         with without_onnx():
-            r = dwdeconv_rewrite.rewrite(MIGAN, verify=True)
+            r = dwdeconv_rewrite.rewrite(MIGAN, verify=True, target=REWRITING)
             self.assertTrue(r.verified)
             self.assertEqual(r.report["verify"]["mode"], "whole-model")
             with self.assertRaises(DwdeconvError) as no_shape:
@@ -150,12 +154,13 @@ class RewriteTest(unittest.TestCase, RewrittenStructure):
 
     def test_only_skip_and_forms_take_a_str_or_a_list(self):
         with without_onnx():
-            names = [n["name"] for n in dwdeconv_rewrite.rewrite(MIGAN).report["nodes"]]
-            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, skip=names[0]).kept, 1)
-            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, skip=names[:3]).kept, 3)
-            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, only=(names[1],)).rewritten, 1)
-            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, forms="nearest_mask").rewritten, 0)
-            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, forms=["conv_transpose", "nearest_mask"]).rewritten, 8)
+            names = [n["name"] for n in dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING).report["nodes"]]
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING, skip=names[0]).kept, 1)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING, skip=names[:3]).kept, 3)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING, only=(names[1],)).rewritten, 1)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING, forms="nearest_mask").rewritten, 0)
+            self.assertEqual(dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING,
+                                                      forms=["conv_transpose", "nearest_mask"]).rewritten, 8)
             with self.assertRaises(DwdeconvError) as typo:
                 dwdeconv_rewrite.rewrite(MIGAN, only="no_such_node")
             self.assertEqual(typo.exception.exit_code, 2)
@@ -179,7 +184,7 @@ class RewriteTest(unittest.TestCase, RewrittenStructure):
             Path("-2.onnx").write_bytes(SMALL.read_bytes())
             for model in ("-v2.onnx", Path("-v2.onnx"), BytesPath()):
                 with self.subTest(model=model):
-                    r = dwdeconv_rewrite.rewrite(model, output=b"-out.onnx")
+                    r = dwdeconv_rewrite.rewrite(model, output=b"-out.onnx", target=REWRITING)
                     self.assertEqual(r.rewritten, 8)
                     self.assertEqual(Path("-out.onnx").read_bytes(), r.model)
             # The speed gate's call: both models as paths that look like options.
@@ -229,20 +234,39 @@ class RewriteTest(unittest.TestCase, RewrittenStructure):
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_a_model_proto_in_gives_a_model_proto_out(self):
         model = onnx.load(str(MIGAN))
-        r = dwdeconv_rewrite.rewrite(model, verify=True)
+        r = dwdeconv_rewrite.rewrite(model, verify=True, target=REWRITING)
         self.assertIsInstance(r.model, onnx.ModelProto)
         ops = [n.op_type for n in r.model.graph.node]
         self.assertEqual(ops.count("ConvTranspose"), 0)
         self.assertEqual(ops.count("DepthToSpace"), 8)
         self.assertTrue(r.verified)
         # The same model as from the file.
-        self.assertEqual(r.model.SerializeToString(), dwdeconv_rewrite.rewrite(str(MIGAN)).model.SerializeToString())
+        self.assertEqual(r.model.SerializeToString(), dwdeconv_rewrite.rewrite(str(MIGAN), target=REWRITING).model.SerializeToString())
+
+
+class DefaultTargetTest(unittest.TestCase):
+    def test_the_default_keeps_every_conv_transpose_and_says_why(self):
+        # No join both converts and pays on all six runtimes, so without target= MIGAN's depthwise ConvTransposes stay,
+        # each with the reason in the report, and no Gather or DepthToSpace join is written.
+        with without_onnx():
+            r = dwdeconv_rewrite.rewrite(MIGAN)
+        self.assertEqual((r.rewritten, r.kept), (0, 8))
+        self.assertEqual(r.report["target"], "default")
+        self.assertEqual([n["decision"] for n in r.report["nodes"]], ["kept"] * 8)
+        for node in r.report["nodes"]:
+            with self.subTest(node=node["name"]):
+                self.assertIn("no join both converts", node["reason"])
+                self.assertTrue(node["reason"].endswith("kept by default"), node["reason"])
+        ops = op_types(r.model)
+        if ops is not None:
+            self.assertEqual(ops.count("ConvTranspose"), 8, ops)
+            self.assertEqual((ops.count("Gather"), ops.count("DepthToSpace")), (0, 0), ops)
 
 
 class CompareTest(unittest.TestCase, RewrittenStructure):
     def test_a_rewrite_passes_against_its_original(self):
         with without_onnx():
-            r = dwdeconv_rewrite.rewrite(MIGAN)
+            r = dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING)
             # What was compared is a rewrite: compare(MIGAN, MIGAN) passes too, so a rewrite() that handed back its
             # input would pass the rest of this test.
             self.assert_rewritten_migan(r.model)
@@ -258,7 +282,7 @@ class CompareTest(unittest.TestCase, RewrittenStructure):
         # --runtime takes any case and the aliases tflite and onnxruntime; compare() took only the lower-case
         # "xnnpack" for the executor, so "XNNPACK" went to the binary with --python, which refused it (exit 2).
         with without_onnx():
-            r = dwdeconv_rewrite.rewrite(MIGAN)
+            r = dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING)
             for spelling in ("XNNPACK", "XnnPack"):
                 with self.subTest(runtime=spelling):
                     checked = dwdeconv_rewrite.compare(MIGAN, r, runtime=spelling)
@@ -383,7 +407,7 @@ class CompareTest(unittest.TestCase, RewrittenStructure):
 
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_a_tampered_model_proto_fails(self):
-        r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)))
+        r = dwdeconv_rewrite.rewrite(onnx.load(str(MIGAN)), target=REWRITING)
         self.assertTrue(dwdeconv_rewrite.compare(MIGAN, r.model).passed)
         w = next(t for t in r.model.graph.initializer if t.dims and len(t.dims) == 4)
         values = numpy_helper.to_array(w).copy()
@@ -453,13 +477,13 @@ class SaveTest(unittest.TestCase):
     def test_with_onnx_save_writes_the_model_and_its_data_file_as_the_command_line_does(self):
         with tempfile.TemporaryDirectory() as tmp:
             source = external_data_model(tmp)
-            r = dwdeconv_rewrite.rewrite(source)  # no output=: the files are kept for save()
+            r = dwdeconv_rewrite.rewrite(source, target=REWRITING)  # no output=: the files are kept for save()
             self.assertIsInstance(r.model, onnx.ModelProto)
             self.assertEqual(r.rewritten, 8)
             for d in ("api", "cli"):
                 (Path(tmp) / d).mkdir()
             r.save(Path(tmp) / "api" / "gen.xnn.onnx")
-            cli_rewrite(source, Path(tmp) / "cli" / "gen.xnn.onnx")
+            cli_rewrite(source, Path(tmp) / "cli" / "gen.xnn.onnx", "--target", REWRITING)
             self.assertEqual(listing(Path(tmp) / "api"), ["gen.xnn.onnx", "gen.xnn.onnx.data"])
             for name in ("gen.xnn.onnx", "gen.xnn.onnx.data"):
                 with self.subTest(name=name):
@@ -624,7 +648,7 @@ INTERRUPTED_CALL = """\
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a foreground job (a shell's & ignores SIGINT)
 import dwdeconv_rewrite
-dwdeconv_rewrite.rewrite(sys.argv[1], output=sys.argv[2])
+dwdeconv_rewrite.rewrite(sys.argv[1], output=sys.argv[2], target="xnnpack")  # the default rewrites nothing here
 dwdeconv_rewrite.compare(sys.argv[1], sys.argv[2], bench=True, args=["--runs", "100000"], **json.loads(sys.argv[3]))
 print("the check was not interrupted")
 """
@@ -718,7 +742,8 @@ class CommandLineTest(unittest.TestCase):
         version = self.run_module("--version")
         self.assertEqual(version.returncode, 0)
         self.assertRegex(version.stdout, r"^dwdeconv-rewrite \d+\.\d+\.\d+")
-        self.assertEqual(self.run_module(str(MIGAN), "--check").returncode, 1)
+        self.assertEqual(self.run_module(str(MIGAN), "--check", "--target", REWRITING).returncode, 1)
+        self.assertEqual(self.run_module(str(MIGAN), "--check").returncode, 0)  # the default would rewrite none
         missing = self.run_module("/no/such/model.onnx", "--check")
         self.assertEqual(missing.returncode, 3)
         self.assertIn("/no/such/model.onnx", missing.stderr)
@@ -726,11 +751,12 @@ class CommandLineTest(unittest.TestCase):
 
     def test_python_m_streams_stdin_to_stdout(self):
         with open(MIGAN, "rb") as f:
-            piped = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite", "-", "-o", "-", "-q"], stdin=f,
-                                   capture_output=True)
+            piped = subprocess.run([sys.executable, "-m", "dwdeconv_rewrite", "-", "-o", "-", "-q", "--target", REWRITING],
+                                   stdin=f, capture_output=True)
         self.assertEqual(piped.returncode, 0)
         with without_onnx():
-            self.assertEqual(piped.stdout, dwdeconv_rewrite.rewrite(MIGAN).model)
+            self.assertEqual(piped.stdout, dwdeconv_rewrite.rewrite(MIGAN, target=REWRITING).model)
+        self.assertNotEqual(piped.stdout, MIGAN.read_bytes())  # a rewrite, not the input passed through
 
     def test_no_binary_says_so(self):
         env = dict(os.environ, DWDECONV_REWRITE="/no/such/dwdeconv-rewrite")
