@@ -168,7 +168,7 @@ class ActionScriptCase(unittest.TestCase):
         scratch.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith("INPUT_")}
         env.update(DWDECONV_REWRITE=str(stub), TMPDIR=str(scratch), INPUT_MODELS="models/nested/migan_tiny_deconv.onnx",
-                   INPUT_MIN_SPEEDUP="1.01")
+                   INPUT_MIN_SPEEDUP="1.01", INPUT_TARGET="xnnpack")  # a target that rewrites: the default keeps all
         # SIGINT raises KeyboardInterrupt, as in a foreground job (a shell's & ignores SIGINT).
         start = "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); " \
                 "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"

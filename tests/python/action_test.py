@@ -35,7 +35,8 @@ from action_support import (ActionScriptCase, ActionYamlCase, EXAMPLES, SCRIPT, 
 
 class ActionScriptTest(ActionScriptCase):
     def test_a_glob_rewrites_and_verifies_each_model_and_a_model_without_its_shapes_fails(self):
-        code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/**/*.onnx"})
+        # xnnpack rewrites MI-GAN's ConvTransposes, which the default keeps: a rewrite for --verify to check.
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/**/*.onnx", "INPUT_TARGET": "xnnpack"})
         # upsampler_small has symbolic dims: without a sidecar its --verify cannot run (exit 1); the others pass.
         self.assertEqual(code, 1)
         report = self.report()
@@ -82,7 +83,7 @@ class ActionScriptTest(ActionScriptCase):
     def test_explicit_arguments_work_without_github(self):
         code, err, out, _ = self.run_action({"GITHUB_ACTIONS": "", "GITHUB_OUTPUT": "", "GITHUB_STEP_SUMMARY": ""},
                                             ["--models", "models/nested/migan_tiny_deconv.onnx", "--verify", "false",
-                                             "--args", "--forms conv_transpose"])
+                                             "--target", "xnnpack", "--args", "--forms conv_transpose"])
         self.assertEqual(code, 0, err)
         self.assertEqual(out, "")  # no annotations off GitHub
         [r] = self.report()
@@ -131,7 +132,9 @@ class ActionScriptTest(ActionScriptCase):
             sys.exit(0 if passed else 1)
             """ % ((sys.executable,) + (os.environ["DWDECONV_REWRITE"],) * 3 + (str(speedups),) * 2)))
         stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
-        env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx"}
+        # xnnpack rewrites MI-GAN's ConvTransposes, which the default keeps: a rewrite for the gate to compare.
+        env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+               "INPUT_TARGET": "xnnpack"}
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_RUNTIME="litert"))
         self.assertEqual(code, 0, err)
         [r] = self.report()
@@ -152,12 +155,18 @@ class ActionScriptTest(ActionScriptCase):
         self.assertEqual(code, 0, err)
         self.assertIn("--runtime=litert", self.report()[0]["speed_check"]["argv"])
         self.assertIn("on litert, the runtime of --target litert.", (self.work / "gh-summary").read_text())
-        # The default target has no runtime of its own: the tool's executor, and the summary says so.
+        # The default target has no runtime of its own: the tool's executor, and the summary says so. It keeps
+        # MI-GAN's every ConvTranspose, so the gate times nothing (the stand-in is not asked to compare) and its
+        # 1.00x fails min-speedup 2, on xnnpack.
         (self.work / "gh-summary").unlink()
-        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="2"))
+        code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="2", INPUT_TARGET=""))
         self.assertEqual(code, 1)
-        self.assertIn("speed check on xnnpack: speedup 1.50x below 2.0 (speedup 1.5, minimum 2)", out)
-        self.assertNotIn("--runtime=", " ".join(self.report()[0]["speed_check"]["argv"]))
+        self.assertIn("speed check on xnnpack: --min-speedup 2: no node was rewritten, so the output is the input "
+                      "(1.00x)", out)
+        [r] = self.report()
+        self.assertEqual((r["target"], r["rewritten"], r["kept"]), ("default", 0, 8))
+        self.assertNotIn("argv", r["speed_check"])
+        self.assertEqual(r["speed_check"]["bench"]["speedup"], 1.0)
         self.assertIn("on xnnpack, this tool's executor: the default target is meant for every runtime",
                       (self.work / "gh-summary").read_text())
         # A model that failed its gate is not left for the artifact upload (review R2).
@@ -255,7 +264,8 @@ class ActionScriptTest(ActionScriptCase):
 
     def test_a_file_name_forges_no_workflow_command(self):
         models = self.hostile_models()
-        code, err, out, outputs = self.run_action({"INPUT_MODELS": "hostile"})
+        # xnnpack: a target that rewrites, so the model without its shapes fails its --verify.
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "hostile", "INPUT_TARGET": "xnnpack"})
         self.assertEqual(code, 1)
         self.assert_only_these_commands(out, err, models, [m for m in models if m.name.startswith("fail ")])
         # Plain lines show control characters as \xNN and no legacy command.
@@ -288,7 +298,7 @@ class ActionScriptTest(ActionScriptCase):
 
     def test_a_file_name_cannot_break_the_summary_table(self):
         models = self.hostile_models()
-        self.run_action({"INPUT_MODELS": "hostile"})
+        self.run_action({"INPUT_MODELS": "hostile", "INPUT_TARGET": "xnnpack"})  # a target that rewrites: one fails
         summary = (self.work / "gh-summary").read_text()
         rows = summary_rows(summary)
         self.assertEqual(len(rows), len(models), summary)
@@ -350,7 +360,7 @@ class ActionScriptTest(ActionScriptCase):
         # Given to the tool as an argument, "-v2.onnx" is -v and a model "-2.onnx": today's other file.
         shutil.copy(EXAMPLES[0], self.work / "-v2.onnx")
         shutil.copy(EXAMPLES[2], self.work / "-2.onnx")
-        code, err, out, outputs = self.run_action({"INPUT_MODELS": "-v2.onnx", "INPUT_VERIFY": "false",
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": "-v2.onnx", "INPUT_VERIFY": "false", "INPUT_TARGET": "xnnpack",
                                                    "INPUT_OUTPUT_DIR": "-out", "INPUT_REPORT": "-report.json"})
         self.assertEqual(code, 0, err)
         [r] = self.report("-report.json")
@@ -387,8 +397,8 @@ class ActionScriptTest(ActionScriptCase):
     def test_a_file_name_that_is_not_utf8_is_shown_not_a_crash(self):
         name = os.fsdecode(b"bad\xff\xfe.onnx")
         shutil.copy(EXAMPLES[0], self.work / name)
-        code, err, out, outputs = self.run_action({"INPUT_MODELS": "."})
-        self.assertEqual(code, 1, err)  # upsampler_small has no sidecar; the others pass
+        code, err, out, outputs = self.run_action({"INPUT_MODELS": ".", "INPUT_TARGET": "xnnpack"})
+        self.assertEqual(code, 1, err)  # upsampler_small has no sidecar (xnnpack rewrites it); the others pass
         self.assertEqual(outputs["failed"], "1")
         self.assertIn("dwdeconv-rewrite action: bad\\xff\\xfe.onnx: ok", err)
         self.assertTrue((self.work / "dwdeconv-rewrite-out" / (os.fsdecode(b"bad\xff\xfe") + ".xnn.onnx")).is_file())
@@ -482,7 +492,8 @@ class ActionScriptTest(ActionScriptCase):
         names = ["a\u2028b.onnx", "c\x85d.onnx", "e\x0cf.onnx", "g\x1ch.onnx"]
         for n in names:
             shutil.copy(EXAMPLES[0], self.work / n)
-        code, err, out, _ = self.run_action({"INPUT_MODELS": "\n".join(names), "INPUT_VERIFY": "false"})
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "\n".join(names), "INPUT_VERIFY": "false",
+                                             "INPUT_TARGET": "xnnpack"})
         self.assertEqual(code, 0, err)
         self.assertEqual([r["rewritten"] for r in self.report()], [8, 8, 8, 8])
         self.assertIn("dwdeconv-rewrite action: a\\u2028b.onnx: ok", err)
