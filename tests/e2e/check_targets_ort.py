@@ -1,6 +1,7 @@
 """Each target's emitted form against ONNX Runtime: for every target and a few upsamplers (depthwise ConvTranspose
-x2 and x3 at batch 1 and 2, nearest + 3x3 Conv depthwise and dense), the tool's output must compute what ONNX
-Runtime computes for the original, and have the target's structure (its join, what it keeps).
+x2 and x3 at batch 1 and 2, one that is not the graph's output, nearest + 3x3 Conv depthwise and dense), the tool's
+output must compute what ONNX Runtime computes for the original, and have the target's structure (its join, what it
+keeps).
 
 Usage: check_targets_ort.py DWDECONV_REWRITE. Exits 77 (ctest's skip) with a message when onnx, numpy or
 onnxruntime is not importable (set DWDECONV_PYTHON to an interpreter that has them)."""
@@ -30,11 +31,13 @@ def main():
                                for k, v in inits.items()])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
-    def deconv(c, n, k, s, pads, op):
+    def deconv(c, n, k, s, pads, op, then=None):
+        """A depthwise ConvTranspose; `then` an op after it, so that its output is not the graph's."""
         h = 7
         out = s * h
-        return model([helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], name="up", group=c, strides=[s, s],
-                                       pads=pads, output_padding=[op, op])],
+        after = [helper.make_node(then, ["T"], ["Y"], name="after")] if then else []
+        return model([helper.make_node("ConvTranspose", ["X", "W", "B"], ["T" if then else "Y"], name="up", group=c,
+                                       strides=[s, s], pads=pads, output_padding=[op, op])] + after,
                      [n, c, h, h], [n, c, out, out],
                      {"W": rng.standard_normal((c, 1, k, k)), "B": rng.standard_normal(c)}), (n, c, h, h)
 
@@ -60,6 +63,8 @@ def main():
 
     cases = {
         "k4s2p1_dw": deconv(8, 1, 4, 2, [1, 1, 1, 1], 0),
+        # openvino keeps a ConvTranspose whose output is the graph's (the cases above) and rewrites this one.
+        "k4s2p1_dw_relu": deconv(8, 1, 4, 2, [1, 1, 1, 1], 0, then="Relu"),
         "k6s3p2op1_dw": deconv(4, 1, 6, 3, [2, 2, 2, 2], 1),
         "k6s3p2op1_dw_N2": deconv(4, 2, 6, 3, [2, 2, 2, 2], 1),
         "nearest_conv_dw": nearest_conv(8, 8),
@@ -84,8 +89,6 @@ def main():
                     "diagonal_k4s2_C3": "DCR", "s1_k1_C16": "Conv"},
         "litert": {"s1_dilated": "Conv", "s12_C64": "Reshape", "s12_C16": "Reshape", "diagonal_k4s2": "DCR", "one_d_s2_C64": "Reshape",
                    "diagonal_k4s2_C3": "DCR", "s1_k1_C16": "Conv"},
-        "default": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": None, "one_d_s2_C64": None,
-                    "diagonal_k4s2_C3": None, "s1_k1_C16": "Conv"},
         "executorch": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "Gather", "one_d_s2_C64": None,
                        "diagonal_k4s2_C3": "Gather", "s1_k1_C16": "Conv"},
         "ort": {"s1_dilated": "Conv", "s12_C64": None, "s12_C16": None, "diagonal_k4s2": "DCR", "one_d_s2_C64": None,
@@ -95,9 +98,18 @@ def main():
     joins = {
         "xnnpack": {c: "DCR" for c in cases},
         "litert": {**{c: "DCR" for c in cases}, "nearest_conv_dw": None},
-        "default": {**{c: "Gather" for c in cases}, "nearest_conv_dw": None, "nearest_conv_dense_C16": None},
+        # The default keeps every ConvTranspose and every upsampler but nearest + 1x1 Conv (none here): no join both
+        # converts and pays on all six runtimes.
+        "default": {c: None for c in cases},
         "executorch": {**{c: "Gather" for c in cases}, "k6s3p2op1_dw": "Transpose"},
         "ort": {**{c: None for c in cases}, "nearest_conv_dense_C64": "DCR"},
+        # openvino: dense nearest + 3x3 Conv from 64 channels, and a depthwise ConvTranspose with square strides,
+        # k 4-6, s 2-3, unless its output is the graph's output.
+        "openvino": {**{c: None for c in cases}, "nearest_conv_dense_C64": "DCR", "k4s2p1_dw_relu": "DCR"},
+        # mnn: nearest + 3x3 Conv, depthwise up to 64 channels and dense up to 16; it keeps every ConvTranspose.
+        "mnn": {**{c: None for c in cases}, "nearest_conv_dw": "DCR", "nearest_conv_dense_C16": "DCR"},
+        # ncnn: no join converts through pnnx, so it keeps every upsampler.
+        "ncnn": {c: None for c in cases},
     }
     for target, per_case in reach_joins.items():
         joins[target].update(per_case)
