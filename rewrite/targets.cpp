@@ -680,6 +680,27 @@ const char* kernel_class_name(KernelClass k) {
   return "";
 }
 
+// Whether `value` is an output of `graph`, or becomes one through Identity nodes only (which runtimes drop, so the
+// upsampler's last node writes the graph's output there). Each Identity is followed once.
+static bool reaches_graph_output(const onnx::GraphProto& graph, const std::string& value) {
+  std::set<std::string> seen{value};
+  std::vector<std::string> todo{value};
+  while (!todo.empty()) {
+    const std::string v = todo.back();
+    todo.pop_back();
+    for (const auto& out : graph.output()) {
+      if (out.name() == v) return true;
+    }
+    for (const auto& node : graph.node()) {
+      if (node.op_type() != "Identity" || !node.domain().empty() || node.input_size() != 1 || node.input(0) != v) continue;
+      for (const auto& o : node.output()) {
+        if (seen.insert(o).second) todo.push_back(o);
+      }
+    }
+  }
+  return false;
+}
+
 Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
   Family f;
   f.form = summary.form;
@@ -701,10 +722,7 @@ Family family_of(const NodeSummary& summary, const DeconvMatch& m) {
   f.min_kernel = m.one_d ? kx : std::min(ky, kx);
   f.max_kernel = m.one_d ? kx : std::max(ky, kx);
   f.max_stride = m.one_d ? m.x.stride : std::max(m.y.stride, m.x.stride);
-  if (m.scope != nullptr && m.scope->graph != nullptr) {
-    const auto& outs = m.scope->graph->output();
-    f.graph_output = std::any_of(outs.begin(), outs.end(), [&m](const onnx::ValueInfoProto& v) { return v.name() == m.output; });
-  }
+  if (m.scope != nullptr && m.scope->graph != nullptr) f.graph_output = reaches_graph_output(*m.scope->graph, m.output);
   return f;
 }
 

@@ -454,12 +454,21 @@ def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):
     check(r.returncode == 1 and re.search(r"--min-speedup 1000: the rewritten model ran [0-9.]+x as fast as the original "
                                           r"on " + LABEL[runtime], r.stderr), "--min-speedup 1000 fails, saying the figure")
 
-    # 7n. The default target's Gather join: not verified, nothing written, whatever way ncnn gets it wrong.
-    r = tool_run(src, "-o", out2, "--runtime", runtime, "--verify", "--report", report)
+    # 7n. executorch's Gather + CRD join (the default's until it stopped joining): not verified, nothing written,
+    # whatever way ncnn gets it wrong.
+    r = tool_run(src, "-o", out2, "--target", "executorch", "--runtime", runtime, "--verify", "--report", report)
     rep = json.load(open(report)) if os.path.exists(report) else {}
     check(r.returncode in (1, 3) and "verification passed" not in r.stderr and not os.path.exists(out2)
           and not (rep.get("verify") or {}).get("passed"),
-          "the default target's Gather join is not reported as verified on ncnn (exit 1 or 3), nothing written")
+          "the Gather + CRD join is not reported as verified on ncnn (exit 1 or 3), nothing written")
+    # The default and --target ncnn keep these ConvTransposes: the output is the input, which converts and runs there.
+    for target in ("default", "ncnn"):
+        out3 = os.path.join(d, f"kept-{target}.onnx")
+        r = tool_run(src, "-o", out3, "--target", target, "--runtime", runtime, "--verify")
+        check(r.returncode == 0 and "rewrote 0 of 2" in r.stderr, f"--target {target} keeps both ConvTransposes, exit 0")
+        r = tool_run(src, "--compare", out3, "--runtime", runtime)
+        check(r.returncode == 0 and "verification passed" in r.stderr,
+              f"--target {target}'s output converts through pnnx and computes the original on ncnn")
     # The xnnpack target's DCR DepthToSpace: a conversion failure naming pnnx and the layer, not a mismatch.
     r = tool_run(src, "-o", out2, "--target", "xnnpack", "--runtime", runtime, "--verify")
     check(r.returncode == 3, "a DCR DepthToSpace is a conversion failure (exit 3)")
