@@ -16,7 +16,7 @@ matched and shown escaped.
 Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
 package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
 litert, openvino, ncnn) the probe's too, which the binary reports as exit 2.
-ncnn runs no target's rewritten join (pnnx reads the default target's Gather as a one-index select, and has no ncnn
+ncnn runs no target's rewritten join (pnnx reads executorch's Gather as a one-index select, and has no ncnn
 layer for the xnnpack target's DCR DepthToSpace), so there the honest pair and the planted error are --compare pairs
 of the original, and the rewrite's outputs are checked not to pass: the Gather join is not verified, the DCR one is
 exit 3 naming pnnx (7n).

@@ -43,7 +43,7 @@ TEST_CASE("verify runs both models whole through XNNPACK and reports it", "[e2e]
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx", report = dir.path / "r.json";
-  // --target xnnpack: DCR, which XNNPACK runs (the default's Gather + CRD join runs as channel copies).
+  // --target xnnpack: DCR, which XNNPACK runs (executorch's Gather + CRD join runs as channel copies).
   const auto r = run_cli(in.string() + " -o " + out.string() + " --target xnnpack --verify --report " + report.string(), dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
