@@ -16,9 +16,11 @@ import os
 import sys
 
 RUNTIMES = ("xnnpack", "ort", "litert", "executorch", "openvino", "mnn")
-ALIASES = {"tflite": "litert", "onnxruntime": "ort"}
-# The target's own runtime (rewrite::Target::runs_on); the default target has none.
-TARGET_RUNTIME = {"default": None, "xnnpack": "xnnpack", "litert": "litert", "ort": "ort", "executorch": "executorch"}
+ALIASES = {"tflite": "litert", "onnxruntime": "ort", "ov": "openvino"}
+# The target's own runtime (rewrite::Target::runs_on); the default target has none. ncnn's is not a gate runtime: its
+# extra pulls torch through pnnx, several GB for a gate, so a gate for --target ncnn names the runtime it runs on.
+TARGET_RUNTIME = {"default": None, "xnnpack": "xnnpack", "litert": "litert", "ort": "ort", "executorch": "executorch",
+                  "openvino": "openvino", "mnn": "mnn", "ncnn": "ncnn"}
 
 
 def canonical(name):
@@ -31,8 +33,8 @@ class BadInput(ValueError):
     """An input that names no runtime or target: `name` is the input's name ("runtime", "target"), `known` the names
     it takes. The message does not hold the value, which may be anything."""
 
-    def __init__(self, name, known):
-        super().__init__("%s: not one of %s" % (name, ", ".join(known)))
+    def __init__(self, name, known, why=None):
+        super().__init__(why or "%s: not one of %s" % (name, ", ".join(known)))
         self.name = name
         self.known = known
 
@@ -48,6 +50,10 @@ def gate_runtime(target, runtime):
     if name not in TARGET_RUNTIME:
         raise BadInput("target", tuple(TARGET_RUNTIME))
     own = TARGET_RUNTIME[name]
+    if own is not None and own not in RUNTIMES:
+        raise BadInput("runtime", RUNTIMES, "runtime: the speed gate does not run on %s, the runtime of --target %s (its "
+                                            "extra would install torch); give the runtime input, one of %s"
+                       % (own, name, ", ".join(RUNTIMES)))
     if own is None:
         return "xnnpack", "this tool's executor: the default target is meant for every runtime and has none of its own"
     return own, "the runtime of --target %s" % name

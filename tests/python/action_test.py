@@ -621,7 +621,7 @@ class ActionYamlTest(ActionYamlCase):
         tool = os.environ["DWDECONV_REWRITE"]
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("default", "DEFAULT", "xnnpack", "XNNPACK", "litert", "LiteRT", "tflite", "TFLite", "ort", "ORT",
-                         "onnxruntime", "OnnxRuntime", "executorch", "ExecuTorch"):
+                         "onnxruntime", "OnnxRuntime", "executorch", "ExecuTorch", "openvino", "OV", "mnn", "MNN"):
                 with self.subTest(name=name):
                     report = Path(tmp) / "r.json"
                     model = SOURCE / "examples" / "migan_tiny_deconv.onnx"
@@ -639,6 +639,10 @@ class ActionYamlTest(ActionYamlCase):
                         self.assertEqual(why, "the runtime of --target " + canonical)
                     if pointed:  # a rewrite checked elsewhere than the target's runtime names it
                         self.assertEqual(runtime, pointed.group(1))
+        # ncnn is --target ncnn's runtime but no gate runtime (its extra pulls torch): a gate must be told where to run.
+        with self.assertRaisesRegex(gate.BadInput, "the speed gate does not run on ncnn, the runtime of --target ncnn"):
+            gate.gate_runtime("NCNN", "")
+        self.assertEqual(gate.gate_runtime("ncnn", "xnnpack"), ("xnnpack", "the runtime input"))
 
     def test_an_unknown_runtime_is_refused_before_anything_is_installed(self):
         code, log, pip = self.run_install_step(runtime="tflite\n::warning::forged", min_speedup="1.1")

@@ -140,11 +140,11 @@ TEST_CASE("each target joins a ConvTranspose's phases its way, and every join co
     CHECK(kept.result.rewritten == 0);
     CHECK(serialized(kept.model) == serialized(original));
   }
-  // OpenVINO keeps a ConvTranspose whose output is the graph's (the DepthToSpace would be reordered from
-  // NHWC to planar); inside a network it joins DCR (tests/rewrite/target_rules_test.cpp).
+  // OpenVINO, even with the layer's output the graph's: at 3 channels that measured faster alone (1.89x-2.51x), so it
+  // joins DCR as XNNPACK takes it (at 16-255 channels alone it keeps it: tests/rewrite/target_rules_test.cpp).
   const auto ov_alone = rewrite_copy(original, for_target("openvino"));
-  CHECK(ov_alone.result.rewritten == 0);
-  CHECK_THAT(ov_alone.result.nodes[0].reason, Catch::Contains("whose output is the graph's"));
+  REQUIRE(ov_alone.result.rewritten == 1);
+  CHECK(serialized(ov_alone.model) == serialized(xnn.model));
 
   // ExecuTorch: the batch join for s >= 3 at a known batch of 1 (all inside the delegate), else Gather + CRD.
   const auto et = rewrite_copy(original, for_target("executorch"));
