@@ -18,7 +18,7 @@ namespace dwdeconv::cli {
 namespace {
 
 const char* kExamples = R"(Examples:
-  dwdeconv-rewrite model.onnx -o model.xnn.onnx     rewrite what pays off on the default target
+  dwdeconv-rewrite model.onnx -o model.xnn.onnx     only what pays on every runtime (the default)
   dwdeconv-rewrite model.onnx -o out.onnx --target litert    for LiteRT (TFLite) through onnx2tf
   dwdeconv-rewrite model.onnx --dry-run             print the plan, write nothing
   dwdeconv-rewrite model.onnx --check               CI gate: exit 1 if any node would be rewritten
