@@ -82,6 +82,12 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     else if (op == "Sqrt") r = std::sqrt(v);
     else if (op == "Erf") r = std::erf(v);
     else if (op == "Exp") r = std::exp(v);
+    else if (op == "Reciprocal") r = 1.0f / v;
+    else if (op == "Abs") r = std::fabs(v);
+    else if (op == "Sin") r = std::sin(v);
+    else if (op == "Cos") r = std::cos(v);
+    else if (op == "Sinh") r = std::sinh(v);
+    else if (op == "Cosh") r = std::cosh(v);
     else if (op == "Log") r = std::log(v);
     else if (hard_sigmoid) r = static_cast<float>(std::clamp(static_cast<double>(alpha) * v + beta, 0.0, 1.0));
     else if (op == "HardSwish") r = static_cast<float>(v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0));  // x * HardSigmoid(x, 1/6, 1/2)

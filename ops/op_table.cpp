@@ -41,6 +41,12 @@ std::vector<OpSpec> make_table() {
   unary("Sqrt", {1, 6, 13}, 6);
   unary("Erf", {9, 13}, 9);
   unary("Exp", {1, 6, 13}, 6);
+  unary("Reciprocal", {1, 6, 13}, 6);
+  unary("Abs", {1, 6, 13}, 6);
+  unary("Sin", {7, 22}, 7);
+  unary("Cos", {7, 22}, 7);
+  unary("Sinh", {9, 22}, 9);
+  unary("Cosh", {9, 22}, 9);
   unary("Floor", {1, 6, 13}, 6);
   unary("Ceil", {1, 6, 13}, 6);
   unary("Log", {1, 6, 13}, 6);
