@@ -289,8 +289,10 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
   return std::string();
 }
 
+// A rank-4 tensor as it is; a rank-3 one (1-D: [N, C, L] or a weight [C, M, K]) with a unit H axis, [N, C, 1, L].
 core::Tensor4 to_tensor4(const Tensor& t) {
-  core::Tensor4 r(t.dims[0], t.dims[1], t.dims[2], t.dims[3]);
+  const bool one_d = t.dims.size() == 3;
+  core::Tensor4 r(t.dims[0], t.dims[1], one_d ? 1 : t.dims[2], one_d ? t.dims[2] : t.dims[3]);
   for (size_t k = 0; k < r.data.size(); ++k) r.data[k] = t.get(static_cast<int64_t>(k));
   return r;
 }
@@ -318,7 +320,9 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   if ((node->op_type() != "ConvTranspose" && node->op_type() != "Conv") || node->input_size() < 2) {
     return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight");
   }
-  if (input_shape.size() != 4) return detail::node_error(*node, "only 2-D upsamplers (rank-4 input) can be verified");
+  if (input_shape.size() != 4 && input_shape.size() != 3) {
+    return detail::node_error(*node, "only 1-D and 2-D upsamplers (rank-3 or rank-4 input) can be verified");
+  }
   NodeVerification result;
   result.node = onnx_io::describe_node(*node);
   result.input_shape = input_shape;
@@ -384,11 +388,13 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
     const Tensor& x_value = inputs[0].tensor;
     const Tensor& w_value = original_out[1].tensor;
     RC_ASSIGN(const ops::ConvGeometry g, ops::resolve_conv_transpose(*node, x_value.dims, w_value.dims));
+    // A 1-D node is the 2-D one with a unit H axis: stride and dilation 1, no pads there.
+    const auto axis = [&](const std::vector<int64_t>& v, size_t a, int64_t unit) { return g.spatial == 1 ? (a == 0 ? unit : v[0]) : v[a]; };
     core::ConvTranspose2dParams params;
-    params.strides = {g.strides[0], g.strides[1]};
-    params.dilations = {g.dilations[0], g.dilations[1]};
-    params.output_padding = {g.output_padding[0], g.output_padding[1]};
-    params.pads = {g.pads_begin[0], g.pads_begin[1], g.pads_end[0], g.pads_end[1]};
+    params.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
+    params.dilations = {axis(g.dilations, 0, 1), axis(g.dilations, 1, 1)};
+    params.output_padding = {axis(g.output_padding, 0, 0), axis(g.output_padding, 1, 0)};
+    params.pads = {axis(g.pads_begin, 0, 0), axis(g.pads_begin, 1, 0), axis(g.pads_end, 0, 0), axis(g.pads_end, 1, 0)};
     params.group = g.group;
     std::vector<double> bias;
     if (!b.empty()) {
@@ -396,7 +402,8 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
       for (int64_t k = 0; k < b_value.numel(); ++k) bias.push_back(b_value.get(k));
     }
     const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, params);
-    expected.reshape(original_out[0].tensor.dtype, {ref.n, ref.c, ref.h, ref.w});
+    expected.reshape(original_out[0].tensor.dtype,
+                     g.spatial == 1 ? std::vector<int64_t>{ref.n, ref.c, ref.w} : std::vector<int64_t>{ref.n, ref.c, ref.h, ref.w});
     for (size_t k = 0; k < ref.data.size(); ++k) expected.f[k] = static_cast<float>(ref.data[k]);
     result.expected = "the double-precision ConvTranspose formula";
   } else {

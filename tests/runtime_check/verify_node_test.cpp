@@ -150,3 +150,95 @@ TEST_CASE("verify_node refuses what it cannot isolate", "[verify_node]") {
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.error().message, Catch::Contains("'nope'"));
 }
+
+namespace {
+
+// `original` with its 1-D ConvTranspose 'up' replaced: per phase a 1-D depthwise Conv with the phase's pads, each
+// phase unsqueezed to [N, C, L, 1], concatenated on that axis and reshaped to [N, C, L*s].
+onnx::ModelProto rewrite_1d_by_hand(const onnx::ModelProto& original, const std::vector<double>& w, const Config& c) {
+  onnx::ModelProto model = original;
+  auto* graph = model.mutable_graph();
+  graph->mutable_node()->Clear();
+  add_int64_initializer(model, "last_axis", {3});
+  add_int64_initializer(model, "flat", {0, 0, -1});
+  std::vector<std::string> stacked;
+  for (int64_t a = 0; a < c.stride; ++a) {
+    const AxisPhase p = axis_phase(a, c);
+    REQUIRE(p.pad_begin >= 0);
+    const std::string tag = std::to_string(a);
+    std::vector<double> g;
+    for (int64_t ch = 0; ch < c.channels; ++ch)
+      for (int64_t n = 0; n < p.taps; ++n) g.push_back(w[static_cast<size_t>(ch * c.kernel + p.first_tap + c.stride * (p.taps - 1 - n))]);
+    *graph->add_initializer() = onnx_io::make_tensor("w_" + tag, onnx::TensorProto::FLOAT, {c.channels, 1, p.taps}, g, true);
+    auto* conv = graph->add_node();
+    conv->set_op_type("Conv");
+    conv->set_name("phase_" + tag);
+    conv->add_input("x");
+    conv->add_input("w_" + tag);
+    conv->add_input("b");
+    conv->add_output("y_" + tag);
+    *conv->add_attribute() = onnx_io::make_int_attribute("group", c.channels);
+    *conv->add_attribute() = onnx_io::make_ints_attribute("pads", {p.pad_begin, p.pad_end});
+    auto* unsqueeze = graph->add_node();
+    unsqueeze->set_op_type("Unsqueeze");
+    unsqueeze->set_name("stack_" + tag);
+    unsqueeze->add_input("y_" + tag);
+    unsqueeze->add_input("last_axis");
+    unsqueeze->add_output("u_" + tag);
+    stacked.push_back("u_" + tag);
+  }
+  auto* concat = graph->add_node();
+  concat->set_op_type("Concat");
+  concat->set_name("phases");
+  for (const auto& name : stacked) concat->add_input(name);
+  concat->add_output("cat");
+  *concat->add_attribute() = onnx_io::make_int_attribute("axis", 3);
+  auto* reshape = graph->add_node();
+  reshape->set_op_type("Reshape");
+  reshape->set_name("interleave");
+  reshape->add_input("cat");
+  reshape->add_input("flat");
+  reshape->add_output("y");
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("verify_node checks a 1-D ConvTranspose against the formula and catches a wrong phase weight", "[verify_node]") {
+  const Config c = GENERATE(Config{4, 4, 2, 1, 0},   // a vocoder's x2 (k 2s, p s/2)
+                            Config{3, 6, 3, 2, 1});  // s3 with output_padding
+  INFO("C=" << c.channels << " k=" << c.kernel << " s=" << c.stride << " p=" << c.pad << " op=" << c.output_padding);
+  const std::string ch = std::to_string(c.channels);
+  auto original = parse_model_text("<ir_version: 8, opset_import: [\"\" : 17]> g (float[1," + ch +
+                                   ",9] x) => (float y) {\n"
+                                   "  y = ConvTranspose <group = " +
+                                   ch + ", strides = [" + std::to_string(c.stride) + "], pads = [" + std::to_string(c.pad) + ", " +
+                                   std::to_string(c.pad) + "], output_padding = [" + std::to_string(c.output_padding) + "]> (x, w, b)\n}");
+  original.mutable_graph()->mutable_node(0)->set_name("up");
+  const auto w = add_initializer(original, "w", {c.channels, 1, c.kernel}, 93);
+  add_initializer(original, "b", {c.channels}, 94);
+  auto rewritten = rewrite_1d_by_hand(original, w, c);
+
+  const std::vector<int64_t> shape = {2, c.channels, 11};
+  auto good = verify_node(original, rewritten, "y", "x", shape, onnx_io::infer_types(original), 7, {});
+  INFO((good.ok() ? good->summary() : good.error().message));
+  REQUIRE(good.ok());
+  CHECK(good->passed);
+  CHECK(good->expected == "the double-precision ConvTranspose formula");
+  CHECK(good->rewritten.compared == static_cast<size_t>(2 * c.channels * 11 * c.stride));
+  CHECK(good->rewritten.max_rel_error < 1e-5);
+
+  for (auto& init : *rewritten.mutable_graph()->mutable_initializer()) {
+    if (init.name() != "w_" + std::to_string(c.stride - 1)) continue;
+    auto values = onnx_io::to_doubles(init);
+    REQUIRE(values.ok());
+    values.value()[0] += 0.25;
+    init = onnx_io::make_tensor(init.name(), onnx::TensorProto::FLOAT, onnx_io::dims_of(init), values.value(), true);
+  }
+  auto bad = verify_node(original, rewritten, "y", "x", shape, onnx_io::infer_types(original), 7, {});
+  REQUIRE(bad.ok());
+  INFO(bad->summary());
+  CHECK_FALSE(bad->passed);
+  CHECK(bad->original.passed);
+  CHECK_FALSE(bad->rewritten.passed);
+}
