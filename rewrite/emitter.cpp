@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "onnx_io/attributes.h"
 #include "onnx_io/model_io.h"
@@ -34,18 +35,21 @@ onnx::AttributeProto tensor_attribute(const std::string& name, onnx::TensorProto
 }
 
 // A stride-1 Conv with `group` groups (the channel count for a depthwise one), its own kernel and pads, and dilations
-// only where an axis is dilated (a stride-1 ConvTranspose's).
-onnx::NodeProto conv_node(const std::string& name, std::vector<std::string> inputs, const std::string& output, int64_t group,
+// only where an axis is dilated (a stride-1 ConvTranspose's). `one_d`: a Conv1d on [N, C, L], the x entries alone
+// (the y axis of a 1-D match is the unit one: k 1, no pads, no dilation).
+onnx::NodeProto conv_node(bool one_d, const std::string& name, std::vector<std::string> inputs, const std::string& output, int64_t group,
                           const std::array<int64_t, 2>& kernel, const std::array<int64_t, 4>& pads,
                           const std::array<int64_t, 2>& dilations = {1, 1}) {
   onnx::NodeProto conv = make_node("Conv", name, std::move(inputs), {output});
+  const auto per_axis = [one_d](std::vector<int64_t> both) { return one_d ? std::vector<int64_t>{both[1]} : both; };
   if (dilations != std::array<int64_t, 2>{1, 1}) {
-    *conv.add_attribute() = onnx_io::make_ints_attribute("dilations", {dilations[0], dilations[1]});
+    *conv.add_attribute() = onnx_io::make_ints_attribute("dilations", per_axis({dilations[0], dilations[1]}));
   }
   *conv.add_attribute() = onnx_io::make_int_attribute("group", group);
-  *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", {kernel[0], kernel[1]});
-  *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {pads[0], pads[1], pads[2], pads[3]});
-  *conv.add_attribute() = onnx_io::make_ints_attribute("strides", {1, 1});
+  *conv.add_attribute() = onnx_io::make_ints_attribute("kernel_shape", per_axis({kernel[0], kernel[1]}));
+  *conv.add_attribute() = onnx_io::make_ints_attribute(
+      "pads", one_d ? std::vector<int64_t>{pads[1], pads[3]} : std::vector<int64_t>{pads[0], pads[1], pads[2], pads[3]});
+  *conv.add_attribute() = onnx_io::make_ints_attribute("strides", per_axis({1, 1}));
   return conv;
 }
 
@@ -174,8 +178,8 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
   // PR keyed on the weight alone and silently gave a second deconv the first one's kernels).
   // A recogniser's derived kernel belongs to its match alone: its address tells it apart from any other.
   const std::string origin = m.derived_weight ? std::to_string(reinterpret_cast<uintptr_t>(m.derived_weight.get())) : src.name;
-  const std::string key =
-      src.scope->path + "\n" + origin + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" + std::to_string(phase_index);
+  const std::string key = src.scope->path + "\n" + origin + "\n" + axis_key(plan.y) + "\n" + axis_key(plan.x) + "\n" +
+                          std::to_string(phase_index) + (m.one_d ? "\n1-D" : "");
   if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
 
   const core::PhasePlan& phase = plan.phases[phase_index];
@@ -185,8 +189,11 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
       names_.fresh(src.name + "_s" + strides + "_p" + std::to_string(plan.y.pad_begin) + "_" + std::to_string(plan.x.pad_begin) + "_" +
                    std::to_string(plan.y.pad_end) + "_" + std::to_string(plan.x.pad_end) + "_phase_" + std::to_string(phase_index / sx) +
                    "_" + std::to_string(phase_index % sx));
-  auto gathered = onnx_io::gather_elements(*src.tensor, phase_weight_indices(m, plan, phase),
-                                           {m.outputs(), m.channels / m.groups(), phase.y.taps, phase.x.taps});
+  // A 1-D node's phase weight is [C_out, C_in/g, taps] (its y axis has one tap): the same elements in the same order.
+  auto gathered =
+      onnx_io::gather_elements(*src.tensor, phase_weight_indices(m, plan, phase),
+                               m.one_d ? std::vector<int64_t>{m.outputs(), m.channels / m.groups(), phase.x.taps}
+                                       : std::vector<int64_t>{m.outputs(), m.channels / m.groups(), phase.y.taps, phase.x.taps});
   if (!gathered) return gathered.error();
   gathered->set_name(name);
   store_like_source(src, std::move(*gathered));
@@ -197,8 +204,10 @@ core::Result<std::string> Emitter::phase_weight(const DeconvMatch& m, const core
 std::string Emitter::zero_kernel(const DeconvMatch& m) {
   const ConstantSource& src = m.weight;
   // One per source weight and shape: it depends only on the channels, groups and the element type.
-  const std::vector<int64_t> dims{m.outputs(), m.channels / m.groups(), 1, 1};
-  const std::string key = src.scope->path + "\n" + src.name + "\nzero " + std::to_string(dims[0]) + " " + std::to_string(dims[1]);
+  std::vector<int64_t> dims{m.outputs(), m.channels / m.groups(), 1, 1};
+  if (m.one_d) dims.pop_back();
+  const std::string key =
+      src.scope->path + "\n" + src.name + "\nzero " + std::to_string(dims[0]) + " " + std::to_string(dims[1]) + (m.one_d ? " 1-D" : "");
   if (auto it = phase_weights_.find(key); it != phase_weights_.end()) return it->second;
   const std::string name = names_.fresh(src.name + "_zero_1x1");
   onnx::TensorProto tensor = onnx_io::zeros_like_storage(*src.tensor, dims);
@@ -233,22 +242,23 @@ std::string Emitter::bias_only_phase(const DeconvMatch& m, const std::string& ba
   const std::string output = names_.fresh(name + "_out");
   std::vector<std::string> inputs{zeros, zero_kernel(m)};
   if (!bias.empty()) inputs.push_back(bias);
-  nodes.push_back(conv_node(name, std::move(inputs), output, m.groups(), {1, 1}, {0, 0, 0, 0}));
+  nodes.push_back(conv_node(m.one_d, name, std::move(inputs), output, m.groups(), {1, 1}, {0, 0, 0, 0}));
   add_value_info(m, output, m.outputs(), {0, 0, 0, 0});
   return output;
 }
 
 std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
                               std::vector<onnx::NodeProto>& nodes) {
-  // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right].
-  const std::vector<int64_t> full{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
+  // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right]; on NCL: [0, 0, left, 0, 0, right].
+  const std::vector<int64_t> full =
+      m.one_d ? std::vector<int64_t>{0, 0, pads[1], 0, 0, pads[3]} : std::vector<int64_t>{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
   const std::string node_name = names_.fresh(base);
   const std::string output = names_.fresh(node_name + "_out");
   onnx::NodeProto pad = make_node("Pad", node_name, {m.input}, {output});
   if (m.edge_padding) *pad.add_attribute() = onnx_io::make_string_attribute("mode", "edge");
   if (opset_ >= 11) {
     const std::string pads_name = names_.fresh(node_name + "_pads");
-    add_initializer(*m.scope, onnx_io::make_int64_tensor(pads_name, {8}, full));
+    add_initializer(*m.scope, onnx_io::make_int64_tensor(pads_name, {static_cast<int64_t>(full.size())}, full));
     pad.add_input(pads_name);
   } else {
     *pad.add_attribute() = onnx_io::make_ints_attribute(opset_ >= 2 ? "pads" : "paddings", full);
@@ -272,7 +282,7 @@ void Emitter::add_value_info(const DeconvMatch& m, const std::string& name, int6
   auto* shape = type->mutable_shape();
   *shape->add_dim() = in.shape().dim(0);
   shape->add_dim()->set_dim_value(channels);
-  for (int axis = 0; axis < 2; ++axis) {
+  for (int axis = m.one_d ? 1 : 0; axis < 2; ++axis) {  // a 1-D node's input type is [N, C, 1, L]: L alone
     const auto& d = in.shape().dim(2 + axis);
     const int64_t grow = pads[static_cast<size_t>(axis)] + pads[static_cast<size_t>(axis) + 2];
     const int64_t factor = axis == 1 ? width_factor : 1;
@@ -321,8 +331,10 @@ onnx::NodeProto Emitter::nearest_resize(const DeconvMatch& m, const std::string&
   const std::string name = m.name.empty() ? names_.fresh(base + "_nearest") : m.name;
   onnx::NodeProto resize = make_node("Resize", name, {input}, {m.output});
   const std::string scales = names_.fresh(base + "_nearest_scales");
-  add_initializer(*m.scope, onnx_io::make_tensor(scales, onnx::TensorProto::FLOAT, {4},
-                                                 {1.0, 1.0, static_cast<double>(sy), static_cast<double>(sx)}, /*raw=*/false));
+  const std::vector<double> factors = m.one_d ? std::vector<double>{1.0, 1.0, static_cast<double>(sx)}
+                                              : std::vector<double>{1.0, 1.0, static_cast<double>(sy), static_cast<double>(sx)};
+  add_initializer(*m.scope, onnx_io::make_tensor(scales, onnx::TensorProto::FLOAT, {static_cast<int64_t>(factors.size())}, factors,
+                                                 /*raw=*/false));
   if (opset_ >= 13) {
     resize.add_input("");  // roi, unused by nearest
   } else if (opset_ >= 11) {
@@ -355,6 +367,10 @@ void Emitter::interleave(const DeconvMatch& m, const std::string& base, const st
   const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
   // Along W: the s_x phases of each row stacked on a new last axis, [N, C, H', W', s_x], then [N, C, H', W'*s_x]: phase
   // ax's pixel w lands at w*s_x + ax. Reshape's 0s copy N, C and H', so no extent needs to be known.
+  if (m.one_d) {
+    interleave_1d(m, base, phases, growth, nodes);
+    return;
+  }
   std::vector<std::string> rows;
   for (int64_t ay = 0; ay < sy; ++ay) {
     if (sx == 1) {
@@ -395,6 +411,30 @@ void Emitter::interleave(const DeconvMatch& m, const std::string& base, const st
   nodes.push_back(reshape(m, last_name("_interleave_h"), concat_out, m.output, {0, 0, -1, width}));
 }
 
+void Emitter::interleave_1d(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
+                            const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes) {
+  // The s phases [N, C, L'] stacked on a new last axis, [N, C, L', s], then [N, C, L'*s]: phase a's sample l lands at
+  // l*s + a. The Reshape's target is written out where the extents are known (converters that move the channels
+  // last, as onnx2tf does, cannot follow a 0 that copies an extent), else 0 copies N and -1 takes the length.
+  const int64_t s = m.x.stride;
+  std::vector<std::string> stacked;
+  for (int64_t a = 0; a < s; ++a) {
+    const std::string name = names_.fresh(base + "_unsqueeze_" + std::to_string(a));
+    const std::string out = names_.fresh(name + "_out");
+    nodes.push_back(axes_node(m, "Unsqueeze", name, phases[static_cast<size_t>(a)], out, 3));
+    stacked.push_back(out);
+  }
+  const std::string concat_name = names_.fresh(base + "_stack");
+  const std::string concat_out = names_.fresh(concat_name + "_out");
+  onnx::NodeProto concat = make_node("Concat", concat_name, stacked, {concat_out});
+  *concat.add_attribute() = onnx_io::make_int_attribute("axis", 3);
+  nodes.push_back(std::move(concat));
+  const auto n = known_dim(m, 0), length = known_dim(m, 3);
+  const int64_t joined = length && *length + growth[3] <= std::numeric_limits<int64_t>::max() / s ? (*length + growth[3]) * s : -1;
+  nodes.push_back(
+      reshape(m, m.name.empty() ? names_.fresh(base + "_interleave") : m.name, concat_out, m.output, {n.value_or(0), m.outputs(), joined}));
+}
+
 onnx::NodeProto Emitter::axes_node(const DeconvMatch& m, const std::string& op, const std::string& name, const std::string& input,
                                    const std::string& output, int64_t axis) {
   onnx::NodeProto node = make_node(op, name, {input}, {output});
@@ -409,21 +449,6 @@ onnx::NodeProto Emitter::axes_node(const DeconvMatch& m, const std::string& op, 
 }
 
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
-  if (m.one_d) {
-    // x [N, C, L] -> [N, C, 1, L], the 2-D rewrite of that, then back to [N, C, L'] under the node's name.
-    const std::string base = m.name.empty() ? m.output : m.name;
-    DeconvMatch planar = m;
-    planar.one_d = false;
-    planar.name.clear();
-    planar.input = names_.fresh(base + "_2d_in");
-    planar.output = names_.fresh(base + "_2d_out");
-    std::vector<onnx::NodeProto> nodes{axes_node(m, "Unsqueeze", names_.fresh(base + "_to_2d"), m.input, planar.input, 2)};
-    auto inner = emit(planar, layout);
-    if (!inner) return inner.error();
-    nodes.insert(nodes.end(), inner->begin(), inner->end());
-    nodes.push_back(axes_node(m, "Squeeze", m.name.empty() ? names_.fresh(base + "_to_1d") : m.name, planar.output, m.output, 2));
-    return nodes;
-  }
   core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   if (layout == PhaseLayout::kNearest) plan.phases.resize(1);  // the one phase; the Resize makes the others
   const int64_t s = plan.y.stride, sx = plan.x.stride;
@@ -479,7 +504,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
       const std::string output = names_.fresh(conv_name + "_out");
       std::vector<std::string> inputs{input, *weight};
       if (!bias.empty()) inputs.push_back(bias);
-      nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads));
+      nodes.push_back(conv_node(m.one_d, conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads));
       add_value_info(m, output, m.outputs(), growth);
       nodes.push_back(nearest_resize(m, base, output, s, sx));
       return nodes;
@@ -488,7 +513,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, P
     const std::string output = last ? m.output : names_.fresh(conv_name + "_out");
     std::vector<std::string> inputs{input, *weight};
     if (!bias.empty()) inputs.push_back(bias);
-    nodes.push_back(conv_node(conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads, dilations));
+    nodes.push_back(conv_node(m.one_d, conv_name, std::move(inputs), output, m.groups(), kernel, conv_pads, dilations));
     if (!last) {
       add_value_info(m, output, m.outputs(), growth);
       phase_outputs.push_back(output);

@@ -24,8 +24,9 @@
 //          y      = Transpose(y_d)                perm [1,0,2,3]: [1, C, sH, sW]
 // With s == 1 the single Conv writes y itself (a stride-1 ConvTranspose, dilated or not: the kernel flipped, dilations kept).
 // Strides that differ per axis join by the interleave (PhaseLayout::kInterleave). Every phase yields H + q by W + q
-// when the output is s*(H + q) (core::phase_growth); a negative phase pad is a crop by Pad. A 1-D ConvTranspose is the
-// 2-D rewrite of Unsqueeze(x, 2), then Squeeze(y, 2). When the match pads with x's edge (nearest + reflect Pad + Conv),
+// when the output is s*(H + q) (core::phase_growth); a negative phase pad is a crop by Pad. A 1-D ConvTranspose
+// [N, C, L] is rewritten in 1-D: Conv1d phases, each Unsqueezed to [N, C, L', 1], a Concat on axis 3 and a Reshape to
+// [N, C, L'*s] (written out where the extents are known). When the match pads with x's edge (nearest + reflect Pad + Conv),
 // every phase's padding is a Pad with mode edge and its Conv has no pads.
 #pragma once
 
@@ -135,6 +136,10 @@ class Emitter {
   // The kInterleave join of the phase outputs (row-major (ay, ax)) into m.output, named after the node.
   void interleave(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
                   const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes);
+  // The join of a 1-D node's s phases (kInterleave with one row): Unsqueeze each to [N, C, L', 1], Concat on that
+  // axis, Reshape to [N, C, L'*s].
+  void interleave_1d(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
+                     const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes);
   void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);
   // A 4-D value_info for `name`: m's input type with `channels`, each spatial extent grown by its pads, W times width_factor.
   void add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads,

@@ -4,6 +4,7 @@
 // Each test asserts the emitted structure, what was removed, and the numbers through the naive executor.
 #include <catch2/catch.hpp>
 
+#include "onnx_io/attributes.h"
 #include "rewrite_fixtures.h"
 
 using namespace dwdeconv;
@@ -280,19 +281,24 @@ TEST_CASE("equal phases of strides that differ per axis are one Conv and a neare
   CHECK(output_diff(model, out.model, {{"X", random_tensor4(1, 2, 3, 4, 9)}}, "Y", {1, 2, 6, 4}) < kTolerance);
 }
 
-TEST_CASE("a 1-D depthwise ConvTranspose is the 2-D rewrite of its input unsqueezed to [N, C, 1, L], squeezed back", "[rewrite][one_d]") {
+TEST_CASE("a 1-D depthwise ConvTranspose is rewritten in 1-D: Conv1d phases stacked on a new last axis, reshaped to [N, C, L*s]",
+          "[rewrite][one_d]") {
   struct Case {
     const char* attrs;
-    const char* attrs_2d;  // the same node on [N, C, 1, L]: the reference, since the naive executor is 2-D
+    const char* attrs_2d;  // the same node on [N, C, 1, L]: an independent reference for the 1-D one
     int64_t k, opset;
     std::vector<int64_t> dims;  // of Y for an input of length 6
     const char* layout;
+    std::vector<int64_t> conv_pads;  // every phase Conv's pads, 1-D: [begin, end]
+    int64_t s;
   };
   const Case c = GENERATE(values<Case>({
-      {"strides=[2], pads=[1,1]", "strides=[1,2], pads=[0,1,0,1]", 4, 13, {1, 3, 12}, "interleave"},  // x2, clean
-      // x4, Unsqueeze/Squeeze with an axes attribute
-      {"strides=[4], pads=[2,2]", "strides=[1,4], pads=[0,2,0,2]", 8, 11, {1, 3, 24}, "interleave"},
-      {"strides=[1], pads=[2,2], dilations=[3]", "strides=[1,1], pads=[0,2,0,2], dilations=[1,3]", 3, 13, {1, 3, 8}, "single"},
+      {"strides=[2], pads=[1,1]", "strides=[1,2], pads=[0,1,0,1]", 4, 13, {1, 3, 12}, "interleave", {}, 2},  // x2, clean
+      // x4, Unsqueeze with an axes attribute
+      {"strides=[4], pads=[2,2]", "strides=[1,4], pads=[0,2,0,2]", 8, 11, {1, 3, 24}, "interleave", {}, 4},
+      {"strides=[1], pads=[2,2], dilations=[3]", "strides=[1,1], pads=[0,2,0,2], dilations=[1,3]", 3, 13, {1, 3, 8}, "single", {4, 4}, 1},
+      // BigVGAN's UpSample1d ConvTranspose (k 12, s 2, no pads): each phase 6 taps with 5 zeros each side
+      {"strides=[2]", "strides=[1,2]", 12, 17, {1, 3, 22}, "interleave", {5, 5}, 2},
   }));
   CAPTURE(c.attrs, c.opset);
   auto model = parse_model("<ir_version: 8, opset_import: [\"\" : " + std::to_string(c.opset) +
@@ -305,14 +311,32 @@ TEST_CASE("a 1-D depthwise ConvTranspose is the 2-D rewrite of its input unsquee
   CHECK(rewrite::phase_layout_name(out.result.nodes[0].layout) == std::string(c.layout));
   const auto& g = out.model.graph();
   CHECK(count_ops(g, "ConvTranspose") == 0);
-  const auto* squeeze = find_producer(g, "Y");
-  REQUIRE(squeeze != nullptr);
-  CHECK(squeeze->op_type() == "Squeeze");
-  CHECK(squeeze->name() == "up1");
-  const auto unsqueezes = nodes_of(g, "Unsqueeze");
-  REQUIRE(!unsqueezes.empty());
-  CHECK(std::count_if(unsqueezes.begin(), unsqueezes.end(), [](const auto* n) { return n->input(0) == "X"; }) == 1);
-  for (const auto* conv : nodes_of(g, "Conv")) CHECK(conv_weight_dims(g, *conv)[2] == 1);  // [C, 1, 1, M]
+  CHECK(count_ops(g, "Squeeze") == 0);  // no detour through 2-D
+  const auto* last = find_producer(g, "Y");
+  REQUIRE(last != nullptr);
+  CHECK(last->name() == "up1");
+  const std::string layout = c.layout;
+  if (layout == "interleave") {
+    // s Unsqueezes of the phases to [N, C, L, 1], one Concat on axis 3, a Reshape to literal [1, 3, L*s].
+    const int64_t s = c.s;
+    CHECK(last->op_type() == "Reshape");
+    CHECK(values_of(*find_initializer(g, last->input(1))) == std::vector<double>{1, 3, static_cast<double>(c.dims[2])});
+    const auto* concat = find_producer(g, last->input(0));
+    REQUIRE(concat != nullptr);
+    CHECK(concat->op_type() == "Concat");
+    CHECK(onnx_io::get_int(*concat, "axis", -1).value() == 3);
+    CHECK(concat->input_size() == s);
+    CHECK(count_ops(g, "Unsqueeze") == s);
+    CHECK(count_ops(g, "Conv") == s);
+  } else {
+    CHECK(last->op_type() == "Conv");
+  }
+  for (const auto* conv : nodes_of(g, "Conv")) {
+    CHECK(conv_weight_dims(g, *conv).size() == 3);  // [C, 1, M]
+    CHECK(onnx_io::get_ints(*conv, "strides", {}).value() == std::vector<int64_t>{1});
+    CHECK(conv->input(0) == "X");
+    if (!c.conv_pads.empty()) CHECK(onnx_io::get_ints(*conv, "pads", {}).value() == c.conv_pads);
+  }
   CHECK(find_initializer(g, "W") == nullptr);
   CHECK(checker_error(out.model).empty());
   auto planar =
@@ -331,6 +355,29 @@ TEST_CASE("a 1-D depthwise ConvTranspose is the 2-D rewrite of its input unsquee
     largest = std::max(largest, std::abs(expected.data[i]));
   }
   CHECK(largest > 1e-3);
+  CHECK(worst < kTolerance);
+}
+
+TEST_CASE("a 1-D upsampler of unknown length reshapes to [0, C, -1]", "[rewrite][one_d]") {
+  auto model = parse_model(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[N,3,L] X) => (float[N,3,M] Y) {\n"
+      "  Y = ConvTranspose <group=3, strides=[2], pads=[1,1]> (X, W, B)\n}\n");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4}, 31);
+  set_random_initializer(*model.mutable_graph(), "B", TensorProto::FLOAT, {3}, 32);
+  const auto out = rewrite_copy(model, litert());
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  const auto* last = find_producer(g, "Y");
+  REQUIRE(last != nullptr);
+  REQUIRE(last->op_type() == "Reshape");
+  CHECK(values_of(*find_initializer(g, last->input(1))) == std::vector<double>{0, 3, -1});
+  const auto x = random_tensor4(2, 3, 1, 5, 33);
+  const NaiveTensor y = run_naive(out.model, {{"X", NaiveTensor({2, 3, 5}, x.data)}}).at("Y");
+  const NaiveTensor ref = run_naive(model, {{"X", NaiveTensor({2, 3, 5}, x.data)}}).at("Y");
+  REQUIRE(y.dims == std::vector<int64_t>{2, 3, 10});
+  REQUIRE(ref.dims == y.dims);
+  double worst = 0;
+  for (size_t i = 0; i < y.data.size(); ++i) worst = std::max(worst, std::abs(y.data[i] - ref.data[i]));
   CHECK(worst < kTolerance);
 }
 

@@ -38,7 +38,48 @@ std::array<int64_t, 2> two(const onnx::NodeProto& node, const std::vector<int64_
   return {v[0], v[1]};
 }
 
+// A 1-D Conv or ConvTranspose ([N, C, L], weight [.., .., K]) as the 2-D one with a unit H axis: its input, weight
+// and attributes lifted (k 1, stride and dilation 1, no pads on H), run by `run`, and the output's H axis dropped.
+NaiveTensor run_one_d(const onnx::NodeProto& node, const Env& env, NaiveTensor (*run)(const onnx::NodeProto&, const Env&)) {
+  onnx::NodeProto lifted = node;
+  lifted.clear_input();
+  Env lifted_env;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string name = "lifted_" + std::to_string(i);
+    lifted.add_input(node.input(i).empty() ? "" : name);
+    if (node.input(i).empty()) continue;
+    NaiveTensor t = input(node, env, i);
+    if (i < 2) {
+      if (t.dims.size() != 3) fail(node, "a 1-D input or weight must have rank 3");
+      t.dims.insert(t.dims.begin() + 2, 1);
+    }
+    lifted_env.emplace(name, std::move(t));
+  }
+  for (auto& a : *lifted.mutable_attribute()) {
+    const std::string& n = a.name();
+    if (n != "strides" && n != "dilations" && n != "kernel_shape" && n != "pads" && n != "output_padding" && n != "output_shape") continue;
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    if (n == "pads") {
+      if (v.size() != 2) fail(node, "pads must have 2 values for a 1-D node");
+      v = {0, v[0], 0, v[1]};
+    } else if (n == "output_shape") {
+      if (v.size() == 3) v.erase(v.begin(), v.begin() + 2);
+      if (v.size() != 1) fail(node, "output_shape must have 1 or 3 values for a 1-D node");
+      v = {1, v[0]};
+    } else {
+      if (v.size() != 1) fail(node, n + " must have 1 value for a 1-D node");
+      v = {n == "output_padding" ? 0 : 1, v[0]};
+    }
+    a.clear_ints();
+    for (int64_t e : v) a.add_ints(e);
+  }
+  NaiveTensor y = run(lifted, lifted_env);
+  y.dims.erase(y.dims.begin() + 2);
+  return y;
+}
+
 NaiveTensor run_conv(const onnx::NodeProto& node, const Env& env) {
+  if (input(node, env, 0).dims.size() == 3) return run_one_d(node, env, run_conv);
   const auto x = input(node, env, 0).as_tensor4();
   const auto w = input(node, env, 1).as_tensor4();
   const std::string auto_pad = attr_string(node, "auto_pad", "NOTSET");
@@ -60,6 +101,7 @@ NaiveTensor run_conv(const onnx::NodeProto& node, const Env& env) {
 }
 
 NaiveTensor run_conv_transpose(const onnx::NodeProto& node, const Env& env) {
+  if (input(node, env, 0).dims.size() == 3) return run_one_d(node, env, run_conv_transpose);
   const auto x = input(node, env, 0).as_tensor4();
   const auto w = input(node, env, 1).as_tensor4();
   core::ConvTranspose2dParams p;
