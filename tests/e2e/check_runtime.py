@@ -228,6 +228,8 @@ def main():
             check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
         if runtime == "mnn":
             mnn_converter(d, src, tool, tool_run, env)
+        if runtime in ("ort", "litert"):
+            one_d_upsampler(runtime, d, tool_run)
         names_not_positions(runtime, d, tool_run, env)
         broken_package(runtime, d, src, tool_run, env)
         typed_inputs(runtime, d, tool_run)
@@ -410,6 +412,56 @@ def mnn_converter(d, src, tool, tool_run, env):
           "a name that is not UTF-8: MNNConvert refuses the model, exit 3 naming the stage")
     check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "not UTF-8: no scratch directory is left")
     no_converter_left("a name that is not UTF-8")
+
+
+def one_d_upsampler(runtime, d, tool_run):
+    """BigVGAN's UpSample1d as torch exports it (replicate Pad 5 + 5, a depthwise ConvTranspose1d k 12 s 2, x2, the crop
+    [15:-15]) on [1, 24, 300]: --target litert writes its 1-D join (Conv1d phases, Unsqueeze, Concat, Reshape to
+    literal dims), which converts and computes the original on the runtime (onnx2tf moves the length axis last in
+    the model's inputs and outputs: the adapter feeds and reads them by name in either layout), and a planted error
+    in one phase fails there."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    c, length = 24, 300
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pad", mode="edge"),
+             helper.make_node("ConvTranspose", ["xp", "w"], ["u"], name="up", group=c, kernel_shape=[12], strides=[2]),
+             helper.make_node("Mul", ["u", "two"], ["g"], name="gain"),
+             helper.make_node("Slice", ["g", "starts", "ends", "axes"], ["y"], name="crop")]
+    inits = [numpy_helper.from_array(np.array([0, 0, 5, 0, 0, 5], np.int64), "pads"),
+             numpy_helper.from_array(rng.uniform(-0.5, 0.5, (c, 1, 12)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array([15], np.int64), "starts"),
+             numpy_helper.from_array(np.array([-15], np.int64), "ends"),
+             numpy_helper.from_array(np.array([2], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "upsample1d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, length])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2 * length])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    src, out = os.path.join(d, "upsample1d.onnx"), os.path.join(d, "upsample1d.litert.onnx")
+    onnx.save(model, src)
+    r = tool_run(src, "-o", out, "--target", "litert", "--runtime", runtime, "--verify")
+    check(r.returncode == 0 and os.path.exists(out), f"1-D: --target litert's rewrite verifies on {runtime}")
+    written = onnx.load(out)
+    ops = [n.op_type for n in written.graph.node]
+    check("ConvTranspose" not in ops and "Squeeze" not in ops and ops.count("Unsqueeze") == 2, "1-D: no detour through 2-D")
+    join = next((n for n in written.graph.node if n.output[0] == "u"), None)
+    check(join is not None and join.op_type == "Reshape" and join.name == "up", "1-D: the join writes the node's output")
+    if join is not None:
+        target = next(t for t in written.graph.initializer if t.name == join.input[1])
+        check(numpy_helper.to_array(target).tolist() == [1, c, 2 * (length + 15)], "1-D: the Reshape's dims are literal")
+    convs = [n for n in written.graph.node if n.op_type == "Conv"]
+    check(len(convs) == 2, "1-D: two phase Convs")
+    bad = onnx.load(out)
+    weight = next(t for t in bad.graph.initializer if t.name == convs[-1].input[1])
+    w = numpy_helper.to_array(weight).copy()
+    w.flat[3] += 0.5
+    weight.CopyFrom(numpy_helper.from_array(w, weight.name))
+    onnx.save(bad, os.path.join(d, "upsample1d.bad.onnx"))
+    r = tool_run(src, "--compare", os.path.join(d, "upsample1d.bad.onnx"), "--runtime", runtime)
+    check(r.returncode == 1 and "verification FAILED" in r.stderr, "1-D: a planted phase error fails on the runtime")
 
 
 def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):
