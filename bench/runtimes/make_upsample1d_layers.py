@@ -1,0 +1,72 @@
+"""BigVGAN v2's UpSample1d (alias_free_activation/torch/resample.py) as torch.onnx.export writes it, one model per
+stage of the 24 kHz config for one second of audio: replicate Pad 5 + 5, a depthwise ConvTranspose1d (kernel 12,
+stride 2, the kaiser-sinc filter), x2, the crop [15:-15]; on [1, C, L] for (C, L) = (768, 375), (384, 1500),
+(192, 3000), (96, 6000), (48, 12000), (24, 24000). Then each rewritten by the tool with the given target, so that
+bench_runtimes.py times the pairs:
+
+  python bench/runtimes/make_upsample1d_layers.py OUT_DIR [--target litert] [--tool build/cli/dwdeconv-rewrite]
+  python bench/runtimes/bench_runtimes.py --runtime ort litert $(cat OUT_DIR/pairs.txt) --work /tmp/up1d
+
+(any Python with onnx and numpy; the filter is computed here as filter.py computes it, in numpy)."""
+import argparse
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+STAGES = [(768, 375), (384, 1500), (192, 3000), (96, 6000), (48, 12000), (24, 24000)]
+
+
+def kaiser_sinc_filter1d(cutoff=0.25, half_width=0.3, kernel_size=12) -> np.ndarray:
+    half_size = kernel_size // 2
+    delta_f = 4 * half_width
+    a = 2.285 * (half_size - 1) * math.pi * delta_f + 7.95
+    beta = 0.1102 * (a - 8.7) if a > 50.0 else (0.5842 * (a - 21) ** 0.4 + 0.07886 * (a - 21.0) if a >= 21.0 else 0.0)
+    window = np.kaiser(kernel_size, beta)
+    time = np.arange(-half_size, half_size) + 0.5
+    f = 2 * cutoff * window * np.sinc(2 * cutoff * time)
+    return (f / f.sum()).astype(np.float32)
+
+
+def upsample1d(c: int, length: int) -> onnx.ModelProto:
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pad", mode="edge"),
+             helper.make_node("ConvTranspose", ["xp", "filter"], ["u"], name="up", group=c, kernel_shape=[12], strides=[2]),
+             helper.make_node("Mul", ["u", "ratio"], ["g"], name="gain"),
+             helper.make_node("Slice", ["g", "starts", "ends", "axes"], ["y"], name="crop")]
+    inits = [numpy_helper.from_array(np.array([0, 0, 5, 0, 0, 5], np.int64), "pads"),
+             numpy_helper.from_array(np.tile(kaiser_sinc_filter1d(), (c, 1, 1)), "filter"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "ratio"),
+             numpy_helper.from_array(np.array([15], np.int64), "starts"),
+             numpy_helper.from_array(np.array([-15], np.int64), "ends"),
+             numpy_helper.from_array(np.array([2], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "upsample1d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, length])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2 * length])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--target", default="litert")
+    parser.add_argument("--tool", default="build/cli/dwdeconv-rewrite")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    for c, length in STAGES:
+        original = args.out / f"upsample1d_C{c}_L{length}.onnx"
+        rewritten = args.out / f"upsample1d_C{c}_L{length}.{args.target}.onnx"
+        onnx.save(upsample1d(c, length), original)
+        subprocess.run([args.tool, str(original), "-o", str(rewritten), "--target", args.target, "-q"], check=True)
+        pairs.append(f"--pair {original} {rewritten}")
+    (args.out / "pairs.txt").write_text(" ".join(pairs) + "\n")
+    print(f"wrote {len(pairs)} pairs; their --pair arguments are in {args.out / 'pairs.txt'}")
+
+
+if __name__ == "__main__":
+    main()
