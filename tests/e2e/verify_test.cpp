@@ -491,7 +491,7 @@ TEST_CASE("per-node compare refuses a region whose output size a constant fixes 
 
 TEST_CASE("per-node verification checks the fixtures' hand-written and computed-weight upsamplers from the rewrite's record",
           "[e2e][verify][per_node]") {
-  // Each fixture gets a tail the executor does not implement (Abs), so --verify runs per node. The mask's constant
+  // Each fixture gets a tail the executor does not implement (Softplus), so --verify runs per node. The mask's constant
   // chain and the Unpool weight's Expand chain are constants, not ops the region must be made of; the regions' input
   // sizes are the ones the rewrite computed. Before, both failed: "the models differ outside the rewritten nodes"
   // (a dead chain left in the output) and "Equal ... is not an op of the upsampler forms".
@@ -503,8 +503,8 @@ TEST_CASE("per-node verification checks the fixtures' hand-written and computed-
     auto& graph = *model->mutable_graph();
     const std::string y = graph.output(0).name();
     auto* tail = graph.add_node();
-    tail->set_op_type("Abs");
-    tail->set_name("tail_abs");
+    tail->set_op_type("Softplus");
+    tail->set_name("tail_softplus");
     tail->add_input(y);
     tail->add_output(y + "_abs");
     graph.mutable_output(0)->set_name(y + "_abs");
@@ -531,7 +531,7 @@ TEST_CASE("per-node verification of an upsampler whose output has no element fai
   TempDir dir;
   auto m = parse_model(
       "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[0,4,4,4] X) => (float[0,4,8,8] Z) {\n"
-      "  Y = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  Z = Abs (Y)\n}");
+      "  Y = ConvTranspose <group=4, strides=[2,2], pads=[1,1,1,1]> (X, W)\n  Z = Softplus (Y)\n}");
   set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {4, 1, 4, 4}, 3);
   const auto in = dir.path / "m.onnx", out = dir.path / "o.onnx";
   save(m, in);
