@@ -249,6 +249,38 @@ std::string Emitter::bias_only_phase(const DeconvMatch& m, const std::string& ba
 
 std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
                               std::vector<onnx::NodeProto>& nodes) {
+  if (m.edge_padding && m.one_d && options_.edge_as_slices && opset_ >= 10 && pads[1] >= 0 && pads[3] >= 0) {
+    // x's first and last samples, sliced once per node, repeated around x by one Concat on the length axis.
+    auto it = edge_slices_.find(m.output);
+    if (it == edge_slices_.end()) {
+      const auto slice = [&](const char* which, int64_t start, int64_t end) {
+        const std::string name = names_.fresh(m.name.empty() ? m.output + "_" + which : m.name + "_" + which);
+        const std::string out = names_.fresh(name + "_out");
+        onnx::NodeProto node = make_node("Slice", name, {m.input}, {out});
+        for (const auto& [suffix, value] : std::vector<std::pair<const char*, int64_t>>{{"_starts", start}, {"_ends", end}, {"_axes", 2}}) {
+          const std::string input = names_.fresh(name + suffix);
+          add_initializer(*m.scope, onnx_io::make_int64_tensor(input, {1}, {value}));
+          node.add_input(input);
+        }
+        nodes.push_back(std::move(node));
+        add_value_info(m, out, m.channels, {0, 0, 0, 0});
+        return out;
+      };
+      // The last sample: from -1 to the end (INT64_MAX, "to the end" in every opset's Slice).
+      const std::string first = slice("first_sample", 0, 1), last = slice("last_sample", -1, std::numeric_limits<int64_t>::max());
+      it = edge_slices_.emplace(m.output, std::make_pair(first, last)).first;
+    }
+    std::vector<std::string> parts(static_cast<size_t>(pads[1]), it->second.first);
+    parts.push_back(m.input);
+    parts.insert(parts.end(), static_cast<size_t>(pads[3]), it->second.second);
+    const std::string node_name = names_.fresh(base);
+    const std::string output = names_.fresh(node_name + "_out");
+    onnx::NodeProto concat = make_node("Concat", node_name, parts, {output});
+    *concat.add_attribute() = onnx_io::make_int_attribute("axis", 2);
+    nodes.push_back(std::move(concat));
+    add_value_info(m, output, m.channels, pads);
+    return output;
+  }
   // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right]; on NCL: [0, 0, left, 0, 0, right].
   const std::vector<int64_t> full =
       m.one_d ? std::vector<int64_t>{0, 0, pads[1], 0, 0, pads[3]} : std::vector<int64_t>{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};

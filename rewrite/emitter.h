@@ -77,6 +77,9 @@ bool known_batch_of_one(const DeconvMatch& m);
 struct EmitOptions {
   bool explicit_pad = false;               // every phase pad as a Pad node instead of folding non-negative pads into Conv
   int64_t max_phases = kDefaultMaxPhases;  // a node of stride s emits s*s phases; more than this keeps it
+  // A 1-D phase's edge padding as a Concat of x's first and last samples (Slices) around x instead of an edge Pad:
+  // onnx2tf writes an edge Pad as one MIRROR_PAD per sample, outside LiteRT's XNNPACK delegate (Target::edge_as_slices).
+  bool edge_as_slices = false;
 };
 
 // Emits replacements for matched nodes of one model. Phase weights are shared between nodes exactly when
@@ -152,6 +155,8 @@ class Emitter {
   std::map<std::string, std::string> phase_weights_;  // key -> tensor name, see phase_weight()
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> constants_after_;
   std::map<std::string, std::string> derived_;
+  // Per 1-D node (its output): the Slices of x's first and last sample that edge_as_slices concatenates.
+  std::map<std::string, std::pair<std::string, std::string>> edge_slices_;
 };
 
 }  // namespace dwdeconv::rewrite

@@ -19,6 +19,10 @@ const std::vector<FormInfo>& forms() {
        match_reshape_zero_insertion, false, true, false, false},
       {Form::kNearestConv, "nearest_conv", "nearest Resize, then a Conv of any group (U-Nets, VAE decoders, FPNs)", match_nearest_conv,
        false, true, true, true},
+      {Form::kUpsample1d, "upsample1d",
+       "an edge or zero Pad, a 1-D depthwise ConvTranspose, a gain and a crop, folded into phases that compute only the samples "
+       "kept (BigVGAN's UpSample1d, Mimi's causal crop)",
+       match_upsample1d, true, true, false, false},
   };
   return table;
 }

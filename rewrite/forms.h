@@ -29,6 +29,7 @@ enum class Form {
   kZeroInsertion,         // one-tap ConvTranspose, Pad, depthwise Conv (MI-GAN's older code)
   kReshapeZeroInsertion,  // Reshape/Pad/Reshape, Pad, no-op Slices, depthwise Conv (StyleGAN2's upfirdn2d)
   kNearestConv,           // nearest Resize, optional Pad, Conv (U-Nets, VAE decoders, FPNs)
+  kUpsample1d,            // [Pad], 1-D depthwise ConvTranspose, [gain], crop (BigVGAN's UpSample1d, Mimi's causal crop)
   kNearestResize,         // not a form: the plan row of a nearest Resize that starts none (kept, saying why)
 };
 

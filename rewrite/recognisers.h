@@ -58,6 +58,18 @@ std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv
                                                      const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                                                      const std::map<std::string, int>& uses);
 
+// Form `upsample1d` (BigVGAN's anti-aliased UpSample1d, Mimi's ConvTrUpsample1d):
+//   Before: [p = Pad(x, e)]          optional: edge or constant 0, on the length axis only (e_b + e_e samples)
+//            u = ConvTranspose(p|x)  1-D, depthwise, stride s, as match_deconv takes it
+//           [g = Mul(u, a)]          optional: one constant factor (no bias on the ConvTranspose)
+//            y = Slice(u|g)          the length axis only, step 1: a crop of c_b samples at the begin, c_e at the end
+//   After:   y = ConvTranspose(x, a*w) with pads P + c - s*e per end, each phase padding x with its edge (edge Pad)
+//            when every phase's pads are within the Pad's e: the phases compute only the samples kept.
+// Starts from the Slice; the match's `absorbs` is the ConvTranspose.
+std::optional<UpsamplerOutcome> match_upsample1d(const onnx::NodeProto& slice, const GraphScope& scope, int64_t ir_version,
+                                                 const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
+                                                 const std::map<std::string, int>& uses);
+
 // Form `reshape_zero_insertion` (StyleGAN2-ADA's reference upfirdn2d):
 //   Before:  r = Reshape(x, [N,C,H,1,W,1])
 //            z = Pad(r, pads6)        constant 0 on the two singleton axes only: (jy, s-1-jy) and (jx, s-1-jx)

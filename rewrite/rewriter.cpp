@@ -237,7 +237,9 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     }
     return std::nullopt;
   };
-  Emitter emitter(model, names, options.emit);
+  EmitOptions emit = options.emit;
+  emit.edge_as_slices = target.edge_as_slices;
+  Emitter emitter(model, names, emit);
   // The layout a selected match is emitted in, and why it is kept all the same (the target's rule, a join its runtime
   // cannot take, what the emitter needs), or "": decided before anything is emitted, so a kept node costs nothing.
   auto layout_of = [&](const DeconvMatch& m) { return emitter.layout_for(m, target.layout(m, opset)); };
@@ -251,6 +253,9 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   // ConvTranspose of one that will be rewritten gets no row of its own; any other is matched as written.
   std::map<const onnx::NodeProto*, UpsamplerOutcome> folds;
   std::set<const onnx::NodeProto*> absorbed;
+  // The ConvTransposes of upsample1d folds that are kept: the fold's row (named after the ConvTranspose) says why, and
+  // the ConvTranspose gets a row of its own only where it is rewritten alone (one upsampler, one row).
+  std::set<const onnx::NodeProto*> folded_but_kept;
   const auto fold_of = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
     for (const auto& form : forms()) {
       if (!form.absorbs_conv_transpose) continue;
@@ -273,6 +278,8 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
                    !invalid(match_deconv(ct, scope, model.ir_version(), types, false, &eval))) {
           absorbed.insert(&ct);
           seen_names.insert(ct_name);
+        } else if (outcome->summary.form == Form::kUpsample1d) {
+          folded_but_kept.insert(&ct);
         }
       }
       folds.emplace(&node, std::move(*outcome));
@@ -287,6 +294,11 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
         continue;
       } else if (is_deconv(node)) {
         MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types, options.dense_conv_transpose, &eval);
+        if (folded_but_kept.count(&node) != 0 &&
+            !(outcome.match && unselected(outcome.summary).empty() && kept_by(outcome.summary, *outcome.match).empty())) {
+          seen_names.insert(outcome.summary.name);
+          continue;
+        }
         summary = std::move(outcome.summary);
         if (outcome.match) {
           match = UpsamplerMatch{std::move(*outcome.match), {}};

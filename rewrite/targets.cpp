@@ -163,6 +163,23 @@ KeepRule depthwise_nearest_conv_on_litert(const std::string& then) {
           false};
 }
 
+// BENCHMARKS.md, "Audio: 1-D upsamplers": BigVGAN v2's UpSample1d (edge Pad 5 + 5, depthwise ConvTranspose1d k 12 s 2, x2,
+// crop 15 + 15) at the six stage shapes of its 24 kHz config, one second of audio each.
+MeasuredRange upsample1d_range() {
+  return MeasuredRange{}.channels(24, 768).kernel(12, 12).stride(2, 2).rank({1}).from(
+      "UpSample1d at BigVGAN v2's six 24 kHz stages: C 24-768, L 375-24000");
+}
+
+// The rule each target has for the upsample1d form, first in its table: its own family, whatever the 2-D rules say.
+KeepRule upsample1d_rule(bool rewrite, const std::string& measured) {
+  KeepRule rule;
+  rule.forms = {Form::kUpsample1d};
+  rule.rewrite = rewrite;
+  rule.measured = measured;
+  if (rewrite) rule.range = upsample1d_range();
+  return rule;
+}
+
 std::vector<Target> make_targets() {
   const std::set<Form> all = all_forms();
   std::vector<Target> t;
@@ -607,7 +624,28 @@ std::vector<Target> make_targets() {
     if (const auto it = headline.find(target.name); it != headline.end()) target.headline = it->second;
     if (const auto it = aliases.find(target.name); it != aliases.end()) target.aliases = it->second;
     target.dense_conv_transpose = dense.at(target.name);
+    // onnx2tf writes an edge Pad as one MIRROR_PAD per sample, run outside LiteRT's XNNPACK delegate (BENCHMARKS.md,
+    // "Audio: 1-D upsamplers").
+    // The executor runs an edge Pad on its reference kernels: 1.95x-2.03x against 2.28x-2.59x with the Concat.
+    target.edge_as_slices = target.name == "litert" || target.name == "xnnpack";
   }
+  // A 1-D upsampler with its pads and crops folded (BigVGAN's UpSample1d): where it was measured, and the others say so.
+  const std::string audio = "(BENCHMARKS.md, \"Audio: 1-D upsamplers\")";
+  const std::map<std::string, KeepRule> upsample1d = {
+      {kDefaultTarget, upsample1d_rule(false, "a folded 1-D upsampler was measured on the executor, ONNX Runtime and LiteRT only " + audio +
+                                                  "; the default is slower on no runtime (--target xnnpack, litert or ort rewrites it)")},
+      {"xnnpack", upsample1d_rule(true,
+                                  "UpSample1d measured 2.28x-2.59x on the executor (Intel Xeon) with its edge samples as a "
+                                  "Concat of slices " +
+                                      audio)},
+      {"litert", upsample1d_rule(
+                     true, "UpSample1d measured 15.3x-16.1x on LiteRT (Intel Xeon) with its edge samples as a Concat of slices " + audio)},
+      {"ort", upsample1d_rule(true, "UpSample1d measured 2.04x-2.19x on ONNX Runtime 1.32's CPU provider (Intel Xeon) " + audio)},
+      {"executorch", upsample1d_rule(false, "a folded 1-D upsampler was not measured on ExecuTorch " + audio)},
+      {"openvino", upsample1d_rule(false, "a folded 1-D upsampler was not measured on OpenVINO " + audio)},
+      {"mnn", upsample1d_rule(false, "a folded 1-D upsampler was not measured on MNN " + audio)},
+      {"ncnn", upsample1d_rule(false, "a folded 1-D upsampler was not measured on ncnn, and its join would not convert through pnnx")}};
+  for (auto& target : t) target.rules.insert(target.rules.begin(), upsample1d.at(target.name));
   return t;
 }
 

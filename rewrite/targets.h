@@ -143,6 +143,9 @@ struct Target {
   std::vector<std::string> aliases;
   // Why it keeps a dense (group 1) ConvTranspose: what was measured on its own runtime, or that nothing was.
   std::string dense_conv_transpose;
+  // Whether a 1-D phase's edge padding is spelled as a Concat of x's edge samples rather than an edge Pad (its
+  // converter writes an edge Pad as one op per sample, outside the runtime's delegate: EmitOptions::edge_as_slices).
+  bool edge_as_slices = false;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.

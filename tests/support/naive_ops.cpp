@@ -129,6 +129,27 @@ NaiveTensor run_conv_transpose(const onnx::NodeProto& node, const Env& env) {
 NaiveTensor run_pad_generic(const onnx::NodeProto& node, const NaiveTensor& x, const std::vector<int64_t>& pads, double value);
 
 NaiveTensor run_pad(const onnx::NodeProto& node, const Env& env, int64_t opset) {
+  if (input(node, env, 0).dims.size() == 3 && opset >= 11 && optional_input(node, env, 3) == nullptr) {
+    // A 1-D tensor [N, C, L], in any mode: the 4-D Pad of [N, C, 1, L] with nothing on H, then H dropped.
+    const std::vector<double>& p = input(node, env, 1).data;
+    if (p.size() != 6) fail(node, "pads must have 6 values for a 3-D input");
+    onnx::NodeProto lifted = node;
+    lifted.clear_input();
+    Env lifted_env;
+    NaiveTensor x = input(node, env, 0);
+    x.dims.insert(x.dims.begin() + 2, 1);
+    lifted_env.emplace("x", std::move(x));
+    lifted_env.emplace("pads", NaiveTensor({8}, {p[0], p[1], 0, p[2], p[3], p[4], 0, p[5]}));
+    lifted.add_input("x");
+    lifted.add_input("pads");
+    if (const NaiveTensor* c = optional_input(node, env, 2)) {
+      lifted_env.emplace("value", *c);
+      lifted.add_input("value");
+    }
+    NaiveTensor y = run_pad(lifted, lifted_env, opset);
+    y.dims.erase(y.dims.begin() + 2);
+    return y;
+  }
   if (input(node, env, 0).dims.size() != 4) {
     // Any other rank (StyleGAN2-ADA's zero insertion pads a 6-D tensor): input-form pads, no axes.
     if (opset < 11 || optional_input(node, env, 3) != nullptr)

@@ -1,0 +1,189 @@
+// Form upsample1d: BigVGAN's anti-aliased UpSample1d (replicate Pad 5 + 5, depthwise ConvTranspose1d k 12 s 2, x2,
+// crop [15:-15]) and Mimi's causal crop after a ConvTranspose1d, as torch exports them: the crop, the gain and the edge
+// padding fold into phases that compute only the samples kept. The expected structure is worked out by hand in each
+// case (docs/design.md's phase formula); the numbers are checked against the original on the naive executor.
+#include <catch2/catch.hpp>
+
+#include "onnx_io/attributes.h"
+#include "rewrite_fixtures.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+using onnx::TensorProto;
+
+namespace {
+
+rewrite::RewriteOptions target(const char* name) {
+  rewrite::RewriteOptions options;
+  options.target = rewrite::find_target(name);
+  return options;
+}
+
+// UpSample1d on [1, 24, 8] (24 channels: BigVGAN's last stage, inside the measured range) at opset 17: `pad` samples of `mode` each side,
+// ConvTranspose k 12 s 2, times `gain`, the Slice [begin:end] of the last axis.
+onnx::ModelProto upsample1d(const std::string& mode = "edge", int64_t pad = 5, const std::string& slice = "starts = {15}, ends = {-15}",
+                            const std::string& axes = "{2}", double gain = 2.0) {
+  const std::string text =
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1,24,8] X) => (float[1,24,M] Y) {\n"
+      "  pads = Constant <value = int64[6] {0, 0, " +
+      std::to_string(pad) + ", 0, 0, " + std::to_string(pad) +
+      "}> ()\n"
+      "  XP = Pad <mode = \"" +
+      mode +
+      "\"> (X, pads)\n"
+      "  U = ConvTranspose <group = 24, kernel_shape = [12], strides = [2]> (XP, W)\n"
+      "  two = Constant <value = float {" +
+      std::to_string(gain) +
+      "}> ()\n"
+      "  G = Mul (U, two)\n"
+      "  starts = Constant <value = int64[1] " +
+      slice.substr(slice.find('{'), slice.find('}') - slice.find('{') + 1) +
+      "> ()\n"
+      "  ends = Constant <value = int64[1] " +
+      slice.substr(slice.rfind('{'), slice.rfind('}') - slice.rfind('{') + 1) +
+      "> ()\n"
+      "  axes = Constant <value = int64[1] " +
+      axes +
+      "> ()\n"
+      "  Y = Slice (G, starts, ends, axes)\n}\n";
+  auto model = parse_model(text);
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {24, 1, 12}, 41);
+  name_node(model, "U", "up");
+  name_node(model, "Y", "crop");
+  return model;
+}
+
+NaiveTensor input_x() {
+  const auto x = random_tensor4(1, 24, 1, 8, 42);
+  return NaiveTensor({1, 24, 8}, x.data);
+}
+
+std::vector<std::vector<double>> pads_of_pads(const onnx::GraphProto& g) {
+  std::vector<std::vector<double>> out;
+  for (const auto* pad : nodes_of(g, "Pad")) out.push_back(values_of(*find_initializer(g, pad->input(1))));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("BigVGAN's UpSample1d is one upsample1d: each phase edge-pads x by its own reach and computes only the samples kept",
+          "[rewrite][upsample1d]") {
+  const auto model = upsample1d();
+  const auto out = rewrite_copy(model, target("ort"));
+  REQUIRE(out.result.nodes.size() == 1);  // the ConvTranspose it absorbs has no row of its own
+  const auto& row = out.result.nodes[0];
+  CHECK(row.summary.form == "upsample1d");
+  CHECK(row.summary.name == "up");
+  CHECK(row.rewritten);
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "ConvTranspose") == 0);
+  CHECK(count_ops(g, "Mul") == 0);    // the x2 is in the weights
+  CHECK(count_ops(g, "Slice") == 0);  // the crop is in the phases' pads
+  // On x the ConvTranspose has pads 15 - 2*5 = 5 each end; phase 0 takes the odd taps w[11], w[9], ..., w[1] and pads
+  // x by 3 and 2, phase 1 the even taps w[10], ..., w[0] by 2 and 3: both within the Pad's 5, so edge Pads.
+  const auto pads = pads_of_pads(g);
+  REQUIRE(pads.size() == 2);
+  CHECK(pads[0] == std::vector<double>{0, 0, 3, 0, 0, 2});
+  CHECK(pads[1] == std::vector<double>{0, 0, 2, 0, 0, 3});
+  for (const auto* pad : nodes_of(g, "Pad")) {
+    CHECK(pad->input(0) == "X");
+    CHECK(onnx_io::get_string(*pad, "mode", "").value() == "edge");
+  }
+  const auto convs = nodes_of(g, "Conv");
+  REQUIRE(convs.size() == 2);
+  const auto w = values_of(*find_initializer(model.graph(), "W"));
+  for (size_t p = 0; p < 2; ++p) {
+    CHECK(conv_weight_dims(g, *convs[p]) == std::vector<int64_t>{24, 1, 6});
+    CHECK(onnx_io::get_ints(*convs[p], "pads", {}).value() == std::vector<int64_t>{0, 0});
+    const auto phase = values_of(*find_initializer(g, convs[p]->input(1)));
+    // Channel 1, first tap: 2 * w[1][0][11 - p].
+    CHECK(phase[6] == 2.0 * w[12 + 11 - p]);
+  }
+  const auto* last = find_producer(g, "Y");
+  REQUIRE(last != nullptr);
+  CHECK(last->op_type() == "Reshape");
+  CHECK(last->name() == "crop");
+  CHECK(values_of(*find_initializer(g, last->input(1))) == std::vector<double>{1, 24, 16});
+  INFO(checker_error(out.model));
+  CHECK(checker_error(out.model).empty());
+  CHECK(output_diff(model, out.model, {{"X", input_x()}}, "Y", {1, 24, 16}) < kTolerance);
+}
+
+TEST_CASE("for litert and xnnpack the edge samples are a Concat of x's first and last samples, not an edge Pad", "[rewrite][upsample1d]") {
+  const char* name = GENERATE("litert", "xnnpack");
+  CAPTURE(name);
+  const auto model = upsample1d();
+  const auto out = rewrite_copy(model, target(name));
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "Pad") == 0);
+  const auto slices = nodes_of(g, "Slice");
+  REQUIRE(slices.size() == 2);  // the first and the last sample, shared by both phases
+  for (const auto* slice : slices) CHECK(slice->input(0) == "X");
+  std::vector<int> lengths;
+  for (const auto* concat : nodes_of(g, "Concat")) {
+    if (onnx_io::get_int(*concat, "axis", -1).value() == 2) lengths.push_back(concat->input_size());
+  }
+  CHECK(lengths == std::vector<int>{3 + 1 + 2, 2 + 1 + 3});
+  CHECK(output_diff(model, out.model, {{"X", input_x()}}, "Y", {1, 24, 16}) < kTolerance);
+}
+
+TEST_CASE("a causal crop after a 1-D ConvTranspose (Mimi) folds into zero-padded phases", "[rewrite][upsample1d]") {
+  // No Pad before: 0 samples of constant padding, which the matcher reads as no Pad at all. k 12 s 2 crops 10 at the end.
+  const auto model = upsample1d("constant", 0, "starts = {0}, ends = {-10}", "{-1}", 1.0);
+  const auto out = rewrite_copy(model, target("ort"));
+  REQUIRE(out.result.nodes.size() == 1);
+  CHECK(out.result.nodes[0].summary.form == "upsample1d");
+  CHECK(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "Slice") == 0);
+  CHECK(count_ops(g, "Mul") == 0);  // a gain of 1 goes with the region: the weights are the ConvTranspose's own
+  CHECK(count_ops(g, "Pad") == 0);  // zero padding is each phase Conv's own
+  CHECK(output_diff(model, out.model, {{"X", input_x()}}, "Y", {1, 24, 16}) < kTolerance);
+}
+
+TEST_CASE("upsample1d keeps what it cannot fold, saying why", "[rewrite][upsample1d][refusal]") {
+  struct Case {
+    onnx::ModelProto model;
+    const char* reason;
+  };
+  const Case c = GENERATE(values<Case>({
+      // The Pad's padded samples survive the crop: the output would hold x's edge where phases pad with it.
+      {upsample1d("edge", 5, "starts = {0}, ends = {-15}"), "reaches past the crop"},
+      // A crop of another axis is no crop of the length.
+      {upsample1d("edge", 5, "starts = {0}, ends = {2}", "{1}"), "not of the last axis alone"},
+      // Reflect padding is not x's edge.
+      {upsample1d("reflect", 5), "Pad mode reflect"},
+      // An edge Pad of 2: phase 0 would pad x by 3 samples, past the Pad's reach (the ConvTranspose read zeros there).
+      {upsample1d("edge", 2, "starts = {9}, ends = {-9}"), "past the edge Pad's"},
+  }));
+  const auto out = rewrite_copy(c.model, target("ort"));
+  const auto it = std::find_if(out.result.nodes.begin(), out.result.nodes.end(),
+                               [](const rewrite::NodeReport& n) { return n.summary.form == "upsample1d"; });
+  REQUIRE(it != out.result.nodes.end());
+  CAPTURE(it->reason);
+  CHECK_FALSE(it->rewritten);
+  CHECK_THAT(it->reason, Catch::Contains(c.reason));
+  // The ConvTranspose is then matched on its own, and whatever happens to it computes what the original does.
+  CHECK(output_diff(c.model, out.model, {{"X", input_x()}}, "Y") < kTolerance);
+}
+
+TEST_CASE("a target that keeps upsample1d gives it one row, naming the ConvTranspose and saying what was measured",
+          "[rewrite][upsample1d]") {
+  const auto model = upsample1d();
+  const auto out = rewrite_copy(model, target("default"));
+  REQUIRE(out.result.nodes.size() == 1);
+  const auto& row = out.result.nodes[0];
+  CHECK(row.summary.form == "upsample1d");
+  CHECK(row.summary.name == "up");
+  CHECK_FALSE(row.rewritten);
+  CHECK_THAT(row.reason, Catch::Contains("measured on the executor, ONNX Runtime and LiteRT only"));
+  CHECK(serialized(out.model) == serialized(model));
+  // Without the form, the ConvTranspose is matched on its own again and has its own row.
+  auto options = target("xnnpack");
+  options.forms = {rewrite::Form::kConvTranspose};
+  const auto alone = rewrite_copy(model, options);
+  std::vector<std::string> forms;
+  for (const auto& n : alone.result.nodes) forms.push_back(rewrite::form_name(n.summary.form));
+  CHECK(forms == std::vector<std::string>{"upsample1d"});  // xnnpack keeps a 1-D ConvTranspose below 64 channels
+}
