@@ -19,7 +19,8 @@ Usage: python3 examples/export_bigvgan.py OUT.onnx [--what activation|amp|genera
   --what activation: one Activation1d (SnakeBeta) on [1, C, L] (default C 96, L 6000: the 4th stage of 24 kHz);
   --what amp: one AMPBlock1 (kernel 3, dilations 1, 3, 5: 6 Activation1d) on [1, C, L];
   --what generator: the whole BigVGAN v2 on a mel spectrogram [1, 100, frames] (32 frames: 8192 samples, 0.34 s).
-  --preset small: a 2-stage generator (initial channels 64, rates 4 and 2, resblock kernels 3 and 7): 25 upsamplers.
+  --preset small: a 2-stage generator (initial channels 96: stages of 48 and 24, rates 4 and 2, resblock kernels 3
+                  and 7): 25 UpSample1d.
 The same command writes the same bytes on every run (PyTorch 1.13).
 Needs PyTorch (Debian: apt-get install python3-torch); the tool itself does not use Python.
 """
@@ -35,7 +36,7 @@ PRESETS = {
     "v2_24khz": dict(num_mels=100, upsample_rates=[4, 4, 2, 2, 2, 2], upsample_kernel_sizes=[8, 8, 4, 4, 4, 4],
                      upsample_initial_channel=1536, resblock_kernel_sizes=[3, 7, 11],
                      resblock_dilation_sizes=[[1, 3, 5], [1, 3, 5], [1, 3, 5]]),
-    "small": dict(num_mels=100, upsample_rates=[4, 2], upsample_kernel_sizes=[8, 4], upsample_initial_channel=64,
+    "small": dict(num_mels=100, upsample_rates=[4, 2], upsample_kernel_sizes=[8, 4], upsample_initial_channel=96,
                   resblock_kernel_sizes=[3, 7], resblock_dilation_sizes=[[1, 3, 5], [1, 3, 5]]),
 }
 

@@ -262,8 +262,7 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
           add_initializer(*m.scope, onnx_io::make_int64_tensor(input, {1}, {value}));
           node.add_input(input);
         }
-        nodes.push_back(std::move(node));
-        add_value_info(m, out, m.channels, {0, 0, 0, 0});
+        nodes.push_back(std::move(node));  // one sample long: no value_info (add_value_info writes x's extents)
         return out;
       };
       // The last sample: from -1 to the end (INT64_MAX, "to the end" in every opset's Slice).

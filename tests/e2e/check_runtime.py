@@ -416,8 +416,9 @@ def mnn_converter(d, src, tool, tool_run, env):
 
 def one_d_upsampler(runtime, d, tool_run):
     """BigVGAN's UpSample1d as torch exports it (replicate Pad 5 + 5, a depthwise ConvTranspose1d k 12 s 2, x2, the crop
-    [15:-15]) on [1, 24, 300]: --target litert writes its 1-D join (Conv1d phases, Unsqueeze, Concat, Reshape to
-    literal dims), which converts and computes the original on the runtime (onnx2tf moves the length axis last in
+    [15:-15]) on [1, 24, 300]: --target litert folds it (form upsample1d: the crop, the x2 and the edge samples in the
+    phases) and writes its 1-D join (Conv1d phases, Unsqueeze, Concat, Reshape to literal dims), which converts and
+    computes the original on the runtime (onnx2tf moves the length axis last in
     the model's inputs and outputs: the adapter feeds and reads them by name in either layout), and a planted error
     in one phase fails there."""
     import numpy as np
@@ -447,11 +448,13 @@ def one_d_upsampler(runtime, d, tool_run):
     written = onnx.load(out)
     ops = [n.op_type for n in written.graph.node]
     check("ConvTranspose" not in ops and "Squeeze" not in ops and ops.count("Unsqueeze") == 2, "1-D: no detour through 2-D")
-    join = next((n for n in written.graph.node if n.output[0] == "u"), None)
-    check(join is not None and join.op_type == "Reshape" and join.name == "up", "1-D: the join writes the node's output")
+    check("Pad" not in ops and "Mul" not in ops and ops.count("Slice") == 2,
+          "1-D: the Pad, the gain and the crop are folded; the two Slices are x's edge samples")
+    join = next((n for n in written.graph.node if n.output[0] == "y"), None)
+    check(join is not None and join.op_type == "Reshape" and join.name == "crop", "1-D: the join writes the region's output")
     if join is not None:
         target = next(t for t in written.graph.initializer if t.name == join.input[1])
-        check(numpy_helper.to_array(target).tolist() == [1, c, 2 * (length + 15)], "1-D: the Reshape's dims are literal")
+        check(numpy_helper.to_array(target).tolist() == [1, c, 2 * length], "1-D: the Reshape's dims are literal, L*s")
     convs = [n for n in written.graph.node if n.op_type == "Conv"]
     check(len(convs) == 2, "1-D: two phase Convs")
     bad = onnx.load(out)

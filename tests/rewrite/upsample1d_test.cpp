@@ -120,11 +120,14 @@ TEST_CASE("for litert and xnnpack the edge samples are a Concat of x's first and
   const auto slices = nodes_of(g, "Slice");
   REQUIRE(slices.size() == 2);  // the first and the last sample, shared by both phases
   for (const auto* slice : slices) CHECK(slice->input(0) == "X");
+  // Per phase: the first sample 3 (2) times, x, the last sample 2 (3) times.
   std::vector<int> lengths;
   for (const auto* concat : nodes_of(g, "Concat")) {
     if (onnx_io::get_int(*concat, "axis", -1).value() == 2) lengths.push_back(concat->input_size());
   }
   CHECK(lengths == std::vector<int>{3 + 1 + 2, 2 + 1 + 3});
+  INFO(checker_error(out.model));
+  CHECK(checker_error(out.model).empty());
   CHECK(output_diff(model, out.model, {{"X", input_x()}}, "Y", {1, 24, 16}) < kTolerance);
 }
 
