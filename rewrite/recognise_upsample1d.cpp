@@ -1,6 +1,7 @@
 // Form `upsample1d`: a 1-D depthwise ConvTranspose with the pads and crops around it, as BigVGAN's anti-aliased
 // UpSample1d and Mimi's ConvTrUpsample1d export (see recognisers.h). The crop, the gain and the edge padding fold into
 // the phases, which then compute only the samples kept.
+#include <cmath>
 #include <set>
 
 #include "onnx_io/attributes.h"
@@ -53,7 +54,9 @@ core::Result<std::array<int64_t, 2>> last_axis_crop(const onnx::NodeProto& slice
   if (start < 0) return declined("Slice start " + std::to_string(start) + " counts from the end");
   // An end at or past the length (INT64_MAX, as exporters write "to the end") cuts nothing; a negative one counts back.
   int64_t end_cut = 0;
-  if (end < 0) {
+  if (end >= (int64_t{1} << 40)) {
+    end_cut = 0;  // INT64_MAX and its kin: to the end, whatever the length
+  } else if (end < 0) {
     if (end < -(int64_t{1} << 40)) return declined("Slice end " + std::to_string(end) + " is out of range");
     end_cut = -end;
   } else if (!length || end < *length) {
@@ -113,6 +116,9 @@ std::optional<UpsamplerOutcome> match_upsample1d(const onnx::NodeProto& slice, c
     if (!g) return fail(declined("Mul factor not constant: " + g.error().message));
     if (g->size() != 1 || g->is_integer()) return fail(declined("Mul factor is not one float"));
     factor = g->at(0);
+    // inf x 0 is NaN where the ConvTranspose computed 0 and the Mul made it NaN, but not where a phase's weight holds the
+    // inf: only a finite factor folds.
+    if (!std::isfinite(factor)) return fail(declined("Mul factor " + parts::number(factor) + " is not finite"));
     if (!d.bias.empty()) return fail(declined("a gain after a ConvTranspose with a bias"));
   }
 
@@ -133,6 +139,9 @@ std::optional<UpsamplerOutcome> match_upsample1d(const onnx::NodeProto& slice, c
   }
   // On x: a Pad of e samples before a stride-s ConvTranspose is s*e output samples more, which the pads then crop.
   const int64_t s = d.x.stride;
+  if (s > parts::kMaxPad || std::max(edge[0], edge[1]) > parts::kMaxPad / s) {
+    return fail(declined("the Pad of " + join({edge[0], edge[1]}) + " samples before stride " + std::to_string(s) + " is out of range"));
+  }
   const int64_t begin = d.x.pad_begin + (*crop)[0] - s * edge[0], end = d.x.pad_end + (*crop)[1] - s * edge[1];
   if (begin < 0 || end < 0) {
     return fail(declined("the Pad of " + join({edge[0], edge[1]}) + " samples reaches past the crop of " + join({(*crop)[0], (*crop)[1]}) +

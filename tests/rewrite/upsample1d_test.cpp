@@ -2,6 +2,8 @@
 // crop [15:-15]) and Mimi's causal crop after a ConvTranspose1d, as torch exports them: the crop, the gain and the edge
 // padding fold into phases that compute only the samples kept. The expected structure is worked out by hand in each
 // case (docs/design.md's phase formula); the numbers are checked against the original on the naive executor.
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include "onnx_io/attributes.h"
@@ -50,6 +52,19 @@ onnx::ModelProto upsample1d(const std::string& mode = "edge", int64_t pad = 5, c
   set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {24, 1, 12}, 41);
   name_node(model, "U", "up");
   name_node(model, "Y", "crop");
+  return model;
+}
+
+// upsample1d() with its gain an infinity (the ONNX text format spells no inf).
+onnx::ModelProto infinite_gain() {
+  auto model = upsample1d();
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.output(0) != "two") continue;
+    auto* value = node.mutable_attribute(0)->mutable_t();
+    value->clear_float_data();
+    value->clear_raw_data();
+    value->add_float_data(std::numeric_limits<float>::infinity());
+  }
   return model;
 }
 
@@ -159,6 +174,8 @@ TEST_CASE("upsample1d keeps what it cannot fold, saying why", "[rewrite][upsampl
       {upsample1d("reflect", 5), "Pad mode reflect"},
       // An edge Pad of 2: phase 0 would pad x by 3 samples, past the Pad's reach (the ConvTranspose read zeros there).
       {upsample1d("edge", 2, "starts = {9}, ends = {-9}"), "past the edge Pad's"},
+      // inf x 0 is NaN after the ConvTranspose, not in a phase weight: only a finite gain folds.
+      {infinite_gain(), "is not finite"},
   }));
   const auto out = rewrite_copy(c.model, target("ort"));
   const auto it = std::find_if(out.result.nodes.begin(), out.result.nodes.end(),
@@ -189,4 +206,26 @@ TEST_CASE("a target that keeps upsample1d gives it one row, naming the ConvTrans
   std::vector<std::string> forms;
   for (const auto& n : alone.result.nodes) forms.push_back(rewrite::form_name(n.summary.form));
   CHECK(forms == std::vector<std::string>{"upsample1d"});  // xnnpack keeps a 1-D ConvTranspose below 64 channels
+}
+
+TEST_CASE("an end past any length (INT64_MAX, as exporters write 'to the end') crops nothing, the length unknown",
+          "[rewrite][upsample1d]") {
+  auto model = parse_model(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1,24,L] X) => (float[1,24,M] Y) {\n"
+      "  U = ConvTranspose <group = 24, kernel_shape = [12], strides = [2]> (X, W)\n"
+      "  starts = Constant <value = int64[1] {10}> ()\n"
+      "  ends = Constant <value = int64[1] {9223372036854775807}> ()\n"
+      "  axes = Constant <value = int64[1] {-1}> ()\n"
+      "  Y = Slice (U, starts, ends, axes)\n}\n");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {24, 1, 12}, 43);
+  name_node(model, "U", "up");
+  const auto out = rewrite_copy(model, target("ort"));
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK(out.result.nodes[0].summary.form == "upsample1d");
+  CHECK(out.result.nodes[0].rewritten);
+  // k 12 s 2 from 8 samples is 26; the crop of 10 at the front leaves 16: the phases' pads on x are 10 and 0 (the
+  // ConvTranspose's 0 + 10 begin, 0 end), 2L + 10 - 10 = 2L samples.
+  CHECK(count_ops(out.model.graph(), "Slice") == 0);
+  CHECK(output_diff(model, out.model, {{"X", input_x()}}, "Y", {1, 24, 16}) < kTolerance);
 }
