@@ -18,7 +18,8 @@ using parts::producer;
 using parts::use_count;
 
 // The Conv's [top, left, bottom, right] pads for a stride-1 Conv with kernel [ky, kx], auto_pad included, or why not.
-core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int64_t ky, int64_t kx) {
+// `one_d`: a Conv1d's [left, right] as [0, left, 0, right] (its kernel ky is 1).
+core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int64_t ky, int64_t kx, bool one_d) {
   auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
   auto pads = onnx_io::get_ints(conv, "pads", {});
   if (!auto_pad) return auto_pad.error();
@@ -34,7 +35,8 @@ core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int6
   }
   if (*auto_pad != "NOTSET") return declined("Conv auto_pad " + *auto_pad);
   if (pads->empty()) return std::array<int64_t, 4>{0, 0, 0, 0};
-  if (pads->size() != 4) return declined("Conv pads " + join(*pads) + " are not 2-D");
+  if (one_d && pads->size() == 2) *pads = {0, (*pads)[0], 0, (*pads)[1]};
+  if (pads->size() != 4) return declined("Conv pads " + join(*pads) + " are not " + (one_d ? "1-D" : "2-D"));
   for (int64_t p : *pads) {
     if (p < 0 || p > parts::kMaxPad) return declined("Conv pads " + join(*pads) + " are out of range");
   }
@@ -96,9 +98,14 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   }
   auto weight = eval.evaluate_weight(conv.input(1), scope);
   if (!weight) return fail(declined("Conv weight not constant: " + weight.error().message));
-  if (weight->dims.size() != 4) return fail(declined("not 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));
+  // A Conv1d (a rank-3 weight, Kokoro's nearest x2 then 1x1) is the 2-D one of [N, C, 1, L]: a unit H axis.
+  const bool one_d = weight->dims.size() == 3;
+  if (weight->dims.size() != 4 && !one_d) {
+    return fail(declined("not 1-D or 2-D: Conv weight has rank " + std::to_string(weight->dims.size())));
+  }
   if (auto conflict = parts::kernel_shape_conflict(conv, weight->dims); !conflict.empty()) return fail(declined(conflict));
   if (weight->is_integer()) return fail(declined("unsupported element type " + onnx_io::data_type_name(weight->data_type)));
+  if (one_d) weight->dims.insert(weight->dims.begin() + 2, 1);
   const int64_t c_out = weight->dims[0], c_in_group = weight->dims[1], ky = weight->dims[2], kx = weight->dims[3];
   if (*group < 1 || c_out < 1 || c_in_group < 1 || ky < 1 || kx < 1 || c_out % *group != 0) {
     return fail(declined("Conv group " + std::to_string(*group) + " does not fit weight " + join(weight->dims)));
@@ -108,19 +115,20 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   if (auto c = parts::known_dim(types, scope, x, 1); c && *c != c_in) {
     return fail(declined("Conv expects " + std::to_string(c_in) + " input channels, '" + x + "' has " + std::to_string(*c)));
   }
-  auto pads = conv_pads(conv, ky, kx);
+  auto pads = conv_pads(conv, ky, kx, one_d);
   if (!pads) return fail(pads.error());
 
   // The upsampled tensor (and the padded one) must feed only this Conv, or it stays and nothing is saved.
   if (use_count(uses, resize->output(0)) != 1) return fail(declined("Resize output has another reader"));
-  auto s = nearest_resize_factor(*resize, scope, eval, types);
+  auto s = nearest_resize_factor(*resize, scope, eval, types, one_d);
   if (!s) return fail(s.error());
-  sum.stride = *s;
-  sum.strides = {*s, *s};
+  const int64_t sy = one_d ? 1 : *s;  // the factor on each axis: a 1-D one upsamples L alone
+  if (!one_d) sum.stride = *s;
+  sum.strides = {sy, *s};
   bool edge_padding = false;
   if (between != nullptr) {
     if (use_count(uses, between->output(0)) != 1) return fail(declined("Pad output has another reader"));
-    auto pad = parts::spatial_pad(*between, scope, eval);
+    auto pad = parts::spatial_pad(*between, scope, eval, one_d);
     if (!pad) return fail(pad.error());
     if (pad->mode == "constant") {
       // Zeros around the upsampled tensor, then the Conv's own zeros: one zero padding, added up.
@@ -148,13 +156,14 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   for (size_t axis = 0; axis < 2; ++axis) {
     const int64_t k = weight->dims[2 + axis];
     const int64_t cb = (*pads)[axis], ce = (*pads)[axis + 2];
+    const int64_t s_axis = axis == 0 ? sy : *s;
     if (cb + ce != k - 1) {
       const int64_t excess = cb + ce - (k - 1);
       return fail(declined("not a clean upscale: output is " + std::to_string(*s) + "*" + (axis == 0 ? "H" : "W") +
                            (excess > 0 ? "+" : "") + std::to_string(excess) + " on that axis (Conv pads " + std::to_string(cb) + "+" +
                            std::to_string(ce) + ", kernel " + std::to_string(k) + ")"));
     }
-    geo[axis] = {k + *s - 1, *s, k - 1 - cb, k - 1 - ce, 0};
+    geo[axis] = {k + s_axis - 1, s_axis, k - 1 - cb, k - 1 - ce, 0};
   }
   sum.kernel = {geo[0].kernel, geo[1].kernel};
   sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
@@ -178,7 +187,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
       const size_t plane = static_cast<size_t>((co * c_in_group + i) * ky * kx);
       for (int64_t ty = 0; ty < ky; ++ty) {
         for (int64_t mx = 0; mx < wx; ++mx) {
-          rows[static_cast<size_t>(ty * wx + mx)] = box_tap(weight->reals, plane + static_cast<size_t>(ty * kx), 1, kx, *s, mx);
+          rows[static_cast<size_t>(ty * wx + mx)] = box_tap(weight->reals, plane + static_cast<size_t>(ty * kx), 1, kx, *s, mx);  // L (W)
         }
       }
       const int64_t ci = (co / c_out_group) * c_in_group + i, o = co % c_out_group;
@@ -187,7 +196,7 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
         for (int64_t mx = 0; mx < wx; ++mx) {
           // w[t] = g[k-1-t] on both axes.
           w[dst + static_cast<size_t>((wy - 1 - my) * wx + (wx - 1 - mx))] =
-              box_tap(rows, static_cast<size_t>(mx), static_cast<size_t>(wx), ky, *s, my);
+              box_tap(rows, static_cast<size_t>(mx), static_cast<size_t>(wx), ky, sy, my);
         }
       }
     }
@@ -201,6 +210,11 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
   d.y = geo[0];
   d.x = geo[1];
   d.edge_padding = edge_padding;
+  if (one_d) {
+    // As the matcher reads a 1-D node: x's type as [N, C, 1, L].
+    d.one_d = true;
+    d.input_type = parts::one_d_type(types, scope, x);
+  }
 
   // What only this upsampler reads: the Resize (and the Pad), their roi/scales/sizes/pads chains and the Conv's
   // weight chain.

@@ -180,17 +180,7 @@ std::optional<UpsamplerOutcome> match_upsample1d(const onnx::NodeProto& slice, c
   d.name = slice.name();
   d.output = slice.output(0);
   d.input = x;
-  d.input_type.reset();
-  if (const auto* type = types.find(scope.index, x);
-      type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape() && type->tensor_type().shape().dim_size() == 3) {
-    // As the matcher reads a 1-D node: [N, C, 1, L].
-    onnx::TypeProto lifted = *type;
-    auto* shape = lifted.mutable_tensor_type()->mutable_shape();
-    shape->add_dim();
-    shape->mutable_dim()->SwapElements(3, 2);
-    shape->mutable_dim(2)->set_dim_value(1);
-    d.input_type = std::move(lifted);
-  }
+  d.input_type = parts::one_d_type(types, scope, x);  // as the matcher reads a 1-D node: [N, C, 1, L]
 
   UpsamplerMatch m;
   m.deconv = std::move(d);

@@ -132,14 +132,16 @@ core::Result<SpatialPad> any_mode_pads(const onnx::NodeProto& pad, const GraphSc
   return out;
 }
 
-core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval) {
+core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, bool one_d) {
   auto mode = onnx_io::get_string(pad, "mode", "constant");
   if (!mode) return mode.error();
   if (*mode != "constant" && *mode != "reflect" && *mode != "edge") return declined("Pad mode " + *mode);
-  auto pads = pads_of(pad, scope, eval, 4, *mode);
+  auto pads = pads_of(pad, scope, eval, one_d ? 3 : 4, *mode);
   if (!pads) return pads.error();
   const auto& p = *pads;
-  if (p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0) return declined("Pad pads " + join(p) + " pad the batch or channel axis");
+  const size_t r = one_d ? 3 : 4;
+  if (p[0] != 0 || p[1] != 0 || p[r] != 0 || p[r + 1] != 0) return declined("Pad pads " + join(p) + " pad the batch or channel axis");
+  if (one_d) return SpatialPad{*mode, {0, p[2], 0, p[5]}};
   return SpatialPad{*mode, {p[2], p[3], p[6], p[7]}};
 }
 
@@ -327,6 +329,19 @@ DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, 
   d.derived_weight = std::move(derived);
   if (const auto* type = types.find(scope.index, x)) d.input_type = *type;
   return d;
+}
+
+std::optional<onnx::TypeProto> one_d_type(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name) {
+  const auto* type = types.find(scope.index, name);
+  if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape() || type->tensor_type().shape().dim_size() != 3) {
+    return std::nullopt;
+  }
+  onnx::TypeProto lifted = *type;
+  auto* shape = lifted.mutable_tensor_type()->mutable_shape();
+  shape->add_dim();
+  shape->mutable_dim()->SwapElements(3, 2);
+  shape->mutable_dim(2)->set_dim_value(1);
+  return lifted;
 }
 
 NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, Form form) {

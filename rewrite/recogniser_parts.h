@@ -54,7 +54,8 @@ struct SpatialPad {
   std::string mode;
   std::array<int64_t, 4> pads{0, 0, 0, 0};
 };
-core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
+// `one_d`: of a 3-D tensor [N, C, L], as [0, left, 0, right].
+core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, bool one_d = false);
 
 // A Pad of a rank-`rank` tensor in any mode: its mode and full pads ([begins..., ends...], none negative), or why not.
 core::Result<SpatialPad> any_mode_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, size_t rank,
@@ -114,6 +115,10 @@ std::string derived_overflow(const std::vector<double>& values, int32_t data_typ
 // weight is. The geometry, and group and out_channels when not depthwise, are the caller's to set.
 DeconvMatch derived_match(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
                           const std::string& x, int32_t data_type, const std::vector<int64_t>& dims, const std::vector<double>& values);
+
+// The type of the 1-D tensor `name` ([N, C, L]) as a 1-D match reads it, [N, C, 1, L]; nullopt when its shape is not
+// known to have rank 3.
+std::optional<onnx::TypeProto> one_d_type(const onnx_io::ScopedTypes& types, const GraphScope& scope, const std::string& name);
 
 // A new summary row for a hand-written upsampler named after its Conv.
 NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, Form form);

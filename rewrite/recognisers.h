@@ -97,8 +97,8 @@ std::optional<UpsamplerOutcome> match_nearest_conv(const onnx::NodeProto& conv, 
                                                    const std::map<std::string, int>& uses);
 
 // The integer factor s >= 2 of a nearest Resize that computes exactly u[o] = x[floor(o/s)] on H and W and copies
-// N and C, or why it does not. Sizes count when `types` knows the input's H and W.
+// N and C, or why it does not. Sizes count when `types` knows the input's H and W. `one_d`: on L of [N, C, L] alone.
 core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
-                                            const onnx_io::ScopedTypes& types);
+                                            const onnx_io::ScopedTypes& types, bool one_d = false);
 
 }  // namespace dwdeconv::rewrite

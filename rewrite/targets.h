@@ -33,7 +33,8 @@ enum class Grouping { kDepthwise, kGrouped, kDense, kDiagonal };
 enum class KernelClass { k1x1, k3x3, kOther };
 // The strides of the equivalent ConvTranspose: s x s with s >= 2 (DepthToSpace joins the phases), 1 x 1 (one Conv, no
 // join), or s_h != s_w (the interleave join).
-enum class StrideClass { kSquare, kOne, kAnisotropic };
+// kOneD: a 1-D node (rank-3 weight) with stride > 1, its own family (its join is the 1-D interleave).
+enum class StrideClass { kSquare, kOne, kAnisotropic, kOneD };
 
 // An upsampler as the rules see it.
 struct Family {

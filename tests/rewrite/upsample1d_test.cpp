@@ -229,3 +229,64 @@ TEST_CASE("an end past any length (INT64_MAX, as exporters write 'to the end') c
   CHECK(count_ops(out.model.graph(), "Slice") == 0);
   CHECK(output_diff(model, out.model, {{"X", input_x()}}, "Y", {1, 24, 16}) < kTolerance);
 }
+
+namespace {
+
+// Kokoro's decoder upsampling: nearest x2 of [1, C_in, L], then a Conv1d with kernel k ("same" pads).
+onnx::ModelProto nearest_conv1d(int64_t c_in, int64_t c_out, int64_t k) {
+  const std::string pad = std::to_string((k - 1) / 2);
+  auto model = parse_model("<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1," + std::to_string(c_in) + ",6] X) => (float[1," +
+                           std::to_string(c_out) +
+                           ",12] Y) {\n"
+                           "  scales = Constant <value = float[3] {1.0, 1.0, 2.0}> ()\n"
+                           "  U = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> "
+                           "(X, , scales)\n"
+                           "  Y = Conv <kernel_shape = [" +
+                           std::to_string(k) + "], pads = [" + pad + ", " + pad + "]> (U, W, B)\n}\n");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {c_out, c_in, k}, 51);
+  set_random_initializer(*model.mutable_graph(), "B", TensorProto::FLOAT, {c_out}, 52);
+  name_node(model, "Y", "conv");
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("a nearest x2 then a 1x1 Conv1d (Kokoro) is the Conv1d first, then the nearest Resize by [1, 1, 2]",
+          "[rewrite][nearest_conv][one_d]") {
+  const auto model = nearest_conv1d(64, 32, 1);
+  const auto out = rewrite_copy(model, target("ort"));
+  REQUIRE(out.result.nodes.size() == 1);
+  CAPTURE(out.result.nodes[0].reason);
+  CHECK(out.result.nodes[0].summary.form == "nearest_conv");
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  const auto* resize = find_producer(g, "Y");
+  REQUIRE(resize != nullptr);
+  REQUIRE(resize->op_type() == "Resize");
+  CHECK(values_of(*find_initializer(g, resize->input(resize->input_size() - 1))) == std::vector<double>{1, 1, 2});
+  const auto* conv = find_producer(g, resize->input(0));
+  REQUIRE(conv != nullptr);
+  CHECK(conv->op_type() == "Conv");
+  CHECK(conv->input(0) == "X");
+  CHECK(conv_weight_dims(g, *conv) == std::vector<int64_t>{32, 64, 1});
+  CHECK(checker_error(out.model).empty());
+  const auto x = random_tensor4(1, 64, 1, 6, 53);
+  CHECK(output_diff(model, out.model, {{"X", NaiveTensor({1, 64, 6}, x.data)}}, "Y", {1, 32, 12}) < kTolerance);
+  // The default keeps it: its nearest + 1x1 rule was measured in 2-D only.
+  const auto kept = rewrite_copy(model, target("default"));
+  REQUIRE(kept.result.nodes.size() == 1);
+  CHECK_FALSE(kept.result.nodes[0].rewritten);
+  CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("1-D (measured 2-D)"));
+}
+
+TEST_CASE("a nearest x2 then a 3-tap Conv1d is rewritten as the 1-D ConvTranspose it computes", "[rewrite][nearest_conv][one_d]") {
+  const auto model = nearest_conv1d(64, 64, 3);
+  const auto out = rewrite_copy(model, target("xnnpack"));
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "Resize") == 0);
+  for (const auto* conv : nodes_of(g, "Conv")) CHECK(conv_weight_dims(g, *conv).size() == 3);
+  const auto x = random_tensor4(1, 64, 1, 6, 54);
+  // The phase weights are box sums of the Conv's taps, stored as float: off by their rounding, over 64 inputs.
+  CHECK(output_diff(model, out.model, {{"X", NaiveTensor({1, 64, 6}, x.data)}}, "Y", {1, 64, 12}) < 1e-5);
+}
