@@ -5,6 +5,7 @@ stride 2, the kaiser-sinc filter), x2, the crop [15:-15]; on [1, C, L] for (C, L
 bench_runtimes.py times the pairs:
 
   python bench/runtimes/make_upsample1d_layers.py OUT_DIR [--target litert] [--tool build/cli/dwdeconv-rewrite]
+      [--nearest-1x1]   (instead: nearest x2 + 1x1 Conv1d, Kokoro's decoder, at NEAREST_1X1's shapes)
   python bench/runtimes/bench_runtimes.py --runtime ort litert $(cat OUT_DIR/pairs.txt) --work /tmp/up1d
 
 (any Python with onnx and numpy; the filter is computed here as filter.py computes it, in numpy)."""
@@ -18,6 +19,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 STAGES = [(768, 375), (384, 1500), (192, 3000), (96, 6000), (48, 12000), (24, 24000)]
+# (C_in, C_out, L) of the nearest x2 + 1x1 Conv1d pairs (Kokoro's decoder: 1090 -> 512).
+NEAREST_1X1 = [(1090, 512, 256), (512, 512, 512), (256, 128, 1024), (64, 64, 4096), (16, 16, 8192)]
 
 
 def kaiser_sinc_filter1d(cutoff=0.25, half_width=0.3, kernel_size=12) -> np.ndarray:
@@ -50,18 +53,36 @@ def upsample1d(c: int, length: int) -> onnx.ModelProto:
     return model
 
 
+def nearest_1x1(c_in: int, c_out: int, length: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["u"], name="up", mode="nearest"),
+             helper.make_node("Conv", ["u", "w", "b"], ["y"], name="conv1x1", kernel_shape=[1])]
+    inits = [numpy_helper.from_array(np.array([1, 1, 2], np.float32), "scales"),
+             numpy_helper.from_array((rng.standard_normal((c_out, c_in, 1)) * 0.05).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(c_out).astype(np.float32), "b")]
+    graph = helper.make_graph(nodes, "up1x1", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c_in, length])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c_out, 2 * length])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--target", default="litert")
     parser.add_argument("--tool", default="build/cli/dwdeconv-rewrite")
+    parser.add_argument("--nearest-1x1", action="store_true", help="nearest x2 + 1x1 Conv1d pairs instead")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     pairs = []
-    for c, length in STAGES:
-        original = args.out / f"upsample1d_C{c}_L{length}.onnx"
-        rewritten = args.out / f"upsample1d_C{c}_L{length}.{args.target}.onnx"
-        onnx.save(upsample1d(c, length), original)
+    cases = ([(f"n1x1_C{ci}_{co}_L{n}", nearest_1x1(ci, co, n)) for ci, co, n in NEAREST_1X1] if args.nearest_1x1
+             else [(f"upsample1d_C{c}_L{n}", upsample1d(c, n)) for c, n in STAGES])
+    for name, model in cases:
+        original = args.out / f"{name}.onnx"
+        rewritten = args.out / f"{name}.{args.target}.onnx"
+        onnx.save(model, original)
         subprocess.run([args.tool, str(original), "-o", str(rewritten), "--target", args.target, "-q"], check=True)
         pairs.append(f"--pair {original} {rewritten}")
     (args.out / "pairs.txt").write_text(" ".join(pairs) + "\n")
