@@ -115,6 +115,8 @@ std::optional<UpsamplerOutcome> match_upsample1d(const onnx::NodeProto& slice, c
     auto g = eval.evaluate_weight(gain->input(gain_operand), scope);
     if (!g) return fail(declined("Mul factor not constant: " + g.error().message));
     if (g->size() != 1 || g->is_integer()) return fail(declined("Mul factor is not one float"));
+    // A factor of rank 4 or more would broadcast the product to that rank: no longer [N, C, L].
+    if (g->dims.size() > 3) return fail(declined("Mul factor has rank " + std::to_string(g->dims.size()) + ", more than the signal's 3"));
     factor = g->at(0);
     // inf x 0 is NaN where the ConvTranspose computed 0 and the Mul made it NaN, but not where a phase's weight holds the
     // inf: only a finite factor folds.
