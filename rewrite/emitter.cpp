@@ -249,7 +249,11 @@ std::string Emitter::bias_only_phase(const DeconvMatch& m, const std::string& ba
 
 std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, const std::array<int64_t, 4>& pads,
                               std::vector<onnx::NodeProto>& nodes) {
-  if (m.edge_padding && m.one_d && options_.edge_as_slices && opset_ >= 10 && pads[1] >= 0 && pads[3] >= 0) {
+  // A phase pads by at most about its kernel; past 16 samples a side the Concat would grow one input per sample: an
+  // edge Pad then, as on every other target.
+  constexpr int64_t kMaxEdgeSlices = 16;
+  if (m.edge_padding && m.one_d && options_.edge_as_slices && opset_ >= 10 && pads[1] >= 0 && pads[3] >= 0 && pads[1] <= kMaxEdgeSlices &&
+      pads[3] <= kMaxEdgeSlices) {
     // x's first and last samples, sliced once per node, repeated around x by one Concat on the length axis.
     auto it = edge_slices_.find(m.output);
     if (it == edge_slices_.end()) {

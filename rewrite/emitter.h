@@ -79,6 +79,7 @@ struct EmitOptions {
   int64_t max_phases = kDefaultMaxPhases;  // a node of stride s emits s*s phases; more than this keeps it
   // A 1-D phase's edge padding as a Concat of x's first and last samples (Slices) around x instead of an edge Pad:
   // onnx2tf writes an edge Pad as one MIRROR_PAD per sample, outside LiteRT's XNNPACK delegate (Target::edge_as_slices).
+  // Up to 16 samples a side; more are an edge Pad.
   bool edge_as_slices = false;
 };
 
