@@ -399,13 +399,13 @@ onnx::NodeProto Emitter::reshape(const DeconvMatch& m, const std::string& name, 
 void Emitter::interleave(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
                          const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes) {
   const int64_t sy = m.y.stride, sx = m.x.stride;
-  const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
-  // Along W: the s_x phases of each row stacked on a new last axis, [N, C, H', W', s_x], then [N, C, H', W'*s_x]: phase
-  // ax's pixel w lands at w*s_x + ax. Reshape's 0s copy N, C and H', so no extent needs to be known.
   if (m.one_d) {
     interleave_1d(m, base, phases, growth, nodes);
     return;
   }
+  const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
+  // Along W: the s_x phases of each row stacked on a new last axis, [N, C, H', W', s_x], then [N, C, H', W'*s_x]: phase
+  // ax's pixel w lands at w*s_x + ax. Reshape's 0s copy N, C and H', so no extent needs to be known.
   std::vector<std::string> rows;
   for (int64_t ay = 0; ay < sy; ++ay) {
     if (sx == 1) {

@@ -145,7 +145,8 @@ class Emitter {
   void interleave_1d(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
                      const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes);
   void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);
-  // A 4-D value_info for `name`: m's input type with `channels`, each spatial extent grown by its pads, W times width_factor.
+  // A value_info for `name`: m's input type with `channels`, each spatial extent grown by its pads, W times width_factor
+  // (of a 1-D node: [N, C, L'], its input type read as [N, C, 1, L]).
   void add_value_info(const DeconvMatch& m, const std::string& name, int64_t channels, const std::array<int64_t, 4>& pads,
                       int64_t width_factor = 1);
 

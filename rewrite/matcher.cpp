@@ -230,14 +230,9 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   }
   if (one_d) {
     // A 1-D ConvTranspose is the 2-D one of an [N, C, 1, L] input with a unit H axis: its attributes, weight dims and
-    // input type are read as that from here on, and the emitter wraps the rewrite in Unsqueeze and Squeeze.
+    // input type are read as that from here on; the emitter writes the rewrite in 1-D again.
     if (auto error = as_two_d(a, who); !error.empty()) return fail(invalid_model(error));
-    if (input_type && input_type->has_tensor_type() && input_type->tensor_type().has_shape()) {
-      auto* shape = input_type->mutable_tensor_type()->mutable_shape();
-      shape->add_dim();
-      for (int i = shape->dim_size() - 1; i > 2; --i) shape->mutable_dim()->SwapElements(i, i - 1);
-      shape->mutable_dim(2)->set_dim_value(1);
-    }
+    input_type = parts::one_d_type(types, scope, node.input(0));
   }
   const std::vector<int64_t> w_dims = one_d ? std::vector<int64_t>{weight_dims[0], weight_dims[1], 1, weight_dims[2]} : weight_dims;
 

@@ -60,8 +60,8 @@ struct DeconvMatch {
   // of that chain, node outputs and initializers, each with its graph, which the rewrite may orphan.
   std::vector<std::pair<const GraphScope*, std::string>> weight_chain;
   std::optional<onnx::TypeProto> input_type;  // X's type when shape inference knows it (of a 1-D node: as [N, C, 1, L])
-  // A 1-D ConvTranspose (rank-3 weight), matched as the 2-D one of x with a unit H axis (y: k 1, s 1): the emitter
-  // unsqueezes x to [N, C, 1, L], rewrites that, and squeezes the result back.
+  // A 1-D upsampler (rank-3 weight), matched as the 2-D one of x with a unit H axis (y: k 1, s 1): the emitter writes
+  // Conv1d phases on x and the 1-D join (Emitter::interleave_1d).
   bool one_d = false;
   // The phases pad x by repeating its edge instead of with zeros: nearest + a reflect (or edge) Pad + Conv, where
   // the padded samples of the upsampled tensor are x's edge samples (see match_nearest_conv).

@@ -129,13 +129,11 @@ std::optional<UpsamplerOutcome> match_upsample1d(const onnx::NodeProto& slice, c
   std::array<int64_t, 2> edge{0, 0};
   std::string mode = "constant";
   if (pad != nullptr && use_count(uses, pad->output(0)) == 1 && pad->input_size() >= 1) {
-    std::vector<int64_t> pads;
-    auto p = parts::any_mode_pads(*pad, scope, eval, 3, pads);
+    auto p = parts::spatial_pad(*pad, scope, eval, /*one_d=*/true);
     if (!p) return fail(p.error());
-    if (pads[0] != 0 || pads[1] != 0 || pads[3] != 0 || pads[4] != 0) return fail(declined("Pad pads " + join(pads) + " pad N or C"));
     if (p->mode != "constant" && p->mode != "edge") return fail(declined("Pad mode " + p->mode + " before a ConvTranspose"));
     mode = p->mode;
-    edge = {pads[2], pads[5]};
+    edge = {p->pads[1], p->pads[3]};
   } else {
     pad = nullptr;
   }

@@ -120,18 +120,6 @@ core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad
   return pads_of(pad, scope, eval, rank, *mode);
 }
 
-core::Result<SpatialPad> any_mode_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, size_t rank,
-                                       std::vector<int64_t>& pads) {
-  auto mode = onnx_io::get_string(pad, "mode", "constant");
-  if (!mode) return mode.error();
-  auto p = pads_of(pad, scope, eval, rank, *mode);
-  if (!p) return p.error();
-  pads = std::move(*p);
-  SpatialPad out;
-  out.mode = *mode;
-  return out;
-}
-
 core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, bool one_d) {
   auto mode = onnx_io::get_string(pad, "mode", "constant");
   if (!mode) return mode.error();

@@ -57,10 +57,6 @@ struct SpatialPad {
 // `one_d`: of a 3-D tensor [N, C, L], as [0, left, 0, right].
 core::Result<SpatialPad> spatial_pad(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, bool one_d = false);
 
-// A Pad of a rank-`rank` tensor in any mode: its mode and full pads ([begins..., ends...], none negative), or why not.
-core::Result<SpatialPad> any_mode_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval, size_t rank,
-                                       std::vector<int64_t>& pads);
-
 // The Pad's spatial [top, left, bottom, right] for a 4-D tensor, or why it is not a constant-zero pad of H and W.
 core::Result<std::array<int64_t, 4>> pad_amounts(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval);
 

@@ -60,13 +60,12 @@ core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const
     for (size_t i = 0; i < dims.size(); ++i) factors.push_back(sizes->at(i) / static_cast<double>(dims[i]));
   }
   if (factors.empty()) return declined("Resize without scales or sizes");
+  const std::string text = std::string("Resize scales are not ") + (one_d ? "[1,1,s]" : "[1,1,s,s]") + " with an integer s >= 2";
   if (one_d) {
     // [1, 1, s] on [N, C, L]: the same test on L alone, as [1, 1, s, s].
-    if (factors.size() != 3) return declined("Resize scales are not [1,1,s] with an integer s >= 2");
+    if (factors.size() != 3) return declined(text);
     factors = {factors[0], factors[1], factors[2], factors[2]};
   }
-  const std::string text =
-      one_d ? "Resize scales are not [1,1,s] with an integer s >= 2" : "Resize scales are not [1,1,s,s] with an integer s >= 2";
   if (factors.size() != 4) return declined(text);
   const double s = factors[2];
   if (factors[0] != 1.0 || factors[1] != 1.0 || factors[3] != s || s != std::floor(s) || s < 2 || s > 1024) {

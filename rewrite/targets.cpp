@@ -625,9 +625,9 @@ std::vector<Target> make_targets() {
     if (const auto it = headline.find(target.name); it != headline.end()) target.headline = it->second;
     if (const auto it = aliases.find(target.name); it != aliases.end()) target.aliases = it->second;
     target.dense_conv_transpose = dense.at(target.name);
-    // onnx2tf writes an edge Pad as one MIRROR_PAD per sample, run outside LiteRT's XNNPACK delegate (BENCHMARKS.md,
+    // onnx2tf writes an edge Pad as one MIRROR_PAD per sample, run outside LiteRT's XNNPACK delegate, and the executor
+    // runs an edge Pad on its reference kernels: 1.95x-2.03x against 2.28x-2.59x with the Concat (BENCHMARKS.md,
     // "Audio: 1-D upsamplers").
-    // The executor runs an edge Pad on its reference kernels: 1.95x-2.03x against 2.28x-2.59x with the Concat.
     target.edge_as_slices = target.name == "litert" || target.name == "xnnpack";
   }
   // A 1-D upsampler with its pads and crops folded (BigVGAN's UpSample1d): where it was measured, and the others say so.

@@ -34,6 +34,14 @@ def kaiser_sinc_filter1d(cutoff=0.25, half_width=0.3, kernel_size=12) -> np.ndar
     return (f / f.sum()).astype(np.float32)
 
 
+def checked(graph: onnx.GraphProto) -> onnx.ModelProto:
+    """The model of `graph` at opset 17, IR 8, as the checker passes it."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def upsample1d(c: int, length: int) -> onnx.ModelProto:
     nodes = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pad", mode="edge"),
              helper.make_node("ConvTranspose", ["xp", "filter"], ["u"], name="up", group=c, kernel_shape=[12], strides=[2]),
@@ -47,10 +55,7 @@ def upsample1d(c: int, length: int) -> onnx.ModelProto:
              numpy_helper.from_array(np.array([2], np.int64), "axes")]
     graph = helper.make_graph(nodes, "upsample1d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, length])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2 * length])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked(graph)
 
 
 def nearest_1x1(c_in: int, c_out: int, length: int) -> onnx.ModelProto:
@@ -62,10 +67,7 @@ def nearest_1x1(c_in: int, c_out: int, length: int) -> onnx.ModelProto:
              numpy_helper.from_array(rng.standard_normal(c_out).astype(np.float32), "b")]
     graph = helper.make_graph(nodes, "up1x1", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c_in, length])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c_out, 2 * length])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked(graph)
 
 
 def main():

@@ -55,29 +55,30 @@ onnx::ModelProto upsample1d(const std::string& mode = "edge", int64_t pad = 5, c
   return model;
 }
 
-// upsample1d() with its gain an infinity (the ONNX text format spells no inf).
-onnx::ModelProto infinite_gain() {
+// upsample1d() with its gain constant's tensor changed by `change` (the ONNX text format spells no inf, and its
+// constants take the dims their values give).
+template <typename Change>
+onnx::ModelProto with_gain(Change change) {
   auto model = upsample1d();
   for (auto& node : *model.mutable_graph()->mutable_node()) {
-    if (node.output(0) != "two") continue;
-    auto* value = node.mutable_attribute(0)->mutable_t();
-    value->clear_float_data();
-    value->clear_raw_data();
-    value->add_float_data(std::numeric_limits<float>::infinity());
+    if (node.output(0) == "two") change(*node.mutable_attribute(0)->mutable_t());
   }
   return model;
 }
 
-// upsample1d() with its gain a [1, 1, 1, 1] tensor.
+onnx::ModelProto infinite_gain() {
+  return with_gain([](onnx::TensorProto& value) {
+    value.clear_float_data();
+    value.clear_raw_data();
+    value.add_float_data(std::numeric_limits<float>::infinity());
+  });
+}
+
 onnx::ModelProto rank4_gain() {
-  auto model = upsample1d();
-  for (auto& node : *model.mutable_graph()->mutable_node()) {
-    if (node.output(0) != "two") continue;
-    auto* value = node.mutable_attribute(0)->mutable_t();
-    value->clear_dims();
-    for (int k = 0; k < 4; ++k) value->add_dims(1);
-  }
-  return model;
+  return with_gain([](onnx::TensorProto& value) {
+    value.clear_dims();
+    for (int k = 0; k < 4; ++k) value.add_dims(1);
+  });
 }
 
 NaiveTensor input_x() {
@@ -304,4 +305,49 @@ TEST_CASE("a nearest x2 then a 3-tap Conv1d is rewritten as the 1-D ConvTranspos
   const auto x = random_tensor4(1, 64, 1, 6, 54);
   // The phase weights are box sums of the Conv's taps, stored as float: off by their rounding, over 64 inputs.
   CHECK(output_diff(model, out.model, {{"X", NaiveTensor({1, 64, 6}, x.data)}}, "Y", {1, 64, 12}) < 1e-5);
+}
+
+TEST_CASE("a 1-D edge padding is a Concat of edge slices up to 16 samples a side, an edge Pad beyond",
+          "[rewrite][nearest_conv][one_d][edge]") {
+  // nearest x2, an edge Pad of (K-1)/2 each side, a depthwise Conv1d of K taps: each phase pads x with its edge by
+  // about K/4 samples; xnnpack spells that as Slices and a Concat where it fits, an edge Pad where it would not.
+  struct Case {
+    int64_t k;
+    bool slices;
+  };
+  const Case c = GENERATE(values<Case>({{3, true}, {71, false}}));
+  CAPTURE(c.k);
+  const std::string pad = std::to_string((c.k - 1) / 2);
+  auto model = parse_model(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1,64,40] X) => (float[1,64,80] Y) {\n"
+      "  scales = Constant <value = float[3] {1.0, 1.0, 2.0}> ()\n"
+      "  U = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"> "
+      "(X, , scales)\n"
+      "  pads = Constant <value = int64[6] {0, 0, " +
+      pad + ", 0, 0, " + pad +
+      "}> ()\n"
+      "  P = Pad <mode = \"edge\"> (U, pads)\n"
+      "  Y = Conv <group = 64, kernel_shape = [" +
+      std::to_string(c.k) + "]> (P, W)\n}\n");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {64, 1, c.k}, 55);
+  name_node(model, "Y", "conv");
+  const auto out = rewrite_copy(model, target("xnnpack"));
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  int axis2_concats = 0;
+  for (const auto* concat : nodes_of(g, "Concat")) axis2_concats += onnx_io::get_int(*concat, "axis", -1).value() == 2 ? 1 : 0;
+  if (c.slices) {
+    CHECK(count_ops(g, "Pad") == 0);
+    CHECK(count_ops(g, "Slice") == 2);
+    CHECK(axis2_concats >= 1);
+  } else {
+    CHECK(count_ops(g, "Slice") == 0);
+    CHECK(axis2_concats == 0);
+    REQUIRE(count_ops(g, "Pad") >= 1);
+    for (const auto* p : nodes_of(g, "Pad")) CHECK(onnx_io::get_string(*p, "mode", "").value() == "edge");
+  }
+  CHECK(checker_error(out.model).empty());
+  const auto x = random_tensor4(1, 64, 1, 40, 56);
+  // Box sums of the taps stored as float: off by their rounding.
+  CHECK(output_diff(model, out.model, {{"X", NaiveTensor({1, 64, 40}, x.data)}}, "Y", {1, 64, 80}) < 1e-5);
 }

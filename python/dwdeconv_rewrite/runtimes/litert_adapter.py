@@ -399,12 +399,12 @@ def tflite_io_by_name(interpreter, onnx_inputs: list[str], onnx_outputs: list[st
     return match("input", onnx_inputs, sig_in, in_details), match("output", onnx_outputs, sig_out, out_details)
 
 
-# onnx2tf turns 3-D, 4-D and 5-D tensors channels-last (NCL -> NLC, NCHW -> NHWC), model inputs and outputs
-# included, but may leave a model output channels-first (it does for MI-GAN's image). Where both layouts fit a shape
-# (C equal to H and W, as a C=64 layer's 64x64 output) the channels-last default is taken: guessing from shapes
-# alone made a correct conversion look wrong there.
+# onnx2tf turns 3-D and 4-D tensors channels-last (NCL -> NLC, NCHW -> NHWC), model inputs and outputs included, but
+# may leave a model output channels-first (it does for MI-GAN's image). Where both layouts fit a shape (C equal to H
+# and W, as a C=64 layer's 64x64 output) the channels-last default is taken: guessing from shapes alone made a correct
+# conversion look wrong there.
 def to_nhwc(x: np.ndarray, shape: tuple) -> np.ndarray:
-    nhwc = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim >= 3 else x
+    nhwc = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if x.ndim in (3, 4) else x
     if nhwc.shape == shape:
         return nhwc
     if x.shape == shape:
@@ -413,7 +413,7 @@ def to_nhwc(x: np.ndarray, shape: tuple) -> np.ndarray:
 
 
 def to_nchw(y: np.ndarray, onnx_shape: tuple) -> np.ndarray:
-    nchw = np.moveaxis(y, -1, 1) if y.ndim >= 3 else y
+    nchw = np.moveaxis(y, -1, 1) if y.ndim in (3, 4) else y
     if fits(nchw.shape, onnx_shape):
         return nchw
     if fits(y.shape, onnx_shape):
