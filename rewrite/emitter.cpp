@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "onnx_io/attributes.h"
@@ -273,9 +274,25 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
       const std::string first = slice("first_sample", 0, 1), last = slice("last_sample", -1, std::numeric_limits<int64_t>::max());
       it = edge_slices_.emplace(m.output, std::make_pair(first, last)).first;
     }
-    std::vector<std::string> parts(static_cast<size_t>(pads[1]), it->second.first);
+    // A sample repeated p times, by Concats of two inputs (halves, or p - 1 and one): LiteRT's XNNPACK delegate
+    // takes a CONCATENATION of 2 to 4 inputs and leaves a wider one to the reference kernels.
+    const std::function<std::string(const std::string&, int64_t)> repeat = [&](const std::string& sample, int64_t p) {
+      if (p == 1) return sample;
+      const auto key = std::make_tuple(m.output, sample, p);
+      if (auto found = edge_repeats_.find(key); found != edge_repeats_.end()) return found->second;
+      const std::string a = repeat(sample, p % 2 == 0 ? p / 2 : p - 1), b = p % 2 == 0 ? a : sample;
+      const std::string name = names_.fresh(sample + "_x" + std::to_string(p));
+      const std::string out = names_.fresh(name + "_out");
+      onnx::NodeProto concat = make_node("Concat", name, {a, b}, {out});
+      *concat.add_attribute() = onnx_io::make_int_attribute("axis", 2);
+      nodes.push_back(std::move(concat));
+      edge_repeats_.emplace(key, out);
+      return out;
+    };
+    std::vector<std::string> parts;
+    if (pads[1] > 0) parts.push_back(repeat(it->second.first, pads[1]));
     parts.push_back(m.input);
-    parts.insert(parts.end(), static_cast<size_t>(pads[3]), it->second.second);
+    if (pads[3] > 0) parts.push_back(repeat(it->second.second, pads[3]));
     const std::string node_name = names_.fresh(base);
     const std::string output = names_.fresh(node_name + "_out");
     onnx::NodeProto concat = make_node("Concat", node_name, parts, {output});

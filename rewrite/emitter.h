@@ -34,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -159,6 +160,8 @@ class Emitter {
   std::map<std::string, std::string> derived_;
   // Per 1-D node (its output): the Slices of x's first and last sample that edge_as_slices concatenates.
   std::map<std::string, std::pair<std::string, std::string>> edge_slices_;
+  // Per 1-D node, edge sample and count: that sample repeated (a Concat of two inputs each, see pad_node()).
+  std::map<std::tuple<std::string, std::string, int64_t>, std::string> edge_repeats_;
 };
 
 }  // namespace dwdeconv::rewrite
