@@ -102,11 +102,10 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
     if (name == "mode") return attr.s() == "constant" || attr.s() == "edge";  // edge: a copy of x's edge samples
     return name == "value" && attr.type() == onnx::AttributeProto::FLOAT && attr.f() == 0;
   }
-  // Concat on channels (or the batch axis for batch_crd, the new last axis and W for the interleave); DepthToSpace in
-  // either order; the Gather (constant indices), Transpose, Unsqueeze and Reshape of the joins only move elements.
-  if (op == "Concat") {
-    return name == "axis" && attr.type() == onnx::AttributeProto::INT && (attr.i() == 0 || attr.i() == 1 || attr.i() == 3 || attr.i() == 4);
-  }
+  // Concat on channels (or the batch axis for batch_crd, the new last axis and W for the interleave, the length of a
+  // 1-D signal for its edge samples); DepthToSpace in either order; the Gather (constant indices), Transpose, Unsqueeze,
+  // Reshape and Slice of the joins and edges only move elements.
+  if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && attr.i() >= 0 && attr.i() <= 4;
   if (op == "Unsqueeze" || op == "Squeeze") return name == "axes";
   if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && (attr.s() == "DCR" || attr.s() == "CRD"));
   if (op == "Gather") return name == "axis";
@@ -127,12 +126,12 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
   static const std::set<std::string> kEmitted{"Pad",       "Conv",    "Concat",          "DepthToSpace", "Gather",
                                               "Transpose", "Shape",   "ConstantOfShape", "Constant",     "Resize",
-                                              "Unsqueeze", "Reshape", "Squeeze"};
+                                              "Unsqueeze", "Reshape", "Squeeze",         "Slice"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where +
            " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
-           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape, Squeeze)";
+           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape, Squeeze, Slice)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
@@ -163,6 +162,11 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
   }
   if (node.op_type() == "Pad" && (node.input_size() > 2 || (node.input_size() == 2 && !constant(node.input(1))))) {
     return where + " has inputs the rewrite does not emit (only the data and constant pads)";
+  }
+  // The edge samples of a folded 1-D upsampler: x's first or last sample, by constant starts, ends and axes.
+  if (node.op_type() == "Slice" &&
+      (node.input_size() < 3 || node.input_size() > 4 || !std::all_of(node.input().begin() + 1, node.input().end(), constant))) {
+    return where + " slices by starts, ends or axes that are not constants (the rewrite emits constant ones, and no steps)";
   }
   if (node.op_type() == "Gather" && (node.input_size() != 2 || !constant(node.input(1)))) {
     return where + " gathers by indices that are not a constant";
@@ -308,13 +312,16 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
   std::vector<Replacement> replaced;
   for (int k = 0; k < a.node_size(); ++k) {
     const onnx::NodeProto& node = a.node(k);
-    if (!standard_domain(node) || (node.op_type() != "Conv" && node.op_type() != "ConvTranspose") || node.output_size() != 1) continue;
+    // An upsampler ends at its Conv or ConvTranspose, or (a folded 1-D one, form upsample1d) at the Slice of its crop
+    // or the Mul of its gain after a ConvTranspose.
+    const bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
+    if (!standard_domain(node) || (!conv && node.op_type() != "Slice" && node.op_type() != "Mul") || node.output_size() != 1) continue;
     const auto op = b_op.find(node.output(0));
     if (op == b_op.end() || op->second == node.op_type()) continue;
     Replacement r;
     r.node = &node;
     r.y = node.output(0);
-    r.bias = node.input_size() > 2 ? node.input(2) : "";
+    r.bias = conv && node.input_size() > 2 ? node.input(2) : "";
     r.label = describe_node(node);
     // Back from y through what the rewritten model no longer has, to the values both models define.
     std::set<std::string> activations, seen;
@@ -332,6 +339,13 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
       if (visited.insert(it->second).second) {
         for (auto& read : node_reads(a.node(it->second))) pending.push_back(std::move(read));
       }
+    }
+    if (!conv) {
+      // A Slice or Mul is the end of an upsampler only with the ConvTranspose it crops or scales in its region.
+      const auto deconv = std::find_if(visited.begin(), visited.end(),
+                                       [&](int j) { return standard_domain(a.node(j)) && a.node(j).op_type() == "ConvTranspose"; });
+      if (deconv == visited.end()) continue;
+      r.bias = a.node(*deconv).input_size() > 2 ? a.node(*deconv).input(2) : "";
     }
     if (activations.size() == 1) {
       r.x = *activations.begin();

@@ -317,8 +317,10 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
     if (n.output_size() > 0 && n.output(0) == output_name) node = &n;
   }
   if (node == nullptr) return core::invalid_model("no node in the original model produces '" + output_name + "'");
-  if ((node->op_type() != "ConvTranspose" && node->op_type() != "Conv") || node->input_size() < 2) {
-    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight");
+  // A folded 1-D upsampler (form upsample1d) ends at the Slice of its crop or the Mul of its gain.
+  const bool folded = node->op_type() == "Slice" || node->op_type() == "Mul";
+  if (!folded && ((node->op_type() != "ConvTranspose" && node->op_type() != "Conv") || node->input_size() < 2)) {
+    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight, nor the Slice or Mul of a folded 1-D upsampler");
   }
   if (input_shape.size() != 4 && input_shape.size() != 3) {
     return detail::node_error(*node, "only 1-D and 2-D upsamplers (rank-3 or rank-4 input) can be verified");
@@ -330,8 +332,8 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   // A ConvTranspose reading x itself has a formula to check both sides against; a hand-written form is checked
   // against its own region computed by other kernels.
   const bool lone_deconv = node->op_type() == "ConvTranspose" && node->input(0) == x;
-  const std::string w = node->input(1);
-  const std::string b = node->input_size() > 2 ? node->input(2) : "";
+  const std::string w = folded ? "" : node->input(1);
+  const std::string b = !folded && node->input_size() > 2 ? node->input(2) : "";
 
   std::vector<std::string> original_outputs = {output_name};
   if (lone_deconv) original_outputs.push_back(w);

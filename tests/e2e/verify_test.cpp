@@ -625,3 +625,74 @@ TEST_CASE("compare per node sizes an upsampler's input from the given graph-inpu
   CHECK_THAT(json, Catch::Contains("\"compared\": 576"));  // Y [1,4,12,12]: the upsampler ran at X's 6x6
   CHECK_THAT(r.err, Catch::Contains("ConvTranspose 'up1' on input 1x4x6x6"));
 }
+
+TEST_CASE("per-node verification checks a folded 1-D upsampler (upsample1d) and catches a planted error in a phase",
+          "[e2e][verify][per_node][upsample1d]") {
+  // BigVGAN's UpSample1d (edge Pad 5 + 5, depthwise ConvTranspose1d k 12 s 2, x2, crop 15 + 15), and Mimi's causal
+  // crop (no padding, no gain, 10 samples off the end), each before a Hardmax the executor does not run: per-node mode.
+  // Its region ends at the crop's Slice, and the replacement holds the edge Slices and Concats (xnnpack) or an edge
+  // Pad (ort). Before, per-node mode failed it: "still computes 'Y' as the original does".
+  struct Case {
+    const char* target;
+    const char* pad;
+    const char* slice;
+    const char* gain;
+  };
+  const Case c =
+      GENERATE(values<Case>({{"xnnpack", "5", "15, -15", "2.0"}, {"ort", "5", "15, -15", "2.0"}, {"ort", "0", "0, -10", "1.0"}}));
+  CAPTURE(c.target, c.pad, c.slice);
+  TempDir dir;
+  const std::string pad = c.pad;
+  auto m = parse_model(std::string(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    upsample1d (float[1,24,40] X) => (float Z) {
+      pads = Constant <value = int64[6] {0, 0, )") +
+                       pad + ", 0, 0, " + pad + R"(}> ()
+      XP = Pad <mode = ")" +
+                       std::string(pad == "0" ? "constant" : "edge") + R"("> (X, pads)
+      U = ConvTranspose <group = 24, kernel_shape = [12], strides = [2]> (XP, W)
+      gain = Constant <value = float {)" +
+                       c.gain + R"(}> ()
+      G = Mul (U, gain)
+      starts = Constant <value = int64[1] {)" +
+                       std::string(c.slice).substr(0, std::string(c.slice).find(',')) + R"(}> ()
+      ends = Constant <value = int64[1] {)" +
+                       std::string(c.slice).substr(std::string(c.slice).find(',') + 1) + R"(}> ()
+      axes = Constant <value = int64[1] {2}> ()
+      Y = Slice (G, starts, ends, axes)
+      Z = Hardmax <axis = 1> (Y)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {24, 1, 12}, 17);
+  name_node(m, "U", "up");
+  name_node(m, "Y", "crop");
+  const auto in = dir.path / "model.onnx", out = dir.path / "out.onnx", bad = dir.path / "bad.onnx";
+  const auto report = dir.path / "r.json";
+  save(m, in);
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --target " + c.target + " --verify --report " + report.string(), dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto rewritten = load(out);
+  CHECK(count_ops(rewritten, "ConvTranspose") == 0);
+  CHECK(count_ops(rewritten, "Mul") == 0);
+  CHECK(count_ops(rewritten, "Pad") == (std::string(c.target) == "ort" && pad != "0" ? 2 : 0));
+  const std::string json = read_file(report);
+  CHECK_THAT(json, Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(json, Catch::Contains("{\"name\": \"Y\""));
+  CHECK_THAT(json, Catch::Contains("\"passed\": true"));
+  CHECK_THAT(r.err, Catch::Contains("Slice 'crop' on input 1x24x40"));
+
+  // One phase weight off by 0.25: per-node compare fails, naming the region.
+  auto planted = rewritten;
+  std::string weight;
+  for (const auto& node : planted.graph().node()) {
+    if (node.op_type() == "Conv" && weight.empty()) weight = node.input(1);
+  }
+  REQUIRE_FALSE(weight.empty());
+  plant_error(planted, weight, 0.25f);
+  save(planted, bad);
+  const auto caught = run_cli(in.string() + " --compare " + bad.string() + " --report " + report.string(), dir);
+  INFO(caught.err);
+  CHECK(caught.exit_code == 1);
+  CHECK_THAT(read_file(report), Catch::Contains("\"mode\": \"per-node\""));
+  CHECK_THAT(read_file(report), Catch::Contains("\"passed\": false"));
+}
