@@ -171,13 +171,48 @@ MeasuredRange upsample1d_range() {
       "UpSample1d at BigVGAN v2's six 24 kHz stages: C 24-768, L 375-24000");
 }
 
+// The same and Mimi's upsampler (kyutai-labs/moshi: a depthwise ConvTranspose1d k 4 s 2 and its causal crop of 2), where
+// a runtime measured both faster.
+MeasuredRange upsample1d_and_mimi_range() {
+  return MeasuredRange{}.channels(24, 768).kernel(4, 12).stride(2, 2).rank({1}).from(
+      "UpSample1d at BigVGAN v2's six 24 kHz stages, C 24-768, k 12, L 375-24000; Mimi's upsampler, C 128-512, k 4, T 125-1000");
+}
+
 // The rule each target has for the upsample1d form, first in its table: its own family, whatever the 2-D rules say.
-KeepRule upsample1d_rule(bool rewrite, const std::string& measured) {
+KeepRule upsample1d_rule(bool rewrite, const std::string& measured, bool with_mimi = false) {
   KeepRule rule;
   rule.forms = {Form::kUpsample1d};
   rule.rewrite = rewrite;
   rule.measured = measured;
-  if (rewrite) rule.range = upsample1d_range();
+  if (rewrite) rule.range = with_mimi ? upsample1d_and_mimi_range() : upsample1d_range();
+  return rule;
+}
+
+// BENCHMARKS.md, "Audio: 1-D upsamplers": a depthwise ConvTranspose1d alone (no Pad, gain or crop to fold), joined by
+// Unsqueeze, Concat and Reshape: UpSample1d's (k 12 s 2) at the six stage shapes and Kokoro's pool (k 3 s 2 p 1 op 1)
+// at C 64-1090.
+MeasuredRange conv_transpose1d_range() {
+  return MeasuredRange{}.channels(24, 1090).kernel(3, 12).stride(2, 2).rank({1}).from(
+      "the depthwise ConvTranspose1d alone: UpSample1d's k 12 s 2 at C 24-768, L 375-24000; Kokoro's pool, k 3 s 2 p 1 op 1, at "
+      "C 64-1090, L 256-4096");
+}
+
+// UpSample1d's alone only (k 12): where Kokoro's pool (k 3) measured slower.
+MeasuredRange conv_transpose1d_k12_range() {
+  return MeasuredRange{}.channels(24, 768).kernel(12, 12).stride(2, 2).rank({1}).from(
+      "the depthwise ConvTranspose1d alone: UpSample1d's k 12 s 2 at C 24-768, L 375-24000");
+}
+
+// The rule each target has for a depthwise ConvTranspose1d that is no upsample1d, second in its table: 1-D is its own
+// family, measured as such, not a case of strides that differ per axis. A rule that rewrites does so within `range`.
+KeepRule conv_transpose1d_rule(bool rewrite, const std::string& measured, const MeasuredRange& range = conv_transpose1d_range()) {
+  KeepRule rule;
+  rule.forms = {Form::kConvTranspose};
+  rule.groupings = {Grouping::kDepthwise};
+  rule.strides = {StrideClass::kOneD};
+  rule.rewrite = rewrite;
+  rule.measured = measured;
+  if (rewrite) rule.range = range;
   return rule;
 }
 
@@ -187,9 +222,10 @@ std::vector<Target> make_targets() {
   // The default must be slower on none of the six runtimes (the executor, ONNX Runtime, LiteRT, ExecuTorch, OpenVINO,
   // MNN) and convert on ncnn through pnnx. No join does both: a DCR DepthToSpace converts through neither onnx2torch
   // (ExecuTorch) nor pnnx; the Gather that made it CRD runs 4x-25x slower than the layer on MNN (GatherV2) and pnnx
-  // reads it as a one-channel Crop (BENCHMARKS.md, "Targets: the default's join on each runtime"). So the default
+  // reads it as a one-channel Crop (BENCHMARKS.md, "Targets: the default's join on each runtime"). So in 2-D the default
   // rewrites only what needs no join, where all six measured it faster: a nearest + 1x1 Conv, the Conv moved before the
-  // Resize.
+  // Resize. In 1-D the phases join by Unsqueeze, Concat and Reshape, which converts through pnnx: BigVGAN's UpSample1d,
+  // folded with an edge Pad, measured 0.96x or more on every runtime that converts it (its first rule).
   t.push_back(
       {kDefaultTarget,
        "any of the runtimes below",
@@ -220,9 +256,10 @@ std::vector<Target> make_targets() {
          "0.12x-0.94x on ONNX Runtime (AMD EPYC) and 0.65x-1.28x on MNN even joined DCR (BENCHMARKS.md, \"Targets: the "
          "default's join on each runtime\"); --target names your runtime and rewrites what pays there",
          false}},
-       // No rule above rewrites a family that joins phases (the last keeps them all): the layout is never reached.
+       // No rule above rewrites a 2-D family that joins phases (the last keeps them all): the layout is never reached
+       // there; a 1-D node joins natively whatever the layout says.
        dcr_layout,
-       "none: it rewrites only what needs no join (the nearest layout)",
+       "none in 2-D: it rewrites only what needs no join (the nearest layout); in 1-D (upsample1d) Unsqueeze, Concat and Reshape",
        "\"nearest + 1x1 Conv: the Conv before the Resize\", \"Targets: the default's join on each runtime\"",
        {},
        /*converts_added_resize=*/false});
@@ -633,20 +670,68 @@ std::vector<Target> make_targets() {
   // A 1-D upsampler with its pads and crops folded (BigVGAN's UpSample1d): where it was measured, and the others say so.
   const std::string audio = "(BENCHMARKS.md, \"Audio: 1-D upsamplers\")";
   const std::map<std::string, KeepRule> upsample1d = {
-      {kDefaultTarget, upsample1d_rule(false, "a folded 1-D upsampler was measured on the executor, ONNX Runtime and LiteRT only " + audio +
-                                                  "; the default is slower on no runtime (--target xnnpack, litert or ort rewrites it)")},
+      {kDefaultTarget,
+       upsample1d_rule(true,
+                       "UpSample1d with an edge Pad measured 0.96x-1.01x on ncnn, 1.08x-1.27x on OpenVINO, 1.40x-1.52x on MNN and "
+                       "1.92x-2.19x on the executor, ONNX Runtime and LiteRT; on ExecuTorch it converts neither before nor after "
+                       "(onnx2torch's Pad and Slice); Mimi's upsampler (k 4) measured 0.57x-0.89x on OpenVINO " +
+                           audio)},
       {"xnnpack", upsample1d_rule(true,
                                   "UpSample1d measured 2.28x-2.59x on the executor (Intel Xeon) with its edge samples as a "
-                                  "Concat of slices " +
-                                      audio)},
-      {"litert", upsample1d_rule(
-                     true, "UpSample1d measured 15.3x-16.1x on LiteRT (Intel Xeon) with its edge samples as a Concat of slices " + audio)},
-      {"ort", upsample1d_rule(true, "UpSample1d measured 2.04x-2.19x on ONNX Runtime 1.32's CPU provider (Intel Xeon) " + audio)},
-      {"executorch", upsample1d_rule(false, "a folded 1-D upsampler was not measured on ExecuTorch " + audio)},
-      {"openvino", upsample1d_rule(false, "a folded 1-D upsampler was not measured on OpenVINO " + audio)},
-      {"mnn", upsample1d_rule(false, "a folded 1-D upsampler was not measured on MNN " + audio)},
-      {"ncnn", upsample1d_rule(false, "a folded 1-D upsampler was not measured on ncnn, and its join would not convert through pnnx")}};
+                                  "Concat of slices, Mimi's upsampler 1.92x-2.12x " +
+                                      audio,
+                                  true)},
+      {"litert",
+       upsample1d_rule(true,
+                       "UpSample1d measured 16.9x-19.6x on LiteRT (Intel Xeon) with its edge samples as a Concat of slices, Mimi's "
+                       "upsampler 7.95x-18.9x " +
+                           audio,
+                       true)},
+      {"ort",
+       upsample1d_rule(
+           true, "UpSample1d measured 2.04x-2.19x on ONNX Runtime 1.32's CPU provider (Intel Xeon), Mimi's upsampler 1.43x-1.64x " + audio,
+           true)},
+      {"executorch",
+       upsample1d_rule(false,
+                       "UpSample1d converts to ExecuTorch through onnx2torch neither as exported nor rewritten: onnx2torch makes a "
+                       "Pad (opset 11 on) and a Slice (opset 10 on) modules that read their pads and starts as tensors, which "
+                       "torch.export refuses " +
+                           audio)},
+      {"openvino",
+       upsample1d_rule(
+           true,
+           "UpSample1d measured 1.08x-1.27x on OpenVINO's CPU plugin (Intel Xeon, f32); Mimi's upsampler (k 4) 0.57x-0.89x " + audio)},
+      {"mnn",
+       upsample1d_rule(true, "UpSample1d measured 1.40x-1.52x on MNN (Intel Xeon, fp32); Mimi's upsampler (k 4) 0.92x-1.02x " + audio)},
+      {"ncnn", upsample1d_rule(false, "UpSample1d measured 0.95x-1.01x on ncnn (pnnx, fp32): nothing to gain there " + audio)}};
   for (auto& target : t) target.rules.insert(target.rules.begin(), upsample1d.at(target.name));
+  const std::map<std::string, KeepRule> conv_transpose1d = {
+      {kDefaultTarget,
+       conv_transpose1d_rule(false,
+                             "a depthwise ConvTranspose1d rewritten measured 0.67x-0.72x on ncnn, and its join's Reshape does not "
+                             "pass torch.export through onnx2torch (GuardOnDataDependentSymNode; ExecuTorch, where the original "
+                             "converts) " +
+                                 audio + "; --target xnnpack, litert, ort or openvino rewrites it")},
+      {"xnnpack", conv_transpose1d_rule(true, "a depthwise ConvTranspose1d measured 1.34x-2.37x on the executor (Intel Xeon) " + audio)},
+      {"litert", conv_transpose1d_rule(true, "a depthwise ConvTranspose1d measured 7.75x-10.5x on LiteRT (Intel Xeon) " + audio)},
+      {"ort", conv_transpose1d_rule(
+                  true, "a depthwise ConvTranspose1d measured 1.23x-1.96x on ONNX Runtime 1.32's CPU provider (Intel Xeon) " + audio)},
+      {"executorch", conv_transpose1d_rule(false,
+                                           "a depthwise ConvTranspose1d's join (Unsqueeze, Concat, Reshape) does not pass "
+                                           "torch.export through onnx2torch (GuardOnDataDependentSymNode on the Reshape), where "
+                                           "the original converts " +
+                                               audio)},
+      {"openvino", conv_transpose1d_rule(true,
+                                         "a depthwise ConvTranspose1d measured 1.12x-1.27x on OpenVINO's CPU plugin (Intel Xeon, f32) "
+                                         "at k 12, 0.48x-0.58x at k 3 (Kokoro's pool) " +
+                                             audio,
+                                         conv_transpose1d_k12_range())},
+      {"mnn", conv_transpose1d_rule(false,
+                                    "a depthwise ConvTranspose1d was not timed on MNN: MNN ran the original's output 4-D, [N, C, "
+                                    "L, 1] for the graph's [N, C, L] " +
+                                        audio)},
+      {"ncnn", conv_transpose1d_rule(false, "a depthwise ConvTranspose1d rewritten measured 0.67x-0.72x on ncnn (pnnx, fp32) " + audio)}};
+  for (auto& target : t) target.rules.insert(target.rules.begin() + 1, conv_transpose1d.at(target.name));
   // A nearest x2 then a 1x1 Conv1d (Kokoro's decoder), the Conv moved before the Resize: measured where these rules
   // rewrite it; elsewhere the 2-D rules' ranges (2-D) keep it, saying it was not measured in 1-D.
   const std::map<std::string, std::string> one_d_one_by_one = {

@@ -6,6 +6,7 @@ bench_runtimes.py times the pairs:
 
   python bench/runtimes/make_upsample1d_layers.py OUT_DIR [--target litert] [--tool build/cli/dwdeconv-rewrite]
       [--nearest-1x1]   (instead: nearest x2 + 1x1 Conv1d, Kokoro's decoder, at NEAREST_1X1's shapes)
+      [--lone]          (instead: the depthwise ConvTranspose1d alone, no Pad, gain or crop, at the same stages)
   python bench/runtimes/bench_runtimes.py --runtime ort litert $(cat OUT_DIR/pairs.txt) --work /tmp/up1d
 
 (any Python with onnx and numpy; the filter is computed here as filter.py computes it, in numpy)."""
@@ -58,6 +59,15 @@ def upsample1d(c: int, length: int) -> onnx.ModelProto:
     return checked(graph)
 
 
+def lone_conv_transpose(c: int, length: int) -> onnx.ModelProto:
+    """UpSample1d's depthwise ConvTranspose1d without its Pad, gain and crop: [1, C, L] -> [1, C, 2L + 10]."""
+    nodes = [helper.make_node("ConvTranspose", ["x", "filter"], ["y"], name="up", group=c, kernel_shape=[12], strides=[2])]
+    inits = [numpy_helper.from_array(np.tile(kaiser_sinc_filter1d(), (c, 1, 1)), "filter")]
+    graph = helper.make_graph(nodes, "ct1d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, length])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 2 * length + 10])], inits)
+    return checked(graph)
+
+
 def nearest_1x1(c_in: int, c_out: int, length: int) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     nodes = [helper.make_node("Resize", ["x", "", "scales"], ["u"], name="up", mode="nearest"),
@@ -76,16 +86,24 @@ def main():
     parser.add_argument("--target", default="litert")
     parser.add_argument("--tool", default="build/cli/dwdeconv-rewrite")
     parser.add_argument("--nearest-1x1", action="store_true", help="nearest x2 + 1x1 Conv1d pairs instead")
+    parser.add_argument("--lone", action="store_true", help="the depthwise ConvTranspose1d alone instead")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     pairs = []
-    cases = ([(f"n1x1_C{ci}_{co}_L{n}", nearest_1x1(ci, co, n)) for ci, co, n in NEAREST_1X1] if args.nearest_1x1
-             else [(f"upsample1d_C{c}_L{n}", upsample1d(c, n)) for c, n in STAGES])
+    if args.nearest_1x1:
+        cases = [(f"n1x1_C{ci}_{co}_L{n}", nearest_1x1(ci, co, n)) for ci, co, n in NEAREST_1X1]
+    elif args.lone:
+        cases = [(f"ct1d_C{c}_L{n}", lone_conv_transpose(c, n)) for c, n in STAGES]
+    else:
+        cases = [(f"upsample1d_C{c}_L{n}", upsample1d(c, n)) for c, n in STAGES]
     for name, model in cases:
         original = args.out / f"{name}.onnx"
         rewritten = args.out / f"{name}.{args.target}.onnx"
         onnx.save(model, original)
         subprocess.run([args.tool, str(original), "-o", str(rewritten), "--target", args.target, "-q"], check=True)
+        if [n.op_type for n in onnx.load(rewritten).graph.node] == [n.op_type for n in model.graph.node]:
+            print(f"--target {args.target} keeps {name}: left out of the pairs (nothing rewritten to time)")
+            continue
         pairs.append(f"--pair {original} {rewritten}")
     (args.out / "pairs.txt").write_text(" ".join(pairs) + "\n")
     print(f"wrote {len(pairs)} pairs; their --pair arguments are in {args.out / 'pairs.txt'}")

@@ -94,12 +94,13 @@ onnx::ModelProto anisotropic_case(int64_t c) {
   return deconv_model(spec);
 }
 
-// A 1-D depthwise ConvTranspose k4 s2 p1 (a rank-3 weight).
-onnx::ModelProto one_d_case(int64_t c) {
+// A 1-D depthwise ConvTranspose k, stride s, pads p, output_padding op (a rank-3 weight).
+onnx::ModelProto one_d_case(int64_t c, int64_t k = 4, int64_t s = 2, int64_t p = 1, int64_t op = 0) {
   const std::string cs = str(c);
   auto m = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + cs + ",9] X) => (float[1," + cs +
-                       ",L] Y) {\n  Y = ConvTranspose <group=" + cs + ", strides=[2], pads=[1,1]> (X, W)\n}\n");
-  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {c, 1, 4}, 21);
+                       ",L] Y) {\n  Y = ConvTranspose <group=" + cs + ", strides=[" + str(s) + "], pads=[" + str(p) + "," + str(p) +
+                       "], output_padding=[" + str(op) + "]> (X, W)\n}\n");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {c, 1, k}, 21);
   return m;
 }
 
@@ -288,8 +289,21 @@ std::vector<Layer> layers() {
       // 0.88x-1.01x, executor 1.05x-1.06x at C 16 (0.89x for s12k2) and 1.33x-1.34x at C 64, LiteRT 7.85x-18.4x.
       {"depthwise ConvTranspose strides (1, 2), C 16", [] { return anisotropic_case(16); }, D{K, K, R, K, K, K, K, K}},
       {"depthwise ConvTranspose strides (1, 2), C 64", [] { return anisotropic_case(64); }, D{K, R, R, K, K, K, K, K}},
-      // A 1-D x2 is strides (1, 2) to the rules, the same figures.
-      {"1-D depthwise ConvTranspose k4 s2, C 64", [] { return one_d_case(64); }, D{K, R, R, K, K, K, K, K}},
+      // "Audio: 1-D upsamplers": a depthwise ConvTranspose1d is its own family. Alone (UpSample1d's, k 12 s 2, C 24-768;
+      // Kokoro's pool, k 3 s 2 p 1 op 1, C 64-1090): executor 2.27x-2.37x, LiteRT 7.75x-10.5x, ONNX Runtime 1.79x-1.96x,
+      // OpenVINO 1.12x-1.27x at k 12 but 0.48x-0.58x at k 3 (so k 12 alone there); ncnn 0.67x-0.72x; MNN ran the original
+      // 4-D (not timed); ExecuTorch does not convert the join. The default keeps it (ncnn, ExecuTorch).
+      {"1-D depthwise ConvTranspose k12 s2 p0, C 24", [] { return one_d_case(24, 12, 2, 0); }, D{K, R, R, R, K, R, K, K}},
+      {"1-D depthwise ConvTranspose k12 s2 p0, C 768", [] { return one_d_case(768, 12, 2, 0); }, D{K, R, R, R, K, R, K, K}},
+      {"1-D depthwise ConvTranspose k3 s2 p1 op1, C 1090", [] { return one_d_case(1090, 3, 2, 1, 1); }, D{K, R, R, R, K, Unmeasured, K, K}},
+      {"1-D depthwise ConvTranspose k4 s2 p1, C 64", [] { return one_d_case(64); }, D{K, R, R, R, K, Unmeasured, K, K}},
+      // Outside what was measured: a kernel of 16, a stride of 4, 2048 channels.
+      {"1-D depthwise ConvTranspose k16 s2 p0, C 64", [] { return one_d_case(64, 16, 2, 0); },
+       D{K, Unmeasured, Unmeasured, Unmeasured, K, Unmeasured, K, K}},
+      {"1-D depthwise ConvTranspose k8 s4 p2, C 64", [] { return one_d_case(64, 8, 4, 2); },
+       D{K, Unmeasured, Unmeasured, Unmeasured, K, Unmeasured, K, K}},
+      {"1-D depthwise ConvTranspose k4 s2 p1, C 2048", [] { return one_d_case(2048); },
+       D{K, Unmeasured, Unmeasured, Unmeasured, K, Unmeasured, K, K}},
       // "Zero insertion before a dense Conv": layer C32 executor 1.88x, ONNX Runtime 4.20x, ExecuTorch 3.44x, LiteRT
       // 13.9x; the fixture (2-32 channels) 1.36x whole on ONNX Runtime.
       {"zero insertion + dense 5x5 Conv, C 32", [] { return unpool_dense_case(32, 5); }, D{K, R, R, R, R, K, K, K}},
