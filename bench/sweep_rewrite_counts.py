@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ["default", "xnnpack", "litert", "ort", "executorch"]
+TARGETS = ["default", "xnnpack", "litert", "ort", "executorch", "openvino", "mnn", "ncnn"]
 
 # (file name, exporter, its arguments): small sizes, the opsets the exporters are used at.
 EXPORTS = [
@@ -46,6 +46,10 @@ EXPORTS = [
     ("deepfilternet_erb_o13.onnx", "export_deepfilternet_erb_decoder.py", ["--channels", "16", "--frames", "20"]),
     ("idwt_upsampler_o13.onnx", "export_idwt_upsampler.py", []),
     ("conv1d_upsampler_o13.onnx", "export_conv1d_upsampler.py", ["--length", "32"]),
+    ("bigvgan_small_o17.onnx", "export_bigvgan.py", ["--what", "generator", "--preset", "small", "--frames", "8"]),
+    ("bigvgan_amp_o17.onnx", "export_bigvgan.py", ["--what", "amp", "--channels", "24", "--length", "200"]),
+    ("mimi_o17.onnx", "export_mimi.py", ["--frames", "25"]),
+    ("kokoro_o17.onnx", "export_kokoro.py", ["--frames", "32"]),
 ]
 
 
