@@ -3,6 +3,7 @@
 // 17) against it, and tests/ops/check_op_table.py a current onnx's (every opset through kKnownThroughOpset).
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "onnx_io/attributes.h"
 #include "ops/kernels.h"
@@ -241,6 +242,15 @@ std::string unsupported_reason(const onnx::NodeProto& node, int64_t opset) {
     return "op " + node.domain() + "::" + node.op_type() + " is not supported by the executor";
   }
   const OpSpec* spec = find_op(node.op_type());
+  // Random draws (SNAC's NoiseBlock exports RandomNormalLike): no two runs agree, so no run of either model could be
+  // compared with the other's.
+  static const std::set<std::string> random{"RandomNormal",      "RandomNormalLike", "RandomUniform",
+                                            "RandomUniformLike", "Multinomial",      "Bernoulli"};
+  if (spec == nullptr && random.count(node.op_type()) != 0) {
+    return "op " + node.op_type() +
+           " draws random values, so no run of the model can be compared with another's (export the model "
+           "without it)";
+  }
   if (spec == nullptr) return "op " + node.op_type() + " is not supported by the executor";
   if (opset > kKnownThroughOpset) {
     return "the model imports opset " + std::to_string(opset) + ", newer than the executor's op table (opsets up to " +
