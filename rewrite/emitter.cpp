@@ -141,6 +141,15 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
            "the model is opset " +
            std::to_string(opset_);
   }
+  if (options_.flatten_1d_join && m.one_d && sx > 1 && !known_batch_of_one(m)) {
+    return "the 1-D join by Flatten and Unsqueeze (no Reshape, which onnx2torch cannot hand to torch.export) needs an input of "
+           "batch 1, and the batch of '" +
+           m.input + "' is not known to be 1";
+  }
+  if (options_.flatten_1d_join && m.one_d && m.edge_padding) {
+    return "its edge padding would be a Pad or Slices, which onnx2torch makes modules that read their pads and starts as "
+           "tensors, and torch.export refuses them";
+  }
   if (layout == PhaseLayout::kBatchCrd && s > 1 && !known_batch_of_one(m)) {
     return "the batch_crd form needs an input of batch 1, and the batch of '" + m.input + "' is not known to be 1";
   }
@@ -481,10 +490,20 @@ void Emitter::interleave_1d(const DeconvMatch& m, const std::string& base, const
   onnx::NodeProto concat = make_node("Concat", concat_name, stacked, {concat_out});
   *concat.add_attribute() = onnx_io::make_int_attribute("axis", 3);
   nodes.push_back(std::move(concat));
+  const std::string last_name = m.name.empty() ? names_.fresh(base + "_interleave") : m.name;
+  if (options_.flatten_1d_join && known_batch_of_one(m)) {
+    // [1, C, L', s] -> Flatten(axis 2) -> [C, L'*s] -> Unsqueeze(0) -> [1, C, L'*s]: no shape read from a tensor.
+    const std::string flatten_name = names_.fresh(base + "_flatten");
+    const std::string flatten_out = names_.fresh(flatten_name + "_out");
+    onnx::NodeProto flatten = make_node("Flatten", flatten_name, {concat_out}, {flatten_out});
+    *flatten.add_attribute() = onnx_io::make_int_attribute("axis", 2);
+    nodes.push_back(std::move(flatten));
+    nodes.push_back(axes_node(m, "Unsqueeze", last_name, flatten_out, m.output, 0));
+    return;
+  }
   const auto n = known_dim(m, 0), length = known_dim(m, 3);
   const int64_t joined = length && *length + growth[3] <= std::numeric_limits<int64_t>::max() / s ? (*length + growth[3]) * s : -1;
-  nodes.push_back(
-      reshape(m, m.name.empty() ? names_.fresh(base + "_interleave") : m.name, concat_out, m.output, {n.value_or(0), m.outputs(), joined}));
+  nodes.push_back(reshape(m, last_name, concat_out, m.output, {n.value_or(0), m.outputs(), joined}));
 }
 
 onnx::NodeProto Emitter::axes_node(const DeconvMatch& m, const std::string& op, const std::string& name, const std::string& input,

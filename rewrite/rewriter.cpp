@@ -239,6 +239,7 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
   };
   EmitOptions emit = options.emit;
   emit.edge_as_slices = target.edge_as_slices;
+  emit.flatten_1d_join = target.flatten_1d_join;
   Emitter emitter(model, names, emit);
   // The layout a selected match is emitted in, and why it is kept all the same (the target's rule, a join its runtime
   // cannot take, what the emitter needs), or "": decided before anything is emitted, so a kept node costs nothing.

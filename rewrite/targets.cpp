@@ -178,6 +178,21 @@ MeasuredRange upsample1d_and_mimi_range() {
       "UpSample1d at BigVGAN v2's six 24 kHz stages, C 24-768, k 12, L 375-24000; Mimi's upsampler, C 128-512, k 4, T 125-1000");
 }
 
+// ExecuTorch through onnx2torch converts Mimi's upsampler only rewritten: as exported its crop is a Slice, which
+// onnx2torch makes a module reading its starts as a tensor; rewritten, the crop is in the phases' Conv pads and the
+// join is Flatten and Unsqueeze. UpSample1d's edge padding would be a Pad or Slices again: the emitter keeps it there.
+KeepRule upsample1d_et_rule(const std::string& audio) {
+  KeepRule rule;
+  rule.forms = {Form::kUpsample1d};
+  rule.rewrite = true;
+  rule.measured =
+      "Mimi's upsampler converts to ExecuTorch through onnx2torch only rewritten (as exported its crop's Slice does not pass "
+      "torch.export), and runs there; UpSample1d converts neither way (its edge Pad) " +
+      audio;
+  rule.range = MeasuredRange{}.channels(128, 512).kernel(4, 4).stride(2, 2).rank({1}).from("Mimi's upsampler, C 128-512, k 4, T 125-1000");
+  return rule;
+}
+
 // The rule each target has for the upsample1d form, first in its table: its own family, whatever the 2-D rules say.
 KeepRule upsample1d_rule(bool rewrite, const std::string& measured, bool with_mimi = false) {
   KeepRule rule;
@@ -189,12 +204,17 @@ KeepRule upsample1d_rule(bool rewrite, const std::string& measured, bool with_mi
 }
 
 // BENCHMARKS.md, "Audio: 1-D upsamplers": a depthwise ConvTranspose1d alone (no Pad, gain or crop to fold), joined by
-// Unsqueeze, Concat and Reshape: UpSample1d's (k 12 s 2) at the six stage shapes and Kokoro's pool (k 3 s 2 p 1 op 1)
-// at C 64-1090.
-MeasuredRange conv_transpose1d_range() {
-  return MeasuredRange{}.channels(24, 1090).kernel(3, 12).stride(2, 2).rank({1}).from(
-      "the depthwise ConvTranspose1d alone: UpSample1d's k 12 s 2 at C 24-768, L 375-24000; Kokoro's pool, k 3 s 2 p 1 op 1, at "
-      "C 64-1090, L 256-4096");
+// Unsqueeze, Concat and Reshape (ExecuTorch: Flatten): UpSample1d's (k 12 s 2) at the six stage shapes, Kokoro's pool
+// (k 3 s 2 p 1 op 1) at C 64-1090, and k 2 s 2, k 6 s 3, k 8 s 4 at C 64 and 256; from kernel `min_kernel` on.
+MeasuredRange conv_transpose1d_range(int64_t min_kernel = 2) {
+  return MeasuredRange{}
+      .channels(24, 1090)
+      .kernel(min_kernel, 12)
+      .stride(2, 4)
+      .rank({1})
+      .from(
+          "the depthwise ConvTranspose1d alone: UpSample1d's k 12 s 2 at C 24-768, L 375-24000; Kokoro's pool, k 3 s 2 p 1 op 1, at "
+          "C 64-1090; k 2 s 2, k 6 s 3 and k 8 s 4 at C 64 and 256");
 }
 
 // UpSample1d's alone only (k 12): where Kokoro's pool (k 3) measured slower.
@@ -390,7 +410,7 @@ std::vector<Target> make_targets() {
        "`DepthToSpace` DCR",
        "\"ONNX Runtime (CPU provider)\"",
        {},
-       /*dcr_cost=*/""});
+       /*converts_added_resize=*/true});
   t.push_back({"executorch",
                "ExecuTorch with the XNNPACK delegate, from ONNX through onnx2torch",
                all,
@@ -666,6 +686,9 @@ std::vector<Target> make_targets() {
     // runs an edge Pad on its reference kernels: 1.95x-2.03x against 2.28x-2.59x with the Concat (BENCHMARKS.md,
     // "Audio: 1-D upsamplers").
     target.edge_as_slices = target.name == "litert" || target.name == "xnnpack";
+    // onnx2torch makes a Reshape a module reading its shape as a tensor, which torch.export refuses
+    // (GuardOnDataDependentSymNode): ExecuTorch's 1-D join is Flatten and Unsqueeze, at batch 1.
+    target.flatten_1d_join = target.name == "executorch";
   }
   // A 1-D upsampler with its pads and crops folded (BigVGAN's UpSample1d): where it was measured, and the others say so.
   const std::string audio = "(BENCHMARKS.md, \"Audio: 1-D upsamplers\")";
@@ -691,12 +714,7 @@ std::vector<Target> make_targets() {
        upsample1d_rule(
            true, "UpSample1d measured 2.04x-2.19x on ONNX Runtime 1.32's CPU provider (Intel Xeon), Mimi's upsampler 1.43x-1.64x " + audio,
            true)},
-      {"executorch",
-       upsample1d_rule(false,
-                       "UpSample1d converts to ExecuTorch through onnx2torch neither as exported nor rewritten: onnx2torch makes a "
-                       "Pad (opset 11 on) and a Slice (opset 10 on) modules that read their pads and starts as tensors, which "
-                       "torch.export refuses " +
-                           audio)},
+      {"executorch", upsample1d_et_rule(audio)},
       {"openvino",
        upsample1d_rule(
            true,
@@ -712,18 +730,21 @@ std::vector<Target> make_targets() {
                              "pass torch.export through onnx2torch (GuardOnDataDependentSymNode; ExecuTorch, where the original "
                              "converts) " +
                                  audio + "; --target xnnpack, litert, ort or openvino rewrites it")},
-      {"xnnpack", conv_transpose1d_rule(true, "a depthwise ConvTranspose1d measured 1.34x-2.37x on the executor (Intel Xeon) " + audio)},
-      {"litert", conv_transpose1d_rule(true, "a depthwise ConvTranspose1d measured 7.75x-10.5x on LiteRT (Intel Xeon) " + audio)},
-      {"ort", conv_transpose1d_rule(
-                  true, "a depthwise ConvTranspose1d measured 1.23x-1.96x on ONNX Runtime 1.32's CPU provider (Intel Xeon) " + audio)},
-      {"executorch", conv_transpose1d_rule(false,
-                                           "a depthwise ConvTranspose1d's join (Unsqueeze, Concat, Reshape) does not pass "
-                                           "torch.export through onnx2torch (GuardOnDataDependentSymNode on the Reshape), where "
-                                           "the original converts " +
+      {"xnnpack", conv_transpose1d_rule(true, "a depthwise ConvTranspose1d measured 1.21x-2.63x on the executor (Intel Xeon) " + audio)},
+      {"litert", conv_transpose1d_rule(true, "a depthwise ConvTranspose1d measured 7.75x-16.4x on LiteRT (Intel Xeon) " + audio)},
+      {"ort", conv_transpose1d_rule(true,
+                                    "a depthwise ConvTranspose1d measured 1.14x-1.96x on ONNX Runtime 1.32's CPU provider (Intel "
+                                    "Xeon), from kernel 3 (k 2 s 2: 0.89x-0.98x) " +
+                                        audio,
+                                    conv_transpose1d_range(3))},
+      {"executorch", conv_transpose1d_rule(true,
+                                           "a depthwise ConvTranspose1d measured 1.97x-3.24x on ExecuTorch (Intel Xeon) joined by "
+                                           "Flatten and Unsqueeze, which pass torch.export through onnx2torch where a Reshape does "
+                                           "not (batch 1 only) " +
                                                audio)},
       {"openvino", conv_transpose1d_rule(true,
                                          "a depthwise ConvTranspose1d measured 1.12x-1.27x on OpenVINO's CPU plugin (Intel Xeon, f32) "
-                                         "at k 12, 0.48x-0.58x at k 3 (Kokoro's pool) " +
+                                         "at k 12 s 2, 0.41x-0.58x at k 2-3 and at s 3-4 " +
                                              audio,
                                          conv_transpose1d_k12_range())},
       {"mnn", conv_transpose1d_rule(false,

@@ -147,6 +147,8 @@ struct Target {
   // Whether a 1-D phase's edge padding is spelled as a Concat of x's edge samples rather than an edge Pad (its
   // converter writes an edge Pad as one op per sample, outside the runtime's delegate: EmitOptions::edge_as_slices).
   bool edge_as_slices = false;
+  // Whether its converter takes a 1-D join only without Reshape (onnx2torch + torch.export: EmitOptions::flatten_1d_join).
+  bool flatten_1d_join = false;
 
   // Why this target keeps an upsampler of a selected form (the rule and the measurement it comes from), or "" to
   // rewrite it.

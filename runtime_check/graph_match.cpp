@@ -107,6 +107,7 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
   // Reshape and Slice of the joins and edges only move elements.
   if (op == "Concat") return name == "axis" && attr.type() == onnx::AttributeProto::INT && attr.i() >= 0 && attr.i() <= 4;
   if (op == "Unsqueeze" || op == "Squeeze") return name == "axes";
+  if (op == "Flatten") return name == "axis";  // ExecuTorch's 1-D join: moves no element
   if (op == "DepthToSpace") return name == "blocksize" || (name == "mode" && (attr.s() == "DCR" || attr.s() == "CRD"));
   if (op == "Gather") return name == "axis";
   if (op == "Transpose") return name == "perm";
@@ -126,12 +127,12 @@ bool emitted_attribute(const std::string& op, const onnx::AttributeProto& attr) 
 std::string region_node_difference(const onnx::NodeProto& node, const onnx::GraphProto& graph, const Replacement& region) {
   static const std::set<std::string> kEmitted{"Pad",       "Conv",    "Concat",          "DepthToSpace", "Gather",
                                               "Transpose", "Shape",   "ConstantOfShape", "Constant",     "Resize",
-                                              "Unsqueeze", "Reshape", "Squeeze",         "Slice"};
+                                              "Unsqueeze", "Reshape", "Squeeze",         "Slice",        "Flatten"};
   const std::string where = describe_node(node) + " in the region that replaces " + region.label;
   if (!standard_domain(node) || kEmitted.count(node.op_type()) == 0) {
     return where +
            " is not one the rewrite emits (Pad, Conv, Concat, DepthToSpace, Gather, Transpose, Shape, "
-           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape, Squeeze, Slice)";
+           "ConstantOfShape, Constant, Resize, Unsqueeze, Reshape, Squeeze, Slice, Flatten)";
   }
   for (const auto& attr : node.attribute()) {
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";

@@ -403,3 +403,47 @@ TEST_CASE("the xnnpack target keeps strides that differ per axis below 64 channe
     }
   }
 }
+
+TEST_CASE("ExecuTorch's 1-D join is Flatten and Unsqueeze at batch 1, and a batch not known to be 1 keeps the node",
+          "[rewrite][one_d][executorch]") {
+  // onnx2torch makes a Reshape a module that reads its shape as a tensor, which torch.export refuses
+  // (GuardOnDataDependentSymNode): [1, C, L, s] -> Flatten(axis 2) -> [C, L*s] -> Unsqueeze(0) reads none.
+  rewrite::Target unrestricted = *rewrite::find_target("executorch");
+  unrestricted.rules.clear();
+  rewrite::RewriteOptions options;
+  options.target = &unrestricted;
+  auto model = parse_model(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[1,3,6] X) => (float[1,3,12] Y) {\n"
+      "  Y = ConvTranspose <group=3, strides=[2], pads=[1,1]> (X, W, B)\n}\n");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4}, 41);
+  set_random_initializer(*model.mutable_graph(), "B", TensorProto::FLOAT, {3}, 42);
+  name_node(model, "Y", "up1");
+  const auto out = rewrite_copy(model, options);
+  REQUIRE(out.result.rewritten == 1);
+  const auto& g = out.model.graph();
+  CHECK(count_ops(g, "Reshape") == 0);
+  CHECK(count_ops(g, "ConvTranspose") == 0);
+  const auto* last = find_producer(g, "Y");
+  REQUIRE(last != nullptr);
+  CHECK(last->op_type() == "Unsqueeze");
+  CHECK(last->name() == "up1");
+  CHECK(values_of(*find_initializer(g, last->input(1))) == std::vector<double>{0});
+  const auto* flatten = find_producer(g, last->input(0));
+  REQUIRE(flatten != nullptr);
+  CHECK(flatten->op_type() == "Flatten");
+  CHECK(onnx_io::get_int(*flatten, "axis", -1).value() == 2);
+  CHECK(checker_error(out.model).empty());
+  const auto x = random_tensor4(1, 3, 1, 6, 43);
+  CHECK(output_diff(model, out.model, {{"X", NaiveTensor({1, 3, 6}, x.data)}}, "Y", {1, 3, 12}) < kTolerance);
+
+  // Batch N: Flatten would fold N into the channels; the node is kept, saying why.
+  auto batched = parse_model(
+      "<ir_version: 8, opset_import: [\"\" : 17]>\ng (float[N,3,6] X) => (float[N,3,12] Y) {\n"
+      "  Y = ConvTranspose <group=3, strides=[2], pads=[1,1]> (X, W, B)\n}\n");
+  set_random_initializer(*batched.mutable_graph(), "W", TensorProto::FLOAT, {3, 1, 4}, 41);
+  set_random_initializer(*batched.mutable_graph(), "B", TensorProto::FLOAT, {3}, 42);
+  const auto kept = rewrite_copy(batched, options);
+  CHECK(kept.result.rewritten == 0);
+  REQUIRE(kept.result.nodes.size() == 1);
+  CHECK_THAT(kept.result.nodes[0].reason, Catch::Contains("needs an input of batch 1"));
+}

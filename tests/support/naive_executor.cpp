@@ -120,6 +120,16 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     outputs.push_back(run_transpose(node, env));
   } else if (op == "Unsqueeze") {
     outputs.push_back(run_unsqueeze(node, env));
+  } else if (op == "Flatten") {
+    // [d0..d(a-1), da..] -> [d0*..*d(a-1), da*..]: the data as it is, row-major.
+    NaiveTensor t = input(node, env, 0);
+    const auto* a = attr(node, "axis");
+    int64_t axis = a != nullptr ? a->i() : 1;
+    if (axis < 0) axis += static_cast<int64_t>(t.dims.size());
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < t.dims.size(); ++d) (static_cast<int64_t>(d) < axis ? outer : inner) *= t.dims[d];
+    t.dims = {outer, inner};
+    outputs.push_back(std::move(t));
   } else if (op == "Squeeze") {
     outputs.push_back(run_squeeze(node, env));
   } else if (op == "Expand" || op == "Tile") {
