@@ -94,56 +94,56 @@ struct OutsideOp {
 // One row of a target's rule table: the families it names and what the target does with them. A field left empty
 // (or 0) names every value.
 struct KeepRule {
-  std::set<Form> forms;
-  std::set<Grouping> groupings;
-  std::set<KernelClass> kernels;
+  std::set<Form> forms = {};
+  std::set<Grouping> groupings = {};
+  std::set<KernelClass> kernels = {};
   int64_t min_channels = 0;  // C >= min_channels
   int64_t max_channels = 0;  // C < max_channels (0: no bound)
   // Whether the rule names only families whose output has more channels than their input (true), or only those with
   // at most as many (false); empty: both. A 1x1 Conv moved before the nearest Resize leaves it C_out channels to copy.
-  std::optional<bool> widens;
+  std::optional<bool> widens = {};
   bool rewrite = false;
   // The figure the decision follows and its BENCHMARKS.md section: a kept node's reason, the docs' table cell.
-  std::string measured;
+  std::string measured = {};
   // For ONNX Runtime's depthwise ConvTranspose: the answer was seen to change on a CPU with AVX-512, which this
   // project cannot measure; the reason says so there.
   bool cpu_dependent = false;
-  std::set<StrideClass> strides;  // empty: every stride class
+  std::set<StrideClass> strides = {};  // empty: every stride class
   // For a rule that rewrites: what its measurement covered (each range quotes its BENCHMARKS.md rows where the table is
   // built). A family the rule names outside it is kept, not measured there. Every rewriting rule has one.
-  std::optional<MeasuredRange> range;
+  std::optional<MeasuredRange> range = {};
   // Whether it names only upsamplers whose output is an output of their graph (true), or only the others (false);
   // empty: both.
-  std::optional<bool> graph_output;
+  std::optional<bool> graph_output = {};
 
   bool names(const Family& f) const;
 };
 
 struct Target {
-  std::string name;      // what --target takes, and the report's "target"
-  std::string runtime;   // the runtime it is for, as a user names it
-  std::set<Form> forms;  // the forms it rewrites at all
+  std::string name = {};      // what --target takes, and the report's "target"
+  std::string runtime = {};   // the runtime it is for, as a user names it
+  std::set<Form> forms = {};  // the forms it rewrites at all
   // In order: the first rule that names a family decides it; a family no rule names is rewritten.
-  std::vector<KeepRule> rules;
+  std::vector<KeepRule> rules = {};
   // How its emitted form joins the phases, at the model's default-domain opset.
   PhaseLayout (*layout)(const DeconvMatch& match, int64_t opset) = nullptr;
-  std::string join;      // the join as docs/targets.md and --help say it
-  std::string measured;  // the BENCHMARKS.md sections its rules cite
+  std::string join = {};      // the join as docs/targets.md and --help say it
+  std::string measured = {};  // the BENCHMARKS.md sections its rules cite
   // Which of its emitted ops a runtime it is meant for runs outside its XNNPACK delegate; empty for none.
-  std::vector<OutsideOp> outside_delegate;
+  std::vector<OutsideOp> outside_delegate = {};
   // Whether its runtime converts a nearest Resize the rewrite adds (the nearest layout of a ConvTranspose or a
   // zero-insertion form, which had none): onnx2torch's Resize does not pass torch.export, so ExecuTorch (and the
   // default, which must convert there) keep such a node. A nearest + Conv had its Resize already.
   bool converts_added_resize = true;
   // The --runtime that checks and times what it writes (a name of the runtimes' registry, or "xnnpack": the executor);
   // "" for the default, which is meant for them all. Said by name, not matched from the prose of `runtime`.
-  std::string runs_on;
+  std::string runs_on = {};
   // What it measured on that runtime, as the README's target table says it; "" for the default.
-  std::string headline;
+  std::string headline = {};
   // Other names --target takes for it, lower case (tflite for litert); names are matched without regard to case.
-  std::vector<std::string> aliases;
+  std::vector<std::string> aliases = {};
   // Why it keeps a dense (group 1) ConvTranspose: what was measured on its own runtime, or that nothing was.
-  std::string dense_conv_transpose;
+  std::string dense_conv_transpose = {};
   // Whether a 1-D phase's edge padding is spelled as a Concat of x's edge samples rather than an edge Pad (its
   // converter writes an edge Pad as one op per sample, outside the runtime's delegate: EmitOptions::edge_as_slices).
   bool edge_as_slices = false;

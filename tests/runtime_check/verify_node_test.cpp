@@ -225,7 +225,7 @@ TEST_CASE("verify_node checks a 1-D ConvTranspose against the formula and catche
   REQUIRE(good.ok());
   CHECK(good->passed);
   CHECK(good->expected == "the double-precision ConvTranspose formula");
-  CHECK(good->rewritten.compared == static_cast<size_t>(2 * c.channels * 11 * c.stride));
+  CHECK(good->rewritten.compared == static_cast<int64_t>(2 * c.channels * 11 * c.stride));
   CHECK(good->rewritten.max_rel_error < 1e-5);
 
   for (auto& init : *rewritten.mutable_graph()->mutable_initializer()) {
