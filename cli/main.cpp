@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
 
+  opt.target_given = app.count("--target") > 0;
+
   // Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
   const char* no_color = std::getenv("NO_COLOR");
   auto terminal = std::make_shared<spdlog::sinks::stderr_color_sink_mt>(

@@ -37,6 +37,7 @@ struct Options {
   std::vector<std::string> skip;
   std::vector<std::string> forms;                // --forms; empty means rewrite::default_forms()
   std::string target = rewrite::kDefaultTarget;  // --target: a profile of rewrite::targets()
+  bool target_given = false;                     // --target was on the command line: --check reads no recorded one
   std::vector<std::string> input_shapes;         // NAME=1x4x256x256
   std::vector<std::string> input_files;          // [NAME=]FILE.npy|.pb
   uint64_t seed = 0;

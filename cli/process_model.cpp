@@ -16,6 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/model_stats.h"
 #include "cli/tune.h"
+#include "cli/version.h"
 #include "core/text.h"
 #include "onnx_io/external_data.h"
 #include "onnx_io/model_io.h"
@@ -24,6 +25,39 @@
 
 namespace dwdeconv::cli {
 namespace {
+
+// The written model's metadata_props this tool owns: the --target it was written for and the tool's version.
+constexpr const char* kTargetKey = "dwdeconv-rewrite.target";
+constexpr const char* kVersionKey = "dwdeconv-rewrite.version";
+
+std::optional<std::string> recorded_metadata(const onnx::ModelProto& model, const std::string& key) {
+  for (const auto& entry : model.metadata_props()) {
+    if (entry.key() == key) return entry.value();
+  }
+  return std::nullopt;
+}
+
+// Sets `key` to `value`: the first entry of that key in place (any later ones removed), else a new last entry.
+void set_metadata(onnx::ModelProto& model, const std::string& key, const std::string& value) {
+  auto* props = model.mutable_metadata_props();
+  bool set = false;
+  for (int i = 0; i < props->size();) {
+    if (props->Get(i).key() != key) {
+      ++i;
+    } else if (!set) {
+      props->Mutable(i)->set_value(value);
+      set = true;
+      ++i;
+    } else {
+      props->DeleteSubrange(i, 1);
+    }
+  }
+  if (!set) {
+    auto* entry = model.add_metadata_props();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+}
 
 // Where the output's tensors go: external data when the input had it or the command line asks for it. Every
 // tensor that was external stays external, and each phase weight follows the weight it was gathered from.
@@ -143,6 +177,22 @@ class ModelRun {
       for (const auto& name : opt_.forms) ro_.forms.insert(*rewrite::form_by_name(name));  // usage_problem checked each name
     }
     ro_.target = rewrite::find_target(opt_.target);  // a known name: usage_problem checked it
+    // --check of a model this tool wrote: the target it was written for, unless --target says otherwise. A target
+    // rightly kept a node; the gate must not fail that under another target's rules.
+    if (opt_.check && !opt_.target_given) {
+      if (const auto recorded = recorded_metadata(model(), kTargetKey)) {
+        if (const rewrite::Target* t = rewrite::find_target(*recorded)) {
+          ro_.target = t;
+          spdlog::info(
+              "{}: --check against --target {}, which the model records it was written for (dwdeconv-rewrite {}; "
+              "--target overrides)",
+              shown_, t->name, core::printable(recorded_metadata(model(), kVersionKey).value_or("?")));
+        } else {
+          spdlog::warn("{}: the model records --target '{}', which this version does not know: --check uses --target {}", shown_,
+                       core::printable(*recorded), opt_.target);
+        }
+      }
+    }
     std::optional<core::Result<rewrite::RewriteResult>> attempt;
     log_.start("rewrite");
     try {
@@ -211,6 +261,13 @@ class ModelRun {
       }
     }
     if (opt_.dry_run) std::cout << (batch_ ? shown_ + ":\n" : std::string()) << tune_text_ << plan_text(result()) << std::flush;
+    if (writes_model()) {
+      // What the written model was written for, which --check reads back: the target and this tool's version, in
+      // place of any this tool recorded before (the same model written twice is the same bytes). Also when nothing
+      // was rewritten: a node its target rightly kept must not fail a later --check under another target's rules.
+      set_metadata(model(), kTargetKey, result().target != nullptr ? result().target->name : opt_.target);
+      set_metadata(model(), kVersionKey, kVersion);
+    }
     after_ = model_stats(model());
     out_.info.stats = std::make_pair(before_, after_);
     summary_ = std::string(writes_model() ? "rewrote " : "would rewrite ") + std::to_string(result().rewritten) + " of " +

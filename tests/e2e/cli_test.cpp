@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 #include <onnx/checker.h>
@@ -213,4 +214,65 @@ TEST_CASE("bash completion offers file names whole, blanks and glob characters i
   CHECK(bash_completes(dir, {"m.onnx", "--ver"}) == V{"--verbose", "--verify", "--version"});
   // A value nothing can guess (a number): nothing, not file names.
   CHECK(bash_completes(dir, {"m.onnx", "--threads", ""}).empty());
+}
+
+TEST_CASE("--check of a written model checks against the target it records, and --target still wins", "[e2e][check]") {
+  // BigVGAN's UpSample1d: ncnn keeps it (0.95x-1.01x there), the default rewrites it (0.96x or more wherever it
+  // converts). Before, --check of the ncnn output failed unless --target ncnn was repeated.
+  TempDir dir;
+  auto m = parse_model(R"(
+    <ir_version: 8, opset_import: ["" : 17]>
+    upsample1d (float[1,24,40] X) => (float[1,24,80] Y) {
+      pads = Constant <value = int64[6] {0, 0, 5, 0, 0, 5}> ()
+      XP = Pad <mode = "edge"> (X, pads)
+      U = ConvTranspose <group = 24, kernel_shape = [12], strides = [2]> (XP, W)
+      gain = Constant <value = float {2.0}> ()
+      G = Mul (U, gain)
+      starts = Constant <value = int64[1] {15}> ()
+      ends = Constant <value = int64[1] {-15}> ()
+      axes = Constant <value = int64[1] {2}> ()
+      Y = Slice (G, starts, ends, axes)
+    })");
+  set_random_initializer(*m.mutable_graph(), "W", onnx::TensorProto::FLOAT, {24, 1, 12}, 17);
+  const auto in = dir.path / "in.onnx", kept = dir.path / "ncnn.onnx";
+  save(m, in);
+  CHECK(run_default_cli(in.string() + " --check", dir).exit_code == 1);  // the default would rewrite it
+  REQUIRE(run_default_cli(in.string() + " -o " + kept.string() + " --target ncnn", dir).exit_code == 0);
+  auto written = load(kept);
+  CHECK(written.graph().SerializeAsString() == m.graph().SerializeAsString());  // ncnn kept it
+  std::map<std::string, std::string> props;
+  for (const auto& p : written.metadata_props()) props[p.key()] = p.value();
+  CHECK(props.at("dwdeconv-rewrite.target") == "ncnn");
+  CHECK(props.count("dwdeconv-rewrite.version") == 1);
+  const auto recorded = run_default_cli(kept.string() + " --check", dir);
+  INFO(recorded.err);
+  CHECK(recorded.exit_code == 0);
+  CHECK_THAT(recorded.err, Catch::Contains("--check against --target ncnn, which the model records it was written for"));
+  const auto overridden = run_default_cli(kept.string() + " --check --target default", dir);
+  CHECK(overridden.exit_code == 1);
+  CHECK_THAT(overridden.err, Catch::Contains("check failed: 1 of 1"));
+  // A recorded name this version does not know (or a hostile one) is shown escaped, and the default target checks.
+  for (auto& p : *written.mutable_metadata_props()) {
+    if (p.key() == "dwdeconv-rewrite.target") p.set_value("nosuch\n::error::x\x1b[31m");
+  }
+  const auto odd = dir.path / "odd.onnx";
+  save(written, odd);
+  const auto unknown = run_default_cli(odd.string() + " --check", dir);
+  CHECK(unknown.exit_code == 1);  // checked by the default, which would rewrite it
+  CHECK_THAT(unknown.err, Catch::Contains("records --target 'nosuch\\x0a::error::x\\x1b[31m', which this version does not know"));
+  CHECK_THAT(unknown.err, !Catch::Contains("nosuch\n"));
+  // Written twice, the same bytes; rewritten again under another target, the record follows the new one.
+  const auto again = dir.path / "again.onnx", other = dir.path / "other.onnx";
+  REQUIRE(run_default_cli(kept.string() + " -o " + again.string() + " --target ncnn", dir).exit_code == 0);
+  CHECK(read_file(again) == read_file(kept));
+  REQUIRE(run_default_cli(kept.string() + " -o " + other.string() + " --target xnnpack", dir).exit_code == 0);
+  written = load(other);
+  int targets = 0;
+  for (const auto& p : written.metadata_props()) {
+    if (p.key() == "dwdeconv-rewrite.target") {
+      ++targets;
+      CHECK(p.value() == "xnnpack");
+    }
+  }
+  CHECK(targets == 1);
 }
