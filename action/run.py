@@ -208,6 +208,8 @@ def parse_args(argv):
     p = _Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=env("MODELS"), help="files, directories and globs (INPUT_MODELS)")
     p.add_argument("--target", default=env("TARGET"), help="--target of the rewrite; empty: the default profile")
+    p.add_argument("--check", default=env("CHECK", "false"),
+                   help="true: --check each model (already rewritten) and write none; false: rewrite them")
     p.add_argument("--verify", default=env("VERIFY", "true"), help="--verify each rewrite: true or false")
     p.add_argument("--min-speedup", default=env("MIN_SPEEDUP"), help="fail a model whose speedup on RUNTIME is lower")
     p.add_argument("--runtime", default=env("RUNTIME"),
@@ -223,6 +225,10 @@ def parse_args(argv):
     # Each refused here, before any model runs, not by the tool once per model.
     if a.verify not in ("true", "false"):
         p.error("verify: '%s' is not true or false" % a.verify)
+    if a.check not in ("true", "false"):
+        p.error("check: '%s' is not true or false" % a.check)
+    if a.check == "true" and a.min_speedup:
+        p.error("check: check mode writes and times nothing, so it has no speed gate; leave min-speedup empty")
     try:
         # Without a gate nothing runs on the runtime, and a bad target is the tool's to refuse, per model.
         a.runtime, a.runtime_why = gate_runtime(a.target if a.min_speedup else "", a.runtime)
@@ -420,10 +426,11 @@ def run_model(tool, model, out, a):
         return dwdeconv_rewrite.EXIT_INVALID_MODEL, {"input": str(model), "exit_code": 3, "error": message}, message
     # Paths as --option=PATH, and the model after "--" (as ./-NAME when it starts with "-", which alone is stdin),
     # so that no file name is taken for an option.
-    cmd = [tool, "--output=" + str(out), "--report=" + str(report_path)]
+    # Check mode writes no model: --check, against the target the model records unless target is given.
+    cmd = [tool, "--check" if a.check == "true" else "--output=" + str(out), "--report=" + str(report_path)]
     if a.target:
         cmd.append("--target=" + a.target)
-    if a.verify == "true":
+    if a.verify == "true" and a.check != "true":
         cmd.append("--verify")
     cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)

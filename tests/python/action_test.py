@@ -235,6 +235,37 @@ class ActionScriptTest(ActionScriptCase):
                 self.assertNotIn("bench", r["speed_check"])
                 self.assertIn("| 0 | 8 | pass |  | ` ok: nothing to rewrite ` |", (self.work / "gh-summary").read_text())
 
+    def test_check_mode_gates_models_already_rewritten_and_writes_none(self):
+        # Issue 39: "args: --check" was exit 2 (the Action always passed --output). check: true runs --check on each
+        # model, writes no model, and reads the target each records (the rewrite records it) unless target is given.
+        original = "models/nested/migan_tiny_deconv.onnx"
+        out_dir = self.work / "dwdeconv-rewrite-out"
+        code, err, out, _ = self.run_action({"INPUT_MODELS": original, "INPUT_TARGET": "xnnpack", "INPUT_CHECK": "true"})
+        self.assertEqual(code, 1, err)
+        self.assertIn("check failed: 8 of 8 ConvTranspose nodes would be rewritten", err)
+        self.assertEqual([p for p in out_dir.rglob("*.onnx")], [], "check mode wrote a model")
+        # Rewritten with --target ort, which keeps all 8 (the default would too): recorded, and check mode passes it.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": original, "INPUT_TARGET": "ort"})
+        self.assertEqual(code, 0, err)
+        written = out_dir / "models/nested/migan_tiny_deconv.xnn.onnx"
+        self.assertTrue(written.exists())
+        kept = self.work / "kept.onnx"
+        shutil.copy(written, kept)
+        shutil.rmtree(out_dir)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "kept.onnx", "INPUT_CHECK": "true"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("--check against --target ort, which the model records it was written for", out)
+        self.assertEqual([p for p in out_dir.rglob("*.onnx")], [])
+        # target given wins over the record: xnnpack would rewrite all 8.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "kept.onnx", "INPUT_CHECK": "true", "INPUT_TARGET": "xnnpack"})
+        self.assertEqual(code, 1, err)
+        # Check mode times nothing: a speed gate with it is refused before any model runs.
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "kept.onnx", "INPUT_CHECK": "true", "INPUT_MIN_SPEEDUP": "1.1"})
+        self.assertEqual(code, 2, err)
+        self.assertIn("check mode writes and times nothing", err)
+        code, err, out, _ = self.run_action({"INPUT_MODELS": "kept.onnx", "INPUT_CHECK": "yes"})
+        self.assertEqual(code, 2, err)
+
     def test_an_interrupt_or_sigterm_ends_the_speed_gate_and_removes_its_unchecked_output(self):
         # Before: the KeyboardInterrupt SIGKILLed the check's binary and left OUTPUT/...xnn.onnx, never gated, for
         # the artifact upload; SIGTERM ended the script alone, and the binary went on benching.
