@@ -216,7 +216,7 @@ TEST_CASE("bash completion offers file names whole, blanks and glob characters i
   CHECK(bash_completes(dir, {"m.onnx", "--threads", ""}).empty());
 }
 
-TEST_CASE("--check of a written model checks against the target it records, and --target still wins", "[e2e][check]") {
+TEST_CASE("check mode on a written model checks against the target it records, and --target still wins", "[e2e][check]") {
   // BigVGAN's UpSample1d: ncnn keeps it (0.95x-1.01x there), the default rewrites it (0.96x or more wherever it
   // converts). Before, --check of the ncnn output failed unless --target ncnn was repeated.
   TempDir dir;
