@@ -64,13 +64,16 @@ std::string wrap_text(const std::string& text, size_t width) {
 void wrap_help(CLI::App& app, size_t width) { app.formatter(std::make_shared<WrappingFormatter>(width)); }
 
 std::string app_description() {
-  return "Rewrites the upsamplers of an ONNX model for XNNPACK-based runtimes (LiteRT, ExecuTorch, a custom XNNPACK\n"
-         "runtime): depthwise ConvTranspose, and the hand-written forms nearest x mask, zero insertion, upfirdn2d and\n"
-         "nearest + Conv, become s*s stride-1 Convs + Concat + DepthToSpace, which XNNPACK runs as fast depthwise\n"
-         "kernels. --verify checks the result on XNNPACK; --dry-run shows each node's decision and why.\n\n"
-         "Where it does not pay off: ONNX Runtime's CPU provider (use --target ort, which keeps nearly everything);\n"
-         "dense and grouped ConvTransposes, which XNNPACK already runs well (kept); and models whose time is mostly\n"
-         "elsewhere (a MI-GAN-like generator: 1.38x on this tool's executor, though its upsamplers ran 19x faster).";
+  // Wrapped to --help's width (wrap_help: 100) here, so that the formatter leaves every line as it is.
+  return "Rewrites the upsamplers of an ONNX model for XNNPACK-based runtimes (LiteRT, ExecuTorch, a custom\n"
+         "XNNPACK runtime): depthwise ConvTranspose, and the hand-written forms nearest x mask, zero\n"
+         "insertion, upfirdn2d and nearest + Conv, become s*s stride-1 Convs + Concat + DepthToSpace, which\n"
+         "XNNPACK runs as fast depthwise kernels. --verify checks the result on XNNPACK; --dry-run shows each\n"
+         "node's decision and why.\n\n"
+         "Where it does not pay off: ONNX Runtime's CPU provider (use --target ort, which keeps nearly\n"
+         "everything); dense and grouped ConvTransposes, which XNNPACK already runs well (kept); and models\n"
+         "whose time is mostly elsewhere (a MI-GAN-like generator: 1.38x on this tool's executor, though its\n"
+         "upsamplers ran 19x faster).";
 }
 
 void use_readable_value_names(CLI::App& app) {

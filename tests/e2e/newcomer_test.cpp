@@ -3,6 +3,8 @@
 // what changed, and batches over a directory.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <map>
 #include <regex>
 #include <sstream>
@@ -276,6 +278,20 @@ TEST_CASE("help text: --help fits in 100 columns, the man page's source included
     CHECK(line.size() <= 100);
   }
   CHECK(count > 60);
+  // The opening paragraphs and the exit status are wrapped once: no line of prose cut after a word or two and
+  // continued flush left (issue 39: "custom\n  XNNPACK\nruntime"), and the exit status's lines as written.
+  std::istringstream prose(r.out.substr(0, r.out.find("Usage:")) + r.out.substr(r.out.find("Exit status:")));
+  std::vector<std::string> kept;
+  for (std::string line; std::getline(prose, line);) kept.push_back(line);
+  for (size_t i = 0; i + 1 < kept.size(); ++i) {
+    CAPTURE(kept[i], kept[i + 1]);
+    const auto words = std::count(kept[i].begin(), kept[i].end(), ' ') + 1;
+    CHECK_FALSE((!kept[i].empty() && words <= 2 && !kept[i + 1].empty() && kept[i].find(':') == std::string::npos));
+  }
+  CHECK_THAT(r.out, Catch::Contains("  0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid model,\n"
+                                    "  failed output validation, or I/O error. Nothing is written unless the run succeeds."));
+  CHECK_THAT(r.out, Catch::StartsWith("Rewrites the upsamplers of an ONNX model for XNNPACK-based runtimes (LiteRT, ExecuTorch, a custom\n"
+                                      "XNNPACK runtime): depthwise ConvTranspose,"));
   // Every option is still there, and wrapping lost no word of the target list.
   for (const char* part : {"--target NAME", "--runtime NAME", "--min-speedup X", "--threads N",
                            "litert (also tflite):", "ort (also onnxruntime):", "Exit status:"}) {
