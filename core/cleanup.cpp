@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 
 namespace dwdeconv::core::cleanup {
@@ -71,6 +72,11 @@ sigset_t handled_set() {
   }
   // Innermost first: a path sorts after its parent.
   for (auto it = s.empty_dirs.rbegin(); it != s.empty_dirs.rend(); ++it) ::rmdir(it->c_str());
+  // One line says how the run ended (write(2): a logging thread may hold stderr's stdio lock).
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+  const std::string line = std::string("dwdeconv-rewrite: interrupted by ") + name + " (exit " + std::to_string(128 + sig) +
+                           "): what this run had staged is removed, and any child process ended\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line.data(), line.size());
   std::_Exit(128 + sig);
 }
 

@@ -70,6 +70,10 @@ def interrupt(tool, args, cwd, env, sig, ready, what):
         proc.kill()
         _, err = proc.communicate()
     check(proc.returncode == 128 + sig.value, f"{what}: exit {128 + sig.value} after {sig.name} (got {proc.returncode})")
+    # The run ends with one line that says so, and says it once.
+    last = err.rstrip("\n").split("\n")[-1] if err.strip() else ""
+    check(last.startswith(f"dwdeconv-rewrite: interrupted by {sig.name} (exit {128 + sig.value})")
+          and err.count("interrupted by") == 1, f"{what}: one 'interrupted' line ends the log (got {last!r})")
     return seen, err
 
 
