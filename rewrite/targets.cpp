@@ -178,28 +178,14 @@ MeasuredRange upsample1d_and_mimi_range() {
       "UpSample1d at BigVGAN v2's six 24 kHz stages, C 24-768, k 12, L 375-24000; Mimi's upsampler, C 128-512, k 4, T 125-1000");
 }
 
-// ExecuTorch through onnx2torch converts Mimi's upsampler only rewritten: as exported its crop is a Slice, which
-// onnx2torch makes a module reading its starts as a tensor; rewritten, the crop is in the phases' Conv pads and the
-// join is Flatten and Unsqueeze. UpSample1d's edge padding would be a Pad or Slices again: the emitter keeps it there.
-KeepRule upsample1d_et_rule(const std::string& audio) {
-  KeepRule rule;
-  rule.forms = {Form::kUpsample1d};
-  rule.rewrite = true;
-  rule.measured =
-      "Mimi's upsampler converts to ExecuTorch through onnx2torch only rewritten (as exported its crop's Slice does not pass "
-      "torch.export), and runs there; UpSample1d converts neither way (its edge Pad) " +
-      audio;
-  rule.range = MeasuredRange{}.channels(128, 512).kernel(4, 4).stride(2, 2).rank({1}).from("Mimi's upsampler, C 128-512, k 4, T 125-1000");
-  return rule;
-}
-
 // The rule each target has for the upsample1d form, first in its table: its own family, whatever the 2-D rules say.
-KeepRule upsample1d_rule(bool rewrite, const std::string& measured, bool with_mimi = false) {
+// A rule that rewrites does so within `range`.
+KeepRule upsample1d_rule(bool rewrite, const std::string& measured, const MeasuredRange& range = upsample1d_range()) {
   KeepRule rule;
   rule.forms = {Form::kUpsample1d};
   rule.rewrite = rewrite;
   rule.measured = measured;
-  if (rewrite) rule.range = with_mimi ? upsample1d_and_mimi_range() : upsample1d_range();
+  if (rewrite) rule.range = range;
   return rule;
 }
 
@@ -703,18 +689,27 @@ std::vector<Target> make_targets() {
                                   "UpSample1d measured 2.28x-2.59x on the executor (Intel Xeon) with its edge samples as a "
                                   "Concat of slices, Mimi's upsampler 1.92x-2.12x " +
                                       audio,
-                                  true)},
+                                  upsample1d_and_mimi_range())},
       {"litert",
        upsample1d_rule(true,
                        "UpSample1d measured 16.9x-19.6x on LiteRT (Intel Xeon) with its edge samples as a Concat of slices, Mimi's "
                        "upsampler 7.95x-18.9x " +
                            audio,
-                       true)},
+                       upsample1d_and_mimi_range())},
       {"ort",
        upsample1d_rule(
            true, "UpSample1d measured 2.04x-2.19x on ONNX Runtime 1.32's CPU provider (Intel Xeon), Mimi's upsampler 1.43x-1.64x " + audio,
-           true)},
-      {"executorch", upsample1d_et_rule(audio)},
+           upsample1d_and_mimi_range())},
+      // ExecuTorch through onnx2torch converts Mimi's upsampler only rewritten: as exported its crop is a Slice, which
+      // onnx2torch makes a module reading its starts as a tensor; rewritten, the crop is in the phases' Conv pads and
+      // the join is Flatten and Unsqueeze. UpSample1d's edge padding would be a Pad or Slices again: the emitter keeps it.
+      {"executorch",
+       upsample1d_rule(
+           true,
+           "Mimi's upsampler converts to ExecuTorch through onnx2torch only rewritten (as exported its crop's Slice "
+           "does not pass torch.export), and runs there; UpSample1d converts neither way (its edge Pad) " +
+               audio,
+           MeasuredRange{}.channels(128, 512).kernel(4, 4).stride(2, 2).rank({1}).from("Mimi's upsampler, C 128-512, k 4, T 125-1000"))},
       {"openvino",
        upsample1d_rule(
            true,

@@ -314,9 +314,9 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
   for (int k = 0; k < a.node_size(); ++k) {
     const onnx::NodeProto& node = a.node(k);
     // An upsampler ends at its Conv or ConvTranspose, or (a folded 1-D one, form upsample1d) at the Slice of its crop
-    // or the Mul of its gain after a ConvTranspose.
+    // after a ConvTranspose.
     const bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
-    if (!standard_domain(node) || (!conv && node.op_type() != "Slice" && node.op_type() != "Mul") || node.output_size() != 1) continue;
+    if (!standard_domain(node) || (!conv && node.op_type() != "Slice") || node.output_size() != 1) continue;
     const auto op = b_op.find(node.output(0));
     if (op == b_op.end() || op->second == node.op_type()) continue;
     Replacement r;
@@ -342,7 +342,7 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
       }
     }
     if (!conv) {
-      // A Slice or Mul is the end of an upsampler only with the ConvTranspose it crops or scales in its region.
+      // A Slice is the end of an upsampler only with the ConvTranspose it crops in its region.
       const auto deconv = std::find_if(visited.begin(), visited.end(),
                                        [&](int j) { return standard_domain(a.node(j)) && a.node(j).op_type() == "ConvTranspose"; });
       if (deconv == visited.end()) continue;

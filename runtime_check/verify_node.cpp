@@ -317,10 +317,10 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
     if (n.output_size() > 0 && n.output(0) == output_name) node = &n;
   }
   if (node == nullptr) return core::invalid_model("no node in the original model produces '" + output_name + "'");
-  // A folded 1-D upsampler (form upsample1d) ends at the Slice of its crop or the Mul of its gain.
-  const bool folded = node->op_type() == "Slice" || node->op_type() == "Mul";
+  // A folded 1-D upsampler (form upsample1d) ends at the Slice of its crop.
+  const bool folded = node->op_type() == "Slice";
   if (!folded && ((node->op_type() != "ConvTranspose" && node->op_type() != "Conv") || node->input_size() < 2)) {
-    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight, nor the Slice or Mul of a folded 1-D upsampler");
+    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight, nor the Slice of a folded 1-D upsampler");
   }
   if (input_shape.size() != 4 && input_shape.size() != 3) {
     return detail::node_error(*node, "only 1-D and 2-D upsamplers (rank-3 or rank-4 input) can be verified");
