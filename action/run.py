@@ -14,8 +14,8 @@ characters. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
 OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
 and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.compare; at
 PRECISION and with THREADS when given), unless
-its report says that no node was rewritten: the output is then the input, its speedup 1.00x without timing (which
-would measure noise), and a MIN_SPEEDUP over 1 fails it, as the tool's own gate does. A
+its report says that no node was rewritten: the output is then the input, nothing is timed (a ratio of two timings
+of one model would measure noise), and the gate passes it ("nothing to rewrite"), as the tool's own gate does. A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
 under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
 writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
@@ -25,7 +25,8 @@ The REPORT is a JSON list with each model's report (the tool's report schema, as
 speed gate ran, that check's report under "speed_check". It replaces an earlier REPORT or nothing: a REPORT path
 that is a model given, that is where a rewritten model, its data or its report goes, or that holds anything but
 such a list is refused (exit 2) before any model runs. All models run even when one fails. Exit 0 when all
-passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O);
+passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O, 4
+could not verify: a shape not known, an op the executor lacks, a runtime that cannot convert a model);
 2 when MODELS matches no model or an input is refused. In GitHub Actions each failure is also an error
 annotation, each model's log a group, the results a table in the job summary, and the outputs `report`,
 `output-dir` and `failed` are set.

@@ -32,8 +32,10 @@ const char* kExamples = R"(Examples:
   dwdeconv-rewrite - -o - < in.onnx > out.onnx      stdin to stdout
 
 Exit status:
-  0 ok; 1 --check found a node to rewrite, or verification failed; 2 usage error; 3 invalid model,
-  failed output validation, or I/O error. Nothing is written unless the run succeeds.)";
+  0 ok; 1 --check found a node to rewrite, verification failed, or --min-speedup was not met;
+  2 usage error; 3 invalid model, failed output validation, or I/O error; 4 could not verify (a
+  shape not known, an op the executor lacks, a runtime that cannot convert a model). Nothing is
+  written unless the run succeeds.)";
 
 // A whole decimal number in [low, INT64_MAX]; the message names the range in words, not a 19-digit bound.
 CLI::Validator whole_number_from(int64_t low) {

@@ -212,14 +212,15 @@ class ModelRun {
   // --tune: each candidate alone on --runtime; the slower ones are kept in a second rewrite of the original.
   bool tune() {
     if (!opt_.tune || result().rewritten == 0) return true;
+    // Inputs it cannot make (a symbolic dim with no --input-shape): nothing can be timed, exit 4 as for --bench.
     auto shapes = resolve_input_shapes(setup_.input_shapes, *original_, input_);
-    if (!shapes) return finish(shapes.error(), shown_ + ": --tune: ");
+    if (!shapes) return finish(not_checked_error(shapes.error(), shown_ + ": --tune: "));
     auto inputs = runtime_inputs(*original_, *shapes, setup_.inputs, opt_.seed);
-    if (!inputs) return finish(inputs.error(), shown_ + ": --tune: ");
+    if (!inputs) return finish(not_checked_error(inputs.error(), shown_ + ": --tune: "));
     RuntimeInfo where;
     auto figures = tune_upsamplers(*original_, model(), result(), ro_, opt_, *inputs, where);
     timer_.mark("tune");
-    if (!figures) return finish(figures.error(), shown_ + ": --tune: ");
+    if (!figures) return finish(not_checked_error(figures.error(), shown_ + ": --tune: "));
     bool any_kept = false;
     for (const auto& f : *figures) {
       spdlog::info("{}{}", prefix_, tune_line(f, where));

@@ -45,6 +45,7 @@ int exit_code_for(const core::Error& e) {
   switch (e.kind) {
     case core::ErrorKind::kUsage: return kExitUsage;
     case core::ErrorKind::kCheckFailed: return kExitCheckFailed;
+    case core::ErrorKind::kCannotVerify: return kExitCannotVerify;
     default: return kExitInvalidModel;
   }
 }

@@ -154,6 +154,14 @@ void log_upsampler_times(const std::vector<UpsamplerTime>& rows, const std::stri
 
 }  // namespace
 
+// The error of a check that could not be done: exit 4 on every runtime (docs/exit-codes.md), whatever the executor
+// or a runtime's module said went wrong (a shape not known, an op the executor lacks, a model the runtime cannot convert
+// or run), except the command line's fault (exit 2) and a file that could not be read or written (exit 3).
+core::Error not_checked_error(const core::Error& e, const std::string& prefix) {
+  const bool keeps = e.kind == core::ErrorKind::kUsage || e.kind == core::ErrorKind::kIo;
+  return {keeps ? e.kind : core::ErrorKind::kCannotVerify, prefix + e.message};
+}
+
 /// Parses --input-shape and loads --input files, once per run; errors are usage errors or unreadable input files.
 core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
   RuntimeSetup setup;
@@ -230,20 +238,20 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   // The inputs a check can be fed meaningfully: the same rule, before any runtime runs, on every runtime.
   if (verify) {
     if (auto fed = runtime_check::check_verifiable_inputs(original, setup.inputs); !fed) {
-      return core::Error{fed.error().kind, verify_prefix + fed.error().message};
+      return not_checked_error(fed.error(), verify_prefix);
     }
   }
   if (opt.runtime == kBuiltinRuntime) {
     checks.info.runtime = builtin_runtime_info();
     if (verify) {
       auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix, result);
-      if (!verified) return core::Error{verified.error().kind, verify_prefix + verified.error().message};
+      if (!verified) return not_checked_error(verified.error(), verify_prefix);
       checks.verify = *verified;
       if (!verified->passed) return checks;
     }
     if (bench) {
       auto timed = run_bench(original, rewritten, opt, setup, model_path, log, prefix);
-      if (!timed) return core::Error{timed.error().kind, bench_prefix + timed.error().message};
+      if (!timed) return not_checked_error(timed.error(), bench_prefix);
       checks.bench = *timed;
       if (result != nullptr) {
         auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
@@ -258,9 +266,9 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
     return checks;
   }
   auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
-  if (!shapes) return core::Error{shapes.error().kind, "--runtime " + opt.runtime + ": " + shapes.error().message};
+  if (!shapes) return not_checked_error(shapes.error(), "--runtime " + opt.runtime + ": ");
   auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
-  if (!inputs) return core::Error{inputs.error().kind, "--runtime " + opt.runtime + ": " + inputs.error().message};
+  if (!inputs) return not_checked_error(inputs.error(), "--runtime " + opt.runtime + ": ");
   const std::string running = "converting and running both models on --runtime " + opt.runtime;
   if (setup.progress) setup.progress(running + " ...");
   log.start(running);
@@ -270,7 +278,11 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
   clear_progress(setup);
   if (run) log.end();  // a failure ends the phase as failed, in the caller
   // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing.
-  if (!run) return core::Error{run.error().kind, result ? run.error().message + "; nothing written" : verify_prefix + run.error().message};
+  if (!run) {
+    core::Error e = not_checked_error(run.error(), result ? "" : verify_prefix);
+    if (result) e.message += "; nothing written";
+    return e;
+  }
   checks.info.runtime = run->runtime;
   if (verify) {
     checks.verify = verify_from_run(*run, {opt.atol, opt.rtol}, opt.max_steps.value_or(2.0));

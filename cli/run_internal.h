@@ -43,6 +43,10 @@ std::string out_of_memory(const std::string& input, const std::string& doing);
 // The exit code of an error's kind (cli/exit_codes.h).
 int exit_code_for(const core::Error& e);
 
+// `e` as the error of a check that could not be done (kCannotVerify, exit 4), its message after `prefix`; a usage
+// error (exit 2) and an I/O error (exit 3) keep their kind.
+core::Error not_checked_error(const core::Error& e, const std::string& prefix);
+
 // What the executor needs from the command line, shared by --verify, --compare and --bench.
 struct RuntimeSetup {
   std::vector<InputShapeArg> input_shapes;  // resolved per model (a bare shape names its only input)

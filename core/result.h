@@ -17,6 +17,8 @@ enum class ErrorKind {
   kIo,            // a file could not be read or written
   kCheckFailed,   // the produced model failed the ONNX checker or shape inference
   kUsage,         // the command line asked for something impossible
+  kCannotVerify,  // a check (verification or timing) could not be done: a shape not known, an op the executor lacks,
+                  // a runtime that cannot convert or run a model. Not a verdict on the rewrite: exit 4, not 1.
 };
 
 struct Error {
@@ -27,6 +29,7 @@ struct Error {
 inline Error declined(std::string message) { return {ErrorKind::kDeclined, std::move(message)}; }
 inline Error invalid_model(std::string message) { return {ErrorKind::kInvalidModel, std::move(message)}; }
 inline Error io_error(std::string message) { return {ErrorKind::kIo, std::move(message)}; }
+inline Error cannot_verify(std::string message) { return {ErrorKind::kCannotVerify, std::move(message)}; }
 
 // Either a T or an Error. Accessors assert on misuse; callers test ok() first.
 template <typename T>

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rewrites MODEL into OUT, verifies the rewrite on XNNPACK, writes a JSON report, then gates OUT with --check.
 # Any failure stops the script with a message naming the step, and a non-zero exit code (the tool's own:
-# 1 verification or check failed, 2 usage error, 3 invalid model or I/O error; 127 tool not found).
+# 1 verification or check failed, 2 usage error, 3 invalid model or I/O error, 4 could not verify; 127 tool not
+# found).
 #
 # usage: examples/pipeline.sh MODEL.onnx OUT.onnx [--target NAME] [--input-shape NAME=DIMS]... [--report FILE.json]
 #   --target       the runtime you ship to (litert, executorch, ort, openvino, mnn, ncnn, xnnpack; docs/targets.md),
@@ -52,9 +53,10 @@ mkdir -p "$(dirname "$out")" "$(dirname "$report")"
 # What an exit code of the tool means, for the failure message.
 explain() {
   case $1 in
-    1) echo "verification failed or could not be done (see the log above; a model with symbolic input dims needs --input-shape NAME=DIMS)" ;;
+    1) echo "verification failed: the rewritten model computes something else (see the log above)" ;;
     2) echo "usage error" ;;
     3) echo "invalid model, output failed ONNX validation, or an I/O error; nothing was written" ;;
+    4) echo "could not verify (see the log above; a model with symbolic input dims needs --input-shape NAME=DIMS); nothing was written" ;;
     *) echo "unexpected exit code" ;;
   esac
 }

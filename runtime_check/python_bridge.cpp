@@ -177,7 +177,7 @@ core::Result<int> run_process(const std::vector<std::string>& argv, const std::s
   // What the child started and left running in its group (a converter it did not wait for) ends with it.
   ::kill(-pid, SIGKILL);
   core::cleanup::atomically([&](core::cleanup::Registration& r) { r.forget_process(pid); });
-  if (waited < 0) return core::Error{core::ErrorKind::kInvalidModel, std::string("waitpid: ") + std::strerror(wait_error)};
+  if (waited < 0) return core::io_error(std::string("waitpid: ") + std::strerror(wait_error));
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -342,7 +342,7 @@ std::string package_problem(const std::string& package_dir) {
 core::Status probe_python_runtime(const PythonSide& side) {
   const std::string& python = side.python;
   ScratchDir scratch;
-  if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
+  if (scratch.path.empty()) return core::io_error("cannot create a temporary directory for --runtime");
   auto pythonpath = private_pythonpath(scratch.path, side.package);
   if (!pythonpath) return pythonpath.error();
   auto status = run_process({python, "-m", "dwdeconv_rewrite.runtimes", "probe", side.runtime}, *pythonpath, scratch.path,
@@ -396,7 +396,7 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
                                          const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs,
                                          const Precision& precision) {
   ScratchDir scratch;
-  if (scratch.path.empty()) return core::Error{core::ErrorKind::kInvalidModel, "cannot create a temporary directory for --runtime"};
+  if (scratch.path.empty()) return core::io_error("cannot create a temporary directory for --runtime");
   auto pythonpath = private_pythonpath(scratch.path, side.package);
   if (!pythonpath) return pythonpath.error();
   const fs::path in_dir = scratch.path / "inputs", out_dir = scratch.path / "outputs";
@@ -470,7 +470,7 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   std::string error;
   const auto lines = answer_lines(answer);
   if (const std::string bad = unreadable_answer(lines); !bad.empty()) {
-    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": " + python +
+    return core::Error{core::ErrorKind::kCannotVerify, "--runtime " + side.runtime + ": " + python +
                                                            " -m dwdeconv_rewrite.runtimes "
                                                            "check answered a line that is not JSON: " +
                                                            bad};
@@ -486,13 +486,13 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
     } else if (kind == "output" && f.size() >= 4) {
       auto tensor = load_tensor_file(f[3]);
       if (!tensor)
-        return core::Error{core::ErrorKind::kInvalidModel, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
+        return core::Error{core::ErrorKind::kCannotVerify, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
                                                                run.runtime.label + ": " + tensor.error().message};
       tensor->name = f[2];
       (f[1] == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
     } else if (kind == "precision" && f.size() >= 3) {
       if (f[2] != precision.name) {
-        return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": the " + f[1] + " model was converted to " +
+        return core::Error{core::ErrorKind::kCannotVerify, "--runtime " + side.runtime + ": the " + f[1] + " model was converted to " +
                                                                f[2] + ", not the --precision " + precision.name + " asked for"};
       }
       run.precision = f[2];
@@ -526,16 +526,16 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   if (error.empty() && *status == 0 && !answer.empty() && run.precision != precision.name) {
     // A module that did not say it converted to the precision asked for would be judged under the wrong rule.
     return core::Error{
-        core::ErrorKind::kInvalidModel,
+        core::ErrorKind::kCannotVerify,
         "--runtime " + side.runtime + ": " + python + " -m dwdeconv_rewrite.runtimes check did not say it converted to " + precision.name};
   }
   if (!error.empty()) {
     // Nothing of the run stays behind, the scratch directory included: what the converter said goes to the log
     // instead (-v), and its message names no file that is about to be removed.
-    return core::Error{core::ErrorKind::kInvalidModel, converter_logs_to_debug(error, scratch.path)};
+    return core::Error{core::ErrorKind::kCannotVerify, converter_logs_to_debug(error, scratch.path)};
   }
   if (*status != 0 || answer.empty()) {
-    return core::Error{core::ErrorKind::kInvalidModel, "--runtime " + side.runtime + ": " + python +
+    return core::Error{core::ErrorKind::kCannotVerify, "--runtime " + side.runtime + ": " + python +
                                                            " -m dwdeconv_rewrite.runtimes "
                                                            "check failed (exit " +
                                                            std::to_string(*status) +

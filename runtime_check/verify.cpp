@@ -15,7 +15,7 @@
 namespace dwdeconv::runtime_check {
 namespace {
 
-core::Error cannot_verify(const std::string& message) { return {core::ErrorKind::kCheckFailed, message}; }
+core::Error cannot_verify(const std::string& message) { return core::cannot_verify(message); }
 
 bool is_deconv(const onnx::NodeProto& node) {
   return node.op_type() == "ConvTranspose" && (node.domain().empty() || node.domain() == "ai.onnx");

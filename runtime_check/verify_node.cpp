@@ -347,7 +347,7 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   if (any_dim_varies(model_types, x)) {
     RC_ASSIGN(const std::string fixed, fixed_size_in_region(original, original_sub, x, input_shape, model_types, result.node));
     if (!fixed.empty()) {
-      return core::Error{core::ErrorKind::kCheckFailed,
+      return core::Error{core::ErrorKind::kCannotVerify,
                          fixed + "; per-node mode checks the region at one size of '" + x + "' (" + format_dims(input_shape) +
                              ", where the model has " + type_dims_text(model_types.find(0, x)) + "), and there a replacement whose " +
                              "output size follows x's can agree with it by chance: fix the model's input dims to check it"};
@@ -364,7 +364,7 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
   // finite, so a non-finite value comes from the region's constants, which the executor does not run faithfully.
   const auto comparable = [&](const Executor& executor, const std::string& side) -> core::Status {
     if (const auto& bad = executor.first_non_finite()) {
-      return core::Error{core::ErrorKind::kCheckFailed,
+      return core::Error{core::ErrorKind::kCannotVerify,
                          "the " + side + " of " + result.node + " run on its own: " + bad->describe() + "; " + kNonFiniteCaveat};
     }
     return core::Ok{};

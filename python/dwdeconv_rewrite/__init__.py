@@ -13,6 +13,7 @@ kept for one release.
 """
 
 from dwdeconv_rewrite._api import (
+    EXIT_CANNOT_VERIFY,
     EXIT_CHECK_FAILED,
     EXIT_INVALID_MODEL,
     EXIT_OK,
@@ -45,6 +46,7 @@ def binary_path():
 __all__ = [
     "CheckResult",
     "DwdeconvError",
+    "EXIT_CANNOT_VERIFY",
     "EXIT_CHECK_FAILED",
     "EXIT_INVALID_MODEL",
     "EXIT_NOT_FOUND",

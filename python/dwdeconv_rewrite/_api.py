@@ -25,9 +25,11 @@ from dwdeconv_rewrite._process import run as run_binary
 
 # The binary's exit codes (cli/exit_codes.h).
 EXIT_OK = 0
-EXIT_CHECK_FAILED = 1  # verification or a gate failed, or could not be done
+EXIT_CHECK_FAILED = 1  # verification or a gate failed: the rewritten model computes something else, or is too slow
 EXIT_USAGE = 2  # a bad option or argument, from Python too
 EXIT_INVALID_MODEL = 3  # an invalid model, a model that failed validation, or an I/O error
+EXIT_CANNOT_VERIFY = 4  # verification or timing could not be done: a shape not known, an op the executor lacks, a
+#                         runtime that cannot convert or run a model (no verdict on the rewrite either way)
 
 # The built-in runtime: the binary's executor over XNNPACK, which --compare runs without --runtime.
 BUILTIN_RUNTIME = "xnnpack"
@@ -566,8 +568,9 @@ def rewrite(model, *, target=None, verify=False, forms=None, only=(), skip=(), i
     target: a --target name (None: the default profile). verify: run both models through XNNPACK and compare.
     forms: the --forms to rewrite (a list or "a,b"). only, skip: node names. input_shapes: {"image": (1, 4, 256,
     256)} for --verify on symbolic dims. output: also keep the rewritten model at this path. args: further
-    options, as on the command line. Raises DwdeconvError on any failure, a failed verification included; its
-    message, log and report name a model given as bytes `<bytes>` and one given as a ModelProto `<ModelProto>`."""
+    options, as on the command line. Raises DwdeconvError on any failure, a failed verification included (exit_code
+    EXIT_CHECK_FAILED, 1; EXIT_CANNOT_VERIFY, 4, when it could not be done); its message, log and report name a
+    model given as bytes `<bytes>` and one given as a ModelProto `<ModelProto>`."""
     if not isinstance(verify, bool):
         raise _usage("verify: expected True or False, not %r" % (verify,))
     options = []
@@ -637,7 +640,9 @@ def compare(original, rewritten, *, runtime=BUILTIN_RUNTIME, bench=False, min_sp
     executorch have fp32, fp16 and int8, openvino fp32 and bf16, mnn fp32 and fp16; the binary refuses, exit 2, what the runtime
     lacks). threads: the thread count both models run with (--threads, a whole number from 1 to 256; default 1).
     Returns a CheckResult, false when the comparison or the gate failed (exit 1); raises DwdeconvError when the
-    comparison could not run at all (a bad argument, an unreadable model). Messages name a model not given as a path
+    comparison could not run at all: exit_code EXIT_CANNOT_VERIFY (4) when the models could not be run and compared (a
+    shape not known, an op the executor lacks, a runtime that cannot convert one), 2 for a bad argument, 3 for an
+    unreadable model. Messages name a model not given as a path
     by what it was and its side: `<bytes: original>`, `<ModelProto: rewritten>`, `<Result: rewritten>`."""
     if not isinstance(runtime, str) or not runtime:
         raise _usage("runtime: expected a runtime name such as 'xnnpack', 'ort', 'litert' or 'executorch'")

@@ -6,10 +6,10 @@ Python (the executor needs none: this interpreter only builds the models, with o
     difference, and no runtime ran either model (the Python side is only probed, never asked to check);
   - a B that lists the same outputs in another order computing the same values passes, with a note;
   - outputs with no elements at all, or NaN at every element, are "nothing compared", exit 1 (a converter that
-    cannot take such a model may refuse it instead, exit 3; it never passes);
+    cannot take such a model may refuse it instead, exit 4; it never passes);
   - --input files of float64 and float16 for a float input are fed as the declared float, the same values as
     a float32 file: exit 0, and the same max abs error on every runtime;
-  - an int64 graph input needs its values given (exit 2 without), and a float64 graph input is not verified (exit 1),
+  - an int64 graph input needs its values given (exit 2 without), and a float64 graph input is not verified (exit 4),
     both before any runtime runs.
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the packages the runtime needs.
 """
@@ -151,12 +151,12 @@ def main():
         check(sorted(o["name"] for o in report["verify"]["outputs"]) == ["p", "q"], "... both outputs compared")
 
         r, report, _ = compare("empty", "empty_neg")
-        check(r.returncode in (1, 3), "outputs with no elements never pass (exit 1, or 3 when a converter refuses them)")
+        check(r.returncode in (1, 4), "outputs with no elements never pass (exit 1, or 4 when a converter refuses them)")
         if r.returncode == 1:
             check("nothing compared" in r.stderr, "... and say that nothing was compared")
 
         r, report, _ = compare("nan", "nan_other")
-        check(r.returncode in (1, 3), "outputs that are NaN at every element never pass (exit 1, or 3 when refused)")
+        check(r.returncode in (1, 4), "outputs that are NaN at every element never pass (exit 1, or 4 when refused)")
 
         r, report, ran = compare("int_input", "int_input")
         check(r.returncode == 2 and "give its values with --input k=FILE" in r.stderr and "check" not in ran,
@@ -165,13 +165,13 @@ def main():
         r, report, _ = compare("int_input", "int_input", "--input", f"k={os.path.join(d, 'k.npy')}")
         if runtime == "ncnn":
             # pnnx has no ncnn layer for the Cast (it keeps it as Tensor.to): not convertible, said so, never run wrong.
-            check(r.returncode == 3 and "'Tensor.to'" in r.stderr and "pnnx" in r.stderr,
-                  "... and, given its values, a conversion failure naming the Cast pnnx cannot convert (exit 3)")
+            check(r.returncode == 4 and "'Tensor.to'" in r.stderr and "pnnx" in r.stderr,
+                  "... and, given its values, a conversion failure naming the Cast pnnx cannot convert (exit 4)")
         else:
             check(r.returncode == 0, "... and checked when its values are given")
         r, report, ran = compare("double_input", "double_input")
-        check(r.returncode == 1 and "is DOUBLE: inputs are held in float32" in r.stderr and "check" not in ran,
-              "a float64 graph input is not verified, before any runtime runs (exit 1)")
+        check(r.returncode == 4 and "is DOUBLE: inputs are held in float32" in r.stderr and "check" not in ran,
+              "a float64 graph input is not verified, before any runtime runs (exit 4: could not verify)")
 
         errors = {}
         for dtype in ("float32", "float64", "float16"):

@@ -205,7 +205,7 @@ def check_strict(schema_path, report_md):
         ("a decision the tool does not take", changed(lambda r: r["nodes"][0].update(decision="maybe")), "$.nodes[0].decision"),
         ("a form the tool does not know", changed(lambda r: r["nodes"][0].update(form="deconv")), "$.nodes[0].form"),
         ("an unknown target", changed(lambda r: r.update(target="tflite")), "$.target"),
-        ("an exit code the tool does not use", changed(lambda r: r.update(exit_code=4)), "$.exit_code"),
+        ("an exit code the tool does not use", changed(lambda r: r.update(exit_code=5)), "$.exit_code"),
         ("a count as a string", changed(lambda r: r.update(rewritten="1")), "$.rewritten"),
         ("a batch with one bad entry", [sample, changed(lambda r: r.update(surprise=1))], "$[1]"),
         ("an empty batch", [], "$"),

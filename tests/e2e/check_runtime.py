@@ -5,13 +5,13 @@ upsamplers it checks that an honest rewrite verifies and is timed on the runtime
 pairs; for ORT the per-upsampler table), that a rewrite with one planted weight error fails with exit 1, that
 --min-speedup gates with exit 1 and writes nothing, that an interpreter without the packages is exit 2 naming them,
 and (ONNX Runtime and OpenVINO: an op it does not know; ExecuTorch: a DCR DepthToSpace, which onnx2torch refuses)
-that a model the runtime cannot take is exit 3 with the converter's stage and message, not a verification failure.
+that a model the runtime cannot take is exit 4 with the converter's stage and message, not a verification failure.
 On small two-input, two-output models it checks that inputs and outputs are matched by name on the runtime: outputs
 swapped in meaning fail (exit 1), inputs declared in another order with a negated result fail (exit 1), the same
 values with inputs and outputs listed in another order come back under the right names from the runtime layer,
 a runtime returning fewer outputs than the graph declares is a run error, and (LiteRT: an output onnx2tf drops;
 ExecuTorch: a Split's outputs onnx2torch cannot name; OpenVINO: a name that is not UTF-8, which its Python API cannot
-return) a converted model whose outputs cannot be named is exit 3; on OpenVINO names holding a newline and quotes are
+return) a converted model whose outputs cannot be named is exit 4; on OpenVINO names holding a newline and quotes are
 matched and shown escaped.
 Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
 package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
@@ -19,7 +19,7 @@ litert, openvino, ncnn) the probe's too, which the binary reports as exit 2.
 ncnn runs no target's rewritten join (pnnx reads executorch's Gather as a one-index select, and has no ncnn
 layer for the xnnpack target's DCR DepthToSpace), so there the honest pair and the planted error are --compare pairs
 of the original, and the rewrite's outputs are checked not to pass: the Gather join is not verified, the DCR one is
-exit 3 naming pnnx (7n).
+exit 4 naming pnnx (7n).
 Exits 77 (ctest's skip), saying so, when this interpreter lacks the runtime's packages.
 """
 import importlib.util
@@ -172,7 +172,7 @@ def main():
         check(not os.path.exists(out2) and json.load(open(report))["exit_code"] == 2,
               "missing packages: no model written; the report says exit 2, as after any usage error")
 
-        # 5. ONNX Runtime (and OpenVINO's ONNX frontend) refuse an op they do not know: a conversion failure (exit 3),
+        # 5. ONNX Runtime (and OpenVINO's ONNX frontend) refuse an op they do not know: a conversion failure (exit 4),
         # not a mismatch.
         if runtime in ("ort", "openvino"):
             # Foo computes the graph output 'y' itself, so that both models declare the same outputs: a binary that
@@ -184,7 +184,7 @@ def main():
             custom.opset_import.append(helper.make_opsetid("com.example", 1))
             onnx.save(custom, os.path.join(d, "custom.onnx"))
             r = tool_run(src, "--compare", os.path.join(d, "custom.onnx"), "--runtime", runtime)
-            check(r.returncode == 3, f"{runtime} refusing a model is exit 3")
+            check(r.returncode == 4, f"{runtime} refusing a model is exit 4")
             if runtime == "ort":
                 check(f"cannot verify {os.path.join(d, 'custom.onnx')}: cannot convert the rewritten model for ONNX Runtime"
                       in r.stderr and "onnxruntime.InferenceSession" in r.stderr and "com.example:Foo" in r.stderr,
@@ -218,10 +218,10 @@ def main():
                 check(re.search(rf'tune: "{name}" \(1x16x(16x16|32x32)\) .* alone on ' + LABEL[runtime], r.stdout),
                       f"the plan shows {name}'s figure")
 
-        # 7. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 3), not a mismatch.
+        # 7. ExecuTorch: onnx2torch refuses a DCR DepthToSpace; that is a conversion failure (exit 4), not a mismatch.
         if runtime == "executorch":
             r = tool_run(src, "-o", out2, "--target", "xnnpack", "--runtime", runtime, "--verify")
-            check(r.returncode == 3, "a conversion failure is exit 3")
+            check(r.returncode == 4, "a conversion failure is exit 4")
             check("cannot convert the rewritten model for ExecuTorch" in r.stderr and "onnx2torch" in r.stderr,
                   "the converter's stage and message")
             check("verification failed" not in r.stderr and not os.path.exists(out2), "not a verification failure")
@@ -263,7 +263,7 @@ def processes_running(word, marker):
 def mnn_converter(d, src, tool, tool_run, env):
     """7. MNN: MNNConvert runs in a child process of the check, as the extension module _tools.mnnconvert, never the
     wheel's `mnnconvert` script (which pip-installs a logging SDK). An op MNN lacks, a file that is no ONNX model, a
-    converter that crashes or hangs: StageError("MNNConvert"), exit 3 through the binary, and no file, scratch folder
+    converter that crashes or hangs: StageError("MNNConvert"), exit 4 through the binary, and no file, scratch folder
     or converter process left; SIGINT mid-conversion leaves nothing either. Names with a newline, quotes and bytes
     that are not UTF-8 go through the conversion and come back matched by name."""
     import signal
@@ -298,7 +298,7 @@ def mnn_converter(d, src, tool, tool_run, env):
     onnx.save(model, hardmax)
     print("-- 7. mnn: a model with an op MNNConvert lacks is a conversion failure", flush=True)
     r = tool_run(hardmax, "--compare", hardmax, "--runtime", "mnn")
-    check(r.returncode == 3, "an op MNN lacks is exit 3")
+    check(r.returncode == 4, "an op MNN lacks is exit 4")
     check("MNNConvert" in r.stderr and "Hardmax" in r.stderr, "the converter's stage and what it said (the op)")
     check("verification failed" not in r.stderr.lower(), "not a verification failure")
     check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
@@ -400,7 +400,7 @@ def mnn_converter(d, src, tool, tool_run, env):
           "hostile names: each output comes back under its own name, the op's result")
 
     # 7f. An output name with bytes that are not UTF-8 (written over a same-length placeholder in the serialized model):
-    # MNNConvert's protobuf refuses the file ("contains invalid UTF-8 data"): exit 3 naming the stage, nothing left.
+    # MNNConvert's protobuf refuses the file ("contains invalid UTF-8 data"): exit 4 naming the stage, nothing left.
     model.graph.output[1].name = model.graph.node[0].output[0] = "out\nPLACEHOLDER"
     data = model.SerializeToString()
     check(data.count(b"PLACEHOLDER") == 2, "not UTF-8: the placeholder is the output's name, twice")
@@ -408,8 +408,8 @@ def mnn_converter(d, src, tool, tool_run, env):
     with open(hostile, "wb") as f:
         f.write(data)
     r = tool_run(hostile, "--compare", hostile, "--runtime", "mnn")
-    check(r.returncode == 3 and "MNNConvert" in r.stderr and "invalid UTF-8" in r.stderr,
-          "a name that is not UTF-8: MNNConvert refuses the model, exit 3 naming the stage")
+    check(r.returncode == 4 and "MNNConvert" in r.stderr and "invalid UTF-8" in r.stderr,
+          "a name that is not UTF-8: MNNConvert refuses the model, exit 4 naming the stage")
     check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "not UTF-8: no scratch directory is left")
     no_converter_left("a name that is not UTF-8")
 
@@ -472,7 +472,7 @@ def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):
     time, gate) is checked on --compare pairs of the original; the rewrite's own outputs must not pass: the default
     target's Gather join, which pnnx reads as a one-index select, is not verified (ncnn fails to run it, or its numbers
     differ), and the xnnpack target's DCR DepthToSpace, which pnnx has no ncnn layer for, is a conversion failure
-    (exit 3, pnnx named), never a model that loads and computes something else."""
+    (exit 4, pnnx named), never a model that loads and computes something else."""
     import onnx
     from onnx import numpy_helper
 
@@ -513,9 +513,9 @@ def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):
     # whatever way ncnn gets it wrong.
     r = tool_run(src, "-o", out2, "--target", "executorch", "--runtime", runtime, "--verify", "--report", report)
     rep = json.load(open(report)) if os.path.exists(report) else {}
-    check(r.returncode in (1, 3) and "verification passed" not in r.stderr and not os.path.exists(out2)
+    check(r.returncode in (1, 4) and "verification passed" not in r.stderr and not os.path.exists(out2)
           and not (rep.get("verify") or {}).get("passed"),
-          "the Gather + CRD join is not reported as verified on ncnn (exit 1 or 3), nothing written")
+          "the Gather + CRD join is not reported as verified on ncnn (exit 1 or 4), nothing written")
     # The default and --target ncnn keep these ConvTransposes: the output is the input, which converts and runs there.
     for target in ("default", "ncnn"):
         out3 = os.path.join(d, f"kept-{target}.onnx")
@@ -526,7 +526,7 @@ def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):
               f"--target {target}'s output converts through pnnx and computes the original on ncnn")
     # The xnnpack target's DCR DepthToSpace: a conversion failure naming pnnx and the layer, not a mismatch.
     r = tool_run(src, "-o", out2, "--target", "xnnpack", "--runtime", runtime, "--verify")
-    check(r.returncode == 3, "a DCR DepthToSpace is a conversion failure (exit 3)")
+    check(r.returncode == 4, "a DCR DepthToSpace is a conversion failure (exit 4)")
     check("cannot convert the rewritten model for ncnn" in r.stderr and "pnnx" in r.stderr
           and "'DepthToSpace'" in r.stderr, "the converter's stage and the layer ncnn lacks")
     check("verification failed" not in r.stderr.lower() and not os.path.exists(out2), "not a verification failure")
@@ -652,7 +652,7 @@ sys.exit(check.check(sys.argv[2:]))
 
     # 8e. Real cases of the same. onnx2tf drops an output it cannot find under its ONNX name ('y:0': it looks the
     # layer up as 'y:0', stores it as 'y__0') and names the remaining ones by position; LiteRT then returned one
-    # output, check.py wrote one line, and the binary compared only 'z'. Now it is exit 3 (the model failed to
+    # output, check.py wrote one line, and the binary compared only 'z'. Now it is exit 4 (the model failed to
     # run), or, should a later onnx2tf keep the output, a pass that compares both.
     if runtime == "litert":
         colon = two_by_two("colon", ["a", "b"], ["z", "y:0"], {"y:0": ("Add", "a", "b"), "z": ("Mul", "a", "b")})
@@ -660,11 +660,11 @@ sys.exit(check.check(sys.argv[2:]))
         print("-- 8e. litert: an output named 'y:0' that onnx2tf drops is refused, not left out of the check", flush=True)
         r = tool_run(colon, "--compare", colon, "--runtime", runtime, "--report", report)
         verified = [o["name"] for o in json.load(open(report))["verify"]["outputs"]] if r.returncode == 0 else []
-        check((r.returncode == 3 and "failed to run on" in r.stderr and "'y:0'" in r.stderr)
-              or (r.returncode == 0 and sorted(verified) == ["y:0", "z"]), "an output onnx2tf drops: exit 3, not a pass")
+        check((r.returncode == 4 and "failed to run on" in r.stderr and "'y:0'" in r.stderr)
+              or (r.returncode == 0 and sorted(verified) == ["y:0", "z"]), "an output onnx2tf drops: exit 4, not a pass")
     # OpenVINO keeps the ONNX names on its ports (get_names()), which the runner matches: names holding a newline,
     # quotes and a workflow command are matched by name (swapped meanings fail, the same model passes) and shown
-    # escaped; a name that is not UTF-8, which OpenVINO's Python API cannot return, is refused (exit 3), not paired
+    # escaped; a name that is not UTF-8, which OpenVINO's Python API cannot return, is refused (exit 4), not paired
     # with a port by position.
     if runtime == "openvino":
         # OpenVINO 2026.4 lists a compiled model's ports in the ONNX graph's order, so that pairing by position would
@@ -704,13 +704,13 @@ sys.exit(check.check(sys.argv[2:]))
             f.write(raw.replace(b"b'", b"b\xff").replace(b'q"', b"q\xfe"))
         print("-- 8e. openvino: an input and an output whose names are not UTF-8", flush=True)
         r = tool_run(not_utf8, "--compare", not_utf8, "--runtime", runtime)
-        check(r.returncode == 3 and "not UTF-8" in r.stderr and "failed to run on OpenVINO" in r.stderr,
-              "names that are not UTF-8: exit 3, saying OpenVINO cannot return them")
+        check(r.returncode == 4 and "not UTF-8" in r.stderr and "failed to run on OpenVINO" in r.stderr,
+              "names that are not UTF-8: exit 4, saying OpenVINO cannot return them")
         # (The log decoded as text: a raw 0xff byte in it would have raised in subprocess.run.)
         check("b'b\\xff'" in r.stderr and not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")],
               "names that are not UTF-8: the name shown escaped, no scratch directory left")
     # onnx2torch returns all the outputs of a node as one value: a Split whose outputs are the graph's outputs in
-    # another order came back in the node's order and was named in the graph's. Now the conversion refuses (exit 3).
+    # another order came back in the node's order and was named in the graph's. Now the conversion refuses (exit 4).
     if runtime == "executorch":
         split = os.path.join(d, "split.onnx")
         graph = helper.make_graph(
@@ -723,7 +723,7 @@ sys.exit(check.check(sys.argv[2:]))
         onnx.save(model, split)
         print("-- 8e. executorch: a Split's outputs listed against the node's order are refused at conversion", flush=True)
         r = tool_run(split, "--compare", split, "--runtime", runtime)
-        check(r.returncode == 3 and "cannot be told apart by name" in r.stderr, "outputs onnx2torch cannot name: exit 3")
+        check(r.returncode == 4 and "cannot be told apart by name" in r.stderr, "outputs onnx2torch cannot name: exit 4")
 
 
 def typed_inputs(runtime, d, tool_run):
@@ -769,8 +769,8 @@ def typed_inputs(runtime, d, tool_run):
             # pnnx has no ncnn layer for a Cast (it keeps it as Tensor.to), and takes no bool input: not convertible,
             # said so, never run wrong.
             said = "is BOOL, which pnnx takes no input of" if "bool" in types else "'Tensor.to'"
-            check(r.returncode == 3 and said in r.stderr and "pnnx" in r.stderr,
-                  f"a model of {', '.join(types)} graph inputs is a conversion failure on ncnn saying why (exit 3)")
+            check(r.returncode == 4 and said in r.stderr and "pnnx" in r.stderr,
+                  f"a model of {', '.join(types)} graph inputs is a conversion failure on ncnn saying why (exit 4)")
             continue
         check(r.returncode == 0 and "verification passed" in r.stderr,
               f"a model with {', '.join(types)} graph inputs runs on {runtime} (exit 0)")
@@ -801,7 +801,7 @@ def symbolic_batch(runtime, d, tool, tool_run, env):
     """11. A dynamic-batch export (input and output batch a dim_param "N"), run at --input-shape x:1,...: verified and
     gated on every runtime, through the binary and through the Action's speed gate. LiteRT's adapter read the output's
     "N" as 0 and refused the converted model's output of batch 1 ("does not fit the ONNX model's (0, 8, 32, 32)"),
-    exit 3 on every such model, where ONNX Runtime and ExecuTorch passed. A planted weight error must still fail: the
+    exit 4 on every such model, where ONNX Runtime and ExecuTorch passed. A planted weight error must still fail: the
     batch that any length fits is not a check that anything fits."""
     import numpy as np
     import onnx
@@ -894,7 +894,7 @@ def broken_package(runtime, d, src, tool_run, env):
     """9. Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
 package that is installed but fails to import (a missing shared library) is an `error import`
     answer and exit 5 from check.py (the probe's too, for ort and litert, where importing is cheap), not a
-    traceback and exit 1 that the binary took for a failed check (exit 3, with a report)."""
+    traceback and exit 1 that the binary took for a failed check (exit 4, with a report)."""
     module_dir = os.environ.get("DWDECONV_PYTHONPATH") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                                                        "..", "python")
     package = BROKEN[runtime]

@@ -124,7 +124,7 @@ TEST_CASE("A compare does not pass a model that differs in a Resize attribute th
   save(model_with("0"), other);
   const auto r = run_cli(original.string() + " --compare " + other.string(), dir);
   CAPTURE(r.err);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 4);
   CHECK_THAT(r.err, Catch::Contains("antialias = 1 is not implemented"));
 }
 

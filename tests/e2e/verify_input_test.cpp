@@ -66,13 +66,13 @@ TEST_CASE("a model input too large to hold is refused by --verify and --compare,
     REQUIRE(run_cli(in.string() + " -o " + plain.string(), dir).exit_code == 0);  // rewriting alone needs no values
 
     const auto verified = run_cli(in.string() + " -o " + out.string() + " --verify", dir);
-    CHECK(verified.exit_code == 3);
+    CHECK(verified.exit_code == 4);
     CHECK_THAT(verified.err, Catch::Contains("graph input 'X'"));
     CHECK_THAT(verified.err, Catch::Contains(dims));
     CHECK_FALSE(fs::exists(out));
 
     const auto compared = run_cli(in.string() + " --compare " + plain.string(), dir);
-    CHECK(compared.exit_code == 3);
+    CHECK(compared.exit_code == 4);
     CHECK_THAT(compared.err, Catch::Contains("graph input 'X'"));
     CHECK_THAT(compared.err, Catch::Contains(dims));
   }

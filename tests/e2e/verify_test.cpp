@@ -136,14 +136,14 @@ TEST_CASE("compare of float64 models fails naming the node and DOUBLE: the execu
        other);
   const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
   INFO(r.err);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 4);
   // Refused before anything runs: its float64 input would reach any runtime rounded to float32.
   CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() +
                                     ": graph input 'x' is DOUBLE: inputs are held in float32 "
                                     "here, so a float64 model cannot be fed its exact values"));
   CHECK_THAT(r.err, !Catch::Contains("verification passed"));
   const std::string json = read_file(report);
-  CHECK_THAT(json, Catch::Contains("\"exit_code\": 1,") && Catch::Contains("is DOUBLE: inputs are held in float32"));
+  CHECK_THAT(json, Catch::Contains("\"exit_code\": 4,") && Catch::Contains("is DOUBLE: inputs are held in float32"));
   CHECK_THAT(json, !Catch::Contains("\"verify\""));  // nothing was compared
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("compare does not pass a model whose run holds NaN against one holding
        other);
   const auto r = run_cli(model.string() + " --compare " + other.string() + " --report " + report.string(), dir);
   INFO(r.err);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 4);
   CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string() +
                                     ": the original model cannot be compared whole: "
                                     "Sqrt producing 's' writes NaN to 's' at element "));
@@ -183,11 +183,11 @@ TEST_CASE("compare does not pass a model whose run holds NaN against one holding
   CHECK_THAT(r.err, Catch::Contains("; and no rewritten upsampler of the main graph can be checked on its own"));
   CHECK_THAT(r.err, !Catch::Contains("verification passed"));
   const std::string json = read_file(report);
-  CHECK_THAT(json, Catch::Contains("\"exit_code\": 1,") && Catch::Contains("writes NaN to 's'"));
+  CHECK_THAT(json, Catch::Contains("\"exit_code\": 4,") && Catch::Contains("writes NaN to 's'"));
   CHECK_THAT(json, !Catch::Contains("\"verify\""));  // nothing was compared
   // The other way round the folded -(3e38 * 3e38) is the first non-finite value.
   const auto back = run_cli(other.string() + " --compare " + model.string(), dir);
-  CHECK(back.exit_code == 1);
+  CHECK(back.exit_code == 4);
   CHECK_THAT(back.err, Catch::Contains("the original model cannot be compared whole: Mul producing 'square' writes inf to "
                                        "'square' at element 0 [0]"));
 }
@@ -488,11 +488,11 @@ TEST_CASE("per-node compare refuses a region whose output size a constant fixes 
   save(rewritten, other);
   const auto r = run_cli(symbolic.string() + " --compare " + other.string() + " --input-shape X=1x3x4x5 --report " + report.string(), dir);
   INFO(r.err);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 4);
   CHECK_THAT(r.err, Catch::Contains("cannot verify " + other.string()) &&
                         Catch::Contains("Resize producing 'u' in the original's upsampler that ends at Conv 'conv' reads sizes 'sizes', "
                                         "which fix its output size whatever the size of its input 'X' (1x3xHxW in the model)"));
-  CHECK_THAT(read_file(report), Catch::Contains("\"exit_code\": 1") && Catch::Contains("reads sizes 'sizes'"));
+  CHECK_THAT(read_file(report), Catch::Contains("\"exit_code\": 4") && Catch::Contains("reads sizes 'sizes'"));
 }
 
 TEST_CASE("per-node verification checks the fixtures' hand-written and computed-weight upsamplers from the rewrite's record",

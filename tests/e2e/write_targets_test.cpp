@@ -229,10 +229,10 @@ TEST_CASE("a failed run's report has null output and validation", "[e2e][safety]
   TempDir dir;
   save(unverifiable_model(), dir.path / "nv.onnx");
   const auto r = run_sh("$B nv.onnx -o out.onnx --verify --report r.json", dir);
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 4);
   CHECK_FALSE(fs::exists(dir.path / "out.onnx"));
   const std::string json = read_file(dir.path / "r.json");
-  CHECK_THAT(json, Catch::Contains("\"exit_code\": 1"));
+  CHECK_THAT(json, Catch::Contains("\"exit_code\": 4"));
   CHECK_THAT(json, Catch::Contains("\"output\": null"));
   CHECK_THAT(json, Catch::Contains("\"validation\": null"));
 }
@@ -248,7 +248,7 @@ TEST_CASE("a compare run writes its report when it cannot verify or cannot load 
     std::string named;
   };
   const std::vector<Case> cases = {
-      {"nv.onnx --compare nv.out.onnx", 1, "cannot verify"},
+      {"nv.onnx --compare nv.out.onnx", 4, "cannot verify"},
       {"nv.onnx --compare missing.onnx", 3, "missing.onnx"},
       {"nv.onnx --compare junk.onnx", 3, "junk.onnx"},
       {"junk.onnx --compare nv.out.onnx", 3, "junk.onnx"},

@@ -37,11 +37,12 @@ class ActionScriptTest(ActionScriptCase):
     def test_a_glob_rewrites_and_verifies_each_model_and_a_model_without_its_shapes_fails(self):
         # xnnpack rewrites MI-GAN's ConvTransposes, which the default keeps: a rewrite for --verify to check.
         code, err, out, outputs = self.run_action({"INPUT_MODELS": "models/**/*.onnx", "INPUT_TARGET": "xnnpack"})
-        # upsampler_small has symbolic dims: without a sidecar its --verify cannot run (exit 1); the others pass.
-        self.assertEqual(code, 1)
+        # upsampler_small has symbolic dims: without a sidecar its --verify cannot run (could not verify, exit 4, not
+        # a failed verification's 1); the others pass.
+        self.assertEqual(code, 4)
         report = self.report()
         self.assertEqual([r["input"] for r in report], ["models/nested/" + m.name for m in EXAMPLES])
-        self.assertEqual([r["exit_code"] for r in report], [0, 0, 1])
+        self.assertEqual([r["exit_code"] for r in report], [0, 0, 4])
         self.assertTrue(report[0]["verify"]["passed"])
         written = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
         self.assertTrue(written.is_file())
@@ -289,13 +290,13 @@ class ActionScriptTest(ActionScriptCase):
         models = self.hostile_models()
         # xnnpack: a target that rewrites, so the model without its shapes fails its --verify.
         code, err, out, outputs = self.run_action({"INPUT_MODELS": "hostile", "INPUT_TARGET": "xnnpack"})
-        self.assertEqual(code, 1)
+        self.assertEqual(code, 4)
         self.assert_only_these_commands(out, err, models, [m for m in models if m.name.startswith("fail ")])
         # Plain lines show control characters as \xNN and no legacy command.
         self.assertIn("dwdeconv-rewrite action: hostile/ok evil\\x0a::error title=forged::from a file name\\x0a  "
                       "::add-mask::x\\x0a::stop-commands::pwned\\x0d##\\x5bwarning]legacy;a:b,c %0A %25 \\x1b[31m", err)
         self.assertEqual(outputs["failed"], "1")
-        self.assertEqual([r["exit_code"] for r in self.report()], [0, 1, 0])
+        self.assertEqual([r["exit_code"] for r in self.report()], [0, 4, 0])
 
     def test_a_node_name_in_the_tools_log_forges_no_workflow_command(self):
         # Node names holding a newline and a command each, which the tool logs (-v) escaped; the action's own guard
@@ -326,7 +327,7 @@ class ActionScriptTest(ActionScriptCase):
         rows = summary_rows(summary)
         self.assertEqual(len(rows), len(models), summary)
         self.assertTrue(all(len(r) == 6 for r in rows), rows)
-        self.assertEqual([cell_text(r[5]).split(":")[0] for r in rows], ["ok", "exit 1", "ok"])
+        self.assertEqual([cell_text(r[5]).split(":")[0] for r in rows], ["ok", "exit 4", "ok"])
         for row in rows:
             for cell in row:
                 # A name or a message is one code span, which no backtick in it ends (nothing in one is markup).
@@ -421,7 +422,7 @@ class ActionScriptTest(ActionScriptCase):
         name = os.fsdecode(b"bad\xff\xfe.onnx")
         shutil.copy(EXAMPLES[0], self.work / name)
         code, err, out, outputs = self.run_action({"INPUT_MODELS": ".", "INPUT_TARGET": "xnnpack"})
-        self.assertEqual(code, 1, err)  # upsampler_small has no sidecar (xnnpack rewrites it); the others pass
+        self.assertEqual(code, 4, err)  # upsampler_small has no sidecar (xnnpack rewrites it): could not verify
         self.assertEqual(outputs["failed"], "1")
         self.assertIn("dwdeconv-rewrite action: bad\\xff\\xfe.onnx: ok", err)
         self.assertTrue((self.work / "dwdeconv-rewrite-out" / (os.fsdecode(b"bad\xff\xfe") + ".xnn.onnx")).is_file())

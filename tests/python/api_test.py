@@ -145,8 +145,12 @@ class RewriteTest(unittest.TestCase, RewrittenStructure):
             self.assertEqual(r.report["verify"]["mode"], "whole-model")
             with self.assertRaises(DwdeconvError) as no_shape:
                 dwdeconv_rewrite.rewrite(SMALL, verify=True, target="xnnpack")
-            self.assertEqual(no_shape.exception.exit_code, 1)
+            # Could not verify (no shape for the symbolic dims): its own code, not a failed verification's 1.
+            self.assertEqual(no_shape.exception.exit_code, 4)
+            self.assertEqual(dwdeconv_rewrite.EXIT_CANNOT_VERIFY, 4)
+            self.assertIn("--input-shape image=", no_shape.exception.message)
             self.assertIsNotNone(no_shape.exception.report)
+            self.assertEqual(no_shape.exception.report["exit_code"], 4)
             shaped = dwdeconv_rewrite.rewrite(SMALL, verify=True, target="xnnpack", input_shapes={"image": (1, 8, 16, 16)})
             self.assertTrue(shaped.verified)
             as_text = dwdeconv_rewrite.rewrite(SMALL, verify=True, target="xnnpack", input_shapes=["image=1x8x16x16"])

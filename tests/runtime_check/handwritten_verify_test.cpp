@@ -432,7 +432,7 @@ TEST_CASE("Per-node mode refuses an original region whose output size a constant
   const auto rewritten = with_symbolic_x(out.model);
   const auto r = runtime_check::verify_models(original, rewritten, at_shape({1, 4, 3, 4}));
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK(r.error().kind == core::ErrorKind::kCannotVerify);
   CHECK_THAT(r.error().message, Catch::Contains("Resize producing 'u' in the original's upsampler that ends at Conv 'up1' reads sizes "
                                                 "'sizes', which fix its output size whatever the size of its input 'X' (1x4xHxW in "
                                                 "the model)") &&
@@ -464,7 +464,7 @@ TEST_CASE("Per-node mode refuses a literal crop or reshape on an axis whose size
     CHECK(verify(original, rewritten_static).passed);  // static X: one size, checked
     const auto r = runtime_check::verify_models(with_symbolic_x(original), rewritten, at_shape({1, 3, 5, 4}));
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().kind == core::ErrorKind::kCheckFailed);
+    CHECK(r.error().kind == core::ErrorKind::kCannotVerify);
     CHECK_THAT(r.error().message, Catch::Contains("Slice producing 'm' in the original's upsampler that ends at Conv 'up1' ends at 10 on "
                                                   "axis 2, and its input 'm0' is ") &&
                                       Catch::Contains("it crops any larger input to that size"));

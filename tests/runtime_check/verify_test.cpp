@@ -152,7 +152,7 @@ TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in b
       "g (double[1,2,3,3] x) => (double[1,2,3,3] z) {\n  z = Neg (x)\n}");
   auto refused = verify_models(in_double, in_double, {});
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK(refused.error().kind == core::ErrorKind::kCannotVerify);
   CHECK_THAT(refused.error().message, Catch::StartsWith("graph input 'x' is DOUBLE: inputs are held in float32 here"));
   auto original = parse_model_text(
       "<ir_version: 8, opset_import: [\"\" : 13]>\n"
@@ -164,7 +164,7 @@ TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in b
       "  zero = Constant <value = double[1] {0.0}> ()\n  z = Mul (xd, zero)\n}");
   auto whole = verify_models(original, other, {});
   REQUIRE_FALSE(whole.ok());
-  CHECK(whole.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK(whole.error().kind == core::ErrorKind::kCannotVerify);
   CHECK_THAT(whole.error().message,
              Catch::StartsWith("the original model cannot run whole: Cast producing 'xd': writes 'xd', which is DOUBLE: "
                                "the executor holds float64 values in float32") &&
@@ -185,7 +185,7 @@ TEST_CASE("Verification of a float64 model fails naming the node and DOUBLE in b
   REQUIRE(result->rewritten == 1);
   auto per_node = verify_models(deconv, rewritten, {});
   REQUIRE_FALSE(per_node.ok());
-  CHECK(per_node.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK(per_node.error().kind == core::ErrorKind::kCannotVerify);
   CHECK_THAT(per_node.error().message, Catch::StartsWith("the original model cannot run whole: Hardmax") &&
                                            Catch::Contains("; and ConvTranspose 'up': reads '") &&
                                            Catch::Contains("', which is DOUBLE: the executor holds float64 values in float32"));
@@ -224,7 +224,7 @@ TEST_CASE("A NaN or infinity in either model's run is not compared whole: the ex
     auto r = verify_models(c.original, c.other, {});
     INFO((r.ok() ? r->summary() : r.error().message));
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().kind == core::ErrorKind::kCheckFailed);
+    CHECK(r.error().kind == core::ErrorKind::kCannotVerify);
     CHECK_THAT(r.error().message,
                Catch::StartsWith(std::string("the ") + c.side + " model cannot be compared whole: " + c.first) &&
                    Catch::Contains("; the executor cannot compare non-finite values faithfully (XNNPACK's output clamps do "
