@@ -16,7 +16,8 @@ and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup
 PRECISION and with THREADS when given), unless
 its report says that no node was rewritten: the output is then the input, nothing is timed (a ratio of two timings
 of one model would measure noise), and the gate passes it ("nothing to rewrite"), as the tool's own gate does. A
-sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line is passed as --input-shape. Found
+sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line gives that model's shapes: the tool
+reads it itself, for the rewrite's --verify and the speed gate's --compare alike (docs/cli.md). Found
 under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
 writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
 name is read as an option.
@@ -354,14 +355,6 @@ def output_for(model, output_dir):
     return Path(output_dir) / relative.parent / (name + ".xnn.onnx")
 
 
-def input_shapes(model):
-    sidecar = model.with_name((model.name[:-5] if model.name.endswith(".onnx") else model.name) + ".input-shapes")
-    if not sidecar.is_file():
-        return []
-    text = sidecar.read_text(encoding="utf-8", errors="surrogateescape")  # handed to the tool as the bytes it holds
-    return [line.strip() for line in lines_of(text) if line.strip()]
-
-
 def read_report(path):
     """The tool's JSON report at `path` as a dict, or None."""
     try:
@@ -417,7 +410,6 @@ def run_model(tool, model, out, a):
     """Rewrites one model (and speed-gates it); (exit code, its report entry, a one-line verdict)."""
     report_path = model_report_for(out)
     try:
-        shapes = input_shapes(model)
         out.parent.mkdir(parents=True, exist_ok=True)
         # An earlier run's report is not this run's: a tool that fails before writing one must not be read from it.
         if report_path.exists() or report_path.is_symlink():
@@ -433,10 +425,10 @@ def run_model(tool, model, out, a):
         cmd.append("--target=" + a.target)
     if a.verify == "true" and a.check != "true":
         cmd.append("--verify")
-    cmd += ["--input-shape=" + s for s in shapes] + a.args.split() + ["--", _cli_path(str(model))]
+    cmd += a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
     try:
-        return rewrite_and_gate(cmd, model, out, report_path, shapes, a)
+        return rewrite_and_gate(cmd, model, out, report_path, a)
     except BaseException:
         # An interrupt or SIGTERM (passed on to the tool, which has ended and removed what it staged) before the
         # speed gate finished: the output was never gated, and the artifact upload must not carry it.
@@ -451,7 +443,7 @@ def remove_output(out):
             path.unlink()
 
 
-def rewrite_and_gate(cmd, model, out, report_path, shapes, a):
+def rewrite_and_gate(cmd, model, out, report_path, a):
     with tempfile.TemporaryFile() as captured:
         returncode = run_binary(cmd, stdout=captured, stderr=subprocess.STDOUT)
         captured.seek(0)
@@ -484,8 +476,7 @@ def rewrite_and_gate(cmd, model, out, report_path, shapes, a):
     try:
         checked = dwdeconv_rewrite.compare(str(model), str(out), runtime=a.runtime, bench=True,
                                          min_speedup=float(a.min_speedup), precision=a.precision or None,
-                                         threads=int(a.threads) if a.threads else None,
-                                         args=["--input-shape=" + s for s in shapes])
+                                         threads=int(a.threads) if a.threads else None)
     except dwdeconv_rewrite.DwdeconvError as e:
         echo(e.log)
         report["speed_check"] = e.report

@@ -1,8 +1,15 @@
 #include "cli/input_shape.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <set>
 
+#include "core/text.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::cli {
@@ -110,6 +117,87 @@ core::Status check_input_shape_names(const std::vector<InputShapeArg>& args, con
                            "' in its main graph (graph inputs: " + (inputs.empty() ? std::string("none") : inputs) + ")"};
   }
   return core::Ok{};
+}
+
+std::string input_shapes_file_of(const std::string& model_path) {
+  if (model_path == "-") return "";
+  const std::string suffix = ".onnx";
+  const bool onnx = model_path.size() > suffix.size() && model_path.compare(model_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (onnx ? model_path.substr(0, model_path.size() - suffix.size()) : model_path) + ".input-shapes";
+}
+
+core::Result<std::optional<std::vector<InputShapeArg>>> read_input_shapes_file(const std::string& path) {
+  constexpr size_t kMaxBytes = 64 * 1024;  // hundreds of inputs' shapes; a larger file is not a shape list
+  const std::string shown = core::printable(path);
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) {
+    if (path.empty() || errno == ENOENT || errno == ENOTDIR) return std::optional<std::vector<InputShapeArg>>{};
+    return core::io_error("cannot read the input-shapes file " + shown + ": " + std::strerror(errno));
+  }
+  // A FIFO would block the run and a device could be endless: a side file is a regular file, or an error.
+  if (!S_ISREG(st.st_mode)) return core::Error{core::ErrorKind::kUsage, shown + ": the input-shapes file is not a regular file"};
+  if (static_cast<uint64_t>(st.st_size) > kMaxBytes) {
+    return core::Error{core::ErrorKind::kUsage, shown + ": the input-shapes file holds " + std::to_string(st.st_size) +
+                                                    " bytes, more than the 65536 a list of shapes needs"};
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return core::io_error("cannot read the input-shapes file " + shown + ": " + std::strerror(errno));
+  std::string text;
+  char buf[4096];
+  while (text.size() <= kMaxBytes) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return core::io_error("cannot read the input-shapes file " + shown + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (text.size() > kMaxBytes) {
+    return core::Error{core::ErrorKind::kUsage, shown + ": the input-shapes file holds more than the 65536 bytes a list of shapes needs"};
+  }
+  std::vector<InputShapeArg> shapes;
+  size_t number = 0, start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++number;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    auto parsed = parse_input_shape_arg(line);
+    if (!parsed) return core::Error{core::ErrorKind::kUsage, shown + " line " + std::to_string(number) + ": " + parsed.error().message};
+    shapes.push_back(std::move(*parsed));
+  }
+  return std::optional<std::vector<InputShapeArg>>{std::move(shapes)};
+}
+
+core::Result<std::vector<InputShapeArg>> merge_input_shapes(const std::vector<InputShapeArg>& given, const std::vector<InputShapeArg>& side,
+                                                            const onnx::ModelProto& model, const std::string& model_path,
+                                                            const std::string& side_path, std::vector<std::string>& overridden) {
+  const std::string shown = core::printable(side_path);
+  auto from_side = resolve_input_shapes(side, model, model_path);
+  if (!from_side) return core::Error{from_side.error().kind, shown + ": " + from_side.error().message};
+  if (auto named = check_input_shape_names(side, model, model_path); !named)
+    return core::Error{named.error().kind, shown + ": " + named.error().message};
+  auto from_line = resolve_input_shapes(given, model, model_path);
+  if (!from_line) return from_line.error();
+  std::vector<InputShapeArg> merged = given;
+  for (const auto& arg : side) {
+    InputShapeArg named = arg;
+    if (named.name.empty()) named.name = from_side->begin()->first;  // a bare shape: the model has one input
+    if (from_line->count(named.name) != 0) {
+      overridden.push_back(arg.text);
+      continue;
+    }
+    merged.push_back(std::move(named));
+  }
+  return merged;
 }
 
 }  // namespace dwdeconv::cli

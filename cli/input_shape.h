@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,22 @@ core::Result<InputShapeArg> parse_input_shape_arg(const std::string& text);
 // refuses, or whose name is neither a graph input nor the output of a node of the main graph (a typo). Which
 // tensors per-node verification can take is decided later, when the rewrite is known.
 core::Status check_input_shape_names(const std::vector<InputShapeArg>& args, const onnx::ModelProto& model, const std::string& model_path);
+
+// The side file of a model: MODEL.input-shapes beside it (MODEL without its .onnx), as the Action reads it; "" for
+// stdin ("-").
+std::string input_shapes_file_of(const std::string& model_path);
+
+// A side file's shapes: one --input-shape per line, in any of its spellings; blank lines and lines starting with '#'
+// are skipped. nullopt when there is no such file. A usage error naming the file (and the line) for a file that is
+// not a regular one, is larger than 64 KiB, or holds a line --input-shape refuses; an I/O error when it cannot be read.
+core::Result<std::optional<std::vector<InputShapeArg>>> read_input_shapes_file(const std::string& path);
+
+// The --input-shape list of one model of a run: the command line's, then its side file's for the inputs the command
+// line does not give (a bare shape resolved to the model's only input first). `overridden` gets each side-file
+// line the command line overrides. A usage error naming the side file when one of its lines fits no input.
+core::Result<std::vector<InputShapeArg>> merge_input_shapes(const std::vector<InputShapeArg>& given, const std::vector<InputShapeArg>& side,
+                                                            const onnx::ModelProto& model, const std::string& model_path,
+                                                            const std::string& side_path, std::vector<std::string>& overridden);
 
 core::Result<std::map<std::string, std::vector<int64_t>>> resolve_input_shapes(const std::vector<InputShapeArg>& args,
                                                                                const onnx::ModelProto& model,

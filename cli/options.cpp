@@ -169,7 +169,7 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--compare", opt.compare, "Verify this model against MODEL without rewriting (exit 1 on mismatch)");
   app.add_option("--input-shape", opt.input_shapes,
                  "Fix an input's dims: image:1,3,256,256 (also image:[1,3,256,256], image=1x3x256x256, or 1,3,256,256 for a "
-                 "model with one input; repeatable)")
+                 "model with one input; repeatable). Each model's own: a line each in MODEL.input-shapes beside it")
       ->allow_extra_args(false);
   app.add_option("--input", opt.input_files, "Feed an input from a .npy or TensorProto .pb file: [NAME=]FILE (repeatable)")
       ->allow_extra_args(false);

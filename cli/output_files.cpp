@@ -14,6 +14,7 @@ std::string describe(const RunFile& f) {
     case FileRole::kInputModel: return "the input model";
     case FileRole::kInputData: return "external data that " + f.model + " reads";
     case FileRole::kInputTensor: return "an --input file";
+    case FileRole::kInputShapes: return "the input-shapes file of " + f.model;
     case FileRole::kOutputModel: return "the output model of " + f.model;
     case FileRole::kOutputData: return "the data file of " + f.model + "'s output";
     case FileRole::kReport: return "the report";

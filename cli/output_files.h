@@ -15,7 +15,7 @@
 namespace dwdeconv::cli {
 
 // A file the run reads or writes, for refusing to write over an input.
-enum class FileRole { kInputModel, kInputData, kInputTensor, kOutputModel, kOutputData, kReport };
+enum class FileRole { kInputModel, kInputData, kInputTensor, kInputShapes, kOutputModel, kOutputData, kReport };
 struct RunFile {
   std::string path;
   FileRole role;

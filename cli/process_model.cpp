@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -99,7 +100,7 @@ class ModelRun {
  public:
   ModelRun(const Options& opt, const RuntimeSetup& setup, const std::string& input, const std::string& output, bool batch)
       : opt_(opt),
-        setup_(setup),
+        shared_setup_(setup),
         input_(input),
         output_(output),
         batch_(batch),
@@ -142,6 +143,14 @@ class ModelRun {
     std::vector<RunFile> reads;
     add_model_reads(input_, loaded_.data_files, reads);
     add_input_tensor_files(opt_, reads);
+    // A model's own shapes, beside it (MODEL.input-shapes), for a run that runs it: in a batch, each model's.
+    const bool runs = opt_.verify || opt_.bench || opt_.tune;
+    const std::string side_path = runs ? input_shapes_file_of(input_) : "";
+    auto side = read_input_shapes_file(side_path);
+    // Kept from any write, also when it is not a shapes file (a report must not replace what was there).
+    if (std::error_code ec; !side_path.empty() && std::filesystem::exists(std::filesystem::symlink_status(side_path, ec))) {
+      reads.push_back({side_path, FileRole::kInputShapes, input_});
+    }
     const auto writes = model_writes(opt_, input_, output_, !loaded_.external_tensors.empty());
     if (auto safe = refuse_overwrites(reads, writes, batch_); !safe) {
       out_.overwrite_refused = true;
@@ -150,7 +159,15 @@ class ModelRun {
     if (auto safe = check_write_targets(writes); !safe) return finish(safe.error());
     out_.info.opset = onnx_io::default_opset(model());
     // A mistyped --input-shape name is said now, not after the rewrite and validation.
-    if (auto named = check_input_shape_names(setup_.input_shapes, model(), input_); !named) return finish(named.error(), shown_ + ": ");
+    if (auto named = check_input_shape_names(setup_->input_shapes, model(), input_); !named) return finish(named.error(), shown_ + ": ");
+    if (!side) return finish(side.error(), shown_ + ": ");
+    if (*side) {
+      auto own = setup_with_shapes_file(shared_setup_, **side, model(), input_, side_path);
+      if (!own) return finish(own.error(), shown_ + ": ");
+      own_setup_ = std::move(*own);
+      setup_ = &*own_setup_;
+      out_.info.input_shapes_file = side_path;
+    }
     timer_.mark("load");
     return true;
   }
@@ -213,9 +230,9 @@ class ModelRun {
   bool tune() {
     if (!opt_.tune || result().rewritten == 0) return true;
     // Inputs it cannot make (a symbolic dim with no --input-shape): nothing can be timed, exit 4 as for --bench.
-    auto shapes = resolve_input_shapes(setup_.input_shapes, *original_, input_);
+    auto shapes = resolve_input_shapes(setup_->input_shapes, *original_, input_);
     if (!shapes) return finish(not_checked_error(shapes.error(), shown_ + ": --tune: "));
-    auto inputs = runtime_inputs(*original_, *shapes, setup_.inputs, opt_.seed);
+    auto inputs = runtime_inputs(*original_, *shapes, setup_->inputs, opt_.seed);
     if (!inputs) return finish(not_checked_error(inputs.error(), shown_ + ": --tune: "));
     RuntimeInfo where;
     auto figures = tune_upsamplers(*original_, model(), result(), ro_, opt_, *inputs, where);
@@ -321,7 +338,7 @@ class ModelRun {
     }
     const bool verify = opt_.verify && rewrote, bench = opt_.bench && rewrote;
     if (!verify && !bench) return true;
-    auto checked = run_checks(*original_, model(), &result(), opt_, setup_, input_, log_, prefix_, verify, bench,
+    auto checked = run_checks(*original_, model(), &result(), opt_, *setup_, input_, log_, prefix_, verify, bench,
                               "cannot verify the rewrite, nothing written: ", "--bench: ");
     timer_.mark("verify and bench");
     if (!checked) return finish(checked.error(), shown_ + ": ");
@@ -384,7 +401,9 @@ class ModelRun {
   onnx::ModelProto& model() { return loaded_.model; }
 
   const Options& opt_;
-  const RuntimeSetup& setup_;
+  const RuntimeSetup& shared_setup_;            // the command line's --input-shape and --input
+  std::optional<RuntimeSetup> own_setup_;       // the same with this model's input-shapes file, when it has one
+  const RuntimeSetup* setup_ = &shared_setup_;  // the one of the two this model runs with
   const std::string& input_;
   const std::string& output_;
   const bool batch_;

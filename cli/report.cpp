@@ -204,6 +204,7 @@ std::string report_json(const RunInfo& run, const rewrite::RewriteResult& result
   if (run.stats) o["changes"] = stats_change_json(run.stats->first, run.stats->second);
   o["validation"] = or_null(!run.validation.empty(), run.validation);
   if (!run.compared.empty()) o["compared"] = run.compared;
+  if (!run.input_shapes_file.empty()) o["input_shapes_file"] = run.input_shapes_file;
   if (run.verify) o["verify"] = verify_object(*run.verify);
   if (run.bench) o["bench"] = bench_object(*run.bench);
   if (run.runtime) add_runtime_fields(o, *run.runtime, run.bench.has_value());

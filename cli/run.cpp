@@ -83,6 +83,13 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   add_compare_reads(input, loaded_original, reads);
   add_compare_reads(opt.compare, loaded_other, reads);
   add_input_tensor_files(opt, reads);
+  // MODEL's own shapes, beside it (MODEL.input-shapes), as a rewrite of it reads them.
+  const std::string side_path = input_shapes_file_of(input);
+  auto side = read_input_shapes_file(side_path);
+  // Kept from any write, also when it is not a shapes file (a report must not replace what was there).
+  if (std::error_code ec; !side_path.empty() && std::filesystem::exists(std::filesystem::symlink_status(side_path, ec))) {
+    reads.push_back({side_path, FileRole::kInputShapes, input});
+  }
   std::vector<RunFile> writes;
   if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
   if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
@@ -94,6 +101,15 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   if (auto named = check_input_shape_names(setup.input_shapes, original, input); !named) {
     return finish(exit_code_for(named.error()), core::printable(input) + ": " + named.error().message);
   }
+  if (!side) return finish(exit_code_for(side.error()), core::printable(input) + ": " + side.error().message);
+  std::optional<RuntimeSetup> own_setup;
+  if (*side) {
+    auto own = setup_with_shapes_file(setup, **side, original, input, side_path);
+    if (!own) return finish(exit_code_for(own.error()), core::printable(input) + ": " + own.error().message);
+    own_setup = std::move(*own);
+    info.input_shapes_file = side_path;
+  }
+  const RuntimeSetup& model_setup = own_setup ? *own_setup : setup;
   // The executor runs models ONNX refuses (a value defined twice, an unknown attribute): judge both first, as a
   // rewrite judges its input and output, so that passing means OTHER is a model at all.
   log.start("validate both models");
@@ -115,7 +131,7 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
       return finish(kExitCheckFailed, core::printable(opt.compare) + ": --min-speedup " + gate + ": the two models are the same (1.00x)");
     }
   }
-  auto checked = run_checks(original, other, nullptr, opt, setup, input, log, "", /*verify=*/true, opt.bench && !same,
+  auto checked = run_checks(original, other, nullptr, opt, model_setup, input, log, "", /*verify=*/true, opt.bench && !same,
                             "cannot verify " + core::printable(opt.compare) + ": ", "");
   if (!checked) return finish(exit_code_for(checked.error()), checked.error().message);
   info.runtime = checked->info;

@@ -201,6 +201,26 @@ core::Result<RuntimeSetup> runtime_setup(const Options& opt) {
   return setup;
 }
 
+core::Result<RuntimeSetup> setup_with_shapes_file(const RuntimeSetup& shared, const std::vector<InputShapeArg>& side,
+                                                  const onnx::ModelProto& model, const std::string& model_path,
+                                                  const std::string& side_path) {
+  std::vector<std::string> overridden;
+  auto merged = merge_input_shapes(shared.input_shapes, side, model, model_path, side_path, overridden);
+  if (!merged) return merged.error();
+  RuntimeSetup own = shared;
+  own.input_shapes = std::move(*merged);
+  const std::string shown = model_path == "-" ? "<stdin>" : core::printable(model_path);
+  std::string taken;
+  for (const auto& arg : side) {
+    if (std::find(overridden.begin(), overridden.end(), arg.text) == overridden.end()) taken += (taken.empty() ? "" : ", ") + arg.text;
+  }
+  if (!taken.empty()) spdlog::info("{}: input shapes from {}: {}", shown, core::printable(side_path), core::printable(taken));
+  for (const auto& text : overridden) {
+    spdlog::warn("{}: {} gives '{}', which --input-shape overrides", shown, core::printable(side_path), core::printable(text));
+  }
+  return own;
+}
+
 // A verification's summary, line by line: info when it passed, error when it did not. `prefix` names the model in
 // a batch.
 void log_verify_summary(const runtime_check::VerifyResult& result, const std::string& prefix) {

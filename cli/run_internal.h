@@ -58,6 +58,12 @@ struct RuntimeSetup {
 // Parses --input-shape and loads --input files, once per run; errors are usage errors or unreadable input files.
 core::Result<RuntimeSetup> runtime_setup(const Options& opt);
 
+// `shared` with the shapes of a model's input-shapes file (`side`, read from `side_path`) added for the inputs the
+// command line gives none (merge_input_shapes); logs what it took from the file and what --input-shape overrode.
+core::Result<RuntimeSetup> setup_with_shapes_file(const RuntimeSetup& shared, const std::vector<InputShapeArg>& side,
+                                                  const onnx::ModelProto& model, const std::string& model_path,
+                                                  const std::string& side_path);
+
 // A verification's summary, line by line: info when it passed, error when it did not. `prefix` names the model in
 // a batch.
 void log_verify_summary(const runtime_check::VerifyResult& result, const std::string& prefix);
