@@ -45,8 +45,8 @@ bool counted_step(const std::string& phase, std::string& text, std::string& coun
 
 bool phase_lines_wanted(int verbosity) { return verbosity >= 0 && isatty(STDERR_FILENO) == 0; }
 
-PhaseLog::PhaseLog(std::string subject, bool enabled, std::chrono::milliseconds heartbeat)
-    : subject_(std::move(subject)), enabled_(enabled), heartbeat_(heartbeat) {
+PhaseLog::PhaseLog(std::string subject, bool enabled, std::chrono::milliseconds heartbeat, std::chrono::milliseconds quiet)
+    : subject_(std::move(subject)), enabled_(enabled), heartbeat_(heartbeat), quiet_(quiet) {
   if (enabled_) heartbeat_thread_ = std::thread([this] { beat(); });
 }
 
@@ -75,15 +75,20 @@ void PhaseLog::start(const std::string& phase) {
   counted_ = counted ? text : "";
   open_ = counted ? text + " 1.." + count : phase;  // "bench: run 1..10"
   started_ = last_line_ = Clock::now();
-  spdlog::info("{} {}: {}: started", clock_text(), subject_, open_);
+  said_ = quiet_.count() <= 0;
+  spdlog::log(said_ ? spdlog::level::info : spdlog::level::debug, "{} {}: {}: started", clock_text(), subject_, open_);
   if (counted) spdlog::debug("{} {}: {}", clock_text(), subject_, phase);
+  wake_.notify_all();  // the heartbeat may be asleep for a whole heartbeat: this phase is due sooner
 }
 
 void PhaseLog::close(const char* how) {
   if (open_.empty()) return;
-  spdlog::info("{} {}: {}: {} {:.2f} s", clock_text(), subject_, open_, how, seconds_since(started_));
+  const bool failed = std::string(how) != "done in";
+  spdlog::log(said_ || failed ? spdlog::level::info : spdlog::level::debug, "{} {}: {}: {} {:.2f} s", clock_text(), subject_, open_, how,
+              seconds_since(started_));
   open_.clear();
   counted_.clear();
+  said_ = false;
 }
 
 void PhaseLog::end() {
@@ -101,10 +106,12 @@ void PhaseLog::fail() {
 void PhaseLog::beat() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    const auto due = last_line_ + heartbeat_;
+    // The first line of a phase is due when it has run `quiet_`, each next one a heartbeat after the last.
+    const auto due = said_ ? last_line_ + heartbeat_ : started_ + quiet_;
     if (!open_.empty() && Clock::now() >= due) {
       spdlog::info("{} {}: {}: running for {:.0f} s", clock_text(), subject_, open_, seconds_since(started_));
       last_line_ = Clock::now();
+      said_ = true;
       continue;
     }
     if (open_.empty()) {

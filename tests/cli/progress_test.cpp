@@ -45,7 +45,7 @@ TEST_CASE("counted steps are one phase: two info lines for ten runs, each run a 
     CAPTURE(verbose);
     CapturedLog log(verbose ? spdlog::level::debug : spdlog::level::info);
     {
-      cli::PhaseLog phases("m.onnx", true);
+      cli::PhaseLog phases("m.onnx", true, cli::kHeartbeat, std::chrono::milliseconds(0));
       phases.start("bench: warming up");
       for (int k = 1; k <= 10; ++k) phases.start("bench: run " + std::to_string(k) + "/10");
       for (int k = 1; k <= 3; ++k) phases.start("bench: profiled run " + std::to_string(k) + "/3");
@@ -65,7 +65,7 @@ TEST_CASE("counted steps are one phase: two info lines for ten runs, each run a 
 TEST_CASE("a step counted again from 1, or another text, starts a new phase", "[cli][progress]") {
   CapturedLog log(spdlog::level::info);
   {
-    cli::PhaseLog phases("m.onnx", true);
+    cli::PhaseLog phases("m.onnx", true, cli::kHeartbeat, std::chrono::milliseconds(0));
     phases.start("verify: node 1/2 'a'");  // not counted: the count is not the last word
     phases.start("run 1/2");
     phases.start("run 2/2");
@@ -80,7 +80,7 @@ TEST_CASE("a step counted again from 1, or another text, starts a new phase", "[
 TEST_CASE("a phase that runs long says so at every heartbeat, and nothing is logged once it ends", "[cli][progress]") {
   CapturedLog log(spdlog::level::info);
   {
-    cli::PhaseLog phases("m.onnx", true, std::chrono::milliseconds(50));
+    cli::PhaseLog phases("m.onnx", true, std::chrono::milliseconds(50), std::chrono::milliseconds(0));
     phases.start("verify: running the original model");
     std::this_thread::sleep_for(std::chrono::milliseconds(180));
     phases.end();
@@ -95,6 +95,37 @@ TEST_CASE("a phase that runs long says so at every heartbeat, and nothing is log
   CHECK(beats >= 2);
   CHECK(beats <= 4);
   CHECK(text.rfind(": running for ") < text.find(": done in"));
+}
+
+TEST_CASE("a phase shorter than the quiet time logs nothing at info level and a longer one says so once it is due", "[cli][progress]") {
+  for (const bool verbose : {false, true}) {
+    CAPTURE(verbose);
+    CapturedLog log(verbose ? spdlog::level::debug : spdlog::level::info);
+    {
+      cli::PhaseLog phases("m.onnx", true, std::chrono::milliseconds(10000), std::chrono::milliseconds(150));
+      phases.start("load");  // ends at once: quiet
+      phases.start("verify: running the original model");
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past the quiet time: one line, then its end
+      phases.start("save");                                         // quiet again
+      phases.end();
+    }
+    const std::string text = log.text();
+    CHECK((text.find("load: done in") != std::string::npos) == verbose);
+    CHECK((text.find("save: started") != std::string::npos) == verbose);
+    CHECK_THAT(text, Catch::Contains("m.onnx: verify: running the original model: running for 0 s"));
+    CHECK_THAT(text, Catch::Contains("m.onnx: verify: running the original model: done in 0.4"));
+    // Without -v: the long phase's two lines only; with -v also each phase's start and end (3 starts, 2 short ends).
+    CHECK(log.lines() == (verbose ? 2u + 5u : 2u));
+  }
+  // A short phase that fails says so at info level.
+  CapturedLog log(spdlog::level::info);
+  {
+    cli::PhaseLog phases("m.onnx", true);
+    phases.start("load");
+    phases.fail();
+  }
+  CHECK_THAT(log.text(), Catch::Contains("m.onnx: load: failed after 0.0"));
+  CHECK(log.lines() == 1u);
 }
 
 TEST_CASE("a disabled phase log (a terminal, or -q) logs nothing", "[cli][progress]") {

@@ -162,14 +162,20 @@ TEST_CASE("help names the forms and where the rewrite does not pay off, with rea
   for (const auto& line : lines_with(r.out, "--dry-run ")) CHECK_THAT(line, !Catch::Contains("ConvTranspose"));
 }
 
-TEST_CASE("a log that is not a terminal gets a timestamped line where each long phase starts and ends", "[e2e][newcomer]") {
+TEST_CASE("a log that is not a terminal gets a timestamped line where each phase starts and ends with -v", "[e2e][newcomer]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx";
-  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --bench --runs 2", dir);  // stderr is a file
+  // Each phase here takes milliseconds: without -v none is logged (a phase is once it runs a second: the unit tests
+  // of cli/progress.cpp); with -v each has its start and its end, at debug level.
+  const auto plain = run_cli(in.string() + " -o " + out.string() + " --verify --bench --runs 2", dir);  // stderr is a file
+  REQUIRE(plain.exit_code == 0);
+  CHECK(lines_with(plain.err, ": started").empty());
+  CHECK(lines_with(plain.err, ": done in ").empty());
+  const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --bench --runs 2 -v", dir);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  const std::regex stamp(R"(^dwdeconv-rewrite: info: \d\d:\d\d:\d\d\.\d\d\d )");
+  const std::regex stamp(R"(^dwdeconv-rewrite: debug: \d\d:\d\d:\d\d\.\d\d\d )");
   const std::string model = in.string() + ": ";
   const std::vector<std::string> phases = {"load",
                                            "rewrite",
@@ -194,14 +200,10 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
     CHECK(end_at > start_at);
     previous_end = end_at;
   }
-  // The timed runs are one phase: no line per run, unless -v asks for them.
-  CHECK(lines_with(r.err, "bench: run 1/2").empty());
-  CHECK(lines_with(r.err, "bench: run 2/2").empty());
-  const auto verbose = run_cli(in.string() + " -o " + out.string() + " --bench --runs 2 -v", dir);
-  CHECK(verbose.exit_code == 0);
-  CHECK(lines_with(verbose.err, model + "bench: run 2/2").size() == 1);
+  // The timed runs are one phase, each run a debug line of its own.
+  CHECK(lines_with(r.err, model + "bench: run 2/2").size() == 1);
   // --compare too: its loads, its validation and both runs.
-  const auto compare = run_cli(in.string() + " --compare " + out.string(), dir);
+  const auto compare = run_cli(in.string() + " --compare " + out.string() + " -v", dir);
   CHECK(compare.exit_code == 0);
   for (const char* phase :
        {"load both models", "validate both models", "verify: running the original model", "verify: running the rewritten model"}) {
@@ -210,14 +212,14 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
     CHECK(lines_with(compare.err, model + phase + ": done in ").size() == 1);
   }
   // stdin is named as such.
-  const auto piped = run_shell(std::string(DWDECONV_CLI) + " - -o - < " + in.string() + " > /dev/null", dir);
+  const auto piped = run_shell(std::string(DWDECONV_CLI) + " - -o - -v < " + in.string() + " > /dev/null", dir);
   CHECK(piped.exit_code == 0);
   CHECK(lines_with(piped.err, "<stdin>: load: started").size() == 1);
   // -q: errors only, no phase lines.
   const auto quiet = run_cli(in.string() + " -o " + out.string() + " --verify -q", dir);
   CHECK(quiet.exit_code == 0);
   CHECK(quiet.err.empty());
-  // A phase that fails says so before the error.
+  // A phase that fails says so before the error, without -v and however short.
   std::ofstream(dir.path / "junk.onnx") << "not a model";
   const auto junk = run_cli((dir.path / "junk.onnx").string() + " -o " + out.string(), dir);
   CHECK(junk.exit_code == 3);
@@ -228,17 +230,23 @@ TEST_CASE("a log that is not a terminal gets a timestamped line where each long 
   CHECK_THAT(unsaved.err, Catch::Contains("out.onnx: failed after ") && !Catch::Contains("out.onnx: done"));
 }
 
-TEST_CASE("the quick start's log on a non-terminal is one line per phase end, about 30 lines", "[e2e][newcomer]") {
+TEST_CASE("the quick start's --verify --bench log on a non-terminal is at most 20 lines", "[e2e][newcomer]") {
   TempDir dir;
   const auto in = dir.copy_example("migan_tiny_deconv.onnx");
   const auto out = dir.path / "out.onnx";
   const auto r = run_cli(in.string() + " -o " + out.string() + " --verify --bench", dir);
   REQUIRE(r.exit_code == 0);
-  const size_t lines = lines_with(r.err, "dwdeconv-rewrite: ").size();
   INFO(r.err);
-  // 9 phases (2 lines each), the verify summary (3), the bench line, the per-upsampler table (10), the summary (2).
-  CHECK(lines <= 36);
-  CHECK(lines_with(r.err, ": started").size() == 9);
+  // The verify summary (3), the bench line, the per-upsampler table (2 + 8 rows), the summary (2): 16; no phase of
+  // milliseconds (issue 39 asked 20 at most; it was 34 with a started and a done line for each of 9 phases).
+  const auto all = std::count(r.err.begin(), r.err.end(), '\n');
+  CHECK(all <= 20);
+  CHECK(lines_with(r.err, "dwdeconv-rewrite: ").size() == static_cast<size_t>(all));
+  CHECK(lines_with(r.err, "verification passed").size() == 1);
+  CHECK(lines_with(r.err, "bench on XNNPACK").size() == 1);
+  CHECK(lines_with(r.err, "conv_transpose ").size() == 8);
+  CHECK(lines_with(r.err, "rewrote 8 of 8 ConvTranspose nodes").size() == 1);
+  CHECK(lines_with(r.err, ": started").empty());
 }
 
 TEST_CASE("the README's and docs/cli.md's sample output is what the quick start prints today", "[e2e][newcomer]") {
