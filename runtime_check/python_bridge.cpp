@@ -51,6 +51,7 @@ const Registry& registry() {
       if (row.at("pinned_requirements").is_string()) runtime.pinned_requirements = row.at("pinned_requirements").get<std::string>();
       runtime.precisions = {"fp32"};
       if (row.contains("precisions")) runtime.precisions = row.at("precisions").get<std::vector<std::string>>();
+      if (row.contains("node_values") && row.at("node_values") == "onnx") runtime.node_values = NodeValues::kOnnx;
       r.runtimes.push_back(std::move(runtime));
     }
     return r;
@@ -467,6 +468,7 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
   run.runtime.name = side.runtime;
   run.runtime.label = display_name(side.runtime);
   run.runtime.python = python;
+  if (const auto* row = find_python_runtime(side.runtime)) run.node_values = row->node_values;
   std::string error;
   const auto lines = answer_lines(answer);
   if (const std::string bad = unreadable_answer(lines); !bad.empty()) {

@@ -19,13 +19,20 @@
 
 namespace dwdeconv::runtime_check {
 
+// What the inputs and outputs of a profiler's NodeMs name (the registry's "node_values").
+enum class NodeValues {
+  kNames,  // nothing the ONNX graph names: none (the executor), or the runtime's own layer names (OpenVINO)
+  kOnnx,   // the values of the ONNX graph the runtime ran (ONNX Runtime's optimised graph)
+};
+
 // A row of python/dwdeconv_rewrite/runtimes/registry.json, the one list of the Python runtimes (embedded at build time).
 struct PythonRuntime {
-  std::string name;                     // what --runtime takes: ort, litert, executorch, openvino, mnn
-  std::string display_name;             // "ONNX Runtime"
-  std::string summary;                  // how it converts and runs, for --help
-  std::string pinned_requirements;      // the pinned environment the project measured with ("" none)
-  std::vector<std::string> precisions;  // what --precision it converts to: fp32 always, fp16 and int8 where it can
+  std::string name;                             // what --runtime takes: ort, litert, executorch, openvino, mnn
+  std::string display_name;                     // "ONNX Runtime"
+  std::string summary;                          // how it converts and runs, for --help
+  std::string pinned_requirements;              // the pinned environment the project measured with ("" none)
+  std::vector<std::string> precisions;          // what --precision it converts to: fp32 always, fp16 and int8 where it can
+  NodeValues node_values = NodeValues::kNames;  // what its per-node profile's inputs and outputs name
 };
 
 // The registry's runtimes, in its order.
@@ -74,7 +81,8 @@ struct PythonRun {
   std::vector<double> rewritten_samples_ms;
   std::vector<NodeMs> original_nodes;
   std::vector<NodeMs> rewritten_nodes;
-  std::string original_outside;  // ops left outside the XNNPACK delegate ("" when the runtime has none)
+  NodeValues node_values = NodeValues::kNames;  // what the NodeMs' inputs and outputs name (the runtime's registry row)
+  std::string original_outside;                 // ops left outside the XNNPACK delegate ("" when the runtime has none)
   std::string rewritten_outside;
   // The precision both models were converted to (fp32, fp16, int8), the quantisation step of each output that comes
   // out of an integer tensor (by output name: the step in output units), and what the converter did that the

@@ -66,6 +66,10 @@ for r in rows:
           and set(precisions) <= {"fp32", "fp16", "int8", "bf16"} and "fp32" in precisions,
           f"{name}: precisions {precisions} are distinct values of fp32, fp16, int8, bf16, fp32 among them")
     check(runtimes.PRECISIONS.get(name) == precisions, f"{name}: runtimes.PRECISIONS is the registry's list")
+    # What the per-upsampler table reads of a profile: a row says it exactly when its adapter has one.
+    profiles = cls in classes and any(f.name == "profile_nodes" for f in classes[cls].body if isinstance(f, ast.FunctionDef))
+    check(r.get("node_values", "missing") in (None, "onnx", "layers") and (r.get("node_values") is not None) == profiles,
+          f"{name}: node_values {r.get('node_values', 'missing')!r} is onnx or layers exactly when {cls} has profile_nodes")
 
 # check.py refuses a precision the row does not list, and int8 without its calibration samples, before it imports any
 # runtime package: an `error usage - MESSAGE` answer, the last line, and exit 2.
