@@ -108,9 +108,10 @@ class OrtRuntime(Runtime):
         with contextlib.suppress(Exception):  # a graph ORT could not save (too large): no values, names only
             import onnx
 
-            io = {n.name: (list(n.input), list(n.output)) for n in onnx.load(str(optimized), load_external_data=False).graph.node}
-        return [{"node": node, "op": op, "ms": ms, "inputs": io.get(node, ([], []))[0],
-                 "outputs": io.get(node, ([], []))[1]} for (node, op), ms in totals.most_common()]
+            io = _kernel_values(onnx.load(str(path), load_external_data=False).graph,
+                                onnx.load(str(optimized), load_external_data=False).graph, set(totals))
+        return [{"node": node, "op": op, "ms": ms, "inputs": io.get((node, op), ([], []))[0],
+                 "outputs": io.get((node, op), ([], []))[1]} for (node, op), ms in totals.most_common()]
 
 
 class OrtRunner(Runner):
@@ -131,3 +132,35 @@ class OrtRunner(Runner):
 
     def outputs(self) -> dict:
         return dict(zip(self.names, self.result, strict=True))
+
+
+def _kernel_values(source, optimized, kernels) -> dict:
+    """{(name, op): (inputs, outputs)} for each profiled kernel, from the optimised graph's nodes of that name and op
+    (nodes sharing both are one entry of the profile, so their values are joined). ORT's profiler names a node without
+    a name "<op>_<index>" (sequential_executor.cc), its index in ORT's graph, which for a node of the model is its place
+    among the model's nodes but its Constant nodes (those become initializers when the graph is loaded): such a kernel
+    also gets the values of the unnamed optimised node of that op writing what that model node wrote, else of the only
+    unnamed node of that op. A kernel that matches no node gets none, and the table says it cannot tell what it
+    computed."""
+    named = collections.defaultdict(list)
+    unnamed = collections.defaultdict(list)
+    for n in optimized.node:
+        (named[(n.name, n.op_type)] if n.name else unnamed[n.op_type]).append(n)
+    loaded = [n for n in source.node if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx"))]
+    io = {}
+    for name, op in kernels:
+        nodes = list(named.get((name, op), []))
+        index = name[len(op) + 1:] if name.startswith(op + "_") else ""
+        if index.isdigit() and unnamed[op]:
+            candidates = unnamed[op]
+            if int(index) < len(loaded) and not loaded[int(index)].name and loaded[int(index)].op_type == op:
+                candidates = [n for n in candidates if list(n.output) == list(loaded[int(index)].output)] or candidates
+            if len(candidates) == 1:
+                nodes += candidates
+        if nodes:
+            inputs, outputs = [], []
+            for n in nodes:
+                inputs += [v for v in n.input if v not in inputs]
+                outputs += [v for v in n.output if v not in outputs]
+            io[(name, op)] = (inputs, outputs)
+    return io
