@@ -82,11 +82,14 @@ void add_runtime_fields(Json& report, const RuntimeRunInfo& info, bool bench) {
   if (bench) {
     Json rows = Json::array();
     for (const auto& r : info.upsamplers) {
+      // A row without times has null for both and says why; names are the model's, exactly.
       rows.push_back({{"name", r.name},
                       {"form", r.form},
                       {"input_shape", r.input_shape},
-                      {"original_ms", number(r.original_ms)},
-                      {"rewritten_ms", number(r.rewritten_ms)}});
+                      {"original_ms", r.not_attributable.empty() ? number(r.original_ms) : Json(nullptr)},
+                      {"rewritten_ms", r.not_attributable.empty() ? number(r.rewritten_ms) : Json(nullptr)},
+                      {"timed_with", r.timed_with},
+                      {"not_attributable", or_null(!r.not_attributable.empty(), r.not_attributable)}});
     }
     report["upsamplers"] = rows;
   }

@@ -317,7 +317,8 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
     spdlog::debug("bench placement, original: {}", b.original_placement);
     spdlog::debug("bench placement, rewritten: {}", b.rewritten_placement);
     if (result != nullptr && (!run->original_nodes.empty() || !run->rewritten_nodes.empty())) {
-      checks.info.upsamplers = upsampler_times(original, rewritten, *result, run->original_nodes, run->rewritten_nodes, *inputs);
+      checks.info.upsamplers =
+          upsampler_times(original, rewritten, *result, run->original_nodes, run->rewritten_nodes, *inputs, run->node_values);
       log_upsampler_times(checks.info.upsamplers, run->runtime.label);
     }
   }
