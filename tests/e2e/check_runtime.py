@@ -230,6 +230,8 @@ def main():
             mnn_converter(d, src, tool, tool_run, env)
         if runtime in ("ort", "litert"):
             one_d_upsampler(runtime, d, tool_run)
+        if runtime == "ort":
+            fused_activations(d, tool_run)
         names_not_positions(runtime, d, tool_run, env)
         broken_package(runtime, d, src, tool_run, env)
         typed_inputs(runtime, d, tool_run)
@@ -412,6 +414,50 @@ def mnn_converter(d, src, tool, tool_run, env):
           "a name that is not UTF-8: MNNConvert refuses the model, exit 4 naming the stage")
     check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "not UTF-8: no scratch directory is left")
     no_converter_left("a name that is not UTF-8")
+
+
+def fused_activations(d, tool_run):
+    """ONNX Runtime fuses a Conv with the Relu after it into one kernel, named after the Relu's output: the original's
+    last Conv of a nearest + 3x3 Conv upsampler ('conv'), and the one Conv a stride-1 dilated depthwise ConvTranspose
+    ('dil') is rewritten to. By name the table dropped those kernels (0.19x and '-' for layers measured faster); each
+    row must time its upsampler with the Relu on both sides, or say why it cannot."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = 16
+    rng = np.random.default_rng(8)
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize", mode="nearest"),
+             helper.make_node("Conv", ["r", "wc", "bc"], ["cv"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["cv"], ["a1"], name="act1"),
+             helper.make_node("ConvTranspose", ["a1", "wd", "bd"], ["u"], name="dil", group=c, kernel_shape=[3, 3],
+                              dilations=[2, 2], pads=[2, 2, 2, 2]),
+             helper.make_node("Relu", ["u"], ["y"], name="act2")]
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+             numpy_helper.from_array(rng.uniform(-0.1, 0.1, (c, c, 3, 3)).astype(np.float32), "wc"),
+             numpy_helper.from_array(rng.uniform(-0.1, 0.1, c).astype(np.float32), "bc"),
+             numpy_helper.from_array(rng.uniform(-0.5, 0.5, (c, 1, 3, 3)).astype(np.float32), "wd"),
+             numpy_helper.from_array(rng.uniform(-0.1, 0.1, c).astype(np.float32), "bd")]
+    graph = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 32, 32])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    src, out, report = (os.path.join(d, n) for n in ("fused.onnx", "fused.out.onnx", "fused.json"))
+    onnx.save(model, src)
+    r = tool_run(src, "-o", out, "--target", "xnnpack", "--runtime", "ort", "--bench", "--runs", 3, "--report", report)
+    check(r.returncode == 0, "fused activations: the rewrite is timed (exit 0)")
+    rows = {u["name"]: u for u in json.load(open(report))["upsamplers"]} if os.path.exists(report) else {}
+    check(sorted(rows) == ["conv", "dil"], "fused activations: one row per upsampler")
+    for name, act in (("conv", "act1"), ("dil", "act2")):
+        row = rows.get(name, {})
+        attributed = row.get("not_attributable") is None and row.get("timed_with") == [act] \
+            and (row.get("original_ms") or 0) > 0 and (row.get("rewritten_ms") or 0) > 0
+        said_why = bool(row.get("not_attributable")) and row.get("original_ms") is None and row.get("rewritten_ms") is None
+        check(attributed or said_why, f"fused activations: '{name}' is timed with {act} both ways, or says why not: {row}")
+        # ORT 1.32 fuses both Relus; every kernel is read from its values, so both rows are timed.
+        check(attributed, f"fused activations: '{name}' is timed with the Relu ORT fused with it")
+    check(re.search(r"timed with 'act1' both ways", r.stderr) and re.search(r"timed with 'act2' both ways", r.stderr),
+          "fused activations: the logged table says what each row times besides its upsampler")
 
 
 def one_d_upsampler(runtime, d, tool_run):
