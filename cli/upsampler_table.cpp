@@ -77,6 +77,12 @@ double time_of(const std::vector<const onnx::NodeProto*>& nodes, const std::vect
 
 bool is_reorder(const NodeMs& n) { return n.op.rfind("Reorder", 0) == 0; }
 
+// A node ONNX Runtime removes before it runs anything, its consumers reading its input (IdentityElimination,
+// DropoutElimination).
+bool passes_through(const onnx::NodeProto& n) {
+  return (n.domain().empty() || n.domain() == "ai.onnx") && (n.op_type() == "Identity" || n.op_type() == "Dropout");
+}
+
 // What the attribution by values reads of one model's main graph: who writes each value, and which values are
 // constants (initializers that are not graph inputs, Constant outputs, and what nodes compute from constants alone,
 // which ONNX Runtime folds before it runs anything).
@@ -235,6 +241,11 @@ class KernelCovers {
       if (reads.count(v) != 0 || model_.is_constant(v)) continue;
       const auto* n = model_.producer(v);
       if (n == nullptr) return false;  // a graph input it does not read: the walk left the kernel
+      if (passes_through(*n)) {
+        // ORT removes it and reads its input instead: no kernel's work, and several kernels may read through it.
+        if (n->input_size() > 0 && !n->input(0).empty()) pending.push_back(n->input(0));
+        continue;
+      }
       if (!nodes.insert(n).second) continue;
       if (nodes.size() > kMaxKernelNodes) return false;
       for (const auto& in : n->input()) {
