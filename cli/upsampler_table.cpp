@@ -365,10 +365,10 @@ void attribute_by_values(const onnx::ModelProto& original, const onnx::ModelProt
   };
   std::map<const onnx::NodeProto*, size_t> order;  // place in the original graph, for timed_with
   for (const auto& n : original.graph().node()) order.emplace(&n, order.size());
-  std::set<size_t> used[2];
-  std::vector<std::vector<size_t>> claimed[2];  // per side and kernel, the rows timing it
-  claimed[0].resize(original_times.size());
-  claimed[1].resize(rewritten_times.size());
+  // No kernel is timed with two rows: a kernel that computes nodes of one row is refused by the other unless those are
+  // nodes outside both, and a node outside both that two rows are widened to is one a kernel runs with nodes of each,
+  // which the widening pass of either row meets and refuses.
+  std::set<size_t> used[2];  // the reorders counted
   for (size_t i = 0; i < regions.size(); ++i) {
     UpsamplerTime& row = rows[i];
     const auto fail = [&row](const std::string& why) {
@@ -405,26 +405,11 @@ void attribute_by_values(const onnx::ModelProto& original, const onnx::ModelProt
     }
     row.original_ms = kernels_ms(kernels[0], original_times, used[0]);
     row.rewritten_ms = kernels_ms(kernels[1], rewritten_times, used[1]);
-    for (size_t s = 0; s < 2; ++s) {
-      for (size_t k : kernels[s]) claimed[s][k].push_back(i);
-    }
     std::vector<const onnx::NodeProto*> outside;
     for (const auto& v : with) outside.push_back(original_values.producer(v));  // kernels_of found each
     std::sort(outside.begin(), outside.end(),
               [&order](const onnx::NodeProto* a, const onnx::NodeProto* b) { return order.at(a) < order.at(b); });
     for (const auto* n : outside) row.timed_with.push_back(plan_name(*n));
-  }
-  // A kernel timed with two rows (both ran an outside node with it) would count twice: neither row is a layer.
-  for (size_t s = 0; s < 2; ++s) {
-    for (size_t k = 0; k < claimed[s].size(); ++k) {
-      if (claimed[s][k].size() < 2) continue;
-      for (size_t i : claimed[s][k]) {
-        rows[i].not_attributable = "ONNX Runtime's kernel '" + core::printable(sides[s].times[k].node) + "' of " + sides[s].model +
-                                   " is timed with more than one upsampler";
-        rows[i].original_ms = rows[i].rewritten_ms = std::numeric_limits<double>::quiet_NaN();
-        rows[i].timed_with.clear();
-      }
-    }
   }
 }
 
