@@ -24,8 +24,8 @@ struct RunInfo {
   std::string input;   // the model as given; empty when the command line gave none (a usage error)
   std::string output;  // empty when nothing is written (--dry-run, --check)
   int64_t opset = 0;
-  std::string validation;  // what the output validation checked; empty when nothing is written
-  std::string compared;    // the other model of --compare; empty otherwise
+  std::string validation;         // what the output validation checked; empty when nothing is written
+  std::string compared;           // the other model of --compare; empty otherwise
   std::string input_shapes_file;  // the model's input-shapes file its checks ran with; empty without one
   // The model's stats before and after the rewrite (the report's "changes"); unset when it was not rewritten in memory.
   std::optional<std::pair<ModelStats, ModelStats>> stats;
