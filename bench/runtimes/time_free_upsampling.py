@@ -2,7 +2,7 @@
 main-path upsamplers replaced by nearest Resize (the free-upsampling bound, make_free_upsampling.py), and --target
 litert's rewrite, from the .tflite files bench_runtimes.py converted under WORK/litert.
 
-Usage: time_free_upsampling.py WORK [ROUNDS]  (from /work/venv-rt-tf; convert the free model first with
+Usage: time_free_upsampling.py WORK [ROUNDS]  (from the LiteRT venv, bench/runtimes/README.md; convert the free model first with
 bench_runtimes.py _onnx2tf WORK/litert WORK/models/migan256a-free.onnx)"""
 import glob
 import os

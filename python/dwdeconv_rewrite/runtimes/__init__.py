@@ -35,8 +35,8 @@ NAMES = tuple(r["name"] for r in REGISTRY["runtimes"])
 
 _ADAPTERS = {r["name"]: tuple(r["adapter"].split(":")) for r in REGISTRY["runtimes"]}
 
-# What each runtime imports, as (import name, pip name). The LiteRT and ExecuTorch sets that the project measured
-# with are pinned in bench/runtimes/requirements-*.txt (onnx2tf pins old numpy and onnxruntime).
+# What each runtime imports, as (import name, pip name). The sets that the project measured with are pinned in
+# bench/runtimes/requirements-*.txt, from which bench/runtimes/make_venv.py makes each runtime's venv.
 REQUIREMENTS = {r["name"]: [tuple(pair) for pair in r["requirements"]] for r in REGISTRY["runtimes"]}
 
 # What the `check` process itself imports for each runtime (the converters' packages, onnx2tf and TensorFlow,
