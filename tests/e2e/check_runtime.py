@@ -13,6 +13,8 @@ a runtime returning fewer outputs than the graph declares is a run error, and (L
 ExecuTorch: a Split's outputs onnx2torch cannot name; OpenVINO: a name that is not UTF-8, which its Python API cannot
 return) a converted model whose outputs cannot be named is exit 4; on OpenVINO names holding a newline and quotes are
 matched and shown escaped.
+An original with a nearest Resize is exit 4 on ExecuTorch (torch.export cannot trace onnx2torch's Resize), naming the
+Resize and the runtimes that check such a model, and LiteRT, ONNX Runtime, OpenVINO and MNN each verify it (7r).
 Graph inputs of other types than float32 (int64; bool, float16 and other integers) run on each runtime. A runtime
 package that is installed but fails to import is check.py's `error import` answer and exit 5, and (ort,
 litert, openvino, ncnn) the probe's too, which the binary reports as exit 2.
@@ -232,6 +234,8 @@ def main():
             one_d_upsampler(runtime, d, tool_run)
         if runtime == "ort":
             fused_activations(d, tool_run)
+        if runtime in ("executorch", "litert", "ort", "openvino", "mnn"):
+            nearest_resize(runtime, d, tool_run)
         names_not_positions(runtime, d, tool_run, env)
         broken_package(runtime, d, src, tool_run, env)
         typed_inputs(runtime, d, tool_run)
@@ -511,6 +515,39 @@ def one_d_upsampler(runtime, d, tool_run):
     onnx.save(bad, os.path.join(d, "upsample1d.bad.onnx"))
     r = tool_run(src, "--compare", os.path.join(d, "upsample1d.bad.onnx"), "--runtime", runtime)
     check(r.returncode == 1 and "verification FAILED" in r.stderr, "1-D: a planted phase error fails on the runtime")
+
+
+def nearest_resize(runtime, d, tool_run):
+    """7r. An original with a nearest Resize (x2, constant scales, asymmetric and floor, as torch exports
+    F.interpolate) before a depthwise 3x3 Conv: ExecuTorch cannot convert it (onnx2torch reads the scales at run time,
+    which torch.export cannot trace), exit 4, and the message names the Resize and the runtimes that check such a model;
+    each of those converts and verifies it (compared with itself), which is what the message claims."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    print("-- 7r. a nearest Resize in the original", flush=True)
+    c = 8
+    weights = np.random.default_rng(5).uniform(-0.3, 0.3, (c, 1, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["up"], name="nearest_up", mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+             helper.make_node("Conv", ["up", "w"], ["y"], name="smooth", group=c, kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "nearest_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 32, 32])],
+                              [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+                               numpy_helper.from_array(weights, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = os.path.join(d, "nearest_conv.onnx")
+    onnx.save(model, path)
+    r = tool_run(path, "--compare", path, "--runtime", runtime)
+    if runtime != "executorch":
+        check(r.returncode == 0 and "verification passed" in r.stderr, f"{runtime} converts and verifies a nearest Resize")
+        return
+    check(r.returncode == 4 and "cannot convert the original model for ExecuTorch" in r.stderr
+          and "torch.export.export: GuardOnDataDependentSymNode" in r.stderr, "ExecuTorch: exit 4 at torch.export")
+    check("the model's Resize 'nearest_up' is why" in r.stderr and "--runtime litert checks this one" in r.stderr
+          and "ort, openvino and mnn convert it too" in r.stderr, "the message names the Resize and the runtimes that check it")
 
 
 def rewrite_does_not_run(runtime, d, src, out, out2, report, tool_run):

@@ -241,10 +241,31 @@ def executorch_child(work: Path, args: list[str]) -> int:
             info.update(failed=str(e)[:600], failed_stage=e.stage)
         except Exception as e:  # noqa: BLE001 - the reason is the finding
             message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
+            if stage == "torch.export.export" and type(e).__name__ == "GuardOnDataDependentSymNode":
+                message += resize_hint(path)
             info.update(failed=f"{stage}: {type(e).__name__}: {message}", failed_stage=stage)
         info["convert_seconds"] = round(time.monotonic() - started, 1)
         (folder / f"{key}{variant}{suffix}.json").write_text(json.dumps(info, indent=1))
     return 0
+
+
+def resize_hint(path: Path) -> str:
+    """Why torch.export could not trace a model with a Resize, and which runtimes check such a model: onnx2torch's
+    Resize reads its scales from a tensor when the module runs (`scales.tolist()`), a data-dependent value that
+    torch.export cannot guard on, so no model with a Resize reaches ExecuTorch (bench_runtimes.py's
+    --et-static-resize patches that for measuring). LiteRT (XNNPACK too), ONNX Runtime, OpenVINO and MNN each verified
+    a nearest x2 Resize + 3x3 Conv, depthwise and dense, that ExecuTorch refused this way; pnnx (ncnn) crashed on it.
+    "" when the graph has no Resize (the failure is something else)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    names = [n.name or n.output[0] for n in graph.node if n.op_type == "Resize"]
+    if not names:
+        return ""
+    shown = ", ".join(f"'{n}'" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"; the model's Resize {shown} is why: onnx2torch reads a Resize's scales when the module runs, which "
+            "torch.export cannot trace, so ExecuTorch takes no model with a Resize; --runtime litert checks this one on "
+            "XNNPACK, as ExecuTorch's delegate would run it (ort, openvino and mnn convert it too)")
 
 
 def onnx_output_dtypes(path: Path) -> list[str]:
