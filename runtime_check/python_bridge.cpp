@@ -383,8 +383,8 @@ core::Status probe_python_runtime(const PythonSide& side) {
   if (missing.empty()) return core::Ok{};
   std::string pinned;
   if (const PythonRuntime* known = find_python_runtime(side.runtime); known != nullptr && !known->pinned_requirements.empty()) {
-    pinned = " (the versions the project measured with, pinned in its source repository: " + exe + " -m pip install --no-deps -r " +
-             known->pinned_requirements + ")";
+    pinned = " (or a venv of the versions the project measured with, from its source repository: python3 bench/runtimes/make_venv.py " +
+             side.runtime + " DIR, then --python DIR/bin/python)";
   }
   const std::string named = exe == python ? exe : "'" + python + "' (" + exe + ",";
   return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": the Python interpreter " + named +
