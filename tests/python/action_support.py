@@ -239,7 +239,7 @@ class ActionYamlCase(unittest.TestCase):
         cls.action = yaml.safe_load((SOURCE / "action.yml").read_text())
 
     def install_step(self):
-        [step] = [s for s in self.action["runs"]["steps"] if "pip install" in s.get("run", "")]
+        [step] = [s for s in self.action["runs"]["steps"] if s.get("id") == "install"]
         return step
 
     @staticmethod
@@ -251,35 +251,56 @@ class ActionYamlCase(unittest.TestCase):
         spec.loader.exec_module(module)
         return module
 
+    WHEEL = "dwdeconv_rewrite-0.1.0-py3-none-linux_x86_64.whl"
+
     def run_install_step(self, **inputs):
-        """Runs the install step's script with bash, its ${{ inputs.X }} env values from `inputs` (else the
-        defaults), and a python3 whose venv's python records its arguments; (exit code, stdout, pip's args)."""
+        """Runs the install step (action/install.sh of this checkout) with bash, its ${{ inputs.X }} env values from
+        `inputs` (else the defaults, but install-dependencies false: no apt-get), an empty cache directory, and a
+        python3 whose venvs' python records each pip command and answers `pip wheel` with a wheel file; (exit code,
+        log, the pip commands as argument lists, the wheel's file:// URL in the cache)."""
         step = self.install_step()
         values = {k: v.get("default", "") for k, v in self.action["inputs"].items()}
+        values["install-dependencies"] = "false"
         values.update({k.replace("_", "-"): v for k, v in inputs.items()})
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
+            steps = {"cache-key.outputs.dir": str(tmp / "cache")}
             fake_bin = tmp / "fake-bin"
             fake_bin.mkdir()
             (fake_bin / "python3").write_text(textwrap.dedent("""\
                 #!/bin/sh
                 # The action's gate_runtime.py, run from this checkout by the real interpreter.
-                case "$1" in */action/gate_runtime.py) exec "%s" "%s/action/gate_runtime.py" ;; esac
-                # python3 -m venv DIR: a venv whose python records its arguments.
+                case "$1" in */action/gate_runtime.py) exec "%(python)s" "$@" ;; esac
+                # python3 -m venv DIR: a venv whose python records each pip command, one argument a line after a
+                # "--- pip" line, and writes a wheel into pip wheel's -w directory.
                 [ "$1 $2" = "-m venv" ] || exit 9
                 mkdir -p "$3/bin"
-                cat >"$3/bin/python" <<EOF
+                cat >"$3/bin/python" <<'EOF'
                 #!/bin/sh
-                printf '%%s\\n' "\\$@" >>"%s"
+                [ "$1" = -c ] && exec "%(python)s" "$@"   # install.sh's file:// URL of a wheel
+                { echo "--- pip"; printf '%%s\\n' "$@"; } >>"%(log)s"
+                previous=""
+                for arg; do
+                  [ "$previous" != -w ] || { mkdir -p "$arg" && : >"$arg/%(wheel)s"; }
+                  previous=$arg
+                done
                 EOF
                 printf '#!/bin/sh\\necho dwdeconv-rewrite 0.0.0\\n' >"$3/bin/dwdeconv-rewrite"
                 chmod +x "$3/bin/python" "$3/bin/dwdeconv-rewrite"
-                """ % (sys.executable, SOURCE, tmp / "pip-args")))
+                """ % {"python": sys.executable, "log": tmp / "pip-calls", "wheel": self.WHEEL}))
             (fake_bin / "python3").chmod(0o755)
-            env = {"PATH": "%s:%s" % (fake_bin, os.environ["PATH"]), "RUNNER_TEMP": str(tmp),
-                   "GITHUB_ACTION_PATH": "/the/action", "GITHUB_PATH": str(tmp / "github-path")}
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
+            env.update({"PATH": "%s:%s" % (fake_bin, os.environ["PATH"]), "RUNNER_TEMP": str(tmp),
+                        "GITHUB_ACTION_PATH": str(SOURCE), "GITHUB_PATH": str(tmp / "github-path")})
             for key, value in (step.get("env") or {}).items():
-                env[key] = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: values[m.group(1)], str(value))
+                env[key] = re.sub(r"\$\{\{\s*(inputs|steps)\.([\w.-]+)\s*\}\}",
+                                  lambda m: (values if m.group(1) == "inputs" else steps)[m.group(2)], str(value))
             r = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True)
-            pip = (tmp / "pip-args").read_text().splitlines() if (tmp / "pip-args").exists() else None
-        return r.returncode, r.stdout + r.stderr, pip
+            calls = []
+            if (tmp / "pip-calls").exists():
+                for line in (tmp / "pip-calls").read_text().splitlines():
+                    if line == "--- pip":
+                        calls.append([])
+                    else:
+                        calls[-1].append(line)
+        return r.returncode, r.stdout + r.stderr, calls, (tmp / "cache" / self.WHEEL).as_uri()

@@ -3,8 +3,8 @@ gives it (GITHUB_ACTIONS, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY), on copies of exam
 directory, a sidecar .input-shapes, a Git LFS pointer, nothing matched, and the speed gate's plumbing; file names,
 node names and input values that try to forge workflow commands, step outputs or summary rows (the output read as
 GitHub's runner reads it), names that look like options, and output-dir ".". And action.yml (with PyYAML; else
-those cases are skipped): its install step, run with a stand-in python3, for each runtime's extra, its outputs and
-its artifact's paths.
+those cases are skipped): its install step (action/install.sh), run with a stand-in python3, for each runtime's
+extra, its cache steps' wiring, its outputs and its artifact's paths. action_cache_test.py tests the cache itself.
 
 ctest supplies DWDECONV_REWRITE (the built binary), DWDECONV_SOURCE_DIR and PYTHONPATH=<source>/python.
 """
@@ -606,6 +606,16 @@ class ActionScriptTest(ActionScriptCase):
 class ActionYamlTest(ActionYamlCase):
     """action.yml itself: what its install step installs for each runtime, and that it declares run.py's outputs."""
 
+    def assert_installs(self, calls, url, extra):
+        """pip's commands: the wheel built (a miss: the cache is empty), installed from its file alone (no index, no
+        dependencies), and then, for a gate's runtime, the extra against that wheel once stored in the cache (`url`)."""
+        self.assertEqual([c[:3] for c in calls], [["-m", "pip", "wheel"], ["-m", "pip", "install"]]
+                         + ([["-m", "pip", "install"]] if extra else []))
+        self.assertRegex(calls[1][-1], r"^dwdeconv-rewrite @ file:///.*/%s$" % re.escape(self.WHEEL))
+        self.assertTrue({"--no-index", "--no-deps"} <= set(calls[1]), calls[1])
+        if extra:
+            self.assertEqual(calls[2][-1], "dwdeconv-rewrite%s @ %s" % (extra, url))
+
     def test_each_runtime_installs_its_extra(self):
         try:
             import tomllib
@@ -616,27 +626,49 @@ class ActionYamlTest(ActionYamlCase):
         for runtime, extra in (("xnnpack", ""), ("ort", "[ort]"), ("litert", "[litert]"),
                                ("executorch", "[executorch]"), ("openvino", "[openvino]"), ("mnn", "[mnn]")):
             with self.subTest(runtime=runtime):
-                code, log, pip = self.run_install_step(runtime=runtime, min_speedup="1.1")
+                code, log, calls, url = self.run_install_step(runtime=runtime, min_speedup="1.1")
                 self.assertEqual(code, 0, log)
-                self.assertEqual(pip[-1], "/the/action" + extra)
-                self.assertEqual(pip[:3], ["-m", "pip", "install"])
+                self.assert_installs(calls, url, extra)
                 if tomllib is not None and extra:
                     self.assertIn(extra.strip("[]"), extras)
         # Without a speed gate nothing runs on the runtime: no extras.
-        code, log, pip = self.run_install_step(runtime="litert")
-        self.assertEqual((code, pip[-1]), (0, "/the/action"), log)
+        code, log, calls, url = self.run_install_step(runtime="litert")
+        self.assertEqual(code, 0, log)
+        self.assert_installs(calls, url, "")
 
     def test_without_a_runtime_input_the_target_decides_which_extra(self):
         for target, extra in (("", ""), ("default", ""), ("xnnpack", ""), ("litert", "[litert]"), ("TFLite", "[litert]"),
                               ("onnxruntime", "[ort]"), ("ExecuTorch", "[executorch]")):
             with self.subTest(target=target):
-                code, log, pip = self.run_install_step(runtime="", target=target, min_speedup="1.1")
+                code, log, calls, url = self.run_install_step(runtime="", target=target, min_speedup="1.1")
                 self.assertEqual(code, 0, log)
-                self.assertEqual(pip[-1], "/the/action" + extra)
-        code, log, pip = self.run_install_step(runtime="", target="tflight", min_speedup="1.1")
+                self.assert_installs(calls, url, extra)
+        code, log, calls, _ = self.run_install_step(runtime="", target="tflight", min_speedup="1.1")
         self.assertEqual(code, 2, log)
-        self.assertIsNone(pip)
+        self.assertEqual(calls, [])
         self.assertIn("target: not one of", log)
+
+    def test_the_built_wheel_is_restored_and_saved_under_one_key(self):
+        # action/cache_key.sh keys it; actions/cache/restore brings it back (an exact key, no restore-keys, which could
+        # restore another version's wheel); install.sh installs it or builds it; the save follows the build at once,
+        # also when a later step fails, and never after a hit (an entry is never replaced).
+        steps = self.action["runs"]["steps"]
+        key, restore, install, save = steps[:4]
+        self.assertEqual((key["id"], key["run"]), ("cache-key", '"$GITHUB_ACTION_PATH/action/cache_key.sh"'))
+        self.assertEqual(key["env"], {"RUNNER_OS": "${{ runner.os }}", "RUNNER_ARCH": "${{ runner.arch }}"})
+        self.assertEqual((restore["id"], restore["uses"]), ("restore", "actions/cache/restore@v4"))
+        self.assertEqual((install["id"], install["run"]), ("install", '"$GITHUB_ACTION_PATH/action/install.sh"'))
+        self.assertEqual(install["env"]["DWDECONV_WHEEL_CACHE"], "${{ steps.cache-key.outputs.dir }}")
+        self.assertEqual(save["uses"], "actions/cache/save@v4")
+        for step in (restore, save):
+            self.assertEqual(step["with"], {"path": "${{ steps.cache-key.outputs.dir }}",
+                                            "key": "${{ steps.cache-key.outputs.key }}"})
+        self.assertEqual(save["if"], "always() && steps.install.outputs.store == 'true' && "
+                                     "steps.restore.outputs.cache-hit != 'true'")
+        # The steps after it run the venv install.sh makes.
+        [run] = [s for s in steps if s.get("id") == "run"]
+        self.assertIn("$RUNNER_TEMP/dwdeconv-rewrite-venv/bin/python", run["run"])
+        self.assertIn('venv=$temp/dwdeconv-rewrite-venv', (SOURCE / "action" / "install.sh").read_text())
 
     def test_the_gate_runtime_names_agree_with_the_binary(self):
         # action/gate_runtime.py maps names as --target does (rewrite/targets.cpp): what the binary calls each name
@@ -669,9 +701,9 @@ class ActionYamlTest(ActionYamlCase):
         self.assertEqual(gate.gate_runtime("ncnn", "xnnpack"), ("xnnpack", "the runtime input"))
 
     def test_an_unknown_runtime_is_refused_before_anything_is_installed(self):
-        code, log, pip = self.run_install_step(runtime="tflite\n::warning::forged", min_speedup="1.1")
+        code, log, calls, _ = self.run_install_step(runtime="tflite\n::warning::forged", min_speedup="1.1")
         self.assertEqual(code, 2, log)
-        self.assertIsNone(pip)
+        self.assertEqual(calls, [])
         [(name, _, message)] = workflow_commands(log)[0]
         self.assertEqual(name, "error")
         self.assertIn("runtime: not one of xnnpack, ort, litert, executorch, openvino, mnn", message)
