@@ -11,9 +11,10 @@
 #   cache miss  .ci/install-deps --pip, `pip wheel` of the action's checkout (CMake through scikit-build-core, in a
 #               scratch directory: 3-15 minutes), the same install and check of that wheel, and then the wheel is
 #               stored in DWDECONV_WHEEL_CACHE and the step output `store` set to true, for actions/cache/save.
-# A cached wheel that is damaged (its sha256 differs), that pip refuses (another platform's), or whose tool does not
-# run (a library missing or of another version) is never used: the script says so in a warning and builds, as on a
-# miss. A wheel it has just built that does not run fails the step (exit 1).
+# A cached wheel that is damaged (its sha256 differs), that pip refuses (another platform's), whose tool does not run
+# (a library missing or of another version), or whose runtime libraries .ci/install-deps cannot install (a system
+# that names them otherwise) is never used: the script says so in a warning and builds, as on a miss. A wheel it has
+# just built that does not run fails the step (exit 1).
 #
 # With min-speedup, the gate's runtime's extra (pyproject.toml, chosen by action/gate_runtime.py) is then installed
 # from PyPI against that same wheel file, as `pip install "dwdeconv-rewrite[EXTRA] @ file:///WHEEL"`.
@@ -27,7 +28,7 @@
 # INPUT_RUNTIME, INPUT_TARGET, INPUT_MIN_SPEEDUP and INPUT_INSTALL_DEPENDENCIES ("true": run .ci/install-deps);
 # GITHUB_PATH and GITHUB_OUTPUT when set. It runs the same locally with those set.
 # Exit 0 installed; 1 the tool could not be built or installed, or does not run; 2 a bad input (runtime, target) or
-# environment. Nothing is left in RUNNER_TEMP but the venv, and on an error not that either.
+# environment. Nothing is left in RUNNER_TEMP but the venv and the cache directory, and after an error not the venv.
 set -euo pipefail
 
 # A workflow command's message: %, CR and LF escaped as the runner unescapes them (actions/toolkit, escapeData).
@@ -130,7 +131,13 @@ store() {
 find_cached_wheel
 if [ -n "$wheel" ]; then
   note "cache hit: $wheel"
-  install_deps --runtime-libs
+  # A system whose runtime packages are named otherwise (Ubuntu 24.04's t64 libraries) cannot install them: it
+  # builds, as on a miss, with the -dev packages, whose names do not change.
+  if ! install_deps --runtime-libs; then
+    warn "not using the cached wheel: .ci/install-deps --runtime-libs failed (above). Building the tool instead"
+    wheel=""
+    install_deps --pip
+  fi
 else
   [ -z "$why_not" ] || warn "not using the cached wheel: $why_not"
   install_deps --pip

@@ -272,6 +272,7 @@ class ActionCacheTest(ActionCacheCase):
         installs = [line.split()[4:] for line in apt.read_text().splitlines() if line.startswith("install")]
         self.assertEqual(installs, [listed["--pip"]])
         apt.unlink()
+        self.calls.unlink()
         temp = self.restored(temp / "dwdeconv-rewrite-wheel")
         code, log, _, _ = self.run_install(temp, compilers="fail", env={"INPUT_INSTALL_DEPENDENCIES": "true"})
         self.assertEqual(code, 0, log)
@@ -280,6 +281,21 @@ class ActionCacheTest(ActionCacheCase):
         # No compiler, CMake or -dev package on a hit.
         self.assertEqual([p for p in installs[0] if p.endswith("-dev") or p in ("build-essential", "cmake", "ninja-build",
                                                                                 "g++", "gcc", "protobuf-compiler")], [])
+        self.assertEqual(self.compiler_calls(), [])
+        # Where apt-get has no package of a runtime library's name (Ubuntu 24.04's are libprotobuf32t64, ...), the
+        # hit becomes a build, with the build dependencies, saying why.
+        apt.unlink()
+        (self.stand_ins / "apt-get").write_text('#!/bin/sh\nprintf "%%s\\n" "$*" >>"%s"\n'
+                                                 'case "$*" in *libonnx1*) exit 100 ;; esac\n' % apt)
+        temp = self.restored(temp / "dwdeconv-rewrite-wheel", "runner C")
+        code, log, _, _ = self.run_install(temp, compilers="succeed", mark="rebuilt",
+                                           env={"INPUT_INSTALL_DEPENDENCIES": "true"})
+        self.assertEqual(code, 0, log)
+        self.assertIn("::warning title=dwdeconv-rewrite install::not using the cached wheel: .ci/install-deps "
+                      "--runtime-libs failed", log)
+        installs = [line.split()[4:] for line in apt.read_text().splitlines() if line.startswith("install")]
+        self.assertEqual(installs, [listed["--runtime-libs"], listed["--pip"]])
+        self.assertEqual(self.installed_version(temp), "dwdeconv-rewrite 0.1.0 (rebuilt)")
 
     def test_a_damaged_cached_wheel_is_not_used(self):
         cache = self.first_run()
