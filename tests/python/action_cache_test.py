@@ -363,7 +363,8 @@ class ActionCacheTest(ActionCacheCase):
         self.assertEqual(self.compiler_calls(), [])
         self.assertEqual(self.installed_version(temp), "dwdeconv-rewrite 0.1.0 (first build)")
         # Wheels but no stamp, or a stamp naming a path outside the cache or nothing: a miss that builds; the
-        # cache then holds the one new wheel (the junk, not named, stays).
+        # cache then holds the one new wheel (another version's would only be saved along; the junk, not a wheel of
+        # this project, stays).
         stamps = {"no stamp": None, "a path": "%s  ../%s\n" % (sha256(wheel), wheel.name), "empty": "",
                   "two lines": "%s  %s\n" % (sha256(wheel), wheel.name) * 2, "a directory": "dir"}
         for n, (case, stamp) in enumerate(stamps.items()):
@@ -376,6 +377,7 @@ class ActionCacheTest(ActionCacheCase):
                 elif stamp is not None:
                     (restored / STAMP).write_text(stamp)
                 (restored / "junk.txt").write_text("not a wheel\n")
+                rewrite_wheel(wheel, restored / "dwdeconv_rewrite-0.0.9-py3-none-linux_x86_64.whl")
                 code, log, outputs, _ = self.run_install(temp, compilers="succeed", mark="rebuilt %d" % n)
                 if stamp == "dir":  # a directory where the stamp goes: the new wheel cannot be stored
                     self.assertEqual(outputs, {}, log)
