@@ -35,7 +35,13 @@ set -euo pipefail
 escape_data() { local s=${1//%/%25}; s=${s//$'\r'/%0D}; printf '%s' "${s//$'\n'/%0A}"; }
 warn() { printf '::warning title=dwdeconv-rewrite install::%s\n' "$(escape_data "$*")"; }
 fail() { printf '::error title=dwdeconv-rewrite install::%s\n' "$(escape_data "$1")"; exit "${2:-1}"; }
-note() { printf 'dwdeconv-rewrite install: %s\n' "$*"; }
+# A log line: CR and LF shown as \x0d and \x0a, and the legacy command form `##[`, which the runner takes anywhere in a
+# line, broken up, as action/run.py's escape() does; so a path cannot start a workflow command.
+note() {
+  local s="$*"
+  s=${s//$'\r'/\\x0d}; s=${s//$'\n'/\\x0a}; s=${s//'##['/'##\x5b'}
+  printf 'dwdeconv-rewrite install: %s\n' "$s"
+}
 output() { [ -z "${GITHUB_OUTPUT:-}" ] || printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"; }
 
 for variable in GITHUB_ACTION_PATH RUNNER_TEMP DWDECONV_WHEEL_CACHE; do
@@ -67,7 +73,8 @@ trap 'exit 143' TERM
 find_cached_wheel() {
   local stamp=$cache/$stamp_name content sum name
   wheel="" why_not=""
-  [ -e "$stamp" ] || return 0
+  [ -e "$stamp" ] || [ -L "$stamp" ] || return 0
+  [ -f "$stamp" ] || { why_not="$stamp is not a regular file"; return 0; }  # a FIFO would block the read
   content=$(head -c 400 "$stamp" 2>&1) || { why_not="cannot read $stamp: $content"; return 0; }
   if ! [[ $content =~ ^([0-9a-f]{64})\ \ ([^[:space:]/]+)$ ]]; then
     why_not="$stamp is not one line \"SHA256  WHEEL-FILE-NAME\""; return 0
@@ -146,6 +153,7 @@ fi
 # The speed gate (min-speedup) runs on `runtime`, by default the target's own (action/gate_runtime.py): any but the
 # tool's own executor is Python packages, the extra of its name in pyproject.toml. A bad value is not echoed back:
 # the runner would parse it (gate_runtime.py prints a workflow command naming the input).
+command -v python3 >/dev/null || fail "no python3 on PATH (Debian: python3 and python3-venv, which install-dependencies installs)" 2
 runtime=$(python3 "$action/action/gate_runtime.py") || { printf '%s\n' "$runtime"; exit 2; }
 case $runtime in
   xnnpack) extra="" ;;

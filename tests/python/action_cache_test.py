@@ -25,6 +25,8 @@ import unittest
 import zipfile
 from pathlib import Path
 
+from action_support import workflow_commands
+
 SOURCE = Path(os.environ["DWDECONV_SOURCE_DIR"])
 STAMP = "dwdeconv-rewrite-wheel.sha256"
 COMPILERS = ("cc", "c++", "gcc", "g++", "clang", "clang++", "cmake", "ninja", "make", "ld",
@@ -366,7 +368,7 @@ class ActionCacheTest(ActionCacheCase):
         # cache then holds the one new wheel (another version's would only be saved along; the junk, not a wheel of
         # this project, stays).
         stamps = {"no stamp": None, "a path": "%s  ../%s\n" % (sha256(wheel), wheel.name), "empty": "",
-                  "two lines": "%s  %s\n" % (sha256(wheel), wheel.name) * 2, "a directory": "dir"}
+                  "two lines": "%s  %s\n" % (sha256(wheel), wheel.name) * 2, "a directory": "dir", "a fifo": "fifo"}
         for n, (case, stamp) in enumerate(stamps.items()):
             with self.subTest(case=case):
                 temp = self.restored(cache, "runner %d" % n)
@@ -374,6 +376,8 @@ class ActionCacheTest(ActionCacheCase):
                 (restored / STAMP).unlink()
                 if stamp == "dir":
                     (restored / STAMP).mkdir()
+                elif stamp == "fifo":  # which a read would wait on for ever
+                    os.mkfifo(restored / STAMP)
                 elif stamp is not None:
                     (restored / STAMP).write_text(stamp)
                 (restored / "junk.txt").write_text("not a wheel\n")
@@ -411,19 +415,21 @@ class ActionCacheTest(ActionCacheCase):
         # The action's checkout, RUNNER_TEMP and the cache: spaces, brackets, ';', '#', '%' and '@', which a
         # requirement string would misread, and the extra installed through a file:// URL.
         self.action = self.make_action(self.root / "odd [action] ;#%@")
-        temp = self.runner("odd temp [x] ;#%@")
+        temp = self.runner("odd temp [x] ;#%@ ##[warning]legacy")
         cache = temp / "cache dir #1 [a] %20"
         extra = {"INPUT_MIN_SPEEDUP": "1.1", "INPUT_RUNTIME": "ort"}
         code, log, outputs, _ = self.run_install(temp, cache=cache, compilers="succeed", env=extra)
         self.assertEqual((code, outputs), (0, {"store": "true"}), log)
         wheel = self.assert_cache_holds_one_stamped_wheel(cache)
         self.calls.unlink()
-        temp = self.runner("odd hit [y] ;#%@")
+        self.assertEqual(workflow_commands(log), ([], []))  # a path in the log (##[ anywhere) is no command
+        temp = self.runner("odd hit [y] ;#%@ ##[error]legacy")
         shutil.copytree(cache, temp / "cache dir #1 [a] %20")
         code, log, outputs, _ = self.run_install(temp, cache=temp / "cache dir #1 [a] %20", compilers="fail", env=extra)
         self.assertEqual((code, outputs), (0, {}), log)
+        self.assertEqual(workflow_commands(log), ([], []))
         self.assertEqual(self.compiler_calls(), [])
-        self.assertIn("cache hit: %s" % (temp / "cache dir #1 [a] %20" / wheel.name), log)
+        self.assertIn("cache hit: %s" % str(temp / "cache dir #1 [a] %20" / wheel.name).replace("##[", "##\\x5b"), log)
         self.assertEqual(self.installed_version(temp), "dwdeconv-rewrite 0.1.0 (built)")
 
     def test_an_interrupted_build_leaves_nothing_behind(self):
