@@ -159,8 +159,9 @@ class ActionCacheCase(unittest.TestCase):
         temp.mkdir()
         return temp
 
-    def run_install(self, temp, cache=None, compilers="fail", mark="built", env=None, popen=False):
-        """Runs install.sh as the step does; (exit code, log, step outputs, the PATH lines it added)."""
+    def run_install(self, temp, cache=None, compilers="fail", mark="built", env=None, popen=False, timeout=300):
+        """Runs install.sh as the step does, in a session of its own; (exit code, log, step outputs, the PATH lines it
+        added). A run past `timeout` seconds fails the test, its processes killed."""
         cache = temp / "dwdeconv-rewrite-wheel" if cache is None else cache
         # Not ctest's PYTHONPATH, which would import the source tree's package instead of the installed one.
         full = {k: v for k, v in os.environ.items()
@@ -173,14 +174,19 @@ class ActionCacheCase(unittest.TestCase):
         full.update(env or {})
         for f in (".out", ".path"):
             (temp / f).write_text("")
-        command = ["bash", str(self.action / "action" / "install.sh")]
+        proc = subprocess.Popen(["bash", str(self.action / "action" / "install.sh")], env=full, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
         if popen:
-            return subprocess.Popen(command, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
-        r = subprocess.run(command, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-        sys.stderr.write(r.stdout[-3000:])
+            return proc
+        try:
+            log, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            log, _ = proc.communicate()
+            self.fail("install.sh still ran after %d s: %s" % (timeout, log[-2000:]))
+        sys.stderr.write(log[-3000:])
         outputs = dict(line.split("=", 1) for line in (temp / ".out").read_text().splitlines())
-        return r.returncode, r.stdout, outputs, (temp / ".path").read_text().splitlines()
+        return proc.returncode, log, outputs, (temp / ".path").read_text().splitlines()
 
     @staticmethod
     def installed_version(temp):
@@ -382,7 +388,7 @@ class ActionCacheTest(ActionCacheCase):
                     (restored / STAMP).write_text(stamp)
                 (restored / "junk.txt").write_text("not a wheel\n")
                 rewrite_wheel(wheel, restored / "dwdeconv_rewrite-0.0.9-py3-none-linux_x86_64.whl")
-                code, log, outputs, _ = self.run_install(temp, compilers="succeed", mark="rebuilt %d" % n)
+                code, log, outputs, _ = self.run_install(temp, compilers="succeed", mark="rebuilt %d" % n, timeout=120)
                 if stamp == "dir":  # a directory where the stamp goes: the new wheel cannot be stored
                     self.assertEqual(outputs, {}, log)
                     self.assertIn("could not store the wheel", log)
