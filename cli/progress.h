@@ -20,7 +20,7 @@ bool phase_lines_wanted(int verbosity);
 // How often a phase that is still running says so.
 inline constexpr std::chrono::seconds kHeartbeat{10};
 // How long a phase runs before it is logged: the quick start's nine phases each take milliseconds, and eighteen
-// lines about them would bury the lines that matter (issue 39: a --verify --bench run logs at most 20 lines).
+// lines about them would bury the lines that matter (a non-terminal --verify --bench run logs at most 20 lines).
 inline constexpr std::chrono::seconds kQuietBelow{1};
 
 // The phases of one model's run. A phase still running after `quiet` says so at info level,
