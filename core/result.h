@@ -72,3 +72,17 @@ struct Ok {};
 using Status = Result<Ok>;
 
 }  // namespace dwdeconv::core
+
+// Unwraps a Result into `lhs`, or returns its Error from the enclosing function (which returns a Result or Status):
+// the one spelling of "propagate the error" for every library that passes Results up.
+#define RC_CONCAT_INNER(a, b) a##b
+#define RC_CONCAT(a, b) RC_CONCAT_INNER(a, b)
+#define RC_ASSIGN(lhs, expr)                                                                 \
+  auto RC_CONCAT(rc_result_, __LINE__) = (expr);                                             \
+  if (!RC_CONCAT(rc_result_, __LINE__).ok()) return RC_CONCAT(rc_result_, __LINE__).error(); \
+  lhs = std::move(RC_CONCAT(rc_result_, __LINE__).value())
+#define RC_CHECK(expr)                             \
+  do {                                             \
+    auto rc_status = (expr);                       \
+    if (!rc_status.ok()) return rc_status.error(); \
+  } while (false)
