@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "rewrite/emitter.h"
-#include "rewrite/targets.h"
+#include "rewrite/defaults.h"
 
 // CLI11 is included only where options are declared or parsed: its header alone takes seconds to compile.
 namespace CLI {

@@ -40,13 +40,11 @@
 #include <onnx/onnx_pb.h>
 
 #include "core/polyphase.h"
+#include "rewrite/defaults.h"
 #include "rewrite/graph_editor.h"
 #include "rewrite/matcher.h"
 
 namespace dwdeconv::rewrite {
-
-// The default of EmitOptions::max_phases: strides up to 8.
-constexpr int64_t kDefaultMaxPhases = 64;
 
 // How the s*s phase outputs become the upsampled output. A target picks it per node (rewrite/targets.h).
 enum class PhaseLayout {

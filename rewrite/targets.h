@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rewrite/defaults.h"
 #include "rewrite/emitter.h"
 #include "rewrite/forms.h"
 #include "rewrite/matcher.h"
@@ -162,9 +163,6 @@ struct Target {
   // the matcher says it), then this target's own runtime's measurement.
   std::string dense_reason(const std::string& what) const;
 };
-
-// The name of the profile used without --target.
-inline constexpr const char* kDefaultTarget = "default";
 
 // Every target, the default first.
 const std::vector<Target>& targets();
