@@ -83,10 +83,10 @@ int main(int argc, char** argv) {
     const std::string script = argc == 3 ? cli::completion_script(app, argv[2]) : std::string();
     if (script.empty()) {
       std::fprintf(stderr, "dwdeconv-rewrite: error: --completion takes one shell, bash or zsh, and nothing else\n");
-      return cli::kExitUsage;
+      return cli::exit_code_for(core::ErrorKind::kUsage);
     }
     std::fputs(script.c_str(), stdout);
-    return std::fflush(stdout) == 0 ? cli::kExitOk : cli::kExitInvalidModel;
+    return std::fflush(stdout) == 0 ? cli::kExitOk : cli::exit_code_for(core::ErrorKind::kIo);
   }
   try {
     app.parse(argc, argv);
@@ -97,10 +97,11 @@ int main(int argc, char** argv) {
     const std::string message = cli::parse_error_message(app, e);
     std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", core::printable(message).c_str());
     // A --report PATH that was read still gets the report, saying the error (docs/report.md).
-    if (auto written = cli::write_early_report(cli::options_as_given(app), cli::kExitUsage, message); !written) {
+    if (auto written = cli::write_early_report(cli::options_as_given(app), cli::exit_code_for(core::ErrorKind::kUsage), message);
+        !written) {
       std::fprintf(stderr, "dwdeconv-rewrite: error: %s\n", core::printable(written.error().message).c_str());
     }
-    return cli::kExitUsage;
+    return cli::exit_code_for(core::ErrorKind::kUsage);
   }
 
   opt.target_given = app.count("--target") > 0;

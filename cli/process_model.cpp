@@ -119,16 +119,17 @@ class ModelRun {
   }
 
  private:
-  // Logs `message`, ends the open phase as failed and says in the report that nothing was written.
-  bool finish(int code, const std::string& message) {
+  // Logs `context` and `e`'s message, ends the open phase as failed, takes the exit code of `e`'s kind and says in
+  // the report that nothing was written.
+  bool finish(const core::Error& e, const std::string& context = "") {
+    const std::string message = context + e.message;
     log_.fail();
-    out_.info.exit_code = fail(code, message);
+    out_.info.exit_code = fail({e.kind, message});
     out_.info.error = message;
     out_.info.output.clear();  // a failed run wrote no model: the report says null for both
     out_.info.validation.clear();
     return false;
   }
-  bool finish(const core::Error& e, const std::string& context = "") { return finish(exit_code_for(e), context + e.message); }
 
   bool writes_model() const { return !opt_.dry_run && !opt_.check; }
   const rewrite::RewriteResult& result() const { return out_.result; }
@@ -175,7 +176,7 @@ class ModelRun {
   // Judges the input first, so a broken input is blamed on the input and not on the rewrite.
   bool validate_input() {
     auto input_check = onnx_io::validate_model(model(), {});
-    if (!input_check) return finish(kExitInvalidModel, shown_ + ": invalid model: " + input_check.error().message);
+    if (!input_check) return finish({core::ErrorKind::kFailedValidation, shown_ + ": invalid model: " + input_check.error().message});
     if (!input_check->full) spdlog::warn("{}: {}", shown_, input_check->detail);
     timer_.mark("validate input");
     before_ = model_stats(model());
@@ -216,7 +217,7 @@ class ModelRun {
       attempt.emplace(rewrite::rewrite_model(model(), ro_));
     } catch (const std::bad_alloc&) {
       // A raised --max-phases can plan more phases than memory holds.
-      return finish(kExitInvalidModel, out_of_memory(shown_, "rewriting"));
+      return finish({core::ErrorKind::kOutOfMemory, out_of_memory(shown_, "rewriting")});
     }
     auto& rewritten = *attempt;
     if (!rewritten) return finish(rewritten.error(), shown_ + ": ");
@@ -268,7 +269,7 @@ class ModelRun {
     for (const auto& name : result().unmatched_names) {
       const std::string message = "--only/--skip name '" + name + "' matches no ConvTranspose or hand-written upsampler in " + input_;
       // In a batch, each model has its own node names; a name missing from one model is not an error.
-      if (!batch_) return finish(kExitUsage, message);
+      if (!batch_) return finish({core::ErrorKind::kUsage, message});
       spdlog::debug("{}", message);
     }
     for (const auto& n : result().nodes) {
@@ -300,7 +301,8 @@ class ModelRun {
     log_.start("validate the output");
     auto validation = onnx_io::validate_model(model(), rewrite::emitted_node_names(result()));
     if (!validation) {
-      return finish(kExitInvalidModel, shown_ + ": the rewritten model failed validation, nothing written: " + validation.error().message);
+      return finish({core::ErrorKind::kFailedValidation,
+                     shown_ + ": the rewritten model failed validation, nothing written: " + validation.error().message});
     }
     log_.end();
     if (!validation->full) spdlog::warn("{}: {}", shown_, validation->detail);
@@ -348,7 +350,8 @@ class ModelRun {
     if (checked->verify) {
       out_.info.verify = *checked->verify;
       if (!checked->verify->passed) {
-        return finish(kExitCheckFailed, shown_ + ": verification failed" + (builtin ? "" : " on " + where) + ", nothing written");
+        return finish({core::ErrorKind::kCheckVerdictFailed,
+                       shown_ + ": verification failed" + (builtin ? "" : " on " + where) + ", nothing written"});
       }
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2g", checked->verify->max_abs_error());
@@ -358,7 +361,7 @@ class ModelRun {
       out_.info.bench = *checked->bench;
       summary_ += speedup_text(checked->bench->speedup, checked->info.runtime);
       if (const std::string gate = speedup_shortfall(opt_, *checked); !gate.empty()) {
-        return finish(kExitCheckFailed, shown_ + ": " + gate + "; nothing written");
+        return finish({core::ErrorKind::kCheckVerdictFailed, shown_ + ": " + gate + "; nothing written"});
       }
     }
     summary_ += target_runtime_note(opt_);
@@ -383,8 +386,9 @@ class ModelRun {
     for (const auto& n : result().nodes) {
       if (n.rewritten) spdlog::error("{}: {} '{}' would be rewritten", shown_, upsampler_kind(n), core::printable(n.summary.name));
     }
-    return finish(kExitCheckFailed, shown_ + ": check failed: " + std::to_string(result().rewritten) + " of " +
-                                        std::to_string(result().nodes.size()) + " " + upsampler_noun(result()) + " would be rewritten");
+    return finish({core::ErrorKind::kCheckVerdictFailed, shown_ + ": check failed: " + std::to_string(result().rewritten) + " of " +
+                                                             std::to_string(result().nodes.size()) + " " + upsampler_noun(result()) +
+                                                             " would be rewritten"});
   }
 
   void log_summary() {

@@ -26,9 +26,9 @@
 
 namespace dwdeconv::cli {
 
-int fail(int code, const std::string& message) {
-  spdlog::error("{}", message);
-  return code;
+int fail(const core::Error& e) {
+  spdlog::error("{}", e.message);
+  return exit_code_for(e);
 }
 
 void PhaseTimer::mark(const char* phase) {
@@ -41,20 +41,11 @@ std::string out_of_memory(const std::string& input, const std::string& doing) {
   return "out of memory while " + doing + " " + input + "; lower --max-phases if it was raised, or free memory";
 }
 
-int exit_code_for(const core::Error& e) {
-  switch (e.kind) {
-    case core::ErrorKind::kUsage: return kExitUsage;
-    case core::ErrorKind::kCheckFailed: return kExitCheckFailed;
-    case core::ErrorKind::kCannotVerify: return kExitCannotVerify;
-    default: return kExitInvalidModel;
-  }
-}
-
 namespace {
 
 // Writes the report; kExitOk, or the I/O error's exit code after logging it.
 int write_report(ReportFile& report, const std::string& json) {
-  if (auto written = commit_report(report, json); !written) return fail(exit_code_for(written.error()), written.error().message);
+  if (auto written = commit_report(report, json); !written) return fail(written.error());
   return kExitOk;
 }
 
@@ -66,14 +57,19 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   info.input = input;
   info.compared = opt.compare;
   PhaseLog log(input == "-" ? "<stdin>" : core::printable(input), phase_lines_wanted(opt.verbosity));
-  auto finish = [&](int code, const std::string& message) {
-    if (code != kExitOk) log.fail();
-    if (!message.empty()) fail(code, message);
+  // Ends the run with `error` (logged, its exit code), or passed when there is none; the report says either.
+  auto finish = [&](const std::optional<core::Error>& error) {
+    const int code = error ? exit_code_for(*error) : kExitOk;
+    if (error) {
+      log.fail();
+      fail(*error);
+    }
     info.exit_code = code;
-    info.error = message;
+    info.error = error ? error->message : "";
     if (int written = write_report(report, report_json(info, {})); written != kExitOk) return written;
     return code;
   };
+  const auto with = [](core::ErrorKind kind, const std::string& message) { return core::Error{kind, message}; };
   log.start("load both models");
   auto loaded_original = onnx_io::load_model_with_external_data(input);
   auto loaded_other = onnx_io::load_model_with_external_data(opt.compare);
@@ -92,20 +88,20 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   }
   std::vector<RunFile> writes;
   if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
-  if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
-  if (!loaded_original) return finish(exit_code_for(loaded_original.error()), loaded_original.error().message);
-  if (!loaded_other) return finish(exit_code_for(loaded_other.error()), loaded_other.error().message);
+  if (auto safe = refuse_overwrites(reads, writes, /*batch=*/false); !safe) return fail(safe.error());
+  if (!loaded_original) return finish(loaded_original.error());
+  if (!loaded_other) return finish(loaded_other.error());
   const onnx::ModelProto& original = loaded_original->model;
   const onnx::ModelProto& other = loaded_other->model;
   info.opset = onnx_io::default_opset(original);
   if (auto named = check_input_shape_names(setup.input_shapes, original, input); !named) {
-    return finish(exit_code_for(named.error()), core::printable(input) + ": " + named.error().message);
+    return finish(with(named.error().kind, core::printable(input) + ": " + named.error().message));
   }
-  if (!side) return finish(exit_code_for(side.error()), core::printable(input) + ": " + side.error().message);
+  if (!side) return finish(with(side.error().kind, core::printable(input) + ": " + side.error().message));
   std::optional<RuntimeSetup> own_setup;
   if (*side) {
     auto own = setup_with_shapes_file(setup, **side, original, input, side_path);
-    if (!own) return finish(exit_code_for(own.error()), core::printable(input) + ": " + own.error().message);
+    if (!own) return finish(with(own.error().kind, core::printable(input) + ": " + own.error().message));
     own_setup = std::move(*own);
     info.input_shapes_file = side_path;
   }
@@ -115,7 +111,9 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   log.start("validate both models");
   for (const auto& [path, model] : {std::pair<const std::string&, const onnx::ModelProto&>{input, original}, {opt.compare, other}}) {
     auto checked = onnx_io::validate_model(model, {});
-    if (!checked) return finish(kExitInvalidModel, core::printable(path) + ": invalid model: " + checked.error().message);
+    if (!checked) {
+      return finish(with(core::ErrorKind::kFailedValidation, core::printable(path) + ": invalid model: " + checked.error().message));
+    }
     if (!checked->full) spdlog::warn("{}: {}", core::printable(path), checked->detail);
   }
   log.end();
@@ -128,28 +126,30 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
     if (opt.min_speedup && *opt.min_speedup > 1.0) {
       char gate[32];
       std::snprintf(gate, sizeof gate, "%g", *opt.min_speedup);
-      return finish(kExitCheckFailed, core::printable(opt.compare) + ": --min-speedup " + gate + ": the two models are the same (1.00x)");
+      return finish(with(core::ErrorKind::kCheckVerdictFailed,
+                         core::printable(opt.compare) + ": --min-speedup " + gate + ": the two models are the same (1.00x)"));
     }
   }
   auto checked = run_checks(original, other, nullptr, opt, model_setup, input, log, "", /*verify=*/true, opt.bench && !same,
                             "cannot verify " + core::printable(opt.compare) + ": ", "");
-  if (!checked) return finish(exit_code_for(checked.error()), checked.error().message);
+  if (!checked) return finish(checked.error());
   info.runtime = checked->info;
   info.verify = checked->verify;
   info.bench = checked->bench;
-  if (!checked->verify->passed) return finish(kExitCheckFailed, core::printable(opt.compare) + ": verification failed");
+  if (!checked->verify->passed)
+    return finish(with(core::ErrorKind::kCheckVerdictFailed, core::printable(opt.compare) + ": verification failed"));
   if (const std::string gate = speedup_shortfall(opt, *checked); !gate.empty())
-    return finish(kExitCheckFailed, core::printable(opt.compare) + ": " + gate);
+    return finish(with(core::ErrorKind::kCheckVerdictFailed, core::printable(opt.compare) + ": " + gate));
   if (checked->bench)
     spdlog::info("{}: passed{}{}", core::printable(opt.compare), speedup_text(checked->bench->speedup, checked->info.runtime),
                  target_runtime_note(opt));
-  return finish(kExitOk, "");
+  return finish(std::nullopt);
 }
 
 // A run that fails before any model is processed (on its --input files): logs the error, and the report says
 // it for every model (a list in a batch), so a job that reads only the report sees it too.
 int fail_before_run(const Options& opt, ReportFile& report, const core::Error& error, bool batch) {
-  const int code = fail(exit_code_for(error), error.message);
+  const int code = fail(error);
   // Not over a file the run reads, which the per-model checks would have refused.
   std::vector<RunFile> reads, writes;
   if (report.file) writes.push_back({report.file->path(), FileRole::kReport, ""});
@@ -161,7 +161,7 @@ int fail_before_run(const Options& opt, ReportFile& report, const core::Error& e
   }
   add_input_tensor_files(opt, reads);
   if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
-    fail(exit_code_for(safe.error()), safe.error().message);
+    fail(safe.error());
     return code;
   }
   std::vector<std::string> entries;
@@ -241,7 +241,7 @@ int run(const Options& given) {
   if (auto probed = probe_runtime(opt); !probed) return fail_before_report(opt, probed.error());
   const bool batch = opt.compare.empty() && (opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory);
   if (batch) {
-    if (auto safe = check_batch_files(opt); !safe) return fail(exit_code_for(safe.error()), safe.error().message);
+    if (auto safe = check_batch_files(opt); !safe) return fail(safe.error());
   }
   // The output directory first, since the report may go into it; taken away again if the report cannot be staged.
   auto made_dirs = create_out_dir(opt.out_dir);
@@ -249,7 +249,7 @@ int run(const Options& given) {
   auto report = stage_report(opt);
   if (!report) {
     remove_made_dirs(*made_dirs);
-    return fail(exit_code_for(report.error()), report.error().message);
+    return fail(report.error());
   }
   // --input files and --input-shape are read once, for every model and for both --verify and --bench.
   auto setup = runtime_setup(opt);
@@ -258,9 +258,9 @@ int run(const Options& given) {
     if (!opt.compare.empty()) return run_compare(opt, *setup, *report);
     return batch ? run_batch(opt, *setup, *report) : run_single(opt, *setup, *report);
   } catch (const std::bad_alloc&) {
-    return fail(kExitInvalidModel, out_of_memory(opt.models.front(), "processing"));
+    return fail({core::ErrorKind::kOutOfMemory, out_of_memory(opt.models.front(), "processing")});
   } catch (const std::exception& e) {
-    return fail(kExitInvalidModel, opt.models.front() + ": " + e.what());
+    return fail({core::ErrorKind::kInvalidModel, opt.models.front() + ": " + e.what()});
   }
 }
 

@@ -25,8 +25,8 @@
 
 namespace dwdeconv::cli {
 
-// Logs `message` as an error and returns `code`.
-int fail(int code, const std::string& message);
+// Logs `e`'s message as an error and returns its exit code (exit_code_for, cli/exit_codes.h).
+int fail(const core::Error& e);
 
 // Logs the time since the previous mark at debug level (-v), to show where a run spends its time.
 class PhaseTimer {
@@ -39,9 +39,6 @@ class PhaseTimer {
 
 // Said instead of a bare std::bad_alloc.
 std::string out_of_memory(const std::string& input, const std::string& doing);
-
-// The exit code of an error's kind (cli/exit_codes.h).
-int exit_code_for(const core::Error& e);
 
 // `e` as the error of a check that could not be done (kCannotVerify, exit 4), its message after `prefix`; a usage
 // error (exit 2) and an I/O error (exit 3) keep their kind.

@@ -35,7 +35,8 @@ core::Result<std::set<const onnx::NodeProto*>> constant_feeders(const onnx::Grap
     const auto it = producer.find(name);
     if (it == producer.end()) {
       if (initializers.count(name) != 0) continue;
-      return core::Error{core::ErrorKind::kCheckFailed, "it reads '" + core::printable(name) + "', a graph input other than its own input"};
+      return core::Error{core::ErrorKind::kCannotVerify,
+                         "it reads '" + core::printable(name) + "', a graph input other than its own input"};
     }
     if (members.count(it->second) != 0 || !feeders.insert(it->second).second) continue;
     for (const auto& in : it->second->input()) {
@@ -50,10 +51,11 @@ core::Result<std::set<const onnx::NodeProto*>> constant_feeders(const onnx::Grap
 // cannot stand alone.
 core::Result<onnx::ModelProto> cut_out(const onnx::ModelProto& original, const UpsamplerRegion& region) {
   if (region.input.empty() || !region.input_type || !region.input_type->tensor_type().has_shape()) {
-    return core::Error{core::ErrorKind::kCheckFailed, "the input's shape is not known"};
+    return core::Error{core::ErrorKind::kCannotVerify, "the input's shape is not known"};
   }
   for (const auto& d : region.input_type->tensor_type().shape().dim()) {
-    if (!d.has_dim_value()) return core::Error{core::ErrorKind::kCheckFailed, "the input's shape " + region.input_shape + " is not static"};
+    if (!d.has_dim_value())
+      return core::Error{core::ErrorKind::kCannotVerify, "the input's shape " + region.input_shape + " is not static"};
   }
   std::set<const onnx::NodeProto*> members(region.original_nodes.begin(), region.original_nodes.end());
   std::set<std::string> read;

@@ -165,8 +165,8 @@ core::Status write_early_report(const Options& opt, int exit_code, const std::st
 }
 
 int fail_before_report(const Options& opt, const core::Error& error) {
-  const int code = fail(exit_code_for(error), error.message);
-  if (auto written = write_early_report(opt, code, error.message); !written) fail(exit_code_for(written.error()), written.error().message);
+  const int code = fail(error);
+  if (auto written = write_early_report(opt, code, error.message); !written) fail(written.error());
   return code;
 }
 

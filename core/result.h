@@ -10,15 +10,19 @@
 
 namespace dwdeconv::core {
 
-// What went wrong, so the CLI can choose an exit code without parsing messages.
+// What went wrong, so the CLI can choose an exit code without parsing messages. Each kind means one thing; the CLI
+// maps each to its documented exit code in one place (cli/exit_codes.h, docs/exit-codes.md).
 enum class ErrorKind {
-  kDeclined,      // a valid node that this tool does not rewrite (a "kept" reason)
-  kInvalidModel,  // the model breaks the ONNX spec or cannot be parsed
-  kIo,            // a file could not be read or written
-  kCheckFailed,   // the produced model failed the ONNX checker or shape inference
-  kUsage,         // the command line asked for something impossible
-  kCannotVerify,  // a check (verification or timing) could not be done: a shape not known, an op the executor lacks,
-                  // a runtime that cannot convert or run a model. Not a verdict on the rewrite: exit 4, not 1.
+  kDeclined,            // a valid node that this tool does not rewrite (a "kept" reason); never ends a run
+  kInvalidModel,        // the model breaks the ONNX spec or cannot be parsed
+  kFailedValidation,    // the ONNX checker or shape inference refused a model (the input, or the rewrite's output)
+  kIo,                  // a file could not be read or written
+  kOutOfMemory,         // the run needed more memory than this machine has (a raised --max-phases, a huge model)
+  kUsage,               // the command line asked for something impossible
+  kCannotVerify,        // a check (verification or timing) could not be done: a shape not known, an op the executor lacks,
+                        // a runtime that cannot convert or run a model. Not a verdict on the rewrite.
+  kCheckVerdictFailed,  // a check ran and said no: --check found a node to rewrite, verification found the outputs
+                        // differ, or --min-speedup was not met
 };
 
 struct Error {

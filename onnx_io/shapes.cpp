@@ -241,7 +241,7 @@ core::Result<std::string> run_isolated(const std::function<std::string()>& work,
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   core::cleanup::atomically([&](core::cleanup::Registration& r) { r.forget_process(pid); });
-  const core::ErrorKind kind = core::ErrorKind::kCheckFailed;
+  const core::ErrorKind kind = core::ErrorKind::kFailedValidation;
   // A crash kills the child by a signal, or, under a sanitizer, ends it with a non-zero status and no reply.
   const bool died = WIFSIGNALED(status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty();
   if (died) {
@@ -260,7 +260,7 @@ core::Status infer_shapes_in_process(onnx::ModelProto& skeleton, bool strict, bo
     onnx::shape_inference::InferShapes(skeleton, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions{strict, strict ? 1 : 0, data_propagation});
   } catch (const std::exception& e) {
-    return core::Error{core::ErrorKind::kCheckFailed, e.what()};
+    return core::Error{core::ErrorKind::kFailedValidation, e.what()};
   }
   return core::Ok{};
 }
@@ -275,7 +275,7 @@ core::Status infer_shapes_isolated(onnx::ModelProto& skeleton, bool strict, bool
       crashed);
   if (!reply) return reply.error();
   onnx::ModelProto inferred;
-  if (!inferred.ParseFromString(*reply)) return core::Error{core::ErrorKind::kCheckFailed, "ONNX shape inference: bad reply"};
+  if (!inferred.ParseFromString(*reply)) return core::Error{core::ErrorKind::kFailedValidation, "ONNX shape inference: bad reply"};
   skeleton = std::move(inferred);
   return core::Ok{};
 }

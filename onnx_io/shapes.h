@@ -24,7 +24,7 @@ onnx::ModelProto skeleton_copy(const onnx::ModelProto& model, size_t max_bytes =
 
 // Runs ONNX shape inference on `skeleton` (see skeleton_copy) in a forked child process and replaces it with the
 // result. libonnx 1.12's inference dereferences null on some malformed models (e.g. a ConvTranspose weight of
-// lower rank than its input); isolated, such a crash becomes an error (kCheckFailed) naming the signal, and an
+// lower rank than its input); isolated, such a crash becomes an error (kFailedValidation) naming the signal, and an
 // exception from inference becomes one with its message. The child ends quietly: the signal handlers and
 // sanitizer reporting it inherits (libFuzzer's, ASan's) are switched off first, so a contained crash is never
 // reported as a crash of the calling process.

@@ -18,7 +18,7 @@
 namespace dwdeconv::onnx_io {
 namespace {
 
-core::Error check_failed(std::string message) { return {core::ErrorKind::kCheckFailed, std::move(message)}; }
+core::Error check_failed(std::string message) { return {core::ErrorKind::kFailedValidation, std::move(message)}; }
 
 // ONNX's messages span lines; a CI log reads better with one line per error.
 std::string one_line(const std::string& text) {

@@ -28,7 +28,7 @@ int64_t library_ir_version();
 // assumes and does not check (it crashes on models that break it): each Conv, ConvTranspose, ConvInteger and
 // QLinearConv whose ranks the graph declares has an input and a weight of rank >= 3 and of the same rank, and
 // Conv, ConvInteger, QLinearConv and the pools have strides >= 1; for a full check, the ranks again as inference
-// found them. Errors have kind kCheckFailed.
+// found them. Errors have kind kFailedValidation.
 core::Result<Validation> validate_model(const onnx::ModelProto& model, const std::set<std::string>& emitted);
 
 // Every node input is defined before use (graph inputs, initializers, earlier outputs, outer scopes), and no

@@ -85,7 +85,7 @@ core::Status check_given_inputs(const onnx::ModelProto& model, const std::vector
                                 const std::set<std::string>& inner_inputs = {});
 
 // Whether `model`'s graph inputs can be fed for a verification whose values mean something, on any runtime: a DOUBLE
-// input cannot (inputs are held in float32, so its exact values would be rounded: kCheckFailed, as for every float64
+// input cannot (inputs are held in float32, so its exact values would be rounded: kCannotVerify, as for every float64
 // model), and an integer or bool input needs its values given (`given` names it): seeded random values are made for
 // float inputs only, and a constant would check one case of the model (one If branch, one index): a usage error.
 core::Status check_verifiable_inputs(const onnx::ModelProto& model, const std::vector<NamedTensor>& given);
@@ -99,7 +99,7 @@ VerifyResult interface_mismatch(const std::string& difference);
 ComparisonReport compare_model_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
                                        const Tolerances& tolerances);
 
-// Verifies `rewritten` against `original`. Errors (kCheckFailed) when nothing could be verified: the whole
+// Verifies `rewritten` against `original`. Errors (kCannotVerify) when nothing could be verified: the whole
 // models cannot run or be compared and no rewritten node can be checked on its own; errors (kInvalidModel) when a
 // graph input, or the input of a node checked on its own, is too large to hold; errors (kUsage) when a given input
 // holds inf or NaN. A numeric mismatch is passed == false.

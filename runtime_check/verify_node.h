@@ -42,11 +42,11 @@ struct NodeVerification {
 // from initializers, Constant or Identity nodes and constant chains on either side), runs both on a random input of
 // `input_shape` and compares them with the expected output (see above). Errors when either side cannot be isolated,
 // the original's node producing `output_name` is no 2-D Conv or ConvTranspose, an executor fails, or a value of
-// either side's run holds inf or NaN (Executor::first_non_finite(), kCheckFailed); a numeric mismatch is a result
+// either side's run holds inf or NaN (Executor::first_non_finite(), kCannotVerify); a numeric mismatch is a result
 // with passed == false. `model_types` are the original's types as its graph inputs declare
 // them (onnx_io::infer_types, before any --input-shape): when they let `input_name` take other sizes than
 // `input_shape`, an original region whose output size a constant fixes (Resize by sizes, a Slice ending at a
-// literal, ...) is an error (kCheckFailed) naming the node, since one size cannot show that the two sides agree at
+// literal, ...) is an error (kCannotVerify) naming the node, since one size cannot show that the two sides agree at
 // every other.
 core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                            const std::string& output_name, const std::string& input_name,

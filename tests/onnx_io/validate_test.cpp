@@ -65,7 +65,7 @@ TEST_CASE("the partial check refuses nodes with more or fewer inputs or outputs 
   }
   const auto result = onnx_io::validate_model(model, {});
   REQUIRE_FALSE(result.ok());
-  CHECK(result.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK(result.error().kind == core::ErrorKind::kFailedValidation);
   CHECK_THAT(result.error().message, Catch::Contains(expected));
 }
 
@@ -184,7 +184,7 @@ g (float[1,1,3,3] X, float[1,3] W, float[1,1,1,1] K, int64 n) => (float[1,3] V, 
   }
   const auto result = onnx_io::validate_model(model, {});
   REQUIRE_FALSE(result.ok());
-  CHECK(result.error().kind == core::ErrorKind::kCheckFailed);
+  CHECK(result.error().kind == core::ErrorKind::kFailedValidation);
   CHECK_THAT(result.error().message, Catch::StartsWith(expected) && Catch::Contains("ONNX forbids a nested graph's inputs and initializers "
                                                                                     "to reuse a name visible from an outer scope"));
 }
@@ -488,7 +488,7 @@ g (float[1,2,5,5] X) => (float[1,2,?,?] Y) {
     }
     CHECK_FALSE(result.ok());
     if (result.ok()) continue;
-    CHECK(result.error().kind == core::ErrorKind::kCheckFailed);
+    CHECK(result.error().kind == core::ErrorKind::kFailedValidation);
     CHECK_THAT(result.error().message, Catch::Contains(c.expected));
     CHECK_THAT(result.error().message, !Catch::Contains("crashed"));
   }
