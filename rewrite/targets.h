@@ -1,7 +1,8 @@
 // Targets: the runtime a model ships to decides which upsamplers pay to rewrite and how to emit them. One table of
 // profiles (name, runtime, forms, keep rules, phase join, the measurements the rules come from and the ranges they
-// covered), read by the rewriter, the CLI's --help and plan, the report and docs/targets.md (whose rule table is
-// rules_markdown(); tests/rewrite/target_rules_test.cpp checks the decisions against its own table of measured layers).
+// covered), written as named data in rewrite/targets.json (embedded at build time, read by parse_targets) and read by
+// the rewriter, the CLI's --help and plan, the report and docs/targets.md (whose rule table is rules_markdown();
+// tests/rewrite/target_rules_test.cpp checks the decisions against its own table of measured layers).
 // No `if (target == ...)` anywhere else.
 #pragma once
 
@@ -66,12 +67,6 @@ struct MeasuredRange {
   std::set<int> ranks;
   std::string source;  // the rows the bounds come from (of the section the rule's `measured` cites, unless named)
 
-  MeasuredRange& channels(int64_t lo, int64_t hi) { return min_channels = lo, max_channels = hi, *this; }
-  MeasuredRange& kernel(int64_t lo, int64_t hi) { return min_kernel = lo, max_kernel = hi, *this; }
-  MeasuredRange& stride(int64_t lo, int64_t hi) { return min_stride = lo, max_stride = hi, *this; }
-  MeasuredRange& rank(std::set<int> r) { return ranks = std::move(r), *this; }
-  MeasuredRange& from(std::string where) { return source = std::move(where), *this; }
-
   bool covers(const Family& f) const;
   // "C 21-64, k 4-16, s 2-8, 2-D": the bounds, as the reason, --help and docs/targets.md say them.
   std::string describe() const;
@@ -120,6 +115,7 @@ struct KeepRule {
   bool names(const Family& f) const;
 };
 
+// A row of rewrite/targets.json: one runtime's profile.
 struct Target {
   std::string name = {};      // what --target takes, and the report's "target"
   std::string runtime = {};   // the runtime it is for, as a user names it
@@ -164,8 +160,13 @@ struct Target {
   std::string dense_reason(const std::string& what) const;
 };
 
-// Every target, the default first.
+// Every target, the default first: rewrite/targets.json as embedded at build time. A table that does not parse ends
+// the process on first use, naming the problem (a build's mistake; tests/rewrite/targets_json_test.cpp reads it first).
 const std::vector<Target>& targets();
+
+// Reads a targets table written as rewrite/targets.json is into `table`: "" on success, else what is wrong and where
+// ("targets.json: targets[3] (ort): rules[0]: unknown key 'widen'"). Every key is checked; none is ignored.
+std::string parse_targets(const std::string& json, std::vector<Target>& table);
 
 // The target named `name`, or nullptr.
 const Target* find_target(const std::string& name);
