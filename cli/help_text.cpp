@@ -143,11 +143,7 @@ ValueKind value_kind(const std::string& name) {
   } else if (name == "runtime") {
     v.kind = ValueKind::kWords;
     v.words = split_names(runtime_names());
-    for (const auto& t : rewrite::targets()) {
-      for (const auto& alias : t.aliases) {
-        if (!canonical_runtime_name(alias).empty()) v.words.push_back(alias);
-      }
-    }
+    for (const auto& alias : runtime_aliases()) v.words.push_back(alias);
   } else if (name == "forms") {
     v.kind = ValueKind::kWords;
     v.words = split_names(rewrite::form_names());

@@ -35,12 +35,20 @@ std::string executable_dir() {
 }  // namespace
 
 std::string canonical_runtime_name(const std::string& name) {
-  const std::string canonical = rewrite::canonical_target_name(name);
-  if (std::find(kRuntimes.begin(), kRuntimes.end(), canonical) != kRuntimes.end()) return canonical;
-  // A runtime that no target is meant for (openvino, mnn) has no target aliases: its name in any case.
   std::string lower = name;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return std::find(kRuntimes.begin(), kRuntimes.end(), lower) != kRuntimes.end() ? lower : "";
+  if (std::find(kRuntimes.begin(), kRuntimes.end(), lower) != kRuntimes.end()) return lower;
+  // The other names users give a runtime, from its registry row (onnx2tf and TFLite users say tflite).
+  for (const auto& r : runtime_check::python_runtimes()) {
+    if (std::find(r.aliases.begin(), r.aliases.end(), lower) != r.aliases.end()) return r.name;
+  }
+  return "";
+}
+
+std::vector<std::string> runtime_aliases() {
+  std::vector<std::string> aliases;
+  for (const auto& r : runtime_check::python_runtimes()) aliases.insert(aliases.end(), r.aliases.begin(), r.aliases.end());
+  return aliases;
 }
 
 std::string runtime_names() {

@@ -29,7 +29,7 @@ class App;
 
 namespace dwdeconv::cli {
 
-// The bridge's types, as the CLI has always named them.
+// The bridge's types, named in cli:: so the CLI's sources need not spell runtime_check:: for them.
 using runtime_check::display_name;
 using runtime_check::PythonRun;
 using runtime_check::RuntimeInfo;
@@ -42,9 +42,11 @@ inline constexpr uint64_t kCalibrationSamples = 8;
 // "xnnpack, ort, litert, executorch, openvino, mnn".
 std::string runtime_names();
 
-// The runtime `name` means: any case, and a target's alias for the runtime of the same name (tflite: litert); ""
-// for none.
+// The runtime `name` means: any case, and the aliases of the runtimes' registry (tflite: litert); "" for none.
 std::string canonical_runtime_name(const std::string& name);
+
+// Every alias --runtime takes, in the registry's order: "onnxruntime, tflite, ov" (for the shell completions).
+std::vector<std::string> runtime_aliases();
 
 // Declares --runtime, --python and --min-speedup on `app`.
 void add_runtime_options(CLI::App& app, Options& opt);

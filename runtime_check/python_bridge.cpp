@@ -46,6 +46,7 @@ const Registry& registry() {
     for (const auto& row : j.at("runtimes")) {
       PythonRuntime runtime;
       runtime.name = row.at("name").get<std::string>();
+      runtime.aliases = row.at("aliases").get<std::vector<std::string>>();
       runtime.display_name = row.at("display_name").get<std::string>();
       runtime.summary = row.at("summary").get<std::string>();
       if (row.at("pinned_requirements").is_string()) runtime.pinned_requirements = row.at("pinned_requirements").get<std::string>();

@@ -28,6 +28,7 @@ enum class NodeValues {
 // A row of python/dwdeconv_rewrite/runtimes/registry.json, the one list of the Python runtimes (embedded at build time).
 struct PythonRuntime {
   std::string name;                             // what --runtime takes: ort, litert, executorch, openvino, mnn
+  std::vector<std::string> aliases;             // the other names --runtime takes for it, lower case: tflite
   std::string display_name;                     // "ONNX Runtime"
   std::string summary;                          // how it converts and runs, for --help
   std::string pinned_requirements;              // the pinned environment the project measured with ("" none)

@@ -1,5 +1,6 @@
 // Each target names the --runtime that checks it (Target::runs_on) as a name --runtime takes, so the summary's
 // "--runtime X would check there" never rests on the target's prose agreeing with a runtime's name.
+#include <cctype>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -131,4 +132,31 @@ TEST_CASE("with --compare, the summary names no target as OTHER's writer, only w
   opt.compare = "other.onnx";
   opt.target = "litert";
   CHECK(cli::target_runtime_note(opt).empty());
+}
+
+TEST_CASE("the runtime option takes the registry's aliases in any case, and a target has the aliases of the runtime it runs on",
+          "[cli][targets][runtimes]") {
+  // Every spelling users write (the names and the aliases tflite, onnxruntime and ov), in any case.
+  CHECK(cli::canonical_runtime_name("TFLite") == "litert");
+  CHECK(cli::canonical_runtime_name("tflite") == "litert");
+  CHECK(cli::canonical_runtime_name("OnnxRuntime") == "ort");
+  CHECK(cli::canonical_runtime_name("OV") == "openvino");
+  CHECK(cli::canonical_runtime_name("XNNPACK") == "xnnpack");
+  CHECK(cli::canonical_runtime_name("ExecuTorch") == "executorch");
+  CHECK(cli::canonical_runtime_name("default").empty());  // a target, not a runtime
+  CHECK(cli::canonical_runtime_name("tflight").empty());
+  CHECK(cli::runtime_aliases() == std::vector<std::string>{"onnxruntime", "tflite", "ov"});
+  // Each alias comes from the runtime's registry row; the target checked on that runtime is called the same.
+  for (const auto& runtime : runtime_check::python_runtimes()) {
+    CAPTURE(runtime.name);
+    for (const auto& alias : runtime.aliases) {
+      std::string upper = alias;
+      for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      CHECK(cli::canonical_runtime_name(alias) == runtime.name);
+      CHECK(cli::canonical_runtime_name(upper) == runtime.name);
+    }
+    for (const auto& target : rewrite::targets()) {
+      if (target.runs_on == runtime.name) CHECK(target.aliases == runtime.aliases);
+    }
+  }
 }

@@ -108,6 +108,27 @@ bad = subprocess.run([BINARY, str(SOURCE / "examples" / "upsampler_small.onnx"),
 check(bad.returncode == 2 and "(known: " + ", ".join(["xnnpack"] + names) + ")" in bad.stderr,
       f"an unknown --runtime is exit 2 naming the registry's runtimes: {bad.stderr.strip()[-200:]}")
 
+# Every row says its other names (--runtime's aliases), and the binary takes each, in any case, as that runtime: a
+# --dry-run with --runtime passes the name check and stops at the next one ("--runtime and --python apply to ...").
+ROW_KEYS = {"name", "aliases", "display_name", "summary", "adapter", "requirements", "check_imports", "probe_imports",
+            "precisions", "pinned_requirements", "node_values"}
+every_alias = []
+for r in rows:
+    check(set(r) <= ROW_KEYS and {"name", "aliases", "display_name", "summary", "adapter"} <= set(r),
+          f"{r['name']}: its keys {sorted(set(r) - ROW_KEYS) or ''} are the registry's (aliases among them)")
+    aliases = r.get("aliases")
+    check(isinstance(aliases, list) and all(isinstance(a, str) and a and a == a.lower() for a in aliases)
+          and not set(aliases) & (set(names) | {"xnnpack"}),
+          f"{r['name']}: aliases {aliases!r} are lower-case names, none a runtime's name")
+    every_alias += aliases if isinstance(aliases, list) else []
+    for alias in aliases if isinstance(aliases, list) else []:
+        for spelling in (alias, alias.upper()):
+            took = subprocess.run([BINARY, str(SOURCE / "examples" / "upsampler_small.onnx"), "--dry-run", "--runtime", spelling],
+                                  capture_output=True, text=True)
+            check(took.returncode == 2 and "--runtime and --python apply to" in took.stderr and "unknown runtime" not in took.stderr,
+                  f"{r['name']}: --runtime {spelling} is taken: {took.stderr.strip()[-200:]}")
+check(len(set(every_alias)) == len(every_alias), f"no alias names two runtimes: {every_alias}")
+
 try:
     import tomllib
 except ImportError:
