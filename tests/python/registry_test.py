@@ -115,7 +115,7 @@ ROW_KEYS = {"name", "aliases", "display_name", "summary", "adapter", "requiremen
 every_alias = []
 for r in rows:
     check(set(r) <= ROW_KEYS and {"name", "aliases", "display_name", "summary", "adapter"} <= set(r),
-          f"{r['name']}: its keys {sorted(set(r) - ROW_KEYS) or ''} are the registry's (aliases among them)")
+          f"{r['name']}: every key is one the registry defines, aliases among them (unknown: {sorted(set(r) - ROW_KEYS)})")
     aliases = r.get("aliases")
     check(isinstance(aliases, list) and all(isinstance(a, str) and a and a == a.lower() for a in aliases)
           and not set(aliases) & (set(names) | {"xnnpack"}),
