@@ -5,8 +5,8 @@ A target is meant for one runtime (litert for LiteRT, ort for ONNX Runtime, exec
 XNNPACK's API, which this tool's executor runs), and a speedup belongs to a runtime: by default the gate times the
 rewrite where it ships. The default target is meant for every runtime and has none of its own, so its gate runs on
 the tool's executor (xnnpack) and the summary says so. Names are matched as --target and --runtime match them: any
-case, and tflite for litert, onnxruntime for ort (rewrite/targets.cpp; tests/python/action_test.py holds the two
-equal through the binary).
+case, and tflite for litert, onnxruntime for ort (rewrite/targets.json and runtimes/registry.json;
+tests/python/action_test.py holds the two equal through the binary).
 
 No imports beyond the standard library: action.yml's install step runs it before anything is installed, as
 `python3 gate_runtime.py` with INPUT_TARGET and INPUT_RUNTIME set, and it prints the runtime or exits 2.
