@@ -671,7 +671,7 @@ class ActionYamlTest(ActionYamlCase):
         self.assertIn('venv=$temp/dwdeconv-rewrite-venv', (SOURCE / "action" / "install.sh").read_text())
 
     def test_the_gate_runtime_names_agree_with_the_binary(self):
-        # action/gate_runtime.py maps names as --target does (rewrite/targets.cpp): what the binary calls each name
+        # action/gate_runtime.py maps names as --target does (rewrite/targets.json): what the binary calls each name
         # in its report, and the runtime its summary points a target to, are gate_runtime's answers.
         gate = self.gate_runtime_module()
         tool = os.environ["DWDECONV_REWRITE"]
