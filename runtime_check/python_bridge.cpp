@@ -22,6 +22,7 @@
 #include "core/cleanup.h"
 #include "core/text.h"
 #include "onnx_io/external_data.h"
+#include "python_answer.h"
 #include "runtime_check/runtime_registry_json.h"
 #include "runtime_check/tensor_io.h"
 
@@ -183,41 +184,6 @@ core::Result<int> run_process(const std::vector<std::string>& argv, const std::s
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// The answer lines of python/dwdeconv_rewrite/runtimes/check.py (JSON Lines, each an array), each as its fields: a
-// string as it is, anything else (a number, an array of names) as its JSON text (names_of reads an array back). A
-// line that is not a JSON array is the field list {"unreadable", line}, which no answer kind matches (the callers
-// refuse such an answer).
-std::vector<std::vector<std::string>> answer_lines(const std::string& text) {
-  std::vector<std::vector<std::string>> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    const auto parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_array() || parsed.empty() || !parsed.front().is_string()) {
-      lines.push_back({"unreadable", line});
-      continue;
-    }
-    std::vector<std::string> fields;
-    for (const auto& value : parsed) {
-      if (value.is_string()) {
-        fields.push_back(value.get<std::string>());
-      } else {
-        fields.push_back(value.dump());
-      }
-    }
-    lines.push_back(std::move(fields));
-  }
-  return lines;
-}
-
-// The first line of `lines` that is not a JSON array ("" when every one is): an answer the binary cannot read.
-std::string unreadable_answer(const std::vector<std::vector<std::string>>& lines) {
-  for (const auto& f : lines) {
-    if (f[0] == "unreadable") return core::printable_line(f.size() > 1 ? f[1].substr(0, 200) : "");
-  }
-  return "";
-}
-
 // `message` with each "(log: PATH)" a converter named replaced by a pointer to -v, after logging the last lines of
 // that log and of the child's stderr at debug level: the scratch directory that holds them is removed.
 std::string converter_logs_to_debug(std::string message, const fs::path& scratch) {
@@ -256,12 +222,11 @@ core::Result<std::string> private_pythonpath(const fs::path& scratch, const std:
   return dir.string();
 }
 
-// The usage error of an answer line `error import RUNTIME MESSAGE MODULE PIP` (check.py): a package the runtime needs is
-// installed but fails to import.
-core::Error import_error(const std::string& runtime, const std::string& python, const std::vector<std::string>& f) {
-  return core::Error{core::ErrorKind::kUsage, "--runtime " + runtime + ": the Python interpreter '" + python + "' has " + f[4] +
-                                                  " but cannot import it (" + f[3] + "); reinstall with: " + python +
-                                                  " -m pip install --force-reinstall " + f[5] +
+// The usage error of a package the runtime needs that is installed but fails to import (the answer's import_error).
+core::Error import_error(const std::string& runtime, const std::string& python, const ImportFailure& failure) {
+  return core::Error{core::ErrorKind::kUsage, "--runtime " + runtime + ": the Python interpreter '" + python + "' has " + failure.module +
+                                                  " but cannot import it (" + failure.message + "); reinstall with: " + python +
+                                                  " -m pip install --force-reinstall " + failure.pip +
                                                   ", or give --python PATH / DWDECONV_PYTHON naming one where it imports"};
 }
 
@@ -285,14 +250,21 @@ core::Status write_static_model(const onnx::ModelProto& model, const std::vector
   return onnx_io::save_model_with_external_data(copy, path.string(), ext);
 }
 
-// The names of an answer field that holds a JSON array of strings, each as it is (a name may hold a newline, and an
-// empty name is an optional input left out); empty for anything else.
-std::vector<std::string> names_of(const std::string& field) {
-  std::vector<std::string> out;
-  const auto parsed = nlohmann::json::parse(field, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_array()) return out;
-  for (const auto& item : parsed) out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
-  return out;
+// `python -m dwdeconv_rewrite.runtimes check ...` on the files run_python_check staged in `scratch` (check.py's
+// arguments: the models, the input set, the calibration samples, where to answer).
+std::vector<std::string> check_command(const PythonSide& side, const fs::path& scratch, size_t threads, size_t runs, size_t profile_runs,
+                                       const Precision& precision) {
+  std::vector<std::string> argv = {side.python, "-m", "dwdeconv_rewrite.runtimes", "check", "--runtime", side.runtime};
+  const std::pair<const char*, fs::path> files[] = {{"--work", scratch / "work"},
+                                                    {"--original", scratch / "original.onnx"},
+                                                    {"--rewritten", scratch / "rewritten.onnx"},
+                                                    {"--inputs", scratch / "inputs"},
+                                                    {"--out", scratch / "outputs"}};
+  for (const auto& [option, path] : files) argv.insert(argv.end(), {option, path.string()});
+  argv.insert(argv.end(), {"--threads", std::to_string(threads), "--runs", std::to_string(runs), "--profile-runs",
+                           std::to_string(profile_runs), "--precision", precision.name});
+  if (!precision.calibration.empty()) argv.insert(argv.end(), {"--calibration", (scratch / "calibration").string()});
+  return argv;
 }
 
 }  // namespace
@@ -351,28 +323,25 @@ core::Status probe_python_runtime(const PythonSide& side) {
                             scratch.path / "out", scratch.path / "err");
   if (!status) return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": " + status.error().message};
   const std::string said = read_text(scratch.path / "out");
-  for (const auto& f : answer_lines(said)) {
-    if (f[0] == "error" && f.size() >= 6 && f[1] == "import") return import_error(side.runtime, python, f);
-  }
+  const auto answer = parse_probe_answer(said);
+  if (answer && answer->import_failure) return import_error(side.runtime, python, *answer->import_failure);
   if (*status != 0) {
     return core::Error{core::ErrorKind::kUsage,
                        "--runtime " + side.runtime + ": the Python interpreter '" + python + "' failed to run the module (exit " +
                            std::to_string(*status) + "): " + or_nothing(last_lines(read_text(scratch.path / "err") + said, 3)) +
                            "; give --python PATH or set DWDECONV_PYTHON to a Python " + python_minimum() + " or newer"};
   }
-  if (const std::string bad = unreadable_answer(answer_lines(said)); !bad.empty()) {
-    return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": the Python interpreter '" + python +
-                                                    "' answered the probe with a line that is not JSON: " + bad};
+  if (!answer) {
+    return core::Error{core::ErrorKind::kUsage,
+                       "--runtime " + side.runtime + ": the Python interpreter '" + python +
+                           "' answered the probe with a line that is not JSON of its protocol: " + answer.error().message};
   }
-  std::string exe = python, version, missing, pip;
-  for (const auto& f : answer_lines(said)) {
-    if (f[0] == "python" && f.size() >= 3) {
-      exe = f[1];
-      version = f[2];
-    } else if (f[0] == "missing" && f.size() >= 3) {
-      missing += (missing.empty() ? "" : ", ") + f[2];
-      pip += " " + f[2];
-    }
+  const std::string exe = answer->executable.empty() ? python : answer->executable;
+  const std::string& version = answer->version;
+  std::string missing, pip;
+  for (const auto& name : answer->missing_pip) {
+    missing += (missing.empty() ? "" : ", ") + name;
+    pip += " " + name;
   }
   if (version.empty()) {
     return core::Error{core::ErrorKind::kUsage,
@@ -408,123 +377,51 @@ core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::Mod
        {std::pair<const onnx::ModelProto&, const char*>{original, "original.onnx"}, {rewritten, "rewritten.onnx"}}) {
     if (auto saved = write_static_model(model, inputs, scratch.path / file); !saved) return saved.error();
   }
-  // A short write (a full disk) would hand the runtime truncated inputs: every file is checked.
-  const auto write_file = [](const fs::path& path, const std::string& bytes) -> core::Status {
-    std::ofstream f(path, std::ios::binary);
-    f << bytes;
-    f.close();
-    if (!f) return core::io_error("--runtime: cannot write " + path.string());
-    return core::Ok{};
-  };
-  // An input set as the module reads one: K.pb TensorProtos, listed in inputs.txt in graph input order.
-  const auto write_inputs = [&write_file](const fs::path& dir, const std::vector<NamedTensor>& set) -> core::Status {
-    fs::create_directories(dir);
-    std::string list;
-    for (size_t k = 0; k < set.size(); ++k) {
-      auto proto = tensor_to_proto(set[k].tensor, set[k].name);
-      const std::string file = std::to_string(k) + ".pb";
-      if (auto written = write_file(dir / file, proto.SerializeAsString()); !written) return written.error();
-      list += file + "\n";
-    }
-    return write_file(dir / "inputs.txt", list);
-  };
-  if (auto written = write_inputs(in_dir, inputs); !written) return written.error();
+  if (auto written = write_tensor_list(in_dir, inputs); !written) return written.error();
   const fs::path calibration_dir = scratch.path / "calibration";
   for (size_t k = 0; k < precision.calibration.size(); ++k) {
-    if (auto written = write_inputs(calibration_dir / std::to_string(k), precision.calibration[k]); !written) return written.error();
+    if (auto written = write_tensor_list(calibration_dir / std::to_string(k), precision.calibration[k]); !written) return written.error();
   }
   const std::string& python = side.python;
-  std::vector<std::string> argv = {python,
-                                   "-m",
-                                   "dwdeconv_rewrite.runtimes",
-                                   "check",
-                                   "--runtime",
-                                   side.runtime,
-                                   "--work",
-                                   (scratch.path / "work").string(),
-                                   "--original",
-                                   (scratch.path / "original.onnx").string(),
-                                   "--rewritten",
-                                   (scratch.path / "rewritten.onnx").string(),
-                                   "--inputs",
-                                   in_dir.string(),
-                                   "--out",
-                                   out_dir.string(),
-                                   "--threads",
-                                   std::to_string(threads),
-                                   "--runs",
-                                   std::to_string(runs),
-                                   "--profile-runs",
-                                   std::to_string(profile_runs),
-                                   "--precision",
-                                   precision.name};
-  if (!precision.calibration.empty()) {
-    argv.push_back("--calibration");
-    argv.push_back(calibration_dir.string());
-  }
+  const auto argv = check_command(side, scratch.path, threads, runs, profile_runs, precision);
   auto status = run_process(argv, *pythonpath, scratch.path, scratch.path / "python.out", scratch.path / "python.err");
   if (!status) return status.error();
   const std::string answer = read_text(out_dir / "result.jsonl");
-  PythonRun run;
-  run.runtime.name = side.runtime;
-  run.runtime.label = display_name(side.runtime);
-  run.runtime.python = python;
-  if (const auto* row = find_python_runtime(side.runtime)) run.node_values = row->node_values;
-  std::string error;
-  const auto lines = answer_lines(answer);
-  if (const std::string bad = unreadable_answer(lines); !bad.empty()) {
+  auto parsed = parse_check_answer(answer);
+  if (!parsed) {
     return core::Error{core::ErrorKind::kCannotVerify, "--runtime " + side.runtime + ": " + python +
                                                            " -m dwdeconv_rewrite.runtimes "
-                                                           "check answered a line that is not JSON: " +
-                                                           bad};
+                                                           "check answered a line that is not JSON of its protocol: " +
+                                                           parsed.error().message};
   }
-  for (const auto& f : lines) {
-    const std::string& kind = f[0];
-    if (kind == "label" && f.size() >= 2) {
-      run.runtime.label = f[1];
-    } else if (kind == "version" && f.size() >= 3) {
-      run.runtime.versions.emplace_back(f[1], f[2]);
-    } else if (kind == "outside" && f.size() >= 3) {
-      (f[1] == "original" ? run.original_outside : run.rewritten_outside) = f[2];
-    } else if (kind == "output" && f.size() >= 4) {
-      auto tensor = load_tensor_file(f[3]);
-      if (!tensor)
-        return core::Error{core::ErrorKind::kCannotVerify, "reading the " + f[1] + " model's output '" + f[2] + "' from " +
-                                                               run.runtime.label + ": " + tensor.error().message};
-      tensor->name = f[2];
-      (f[1] == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
-    } else if (kind == "precision" && f.size() >= 3) {
-      if (f[2] != precision.name) {
-        return core::Error{core::ErrorKind::kCannotVerify, "--runtime " + side.runtime + ": the " + f[1] + " model was converted to " +
-                                                               f[2] + ", not the --precision " + precision.name + " asked for"};
-      }
-      run.precision = f[2];
-    } else if (kind == "quant" && f.size() >= 5) {
-      const QuantStep q{std::strtod(f[3].c_str(), nullptr), std::strtod(f[4].c_str(), nullptr)};
-      if (std::isfinite(q.scale) && q.scale > 0 && std::isfinite(q.zero_point)) {
-        (f[1] == "original" ? run.original_steps : run.rewritten_steps)[f[2]] = q;
-      }
-    } else if (kind == "note" && f.size() >= 3) {
-      run.notes.push_back(f[1] + ": " + f[2]);
-    } else if (kind == "sample" && f.size() >= 3) {
-      (f[1] == "original" ? run.original_samples_ms : run.rewritten_samples_ms).push_back(std::strtod(f[2].c_str(), nullptr));
-    } else if (kind == "node" && f.size() >= 5) {
-      NodeMs node{f[2], f[3], std::strtod(f[4].c_str(), nullptr), {}, {}};
-      if (f.size() >= 7) {
-        node.inputs = names_of(f[5]);
-        node.outputs = names_of(f[6]);
-      }
-      (f[1] == "original" ? run.original_nodes : run.rewritten_nodes).push_back(std::move(node));
-    } else if (kind == "error" && f.size() >= 6 && f[1] == "import") {
-      return import_error(side.runtime, python, f);  // installed but broken: the interpreter's fault, not the model's
-    } else if (kind == "error" && f.size() >= 4 && f[1] == "usage") {
-      // The module refused the arguments (a precision its runtime does not convert to): the command line's fault.
-      return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": " + f[3]};
-    } else if (kind == "error" && f.size() >= 4) {
-      const std::string& message = f[3];
-      error = f[1] == "run" ? "the " + f[2] + " model, converted, failed to run on " + run.runtime.label + ": " + message
-                            : "cannot convert the " + f[2] + " model for " + run.runtime.label + ": " + f[1] + ": " + message;
+  PythonRun run = std::move(parsed->run);
+  run.runtime.name = side.runtime;
+  if (run.runtime.label.empty()) run.runtime.label = display_name(side.runtime);
+  run.runtime.python = python;
+  if (const auto* row = find_python_runtime(side.runtime)) run.node_values = row->node_values;
+  // Installed but broken: the interpreter's fault, not the model's. Arguments refused (a precision its runtime does
+  // not convert to): the command line's fault.
+  if (parsed->import_failure) return import_error(side.runtime, python, *parsed->import_failure);
+  if (parsed->usage_error) return core::Error{core::ErrorKind::kUsage, "--runtime " + side.runtime + ": " + *parsed->usage_error};
+  for (const auto& [which, converted] : parsed->precisions) {
+    if (converted != precision.name) {
+      return core::Error{core::ErrorKind::kCannotVerify, "--runtime " + side.runtime + ": the " + which + " model was converted to " +
+                                                             converted + ", not the --precision " + precision.name + " asked for"};
     }
+  }
+  std::string error;
+  if (const auto& f = parsed->failure) {
+    error = f->stage == "run" ? "the " + f->side + " model, converted, failed to run on " + run.runtime.label + ": " + f->message
+                              : "cannot convert the " + f->side + " model for " + run.runtime.label + ": " + f->stage + ": " + f->message;
+  }
+  for (const auto& out : parsed->outputs) {
+    auto tensor = load_tensor_file(out.file);
+    if (!tensor) {
+      return core::Error{core::ErrorKind::kCannotVerify, "reading the " + out.side + " model's output '" + out.name + "' from " +
+                                                             run.runtime.label + ": " + tensor.error().message};
+    }
+    tensor->name = out.name;
+    (out.side == "original" ? run.original_outputs : run.rewritten_outputs).push_back(std::move(*tensor));
   }
   if (error.empty() && *status == 0 && !answer.empty() && run.precision != precision.name) {
     // A module that did not say it converted to the precision asked for would be judged under the wrong rule.

@@ -26,13 +26,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def tensor_dir(folder: Path, arrays: dict) -> Path:
-    """The runtime module's input folder: one .pb per graph input and inputs.txt naming them in order."""
+    """The runtime module's input folder: one .pb per graph input and inputs.json listing them in order
+    (python/dwdeconv_rewrite/runtimes/bridge.schema.json's tensor_list)."""
     folder.mkdir(parents=True, exist_ok=True)
-    names = []
+    listed = []
     for k, (name, x) in enumerate(arrays.items()):
         (folder / f"{k}.pb").write_bytes(numpy_helper.from_array(x, name).SerializeToString())
-        names.append(f"{k}.pb")
-    (folder / "inputs.txt").write_text("\n".join(names) + "\n")
+        listed.append({"name": name, "file": f"{k}.pb"})
+    (folder / "inputs.json").write_text(json.dumps({"tensors": listed}))
     return folder
 
 
@@ -86,11 +87,13 @@ def main() -> int:
                 sys.exit(f"int8_error.py: the {precision} check failed (exit {r.returncode}): {r.stderr[-1500:]}")
             lines = [json.loads(line) for line in result.read_text().splitlines()]
             for line in lines:
-                if line[0] in ("note", "error"):
-                    print(f"{precision} {line[0]} {line[1]}: {line[2]}")
-            outputs[precision] = {(line[1], line[2]): np.load(line[3]) for line in lines if line[0] == "output"}
+                if line["kind"] in ("note", "error"):
+                    print(f"{precision} {line['kind']} {line.get('side', '-')}: {line.get('text') or line.get('message')}")
+            outputs[precision] = {(line["side"], line["name"]): np.load(line["file"]) for line in lines
+                                  if line["kind"] == "output"}
             if precision == "int8":
-                steps = {(line[1], line[2]): (float(line[3]), float(line[4])) for line in lines if line[0] == "quant"}
+                steps = {(line["side"], line["name"]): (line["scale"], line["zero_point"]) for line in lines
+                         if line["kind"] == "quant"}
     for (side, name), reference in sorted(outputs["fp32"].items()):
         if side != "original":
             continue

@@ -158,8 +158,8 @@ def main():
         onnx.save(plain, os.path.join(d, "plain.onnx"))
         with open(os.path.join(inputs, "0.pb"), "wb") as f:
             f.write(tensor.SerializeToString())
-        with open(os.path.join(inputs, "inputs.txt"), "w") as f:
-            f.write("0.pb\n")
+        with open(os.path.join(inputs, "inputs.json"), "w") as f:
+            json.dump({"tensors": [{"name": "x", "file": "0.pb"}]}, f)
         pids = os.path.join(d, "stand-in.pids")
         stand_ins = {"crash": "kill -SEGV $$", "hang": "exec sleep 600"}
         for name, body in stand_ins.items():
@@ -193,9 +193,10 @@ def main():
             proc, out = run_check(name, timeout, f"work-{name}")
             _, err = proc.communicate(timeout=120)
             lines = answer(out)
-            errors = [line for line in lines if line[0] == "error"]
+            errors = [line for line in lines if line["kind"] == "error"]
             print(f"  exit {proc.returncode}; answer {errors}; {time.monotonic() - started:.1f} s", flush=True)
-            check(proc.returncode == 3 and errors and errors[0][1:3] == ["pnnx", "original"] and said in errors[0][3],
+            check(proc.returncode == 3 and errors and [errors[0]["stage"], errors[0]["side"]] == ["pnnx", "original"]
+                  and said in errors[0]["message"],
                   f"pnnx {name}ing is an 'error pnnx original' answer ({said}) and exit 3")
             check(not scratch_left(f"work-{name}"), f"pnnx {name}ing leaves no scratch folder under --work")
             check(stand_in_pids() and not any(alive(p) for p in stand_in_pids()), f"pnnx {name}ing leaves no converter running")

@@ -33,6 +33,12 @@ import time
 
 import report_archive  # beside this script: the suite's report archive
 
+
+def usage_line(line):
+    """Whether an answer line of check.py is its `error` of stage `usage` (bridge.schema.json's usage_error)."""
+    return line.get("kind") == "error" and line.get("stage") == "usage"
+
+
 PACKAGES = {"litert": ["numpy", "onnx", "onnx2tf", "tensorflow", "ai_edge_litert"],
             "executorch": ["numpy", "onnx", "torch", "onnx2torch", "executorch", "torchao"],
             "openvino": ["numpy", "onnx", "openvino"],
@@ -104,8 +110,8 @@ def main():
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, "0.pb"), "wb") as f:
                 f.write(numpy_helper.from_array(x, "x").SerializeToString())
-            with open(os.path.join(folder, "inputs.txt"), "w") as f:
-                f.write("0.pb\n")
+            with open(os.path.join(folder, "inputs.json"), "w") as f:
+                json.dump({"tensors": [{"name": "x", "file": "0.pb"}]}, f)
             return folder
 
         inputs = tensor_dir(os.path.join(d, "inputs"), rng.uniform(-1, 1, (1, C, H, H)).astype(np.float32))
@@ -134,13 +140,14 @@ def main():
             lines = [json.loads(l) for l in open(result).read().splitlines()] if os.path.exists(result) else []
             by = {}
             for l in lines:
-                by.setdefault((l[0], l[1]), []).append(l[2:])
-            outputs = {l[1]: np.load(l[3]) for l in lines if l[0] == "output"}
+                # Each line's values after its kind and side, in the order check.py names them.
+                by.setdefault((l["kind"], l.get("side")), []).append([v for k, v in l.items() if k not in ("kind", "side")])
+            outputs = {l["side"]: np.load(l["file"]) for l in lines if l["kind"] == "output"}
             converted = re.search(CONVERTING[runtime], r.stderr) is not None
             said = f" (calibration {os.path.basename(calibration)})" if calibration else ""
             said += f": exit {r.returncode}, {seconds:.1f} s, converter {'ran' if converted else 'did not run'}"
             print(f"-- {label}: check --precision {precision}{said}\n  "
-                  + "\n  ".join(json.dumps(l) for l in lines if l[0] not in ("version", "sample"))
+                  + "\n  ".join(json.dumps(l) for l in lines if l["kind"] not in ("version", "sample"))
                   + ("" if r.returncode == 0 else "\n  stderr: " + r.stderr.strip()[-1500:].replace("\n", "\n  ")), flush=True)
             return r.returncode, lines, by, outputs, seconds, converted
 
@@ -151,10 +158,10 @@ def main():
 
         # fp32: as before, plus the precision lines.
         code, lines, by, outs, timings["fp32"], converted = run("fp32", None)
-        check(code == 0 and not any(l[0] == "error" for l in lines), "fp32 (no --precision): exit 0")
+        check(code == 0 and not any(l["kind"] == "error" for l in lines), "fp32 (no --precision): exit 0")
         check(by.get(("precision", "original")) == [["fp32"]] and by.get(("precision", "rewritten")) == [["fp32"]],
               "fp32: a precision line per side")
-        check(not any(l[0] in ("quant", "note") for l in lines), "fp32: no quant or note line")
+        check(not any(l["kind"] in ("quant", "note") for l in lines), "fp32: no quant or note line")
         check(len(by.get(("sample", "original"), [])) == 3, "fp32: timed")
         fp32 = outs
         check(set(outs) == {"original", "rewritten"} and max_abs(outs["original"], outs["rewritten"]) < 1e-4,
@@ -188,7 +195,7 @@ def main():
             else:
                 check(0 < max_abs(a, fp32["original"]) <= bound,
                       "fp16: the original differs from fp32 (it is fp16), within f16 tolerance")
-        check(not any(l[0] == "quant" for l in lines), "fp16: no quant line")
+        check(not any(l["kind"] == "quant" for l in lines), "fp16: no quant line")
         code, *_ , converted = run("fp16-again", "fp16", runs=0)
         check(code == 0 and not converted, "fp16 again: the conversions are reused")
 
@@ -220,7 +227,8 @@ def main():
 
         if runtime not in INT8:
             code, lines, *_ = run("int8-refused", "int8", calibrations["a"], runs=0)
-            check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "fp32, fp16" in lines[-1][3],
+            check(code == 2 and lines and usage_line(lines[-1])
+                  and "fp32, fp16" in lines[-1]["message"],
                   f"int8 on {runtime}: an error usage line naming the precisions it has, exit 2")
             return finish_without_int8(runtime, d, tool, original, rewritten, rewrite, upsampler, bias, timings)
         code, lines, by, outs, timings["int8"], converted = run("int8", "int8", calibrations["a"])
@@ -233,7 +241,7 @@ def main():
             check(len(quant["rewritten"]) == 1, "int8: a quant line for the rewritten model's output")
             if runtime == "litert":
                 check(len(quant["original"]) == 1, "int8 on LiteRT: a quant line for the original's output too")
-                check(not any(l[0] == "note" for l in lines), "int8 on LiteRT: no note")
+                check(not any(l["kind"] == "note" for l in lines), "int8 on LiteRT: no note")
             else:
                 notes = by.get(("note", "original"), [])
                 check(not quant["original"] and len(notes) == 1 and "ConvTranspose" in notes[0][0]
@@ -269,17 +277,17 @@ def main():
                                               ("--calibration at fp16", "fp16", calibrations["a"]),
                                               ("an unknown precision", "bf16", None)):
             code, lines, *_ = run(label.replace(" ", "_"), precision, calibration, runs=0)
-            check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"], f"{label}: an error usage line, exit 2")
+            check(code == 2 and lines and usage_line(lines[-1]), f"{label}: an error usage line, exit 2")
         gap = os.path.join(d, "calibration-gap")
         tensor_dir(os.path.join(gap, "0"), np.zeros((1, C, H, H), np.float32))
         tensor_dir(os.path.join(gap, "2"), np.zeros((1, C, H, H), np.float32))
         code, lines, *_ = run("calibration_gap", "int8", gap, runs=0)
-        check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "no gap" in lines[-1][3],
+        check(code == 2 and lines and usage_line(lines[-1]) and "no gap" in lines[-1]["message"],
               "a calibration folder with a gap: an error usage line, exit 2")
         wrong = os.path.join(d, "calibration-wrong")
         tensor_dir(os.path.join(wrong, "0"), np.zeros((1, C, H, 2 * H), np.float32))
         code, lines, *_ = run("calibration_wrong", "int8", wrong, runs=0)
-        check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "--inputs has" in lines[-1][3],
+        check(code == 2 and lines and usage_line(lines[-1]) and "--inputs has" in lines[-1]["message"],
               "calibration samples of another shape than the inputs: an error usage line, exit 2")
 
         # Through the binary: --compare --precision P on this runtime judges as documented, and the report says so.
@@ -384,10 +392,10 @@ def bf16_on_openvino(m):
     run, max_abs, fp32, d, env, tool = m["run"], m["max_abs"], m["fp32"], m["d"], m["env"], m["tool"]
     runtime, timings = m["runtime"], m["timings"]
     code, lines, by, outs, timings["bf16"], _ = run("bf16", "bf16")
-    check(code == 0 and not any(l[0] == "error" for l in lines), "bf16: exit 0")
+    check(code == 0 and not any(l["kind"] == "error" for l in lines), "bf16: exit 0")
     check(by.get(("precision", "original")) == [["bf16"]] and by.get(("precision", "rewritten")) == [["bf16"]],
           "bf16: precision bf16 per side")
-    label = [l[1] for l in lines if l[0] == "label"]
+    label = [l["text"] for l in lines if l["kind"] == "label"]
     check(len(label) == 1 and re.fullmatch(r"OpenVINO [0-9.]+ \(CPU plugin, bf16 inference\)", label[0]) is not None,
           f"bf16: the label is the precision the plugin reported back ({label})")
     notes = by.get(("note", "original"), [])
@@ -406,7 +414,7 @@ def bf16_on_openvino(m):
     # The usage refusals: what the row does not list (the binary refuses first; this is the defensive line).
     for precision in ("fp16", "int8"):
         code, lines, *_ = run(f"{precision}-refused", precision, None, runs=0)
-        check(code == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and "fp32, bf16" in lines[-1][3],
+        check(code == 2 and lines and usage_line(lines[-1]) and "fp32, bf16" in lines[-1]["message"],
               f"--precision {precision} on openvino: an error usage line naming fp32, bf16, exit 2")
 
     # Never another precision in bf16's or fp32's name. The adapter is wrapped, not the machine changed: a core whose
@@ -449,15 +457,15 @@ sys.exit(check.check(sys.argv[2:]))
         r = subprocess.run(argv, capture_output=True, text=True, env=env)
         result = os.path.join(out, "result.jsonl")
         lines = [json.loads(l) for l in open(result).read().splitlines()] if os.path.exists(result) else []
-        errors = [l for l in lines if l[0] == "error"]
+        errors = [l for l in lines if l["kind"] == "error"]
         print(f"-- {label}: check --precision {precision}: exit {r.returncode}; errors {errors}\n  "
               + r.stderr.strip()[-600:].replace("\n", "\n  "), flush=True)
-        check(r.returncode == 3 and len(errors) == 1 and errors[0][1:3] == ["openvino.compile_model", "original"]
-              and said in errors[0][3] and not any(l[0] == "output" for l in lines),
+        check(r.returncode == 3 and len(errors) == 1 and [errors[0]["stage"], errors[0]["side"]] == ["openvino.compile_model", "original"]
+              and said in errors[0]["message"] and not any(l["kind"] == "output" for l in lines),
               f"{label}: --precision {precision} is a conversion failure saying '{said}', no output")
         if no_bf16:
             check(re.search(r"AVX512_BF16, AMX_BF16 or AVX2_VNNI_2, and this CPU's flags lack (avx512_bf16|amx_bf16)",
-                            errors[0][3]) is not None, "no-bf16-cpu: the message names the CPU features missing")
+                            errors[0]["message"]) is not None, "no-bf16-cpu: the message names the CPU features missing")
 
     # Through the binary: bf16 passes at bf16, a bias moved by 0.2 in one channel (4x the bound at this output's
     # largest magnitude, about 2.2) fails, and bf16 on a runtime whose row lacks it is a usage error.

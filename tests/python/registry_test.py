@@ -54,11 +54,16 @@ for r in rows:
         check("Runtime" in bases, f"{name}: {cls} subclasses base.Runtime")
         # Its own methods, unless it extends another registered adapter (which then implements them).
         adapters = {row["adapter"].split(":")[1] for row in rows}
-        check({"__init__", "versions", "label", "prepare", "load"} <= methods or bool(adapters & set(bases)),
-              f"{name}: {cls} implements the Runtime interface")
+        check({"__init__", "versions", "label", "prepare", "load_impl"} <= methods or bool(adapters & set(bases)),
+              f"{name}: {cls} implements the Runtime interface (its hooks; base.Runtime.load binds what load_impl loads)")
     runners = [c for c in classes.values() if any(getattr(b, "id", "") == "Runner" for b in c.bases)]
-    check(len(runners) >= 1 and all({"feed", "invoke", "outputs"} <= {f.name for f in c.body if isinstance(f, ast.FunctionDef)}
-                                    for c in runners), f"{name}: {path.name} has a base.Runner subclass implementing feed, invoke, outputs")
+    hooks = {"feed_impl", "invoke", "outputs_impl"}
+    own = [{f.name for f in c.body if isinstance(f, ast.FunctionDef)} for c in runners]
+    check(len(runners) >= 1 and all(hooks <= methods for methods in own),
+          f"{name}: {path.name} has a base.Runner subclass implementing the hooks feed_impl, invoke, outputs_impl")
+    # The checks are base.Runner's template methods, written once: no adapter overrides them.
+    check(not any({"feed", "outputs"} & methods for methods in own),
+          f"{name}: {path.name}'s runners leave feed() and outputs() (the checks) to base.Runner")
     if r["pinned_requirements"]:
         check((SOURCE / r["pinned_requirements"]).is_file(), f"{name}: pinned requirements {r['pinned_requirements']} exist")
     precisions = r.get("precisions")
@@ -72,7 +77,7 @@ for r in rows:
           f"{name}: node_values {r.get('node_values', 'missing')!r} is onnx or layers exactly when {cls} has profile_nodes")
 
 # check.py refuses a precision the row does not list, and int8 without its calibration samples, before it imports any
-# runtime package: an `error usage - MESSAGE` answer, the last line, and exit 2.
+# runtime package: an `error` answer of stage `usage`, the last line, and exit 2.
 with tempfile.TemporaryDirectory() as scratch:
     for r in rows:
         refused = [p for p in ("fp32", "fp16", "int8", "bf16") if p not in r["precisions"]]
@@ -88,7 +93,8 @@ with tempfile.TemporaryDirectory() as scratch:
                                      "--out", str(out), "--precision", precision] + extra, capture_output=True, text=True)
             lines = [json.loads(line) for line in (out / "result.jsonl").read_text().splitlines()] \
                 if (out / "result.jsonl").exists() else []
-            check(answer.returncode == 2 and lines and lines[-1][:3] == ["error", "usage", "-"] and said in lines[-1][3],
+            check(answer.returncode == 2 and lines and (lines[-1]["kind"], lines[-1]["stage"]) == ("error", "usage")
+                  and said in lines[-1]["message"],
                   f"{r['name']}: check {' '.join(['--precision', precision] + extra[:1])} is refused: exit {answer.returncode}, "
                   f"{lines[-1:] or answer.stderr.strip()[-200:]}")
 

@@ -7,28 +7,125 @@ import abc
 from pathlib import Path
 
 
-class Runner(abc.ABC):
-    """One loaded model. Inputs and outputs are matched to the ONNX graph's by name, never by position: a runner
-    that cannot tell which of its runtime's tensors is which ONNX input or output raises. (The exceptions, LiteRT
-    int8's outputs, which onnx2tf renames by index, and ncnn's inputs and outputs, which pnnx renames in0.., out0..,
-    are documented at litert_adapter.tflite_io_by_name and ncnn_adapter.check_pnnx_io.)"""
+class GraphIO:
+    """The ONNX graph's side of a loaded model: its inputs (the graph inputs that are not initializers) with their
+    element types and declared shapes, and its outputs, each in graph order; a dim that is not a number is None.
+    What Runner's checks hold a runner to (Runtime.load binds it)."""
 
-    @abc.abstractmethod
+    def __init__(self, inputs: dict, outputs: list[str]):
+        self.inputs = dict(inputs)  # name -> (numpy dtype or None when the type has none, shape tuple or None)
+        self.outputs = list(outputs)
+
+    @classmethod
+    def read(cls, path: Path) -> GraphIO:
+        """The inputs and outputs of the ONNX model at `path` (its tensors' data is not read)."""
+        import onnx
+        from onnx import helper
+
+        graph = onnx.load(str(path), load_external_data=False).graph
+        initializers = {t.name for t in graph.initializer}
+        inputs = {}
+        for value in graph.input:
+            if value.name in initializers:
+                continue
+            tensor = value.type.tensor_type
+            try:
+                dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else None
+            except (KeyError, ValueError, TypeError):  # a type numpy has no dtype for (bfloat16, the float8s)
+                dtype = None
+            shape = (tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+                     if tensor.HasField("shape") else None)
+            inputs[value.name] = (dtype, shape)
+        return cls(inputs, [o.name for o in graph.output])
+
+
+class Runner(abc.ABC):
+    """One loaded model, run by name (Polygraphy's runners are the model): feed() and outputs() are template methods
+    that check in this class what every runtime must hold to, and call the adapter's hooks, feed_impl() and
+    outputs_impl(); invoke() is the adapter's alone (it is what is timed). Inputs and outputs are matched to the ONNX
+    graph's by name, never by position: a runner that cannot tell which of its runtime's tensors is which ONNX input
+    or output raises. (The exceptions, LiteRT int8's outputs, which onnx2tf renames by index, and ncnn's inputs and
+    outputs, which pnnx renames in0.., out0.., are documented at litert_adapter.tflite_io_by_name and
+    ncnn_adapter.check_pnnx_io.)"""
+
+    # The ONNX graph's inputs and outputs (Runtime.load binds them before a runner is used).
+    graph: GraphIO | None = None
+    # What the error messages call the runner ("the converted .tflite"); an adapter names its own.
+    where: str = "the runtime"
+
     def feed(self, inputs: dict) -> None:
-        """Sets the inputs, a dict ONNX input name -> array; a missing or extra name raises."""
+        """Sets the inputs, a dict ONNX input name -> array. Raises, before the adapter sees them, unless they are
+        exactly the graph's inputs by name (a missing or extra name), each a non-empty array of the input's element
+        type and of its declared shape where a dim is a number."""
+        import numpy as np
+
+        graph = self._bound()
+        if not isinstance(inputs, dict):
+            raise RuntimeError(f"{self.where} is fed a dict of ONNX input name -> array, not a {type(inputs).__name__}")
+        missing = [n for n in graph.inputs if n not in inputs]
+        extra = [n for n in inputs if n not in graph.inputs]
+        if missing or extra:
+            raise RuntimeError(f"{self.where} takes inputs {list(graph.inputs)}; given {list(inputs)}"
+                               + (f" (missing {missing})" if missing else "")
+                               + (f" (not inputs of it: {extra})" if extra else ""))
+        for name, value in inputs.items():
+            array = np.asarray(value)
+            dtype, shape = graph.inputs[name]
+            if array.size == 0:
+                raise RuntimeError(f"graph input '{name}' is fed an empty array of shape {list(array.shape)}")
+            if dtype is not None and array.dtype != dtype:
+                raise RuntimeError(f"graph input '{name}' is fed as {array.dtype}; the ONNX graph declares {np.dtype(dtype)}")
+            if shape is not None and (len(shape) != array.ndim
+                                      or any(d is not None and d != n for d, n in zip(shape, array.shape))):
+                shown = [d if d is not None else "?" for d in shape]
+                raise RuntimeError(f"graph input '{name}' is fed shape {list(array.shape)}; the ONNX graph declares {shown}")
+        self.feed_impl(inputs)
 
     @abc.abstractmethod
     def invoke(self) -> None:
         """Runs the model once on the inputs fed: what is timed."""
 
-    @abc.abstractmethod
     def outputs(self) -> dict:
-        """The last run's results: a dict ONNX output name -> array in ONNX layout, in graph output order."""
+        """The last run's results: a dict ONNX output name -> array in ONNX layout, in graph output order. Raises
+        unless the adapter returned a dict holding exactly the graph's outputs by name, none of them empty."""
+        import numpy as np
+
+        graph = self._bound()
+        found = self.outputs_impl()
+        if not isinstance(found, dict):
+            raise RuntimeError(f"{self.where} returned its outputs as a {type(found).__name__}, not by name")
+        if len(found) != len(graph.outputs) or set(found) != set(graph.outputs):
+            missing = [n for n in graph.outputs if n not in found]
+            extra = [n for n in found if n not in set(graph.outputs)]
+            raise RuntimeError(f"{self.where} returned {len(found)} outputs {list(found)} for the {len(graph.outputs)} "
+                               f"the ONNX graph declares {graph.outputs}" + (f"; missing {missing}" if missing else "")
+                               + (f"; not graph outputs: {extra}" if extra else ""))
+        ordered = {name: np.asarray(found[name]) for name in graph.outputs}
+        for name, value in ordered.items():
+            if value.size == 0:
+                raise RuntimeError(f"{self.where} returned graph output '{name}' empty, of shape {list(value.shape)}")
+        return ordered
+
+    # Hooks: what an adapter implements.
+
+    @abc.abstractmethod
+    def feed_impl(self, inputs: dict) -> None:
+        """Sets the inputs (feed() has checked them against the graph)."""
+
+    @abc.abstractmethod
+    def outputs_impl(self) -> dict:
+        """The last run's results, ONNX output name -> array in ONNX layout."""
 
     def output_quantization(self) -> dict:
         """{ONNX output name: (scale, zero_point)} for each output that comes out of an int8 tensor (its step in the
         output's units and its zero point); an output computed in float has none. Empty unless converted at int8."""
         return {}
+
+    def _bound(self) -> GraphIO:
+        if self.graph is None:
+            raise RuntimeError(f"{type(self).__name__} was not made by Runtime.load (or Runtime.bind): it has no ONNX graph "
+                               "to check its inputs and outputs against")
+        return self.graph
 
 
 class Runtime(abc.ABC):
@@ -68,6 +165,20 @@ class Runtime(abc.ABC):
         XNNPACK delegate, where the runtime has one; "precision", what it was converted to, fp32 when absent; "notes",
         facts about that precision a user must know); raises StageError naming the converter's stage."""
 
-    @abc.abstractmethod
     def load(self, path: Path, threads: int) -> Runner:
+        """The converted model at `path`, ready to run on `threads` threads, bound to the ONNX graph's inputs and
+        outputs (the adapter's load_impl loads it)."""
+        return self.bind(self.load_impl(path, threads), path)
+
+    @staticmethod
+    def bind(runner: Runner, path: Path) -> Runner:
+        """`runner` bound to the inputs and outputs of the ONNX model at `path`, which its checks hold it to; for an
+        adapter that makes a runner outside load() (a profiling session)."""
+        runner.graph = GraphIO.read(path)
+        return runner
+
+    # Hooks: what an adapter implements (and the constructor, versions, label and prepare above).
+
+    @abc.abstractmethod
+    def load_impl(self, path: Path, threads: int) -> Runner:
         """The converted model at `path`, ready to run on `threads` threads."""

@@ -4,45 +4,47 @@ The binary keeps the decisions: it makes the inputs (the same seeded or given te
 the outputs under its tolerance rules and chooses the exit code. This side converts both models the way the runtime's
 users do, runs them on those inputs, writes their outputs, and times them interleaved.
 
-Answers are JSON Lines: each line one JSON array, its first element naming the line; numbers are JSON numbers and
-lists JSON arrays, everything else a string (the binary reads them with nlohmann-json):
+Answers are JSON Lines: each line one JSON object with named keys, its "kind" naming it; numbers are JSON numbers
+and lists JSON arrays. bridge.schema.json beside this file defines every kind ($defs/answer), and the binary parses
+them by those names (runtime_check/python_answer.cpp):
 
-  python      EXECUTABLE  VERSION                  (probe) the interpreter
-  missing     IMPORT      PIP                      (probe) a package the runtime needs that is not importable
-  error  import  RUNTIME  MESSAGE  MODULE  PIP     (check, exit 5; probe, exit 5, for the imports it makes) a
-                                                   package that is installed but raises on import, MODULE the one
-                                                   imported (it may be a dependency of it that failed), PIP the pip
-                                                   package it comes from, MESSAGE "importing MODULE failed: TYPE:
-                                                   TEXT"; the last line written, and no report is to be made of it:
-                                                   the interpreter cannot run the runtime, as with a missing package
-  runtime     NAME
-  label       TEXT                                 e.g. "ONNX Runtime 1.32.0 (CPU provider)"
-  version     PACKAGE     VERSION
-  precision   SIDE        P                        what SIDE was converted to: fp32, fp16, int8 or bf16 (one per
-                                                   side, before its outside line)
-  outside     SIDE        TEXT                     ops the converted graph leaves outside the XNNPACK delegate
-  note        SIDE        TEXT                     a fact about SIDE's precision the user must know (e.g. an op the
-                                                   int8 quantizer left in float); none at fp32
-  output      SIDE        NAME        FILE.npy     SIDE is original or rewritten; one line per ONNX graph output,
-                                                   in graph output order, NAME the output the runtime's tensor was
-                                                   matched to by name (never by position, but for LiteRT int8's
-                                                   outputs: litert_adapter.tflite_io_by_name)
-  quant       SIDE  NAME  SCALE  ZERO_POINT        (int8) graph output NAME of SIDE comes out of an int8 tensor:
-                                                   SCALE its step in the output's units, ZERO_POINT its zero point
-                                                   (numbers); after SIDE's output lines; none for an output computed
-                                                   in float (then only the other side may have a step)
-  sample      SIDE        MS                       one timed run, in the order run (A B A B), MS a number
-  node        SIDE  NODE  OP  MS  INPUTS  OUTPUTS  ms per run of one node (a number), from the runtime's profiler,
-                                                   with the values it reads and writes (arrays of names)
-  error       STAGE       SIDE        MESSAGE      a conversion failed (exit 3) or a run did (exit 4; STAGE "run"),
-                                                   which includes a runtime whose inputs or outputs cannot be matched
-                                                   to the ONNX graph's by name, or that returns other outputs than
-                                                   the graph declares (then no output line is written for SIDE)
-  error  usage  -  MESSAGE                         (check, exit 2) arguments the binary should not have given: a
-                                                   --precision not in the runtime's registry row, int8 without
-                                                   --calibration or --calibration without int8, a --calibration DIR
-                                                   that is not in the format below or whose samples are not the
-                                                   --inputs' names, dtypes and shapes; the last line written
+  python    executable, version                (probe) the interpreter
+  missing   module, pip                        (probe) a package the runtime needs that is not importable
+  error     stage "import", runtime, message, module, pip
+                                               (check, exit 5; probe, exit 5, for the imports it makes) a package
+                                               that is installed but raises on import, module the one imported (it
+                                               may be a dependency of it that failed), pip the pip package it comes
+                                               from, message "importing MODULE failed: TYPE: TEXT"; the last line
+                                               written, and no report is to be made of it: the interpreter cannot
+                                               run the runtime, as with a missing package
+  runtime   name
+  label     text                               e.g. "ONNX Runtime 1.32.0 (CPU provider)"
+  version   package, version
+  precision side, precision                    what side was converted to: fp32, fp16, int8 or bf16 (one per side,
+                                               before its outside line)
+  outside   side, ops                          ops the converted graph leaves outside the XNNPACK delegate
+  note      side, text                         a fact about side's precision the user must know (e.g. an op the
+                                               int8 quantizer left in float); none at fp32
+  output    side, name, file                   side is original or rewritten; one line per ONNX graph output, in
+                                               graph output order, name the output the runtime's tensor was matched
+                                               to by name (never by position, but for LiteRT int8's outputs:
+                                               litert_adapter.tflite_io_by_name), file the .npy holding it
+  quant     side, name, scale, zero_point      (int8) graph output name of side comes out of an int8 tensor: scale
+                                               its step in the output's units (a number > 0), zero_point its zero
+                                               point (an integer); after side's output lines; none for an output
+                                               computed in float (then only the other side may have a step)
+  sample    side, ms                           one timed run, in the order run (A B A B), ms a number
+  node      side, node, op, ms, inputs, outputs  ms per run of one node (a number), from the runtime's profiler,
+                                               with the values it reads and writes (arrays of names)
+  error     stage, side, message               a conversion failed (exit 3) or a run did (exit 4; stage "run"),
+                                               which includes a runtime whose inputs or outputs cannot be matched
+                                               to the ONNX graph's by name, or that returns other outputs than
+                                               the graph declares (then no output line is written for side)
+  error     stage "usage", message             (check, exit 2) arguments the binary should not have given: a
+                                               --precision not in the runtime's registry row, int8 without
+                                               --calibration or --calibration without int8, a --calibration DIR
+                                               that is not in the format below or whose samples are not the
+                                               --inputs' names, dtypes and shapes; the last line written
 
 probe RUNTIME writes to stdout: the python line, a missing line per package that is not there, and, only when none
       is missing, an error import line (exit 5) for the first of __init__.PROBE_IMPORTS that fails to import: those
@@ -51,17 +53,19 @@ probe RUNTIME writes to stdout: the python line, a missing line per package that
 
 check [--runs N --warmup W] [--profile-runs P] --runtime NAME --work DIR --original A.onnx --rewritten B.onnx
       --inputs DIR --out DIR --threads T [--precision fp32|fp16|int8|bf16] [--calibration DIR]  writes DIR/result.jsonl.
-      The inputs are DIR/*.pb TensorProtos listed in DIR/inputs.txt (one file name a line, graph input order); each
-      is fed to the input its TensorProto names. --precision (default fp32) is what both models are converted to;
-      registry.json's "precisions" lists each runtime's. --calibration (int8 only, and required there) holds the
-      samples both models are quantized with, the same for both: sub-folders 0/, 1/, ... each in the --inputs
-      format. Conversions are cached under --work by model, precision and (int8) a hash of the samples.
+      The inputs are DIR/*.pb TensorProtos listed in DIR/inputs.json (bridge.schema.json's tensor_list: {"tensors":
+      [{"name": INPUT, "file": "0.pb"}, ...]} in graph input order); each is fed to the input it names. --precision
+      (default fp32) is what both models are converted to; registry.json's "precisions" lists each runtime's.
+      --calibration (int8 only, and required there) holds the samples both models are quantized with, the same for
+      both: sub-folders 0/, 1/, ... each in the --inputs format. Conversions are cached under --work by model,
+      precision and (int8) a hash of the samples.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import math
 import platform
 import sys
 from pathlib import Path
@@ -86,9 +90,21 @@ class Answer:
     def __init__(self):
         self.lines: list[str] = []
 
-    def add(self, *fields):
-        self.lines.append(json.dumps([f if isinstance(f, (int, float, list)) else _text(f) for f in fields],
-                                     ensure_ascii=False, allow_nan=False))
+    def add(self, kind: str, **fields):
+        """One line: {"kind": KIND, FIELD: VALUE, ...}, a line of bridge.schema.json's $defs/answer. Numbers and lists
+        of names stay what they are; anything else is written as text."""
+        def value(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float, list)):
+                return _text(v)
+            return [_text(x) for x in v] if isinstance(v, list) else v
+
+        line = {"kind": kind, **{k: value(v) for k, v in fields.items()}}
+        self.lines.append(json.dumps(line, ensure_ascii=False, allow_nan=False))
+
+    def import_error(self, runtime: str, failure: tuple[str, str, str]):
+        """The `error import` line of a package that is installed but fails to import (import_failure's triple)."""
+        message, module, pip = failure
+        self.add("error", stage="import", runtime=runtime, message=message, module=module, pip=pip)
 
     def write(self, path: Path | None):
         data = "".join(line + "\n" for line in self.lines).encode("utf-8")  # whatever the locale's encoding
@@ -106,15 +122,15 @@ def probe(argv: list[str]) -> int:
         print(f"usage: probe {'|'.join(NAMES)}", file=sys.stderr)
         return 2
     answer = Answer()
-    answer.add("python", sys.executable, platform.python_version())
+    answer.add("python", executable=sys.executable, version=platform.python_version())
     missing = missing_packages(argv[0])
     for module, pip in missing:
-        answer.add("missing", module, pip)
+        answer.add("missing", module=module, pip=pip)
     if not missing:
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the answer
             failure = import_failure(PROBE_IMPORTS[argv[0]])
         if failure is not None:
-            answer.add("error", "import", argv[0], *failure)
+            answer.import_error(argv[0], failure)
             print(f"python -m dwdeconv_rewrite.runtimes probe {argv[0]}: {failure[0]}", file=sys.stderr)
             answer.write(None)
             return EXIT_IMPORT_FAILED
@@ -148,10 +164,10 @@ def check(argv: list[str]) -> int:
 
     answer = Answer()
     result = args.out / "result.jsonl"
-    answer.add("runtime", args.runtime)
+    answer.add("runtime", name=args.runtime)
 
     def usage(message):
-        answer.add("error", "usage", "-", message)
+        answer.add("error", stage="usage", message=message)
         answer.write(result)
         print(f"python -m dwdeconv_rewrite.runtimes check: {message}", file=sys.stderr)
         return EXIT_USAGE
@@ -166,7 +182,7 @@ def check(argv: list[str]) -> int:
         return usage(f"--calibration applies to --precision int8, not {args.precision}")
 
     def import_failed(failure):
-        answer.add("error", "import", args.runtime, *failure)
+        answer.import_error(args.runtime, failure)
         answer.write(result)
         print(f"python -m dwdeconv_rewrite.runtimes check: {failure[0]}", file=sys.stderr)
         return EXIT_IMPORT_FAILED
@@ -174,10 +190,7 @@ def check(argv: list[str]) -> int:
     failure = import_failure(CHECK_IMPORTS[args.runtime])
     if failure is not None:
         return import_failed(failure)
-    import numpy as np
-
-    from .common import (StageError, calibration_key, onnx_output_shapes, read_calibration, read_tensor_dir, signature,
-                         time_interleaved)
+    from .common import StageError, calibration_key, read_calibration, read_tensor_dir, signature
 
     inputs = read_tensor_dir(args.inputs)
     calibration, key = None, ""
@@ -201,13 +214,13 @@ def check(argv: list[str]) -> int:
                               module, pip))
     runtime.child_stdout = sys.stderr  # converter progress is a log, not an answer
     runtime.set_precision(args.precision, args.calibration, key)
-    answer.add("label", runtime.label())
+    answer.add("label", text=runtime.label())
     for package, version in runtime.versions().items():
-        answer.add("version", package, version)
+        answer.add("version", package=package, version=version)
     sides = {"original": args.original, "rewritten": args.rewritten}
 
     def failed(stage, side, message, code):
-        answer.add("error", stage, side, message)
+        answer.add("error", stage=stage, side=side, message=message)
         answer.write(result)
         return code
 
@@ -220,44 +233,48 @@ def check(argv: list[str]) -> int:
             return failed(e.stage, side, str(e).removeprefix(f"{e.stage}: "), 3)
         except Exception as e:  # noqa: BLE001 - a converter's own failure, reported with its message
             return failed("conversion", side, f"{type(e).__name__}: {e}", 3)
-        answer.add("precision", side, info.get("precision", "fp32"))
+        answer.add("precision", side=side, precision=info.get("precision", "fp32"))
         if _outside(info) is not None:
-            answer.add("outside", side, _outside(info))
+            answer.add("outside", side=side, ops=_outside(info))
         for note in info.get("notes", []):
-            answer.add("note", side, note)
+            answer.add("note", side=side, text=note)
+
+    code = _run_and_time(runtime, sides, inputs, args, answer)
+    answer.write(result)
+    return 0 if code is None else code
+
+
+def _run_and_time(runtime, sides: dict, inputs: dict, args, answer: Answer) -> int | None:
+    """Runs each converted side on `inputs` and answers its outputs (and int8 steps), then times the two interleaved
+    and profiles each, as `args` asks; the exit code of a run that failed (4, its error line answered), else None."""
+    import numpy as np
+
+    from .common import time_interleaved
 
     runners = {}
     for side, path in sides.items():
-        graph_outputs = list(onnx_output_shapes(path))
         try:
             runner = runtime.load(path, args.threads)
             runner.feed(inputs)
             runner.invoke()
-            outs = runner.outputs()  # {ONNX output name: array}, matched by name by the adapter
+            # {ONNX output name: array} in graph output order: base.Runner has checked them against the graph.
+            outs = runner.outputs()
         except Exception as e:  # noqa: BLE001
-            return failed("run", side, f"{type(e).__name__}: {e}", 4)
-        if not isinstance(outs, dict):
-            return failed("run", side, f"the {args.runtime} adapter returned its outputs as a {type(outs).__name__}, "
-                          "not by name", 4)
-        if len(outs) != len(graph_outputs) or set(outs) != set(graph_outputs):
-            missing = [n for n in graph_outputs if n not in outs]
-            extra = [n for n in outs if n not in set(graph_outputs)]
-            return failed("run", side, f"{runtime.label()} returned {len(outs)} outputs {list(outs)} for the "
-                          f"{len(graph_outputs)} the ONNX graph declares {graph_outputs}"
-                          + (f"; missing {missing}" if missing else "") + (f"; not graph outputs: {extra}" if extra else ""),
-                          4)
-        for k, name in enumerate(graph_outputs):
-            value = np.asarray(outs[name])
+            answer.add("error", stage="run", side=side, message=f"{type(e).__name__}: {e}")
+            return 4
+        for k, (name, value) in enumerate(outs.items()):
             if value.dtype == np.bool_ or value.dtype.kind in "iu":
                 value = value.astype(np.int64)  # the binary reads int64 and compares integers exactly
             file = args.out / f"{side}_{k}.npy"
             np.save(file, np.ascontiguousarray(value))
-            answer.add("output", side, name, file)
-        quantization = runner.output_quantization() if hasattr(runner, "output_quantization") else {}
-        for name in graph_outputs:
+            answer.add("output", side=side, name=name, file=file)
+        quantization = runner.output_quantization()
+        for name in outs:
             if name in quantization:
                 scale, zero_point = quantization[name]
-                answer.add("quant", side, name, float(scale), int(zero_point))
+                if not (math.isfinite(scale) and scale > 0):  # no step to count in: judged in float
+                    continue
+                answer.add("quant", side=side, name=name, scale=float(scale), zero_point=int(zero_point))
         runners[side] = runner
     if args.runs > 0:
         samples = {}
@@ -265,14 +282,13 @@ def check(argv: list[str]) -> int:
                          warmup=args.warmup, samples=samples)
         for side, key in (("original", "a"), ("rewritten", "b")):
             for ms in samples[key]:
-                answer.add("sample", side, float(ms))
+                answer.add("sample", side=side, ms=float(ms))
     if args.profile_runs > 0 and hasattr(runtime, "profile_nodes"):
         for side, path in sides.items():
             for n in runtime.profile_nodes(path, args.threads, inputs, args.profile_runs):
-                answer.add("node", side, n["node"], n["op"], float(n["ms"]), [str(v) for v in n["inputs"]],
-                           [str(v) for v in n["outputs"]])
-    answer.write(result)
-    return 0
+                answer.add("node", side=side, node=n["node"], op=n["op"], ms=float(n["ms"]), inputs=list(n["inputs"]),
+                           outputs=list(n["outputs"]))
+    return None
 
 
 __all__ = ["probe", "check", "REQUIREMENTS"]

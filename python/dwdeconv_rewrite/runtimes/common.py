@@ -9,6 +9,7 @@ import collections
 import contextlib
 import functools
 import hashlib
+import json
 import os
 import platform
 import statistics
@@ -24,6 +25,9 @@ import onnx
 # the run's private folder holding only the package, never a site-packages it may be installed in: resolving the
 # path would hand the converter children another environment's packages.
 PACKAGE_ROOT = Path(os.path.abspath(__file__)).parents[2]
+
+# The file of an input set's folder that lists its tensors (bridge.schema.json's tensor_list), as the binary writes it.
+TENSOR_LIST = "inputs.json"
 
 
 class StageError(RuntimeError):
@@ -106,14 +110,18 @@ def _model_key(name: str, mtime_ns: int, size: int) -> str:
 
 
 def read_tensor_dir(folder: Path) -> dict[str, np.ndarray]:
-    """The tensors of a folder in check's --inputs format: the TensorProto files FOLDER/inputs.txt lists (one file name
-    a line, in graph input order), each keyed by the name its TensorProto carries, in that order."""
+    """The tensors of a folder in check's --inputs format: the TensorProto files FOLDER/inputs.json lists
+    (bridge.schema.json's tensor_list, in graph input order), each keyed by the input name the list gives, in that
+    order. ValueError when a file's TensorProto carries another name than its entry."""
     from onnx import numpy_helper
 
     tensors = {}
-    for file in filter(None, (Path(folder) / "inputs.txt").read_text().split("\n")):
-        tensor = onnx.load_tensor(str(Path(folder) / file))
-        tensors[tensor.name] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
+    listed = json.loads((Path(folder) / TENSOR_LIST).read_text(encoding="utf-8"))
+    for entry in listed["tensors"]:
+        tensor = onnx.load_tensor(str(Path(folder) / entry["file"]))
+        if tensor.name != entry["name"]:
+            raise ValueError(f"{folder}/{entry['file']} holds '{tensor.name}', listed as '{entry['name']}'")
+        tensors[entry["name"]] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
     return tensors
 
 
@@ -130,8 +138,8 @@ def read_calibration(folder: Path) -> list[dict[str, np.ndarray]]:
                          f"{[p.name for _, p in numbered]}")
     samples = []
     for k, sub in numbered:
-        if not (sub / "inputs.txt").is_file():
-            raise ValueError(f"--calibration sample {sub} has no inputs.txt")
+        if not (sub / TENSOR_LIST).is_file():
+            raise ValueError(f"--calibration sample {sub} has no {TENSOR_LIST}")
         samples.append(read_tensor_dir(sub))
         first, this = samples[0], samples[-1]
         if [(n, a.dtype, a.shape) for n, a in this.items()] != [(n, a.dtype, a.shape) for n, a in first.items()]:
@@ -241,16 +249,6 @@ def onnx_input_names(path: Path) -> list[str]:
     model = onnx.load(str(path), load_external_data=False)
     initializers = {t.name for t in model.graph.initializer}
     return [v.name for v in model.graph.input if v.name not in initializers]
-
-
-def check_feed_names(expected, inputs, where: str):
-    """Raises unless `inputs` (a dict name -> array) has exactly the names `expected`: a runtime is fed by name, and
-    a missing or extra tensor is an error, not something to fill by position."""
-    missing = [n for n in expected if n not in inputs]
-    extra = [n for n in inputs if n not in set(expected)]
-    if missing or extra:
-        raise RuntimeError(f"{where} takes inputs {list(expected)}; given {list(inputs)}"
-                           + (f" (missing {missing})" if missing else "") + (f" (not inputs of it: {extra})" if extra else ""))
 
 
 def cpu_model() -> str:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from .base import Runner, Runtime
-from .common import (StageError, calibration_key, check_feed_names, child_command, model_key, onnx_inputs, parse_child_options,
+from .common import (StageError, calibration_key, child_command, model_key, onnx_inputs, parse_child_options,
                      read_calibration)
 
 
@@ -128,7 +128,7 @@ class ExecuTorchRuntime(Runtime):
         # machine whose other core was busy, each of those copies waited for a scheduler tick (4 ms medians).
         self.torch.set_num_threads(threads)
 
-    def load(self, path: Path, threads: int):
+    def load_impl(self, path: Path, threads: int):
         self.set_threads(threads)
         info = self.prepare(path)
         if "input_names" not in info or "output_names" not in info:
@@ -464,6 +464,8 @@ class ExecuTorchRunner(Runner):
     only an error number. An fp16 program's float inputs (input_casts) are cast to float16 when fed, and its float16
     outputs widened back to the ONNX graph's type (output_dtypes); output_quant is int8's step per output."""
 
+    where = "the converted ExecuTorch program"
+
     def __init__(self, method, torch, input_names: list[str], output_names: list[str], input_dtypes=None,
                  input_casts=None, output_dtypes=None, output_quant=None):
         self.method = method
@@ -475,8 +477,7 @@ class ExecuTorchRunner(Runner):
         self.output_dtypes = dict(zip(self.output_names, output_dtypes)) if output_dtypes else {}
         self.output_quant = dict(zip(self.output_names, output_quant)) if output_quant else {}
 
-    def feed(self, inputs):
-        check_feed_names(self.input_names, inputs, "the converted ExecuTorch program")
+    def feed_impl(self, inputs):
         fed = {}
         for name in self.input_names:
             x, traced = inputs[name], self.input_dtypes.get(name)
@@ -491,7 +492,7 @@ class ExecuTorchRunner(Runner):
     def invoke(self):
         self.result = self.method.execute(self.inputs)
 
-    def outputs(self) -> dict:
+    def outputs_impl(self) -> dict:
         if len(self.result) != len(self.output_names):
             raise RuntimeError(f"the ExecuTorch program returned {len(self.result)} outputs for the "
                                f"{len(self.output_names)} it was converted with {self.output_names}")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import Runner, Runtime
-from .common import (StageError, calibration_key, check_feed_names, child_command, model_key, onnx_input_names,
+from .common import (StageError, calibration_key, child_command, model_key, onnx_input_names,
                      onnx_output_shapes, parse_child_options, read_calibration)
 
 # The .tflite onnx2tf writes for each precision, {stem}_{FILE}.tflite: float32; float16 (fp16 weights, each behind a
@@ -110,7 +110,7 @@ class LiteRtRuntime(Runtime):
                 "xnnpack_partitions": sum(op["op_name"] == "DELEGATE" for op in ops),
                 "not_delegated": dict(left), "precision": self.precision, "notes": notes}
 
-    def load(self, path: Path, threads: int):
+    def load_impl(self, path: Path, threads: int):
         interpreter = self.litert.Interpreter(model_path=str(self.tflite_path(path)), num_threads=threads)
         interpreter.allocate_tensors()
         return LiteRtRunner(interpreter, onnx_input_names(path), onnx_output_shapes(path), int8=self.precision == "int8")
@@ -258,6 +258,8 @@ class LiteRtRunner(Runner):
     found by its ONNX name (see tflite_io_by_name; `int8` for the integer_quant .tflite, whose outputs are paired by
     index and have an int8 step)."""
 
+    where = "the converted .tflite"
+
     def __init__(self, interpreter, onnx_inputs: list[str], onnx_outputs: dict[str, tuple], int8=False):
         self.interpreter = interpreter
         self.onnx_inputs = list(onnx_inputs)
@@ -272,8 +274,7 @@ class LiteRtRunner(Runner):
         found = {name: output_quantization(self.interpreter, detail) for name, detail in self.out_details.items()}
         return {name: q for name, q in found.items() if q is not None}
 
-    def feed(self, inputs):
-        check_feed_names(self.onnx_inputs, inputs, "the converted .tflite")
+    def feed_impl(self, inputs):
         for name, x in inputs.items():
             detail = self.in_details[name]
             want = np.dtype(detail["dtype"])
@@ -288,7 +289,7 @@ class LiteRtRunner(Runner):
     def invoke(self):
         self.interpreter.invoke()
 
-    def outputs(self) -> dict:
+    def outputs_impl(self) -> dict:
         return {name: to_nchw(self.interpreter.get_tensor(self.out_details[name]["index"]), shape)
                 for name, shape in self.onnx_outputs.items()}
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import Runner, Runtime
-from .common import StageError, check_feed_names, child_command, model_key, onnx_input_names, onnx_output_shapes
+from .common import StageError, child_command, model_key, onnx_input_names, onnx_output_shapes
 
 # MNN's RuntimeManager precision for each registry precision: "high" computes in fp32; "low" lets MNN use fp16
 # arithmetic where its CPU backend has it (ARMv8.2 fp16, AVX512-FP16 builds) and fp32 elsewhere.
@@ -180,7 +180,7 @@ class MnnRuntime(Runtime):
                          "ARM's) and not which it chose")
         return {"ops": info["ops"], "mnn": str(self.mnn_path(path)), "precision": self.precision, "notes": notes}
 
-    def load(self, path: Path, threads: int):
+    def load_impl(self, path: Path, threads: int):
         """The .mnn on MNN's CPU backend at `threads` threads, its inputs and outputs found by ONNX name (MNNConvert
         keeps the ONNX graph's input and output tensor names; one that is not there raises, none is paired by
         position)."""
@@ -210,14 +210,15 @@ class MnnRunner(Runner):
     """One .mnn loaded as an MNN Module with the ONNX input and output names (MNN looks them up in the .mnn and
     raises for one it lacks), so forward()'s lists are in those names' order."""
 
+    where = "the converted .mnn"
+
     def __init__(self, expr, module, manager, input_names, output_shapes, input_dtypes):
         self.expr, self.module, self.manager = expr, module, manager  # the manager outlives the module
         self.input_names, self.input_dtypes = input_names, input_dtypes
         self.output_shapes = dict(output_shapes)
         self.output_names = list(self.output_shapes)
 
-    def feed(self, inputs):
-        check_feed_names(self.input_names, inputs, "the converted .mnn")
+    def feed_impl(self, inputs):
         self.vars = []
         for name, (dtype, expr_dtype) in zip(self.input_names, self.input_dtypes):
             x = np.asarray(inputs[name])
@@ -236,7 +237,7 @@ class MnnRunner(Runner):
     def invoke(self):
         self.result = self.module.forward(self.vars)
 
-    def outputs(self) -> dict:
+    def outputs_impl(self) -> dict:
         result = self.result if isinstance(self.result, (list, tuple)) else [self.result]
         if len(result) != len(self.output_names):
             raise RuntimeError(f"MNN returned {len(result)} outputs for {self.output_names}")

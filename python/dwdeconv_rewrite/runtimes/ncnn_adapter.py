@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import Runner, Runtime
-from .common import StageError, check_feed_names, model_key, onnx_output_shapes
+from .common import StageError, model_key, onnx_output_shapes
 from .litert_adapter import fits
 
 # Seconds one pnnx run may take before it is killed and the model reported as not converted (a layer model converts
@@ -258,7 +258,7 @@ class NcnnRuntime(Runtime):
             tmp.write_text(json.dumps(info), encoding="utf-8")
             tmp.replace(info_path)
 
-    def load(self, path: Path, threads: int):
+    def load_impl(self, path: Path, threads: int):
         param, binary, info_path = self.paths(path)
         if not info_path.is_file():
             self.prepare(path)
@@ -326,6 +326,8 @@ class NcnnRunner(Runner):
     fed as its [C, ...] and each output is given back with the axis restored. A batch above 1 is refused. An Extractor
     per invoke(), as ncnn's examples run a net."""
 
+    where = "the converted ncnn model"
+
     def __init__(self, net, ncnn, inputs: dict[str, tuple], outputs: dict[str, tuple]):
         self.net, self.ncnn = net, ncnn
         self.onnx_inputs, self.onnx_outputs = inputs, outputs
@@ -333,8 +335,7 @@ class NcnnRunner(Runner):
         self.blob_out = {name: f"out{k}" for k, name in enumerate(outputs)}
         self.mats, self.result = {}, {}
 
-    def feed(self, inputs):
-        check_feed_names(list(self.onnx_inputs), inputs, "the converted ncnn model")
+    def feed_impl(self, inputs):
         mats = {}
         for name, x in inputs.items():
             x = np.asarray(x)
@@ -368,7 +369,7 @@ class NcnnRunner(Runner):
             result[name] = mat
         self.result = result
 
-    def outputs(self) -> dict:
+    def outputs_impl(self) -> dict:
         out = {}
         for name, shape in self.onnx_outputs.items():
             y = np.array(self.result[name])[np.newaxis]  # a copy, with the batch axis back

@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 
 from .base import Runner, Runtime
-from .common import StageError, check_feed_names, cpu_model, onnx_input_names, onnx_output_shapes
+from .common import StageError, cpu_model, onnx_input_names, onnx_output_shapes
 
 # --precision -> the CPU plugin's INFERENCE_PRECISION_HINT. fp32 is asked for explicitly: left alone, the plugin
 # runs bf16 on a CPU with AVX512_BF16 or AMX, so that "fp32" would mean bf16 on some machines and f32 on others.
@@ -134,7 +134,7 @@ class OpenVinoRuntime(Runtime):
                          + ", ".join(f"{k} x{v}" if v > 1 else k for k, v in sorted(kept_f32.items())))
         return {"ops": dict(ops), "precision": self.precision, "notes": notes}
 
-    def load(self, path: Path, threads: int):
+    def load_impl(self, path: Path, threads: int):
         compiled = self._compile(self._read(path), threads)
         return OpenVinoRunner(compiled, onnx_input_names(path), list(onnx_output_shapes(path)))
 
@@ -152,7 +152,7 @@ class OpenVinoRuntime(Runtime):
         graph = onnx.load(str(path), load_external_data=False).graph
         onnx_names = {n.name for n in graph.node if n.name} | {o for n in graph.node for o in n.output}
         compiled = self._compile(self._read(path), threads, profile=True)
-        runner = OpenVinoRunner(compiled, onnx_input_names(path), list(onnx_output_shapes(path)))
+        runner = self.bind(OpenVinoRunner(compiled, onnx_input_names(path), list(onnx_output_shapes(path))), path)
         runner.feed(inputs)
         runner.invoke()
         executed = self.ov.ProfilingInfo.Status.EXECUTED
@@ -200,6 +200,8 @@ def _port_by_name(ports, names: list, what: str) -> dict:
 class OpenVinoRunner(Runner):
     """One infer request of a compiled model; inputs and outputs are matched to the ONNX graph's by tensor name."""
 
+    where = "the OpenVINO compiled model"
+
     def __init__(self, compiled, input_names: list[str], output_names: list[str]):
         self.compiled = compiled
         self.request = compiled.create_infer_request()
@@ -208,11 +210,10 @@ class OpenVinoRunner(Runner):
         self.names = output_names
         self.ports = _port_by_name(compiled.outputs, output_names, "output")
 
-    def feed(self, inputs):
+    def feed_impl(self, inputs):
         import numpy as np
         from openvino import Tensor
 
-        check_feed_names(self.input_names, inputs, "the OpenVINO compiled model")
         # Each input is set once as a tensor the request reads (a contiguous copy kept alive here): invoke() then
         # times the inference only, not the copy in.
         self.arrays = {n: np.ascontiguousarray(inputs[n]) for n in self.input_names}
@@ -222,7 +223,7 @@ class OpenVinoRunner(Runner):
     def invoke(self):
         self.request.infer()
 
-    def outputs(self) -> dict:
+    def outputs_impl(self) -> dict:
         import numpy as np
 
         return {name: np.array(self.request.get_tensor(self.ports[name]).data) for name in self.names}

@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 from .base import Runner, Runtime
-from .common import StageError, check_feed_names, model_key, onnx_op_counts
+from .common import StageError, model_key, onnx_op_counts
 
 
 # Each runtime loads a model into a Runner: feed(inputs) once (a dict ONNX input name -> array, fed by name), then
@@ -54,11 +54,8 @@ class OrtRuntime(Runtime):
         options.execution_mode = self.ort.ExecutionMode.ORT_SEQUENTIAL
         return options
 
-    def load(self, path: Path, threads: int, profile_prefix: str | None = None):
+    def load_impl(self, path: Path, threads: int):
         options = self._options(threads)
-        if profile_prefix:
-            options.enable_profiling = True
-            options.profile_file_prefix = profile_prefix
         session = self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         return OrtRunner(session)
 
@@ -82,7 +79,7 @@ class OrtRuntime(Runtime):
         options.enable_profiling = True
         options.profile_file_prefix = str(self.work / f"{key}.profile")
         options.optimized_model_filepath = str(optimized)
-        runner = OrtRunner(self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]))
+        runner = self.bind(OrtRunner(self.ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])), path)
         runner.feed(inputs)
         for _ in range(runs + 1):
             runner.invoke()
@@ -118,19 +115,20 @@ class OrtRunner(Runner):
     """ONNX Runtime runs the ONNX graph itself: its inputs and outputs are the graph's, by name
     (session.get_inputs() / get_outputs()), and run() is asked for the outputs by those names."""
 
+    where = "the ONNX Runtime session"
+
     def __init__(self, session):
         self.session = session
         self.input_names = [i.name for i in session.get_inputs()]
         self.names = [o.name for o in session.get_outputs()]
 
-    def feed(self, inputs):
-        check_feed_names(self.input_names, inputs, "the ONNX Runtime session")
+    def feed_impl(self, inputs):
         self.inputs = dict(inputs)
 
     def invoke(self):
         self.result = self.session.run(self.names, self.inputs)
 
-    def outputs(self) -> dict:
+    def outputs_impl(self) -> dict:
         return dict(zip(self.names, self.result, strict=True))
 
 
