@@ -8,25 +8,55 @@ the tool's executor (xnnpack) and the summary says so. Names are matched as --ta
 case, and tflite for litert, onnxruntime for ort (rewrite/targets.json and runtimes/registry.json;
 tests/python/action_test.py holds the two equal through the binary).
 
+The runtimes are the registry's (python/dwdeconv_rewrite/runtimes/registry.json, the list the binary embeds), read
+from this checkout, or passed in by action/run.py from the installed package; the executor (xnnpack) is always one.
+
 No imports beyond the standard library: action.yml's install step runs it before anything is installed, as
 `python3 gate_runtime.py` with INPUT_TARGET and INPUT_RUNTIME set, and it prints the runtime or exits 2.
 """
 
+import json
 import os
 import sys
+from pathlib import Path
 
-RUNTIMES = ("xnnpack", "ort", "litert", "executorch", "openvino", "mnn")
-ALIASES = {"tflite": "litert", "onnxruntime": "ort", "ov": "openvino"}
-# The target's own runtime (rewrite::Target::runs_on); the default target has none. ncnn's is not a gate runtime: its
-# extra pulls torch through pnnx, several GB for a gate, so a gate for --target ncnn names the runtime it runs on.
+# The registry of this checkout, which the install step installs.
+REGISTRY_PATH = Path(__file__).resolve().parents[1] / "python" / "dwdeconv_rewrite" / "runtimes" / "registry.json"
+# The registry's runtimes the gate does not run on, and why: the Action installs the gate runtime's extra.
+NOT_GATED = {"ncnn": "its extra would install torch through pnnx, several GB for a gate"}
+# The names --target and --runtime also take for a runtime (rewrite/targets.cpp's target aliases), besides each
+# registry row's own "aliases".
+TARGET_ALIASES = {"tflite": "litert", "onnxruntime": "ort", "ov": "openvino"}
+# The target's own runtime (rewrite::Target::runs_on); the default target has none. A gate for a target whose
+# runtime is not gated (ncnn) names the runtime it runs on.
 TARGET_RUNTIME = {"default": None, "xnnpack": "xnnpack", "litert": "litert", "ort": "ort", "executorch": "executorch",
                   "openvino": "openvino", "mnn": "mnn", "ncnn": "ncnn"}
 
 
-def canonical(name):
+def load_registry(path=REGISTRY_PATH):
+    """The runtimes' registry (registry.json) as a dict."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def runtimes(registry):
+    """The runtimes the gate runs on: the executor, then the registry's, in its order, but those NOT_GATED."""
+    return ("xnnpack",) + tuple(r["name"] for r in registry["runtimes"] if r["name"] not in NOT_GATED)
+
+
+def aliases(registry):
+    """{alias: runtime} for every other name --runtime takes: the registry rows' aliases and the targets'."""
+    named = {a.lower(): r["name"] for r in registry["runtimes"] for a in r.get("aliases", [])}
+    return dict(TARGET_ALIASES, **named)
+
+
+REGISTRY = load_registry()
+RUNTIMES = runtimes(REGISTRY)
+
+
+def canonical(name, registry=REGISTRY):
     """The target or runtime `name` means (any case, an alias), or the lower-cased name when it is none of them."""
     lower = name.strip().lower()
-    return ALIASES.get(lower, lower)
+    return aliases(registry).get(lower, lower)
 
 
 class BadInput(ValueError):
@@ -39,21 +69,23 @@ class BadInput(ValueError):
         self.known = known
 
 
-def gate_runtime(target, runtime):
-    """(runtime, why): where the speed gate runs and how that was chosen, or raises BadInput."""
+def gate_runtime(target, runtime, registry=REGISTRY):
+    """(runtime, why): where the speed gate runs and how that was chosen, or raises BadInput. `registry` is the
+    runtimes' registry (this checkout's unless given)."""
+    gated = runtimes(registry)
     if runtime.strip():
-        chosen = canonical(runtime)
-        if chosen not in RUNTIMES:
-            raise BadInput("runtime", RUNTIMES)
+        chosen = canonical(runtime, registry)
+        if chosen not in gated:
+            raise BadInput("runtime", gated)
         return chosen, "the runtime input"
-    name = canonical(target) if target.strip() else "default"
+    name = canonical(target, registry) if target.strip() else "default"
     if name not in TARGET_RUNTIME:
         raise BadInput("target", tuple(TARGET_RUNTIME))
     own = TARGET_RUNTIME[name]
-    if own is not None and own not in RUNTIMES:
-        raise BadInput("runtime", RUNTIMES, "runtime: the speed gate does not run on %s, the runtime of --target %s (its "
-                                            "extra would install torch); give the runtime input, one of %s"
-                       % (own, name, ", ".join(RUNTIMES)))
+    if own is not None and own not in gated:
+        raise BadInput("runtime", gated, "runtime: the speed gate does not run on %s, the runtime of --target %s (%s); "
+                                         "give the runtime input, one of %s"
+                       % (own, name, NOT_GATED.get(own, "not in the registry"), ", ".join(gated)))
     if own is None:
         return "xnnpack", "this tool's executor: the default target is meant for every runtime and has none of its own"
     return own, "the runtime of --target %s" % name
