@@ -23,8 +23,8 @@
 #include "core/text.h"
 #include "onnx_io/external_data.h"
 #include "python_answer.h"
-#include "runtime_check/runtime_registry_json.h"
 #include "runtime_check/tensor_io.h"
+#include "runtime_registry.h"
 
 extern char** environ;
 
