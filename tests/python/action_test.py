@@ -169,7 +169,7 @@ class ActionScriptTest(ActionScriptCase):
         self.assertIn("ok: nothing to rewrite", (self.work / "gh-summary").read_text())
         self.assertIn("on xnnpack, this tool's executor: the default target is meant for every runtime",
                       (self.work / "gh-summary").read_text())
-        # The precision and threads users ship: passed to the comparison, and said in the summary (issue 31).
+        # The precision and threads users ship: passed to the comparison, and said in the summary.
         (self.work / "gh-summary").unlink()
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_TARGET="litert",
                                                  INPUT_PRECISION="INT8", INPUT_THREADS="2"))
@@ -203,7 +203,7 @@ class ActionScriptTest(ActionScriptCase):
 
     def test_a_model_with_nothing_rewritten_passes_the_gate_untimed_and_says_nothing_to_rewrite(self):
         # The output is the input: the tool did the right thing, and what ships is the original, so the gate passes
-        # at any min-speedup and the summary says "nothing to rewrite" (issue 39; before, 1.00x failed any gate over 1).
+        # at any min-speedup and the summary says "nothing to rewrite" (before, 1.00x failed any gate over 1).
         # Timing one model twice is noise, so nothing is timed: a stand-in tool rewrites through the real binary and
         # answers --compare with a speedup of 1.5, recording the call, which must never come.
         stub = self.work / "stub-tool"
@@ -237,7 +237,7 @@ class ActionScriptTest(ActionScriptCase):
                 self.assertIn("| 0 | 8 | pass |  | ` ok: nothing to rewrite ` |", (self.work / "gh-summary").read_text())
 
     def test_check_mode_gates_models_already_rewritten_and_writes_none(self):
-        # Issue 39: "args: --check" was exit 2 (the Action always passed --output). check: true runs --check on each
+        # "args: --check" was exit 2 (the Action always passed --output). check: true runs --check on each
         # model, writes no model, and reads the target each records (the rewrite records it) unless target is given.
         original = "models/nested/migan_tiny_deconv.onnx"
         out_dir = self.work / "dwdeconv-rewrite-out"
@@ -284,7 +284,7 @@ class ActionScriptTest(ActionScriptCase):
                 self.assertEqual(sorted(p.name for p in output.parent.iterdir()), ["migan_tiny_deconv.xnn.report.json"])
 
 
-    # Issue 26: a hostile model file name, node name or input value.
+    # A hostile model file name, node name or input value.
 
     def test_a_file_name_forges_no_workflow_command(self):
         models = self.hostile_models()

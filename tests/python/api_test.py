@@ -385,7 +385,7 @@ class CompareTest(unittest.TestCase, RewrittenStructure):
                     self.assertIn(option, dwdeconv_rewrite.compare(MIGAN, MIGAN, min_speedup=good).report["argv"])
 
     def test_precision_and_threads_reach_the_binary_and_bad_values_are_refused(self):
-        # The precision and thread count users ship (issue 31) as named arguments, checked as the binary checks them.
+        # The precision and thread count users ship as named arguments, checked as the binary checks them.
         with tempfile.TemporaryDirectory() as tmp, environment(DWDECONV_REWRITE=argv_stub(tmp)):
             argv = dwdeconv_rewrite.compare(MIGAN, MIGAN, runtime="litert", precision="INT8", threads=2).report["argv"]
             self.assertIn("--precision=int8", argv)
