@@ -11,19 +11,19 @@ INPUT_PRECISION, INPUT_THREADS, INPUT_REPORT, INPUT_OUTPUT_DIR, INPUT_ARGS), so 
 MODELS holds files, directories (every *.onnx below them) and globs (** spans directories), one per line, or
 separated by spaces when on one line; an entry that names a file is that file, even when its name holds a glob's
 characters. Each MODEL is rewritten to OUTPUT_DIR/<its path>.xnn.onnx (under
-OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false,
-and, with MIN_SPEEDUP, compared against it on RUNTIME with --bench --min-speedup (dwdeconv_rewrite.compare; at
-PRECISION and with THREADS when given), unless
-its report says that no node was rewritten: the output is then the input, nothing is timed (a ratio of two timings
-of one model would measure noise), and the gate passes it ("nothing to rewrite"), as the tool's own gate does. A
+OUTPUT_DIR by its file name when it lies outside the current directory), with --verify unless verify is false.
+With MIN_SPEEDUP the same one call gates it: --verify --bench --min-speedup on RUNTIME (at PRECISION and with
+THREADS when given), so the tool verifies and times the rewrite there and, below the minimum, writes nothing and
+exits 1. A model with no node rewritten is not timed (its output is the input, and a ratio of two timings of one
+model would measure noise): the tool's gate passes it, and the summary says "nothing to rewrite". A
 sidecar MODEL.input-shapes (MODEL without .onnx) with one NAME=DIMS per line gives that model's shapes: the tool
-reads it itself, for the rewrite's --verify and the speed gate's --compare alike (docs/cli.md). Found
+reads it itself (docs/cli.md). Found
 under a directory or glob, *.xnn.onnx files (an earlier run's outputs) are left out, wherever OUTPUT_DIR is: "."
 writes each output beside its model. A MODEL is passed after "--", and paths as --option=PATH, so that no file
 name is read as an option.
 
-The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch), and, when the
-speed gate ran, that check's report under "speed_check". It replaces an earlier REPORT or nothing: a REPORT path
+The REPORT is a JSON list with each model's report (the tool's report schema, as in a batch; with a gate, its
+"bench" holds the speedup). It replaces an earlier REPORT or nothing: a REPORT path
 that is a model given, that is where a rewritten model, its data or its report goes, or that holds anything but
 such a list is refused (exit 2) before any model runs. All models run even when one fails. Exit 0 when all
 passed, else the exit code of the first that failed (1 verification or gate, 2 usage, 3 invalid model or I/O, 4
@@ -39,7 +39,7 @@ time, so the runner takes nothing in it for a command.
 
 A SIGINT or SIGTERM is passed on to the tool that runs (dwdeconv_rewrite._process), which ends its runtime child and
 removes what it staged; then the output of a model whose speed gate had not finished is removed, and the script
-exits 130 or 143.
+exits 130 or 143. So is a gated model's output when its run failed: an earlier run's must not ship in its place.
 
 The tool is $DWDECONV_REWRITE, else the binary of the installed dwdeconv_rewrite package.
 """
@@ -60,7 +60,7 @@ from pathlib import Path
 
 import dwdeconv_rewrite
 from dwdeconv_rewrite.runtimes import REGISTRY
-from dwdeconv_rewrite._api import _cli_path
+from dwdeconv_rewrite._api import BUILTIN_RUNTIME, _cli_path
 from dwdeconv_rewrite._process import forward_sigterm, run as run_binary
 
 def _sibling(name):
@@ -319,9 +319,9 @@ def run_model(tool, model, out, a):
     cmd = [tool, "--check" if a.check == "true" else "--output=" + str(out), "--report=" + str(report_path)]
     if a.target:
         cmd.append("--target=" + a.target)
-    if a.verify == "true" and a.check != "true":
+    if a.verify == "true" and a.check != "true" and not a.min_speedup:
         cmd.append("--verify")
-    cmd += a.args.split() + ["--", _cli_path(str(model))]
+    cmd += gate_options(a) + a.args.split() + ["--", _cli_path(str(model))]
     print(escape("$ " + " ".join(shlex.quote(c) for c in cmd)), file=log_stream(), flush=True)
     try:
         return rewrite_and_gate(cmd, model, out, report_path, a)
@@ -350,44 +350,39 @@ def rewrite_and_gate(cmd, model, out, report_path, a):
         report = {"input": str(model), "exit_code": returncode,
                   "error": "; ".join(error_lines(log)) or "no report written"}
     if returncode != 0:
+        if a.min_speedup:
+            remove_output(out)  # not gated: an earlier run's output must not ship in its place
         message = report.get("error") or "; ".join(error_lines(log)) or "exit %d" % returncode
         return returncode, report, message
     if not a.min_speedup:
         return 0, report, "ok"
-
-    def gate_failed(code, verdict):
-        # A model that failed its gate is not an output: the artifact upload must not carry it.
-        remove_output(out)
-        return code, report, verdict
-
     if report.get("rewritten") == 0:
-        # The output is the input: the tool did the right thing, and what ships is the original, so the gate passes
-        # (as the tool's own --min-speedup does). A ratio of two timings of one model is noise: nothing is timed.
-        gate = float(a.min_speedup)
+        # The output is the input: the tool did the right thing, and what ships is the original, so its gate passed
+        # untimed (a ratio of two timings of one model is noise), and the summary says so.
         why = "no node was rewritten, so the output is the input"
-        print(escape("nothing to rewrite: %s; min-speedup %g passes untimed" % (why, gate)), file=log_stream(), flush=True)
-        report["speed_check"] = {"exit_code": 0, "error": None, "min_speedup": gate, "not_timed": why}
+        print(escape("nothing to rewrite: %s; min-speedup %g passes untimed" % (why, float(a.min_speedup))),
+              file=log_stream(), flush=True)
         return 0, report, "nothing to rewrite"
-
-    try:
-        checked = dwdeconv_rewrite.compare(str(model), str(out), runtime=a.runtime, bench=True,
-                                         min_speedup=float(a.min_speedup), precision=a.precision or None,
-                                         threads=int(a.threads) if a.threads else None)
-    except dwdeconv_rewrite.DwdeconvError as e:
-        echo(e.log)
-        report["speed_check"] = e.report
-        return gate_failed(e.exit_code, "speed check on %s: %s" % (a.runtime, e.message))
-    echo(checked.log)
-    report["speed_check"] = checked.report
-    if not checked.passed:
-        return gate_failed(dwdeconv_rewrite.EXIT_CHECK_FAILED, "speed check on %s: %s (speedup %s, minimum %s)"
-                           % (a.runtime, checked.error or "failed", checked.speedup, a.min_speedup))
     return 0, report, "ok"
+
+
+def gate_options(a):
+    """The speed gate as options of the rewrite's one call: --bench and --min-speedup on the gate's runtime (its
+    interpreter this one, which the install step gave the runtime's extra), verified there too, at the precision and
+    thread count asked for. The binary times, judges and, below the minimum, writes nothing; [] without a gate."""
+    if not a.min_speedup:
+        return []
+    options = ["--verify", "--bench", "--min-speedup=%r" % float(a.min_speedup), "--runtime=" + a.runtime]
+    if a.runtime != BUILTIN_RUNTIME:
+        options.append("--python=" + sys.executable)
+    options += ["--precision=" + a.precision] if a.precision else []
+    options += ["--threads=" + a.threads] if a.threads else []
+    return options
 
 
 def summary_row(model, code, report, verdict):
     verify = report.get("verify") or {}
-    bench = (report.get("speed_check") or {}).get("bench") or {}
+    bench = report.get("bench") or {}
     cells = [str(model), str(report.get("rewritten", "")), str(report.get("kept", "")),
              "" if not verify else ("pass" if verify.get("passed") else "FAIL"),
              "%.2fx" % bench["speedup"] if isinstance(bench.get("speedup"), (int, float)) else "",

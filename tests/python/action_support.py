@@ -154,14 +154,16 @@ class ActionScriptCase(unittest.TestCase):
 
     def interrupt_the_speed_gate(self, sig):
         """Runs the action with a speed gate whose bench runs for minutes (a stand-in tool adds --runs 100000 to the
-        real binary's --compare) and sends `sig` to the script once the check runs; (exit code, stderr, the
-        processes below the script before the signal, those alive after, what is left in TMPDIR)."""
-        stub = self.work / "slow-compare-tool"
+        real binary's gated call, the one with --bench) and sends `sig` to the script once the bench runs; (exit code,
+        stderr, the processes below the script before the signal, those alive after, what is left in TMPDIR)."""
+        stub = self.work / "slow-bench-tool"
         stub.write_text(textwrap.dedent("""\
             #!%s
             import os, sys
-            extra = ["--runs", "100000"] if "--compare" in sys.argv else []
-            os.execv(%r, [%r] + sys.argv[1:] + extra)
+            args = sys.argv[1:]
+            if "--bench" in args:  # before the "--" that ends the options
+                args[args.index("--"):args.index("--")] = ["--runs", "100000"]
+            os.execv(%r, [%r] + args)
             """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"])))
         stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
         scratch = self.work / "tmp"
@@ -177,7 +179,7 @@ class ActionScriptCase(unittest.TestCase):
         seen = []
         try:
             started = wait_for(lambda: proc.poll() is not None
-                               or any("--compare" in cmdline(p) for p in descendants(proc.pid)), 120)
+                               or any("--bench" in cmdline(p) for p in descendants(proc.pid)), 120)
             time.sleep(1)
             seen = descendants(proc.pid)
             self.assertTrue(started and proc.poll() is None, "the speed gate did not get under way: %s" % (

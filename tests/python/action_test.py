@@ -108,30 +108,36 @@ class ActionScriptTest(ActionScriptCase):
         self.assertEqual(self.run_action({"INPUT_MODELS": "m.onnx", "INPUT_MIN_SPEEDUP": "fast"})[0], 2)
 
     def test_the_speed_gate_compares_each_rewrite_on_the_runtime(self):
-        # A stand-in tool: rewrites through the real binary, and answers --compare ... --min-speedup as the binary does
-        # (a report with bench.speedup; exit 1 below the minimum), with an answer that depends on what it is given:
-        # the comparison itself is the real binary's (a rewritten side that is not a rewrite of the original fails
-        # it), and the speedup is the one `speedups` sets for the original model's file name (1.5 unless set). A
-        # stand-in answering 1.5x to every call passed a gate that ignored it, or that showed another model's figure.
+        # The gate is the rewrite's own call: --verify --bench --min-speedup on the runtime. A stand-in tool rewrites
+        # and verifies through the real binary, and answers the gate as the binary does (bench.speedup in the report;
+        # below the minimum, exit 1 and no output written), with an answer that depends on what it is given: the
+        # speedup is the one `speedups` sets for the model's file name (1.5 unless set). A stand-in answering 1.5x
+        # to every call passed a gate that ignored it, or that showed another model's figure. A model with nothing
+        # rewritten goes to the real binary whole, gate and all.
         stub = self.work / "stub-tool"
         speedups = self.work / "speedups.json"
         stub.write_text(textwrap.dedent("""\
             #!%s
             import json, os, subprocess, sys
-            args = sys.argv[1:]
-            if "--compare" not in args:
-                os.execv(%r, [%r] + args)
-            original, rewritten = args[0], args[args.index("--compare") + 1]
-            verified = subprocess.run([%r, original, "--compare", rewritten, "-q"]).returncode == 0
-            speedup = json.load(open(%r)).get(os.path.basename(original), 1.5) if os.path.exists(%r) else 1.5
+            real, args = %r, sys.argv[1:]
             gate = [float(a.split("=", 1)[1]) for a in args if a.startswith("--min-speedup=")]
-            passed = verified and (not gate or speedup >= gate[0])
-            error = None if passed else "verification failed" if not verified else "speedup %%.2fx below %%s" %% (speedup, gate[0])
-            with open(args[args.index("--report") + 1], "w") as f:
-                json.dump({"exit_code": 0 if passed else 1, "error": error, "bench": {"speedup": speedup},
-                           "verify": {"passed": verified}, "argv": args}, f)
+            if not gate:
+                os.execv(real, [real] + args)
+            own = ("--bench", "--min-speedup=", "--runtime=", "--python=", "--precision=", "--threads=")
+            code = subprocess.run([real] + [a for a in args if not a.startswith(own)]).returncode
+            path = [a.split("=", 1)[1] for a in args if a.startswith("--report=")][0]
+            report = json.load(open(path))
+            if code != 0 or report["rewritten"] == 0:
+                os.execv(real, [real] + args)
+            speedup = json.load(open(%r)).get(os.path.basename(args[-1]), 1.5) if os.path.exists(%r) else 1.5
+            passed = report["verify"]["passed"] and speedup >= gate[0]
+            report.update(exit_code=0 if passed else 1, argv=args, bench={"speedup": speedup},
+                          error=None if passed else "speedup %%.2fx below %%s" %% (speedup, gate[0]))
+            if not passed:  # below the minimum the binary writes nothing
+                os.unlink([a.split("=", 1)[1] for a in args if a.startswith("--output=")][0])
+            json.dump(report, open(path, "w"))
             sys.exit(0 if passed else 1)
-            """ % ((sys.executable,) + (os.environ["DWDECONV_REWRITE"],) * 3 + (str(speedups),) * 2)))
+            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], str(speedups), str(speedups))))
         stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
         # xnnpack rewrites MI-GAN's ConvTransposes, which the default keeps: a rewrite for the gate to compare.
         env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
@@ -139,10 +145,10 @@ class ActionScriptTest(ActionScriptCase):
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_RUNTIME="litert"))
         self.assertEqual(code, 0, err)
         [r] = self.report()
-        argv = r["speed_check"]["argv"]
-        self.assertEqual(argv[:3], ["models/nested/migan_tiny_deconv.onnx", "--compare",
-                                    "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"])
-        for option in ("--bench", "--min-speedup=1.2", "--runtime=litert", "--verify"):
+        argv = r["argv"]  # one call: the model, its output and the gate
+        self.assertEqual(argv[-2:], ["--", "models/nested/migan_tiny_deconv.onnx"])
+        self.assertIn("--output=dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx", argv)
+        for option in ("--bench", "--min-speedup=1.2", "--runtime=litert", "--verify", "--python=" + sys.executable):
             self.assertIn(option, argv)
         self.assertIn("| 1.50x | ok |", (self.work / "gh-summary").read_text())
         # The summary says where the speedup was measured, and why there.
@@ -154,18 +160,19 @@ class ActionScriptTest(ActionScriptCase):
         (self.work / "gh-summary").unlink()
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_TARGET="TFLite"))
         self.assertEqual(code, 0, err)
-        self.assertIn("--runtime=litert", self.report()[0]["speed_check"]["argv"])
+        self.assertIn("--runtime=litert", self.report()[0]["argv"])
         self.assertIn("on litert, the runtime of --target litert.", (self.work / "gh-summary").read_text())
         # The default target has no runtime of its own: the tool's executor, and the summary says so. It keeps
-        # MI-GAN's every ConvTranspose, so the gate times nothing (the stand-in is not asked to compare) and passes
-        # min-speedup 2: nothing to rewrite, the output is the input.
+        # MI-GAN's every ConvTranspose, so the gate times nothing (the binary's own gate, which the stand-in hands the
+        # call to) and passes min-speedup 2: nothing to rewrite, the output is the input.
         (self.work / "gh-summary").unlink()
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="2", INPUT_TARGET=""))
         self.assertEqual(code, 0, err)
         [r] = self.report()
         self.assertEqual((r["target"], r["rewritten"], r["kept"]), ("default", 0, 8))
-        self.assertNotIn("argv", r["speed_check"])
-        self.assertEqual(r["speed_check"]["exit_code"], 0)
+        self.assertNotIn("bench", r)
+        self.assertEqual(r["exit_code"], 0)
+        self.assertIn("--min-speedup 2 passes: nothing to rewrite", err + out)
         self.assertIn("ok: nothing to rewrite", (self.work / "gh-summary").read_text())
         self.assertIn("on xnnpack, this tool's executor: the default target is meant for every runtime",
                       (self.work / "gh-summary").read_text())
@@ -174,7 +181,7 @@ class ActionScriptTest(ActionScriptCase):
         code, err, out, _ = self.run_action(dict(env, INPUT_MIN_SPEEDUP="1.2", INPUT_TARGET="litert",
                                                  INPUT_PRECISION="INT8", INPUT_THREADS="2"))
         self.assertEqual(code, 0, err)
-        argv = self.report()[0]["speed_check"]["argv"]
+        argv = self.report()[0]["argv"]
         for option in ("--runtime=litert", "--precision=int8", "--threads=2"):
             self.assertIn(option, argv)
         self.assertIn("speed gate (min-speedup 1.2) on litert at int8, 2 threads, the runtime of --target litert.",
@@ -188,9 +195,9 @@ class ActionScriptTest(ActionScriptCase):
                                                  INPUT_MODELS="models/nested/migan_tiny_deconv.onnx\nmodels/nested/slow.onnx"))
         self.assertEqual(code, 1, err)
         gated = {Path(r["input"]).name: r for r in self.report()}
-        self.assertEqual({n: (r["speed_check"]["bench"]["speedup"], r["speed_check"]["exit_code"]) for n, r in gated.items()},
+        self.assertEqual({n: (r["bench"]["speedup"], r["exit_code"]) for n, r in gated.items()},
                          {"migan_tiny_deconv.onnx": (1.3, 0), "slow.onnx": (1.1, 1)})
-        self.assertIn("speed check on xnnpack: speedup 1.10x below 1.2 (speedup 1.1, minimum 1.2)", out)
+        self.assertIn("speedup 1.10x below 1.2", out)
         self.assertNotIn("speedup 1.30x below", out)
         rows = {cell_text(row[0]): row for row in summary_rows((self.work / "gh-summary").read_text())}
         self.assertEqual(sorted(rows), ["models/nested/migan_tiny_deconv.onnx", "models/nested/slow.onnx"])
@@ -204,22 +211,9 @@ class ActionScriptTest(ActionScriptCase):
     def test_a_model_with_nothing_rewritten_passes_the_gate_untimed_and_says_nothing_to_rewrite(self):
         # The output is the input: the tool did the right thing, and what ships is the original, so the gate passes
         # at any min-speedup and the summary says "nothing to rewrite" (before, 1.00x failed any gate over 1).
-        # Timing one model twice is noise, so nothing is timed: a stand-in tool rewrites through the real binary and
-        # answers --compare with a speedup of 1.5, recording the call, which must never come.
-        stub = self.work / "stub-tool"
-        calls = self.work / "compare-calls"
-        stub.write_text(textwrap.dedent("""\
-            #!%s
-            import json, os, sys
-            args = sys.argv[1:]
-            if "--compare" not in args:
-                os.execv(%r, [%r] + args)
-            open(%r, "a").write("compare\\n")
-            with open(args[args.index("--report") + 1], "w") as f:
-                json.dump({"exit_code": 0, "bench": {"speedup": 1.5}}, f)
-            """ % (sys.executable, os.environ["DWDECONV_REWRITE"], os.environ["DWDECONV_REWRITE"], str(calls))))
-        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
-        env = {"DWDECONV_REWRITE": str(stub), "INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
+        # Timing one model twice is noise, so nothing is timed: the one call's report has no bench, and the tool says
+        # there was nothing to time.
+        env = {"INPUT_MODELS": "models/nested/migan_tiny_deconv.onnx",
                "INPUT_ARGS": "--forms nearest_mask"}  # none of its upsamplers is of that form: 0 rewritten
         output = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
         for gate in ("1.1", "1.02", "1", "0.5"):
@@ -229,11 +223,11 @@ class ActionScriptTest(ActionScriptCase):
                 self.assertIn("nothing to rewrite: no node was rewritten, so the output is the input; min-speedup %g "
                               "passes untimed" % float(gate), out)  # the tool's log: stdout on GitHub
                 self.assertIn("models/nested/migan_tiny_deconv.onnx: ok: nothing to rewrite", err)
-                self.assertFalse(calls.exists(), "the speed gate timed a model with nothing rewritten")
+                self.assertIn("nothing to time: no node was rewritten", out)
                 self.assertTrue(output.exists())
                 [r] = self.report()
-                self.assertEqual((r["rewritten"], r["speed_check"]["exit_code"]), (0, 0))
-                self.assertNotIn("bench", r["speed_check"])
+                self.assertEqual((r["rewritten"], r["exit_code"]), (0, 0))
+                self.assertNotIn("bench", r, "the speed gate timed a model with nothing rewritten")
                 self.assertIn("| 0 | 8 | pass |  | ` ok: nothing to rewrite ` |", (self.work / "gh-summary").read_text())
 
     def test_check_mode_gates_models_already_rewritten_and_writes_none(self):
@@ -268,7 +262,7 @@ class ActionScriptTest(ActionScriptCase):
         self.assertEqual(code, 2, err)
 
     def test_an_interrupt_or_sigterm_ends_the_speed_gate_and_removes_its_unchecked_output(self):
-        # Before: the KeyboardInterrupt SIGKILLed the check's binary and left OUTPUT/...xnn.onnx, never gated, for
+        # Before: the KeyboardInterrupt SIGKILLed the gate's binary and left OUTPUT/...xnn.onnx, never gated, for
         # the artifact upload; SIGTERM ended the script alone, and the binary went on benching.
         output = self.work / "dwdeconv-rewrite-out/models/nested/migan_tiny_deconv.xnn.onnx"
         for sig, exit_code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
@@ -281,7 +275,9 @@ class ActionScriptTest(ActionScriptCase):
                 self.assertEqual(leftovers, [])
                 self.assertEqual(code, exit_code, err[-3000:])
                 self.assertNotIn("Traceback", err)
-                self.assertEqual(sorted(p.name for p in output.parent.iterdir()), ["migan_tiny_deconv.xnn.report.json"])
+                # The gate is the rewrite's own call: interrupted, it wrote neither the model nor its report, and
+                # left no staged file.
+                self.assertEqual(sorted(p.name for p in output.parent.iterdir()), [])
 
 
     # A hostile model file name, node name or input value.

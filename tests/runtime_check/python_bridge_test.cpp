@@ -47,18 +47,18 @@ struct Folder {
 
 // Answer lines of each kind, written out by hand from the schema's definitions: what a Python side may say.
 const std::vector<std::string> kCheckAnswer = {
-    R"({"kind": "runtime", "name": "ort"})",
-    R"({"kind": "label", "text": "ONNX Runtime 1.32.0 (CPU provider)"})",
-    R"({"kind": "version", "package": "onnxruntime", "version": "1.32.0"})",
-    R"({"kind": "precision", "side": "original", "precision": "int8"})",
-    R"({"kind": "outside", "side": "original", "ops": "GATHER x2, SPLIT"})",
-    R"({"kind": "note", "side": "original", "text": "the quantizer left Resize in float"})",
-    R"({"kind": "precision", "side": "rewritten", "precision": "int8"})",
-    R"({"kind": "output", "side": "rewritten", "name": "y\nz", "file": "/nowhere/rewritten_0.npy"})",
-    R"({"kind": "quant", "side": "rewritten", "name": "y\nz", "scale": 0.25, "zero_point": -3})",
-    R"({"kind": "sample", "side": "original", "ms": 1.5})",
-    R"({"kind": "sample", "side": "rewritten", "ms": 0.75})",
-    R"({"kind": "node", "side": "rewritten", "node": "up/phase_0", "op": "Conv", "ms": 0.125, "inputs": ["x", ""], "outputs": ["p0"]})",
+    R"j({"kind": "runtime", "name": "ort"})j",
+    R"j({"kind": "label", "text": "ONNX Runtime 1.32.0 (CPU provider)"})j",
+    R"j({"kind": "version", "package": "onnxruntime", "version": "1.32.0"})j",
+    R"j({"kind": "precision", "side": "original", "precision": "int8"})j",
+    R"j({"kind": "outside", "side": "original", "ops": "GATHER x2, SPLIT"})j",
+    R"j({"kind": "note", "side": "original", "text": "the quantizer left Resize in float"})j",
+    R"j({"kind": "precision", "side": "rewritten", "precision": "int8"})j",
+    R"j({"kind": "output", "side": "rewritten", "name": "y\nz", "file": "/nowhere/rewritten_0.npy"})j",
+    R"j({"kind": "quant", "side": "rewritten", "name": "y\nz", "scale": 0.25, "zero_point": -3})j",
+    R"j({"kind": "sample", "side": "original", "ms": 1.5})j",
+    R"j({"kind": "sample", "side": "rewritten", "ms": 0.75})j",
+    R"j({"kind": "node", "side": "rewritten", "node": "up/phase_0", "op": "Conv", "ms": 0.125, "inputs": ["x", ""], "outputs": ["p0"]})j",
 };
 
 TEST_CASE("the bridge writes each input set as the schema's tensor_list", "[python_bridge]") {
@@ -134,10 +134,10 @@ TEST_CASE("the bridge reads a check answer by its named keys, numbers as numbers
 
 TEST_CASE("the bridge reads the error lines apart by their stage", "[python_bridge]") {
   const auto schema = validator();
-  const std::string conversion = R"({"kind": "error", "stage": "onnx2tf", "side": "rewritten", "message": "no Resize"})";
-  const std::string usage = R"({"kind": "error", "stage": "usage", "message": "--precision int8 needs --calibration DIR"})";
+  const std::string conversion = R"j({"kind": "error", "stage": "onnx2tf", "side": "rewritten", "message": "no Resize"})j";
+  const std::string usage = R"j({"kind": "error", "stage": "usage", "message": "--precision int8 needs --calibration DIR"})j";
   const std::string import =
-      R"({"kind": "error", "stage": "import", "runtime": "ort", "message": "importing onnxruntime failed: OSError: x", "module": "onnxruntime", "pip": "onnxruntime"})";
+      R"j({"kind": "error", "stage": "import", "runtime": "ort", "message": "importing onnxruntime failed: OSError: x", "module": "onnxruntime", "pip": "onnxruntime"})j";
   for (const auto& line : {conversion, usage, import}) {
     const auto problems = schema.problems(json::parse(line), "answer");
     INFO(line << "\n" << joined(problems));
@@ -152,7 +152,7 @@ TEST_CASE("the bridge reads the error lines apart by their stage", "[python_brid
   const auto refused = parse_check_answer(usage + "\n");
   REQUIRE(refused);
   CHECK(refused->usage_error == std::optional<std::string>("--precision int8 needs --calibration DIR"));
-  const auto broken = parse_probe_answer(R"({"kind": "python", "executable": "/usr/bin/python3", "version": "3.11.2"})"
+  const auto broken = parse_probe_answer(R"j({"kind": "python", "executable": "/usr/bin/python3", "version": "3.11.2"})j"
                                          "\n" +
                                          import + "\n");
   REQUIRE(broken);
@@ -162,9 +162,9 @@ TEST_CASE("the bridge reads the error lines apart by their stage", "[python_brid
   CHECK(broken->import_failure->module == "onnxruntime");
   CHECK(broken->import_failure->pip == "onnxruntime");
   CHECK(broken->import_failure->message == "importing onnxruntime failed: OSError: x");
-  const auto missing = parse_probe_answer(R"({"kind": "python", "executable": "p", "version": "3.10.0"})"
+  const auto missing = parse_probe_answer(R"j({"kind": "python", "executable": "p", "version": "3.10.0"})j"
                                           "\n"
-                                          R"({"kind": "missing", "module": "ai_edge_litert", "pip": "ai-edge-litert"})"
+                                          R"j({"kind": "missing", "module": "ai_edge_litert", "pip": "ai-edge-litert"})j"
                                           "\n");
   REQUIRE(missing);
   CHECK(missing->missing_pip == std::vector<std::string>{"ai-edge-litert"});
@@ -174,14 +174,14 @@ TEST_CASE("an answer line the schema refuses is refused, naming the line", "[pyt
   const auto schema = validator();
   // The positional arrays of before, a number as text, a key missing, a side that is neither: none is an answer line.
   const std::vector<std::string> bad = {
-      R"(["sample", "original", 1.5])",
-      R"({"kind": "sample", "side": "original", "ms": "1.5"})",
-      R"({"kind": "output", "side": "original", "name": "y"})",
-      R"({"kind": "sample", "side": "both", "ms": 1.5})",
-      R"({"kind": "node", "side": "original", "node": "n", "op": "Conv", "ms": 1, "inputs": "x", "outputs": []})",
-      R"({"kind": "quant", "side": "original", "name": "y", "scale": "0.5", "zero_point": 0})",
-      R"({"kind": "label"})",
-      R"({"text": "no kind"})",
+      R"j(["sample", "original", 1.5])j",
+      R"j({"kind": "sample", "side": "original", "ms": "1.5"})j",
+      R"j({"kind": "output", "side": "original", "name": "y"})j",
+      R"j({"kind": "sample", "side": "both", "ms": 1.5})j",
+      R"j({"kind": "node", "side": "original", "node": "n", "op": "Conv", "ms": 1, "inputs": "x", "outputs": []})j",
+      R"j({"kind": "quant", "side": "original", "name": "y", "scale": "0.5", "zero_point": 0})j",
+      R"j({"kind": "label"})j",
+      R"j({"text": "no kind"})j",
       "not JSON",
   };
   for (const auto& line : bad) {
@@ -192,7 +192,7 @@ TEST_CASE("an answer line the schema refuses is refused, naming the line", "[pyt
     REQUIRE_FALSE(answer);
     CHECK(answer.error().message == core::printable_line(line));
   }
-  const auto probe = parse_probe_answer(R"({"kind": "missing", "module": "onnx"})"
+  const auto probe = parse_probe_answer(R"j({"kind": "missing", "module": "onnx"})j"
                                         "\n");
   CHECK_FALSE(probe);
 }
