@@ -1,10 +1,12 @@
 """Runtime adapters: convert an ONNX model the way a user of a deployment runtime does, run it, time it.
 
 One adapter per runtime, each in its own file, subclassing base.Runtime and base.Runner (Polygraphy's runners are
-the model), listed in registry.json: `Runtime(work)` with `versions()`, `label()`, `prepare(path)` (convert, return the converted graph's op
-list; raises StageError naming the converter's stage), `load(path, threads)` -> a Runner with `feed(inputs)` (a dict
-ONNX input name -> array, fed by name; a missing or extra name raises), `invoke()` (what is timed) and `outputs()`
-(a dict ONNX output name -> array in ONNX layout, in graph output order). A runner matches its runtime's tensors
+the model), listed in registry.json: `Runtime(work)` with `versions()`, `label()`, `prepare(path)` (convert, return
+the converted graph's op list; raises StageError naming the converter's stage) and the hook `load_impl(path,
+threads)` -> a Runner with the hooks `feed_impl(inputs)`, `invoke()` (what is timed) and `outputs_impl()`. The base
+classes' template methods `load`, `feed` (a dict ONNX input name -> array) and `outputs` (a dict ONNX output name ->
+array in ONNX layout, in graph output order) check names, dtypes, shapes and empty arrays against the ONNX graph
+once, for every adapter. A runner matches its runtime's tensors
 to the ONNX graph's inputs and outputs by name, never by position, and raises where it cannot (each adapter says
 what its names rest on; the one positional case, LiteRT int8's outputs, which onnx2tf renames output_0, output_1, ...
 in graph output order, is litert_adapter.tflite_io_by_name's; ncnn's, whose converter pnnx renames every input and
