@@ -7,6 +7,24 @@ import abc
 from pathlib import Path
 
 
+# A name from a model as a message shows it: printable, one line, quoted, cut at this many characters.
+_SHOWN_LIMIT = 200
+
+
+def shown(name) -> str:
+    """`name` (a str or bytes from a model or a converter) for a message: repr() of its text, so that a newline, a quote
+    or a byte that is not UTF-8 is escaped, never printed as is; cut at _SHOWN_LIMIT characters."""
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "backslashreplace")
+    text = repr(str(name))
+    return text if len(text) <= _SHOWN_LIMIT else text[:_SHOWN_LIMIT] + "...'"
+
+
+def _listed(names) -> str:
+    """Names for a message: "['a', 'b']", each shown()."""
+    return "[" + ", ".join(shown(n) for n in names) + "]"
+
+
 class GraphIO:
     """The ONNX graph's side of a loaded model: its inputs (the graph inputs that are not initializers) with their
     element types and declared shapes, and its outputs, each in graph order; a dim that is not a number is None.
@@ -65,20 +83,22 @@ class Runner(abc.ABC):
         missing = [n for n in graph.inputs if n not in inputs]
         extra = [n for n in inputs if n not in graph.inputs]
         if missing or extra:
-            raise RuntimeError(f"{self.where} takes inputs {list(graph.inputs)}; given {list(inputs)}"
-                               + (f" (missing {missing})" if missing else "")
-                               + (f" (not inputs of it: {extra})" if extra else ""))
+            raise RuntimeError(f"{self.where} takes inputs {_listed(graph.inputs)}; given "
+                               f"{_listed(inputs)}"
+                               + (f" (missing {_listed(missing)})" if missing else "")
+                               + (f" (not inputs of it: {_listed(extra)})" if extra else ""))
         for name, value in inputs.items():
             array = np.asarray(value)
             dtype, shape = graph.inputs[name]
             if array.size == 0:
-                raise RuntimeError(f"graph input '{name}' is fed an empty array of shape {list(array.shape)}")
+                raise RuntimeError(f"graph input {shown(name)} is fed an empty array of shape {list(array.shape)}")
             if dtype is not None and array.dtype != dtype:
-                raise RuntimeError(f"graph input '{name}' is fed as {array.dtype}; the ONNX graph declares {np.dtype(dtype)}")
+                raise RuntimeError(f"graph input {shown(name)} is fed as {array.dtype}; the ONNX graph declares {np.dtype(dtype)}")
             if shape is not None and (len(shape) != array.ndim
                                       or any(d is not None and d != n for d, n in zip(shape, array.shape))):
-                shown = [d if d is not None else "?" for d in shape]
-                raise RuntimeError(f"graph input '{name}' is fed shape {list(array.shape)}; the ONNX graph declares {shown}")
+                declared = [d if d is not None else "?" for d in shape]
+                raise RuntimeError(f"graph input {shown(name)} is fed shape {list(array.shape)}; the ONNX graph declares "
+                                   f"{declared}")
         self.feed_impl(inputs)
 
     @abc.abstractmethod
@@ -97,13 +117,14 @@ class Runner(abc.ABC):
         if len(found) != len(graph.outputs) or set(found) != set(graph.outputs):
             missing = [n for n in graph.outputs if n not in found]
             extra = [n for n in found if n not in set(graph.outputs)]
-            raise RuntimeError(f"{self.where} returned {len(found)} outputs {list(found)} for the {len(graph.outputs)} "
-                               f"the ONNX graph declares {graph.outputs}" + (f"; missing {missing}" if missing else "")
-                               + (f"; not graph outputs: {extra}" if extra else ""))
+            raise RuntimeError(f"{self.where} returned {len(found)} outputs {_listed(found)} for the "
+                               f"{len(graph.outputs)} the ONNX graph declares {_listed(graph.outputs)}"
+                               + (f"; missing {_listed(missing)}" if missing else "")
+                               + (f"; not graph outputs: {_listed(extra)}" if extra else ""))
         ordered = {name: np.asarray(found[name]) for name in graph.outputs}
         for name, value in ordered.items():
             if value.size == 0:
-                raise RuntimeError(f"{self.where} returned graph output '{name}' empty, of shape {list(value.shape)}")
+                raise RuntimeError(f"{self.where} returned graph output {shown(name)} empty, of shape {list(value.shape)}")
         return ordered
 
     # Hooks: what an adapter implements.

@@ -111,17 +111,15 @@ def _model_key(name: str, mtime_ns: int, size: int) -> str:
 
 def read_tensor_dir(folder: Path) -> dict[str, np.ndarray]:
     """The tensors of a folder in check's --inputs format: the TensorProto files FOLDER/inputs.json lists
-    (bridge.schema.json's tensor_list, in graph input order), each keyed by the input name the list gives, in that
-    order. ValueError when a file's TensorProto carries another name than its entry."""
+    (bridge.schema.json's tensor_list, in graph input order), each keyed by the name its TensorProto carries, in that
+    order: the exact name, as onnx reads the graph's (the list's "name" is text, a byte that is not UTF-8 replaced)."""
     from onnx import numpy_helper
 
     tensors = {}
     listed = json.loads((Path(folder) / TENSOR_LIST).read_text(encoding="utf-8"))
     for entry in listed["tensors"]:
         tensor = onnx.load_tensor(str(Path(folder) / entry["file"]))
-        if tensor.name != entry["name"]:
-            raise ValueError(f"{folder}/{entry['file']} holds '{tensor.name}', listed as '{entry['name']}'")
-        tensors[entry["name"]] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
+        tensors[tensor.name] = np.array(numpy_helper.to_array(tensor))  # a writable copy (torch.from_numpy wants one)
     return tensors
 
 

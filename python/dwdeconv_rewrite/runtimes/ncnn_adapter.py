@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Runner, Runtime
+from .base import Runner, Runtime, shown
 from .common import StageError, model_key, onnx_output_shapes
 from .litert_adapter import fits
 
@@ -27,17 +27,7 @@ PNNX_TIMEOUT = 600.0
 # pnnx's "ignore OP NAME param KEY=VALUE" lines (pass_ncnn): an op it has no ncnn layer for, written into the .param
 # under its ONNX type anyway. A DCR DepthToSpace is one ("ignore DepthToSpace DepthToSpace_5 param mode=DCR").
 _PNNX_IGNORED = re.compile(r"^ignore (\S+) (\S+)")
-# A Python string of any bytes as a message shows it: printable, one line, quoted (the names come from the model).
-_SHOWN_LIMIT = 200
 
-
-def shown(name) -> str:
-    """`name` (a str or bytes from a model or a converter) for a message: repr() of its text, so that a newline, a quote
-    or a byte that is not UTF-8 is escaped, never printed as is; cut at _SHOWN_LIMIT characters."""
-    if isinstance(name, bytes):
-        name = name.decode("utf-8", "backslashreplace")
-    text = repr(str(name))
-    return text if len(text) <= _SHOWN_LIMIT else text[:_SHOWN_LIMIT] + "...'"
 
 
 def pnnx_binary() -> Path:
