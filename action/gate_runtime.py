@@ -10,6 +10,8 @@ tests/python/action_test.py holds the two equal through the binary).
 
 The runtimes are the registry's (python/dwdeconv_rewrite/runtimes/registry.json, the list the binary embeds), read
 from this checkout, or passed in by action/run.py from the installed package; the executor (xnnpack) is always one.
+The targets, their aliases and the runtime each runs on are rewrite/targets.json's (the table the binary embeds),
+read from this checkout.
 
 No imports beyond the standard library: action.yml's install step runs it before anything is installed, as
 `python3 gate_runtime.py` with INPUT_TARGET and INPUT_RUNTIME set, and it prints the runtime or exits 2.
@@ -24,13 +26,21 @@ from pathlib import Path
 REGISTRY_PATH = Path(__file__).resolve().parents[1] / "python" / "dwdeconv_rewrite" / "runtimes" / "registry.json"
 # The registry's runtimes the gate does not run on, and why: the Action installs the gate runtime's extra.
 NOT_GATED = {"ncnn": "its extra would install torch through pnnx, several GB for a gate"}
-# The names --target and --runtime also take for a runtime (rewrite/targets.cpp's target aliases), besides each
-# registry row's own "aliases".
-TARGET_ALIASES = {"tflite": "litert", "onnxruntime": "ort", "ov": "openvino"}
+# The targets (rewrite/targets.json, the table the binary embeds), read from this checkout: each one's aliases and
+# the runtime it runs on ("" for the default, which is meant for every runtime).
+TARGETS_PATH = Path(__file__).resolve().parents[1] / "rewrite" / "targets.json"
+
+
+def load_targets(path=TARGETS_PATH):
+    """{target name: runtime it runs on, or None}, and {alias: target name}, from targets.json."""
+    rows = json.loads(Path(path).read_text(encoding="utf-8"))["targets"]
+    runs_on = {r["name"]: r.get("runs_on") or None for r in rows}
+    return runs_on, {a.lower(): r["name"] for r in rows for a in r.get("aliases", [])}
+
+
 # The target's own runtime (rewrite::Target::runs_on); the default target has none. A gate for a target whose
 # runtime is not gated (ncnn) names the runtime it runs on.
-TARGET_RUNTIME = {"default": None, "xnnpack": "xnnpack", "litert": "litert", "ort": "ort", "executorch": "executorch",
-                  "openvino": "openvino", "mnn": "mnn", "ncnn": "ncnn"}
+TARGET_RUNTIME, TARGET_ALIASES = load_targets()
 
 
 def load_registry(path=REGISTRY_PATH):
@@ -44,7 +54,7 @@ def runtimes(registry):
 
 
 def aliases(registry):
-    """{alias: runtime} for every other name --runtime takes: the registry rows' aliases and the targets'."""
+    """{alias: name} for every other name --runtime and --target take: the registry rows' and the targets'."""
     named = {a.lower(): r["name"] for r in registry["runtimes"] for a in r.get("aliases", [])}
     return dict(TARGET_ALIASES, **named)
 

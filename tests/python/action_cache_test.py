@@ -135,7 +135,9 @@ class ActionCacheCase(unittest.TestCase):
     def make_action(self, where):
         """A copy of the action's scripts and package, with the stand-in build backend."""
         where.mkdir(parents=True)
-        for part in ("action/install.sh", "action/cache_key.sh", "action/gate_runtime.py", ".ci/install-deps"):
+        # gate_runtime.py reads the checkout's targets (rewrite/targets.json) and registry (the package's).
+        for part in ("action/install.sh", "action/cache_key.sh", "action/gate_runtime.py", ".ci/install-deps",
+                     "rewrite/targets.json"):
             (where / part).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(SOURCE / part, where / part)
         shutil.copytree(SOURCE / "python" / "dwdeconv_rewrite", where / "python" / "dwdeconv_rewrite",
