@@ -391,6 +391,14 @@ def bf16_on_openvino(m):
 
     run, max_abs, fp32, d, env, tool = m["run"], m["max_abs"], m["fp32"], m["d"], m["env"], m["tool"]
     runtime, timings = m["runtime"], m["timings"]
+    import openvino
+
+    # The CPU this runs on decides what bf16 means: on one with AVX512_BF16, AMX_BF16 or AVX2_VNNI_2 the plugin runs
+    # bf16 and the models must agree within bf16's bound; on one without (an AMD EPYC without avx512_bf16, say) every
+    # bf16 run is a conversion failure that says so, and the binary's verdict is "could not verify" (exit 4).
+    bf16_here = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    if not bf16_here:
+        return no_bf16_here(m)
     code, lines, by, outs, timings["bf16"], _ = run("bf16", "bf16")
     check(code == 0 and not any(l["kind"] == "error" for l in lines), "bf16: exit 0")
     check(by.get(("precision", "original")) == [["bf16"]] and by.get(("precision", "rewritten")) == [["bf16"]],
@@ -411,18 +419,11 @@ def bf16_on_openvino(m):
         check(max_abs(a, b) <= bound, "bf16: the models agree within atol 1e-2 + rtol 2e-2")
         check(0 < max_abs(b, fp32["rewritten"]) <= bound, "bf16: the rewritten model differs from fp32 (it ran bf16)")
 
-    # The usage refusals: what the row does not list (the binary refuses first; this is the defensive line).
-    for precision in ("fp16", "int8"):
-        code, lines, *_ = run(f"{precision}-refused", precision, None, runs=0)
-        check(code == 2 and lines and usage_line(lines[-1]) and "fp32, bf16" in lines[-1]["message"],
-              f"--precision {precision} on openvino: an error usage line naming fp32, bf16, exit 2")
+    openvino_usage_refusals(run)
 
     # Never another precision in bf16's or fp32's name. The adapter is wrapped, not the machine changed: a core whose
     # compile_model drops the precision hint (the plugin's default on this CPU is then what it compiles), and a core
     # whose CPU reports no BF16 capability.
-    import openvino
-
-    bf16_here = "BF16" in openvino.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
     wrapper = """
 import sys
 import dwdeconv_rewrite.runtimes.check as check
@@ -445,9 +446,6 @@ sys.exit(check.check(sys.argv[2:]))
     for label, precision, drops, no_bf16, said in (
             ("hint-dropped", "fp32", "INFERENCE_PRECISION_HINT", False, "the CPU plugin compiled bf16"),
             ("no-bf16-cpu", "bf16", "", True, "has no bf16 on this CPU")):
-        if label == "hint-dropped" and not bf16_here:
-            print("   (this CPU has no bf16: the plugin's default is f32, and the dropped hint changes nothing)")
-            continue
         code = f"MODE_DROPS, MODE_NO_BF16 = {drops!r}, {no_bf16!r}\n" + wrapper
         out = os.path.join(d, f"out-{label}")
         os.makedirs(out, exist_ok=True)
@@ -469,16 +467,7 @@ sys.exit(check.check(sys.argv[2:]))
 
     # Through the binary: bf16 passes at bf16, a bias moved by 0.2 in one channel (4x the bound at this output's
     # largest magnitude, about 2.2) fails, and bf16 on a runtime whose row lacks it is a usage error.
-    def binary(label, other, *args):
-        report = os.path.join(d, f"report-{label}.json")
-        argv = [tool, m["original"], "--compare", other, "--python", sys.executable, "--report", report] + list(args)
-        reports = report_archive.watch(argv)
-        r = subprocess.run(argv, capture_output=True, text=True)
-        report_archive.copy_written(reports)
-        said = json.load(open(report)) if os.path.exists(report) else {}
-        print(f"-- binary {label}: exit {r.returncode}\n  " + "\n  ".join(r.stderr.strip().splitlines()[-4:]), flush=True)
-        return r.returncode, said, r.stderr
-
+    binary = compare_through_binary(m)
     code, said, err = binary("bf16", m["rewritten"], "--runtime", runtime, "--precision", "bf16")
     check(code == 0 and (said.get("runtime") or {}).get("precision") == "bf16" and "(CPU plugin, bf16 inference) at bf16" in err,
           "binary --precision bf16: passes, and the report and the log name the precision")
@@ -502,9 +491,60 @@ sys.exit(check.check(sys.argv[2:]))
           "(FLOAT16's bound would be 1e-3 + 1e-2 of the largest magnitude)", flush=True)
     check(r.returncode == 0 and verdict.get("passed") is True and out.get("max_abs_error", 0) > 0,
           "binary --precision bf16: the MI-GAN-like model verifies at bf16 (and differs: bf16 ran)")
-    code, said, err = binary("bf16-on-ort", m["rewritten"], "--runtime", "ort", "--precision", "bf16")
+    bf16_on_ort_is_usage(binary, m["rewritten"])
+
+
+def compare_through_binary(m):
+    """binary(label, other, *args): `dwdeconv-rewrite ORIGINAL --compare other ARGS`, as (exit, report, stderr)."""
+    d, tool = m["d"], m["tool"]
+
+    def binary(label, other, *args):
+        report = os.path.join(d, f"report-{label}.json")
+        argv = [tool, m["original"], "--compare", other, "--python", sys.executable, "--report", report] + list(args)
+        reports = report_archive.watch(argv)
+        r = subprocess.run(argv, capture_output=True, text=True)
+        report_archive.copy_written(reports)
+        said = json.load(open(report)) if os.path.exists(report) else {}
+        print(f"-- binary {label}: exit {r.returncode}\n  " + "\n  ".join(r.stderr.strip().splitlines()[-4:]), flush=True)
+        return r.returncode, said, r.stderr
+
+    return binary
+
+
+def openvino_usage_refusals(run):
+    """What OpenVINO's row does not list is a usage error (the binary refuses first; this is the defensive line)."""
+    for precision in ("fp16", "int8"):
+        code, lines, *_ = run(f"{precision}-refused", precision, None, runs=0)
+        check(code == 2 and lines and usage_line(lines[-1]) and "fp32, bf16" in lines[-1]["message"],
+              f"--precision {precision} on openvino: an error usage line naming fp32, bf16, exit 2")
+
+
+def bf16_on_ort_is_usage(binary, rewritten):
+    code, said, err = binary("bf16-on-ort", rewritten, "--runtime", "ort", "--precision", "bf16")
     check(code == 2 and "--precision bf16: --runtime ort runs fp32 only; bf16 runs on --runtime openvino" in err,
           "binary --precision bf16 --runtime ort: a usage error naming the runtime, exit 2")
+
+
+def no_bf16_here(m):
+    """--precision bf16 on OpenVINO on a CPU the plugin runs no bf16 on: the check is a conversion failure naming the
+    CPU features it lacks, and through the binary a comparison at bf16 could not be verified (exit 4) and says why;
+    never a pass at a precision that did not run."""
+    run, runtime = m["run"], m["runtime"]
+    code, lines, by, outs, _, _ = run("bf16-no-cpu", "bf16")
+    errors = [l for l in lines if l["kind"] == "error"]
+    check(code == 3 and len(errors) == 1 and [errors[0]["stage"], errors[0]["side"]] == ["openvino.compile_model", "original"]
+          and "has no bf16 on this CPU" in errors[0]["message"] and not outs,
+          "bf16 on a CPU without it: a conversion failure of the original saying so, no output, exit 3")
+    check(len(errors) == 1 and re.search(r"AVX512_BF16, AMX_BF16 or AVX2_VNNI_2, and this CPU's flags lack (avx512_bf16|amx_bf16)",
+                                         errors[0]["message"]) is not None,
+          "bf16 on a CPU without it: the message names the CPU features missing")
+    openvino_usage_refusals(run)
+    binary = compare_through_binary(m)
+    code, said, err = binary("bf16-no-cpu", m["rewritten"], "--runtime", runtime, "--precision", "bf16")
+    check(code == 4 and "cannot verify" in err and "has no bf16 on this CPU" in err
+          and (said.get("verify") or {}).get("passed") is not True,
+          "binary --precision bf16 on a CPU without it: could not verify (exit 4), saying why, no pass")
+    bf16_on_ort_is_usage(binary, m["rewritten"])
 
 
 if __name__ == "__main__":
