@@ -457,16 +457,15 @@ std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original,
     const auto anchor = by_plan_name.find(n.summary.name);
     if (anchor == by_plan_name.end()) continue;
     UpsamplerRegion region;
+    static_cast<core::ReplacedRegion&>(region) = n.region;
     region.name = n.summary.name;
     region.form = rewrite::form_name(n.summary.form);
-    // What the rewriter recorded replacing: its nodes (by first output) and the one activation it reads.
+    // The replaced nodes the rewriter recorded (by first output), as nodes of the original.
     for (const auto& name : n.region.nodes) {
       const auto p = first_output_of.find(name);
       if (p != first_output_of.end()) region.original_nodes.push_back(p->second);
     }
     if (region.original_nodes.empty() || region.original_nodes.front() != anchor->second) continue;
-    region.input = n.region.input;
-    region.output = n.region.output;
     region.input_shape = "?";
     if (const auto* t = type_of(region.input); t != nullptr && t->has_tensor_type()) {
       region.input_type = *t;

@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/region.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/python_bridge.h"
@@ -33,16 +34,15 @@ struct UpsamplerTime {
   std::string not_attributable;
 };
 
-// One rewritten upsampler of the main graph as a region of the original, as the rewrite recorded it
-// (rewrite::NodeReport::region): the nodes it replaced (pointers into `original`, the named node first), the nodes
-// emitted for it (pointers into `rewritten`), its input and output values and the types propagation gives them.
-struct UpsamplerRegion {
+// One rewritten upsampler of the main graph as a region of the original: the rewrite's record of it
+// (rewrite::NodeReport::region: input, output, bias, the replaced nodes' names) and, beside it, what the table and
+// --tune read: the plan's name and form, the nodes it replaced (pointers into `original`, the named node first), the
+// nodes emitted for it (pointers into `rewritten`), and the types propagation gives its input and output.
+struct UpsamplerRegion : core::ReplacedRegion {
   std::string name;
   std::string form;
   std::vector<const onnx::NodeProto*> original_nodes;
   std::vector<const onnx::NodeProto*> emitted_nodes;
-  std::string input;
-  std::string output;
   std::optional<onnx::TypeProto> input_type;
   std::optional<onnx::TypeProto> output_type;
   std::string input_shape;  // "1x64x32x32", "?" where unknown

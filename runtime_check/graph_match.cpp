@@ -48,14 +48,14 @@ std::vector<int> region_of(const onnx::GraphProto& graph, const std::vector<Repl
   std::set<std::string> replaced_outputs;
   for (const auto& o : graph.output()) roots.push_back(o.name());
   for (const auto& r : regions) {
-    roots.push_back(r.x);
-    replaced_outputs.insert(r.y);
+    roots.push_back(r.input);
+    replaced_outputs.insert(r.output);
   }
   walk(roots, replaced_outputs, needed);
   std::vector<int> region(n, -1);
   for (size_t k = 0; k < regions.size(); ++k) {
     std::vector<bool> in_region(n, false);
-    walk({regions[k].y}, {regions[k].x}, in_region);
+    walk({regions[k].output}, {regions[k].input}, in_region);
     for (size_t j = 0; j < n; ++j) {
       if (in_region[j] && !needed[j] && region[j] < 0) region[j] = static_cast<int>(k);
     }
@@ -138,8 +138,8 @@ std::string region_node_difference(const onnx::NodeProto& node, const onnx::Grap
     if (!emitted_attribute(node.op_type(), attr)) return where + ": attribute '" + attr.name() + "' is not in a form the rewrite emits";
     // A dilated Conv is what a stride-1 ConvTranspose becomes: one Conv writing y, never a phase of a join.
     if (node.op_type() == "Conv" && attr.name() == "dilations" && !ints_all(attr, 1) &&
-        (node.output_size() != 1 || node.output(0) != region.y)) {
-      return where + ": attribute 'dilations' is not in a form the rewrite emits (only the one Conv that writes '" + region.y +
+        (node.output_size() != 1 || node.output(0) != region.output)) {
+      return where + ": attribute 'dilations' is not in a form the rewrite emits (only the one Conv that writes '" + region.output +
              "' is dilated)";
     }
   }
@@ -204,12 +204,12 @@ std::string region_reads_difference(const onnx::GraphProto& graph, const std::ve
     if (r < 0) continue;
     const Replacement& rep = replaced[static_cast<size_t>(r)];
     for (const auto& name : node_reads(graph.node(k))) {
-      if (name.empty() || name == rep.x || (name == rep.bias && !rep.bias.empty()) || constants.count(name) != 0 ||
+      if (name.empty() || name == rep.input || (name == rep.bias && !rep.bias.empty()) || constants.count(name) != 0 ||
           produced[static_cast<size_t>(r)].count(name) != 0) {
         continue;
       }
       return describe_node(graph.node(k)) + " in the region that replaces " + rep.label + " reads '" + name +
-             "', which is neither that upsampler's input '" + rep.x + "' nor a constant";
+             "', which is neither that upsampler's input '" + rep.input + "' nor a constant";
     }
   }
   return "";
@@ -250,7 +250,7 @@ std::string original_region_node_difference(const onnx::NodeProto& node, const R
   }
   const std::string& op = node.op_type();
   if (op == "Shape") return "";  // reads x's dims, not its values
-  const std::string not_affine = "computed from '" + region.x + "', so it is not affine in it and per-node mode cannot check it";
+  const std::string not_affine = "computed from '" + region.input + "', so it is not affine in it and per-node mode cannot check it";
   size_t reads_x = 0;
   for (int k = 0; k < node.input_size(); ++k) {
     if (from_x.count(node.input(k)) == 0) continue;
@@ -259,7 +259,7 @@ std::string original_region_node_difference(const onnx::NodeProto& node, const R
     if (!data || op == "ConstantOfShape") return where + " reads its input " + std::to_string(k) + " from values " + not_affine;
   }
   if (reads_x > 1 && op != "Concat") {
-    return where + " reads values computed from '" + region.x + "' through " + std::to_string(reads_x) +
+    return where + " reads values computed from '" + region.input + "' through " + std::to_string(reads_x) +
            " inputs, so it is not affine in it and per-node mode cannot check it";
   }
   if (reads_x > 0 && op == "Cast") {
@@ -321,7 +321,7 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
     if (op == b_op.end() || op->second == node.op_type()) continue;
     Replacement r;
     r.node = &node;
-    r.y = node.output(0);
+    r.output = node.output(0);
     r.bias = conv && node.input_size() > 2 ? node.input(2) : "";
     r.label = describe_node(node);
     // Back from y through what the rewritten model no longer has, to the values both models define.
@@ -349,7 +349,7 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
       r.bias = a.node(*deconv).input_size() > 2 ? a.node(*deconv).input(2) : "";
     }
     if (activations.size() == 1) {
-      r.x = *activations.begin();
+      r.input = *activations.begin();
     } else {
       std::string names;
       for (const auto& name : activations) names += (names.empty() ? "'" : ", '") + name + "'";
@@ -396,7 +396,7 @@ std::string difference_outside_replacements(const onnx::ModelProto& original, co
   if (auto d = region_reads_difference(rewritten.graph(), rewritten_regions, replaced); !d.empty()) return d;
   // Graph order is topological, so each node's inputs computed from x are known when it is reached.
   std::vector<std::set<std::string>> from_x(replaced.size());
-  for (size_t r = 0; r < replaced.size(); ++r) from_x[r].insert(replaced[r].x);
+  for (size_t r = 0; r < replaced.size(); ++r) from_x[r].insert(replaced[r].input);
   for (int k = 0; k < original.graph().node_size(); ++k) {
     const int r = original_regions[static_cast<size_t>(k)];
     if (r < 0) continue;
@@ -412,9 +412,7 @@ std::vector<Replacement> replacements_from_record(const onnx::ModelProto& origin
   std::vector<std::pair<int, Replacement>> ordered;
   for (const auto& region : regions) {
     Replacement r;
-    r.y = region.output;
-    r.x = region.input;
-    r.bias = region.bias;
+    static_cast<core::ReplacedRegion&>(r) = region;
     const auto it = producer.find(region.output);
     if (it == producer.end()) {
       r.label = "'" + region.output + "'";
@@ -424,7 +422,7 @@ std::vector<Replacement> replacements_from_record(const onnx::ModelProto& origin
     }
     r.node = &graph.node(it->second);
     r.label = describe_node(*r.node);
-    if (r.x.empty()) r.problem = "the rewrite's record of " + r.label + " names no input";
+    if (r.input.empty()) r.problem = "the rewrite's record of " + r.label + " names no input";
     ordered.emplace_back(it->second, std::move(r));
   }
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -435,15 +433,16 @@ std::vector<Replacement> replacements_from_record(const onnx::ModelProto& origin
 
 std::string record_difference(const std::vector<Replacement>& recorded, const std::vector<Replacement>& found) {
   std::map<std::string, const Replacement*> by_y;
-  for (const auto& r : found) by_y[r.y] = &r;
+  for (const auto& r : found) by_y[r.output] = &r;
   for (const auto& r : recorded) {
-    const auto it = by_y.find(r.y);
+    const auto it = by_y.find(r.output);
     if (it == by_y.end())
-      return "the rewrite recorded replacing " + r.label + ", but the rewritten model still computes '" + r.y + "' as the original does";
+      return "the rewrite recorded replacing " + r.label + ", but the rewritten model still computes '" + r.output +
+             "' as the original does";
     // A region the graphs alone cannot resolve (x == "" and a problem: e.g. a mask built from Shape(x) reads x
     // twice) takes the record's x; difference_outside_replacements() then checks the region read from it.
-    if (it->second->x != r.x && !it->second->x.empty()) {
-      return "the rewrite recorded " + r.label + " as reading '" + r.x + "', but the graphs say '" + it->second->x + "'";
+    if (it->second->input != r.input && !it->second->input.empty()) {
+      return "the rewrite recorded " + r.label + " as reading '" + r.input + "', but the graphs say '" + it->second->input + "'";
     }
     by_y.erase(it);
   }

@@ -29,15 +29,14 @@
 
 namespace dwdeconv::runtime_check {
 
-// A replaced upsampler: a Conv or ConvTranspose of the original's main graph whose output y the rewritten model
-// computes with another op.
-struct Replacement {
+// A replaced upsampler: a Conv or ConvTranspose of the original's main graph whose output y (`output`) the rewritten
+// model computes with another op. The region's values (x as `input`, y as `output`, the bias) are the rewrite's
+// record (core::ReplacedRegion); beside them, what checking it on its own needs.
+struct Replacement : core::ReplacedRegion {
   const onnx::NodeProto* node = nullptr;  // the original's node producing y
-  std::string y;
-  std::string x;        // the one activation the original's region reads; "" when `problem` says why there is none
-  std::string bias;     // the node's bias input, which the emitted Convs read ("" without one)
-  std::string label;    // describe_node(*node)
-  std::string problem;  // why the region cannot be checked on its own, e.g. it reads two activations; "" when it can
+  std::string label;                      // describe_node(*node)
+  // Why the region cannot be checked on its own, e.g. it reads two activations (then `input` is ""); "" when it can.
+  std::string problem;
 };
 
 // The replaced upsamplers, in the original's graph order. Each region is found by walking back from y through the

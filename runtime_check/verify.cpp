@@ -43,7 +43,7 @@ core::Status check_verify_inputs(const onnx::ModelProto& model, const onnx::Mode
   }
   if (!options.input_shapes.empty()) {
     for (const auto& r : replaced_upsamplers(model, rewritten, options)) {
-      if (!r.x.empty()) deconv_inputs.insert(r.x);
+      if (!r.input.empty()) deconv_inputs.insert(r.input);
     }
   }
   RC_CHECK(check_given_inputs(model, options.inputs, options.input_shapes, deconv_inputs));
@@ -221,17 +221,17 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
   size_t index = 0;
   for (const auto& node : nodes) {
     ++index;
-    RC_ASSIGN(const auto shape, node_input_shape(node.x, types, options));
+    RC_ASSIGN(const auto shape, node_input_shape(node.input, types, options));
     if (shape.empty()) {
-      return cannot_verify(reason + "; and the shape of '" + node.x + "', the input of the upsampler that ends at " + node.label +
-                           ", is unknown: " + unknown_shape_hint(original, node.x, options));
+      return cannot_verify(reason + "; and the shape of '" + node.input + "', the input of the upsampler that ends at " + node.label +
+                           ", is unknown: " + unknown_shape_hint(original, node.input, options));
     }
-    const std::string label = "input '" + node.x + "' of " + node.label + " [" + format_dims(shape) + "]";
+    const std::string label = "input '" + node.input + "' of " + node.label + " [" + format_dims(shape) + "]";
     if (auto sized = checked_element_count(shape, storage_bytes(onnx::TensorProto::FLOAT), label); !sized) return sized.error();
     if (options.progress) {
       options.progress("verify: node " + std::to_string(index) + "/" + std::to_string(nodes.size()) + " '" + node.node->name() + "'");
     }
-    auto v = verify_node(original, rewritten, node.y, node.x, shape, model_types, options.seed, options.tolerances);
+    auto v = verify_node(original, rewritten, node.output, node.input, shape, model_types, options.seed, options.tolerances);
     if (!v) return cannot_verify(reason + "; and " + v.error().message);
     // A region whose output has no element (a 0 dim) or none finite checked nothing: per node, every upsampler must
     // have been compared on something, or it is not verified.
@@ -242,7 +242,7 @@ core::Result<VerifyResult> per_node(const onnx::ModelProto& original, const onnx
     }
     OutputComparison worst = v->rewritten.max_abs_error >= v->original.max_abs_error ? v->rewritten : v->original;
     if (!v->passed && worst.passed) worst = v->rewritten;
-    worst.name = node.y;
+    worst.name = node.output;
     worst.passed = v->passed;
     r.outputs.push_back(worst);
     r.passed = r.passed && v->passed;

@@ -323,7 +323,7 @@ TEST_CASE("An original region that reads x's values other than as data is not af
   *other.mutable_graph()->add_initializer() = original.graph().initializer(1);
   add_int64_initializer(other, "pads", std::vector<int64_t>(8, 0));
   REQUIRE(replaced(original, other).size() == 1);
-  CHECK(replaced(original, other)[0].x == "x");
+  CHECK(replaced(original, other)[0].input == "x");
   CHECK_THAT(difference(original, other), Catch::Contains("Cast producing 'i'") && Catch::Contains("to a float type"));
   auto verified = verify_models(original, other, {});
   REQUIRE(verified.ok());

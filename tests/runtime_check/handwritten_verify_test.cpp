@@ -211,7 +211,7 @@ TEST_CASE("Per-node verify refuses an original region it cannot check on its own
     producer_of(two, "m").set_input(1, "mask_in");
     const auto replaced = runtime_check::find_replacements(two, other);
     REQUIRE(replaced.size() == 1);
-    CHECK(replaced[0].x.empty());
+    CHECK(replaced[0].input.empty());
     const auto r = verify(two, other);
     CHECK_FALSE(r.passed);
     CHECK_THAT(r.difference, Catch::Contains("reads 2 activations ('X', 'mask_in')"));
@@ -233,8 +233,8 @@ TEST_CASE("find_replacements names each replaced upsampler's one activation inpu
   const auto rewritten = rewritten_copy(original, 1);
   const auto replaced = runtime_check::find_replacements(original, rewritten);
   REQUIRE(replaced.size() == 1);
-  CHECK(replaced[0].y == "Y");
-  CHECK(replaced[0].x == "X");
+  CHECK(replaced[0].output == "Y");
+  CHECK(replaced[0].input == "X");
   CHECK(replaced[0].bias == "B");
   CHECK(replaced[0].label == "Conv 'up1'");
   CHECK(replaced[0].problem.empty());
@@ -359,7 +359,7 @@ TEST_CASE("Per-node verify finds the region of other hand-written spellings of t
     const auto replaced = runtime_check::find_replacements(original, rewritten);
     REQUIRE(replaced.size() == 1);  // the Conv; the inner ConvTranspose's output is gone, not recomputed
     CHECK(replaced[0].label == "Conv 'up1'");
-    CHECK(replaced[0].x == "X");
+    CHECK(replaced[0].input == "X");
     const auto r = verify(original, rewritten);
     CHECK(r.passed);
     REQUIRE(r.nodes.size() == 1);
