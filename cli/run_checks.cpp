@@ -1,9 +1,12 @@
-// --verify and --bench of one model on --runtime (run_checks, cli/run_internal.h): the one interface check, then the
-// executor or a Python runtime, the per-upsampler table and the --min-speedup gate.
+// --verify and --bench of one model on --runtime (run_checks, cli/run_internal.h): the one interface check, then one
+// path for every runtime through its runner (runtime_check/runner.h: the executor, or a Python runtime that converted
+// and ran both models once), the per-upsampler table from the runner's node times, and the --min-speedup gate.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "rewrite/shape_propagation.h"
 #include "run_internal.h"
 #include "runtime_check/graph_match.h"
+#include "runtime_check/runner.h"
 #include "runtime_check/tensor_io.h"
 
 namespace dwdeconv::cli {
@@ -72,12 +76,11 @@ void clear_progress(const RuntimeSetup& setup) {
   if (setup.status) setup.status->clear();
 }
 
-// Runs the verifier and logs its summary; the result, or the reason nothing could be verified.
-// `record` (null for --compare) is the rewrite that wrote `rewritten`: per-node mode checks the regions it recorded.
-// `prefix` names the model on every line in a batch ("a.onnx: "); `log` gets a phase per model run.
-core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
-                                                     const Options& opt, const RuntimeSetup& setup, const std::string& model_path,
-                                                     PhaseLog& log, const std::string& prefix, const rewrite::RewriteResult* record) {
+// The executor's verification options. `record` (null for --compare) is the rewrite that wrote `rewritten`: per-node
+// mode checks the regions it recorded. Phases are logged in `log` as the executor's progress lines start them.
+core::Result<runtime_check::VerifyOptions> verify_options(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                          const Options& opt, const RuntimeSetup& setup, const std::string& model_path,
+                                                          PhaseLog& log, const rewrite::RewriteResult* record) {
   runtime_check::VerifyOptions vo;
   auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
   if (!shapes) return shapes.error();
@@ -92,32 +95,12 @@ core::Result<runtime_check::VerifyResult> run_verify(const onnx::ModelProto& ori
   } else {
     add_computed_shapes(original, vo);
   }
-  auto result = runtime_check::verify_models(original, rewritten, vo);
-  clear_progress(setup);
-  if (!result) return result;  // the caller's failure ends the phase as failed
-  log.end();
-  log_verify_summary(*result, prefix);
-  spdlog::debug("placement:\n{}", result->placement);
-  return result;
+  return vo;
 }
 
-// The bench's one line: where it ran, the medians with their spread, and the ratio ("runs" on the executor, "pairs"
-// on a Python runtime, as each counts them). `prefix` names the model in a batch.
-void log_bench_line(const runtime_check::BenchResult& b, const std::string& where, const char* counted, const std::string& prefix) {
-  if (b.original_samples_ms.empty() || b.rewritten_samples_ms.empty()) return;
-  const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
-  const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
-  spdlog::info(
-      "{}bench on {} ({} thread{}, median [min-max] of {} interleaved {}): original {:.3f} [{:.3f}-{:.3f}] ms, "
-      "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x",
-      prefix, where, b.threads, b.threads == 1 ? "" : "s", b.runs, counted, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi,
-      b.speedup);
-}
-
-// Times both models on the executor and logs medians and the speedup.
-core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& original, const onnx::ModelProto& rewritten, const Options& opt,
-                                                   const RuntimeSetup& setup, const std::string& model_path, PhaseLog& log,
-                                                   const std::string& prefix) {
+// The executor's timing options: opt.runs timed runs, then the profiled runs the per-upsampler table reads.
+core::Result<runtime_check::BenchOptions> bench_options(const onnx::ModelProto& original, const Options& opt, const RuntimeSetup& setup,
+                                                        const std::string& model_path, PhaseLog& log) {
   runtime_check::BenchOptions bo;
   auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
   if (!shapes) return shapes.error();
@@ -129,19 +112,20 @@ core::Result<runtime_check::BenchResult> run_bench(const onnx::ModelProto& origi
   bo.profile_runs = 3;                             // after the timed runs: the per-node table, and the profile -v prints
   bo.profile_top_nodes = static_cast<size_t>(-1);  // every node, for the per-node table
   bo.progress = setup.progress ? setup.progress : log.callback();
-  log.start("bench: creating both executors (each runs its model once) and warming up");
-  auto result = runtime_check::bench_models(original, rewritten, bo);
-  clear_progress(setup);
-  if (!result) return result;  // the caller's failure ends the phase as failed
-  log.end();
-  log_bench_line(*result, builtin_runtime_info().label, "runs", prefix);
-  spdlog::debug("bench placement, original: {}", result->original_placement);
-  spdlog::debug("bench placement, rewritten: {}", result->rewritten_placement);
-  if (opt.verbosity > 0) {
-    spdlog::debug("profile of the original model (separate runs):\n{}", runtime_check::format_profile(result->original_profile));
-    spdlog::debug("profile of the rewritten model (separate runs):\n{}", runtime_check::format_profile(result->rewritten_profile));
-  }
-  return result;
+  return bo;
+}
+
+// The bench's one line: where it ran, the medians with their spread, and the ratio ("runs" on the executor, "pairs"
+// on a Python runtime, as each counts them). `prefix` names the model in a batch.
+void log_bench_line(const runtime_check::BenchResult& b, const std::string& where, const std::string& counted, const std::string& prefix) {
+  if (b.original_samples_ms.empty() || b.rewritten_samples_ms.empty()) return;
+  const auto [olo, ohi] = std::minmax_element(b.original_samples_ms.begin(), b.original_samples_ms.end());
+  const auto [rlo, rhi] = std::minmax_element(b.rewritten_samples_ms.begin(), b.rewritten_samples_ms.end());
+  spdlog::info(
+      "{}bench on {} ({} thread{}, median [min-max] of {} interleaved {}): original {:.3f} [{:.3f}-{:.3f}] ms, "
+      "rewritten {:.3f} [{:.3f}-{:.3f}] ms, {:.2f}x",
+      prefix, where, b.threads, b.threads == 1 ? "" : "s", b.runs, counted, b.original_ms, *olo, *ohi, b.rewritten_ms, *rlo, *rhi,
+      b.speedup);
 }
 
 // Logs the per-node table, one line each, when there is one.
@@ -150,6 +134,53 @@ void log_upsampler_times(const std::vector<UpsamplerTime>& rows, const std::stri
   spdlog::info("per upsampler on {} (profiled runs after the timed ones):", where);
   std::istringstream lines(format_upsampler_times(rows));
   for (std::string line; std::getline(lines, line);) spdlog::info("{}", line);
+}
+
+// The runner of opt.runtime for this model, or the error that ends the checks (as not_checked_error() gives it): the
+// executor with its options, or a Python runtime that has converted and run both models, once for both checks
+// (`bench`: timed and, with a `result` to name the upsamplers, profiled).
+core::Result<std::unique_ptr<runtime_check::Runner>> make_runner(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
+                                                                 const rewrite::RewriteResult* result, const Options& opt,
+                                                                 const RuntimeSetup& setup, const std::string& model_path, PhaseLog& log,
+                                                                 bool verify, bool bench, const std::string& verify_prefix,
+                                                                 const std::string& bench_prefix) {
+  if (opt.runtime == kBuiltinRuntime) {
+    runtime_check::VerifyOptions vo;
+    runtime_check::BenchOptions bo;
+    if (verify) {
+      auto options = verify_options(original, rewritten, opt, setup, model_path, log, result);
+      if (!options) return not_checked_error(options.error(), verify_prefix);
+      vo = std::move(*options);
+    }
+    if (bench) {
+      auto options = bench_options(original, opt, setup, model_path, log);
+      if (!options) return not_checked_error(options.error(), bench_prefix);
+      bo = std::move(*options);
+    }
+    return std::unique_ptr<runtime_check::Runner>(
+        std::make_unique<runtime_check::ExecutorRunner>(original, rewritten, builtin_runtime_info(), std::move(vo), std::move(bo)));
+  }
+  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+  if (!shapes) return not_checked_error(shapes.error(), "--runtime " + opt.runtime + ": ");
+  auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
+  if (!inputs) return not_checked_error(inputs.error(), "--runtime " + opt.runtime + ": ");
+  const std::string running = "converting and running both models on --runtime " + opt.runtime;
+  if (setup.progress) setup.progress(running + " ...");
+  log.start(running);
+  // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
+  const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
+  auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
+  clear_progress(setup);
+  // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing. A failure
+  // ends the phase as failed, in the caller.
+  if (!run) {
+    core::Error e = not_checked_error(run.error(), result ? "" : verify_prefix);
+    if (result) e.message += "; nothing written";
+    return e;
+  }
+  log.end();
+  return std::unique_ptr<runtime_check::Runner>(std::make_unique<runtime_check::PythonRunner>(
+      std::move(*run), runtime_check::Tolerances{opt.atol, opt.rtol}, opt.max_steps.value_or(2.0), opt.threads));
 }
 
 }  // namespace
@@ -261,65 +292,44 @@ core::Result<RuntimeChecks> run_checks(const onnx::ModelProto& original, const o
       return not_checked_error(fed.error(), verify_prefix);
     }
   }
-  if (opt.runtime == kBuiltinRuntime) {
-    checks.info.runtime = builtin_runtime_info();
-    if (verify) {
-      auto verified = run_verify(original, rewritten, opt, setup, model_path, log, prefix, result);
-      if (!verified) return not_checked_error(verified.error(), verify_prefix);
-      checks.verify = *verified;
-      if (!verified->passed) return checks;
-    }
-    if (bench) {
-      auto timed = run_bench(original, rewritten, opt, setup, model_path, log, prefix);
-      if (!timed) return not_checked_error(timed.error(), bench_prefix);
-      checks.bench = *timed;
-      if (result != nullptr) {
-        auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
-        auto inputs = shapes ? runtime_inputs(original, *shapes, setup.inputs, opt.seed)
-                             : core::Result<std::vector<runtime_check::NamedTensor>>(shapes.error());
-        checks.info.upsamplers =
-            upsampler_times(original, rewritten, *result, executor_node_times(timed->original_profile),
-                            executor_node_times(timed->rewritten_profile), inputs ? *inputs : std::vector<runtime_check::NamedTensor>{});
-        log_upsampler_times(checks.info.upsamplers, checks.info.runtime.label);
-      }
-    }
-    return checks;
-  }
-  auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
-  if (!shapes) return not_checked_error(shapes.error(), "--runtime " + opt.runtime + ": ");
-  auto inputs = runtime_inputs(original, *shapes, setup.inputs, opt.seed);
-  if (!inputs) return not_checked_error(inputs.error(), "--runtime " + opt.runtime + ": ");
-  const std::string running = "converting and running both models on --runtime " + opt.runtime;
-  if (setup.progress) setup.progress(running + " ...");
-  log.start(running);
-  // The per-node table's runs: each node's median over 3 to 10 profiled runs of each model, after the timed pairs.
-  const size_t profile_runs = bench && result ? std::clamp<size_t>(opt.runs, 3, 10) : 0;
-  auto run = run_on_python_runtime(original, rewritten, *inputs, opt, bench ? opt.runs : 0, profile_runs);
-  clear_progress(setup);
-  if (run) log.end();  // a failure ends the phase as failed, in the caller
-  // --compare (no `result`) writes nothing anyway and names OTHER first; a rewrite says it wrote nothing.
-  if (!run) {
-    core::Error e = not_checked_error(run.error(), result ? "" : verify_prefix);
-    if (result) e.message += "; nothing written";
-    return e;
-  }
-  checks.info.runtime = run->runtime;
+  auto made = make_runner(original, rewritten, result, opt, setup, model_path, log, verify, bench, verify_prefix, bench_prefix);
+  if (!made) return made.error();
+  runtime_check::Runner& runner = **made;
+  checks.info.runtime = runner.info();
   if (verify) {
-    checks.verify = verify_from_run(*run, {opt.atol, opt.rtol}, opt.max_steps.value_or(2.0));
-    for (const auto& note : run->notes) spdlog::warn("{}{}", prefix, note);
-    log_verify_summary(*checks.verify, prefix);
+    auto verified = runner.verify();
+    clear_progress(setup);
+    if (!verified) return not_checked_error(verified.error(), verify_prefix);  // the caller ends the phase as failed
+    log.end();
+    for (const auto& note : runner.notes()) spdlog::warn("{}{}", prefix, note);
+    log_verify_summary(*verified, prefix);
+    spdlog::debug("placement:\n{}", verified->placement);
+    checks.verify = std::move(*verified);
     if (!checks.verify->passed) return checks;
   }
   if (bench) {
-    checks.bench = bench_from_run(*run, opt.threads);
-    const auto& b = *checks.bench;
-    log_bench_line(b, run->runtime.label, "pairs", prefix);
+    if (const std::string phase = runner.bench_phase(); !phase.empty()) log.start(phase);
+    auto timed = runner.bench();
+    clear_progress(setup);
+    if (!timed) return not_checked_error(timed.error(), bench_prefix);  // the caller ends the phase as failed
+    log.end();
+    const auto& b = timed->bench;
+    log_bench_line(b, checks.info.runtime.label, timed->counted, prefix);
     spdlog::debug("bench placement, original: {}", b.original_placement);
     spdlog::debug("bench placement, rewritten: {}", b.rewritten_placement);
-    if (result != nullptr && (!run->original_nodes.empty() || !run->rewritten_nodes.empty())) {
-      checks.info.upsamplers =
-          upsampler_times(original, rewritten, *result, run->original_nodes, run->rewritten_nodes, *inputs, run->node_values);
-      log_upsampler_times(checks.info.upsamplers, run->runtime.label);
+    if (opt.verbosity > 0 && (b.original_profile.runs > 0 || b.rewritten_profile.runs > 0)) {
+      spdlog::debug("profile of the original model (separate runs):\n{}", runtime_check::format_profile(b.original_profile));
+      spdlog::debug("profile of the rewritten model (separate runs):\n{}", runtime_check::format_profile(b.rewritten_profile));
+    }
+    checks.bench = b;
+    // The per-upsampler table, from the node times of whichever runtime ran; the inputs' dims size its regions.
+    if (result != nullptr && (!timed->original_nodes.empty() || !timed->rewritten_nodes.empty())) {
+      auto shapes = resolve_input_shapes(setup.input_shapes, original, model_path);
+      auto inputs = shapes ? runtime_inputs(original, *shapes, setup.inputs, opt.seed)
+                           : core::Result<std::vector<runtime_check::NamedTensor>>(shapes.error());
+      checks.info.upsamplers = upsampler_times(original, rewritten, *result, timed->original_nodes, timed->rewritten_nodes,
+                                               inputs ? *inputs : std::vector<runtime_check::NamedTensor>{}, timed->node_values);
+      log_upsampler_times(checks.info.upsamplers, checks.info.runtime.label);
     }
   }
   return checks;

@@ -19,14 +19,6 @@ namespace {
 // The plan's name of a node: its name, or its first output's when unnamed.
 std::string plan_name(const onnx::NodeProto& n) { return !n.name().empty() ? n.name() : (n.output_size() ? n.output(0) : ""); }
 
-// The node name inside describe_node()'s text: "Conv 'c1'" -> c1, "Conv producing 'y'" -> y.
-std::string quoted_name(const std::string& described) {
-  const auto open = described.find('\'');
-  const auto close = described.rfind('\'');
-  if (open == std::string::npos || close <= open) return described;
-  return described.substr(open + 1, close - open - 1);
-}
-
 // Whether a profiler's node name stands for `node`: the same name or first output, or one ONNX Runtime derived from
 // it (its layout transformer names a converted node after the node or its output, plus a suffix such as "_nchwc").
 bool profiled_as(const std::string& profiled, const onnx::NodeProto& node) {
@@ -414,13 +406,6 @@ void attribute_by_values(const onnx::ModelProto& original, const onnx::ModelProt
 }
 
 }  // namespace
-
-std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& profile) {
-  std::vector<NodeMs> out;
-  const double runs = profile.runs > 0 ? static_cast<double>(profile.runs) : 1.0;
-  for (const auto& n : profile.top_nodes) out.push_back({quoted_name(n.node), n.op_type, (n.ms + n.convert_ms) / runs, {}, {}});
-  return out;
-}
 
 std::vector<UpsamplerRegion> upsampler_regions(const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                                const rewrite::RewriteResult& result,

@@ -1,5 +1,6 @@
 // The per-upsampler table of --bench and the regions --tune cuts out: each rewritten upsampler as the rewrite
-// recorded it, timed from a runtime's profiler (NodeMs, runtime_check/python_bridge.h) or the executor's.
+// recorded it, timed from the node times any runner gives (runtime_check/runner.h: the executor's profile or a
+// Python runtime's profiler, as NodeMs).
 #pragma once
 
 #include <optional>
@@ -10,8 +11,7 @@
 
 #include "core/region.h"
 #include "rewrite/rewriter.h"
-#include "runtime_check/executor.h"
-#include "runtime_check/python_bridge.h"
+#include "runtime_check/runner.h"
 #include "runtime_check/tensor.h"
 
 namespace dwdeconv::cli {
@@ -64,9 +64,6 @@ std::vector<UpsamplerTime> upsampler_times(const onnx::ModelProto& original, con
                                            const rewrite::RewriteResult& result, const std::vector<NodeMs>& original_nodes,
                                            const std::vector<NodeMs>& rewritten_nodes,
                                            const std::vector<runtime_check::NamedTensor>& inputs, NodeValues values = NodeValues::kNames);
-
-// The executor's profile as NodeMs (describe_node() names stripped to the node's name).
-std::vector<NodeMs> executor_node_times(const runtime_check::ExecutorProfile& profile);
 
 // The table for the log: "  upsampler  form  input  original ms  rewritten ms  ratio" rows, each followed by a line
 // naming the nodes timed with it or why it has no times, when it has one.

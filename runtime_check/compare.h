@@ -8,6 +8,7 @@
 // Integer and bool outputs are compared exactly, as int64 (no tolerance applies, whatever is given).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,5 +66,38 @@ OutputComparison compare_tensor(const std::string& name, const Tensor& actual, c
 // Compares outputs by name; an expected output missing from `actual` fails.
 ComparisonReport compare_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
                                  const Tolerances& tolerances);
+
+// The outputs of a model run against the original's, by name, as verification judges them: compare_outputs(), and
+// also an output the original lacks or one returned twice fails, and outputs with no elements at all (a 0 dim) fail
+// as "nothing compared".
+ComparisonReport compare_model_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
+                                       const Tolerances& tolerances);
+
+// An int8 output's quantisation: value = (q - zero_point) * scale, q in [-128, 127].
+struct QuantStep {
+  double scale = 0;
+  double zero_point = 0;
+};
+
+// The precision both models ran at and what judging their outputs there needs. The executor computes at fp32;
+// a Python runtime converts to what --precision asks for.
+struct PrecisionRule {
+  std::string precision = "fp32";  // fp32, fp16, bf16 or int8
+  // int8: the quantisation step of each output that comes out of an integer tensor, by output name, per side.
+  std::map<std::string, QuantStep> original_steps;
+  std::map<std::string, QuantStep> rewritten_steps;
+  double max_steps = 2.0;  // int8: the most quantisation steps an output may differ by
+  // int8: "original" or "rewritten" when that side ran ops in float that the other quantises, else "".
+  std::string float_side;
+};
+
+// The rewritten model's outputs against the original's, the one rule for the executor and every Python runtime:
+// compare_model_outputs() under `tolerances`, where fp16 and bf16 take the FLOAT16 and BFLOAT16 defaults for what
+// `tolerances` leaves unset, whatever the outputs' dtype. int8: an output passes when the two differ by at most
+// max_steps quantisation steps, the step being the larger of the two sides' (one side's when only one has one: the
+// other side, computed in float, is first clamped to that side's int8 range, which it cannot leave); an output neither
+// side quantised is judged under the float tolerances, and its message says so.
+ComparisonReport judge_outputs(const std::vector<NamedTensor>& rewritten, const std::vector<NamedTensor>& original,
+                               const Tolerances& tolerances, const PrecisionRule& rule = {});
 
 }  // namespace dwdeconv::runtime_check

@@ -67,12 +67,6 @@ struct NodeMs {
   std::vector<std::string> outputs;
 };
 
-// An int8 output's quantisation: value = (q - zero_point) * scale, q in [-128, 127].
-struct QuantStep {
-  double scale = 0;
-  double zero_point = 0;
-};
-
 // Both models on a Python runtime: the outputs for the comparison, the timed runs and the profile.
 struct PythonRun {
   RuntimeInfo runtime;
@@ -126,15 +120,5 @@ core::Status probe_python_runtime(const PythonSide& side);
 core::Result<PythonRun> run_python_check(const PythonSide& side, const onnx::ModelProto& original, const onnx::ModelProto& rewritten,
                                          const std::vector<NamedTensor>& inputs, size_t threads, size_t runs, size_t profile_runs,
                                          const Precision& precision = {});
-
-// --verify's result from a Python run: every output of the rewritten model against the original's, by name, under
-// `tolerances` (fp16: the FLOAT16 defaults where none is given). int8: an output passes when the two differ by at most
-// `max_steps` quantisation steps, the step being the larger of the two sides' (one side's when only one has one: the
-// other side, computed in float, is first clamped to that side's int8 range, which it cannot leave; an output neither
-// quantised is compared under the float tolerances, and the summary says so).
-VerifyResult verify_from_run(const PythonRun& run, const Tolerances& tolerances, double max_steps = 2.0);
-
-// --bench's result from a Python run's samples.
-BenchResult bench_from_run(const PythonRun& run, size_t threads);
 
 }  // namespace dwdeconv::runtime_check

@@ -93,12 +93,6 @@ core::Status check_verifiable_inputs(const onnx::ModelProto& model, const std::v
 // A failed verification that ran nothing: the models' graph inputs or outputs differ (interface_difference()).
 VerifyResult interface_mismatch(const std::string& difference);
 
-// The outputs of a model run against the original's, by name, as verification judges them: compare_outputs(), and
-// also an output the original lacks or one returned twice fails, and outputs with no elements at all (a 0 dim) fail
-// as "nothing compared". The same rule for the executor and every Python runtime.
-ComparisonReport compare_model_outputs(const std::vector<NamedTensor>& actual, const std::vector<NamedTensor>& expected,
-                                       const Tolerances& tolerances);
-
 // Verifies `rewritten` against `original`. Errors (kCannotVerify) when nothing could be verified: the whole
 // models cannot run or be compared and no rewritten node can be checked on its own; errors (kInvalidModel) when a
 // graph input, or the input of a node checked on its own, is too large to hold; errors (kUsage) when a given input

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "runtime_check/python_bridge.h"
+#include "runtime_check/runner.h"
 
 using namespace dwdeconv;
 using runtime_check::PythonRun;
