@@ -4,6 +4,7 @@
 // changes them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cli/upsampler_table.h"
@@ -341,6 +342,30 @@ TEST_CASE("upsampler table: hostile names are matched exactly and shown escaped"
   CHECK(text.find('\x07') == std::string::npos);
   CHECK_THAT(text, Catch::Contains("c\\x0av'\\x1b[2J"));
   CHECK_THAT(text, Catch::Contains("timed with 'a\\u2028ct\\x07' both ways"));
+}
+
+TEST_CASE("upsampler regions are the rewrite's record of each upsampler, its nodes resolved in both models", "[cli][upsampler_table]") {
+  // The record (core::ReplacedRegion) read as it is: x the Resize reads, y the Conv writes, the Conv's bias, and the
+  // replaced nodes by first output, the upsampler's own Conv first, then the Resize of its form.
+  const auto r = nearest_conv_then("  y = Identity (cv)");
+  const auto regions = cli::upsampler_regions(r.original, r.rewritten, r.result, {});
+  REQUIRE(regions.size() == 1);
+  const cli::UpsamplerRegion& region = regions[0];
+  CHECK(region.input == "x");
+  CHECK(region.output == "cv");
+  CHECK(region.bias == "bc");
+  CHECK(region.nodes == std::vector<std::string>{"cv", "r"});
+  CHECK(region.name == "conv");
+  CHECK(region.form == "nearest_conv");
+  CHECK(region.input_shape == "1x4x8x8");
+  REQUIRE(region.original_nodes.size() == 2);
+  CHECK(region.original_nodes[0] == find_producer(r.original.graph(), "cv"));
+  CHECK(region.original_nodes[1] == find_producer(r.original.graph(), "r"));
+  // Four phase Convs, their Concat and the DepthToSpace that writes cv, as nodes of the rewritten model.
+  std::vector<std::string> emitted;
+  for (const auto* n : region.emitted_nodes) emitted.push_back(n->op_type());
+  std::sort(emitted.begin(), emitted.end());
+  CHECK(emitted == std::vector<std::string>{"Concat", "Conv", "Conv", "Conv", "Conv", "DepthToSpace"});
 }
 
 }  // namespace dwdeconv::test

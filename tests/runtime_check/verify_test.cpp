@@ -321,6 +321,10 @@ TEST_CASE("Per-node mode checks the regions the rewrite recorded, and fails wher
   const auto recorded = replacements_from_record(original, {region});
   REQUIRE(recorded.size() == 1);
   CHECK(recorded[0].node == &original.graph().node(0));
+  // The record itself, as the rewrite wrote it: the one region type, not a copy of some of its fields.
+  CHECK(recorded[0].input == "x");
+  CHECK(recorded[0].output == "y");
+  CHECK(recorded[0].nodes == std::vector<std::string>{"y"});
   CHECK(record_difference(recorded, find_replacements(original, rewritten)).empty());
 
   VerifyOptions options;
