@@ -228,3 +228,39 @@ TEST_CASE("the test harness copies each report a command wrote, and only those, 
   REQUIRE(copies.count(read_file(dir.path / "a b.json")) == 1);
   CHECK(read_json(dir.path / "a b.json")["target"] == "executorch");
 }
+
+TEST_CASE("the report's layout: members in a fixed order, two-space indent, one line per member and per node", "[e2e][report]") {
+  // The one test of the report as text; every other test reads it as data. The values are worked out here from the
+  // model: one depthwise ConvTranspose, C = 3, k = 4, s = 2, pads 1, with a bias (W 192 bytes, B 12), which the xnnpack
+  // target rewrites into four 2x2 phase Convs (the same 204 weight bytes), a Concat and a DCR DepthToSpace.
+  TempDir dir;
+  save(small_deconv_model(), dir.path / "m.onnx");
+  REQUIRE(run_in(dir, "m.onnx -o out.onnx --target xnnpack --report r.json").exit_code == 0);
+  const std::string text = read_file(dir.path / "r.json");
+  // The CPU feature is the machine's, the output's size the rewrite's: both outside the layout.
+  const bool avx512f = read_json(dir.path / "r.json").at("cpu").at("avx512f");
+  const std::string expected = R"({
+  "schema_version": 1,
+  "tool_version": "0.1.0",
+  "exit_code": 0,
+  "error": null,
+  "input": "m.onnx",
+  "output": "out.onnx",
+  "opset": 13,
+  "target": "xnnpack",
+  "cpu": {"avx512f": )" + std::string(avx512f ? "true" : "false") +
+                               R"(},
+  "outside_delegate": [],
+  "nodes": [
+    {"name": "Y", "graph": "main", "decision": "rewritten", "reason": "", "channels": 3, "kernel": [4, 4], "stride": 2, "strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [0, 0], "dilations": null, "depthwise_in_value": false, "form": "conv_transpose", "layout": "dcr", "note": null}
+  ],
+  "rewritten": 1,
+  "kept": 0,
+  "changes": {"ops": {"Concat": [0, 1], "Conv": [0, 4], "ConvTranspose": [1, 0], "DepthToSpace": [0, 1]}, "nodes": [1, 6], "model_bytes": [)" +
+                               std::to_string(fs::file_size(dir.path / "m.onnx")) + ", " +
+                               std::to_string(fs::file_size(dir.path / "out.onnx")) + R"(], "weight_bytes": [204, 204]},
+  "validation": "ONNX checker and strict shape inference passed"
+}
+)";
+  CHECK(text == expected);
+}
