@@ -239,7 +239,7 @@ TEST_CASE("the quick start's --verify --bench log on a non-terminal is at most 2
   REQUIRE(r.exit_code == 0);
   INFO(r.err);
   // The verify summary (3), the bench line, the per-upsampler table (2 + 8 rows), the summary (2): 16; no phase of
-  // milliseconds (issue 39 asked 20 at most; it was 34 with a started and a done line for each of 9 phases).
+  // milliseconds (the budget is 20 at most; it was 34 with a started and a done line for each of 9 phases).
   const auto all = std::count(r.err.begin(), r.err.end(), '\n');
   CHECK(all <= 20);
   CHECK(lines_with(r.err, "dwdeconv-rewrite: ").size() == static_cast<size_t>(all));
@@ -344,7 +344,7 @@ TEST_CASE("help text: --help fits in 100 columns, the man page's source included
   }
   CHECK(count > 60);
   // The opening paragraphs and the exit status are wrapped once: no line of prose cut after a word or two and
-  // continued flush left (issue 39: "custom\n  XNNPACK\nruntime"), and the exit status's lines as written.
+  // continued flush left (as once: "custom\n  XNNPACK\nruntime"), and the exit status's lines as written.
   std::istringstream prose(r.out.substr(0, r.out.find("Usage:")) + r.out.substr(r.out.find("Exit status:")));
   std::vector<std::string> kept;
   for (std::string line; std::getline(prose, line);) kept.push_back(line);
@@ -463,8 +463,8 @@ TEST_CASE("a batch takes a directory, names each output with --suffix, and its l
   const auto suffix = run_cli((models / "a.onnx").string() + " -o x.onnx --suffix .xnn", dir);
   CHECK(suffix.exit_code == 2);
   CHECK_THAT(suffix.err, Catch::Contains("--suffix") && Catch::Contains("--out-dir"));
-  // An --out-dir that maps each input onto itself (its own directory, no --suffix) is refused, inputs untouched
-  // (review R5); -o naming the one input stays the documented in-place rewrite.
+  // An --out-dir that maps each input onto itself (its own directory, no --suffix) is refused, inputs untouched;
+  // -o naming the one input stays the documented in-place rewrite.
   fs::remove(models / "c.onnx");
   const std::string before = read_file(models / "a.onnx");
   const auto same = run_cli(models.string() + " --out-dir " + models.string(), dir);

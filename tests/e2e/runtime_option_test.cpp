@@ -281,7 +281,7 @@ TEST_CASE("the --tune option times each candidate alone on the runtime and rewri
 
 TEST_CASE("the --tune option takes --input-shape, also with --dry-run", "[e2e][runtime][tune]") {
   // upsampler_small.onnx has a symbolic batch: --tune needs the shape, and --input-shape was refused without
-  // --verify or --bench (review R3).
+  // --verify or --bench.
   TempDir dir;
   const auto in = dir.copy_example("upsampler_small.onnx");
   auto r = run_cli(in.string() + " --dry-run --tune --input-shape 1,8,8,8", dir);

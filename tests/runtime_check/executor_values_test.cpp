@@ -282,7 +282,7 @@ TEST_CASE("compare_outputs: errors relative to the output scale, per-dtype defau
 }
 
 TEST_CASE("a comparison's summary shows an output name's control bytes escaped, one line per output", "[compare]") {
-  // A name from the model holding a newline started a log line of its own (review R4).
+  // A name from the model holding a newline started a log line of its own.
   Tensor t;
   t.reshape(onnx::TensorProto::FLOAT, {2});
   t.f = {1.0f, 2.0f};

@@ -195,7 +195,7 @@ TEST_CASE("a GroupNorm chain whose inner value is also read elsewhere is not fus
 
 TEST_CASE("a GroupNorm chain whose Reshape changes the element count is refused, not normalized", "[executor][group_norm]") {
   // [1,8,5,6] holds 240 values; [1,2,122] holds 244. ONNX Runtime refuses the Reshape, and so must the executor: the
-  // fused step once took the shape for a grouping and "verified" a model no runtime runs (review R1).
+  // fused step once took the shape for a grouping and "verified" a model no runtime runs.
   ChainCase c{"244 elements", true, true, false, false, "1, 2, 122", ""};
   const onnx::ModelProto model = chain_model(c);
   ExecutorOptions options;
