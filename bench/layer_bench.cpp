@@ -38,7 +38,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "examples/model_builder.h"
-#include "rewrite/recognisers.h"
+#include "rewrite/forms.h"
 #include "rewrite/rewriter.h"
 #include "runtime_check/compare.h"
 #include "runtime_check/executor.h"

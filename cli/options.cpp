@@ -11,7 +11,7 @@
 
 #include "cli/runtime_python.h"
 #include "cli/version.h"
-#include "rewrite/recognisers.h"
+#include "rewrite/forms.h"
 #include "rewrite/targets.h"
 
 namespace dwdeconv::cli {

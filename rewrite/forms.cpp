@@ -3,37 +3,84 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "rewrite/recognisers.h"
-
 namespace dwdeconv::rewrite {
 
-const std::vector<FormInfo>& forms() {
-  static const std::vector<FormInfo> table = {
-      {Form::kConvTranspose, "conv_transpose", "a depthwise ConvTranspose", nullptr, false, true, false, false},
-      {Form::kNearestMask, "nearest_mask", "nearest Resize times a mask, Pad, depthwise Conv (MI-GAN's form b)", match_nearest_mask, false,
-       true, true, false},
-      {Form::kZeroInsertion, "zero_insertion",
-       "a one-tap ConvTranspose, optional Pad, Conv of any group (MI-GAN's older code, FastDepth's UpConv)", match_zero_insertion, true,
-       true, false, false},
-      {Form::kReshapeZeroInsertion, "reshape_zero_insertion", "Reshape/Pad/Reshape zero insertion, Pad, Conv of any group (upfirdn2d)",
-       match_reshape_zero_insertion, false, true, false, false},
-      {Form::kNearestConv, "nearest_conv", "nearest Resize, then a Conv of any group (U-Nets, VAE decoders, FPNs)", match_nearest_conv,
-       false, true, true, true},
-      {Form::kUpsample1d, "upsample1d",
-       "an edge or zero Pad, a 1-D depthwise ConvTranspose, a gain and a crop, folded into phases that compute only the samples "
-       "kept (BigVGAN's UpSample1d, Mimi's causal crop)",
-       match_upsample1d, true, true, false, false},
-  };
-  return table;
+// The built-in forms' rows, each defined in its own file (rewrite/form_<name>.cpp).
+const FormRow& conv_transpose_form();
+const FormRow& nearest_mask_form();
+const FormRow& zero_insertion_form();
+const FormRow& reshape_zero_insertion_form();
+const FormRow& nearest_conv_form();
+const FormRow& upsample1d_form();
+
+namespace {
+
+// The rows in order; a row that names no Form (no code refers to it by value) gets one past kFirstRegisteredForm.
+std::deque<FormRow>& table() {
+  static std::deque<FormRow> rows = [] {
+    std::deque<FormRow> built_in = {conv_transpose_form(),         nearest_mask_form(), zero_insertion_form(),
+                                    reshape_zero_insertion_form(), nearest_conv_form(), upsample1d_form()};
+    int next = kFirstRegisteredForm;
+    for (auto& row : built_in) {
+      if (row.form == Form::kNearestResize) row.form = static_cast<Form>(next++);
+    }
+    return built_in;
+  }();
+  return rows;
+}
+
+// How many rows are built in: register_form appends after them, unregister_form removes none of them.
+size_t built_in_count() {
+  static const size_t count = table().size();
+  return count;
+}
+
+}  // namespace
+
+bool FormRow::may_start_at(const onnx::NodeProto& node, int64_t opset) const {
+  if (node.op_type() != root_op || !(node.domain().empty() || node.domain() == "ai.onnx")) return false;
+  if (opset < min_opset || (max_opset != 0 && opset > max_opset)) return false;
+  return root_any_arity || (node.input_size() >= root_min_inputs && node.output_size() == 1);
+}
+
+const std::deque<FormRow>& forms() {
+  built_in_count();  // counted before any registration
+  return table();
 }
 
 const char* form_name(Form form) { return form == Form::kNearestResize ? "resize" : form_info(form).name; }
 
-const FormInfo& form_info(Form form) {
+const FormRow& form_info(Form form) {
   const auto& t = forms();
-  const auto it = std::find_if(t.begin(), t.end(), [form](const FormInfo& f) { return f.form == form; });
-  if (it == t.end()) throw std::logic_error(std::string("no row for form ") + form_name(form));
+  const auto it = std::find_if(t.begin(), t.end(), [form](const FormRow& f) { return f.form == form; });
+  if (it == t.end()) throw std::logic_error("no row for form " + std::to_string(static_cast<int>(form)));
   return *it;
+}
+
+Form register_form(FormRow row) {
+  auto& t = table();
+  built_in_count();
+  if (row.name == nullptr || *row.name == '\0' || row.recognise == nullptr) {
+    throw std::logic_error("a form's row needs a name and a recogniser");
+  }
+  if (row.form == Form::kNearestResize) {
+    int next = kFirstRegisteredForm;
+    for (const auto& f : t) next = std::max(next, static_cast<int>(f.form) + 1);
+    row.form = static_cast<Form>(next);
+  }
+  for (const auto& f : t) {
+    if (f.form == row.form || std::string(f.name) == row.name) {
+      throw std::logic_error(std::string("form '") + row.name + "' is registered already");
+    }
+  }
+  t.push_back(std::move(row));
+  return t.back().form;
+}
+
+void unregister_form(Form form) {
+  auto& t = table();
+  const auto first = t.begin() + static_cast<std::ptrdiff_t>(built_in_count());
+  t.erase(std::remove_if(first, t.end(), [form](const FormRow& f) { return f.form == form; }), t.end());
 }
 
 std::optional<Form> form_by_name(const std::string& name) {
@@ -63,6 +110,18 @@ std::set<Form> default_forms() {
     if (f.on_by_default) out.insert(f.form);
   }
   return out;
+}
+
+std::set<std::string> form_ops() {
+  std::set<std::string> ops;
+  for (const auto& f : forms()) ops.insert(f.ops.begin(), f.ops.end());
+  return ops;
+}
+
+std::set<std::string> form_root_ops() {
+  std::set<std::string> ops;
+  for (const auto& f : forms()) ops.insert(f.root_op);
+  return ops;
 }
 
 }  // namespace dwdeconv::rewrite

@@ -1,4 +1,5 @@
-// Matching: decides whether a ConvTranspose is a clean xs depthwise upscale, and why not when it isn't.
+// Matching a ConvTranspose node: the summary the plan shows and the DeconvMatch the emitter takes (any depthwise
+// ConvTranspose whose output is a whole number of strides per input sample), or why it is kept or the model refused.
 #pragma once
 
 #include <array>
@@ -13,7 +14,7 @@
 #include "core/geometry.h"
 #include "core/result.h"
 #include "onnx_io/shapes.h"
-#include "rewrite/forms.h"
+#include "rewrite/form_id.h"
 #include "rewrite/graph_editor.h"
 
 namespace dwdeconv::rewrite {

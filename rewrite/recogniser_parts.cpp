@@ -71,6 +71,23 @@ void collect_upstream(const std::string& name, const GraphScope& scope, const st
   }
 }
 
+std::vector<std::pair<const GraphScope*, std::string>> replaced_tensors(const GraphScope& scope, const std::string& x,
+                                                                        const std::vector<const onnx::NodeProto*>& nodes,
+                                                                        const std::vector<std::string>& also,
+                                                                        const std::vector<const onnx::NodeProto*>& walk) {
+  std::vector<std::pair<const GraphScope*, std::string>> out;
+  std::set<std::pair<size_t, std::string>> seen;
+  for (const auto* node : nodes) {
+    out.emplace_back(&scope, node->output(0));
+    seen.insert({scope.index, node->output(0)});
+  }
+  for (const auto* node : walk.empty() ? nodes : walk) {
+    for (const auto& in : node->input()) collect_upstream(in, scope, x, seen, out);
+  }
+  for (const auto& name : also) collect_upstream(name, scope, x, seen, out);
+  return out;
+}
+
 namespace {
 
 // The full pads of Pad `pad` of a rank-`rank` tensor ([begins..., ends...], none negative) in `mode`, or why not:
@@ -338,6 +355,80 @@ NodeSummary conv_summary(const onnx::NodeProto& conv, const GraphScope& scope, F
   sum.graph_path = scope.path;
   sum.form = form;
   return sum;
+}
+
+core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
+                                            const onnx_io::ScopedTypes& types, bool one_d) {
+  // Opset 10 takes (X, scales) and has no coordinate attributes: it replicates, x[floor(o/s)]. From opset 11 on
+  // it takes (X, roi, scales, sizes), with half_pixel and round_prefer_floor as the defaults.
+  const bool opset10 = resize.input_size() == 2;
+  auto mode = onnx_io::get_string(resize, "mode", "nearest");
+  auto ctm = onnx_io::get_string(resize, "coordinate_transformation_mode", opset10 ? "asymmetric" : "half_pixel");
+  auto rounding = onnx_io::get_string(resize, "nearest_mode", opset10 ? "floor" : "round_prefer_floor");
+  auto policy = onnx_io::get_string(resize, "keep_aspect_ratio_policy", "stretch");
+  for (const auto* r : {&mode, &ctm, &rounding, &policy}) {
+    if (!*r) return r->error();
+  }
+  if (*mode != "nearest") return declined("Resize mode " + *mode);
+  if (onnx_io::find_attribute(resize, "axes") != nullptr) return declined("Resize with axes");
+  if (resize.input_size() < 2 || resize.input(0).empty()) return declined("Resize without scales");
+
+  // The per-axis factors, from the scales or else from the sizes and the input's known shape.
+  const int scales_at = opset10 ? 1 : 2;
+  const bool has_sizes = !opset10 && resize.input_size() > 3 && !resize.input(3).empty();
+  std::vector<double> factors;
+  if (resize.input_size() > scales_at && !resize.input(scales_at).empty()) {
+    auto scales = eval.evaluate_flagged(resize.input(scales_at), scope);
+    if (!scales) return declined("Resize scales not constant: " + scales.error().message);
+    if (auto ok = decidable(*scales, "Resize scales are"); !ok) return ok.error();
+    for (size_t i = 0; i < scales->size(); ++i) factors.push_back(scales->at(i));
+  }
+  if (!factors.empty() && has_sizes) return declined("Resize with both scales and sizes");
+  if (factors.empty() && has_sizes) {
+    if (*policy != "stretch") return declined("Resize by sizes with keep_aspect_ratio_policy " + *policy);
+    auto sizes = eval.evaluate_flagged(resize.input(3), scope);
+    if (!sizes) return declined("Resize sizes not constant: " + sizes.error().message);
+    if (auto ok = decidable(*sizes, "Resize sizes are"); !ok) return ok.error();
+    const auto* type = types.find(scope.index, resize.input(0));
+    std::vector<int64_t> dims;
+    if (type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()) {
+      for (const auto& d : type->tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : 0);
+    }
+    if (dims.size() != sizes->size() || std::count(dims.begin(), dims.end(), 0) != 0) {
+      return declined("Resize by sizes of an input whose shape is not known");
+    }
+    for (size_t i = 0; i < dims.size(); ++i) factors.push_back(sizes->at(i) / static_cast<double>(dims[i]));
+  }
+  if (factors.empty()) return declined("Resize without scales or sizes");
+  const std::string text = std::string("Resize scales are not ") + (one_d ? "[1,1,s]" : "[1,1,s,s]") + " with an integer s >= 2";
+  if (one_d) {
+    // [1, 1, s] on [N, C, L]: the same test on L alone, as [1, 1, s, s].
+    if (factors.size() != 3) return declined(text);
+    factors = {factors[0], factors[1], factors[2], factors[2]};
+  }
+  if (factors.size() != 4) return declined(text);
+  const double s = factors[2];
+  if (factors[0] != 1.0 || factors[1] != 1.0 || factors[3] != s || s != std::floor(s) || s < 2 || s > 1024) {
+    return declined(text + " (" + number(factors[0]) + "," + number(factors[1]) + "," + number(factors[2]) + "," + number(factors[3]) +
+                    ")");
+  }
+
+  // Output o = h*s + a with a in [0, s) must read x[h]. Per coordinate mode, its source coordinate is
+  //   asymmetric                       h + a/s                  floor: h; round_prefer_floor: h only for s == 2 (a tie)
+  //   half_pixel, pytorch_half_pixel,  h + (a+0.5)/s - 0.5,     within (h-0.5, h+0.5): both round_prefer modes give h
+  //   half_pixel_symmetric             (the same, as s*H is exactly the output size)
+  //   tf_half_pixel_for_nn             h + (a+0.5)/s,           within (h, h+1): floor gives h
+  // align_corners depends on H, tf_crop_and_resize on the roi: never replication for every input size.
+  const std::string& c = *ctm;
+  const std::string& r = *rounding;
+  const bool exact = (c == "asymmetric" && (r == "floor" || (r == "round_prefer_floor" && s == 2))) ||
+                     ((c == "half_pixel" || c == "pytorch_half_pixel" || c == "half_pixel_symmetric") &&
+                      (r == "round_prefer_floor" || r == "round_prefer_ceil")) ||
+                     (c == "tf_half_pixel_for_nn" && r == "floor");
+  if (!exact) {
+    return declined("Resize coordinate_transformation_mode " + c + " with nearest_mode " + r + " is not x[floor(o/" + number(s) + ")]");
+  }
+  return static_cast<int64_t>(s);
 }
 
 }  // namespace dwdeconv::rewrite::parts

@@ -43,6 +43,18 @@ int use_count(const std::map<std::string, int>& uses, const std::string& name);
 void collect_upstream(const std::string& name, const GraphScope& scope, const std::string& stop,
                       std::set<std::pair<size_t, std::string>>& seen, std::vector<std::pair<const GraphScope*, std::string>>& out);
 
+// The tensors a form's region replaces (UpsamplerMatch::replaced): the outputs of `nodes`, then every tensor the
+// inputs of `walk` (`nodes` when empty) are computed from, then those `also` are, each once and none past `x`.
+std::vector<std::pair<const GraphScope*, std::string>> replaced_tensors(const GraphScope& scope, const std::string& x,
+                                                                        const std::vector<const onnx::NodeProto*>& nodes,
+                                                                        const std::vector<std::string>& also,
+                                                                        const std::vector<const onnx::NodeProto*>& walk = {});
+
+// The integer factor s >= 2 of a nearest Resize that computes exactly u[o] = x[floor(o/s)] on H and W and copies
+// N and C, or why it does not. Sizes count when `types` knows the input's H and W. `one_d`: on L of [N, C, L] alone.
+core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
+                                            const onnx_io::ScopedTypes& types, bool one_d = false);
+
 // The full pads of a constant-zero Pad of a rank-`rank` tensor ([begins..., ends...], none negative), or why
 // it is not one: another mode, a non-zero value, pads that are not constant, crop, or are out of range.
 core::Result<std::vector<int64_t>> constant_zero_pads(const onnx::NodeProto& pad, const GraphScope& scope, ConstEvaluator& eval,

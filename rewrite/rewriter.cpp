@@ -10,7 +10,7 @@
 #include "onnx_io/shapes.h"
 #include "recogniser_parts.h"
 #include "rewrite/const_eval.h"
-#include "rewrite/recognisers.h"
+#include "rewrite/forms.h"
 #include "rewrite/shape_propagation.h"
 
 namespace dwdeconv::rewrite {
@@ -166,7 +166,7 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
   s.graph_path = scope.path;
   s.form = Form::kNearestResize;
   if (auto c = parts::known_dim(types, scope, resize.input(0), 1)) s.channels = *c;
-  if (auto factor = nearest_resize_factor(resize, scope, eval, types)) {
+  if (auto factor = parts::nearest_resize_factor(resize, scope, eval, types)) {
     s.stride = *factor;
     s.strides = {*factor, *factor};
   }
@@ -190,189 +190,224 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
   return row;
 }
 
-// One pass over the model: match every upsampler as the model stands, then emit, rebuild and clean up.
-core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteOptions& options) {
-  RewriteResult result;
-  result.target = options.target;
-  result.cpu = options.cpu;
-  // The shapes matching reads: computed from the graph inputs, the tool folding the shape chains libonnx cannot.
-  PropagatedTypes propagated = propagate_types(model);
-  const onnx_io::ScopedTypes& types = propagated.types;
-  result.warnings = std::move(propagated.warnings);
-  const int64_t opset = onnx_io::default_opset(model);
-  GraphTree tree(model);
-  NameAllocator names(model);
+// What one pass reads while it selects, decides and applies: the model as it stands, and the tools over it.
+struct Pass {
+  Pass(onnx::ModelProto& m, const RewriteOptions& o)
+      : model(m),
+        options(o),
+        target(*o.target),
+        propagated(propagate_types(m)),
+        opset(onnx_io::default_opset(m)),
+        tree(m),
+        names(m),
+        eval(m.ir_version(), onnx_io::default_opset(m), propagated.types),
+        uses(count_uses(m)),
+        context{m.ir_version(), propagated.types, eval, uses, o.dense_conv_transpose},
+        emitter(m, names, emit_options(o)) {}
 
-  // Match every node before changing any, so deconvs that feed each other are all seen as the user wrote them.
-  struct Planned {
-    size_t index;  // into result.nodes
-    DeconvMatch match;
-    std::vector<std::pair<const GraphScope*, std::string>> replaced;  // a recognised form's own tensors
-  };
-  std::vector<Planned> matches;
-  std::set<std::string> seen_names;
-  ConstEvaluator eval(model.ir_version(), onnx_io::default_opset(model), types);
-  const auto uses = count_uses(model);
-  // Why the command line keeps a matched upsampler, or "" when it is selected.
-  const Target& target = *options.target;
-  auto unselected = [&options, &target](const NodeSummary& summary) -> std::string {
-    const std::string form = form_name(summary.form);
-    if (options.forms.count(summary.form) == 0) return "form " + form + " not selected by --forms";
-    if (target.forms.count(summary.form) == 0) return "form " + form + " is not rewritten for --target " + target.name;
-    if (!options.only.empty() && options.only.count(summary.name) == 0) return "not selected by --only";
-    if (options.skip.count(summary.name) != 0) return "skipped by --skip";
-    if (options.caller_keep) return options.caller_keep(summary);
-    return "";
-  };
-  // The recognisers that start from a Conv and stand alone (zero_insertion, which absorbs a ConvTranspose, is
-  // matched first, below): the first whose form the Conv starts says what it is.
+  static EmitOptions emit_options(const RewriteOptions& o) {
+    EmitOptions emit = o.emit;
+    emit.edge_as_slices = o.target->edge_as_slices;
+    emit.flatten_1d_join = o.target->flatten_1d_join;
+    return emit;
+  }
+
+  onnx::ModelProto& model;
+  const RewriteOptions& options;
+  const Target& target;
+  // The shapes matching reads: computed from the graph inputs, the tool folding the shape chains libonnx cannot.
+  PropagatedTypes propagated;
+  const int64_t opset;
+  GraphTree tree;
+  NameAllocator names;
+  ConstEvaluator eval;
+  const std::map<std::string, int> uses;
+  const MatchContext context;
+  Emitter emitter;
+  std::set<std::string> seen_names;                  // the plan's names, which --only and --skip may use
   std::set<const onnx::NodeProto*> claimed_resizes;  // the nearest Resizes a form starts from
-  auto recognise_handwritten = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
-    for (const auto& form : forms()) {
-      if (form.recognise == nullptr || form.absorbs_conv_transpose) continue;
-      if (auto outcome = form.recognise(node, scope, model.ir_version(), types, eval, uses)) {
-        if (outcome->resize != nullptr) claimed_resizes.insert(outcome->resize);
-        return outcome;
-      }
-    }
-    return std::nullopt;
-  };
-  EmitOptions emit = options.emit;
-  emit.edge_as_slices = target.edge_as_slices;
-  emit.flatten_1d_join = target.flatten_1d_join;
-  Emitter emitter(model, names, emit);
-  // The layout a selected match is emitted in, and why it is kept all the same (the target's rule, a join its runtime
-  // cannot take, what the emitter needs), or "": decided before anything is emitted, so a kept node costs nothing.
-  auto layout_of = [&](const DeconvMatch& m) { return emitter.layout_for(m, target.layout(m, opset)); };
-  auto kept_by = [&](const NodeSummary& summary, const DeconvMatch& m) {
-    std::string reason = target.keep(summary, m, options.cpu);
-    if (reason.empty()) reason = target.join_refusal(layout_of(m), summary.form);
-    if (reason.empty()) reason = emitter.keep_reason(m, layout_of(m));
-    return reason;
-  };
-  // A fold (zero_insertion) replaces a ConvTranspose that comes before its Conv. Find the folds first: the
-  // ConvTranspose of one that will be rewritten gets no row of its own; any other is matched as written.
-  std::map<const onnx::NodeProto*, UpsamplerOutcome> folds;
-  std::set<const onnx::NodeProto*> absorbed;
-  // The ConvTransposes of upsample1d folds that are kept: the fold's row (named after the ConvTranspose) says why, and
-  // the ConvTranspose gets a row of its own only where it is rewritten alone (one upsampler, one row).
-  std::set<const onnx::NodeProto*> folded_but_kept;
-  const auto fold_of = [&](const onnx::NodeProto& node, const GraphScope& scope) -> std::optional<UpsamplerOutcome> {
-    for (const auto& form : forms()) {
-      if (!form.absorbs_conv_transpose) continue;
-      if (auto outcome = form.recognise(node, scope, model.ir_version(), types, eval, uses)) return outcome;
-    }
-    return std::nullopt;
-  };
-  for (const auto& scope : tree.scopes()) {
-    for (const auto& node : scope.graph->node()) {
-      auto outcome = fold_of(node, scope);
-      if (!outcome) continue;
-      if (outcome->match) {
-        // The ConvTranspose keeps its own name on the command line: skipping it keeps the fold too, and a
-        // folded one is no typo for --only/--skip.
-        const onnx::NodeProto& ct = *outcome->match->absorbs;
-        const std::string ct_name = ct.name().empty() ? ct.output(0) : ct.name();
-        if (options.skip.count(ct_name) != 0) {
-          outcome->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
-        } else if (unselected(outcome->summary).empty() && kept_by(outcome->summary, outcome->match->deconv).empty() &&
-                   !invalid(match_deconv(ct, scope, model.ir_version(), types, false, &eval))) {
-          absorbed.insert(&ct);
-          seen_names.insert(ct_name);
-        } else if (outcome->summary.form == Form::kUpsample1d) {
-          folded_but_kept.insert(&ct);
-        }
-      }
-      folds.emplace(&node, std::move(*outcome));
+};
+
+// A selected upsampler the pass may rewrite: its plan row, and what the form matched.
+struct Planned {
+  size_t index;  // into RewriteResult::nodes
+  DeconvMatch match;
+  std::vector<std::pair<const GraphScope*, std::string>> replaced;  // a recognised form's own tensors
+};
+
+// Decide, from the command line: why a selected upsampler is kept (--forms, the target's forms, --only, --skip, the
+// caller's rule), or "" when it is selected.
+std::string unselected(const Pass& pass, const NodeSummary& summary) {
+  const auto& options = pass.options;
+  const std::string form = form_name(summary.form);
+  if (options.forms.count(summary.form) == 0) return "form " + form + " not selected by --forms";
+  if (pass.target.forms.count(summary.form) == 0) return "form " + form + " is not rewritten for --target " + pass.target.name;
+  if (!options.only.empty() && options.only.count(summary.name) == 0) return "not selected by --only";
+  if (options.skip.count(summary.name) != 0) return "skipped by --skip";
+  if (options.caller_keep) return options.caller_keep(summary);
+  return "";
+}
+
+// The layout a selected match is emitted in.
+PhaseLayout layout_of(const Pass& pass, const DeconvMatch& m) { return pass.emitter.layout_for(m, pass.target.layout(m, pass.opset)); }
+
+// Decide, from the target: why a selected match is kept all the same (the target's rule, a join its runtime cannot
+// take, what the emitter needs), or "". Decided before anything is emitted, so a kept node costs nothing.
+std::string kept_by(const Pass& pass, const NodeSummary& summary, const DeconvMatch& m) {
+  std::string reason = pass.target.keep(summary, m, pass.options.cpu);
+  if (reason.empty()) reason = pass.target.join_refusal(layout_of(pass, m), summary.form);
+  if (reason.empty()) reason = pass.emitter.keep_reason(m, layout_of(pass, m));
+  return reason;
+}
+
+// The selection of the first form, in table order, whose recogniser selects `node`: `absorbing` picks the forms that
+// fold a ConvTranspose in, which are tried before all others.
+std::optional<FormSelection> select_form(Pass& pass, const onnx::NodeProto& node, const GraphScope& scope, bool absorbing) {
+  for (const auto& form : forms()) {
+    if (form.absorbs_conv_transpose != absorbing || !form.may_start_at(node, pass.opset)) continue;
+    if (auto selection = form.recognise(pass.context, node, scope)) {
+      selection->summary.form = form.form;  // the row names what it selected
+      if (selection->resize != nullptr) pass.claimed_resizes.insert(selection->resize);
+      return selection;
     }
   }
-  for (const auto& scope : tree.scopes()) {
+  return std::nullopt;
+}
+
+// The ConvTransposes the folds absorb, and the folds' selections by root node. A fold (zero_insertion, upsample1d)
+// replaces a ConvTranspose that comes before its root: the ConvTranspose of one that will be rewritten gets no row of its
+// own; any other is selected as written.
+struct Folds {
+  std::map<const onnx::NodeProto*, FormSelection> by_root;
+  std::set<const onnx::NodeProto*> absorbed;
+  // The ConvTransposes of kept folds whose row is named after them (FormRow::row_named_after_absorbed).
+  std::set<const onnx::NodeProto*> folded_but_kept;
+};
+
+Folds select_folds(Pass& pass) {
+  Folds folds;
+  for (const auto& scope : pass.tree.scopes()) {
     for (const auto& node : scope.graph->node()) {
-      // Each form gives a summary and a match or the reason it declined.
-      NodeSummary summary;
-      core::Result<UpsamplerMatch> match = core::declined("not matched");
-      if (is_deconv(node) && absorbed.count(&node) != 0) {
+      auto selection = select_form(pass, node, scope, /*absorbing=*/true);
+      if (!selection) continue;
+      if (selection->match) {
+        // The ConvTranspose keeps its own name on the command line: skipping it keeps the fold too, and a
+        // folded one is no typo for --only/--skip.
+        const onnx::NodeProto& ct = *selection->match->absorbs;
+        const std::string ct_name = ct.name().empty() ? ct.output(0) : ct.name();
+        if (pass.options.skip.count(ct_name) != 0) {
+          selection->match = core::declined("its ConvTranspose '" + ct_name + "' is skipped by --skip");
+        } else if (unselected(pass, selection->summary).empty() && kept_by(pass, selection->summary, selection->match->deconv).empty() &&
+                   !invalid(match_deconv(ct, scope, pass.model.ir_version(), pass.propagated.types, false, &pass.eval))) {
+          folds.absorbed.insert(&ct);
+          pass.seen_names.insert(ct_name);
+        } else if (form_info(selection->summary.form).row_named_after_absorbed) {
+          folds.folded_but_kept.insert(&ct);
+        }
+      }
+      folds.by_root.emplace(&node, std::move(*selection));
+    }
+  }
+  return folds;
+}
+
+// The rows no form selects: a nearest Resize that no form starts from is an upsampler too, so a row says what reads it
+// (a model full of upsamplers never gets only "rewrite 0 of 0"; it is not a name --only or --skip take), and each
+// ConvTranspose of a model-local function is listed as kept. Then the --only/--skip names that name no row.
+void list_unclaimed(Pass& pass, RewriteResult& result) {
+  for (const auto& scope : pass.tree.scopes()) {
+    for (const auto& node : scope.graph->node()) {
+      if (node.op_type() != "Resize" || !(node.domain().empty() || node.domain() == "ai.onnx") || node.output_size() < 1 ||
+          node.input_size() < 1 || pass.claimed_resizes.count(&node) != 0) {
         continue;
-      } else if (is_deconv(node)) {
-        MatchOutcome outcome = match_deconv(node, scope, model.ir_version(), types, options.dense_conv_transpose, &eval);
-        if (folded_but_kept.count(&node) != 0 &&
-            !(outcome.match && unselected(outcome.summary).empty() && kept_by(outcome.summary, *outcome.match).empty())) {
-          seen_names.insert(outcome.summary.name);
-          continue;
-        }
-        summary = std::move(outcome.summary);
-        if (outcome.match) {
-          match = UpsamplerMatch{std::move(*outcome.match), {}};
-        } else {
-          match = outcome.match.error();
-        }
-      } else if (auto fold = folds.find(&node); fold != folds.end()) {
-        summary = std::move(fold->second.summary);
-        match = std::move(fold->second.match);
-      } else if (auto outcome = recognise_handwritten(node, scope)) {
-        summary = std::move(outcome->summary);
-        match = std::move(outcome->match);
+      }
+      auto mode = onnx_io::get_string(node, "mode", "nearest");
+      if (!mode || *mode != "nearest") continue;
+      result.nodes.push_back(resize_row(node, scope, pass.propagated.types, pass.eval, pass.uses));
+    }
+  }
+  for (const auto& function : pass.model.functions()) {
+    const size_t first = result.nodes.size();
+    list_function_deconvs(function.node(), "function '" + function.domain() + "." + function.name() + "'", result.nodes);
+    for (size_t i = first; i < result.nodes.size(); ++i) pass.seen_names.insert(result.nodes[i].summary.name);
+  }
+  for (const auto* selection : {&pass.options.only, &pass.options.skip}) {
+    for (const auto& name : *selection) {
+      if (pass.seen_names.count(name) == 0) result.unmatched_names.push_back(name);
+    }
+  }
+}
+
+// Select: every upsampler of the model as it stands, a plan row each, and the ones the command line selects. Fails
+// (kInvalidModel) when a form finds the model invalid.
+core::Result<std::vector<Planned>> select(Pass& pass, RewriteResult& result) {
+  Folds folds = select_folds(pass);
+  std::vector<Planned> planned;
+  for (const auto& scope : pass.tree.scopes()) {
+    for (const auto& node : scope.graph->node()) {
+      if (folds.absorbed.count(&node) != 0) continue;
+      std::optional<FormSelection> selection;
+      if (auto fold = folds.by_root.find(&node); fold != folds.by_root.end()) {
+        selection = std::move(fold->second);
       } else {
+        selection = select_form(pass, node, scope, /*absorbing=*/false);
+      }
+      if (!selection) continue;
+      auto& match = selection->match;
+      if (folds.folded_but_kept.count(&node) != 0 &&
+          !(match && unselected(pass, selection->summary).empty() && kept_by(pass, selection->summary, match->deconv).empty())) {
+        pass.seen_names.insert(selection->summary.name);
         continue;
       }
       if (!match && match.error().kind == core::ErrorKind::kInvalidModel) {
         return core::invalid_model(match.error().message + (scope.parent ? " (in " + scope.path + ")" : ""));
       }
       NodeReport report;
-      report.summary = std::move(summary);
+      report.summary = std::move(selection->summary);
       // --only/--skip take the name the plan and report show: the node's name, or its output's when unnamed.
-      const std::string& shown = report.summary.name;
-      seen_names.insert(shown);
+      pass.seen_names.insert(report.summary.name);
       if (!match) {
         report.reason = match.error().message;
         // The matcher keeps a dense ConvTranspose on any target ("dense (group 1), C to M channels: <why>"); why is the
         // target's to say, from its own runtime's measurement, not the executor's figure on every target.
         const std::string dense = "dense (group 1), ";
         if (is_deconv(node) && report.reason.rfind(dense, 0) == 0 && report.reason.find(": ") != std::string::npos) {
-          report.reason = target.dense_reason(report.reason.substr(0, report.reason.find(": ")));
+          report.reason = pass.target.dense_reason(report.reason.substr(0, report.reason.find(": ")));
         }
-      } else if (std::string why = unselected(report.summary); !why.empty()) {
+      } else if (std::string why = unselected(pass, report.summary); !why.empty()) {
         report.reason = std::move(why);
       } else {
-        matches.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced)});
+        planned.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced)});
       }
       result.nodes.push_back(std::move(report));
     }
   }
-  // A nearest Resize that no form starts from is an upsampler too: a row says what reads it, so that a model full
-  // of upsamplers never gets only "rewrite 0 of 0". It is not a name --only or --skip take.
-  for (const auto& scope : tree.scopes()) {
-    for (const auto& node : scope.graph->node()) {
-      if (node.op_type() != "Resize" || !(node.domain().empty() || node.domain() == "ai.onnx") || node.output_size() < 1 ||
-          node.input_size() < 1 || claimed_resizes.count(&node) != 0) {
-        continue;
-      }
-      auto mode = onnx_io::get_string(node, "mode", "nearest");
-      if (!mode || *mode != "nearest") continue;
-      result.nodes.push_back(resize_row(node, scope, types, eval, uses));
-    }
-  }
-  for (const auto& function : model.functions()) {
-    const size_t first = result.nodes.size();
-    list_function_deconvs(function.node(), "function '" + function.domain() + "." + function.name() + "'", result.nodes);
-    for (size_t i = first; i < result.nodes.size(); ++i) seen_names.insert(result.nodes[i].summary.name);
-  }
-  for (const auto* selection : {&options.only, &options.skip}) {
-    for (const auto& name : *selection) {
-      if (seen_names.count(name) == 0) result.unmatched_names.push_back(name);
-    }
-  }
+  list_unclaimed(pass, result);
+  return planned;
+}
 
+// Decide, from the target: each planned upsampler it keeps gets its reason and leaves the plan.
+void decide(const Pass& pass, RewriteResult& result, std::vector<Planned>& planned) {
+  std::vector<Planned> rewritten;
+  for (auto& p : planned) {
+    if (std::string reason = kept_by(pass, result.nodes[p.index].summary, p.match); !reason.empty()) {
+      result.nodes[p.index].reason = std::move(reason);
+    } else {
+      rewritten.push_back(std::move(p));
+    }
+  }
+  planned = std::move(rewritten);
+}
+
+// Apply: emits each planned upsampler in its layout, rebuilds the graphs, removes what only the originals read and
+// records each rewritten row's region (in the original's names).
+core::Status apply(Pass& pass, RewriteResult& result, const std::vector<Planned>& planned) {
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   std::map<size_t, std::vector<std::string>> region_candidates;  // per rewritten row: the values its region may hold
-  for (auto& [index, m, replaced] : matches) {
-    const PhaseLayout layout = layout_of(m);
-    if (std::string reason = kept_by(result.nodes[index].summary, m); !reason.empty()) {
-      result.nodes[index].reason = std::move(reason);
-      continue;
-    }
-    auto nodes = emitter.emit(m, layout);
+  for (const auto& [index, m, replaced] : planned) {
+    const PhaseLayout layout = layout_of(pass, m);
+    auto nodes = pass.emitter.emit(m, layout);
     if (!nodes) return nodes.error();
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
     result.nodes[index].rewritten = true;
@@ -395,18 +430,31 @@ core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteO
     for (const auto& [scope, name] : m.weight_chain) names.push_back(name);
   }
   // Children before parents: scopes() lists parents first, and rebuilding moves a parent's nodes.
-  const auto& scopes = tree.scopes();
+  const auto& scopes = pass.tree.scopes();
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
-    rebuild(*it->graph, replacements, emitter.constants_after());
+    rebuild(*it->graph, replacements, pass.emitter.constants_after());
   }
-  const std::set<std::string> removed = remove_orphans(model, std::move(candidates));
+  const std::set<std::string> removed = remove_orphans(pass.model, std::move(candidates));
   for (const auto& [index, names] : region_candidates) {
     for (const auto& name : names) {
       if (removed.count(name) != 0) result.nodes[index].region.nodes.push_back(name);
     }
   }
-  result.derived_tensors = emitter.derived_tensors();
+  result.derived_tensors = pass.emitter.derived_tensors();
+  return core::Ok{};
+}
 
+// One pass over the model: select every upsampler as the model stands, decide which are rewritten, then apply.
+core::Result<RewriteResult> rewrite_pass(onnx::ModelProto& model, const RewriteOptions& options) {
+  RewriteResult result;
+  result.target = options.target;
+  result.cpu = options.cpu;
+  Pass pass(model, options);
+  result.warnings = pass.propagated.warnings;
+  auto planned = select(pass, result);
+  if (!planned) return planned.error();
+  decide(pass, result, *planned);
+  if (auto applied = apply(pass, result, *planned); !applied) return applied.error();
   for (const auto& n : result.nodes) (n.rewritten ? result.rewritten : result.kept) += 1;
   return result;
 }

@@ -14,7 +14,6 @@
 #include "rewrite/emitter.h"
 #include "rewrite/forms.h"
 #include "rewrite/matcher.h"
-#include "rewrite/recognisers.h"
 #include "rewrite/targets.h"
 
 namespace dwdeconv::rewrite {

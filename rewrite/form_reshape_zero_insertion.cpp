@@ -1,7 +1,5 @@
-// Recognisers of the two zero-insertion forms: a one-tap ConvTranspose (zero_insertion), and StyleGAN2-ADA's
-// Reshape / Pad / Reshape (reshape_zero_insertion). Both end in a constant-zero Pad (optional after a ConvTranspose)
-// and a stride-1 Conv of any group (depthwise, or dense as FastDepth's UpConv), which parts::fold_zero_insertion turns
-// into the ConvTranspose they compute: dense phases on the low-resolution input, about 1/s^2 of the Conv's MACs.
+// Form `reshape_zero_insertion`: StyleGAN2-ADA's Reshape / Pad / Reshape zero insertion, a constant-zero Pad, no-op
+// Slices and a stride-1 Conv of any group, folded by parts::fold_zero_insertion as zero_insertion is.
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -11,7 +9,7 @@
 #include "onnx_io/tensor.h"
 #include "ops/ops.h"
 #include "recogniser_parts.h"
-#include "rewrite/recognisers.h"
+#include "rewrite/forms.h"
 
 namespace dwdeconv::rewrite {
 namespace {
@@ -25,70 +23,6 @@ using parts::use_count;
 // Slice ends at least this large keep a whole axis: PyTorch writes INT64_MAX for an open end, and no axis is
 // anywhere near this long.
 constexpr int64_t kLargeEnd = std::numeric_limits<int64_t>::max() / 2;
-
-// The one non-zero tap of a zero-insertion kernel and its gain per channel.
-struct InsertionTap {
-  int64_t ty = 0, tx = 0;
-  std::vector<double> gains;
-};
-
-// The zero-insertion test of a depthwise ConvTranspose weight [C,1,ky,kx]: exactly one non-zero per channel,
-// at the same tap in every channel. Gains may differ: a depthwise Conv folds a per-channel gain into its filter.
-core::Result<InsertionTap> insertion_tap(const ConstTensor& v) {
-  const int64_t channels = v.dims[0], ky = v.dims[2], kx = v.dims[3];
-  InsertionTap tap;
-  for (int64_t c = 0; c < channels; ++c) {
-    int64_t count = 0, at = 0;
-    for (int64_t t = 0; t < ky * kx; ++t) {
-      if (v.reals[static_cast<size_t>(c * ky * kx + t)] != 0.0) {
-        ++count;
-        at = t;
-      }
-    }
-    if (count != 1) {
-      return declined("ConvTranspose weight has " + std::to_string(count) + " non-zero taps in channel " + std::to_string(c) +
-                      ", wants 1 (zero insertion)");
-    }
-    if (c == 0) {
-      tap.ty = at / kx;
-      tap.tx = at % kx;
-    } else if (tap.ty != at / kx || tap.tx != at % kx) {
-      return declined("ConvTranspose weight's non-zero tap moves between channels");
-    }
-    tap.gains.push_back(v.reals[static_cast<size_t>(c * ky * kx + at)]);
-  }
-  return tap;
-}
-
-// The stride of a ConvTranspose that only inserts zeros: stride s on both axes, dilation 1, pads and
-// output_padding 0, no output_shape. Errors of a malformed attribute come back as they are.
-core::Result<int64_t> insertion_stride(const onnx::NodeProto& ct) {
-  auto strides = onnx_io::get_ints(ct, "strides", {});
-  auto dilations = onnx_io::get_ints(ct, "dilations", {});
-  auto pads = onnx_io::get_ints(ct, "pads", {});
-  auto output_padding = onnx_io::get_ints(ct, "output_padding", {});
-  auto output_shape = onnx_io::get_ints(ct, "output_shape", {});
-  auto auto_pad = onnx_io::get_string(ct, "auto_pad", "NOTSET");
-  for (const auto* r : {&strides, &dilations, &pads, &output_padding, &output_shape}) {
-    if (!*r) return r->error();
-  }
-  if (!auto_pad) return auto_pad.error();
-  if (strides->size() != 2 || (*strides)[0] != (*strides)[1] || (*strides)[0] < 2) {
-    return declined("ConvTranspose strides " + join(*strides) + " are not [s,s] with s >= 2");
-  }
-  for (int64_t d : *dilations) {
-    if (d != 1) return declined("ConvTranspose dilation " + std::to_string(d));
-  }
-  if (*auto_pad != "NOTSET" && *auto_pad != "VALID") return declined("ConvTranspose auto_pad " + *auto_pad);
-  for (int64_t p : *pads) {
-    if (p != 0) return declined("ConvTranspose pads " + join(*pads) + " are not 0");
-  }
-  for (int64_t p : *output_padding) {
-    if (p != 0) return declined("ConvTranspose output_padding " + join(*output_padding) + " is not 0");
-  }
-  if (!output_shape->empty()) return declined("ConvTranspose has an output_shape");
-  return (*strides)[0];
-}
 
 // One element of a shape tensor as the recognisers see it: a known value, or `factor` times dim `axis` of
 // tensor `of`, read through Shape.
@@ -340,108 +274,11 @@ std::string slice_not_noop(const onnx::NodeProto& slice, const GraphScope& scope
   return "";
 }
 
-}  // namespace
-
-std::optional<UpsamplerOutcome> match_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
-                                                     const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
-                                                     const std::map<std::string, int>& uses) {
-  // Cheap and selective first: Conv(Pad(ConvTranspose(x))), or Conv(ConvTranspose(x)) with the Conv's own pads
-  // (FastDepth's Unpool before a dense 5x5 Conv), in this graph.
-  if (conv.op_type() != "Conv" || !parts::default_domain(conv) || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
-  const onnx::NodeProto* pad = producer(scope, conv.input(0), "Pad");
-  if (pad != nullptr && pad->input_size() < 1) return std::nullopt;
-  const onnx::NodeProto* ct = producer(scope, pad != nullptr ? pad->input(0) : conv.input(0), "ConvTranspose");
-  if (ct == nullptr || ct->input_size() < 2 || ct->input(0).empty() || ct->input(1).empty()) return std::nullopt;
-
-  UpsamplerOutcome out;
-  out.summary = parts::conv_summary(conv, scope, Form::kZeroInsertion);
-  NodeSummary& sum = out.summary;
-  // Without a Pad the form is any Conv reading a ConvTranspose (a decoder's refining Conv, say): a near-miss there is no
-  // upsampler of this form, so it gets no row, and the ConvTranspose is matched on its own.
-  auto fail = [&out, pad](core::Error e) -> std::optional<UpsamplerOutcome> {
-    if (pad == nullptr && e.kind != core::ErrorKind::kInvalidModel) return std::nullopt;
-    out.match = std::move(e);
-    return out;
-  };
-  const std::string& x = ct->input(0);
-
-  auto tail = parts::read_conv_tail(conv, scope, eval, sum, /*any_group=*/true);
-  if (!tail) return fail(tail.error());
-  // The ConvTranspose stays whenever anything else reads its output, so folding would save nothing.
-  std::vector<std::pair<const onnx::NodeProto*, const char*>> chain{{ct, "ConvTranspose"}};
-  if (pad != nullptr) chain.emplace_back(pad, "Pad");
-  for (const auto& [node, what] : chain) {
-    if (use_count(uses, node->output(0)) != 1) return fail(declined(std::string(what) + " output has another reader"));
-  }
-
-  auto s = insertion_stride(*ct);
-  if (!s) return fail(s.error());
-  sum.stride = *s;
-  sum.strides = {*s, *s};
-  auto group = onnx_io::get_int(*ct, "group", 1);
-  if (!group) return fail(group.error());
-  auto v = eval.evaluate_flagged(ct->input(1), scope);
-  if (!v) return fail(declined("ConvTranspose weight not constant: " + v.error().message));
-  // Its zeros decide the form (one tap per channel): a value a runtime may round to other zeros decides nothing.
-  if (auto ok = decidable(*v, "ConvTranspose weight is"); !ok) return fail(ok.error());
-  if (v->dims.size() != 4 || v->dims[0] != tail->channels || v->dims[1] != 1 || *group != tail->channels) {
-    return fail(declined("ConvTranspose is not depthwise over the Conv's " + std::to_string(tail->channels) + " channels: group " +
-                         std::to_string(*group) + ", weight " + join(v->dims)));
-  }
-  if (v->is_integer()) return fail(declined("ConvTranspose weight is not a float tensor"));
-  // A kernel_shape that disagrees makes the node invalid; left to the ConvTranspose's own row to say so.
-  auto kernel_shape = onnx_io::get_ints(*ct, "kernel_shape", {});
-  if (!kernel_shape) return fail(kernel_shape.error());
-  if (!kernel_shape->empty() && *kernel_shape != std::vector<int64_t>{v->dims[2], v->dims[3]}) {
-    return fail(declined("ConvTranspose kernel_shape " + join(*kernel_shape) + " disagrees with its weight " + join(v->dims)));
-  }
-  if (v->dims[2] > *s || v->dims[3] > *s) {
-    return fail(declined("ConvTranspose kernel " + std::to_string(v->dims[2]) + "x" + std::to_string(v->dims[3]) +
-                         " is larger than its stride " + std::to_string(*s)));
-  }
-  // A bias lands on the inserted zeros too, so it is no longer zero insertion; an all-zero one is harmless.
-  if (ct->input_size() > 2 && !ct->input(2).empty()) {
-    auto b = eval.evaluate(ct->input(2), scope);
-    if (!b) return fail(declined("ConvTranspose bias not constant: " + b.error().message));
-    for (size_t i = 0; i < b->size(); ++i) {
-      if (b->at(i) != 0.0) return fail(declined("ConvTranspose has a non-zero bias"));
-    }
-  }
-  auto tap = insertion_tap(*v);
-  if (!tap) return fail(tap.error());
-  auto pads = pad != nullptr ? parts::pad_amounts(*pad, scope, eval) : core::Result<std::array<int64_t, 4>>(std::array<int64_t, 4>{});
-  if (!pads) return fail(pads.error());
-
-  parts::ZeroInsertion zi;
-  zi.s = *s;
-  zi.j = {tap->ty, tap->tx};
-  zi.gains = std::move(tap->gains);
-  // A kernel k < s makes the ConvTranspose's output s*(H-1)+k long: s-k short of s*H at the end.
-  zi.deficit = {*s - v->dims[2], *s - v->dims[3]};
-  auto deconv = parts::fold_zero_insertion(conv, scope, ir_version, types, x, *tail, *pads, zi, sum);
-  if (!deconv) return fail(deconv.error());
-
-  UpsamplerMatch m;
-  m.deconv = std::move(*deconv);
-  m.absorbs = ct;
-  std::set<std::pair<size_t, std::string>> seen;
-  for (const auto& [node, what] : chain) {
-    m.replaced.emplace_back(&scope, node->output(0));
-    seen.insert({scope.index, node->output(0)});
-  }
-  for (const auto& [node, what] : chain) {
-    for (const auto& in : node->input()) parts::collect_upstream(in, scope, x, seen, m.replaced);
-  }
-  parts::collect_upstream(conv.input(1), scope, x, seen, m.replaced);
-  out.match = std::move(m);
-  return out;
-}
-
-std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodeProto& conv, const GraphScope& scope, int64_t ir_version,
-                                                             const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
-                                                             const std::map<std::string, int>& uses) {
-  // Cheap and selective first: Conv(Slice*(Pad(Reshape(Pad(Reshape(x)))))) in this graph.
-  if (conv.op_type() != "Conv" || !parts::default_domain(conv) || conv.input_size() < 2 || conv.output_size() != 1) return std::nullopt;
+std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& context, const onnx::NodeProto& conv,
+                                                           const GraphScope& scope) {
+  const onnx_io::ScopedTypes& types = context.types;
+  ConstEvaluator& eval = context.eval;
+  // Cheap and selective first (the row's root op and arity are checked already): Conv(Slice*(Pad(Reshape(Pad(Reshape(x)))))) in this graph.
   std::vector<const onnx::NodeProto*> slices;
   std::string at = conv.input(0);
   while (const onnx::NodeProto* slice = producer(scope, at, "Slice")) {
@@ -458,17 +295,13 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
   const onnx::NodeProto* split = producer(scope, insert->input(0), "Reshape");
   if (split == nullptr || split->input(0).empty()) return std::nullopt;
 
-  UpsamplerOutcome out;
+  FormSelection out;
   out.summary = parts::conv_summary(conv, scope, Form::kReshapeZeroInsertion);
   NodeSummary& sum = out.summary;
-  auto fail = [&out](core::Error e) -> std::optional<UpsamplerOutcome> {
-    out.match = std::move(e);
-    return out;
-  };
   const std::string& x = split->input(0);
 
   auto tail = parts::read_conv_tail(conv, scope, eval, sum, /*any_group=*/true);
-  if (!tail) return fail(tail.error());
+  if (!tail) return out.fail(tail.error());
   std::vector<std::pair<const onnx::NodeProto*, std::string>> chain{
       {split, "first Reshape"}, {insert, "zero-inserting Pad"}, {merge, "second Reshape"}, {pad, "Pad"}};
   for (const auto* slice : slices) chain.emplace_back(slice, "Slice");
@@ -478,19 +311,20 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
     for (const auto& n : scope.graph->node()) {
       if (n.op_type() == "Shape" && n.input_size() == 1 && n.input(0) == node->output(0)) ++shape_readers;
     }
-    if (use_count(uses, node->output(0)) != 1 + shape_readers) return fail(declined(what + " output has another reader"));
+    if (use_count(context.uses, node->output(0)) != 1 + shape_readers) return out.fail(declined(what + " output has another reader"));
   }
 
   // The zero insertion: pads only on the singleton axes 3 and 5 of [N,C,H,1,W,1], jy + (s-1-jy) zeros around H's.
   auto p6 = parts::constant_zero_pads(*insert, scope, eval, 6);
-  if (!p6) return fail(p6.error());
+  if (!p6) return out.fail(p6.error());
   const auto& p = *p6;
   if (p[0] || p[1] || p[2] || p[4] || p[6] || p[7] || p[8] || p[10]) {
-    return fail(declined("zero-inserting Pad pads " + join(p) + " pad an axis other than the singletons of [N,C,H,1,W,1]"));
+    return out.fail(declined("zero-inserting Pad pads " + join(p) + " pad an axis other than the singletons of [N,C,H,1,W,1]"));
   }
   const int64_t sy = 1 + p[3] + p[9], sx = 1 + p[5] + p[11];
-  if (sy != sx) return fail(declined("zero insertion factors differ per axis (" + std::to_string(sy) + " vs " + std::to_string(sx) + ")"));
-  if (sy < 2) return fail(declined("zero-inserting Pad inserts no zeros"));
+  if (sy != sx)
+    return out.fail(declined("zero insertion factors differ per axis (" + std::to_string(sy) + " vs " + std::to_string(sx) + ")"));
+  if (sy < 2) return out.fail(declined("zero-inserting Pad inserts no zeros"));
   const int64_t s = sy;
   sum.stride = s;
   sum.strides = {s, s};
@@ -499,41 +333,61 @@ std::optional<UpsamplerOutcome> match_reshape_zero_insertion(const onnx::NodePro
   const std::vector<WantDim> x_dims{{0, 1}, {1, 1}, {2, 1}, {3, 1}};
   const std::vector<WantDim> split_dims{{0, 1}, {1, 1}, {2, 1}, {-1, 1}, {3, 1}, {-1, 1}};
   auto split_ok = reshape_gives(*split, scope, eval, types, x, split_dims, x_dims);
-  if (!split_ok) return fail(split_ok.error());
-  if (!*split_ok) return fail(declined("first Reshape does not give [N,C,H,1,W,1] of its input"));
+  if (!split_ok) return out.fail(split_ok.error());
+  if (!*split_ok) return out.fail(declined("first Reshape does not give [N,C,H,1,W,1] of its input"));
   const std::vector<WantDim> padded_dims{{0, 1}, {1, 1}, {2, 1}, {-1, s}, {3, 1}, {-1, s}};
   auto merge_ok = reshape_gives(*merge, scope, eval, types, x, {{0, 1}, {1, 1}, {2, s}, {3, s}}, padded_dims);
-  if (!merge_ok) return fail(merge_ok.error());
-  if (!*merge_ok) return fail(declined("second Reshape does not give [N,C," + std::to_string(s) + "H," + std::to_string(s) + "W]"));
+  if (!merge_ok) return out.fail(merge_ok.error());
+  if (!*merge_ok) return out.fail(declined("second Reshape does not give [N,C," + std::to_string(s) + "H," + std::to_string(s) + "W]"));
 
   auto pads = parts::pad_amounts(*pad, scope, eval);
-  if (!pads) return fail(pads.error());
+  if (!pads) return out.fail(pads.error());
   std::set<std::string> same{pad->output(0)};
   for (const auto* slice : slices) same.insert(slice->output(0));
   for (auto it = slices.rbegin(); it != slices.rend(); ++it) {
-    if (auto why = slice_not_noop(**it, scope, eval, types, same); !why.empty()) return fail(declined(why));
+    if (auto why = slice_not_noop(**it, scope, eval, types, same); !why.empty()) return out.fail(declined(why));
   }
 
   parts::ZeroInsertion zi;
   zi.s = s;
   zi.j = {p[3], p[5]};
   zi.gains = {1.0};
-  auto deconv = parts::fold_zero_insertion(conv, scope, ir_version, types, x, *tail, *pads, zi, sum);
-  if (!deconv) return fail(deconv.error());
+  auto deconv = parts::fold_zero_insertion(conv, scope, context.ir_version, types, x, *tail, *pads, zi, sum);
+  if (!deconv) return out.fail(deconv.error());
 
   UpsamplerMatch m;
   m.deconv = std::move(*deconv);
-  std::set<std::pair<size_t, std::string>> seen;
-  for (const auto& [node, what] : chain) {
-    m.replaced.emplace_back(&scope, node->output(0));
-    seen.insert({scope.index, node->output(0)});
-  }
-  for (const auto& [node, what] : chain) {
-    for (const auto& in : node->input()) parts::collect_upstream(in, scope, x, seen, m.replaced);
-  }
-  parts::collect_upstream(conv.input(1), scope, x, seen, m.replaced);
+  std::vector<const onnx::NodeProto*> nodes;
+  for (const auto& [node, what] : chain) nodes.push_back(node);
+  m.replaced = parts::replaced_tensors(scope, x, nodes, {conv.input(1)});
   out.match = std::move(m);
   return out;
+}
+
+}  // namespace
+
+// Form `reshape_zero_insertion` (StyleGAN2-ADA's reference upfirdn2d):
+//   Before:  r = Reshape(x, [N,C,H,1,W,1])
+//            z = Pad(r, pads6)        constant 0 on the two singleton axes only: (jy, s-1-jy) and (jx, s-1-jx)
+//            u = Reshape(z, [N,C,sH,sW])
+//            p = Pad(u, pads)         constant 0
+//            q = Slice(...(p))        any number (up to 4) of no-op Slices: steps 1, starts 0, ends at least
+//                                     the dim, or the dim itself read from Shape of the sliced tensor
+//            y = Conv(q, f[, B])      depthwise, stride 1, dilation 1; f may be computed (Tile, Expand, ...)
+//   After:   y = ConvTranspose(x, w, B), w[t] = f[K-1-t], pads as for nearest_mask.
+const FormRow& reshape_zero_insertion_form() {
+  static const FormRow row = [] {
+    FormRow row;
+    row.form = Form::kReshapeZeroInsertion;
+    row.name = "reshape_zero_insertion";
+    row.described = "Reshape/Pad/Reshape zero insertion, Pad, Conv of any group (upfirdn2d)";
+    // Its ops: the chain, the shape chains of its Reshapes and Slices (x.shape[i] * k) and its computed filter (Tile, Expand).
+    row.ops = {"Reshape",   "Pad",     "Slice",  "Conv", "Constant", "Shape", "Gather",
+               "Unsqueeze", "Squeeze", "Concat", "Mul",  "Expand",   "Tile",  "Cast"};
+    row.recognise = select_reshape_zero_insertion;
+    return row;
+  }();
+  return row;
 }
 
 }  // namespace dwdeconv::rewrite
