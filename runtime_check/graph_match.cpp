@@ -11,6 +11,7 @@
 #include "graph_match_internal.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
+#include "rewrite/forms.h"
 
 namespace dwdeconv::runtime_check {
 namespace {
@@ -215,19 +216,11 @@ std::string region_reads_difference(const onnx::GraphProto& graph, const std::ve
   return "";
 }
 
-// The ops of the upsampler forms the rewrite recognises (rewrite/recognisers.h), their constant chains included.
 // Ops whose output is not a function of their inputs: never part of a constant chain.
 bool is_random_op(const std::string& op) {
   static const std::set<std::string> random{"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                                             "Multinomial",  "Bernoulli",     "Dropout"};
   return random.count(op) != 0;
-}
-
-const std::set<std::string>& upsampler_ops() {
-  static const std::set<std::string> ops{"Resize",          "Mul",    "Pad",       "Conv", "ConvTranspose", "Identity", "Reshape", "Slice",
-                                         "ConstantOfShape", "Concat", "Transpose", "Cast", "Unsqueeze",     "Squeeze",  "Expand",  "Tile",
-                                         "Gather",          "Shape",  "Constant"};
-  return ops;
 }
 
 // How a node of the original's region of `region` keeps that region from being checked on its own ("" when it
@@ -243,10 +236,11 @@ std::string original_region_node_difference(const onnx::NodeProto& node, const R
   const bool reads_from_x =
       std::any_of(node.input().begin(), node.input().end(), [&](const std::string& in) { return from_x.count(in) != 0; });
   if (standard_domain(node) && !reads_from_x && !is_random_op(node.op_type())) return "";
-  if (!standard_domain(node) || upsampler_ops().count(node.op_type()) == 0) {
-    return where +
-           " is not an op of the upsampler forms the rewrite replaces (Resize, Mul, Pad, Conv, ConvTranspose, "
-           "Identity, Reshape, Slice and constant-chain ops), so per-node mode cannot check it";
+  // The ops of the upsampler forms the rewrite recognises, their constant chains included: each form's row lists them.
+  if (const auto ops = rewrite::form_ops(); !standard_domain(node) || ops.count(node.op_type()) == 0) {
+    std::string listed;
+    for (const auto& op : ops) listed += (listed.empty() ? "" : ", ") + op;
+    return where + " is not an op of the upsampler forms the rewrite replaces (" + listed + "), so per-node mode cannot check it";
   }
   const std::string& op = node.op_type();
   if (op == "Shape") return "";  // reads x's dims, not its values
@@ -311,12 +305,13 @@ std::vector<Replacement> find_replacements(const onnx::ModelProto& original, con
   };
 
   std::vector<Replacement> replaced;
+  const std::set<std::string> roots = rewrite::form_root_ops();
   for (int k = 0; k < a.node_size(); ++k) {
     const onnx::NodeProto& node = a.node(k);
-    // An upsampler ends at its Conv or ConvTranspose, or (a folded 1-D one, form upsample1d) at the Slice of its crop
-    // after a ConvTranspose.
+    // An upsampler ends at the op its form starts from (the form's row says which): its Conv or ConvTranspose, or (a
+    // folded 1-D one, form upsample1d) the Slice of its crop after a ConvTranspose.
     const bool conv = node.op_type() == "Conv" || node.op_type() == "ConvTranspose";
-    if (!standard_domain(node) || (!conv && node.op_type() != "Slice") || node.output_size() != 1) continue;
+    if (!standard_domain(node) || roots.count(node.op_type()) == 0 || node.output_size() != 1) continue;
     const auto op = b_op.find(node.output(0));
     if (op == b_op.end() || op->second == node.op_type()) continue;
     Replacement r;

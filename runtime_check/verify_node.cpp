@@ -13,6 +13,7 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/shapes.h"
 #include "ops/ops.h"
+#include "rewrite/forms.h"
 #include "runtime_check/executor.h"
 #include "runtime_check/tensor_io.h"
 
@@ -317,10 +318,12 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
     if (n.output_size() > 0 && n.output(0) == output_name) node = &n;
   }
   if (node == nullptr) return core::invalid_model("no node in the original model produces '" + output_name + "'");
-  // A folded 1-D upsampler (form upsample1d) ends at the Slice of its crop.
-  const bool folded = node->op_type() == "Slice";
-  if (!folded && ((node->op_type() != "ConvTranspose" && node->op_type() != "Conv") || node->input_size() < 2)) {
-    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight, nor the Slice of a folded 1-D upsampler");
+  // A region ends at the op its form starts from (the form's row says which): a Conv or ConvTranspose with its weight,
+  // or the last node of a fold, which has none (upsample1d's Slice of its crop).
+  const bool conv = node->op_type() == "ConvTranspose" || node->op_type() == "Conv";
+  const bool folded = !conv && rewrite::form_root_ops().count(node->op_type()) != 0;
+  if (!folded && (!conv || node->input_size() < 2)) {
+    return detail::node_error(*node, "is not a Conv or ConvTranspose with a weight, nor the last node of a folded upsampler");
   }
   if (input_shape.size() != 4 && input_shape.size() != 3) {
     return detail::node_error(*node, "only 1-D and 2-D upsamplers (rank-3 or rank-4 input) can be verified");
