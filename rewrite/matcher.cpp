@@ -152,6 +152,257 @@ std::shared_ptr<const onnx::TensorProto> depthwise_in_value(const onnx::TensorPr
   return std::make_shared<onnx::TensorProto>(std::move(*gathered));
 }
 
+// Validate: the node's arity and attributes against the spec, before anything is read from its inputs. Every error is
+// kInvalidModel.
+core::Result<Attributes> validate_node(const onnx::NodeProto& node, const std::string& who) {
+  // Validation counts them too, but a model newer than libonnx gets only a partial check: never read an output
+  // that is not there, nor drop an extra input or output.
+  if (node.output_size() != 1 || node.output(0).empty()) {
+    return invalid_model(who + ": has " + std::to_string(node.output_size()) + " outputs, but ConvTranspose has 1");
+  }
+  if (node.input_size() > 3) {
+    return invalid_model(who + ": has " + std::to_string(node.input_size()) + " inputs, but ConvTranspose takes 2 to 3");
+  }
+  if (node.input_size() < 2 || node.input(0).empty() || node.input(1).empty()) return invalid_model(who + ": needs inputs X and W");
+  return read_attributes(node);
+}
+
+// A ConvTranspose read as a 2-D one with a constant weight: what normalise makes of a valid node.
+struct Normalised {
+  Attributes a;  // of the 2-D node (a 1-D one's with a unit H axis in front)
+  ConstantSource weight;
+  std::shared_ptr<const onnx::TensorProto> folded;               // the weight as nodes compute it, folded
+  std::vector<std::pair<const GraphScope*, std::string>> chain;  // the values that computed it
+  std::string weight_inexact;                                    // the op those values went through that runtimes round
+  std::vector<int64_t> weight_dims;                              // as stored
+  std::vector<int64_t> w_dims;                                   // as 2-D: [C_in, C_out/group, kH, kW]
+  bool one_d = false;
+  std::optional<onnx::TypeProto> input_type;  // as 2-D: [N, C, 1, L] for a 1-D node
+  std::array<int64_t, 2> strides{1, 1}, dilations{1, 1}, output_padding{0, 0};
+};
+
+// The weight as a constant: an initializer or Constant, or folded by the op library's kernels when a chain of nodes
+// computes it from constants (torch exports FastDepth's Unpool weight as Expand(mask, Where(Equal(...)))), as a
+// recogniser folds its weights. Fills n.weight, n.folded, n.chain and n.weight_inexact; declines when it is none.
+core::Status resolve_weight(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, ConstEvaluator* eval,
+                            const std::string& who, Normalised& n) {
+  auto weight = resolve_constant(node.input(1), scope, ir_version);
+  if (!weight && weight.error().kind != core::ErrorKind::kInvalidModel && eval != nullptr) {
+    if (auto value = eval->evaluate_flagged(node.input(1), scope); value && !value->is_integer()) {
+      if (!value->inexact_dims.empty()) {
+        return declined("weight not constant: its dims are computed through " + value->inexact_dims +
+                        ", which runtimes round differently: the dims this tool folds need not be the ones a runtime computes");
+      }
+      n.weight_inexact = value->inexact;
+      n.folded = std::make_shared<onnx::TensorProto>(
+          onnx_io::make_tensor(node.input(1), value->data_type, value->dims, value->reals, /*raw=*/true));
+      ConstantSource source;
+      source.scope = &scope;
+      source.tensor = n.folded.get();
+      source.name = node.input(1);
+      weight = std::move(source);
+      n.chain = computed_from(node.input(1), scope);
+    }
+  }
+  if (!weight) {
+    if (weight.error().kind == core::ErrorKind::kInvalidModel) return invalid_model(who + ": " + weight.error().message);
+    return declined("weight not constant: " + weight.error().message);
+  }
+  if (weight->sparse != nullptr) {
+    return declined("weight '" + weight->name + "' is a sparse initializer, which is not supported by this tool");
+  }
+  n.weight = std::move(*weight);
+  return core::Ok{};
+}
+
+// Normalise: the weight as a constant, and a 1-D node as the 2-D one of an [N, C, 1, L] input with a unit H axis (its
+// attributes, weight dims and input type are read as that from here on; the emitter writes the rewrite in 1-D again),
+// checked against the spec where the weight's rank and channels decide (kInvalidModel). Fills `sum` as far as it gets.
+core::Result<Normalised> normalise(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
+                                   const onnx_io::ScopedTypes& types, ConstEvaluator* eval, Attributes attributes, const std::string& who,
+                                   NodeSummary& sum) {
+  Normalised n;
+  n.a = std::move(attributes);
+  Attributes& a = n.a;
+  // The weight decides the spatial rank and the channel count, so it comes before the per-axis checks.
+  if (auto resolved = resolve_weight(node, scope, ir_version, eval, who, n); !resolved) return resolved.error();
+  n.weight_dims = onnx_io::dims_of(*n.weight.tensor);
+  const auto& weight_dims = n.weight_dims;
+  if (weight_dims.size() != 4 && weight_dims.size() != 3) {
+    return declined("not 1-D or 2-D: weight has rank " + std::to_string(weight_dims.size()) +
+                    ", a 1-D ConvTranspose has rank 3 and a 2-D one rank 4");
+  }
+  for (int64_t d : weight_dims) {
+    if (d < 1) return invalid_model(who + ": weight '" + n.weight.name + "' has dims " + join(weight_dims));
+  }
+  n.one_d = weight_dims.size() == 3;
+  if (const auto* type = types.find(scope.index, node.input(0))) n.input_type = *type;
+  if (auto rank = known_rank(n.input_type); rank && *rank != static_cast<int>(weight_dims.size())) {
+    return invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) + " but the weight has rank " +
+                         std::to_string(weight_dims.size()));
+  }
+  if (n.one_d) {
+    if (auto error = as_two_d(a, who); !error.empty()) return invalid_model(error);
+    n.input_type = parts::one_d_type(types, scope, node.input(0));
+  }
+  n.w_dims = n.one_d ? std::vector<int64_t>{weight_dims[0], weight_dims[1], 1, weight_dims[2]} : weight_dims;
+  const auto& w_dims = n.w_dims;
+  const int64_t c_in = w_dims[0];
+  sum.channels = c_in;
+  sum.kernel = {w_dims[2], w_dims[3]};
+  auto strides = per_axis(a.strides, 1, "strides", who);
+  auto dilations = per_axis(a.dilations, 1, "dilations", who);
+  auto output_padding = per_axis(a.output_padding, 0, "output_padding", who);
+  for (const auto* r : {&strides, &dilations, &output_padding}) {
+    if (!r->ok()) return r->error();
+  }
+  n.strides = *strides;
+  n.dilations = *dilations;
+  n.output_padding = *output_padding;
+  sum.strides = n.strides;
+  if (n.strides[0] == n.strides[1]) sum.stride = n.strides[0];
+  sum.output_padding = n.output_padding;
+  if (!a.pads.empty() && a.pads.size() != 4) return invalid_model(who + ": pads " + join(a.pads) + " must have 4 values");
+  if (!a.output_shape.empty() && a.output_shape.size() != 2 && a.output_shape.size() != 4) {
+    return invalid_model(who + ": output_shape " + join(a.output_shape) + " must have 2 (spatial) or 4 values");
+  }
+  if (!a.kernel_shape.empty() && (a.kernel_shape.size() != 2 || a.kernel_shape[0] != w_dims[2] || a.kernel_shape[1] != w_dims[3])) {
+    return invalid_model(who + ": kernel_shape " + join(n.one_d ? std::vector<int64_t>{a.kernel_shape.back()} : a.kernel_shape) +
+                         " disagrees with weight '" + n.weight.name + "' of shape " + join(weight_dims));
+  }
+  if (c_in % a.group != 0) {
+    return invalid_model(who + ": group " + std::to_string(a.group) + " does not divide the " + std::to_string(c_in) + " input channels");
+  }
+  if (auto c = known_dim(n.input_type, 1); c && *c != c_in) {
+    return invalid_model(who + ": input '" + node.input(0) + "' has " + std::to_string(*c) + " channels but weight '" + n.weight.name +
+                         "' expects " + std::to_string(c_in));
+  }
+  for (int axis = 0; axis < 2; ++axis) {
+    const int64_t op = n.output_padding[axis], s = n.strides[axis], d = n.dilations[axis];
+    if (op >= s && op >= d) {
+      return invalid_model(who + ": output_padding " + std::to_string(op) + " must be less than stride " + std::to_string(s));
+    }
+  }
+  if (!a.pads.empty()) sum.pads = std::array<int64_t, 4>{a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
+  return n;
+}
+
+// Match, the channels: why a valid node's grouping, dilation or element type is not one this tool rewrites; else
+// the depthwise weight a dense-in-the-graph node computes (nullptr for any other), with `sum` saying so.
+core::Result<std::shared_ptr<const onnx::TensorProto>> match_channels(const Normalised& n, bool take_dense, const std::string& who,
+                                                                      NodeSummary& sum) {
+  const Attributes& a = n.a;
+  const auto& w_dims = n.w_dims;
+  const int64_t c_in = w_dims[0];
+  const onnx::TensorProto& w = *n.weight.tensor;
+  // Dense in the graph, depthwise in value: the weight read as its diagonal, the node as the depthwise one it computes.
+  std::shared_ptr<const onnx::TensorProto> diagonal;
+  if (a.group == 1 && c_in > 1 && w_dims[1] == c_in && !take_dense && is_float_type(w.data_type()) &&
+      onnx_io::validate_tensor_data(w, who).ok()) {
+    diagonal = depthwise_in_value(w, w_dims);
+  }
+  if (diagonal && !n.weight_inexact.empty()) {
+    // Depthwise only because its off-diagonal elements are zeros, which a runtime may round to other values.
+    return declined("dense (group 1) in the graph and depthwise only in value, and its weight is computed through " + n.weight_inexact +
+                    ", which runtimes round differently: its zeros need not be a runtime's");
+  }
+  if (diagonal) {
+    sum.depthwise_in_value = true;
+  } else if (a.group == 1 && c_in > 1 && !take_dense) {
+    return declined("dense (group 1), " + std::to_string(c_in) + " to " + std::to_string(w_dims[1]) +
+                    " channels: XNNPACK already runs a dense deconvolution as polyphase subconvolutions, and a "
+                    "polyphase rewrite measured 0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose\")");
+  }
+  if (a.group != c_in && !take_dense && !diagonal) {
+    return declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) + " input channels");
+  }
+  if (w_dims[1] != 1 && !take_dense && !diagonal) return declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1");
+  const auto& d = n.dilations;
+  const auto& s = n.strides;
+  if (d[0] != 1 || d[1] != 1) {
+    sum.dilations = d;
+    // A stride-1 axis is a dilated Conv; a dilated stride-s axis spreads each phase's taps over two lattices.
+    if ((d[0] != 1 && s[0] != 1) || (d[1] != 1 && s[1] != 1)) {
+      return declined("dilation > 1 with stride > 1 on one axis (dilations " + join({d[0], d[1]}) + ", strides " + join({s[0], s[1]}) +
+                      "): only a stride-1 axis may be dilated");
+    }
+  }
+  if (!is_float_type(w.data_type())) {
+    return declined("unsupported element type " + onnx_io::data_type_name(w.data_type()) +
+                    " (float, float16, bfloat16 and double are rewritten)");
+  }
+  if (auto status = onnx_io::validate_tensor_data(w, who + ": weight '" + n.weight.name + "'"); !status) return status.error();
+  return diagonal;
+}
+
+// Match, the geometry: the pads of each axis resolved from pads / output_shape / auto_pad, or why the output is not a
+// whole number of strides per input sample (a clean upscale, or s*(H+q)).
+core::Result<std::array<core::AxisGeometry, 2>> match_geometry(const Normalised& n, const std::string& who, NodeSummary& sum) {
+  const Attributes& a = n.a;
+  std::array<core::AxisGeometry, 2> geo;
+  for (int axis = 0; axis < 2; ++axis) {
+    core::AxisPadSpec spec;
+    spec.auto_pad = a.auto_pad;
+    if (!a.pads.empty()) {
+      spec.explicit_begin = a.pads[static_cast<size_t>(axis)];
+      spec.explicit_end = a.pads[static_cast<size_t>(axis) + 2];
+    }
+    if (!a.output_shape.empty()) spec.output_size = a.output_shape[a.output_shape.size() - 2 + static_cast<size_t>(axis)];
+    spec.input_size = known_dim(n.input_type, 2 + axis);
+    auto g = core::resolve_axis(n.w_dims[2 + static_cast<size_t>(axis)], n.strides[axis], n.output_padding[axis], spec, n.dilations[axis]);
+    if (!g) return g.error();
+    geo[static_cast<size_t>(axis)] = *g;
+  }
+  sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  for (int axis = 0; axis < 2; ++axis) {
+    // The output of a known input length must be positive (ONNX's own rule), and a dilated kernel of a sane extent.
+    const auto& g = geo[static_cast<size_t>(axis)];
+    if (const auto in = known_dim(n.input_type, 2 + axis)) {
+      const auto out = core::deconv_output_length(g, *in);
+      if (!out || *out <= 0) {
+        return invalid_model(who + ": output length " + (out ? std::to_string(*out) : "past int64") + " from input length " +
+                             std::to_string(*in) + " is not positive (" + (axis == 0 ? "H" : "W") + " axis)");
+      }
+    }
+    if (g.effective_kernel().value_or(kMaxKernelExtent + 1) > kMaxKernelExtent) {
+      return declined("a kernel of " + std::to_string(g.kernel) + " taps dilated by " + std::to_string(g.dilation) +
+                      " spans more than 2^30 samples");
+    }
+  }
+  // A clean xs upscale, or an output a whole number of strides longer or shorter (s*(H+q)): every phase the same length.
+  if (!core::plannable(geo[0]) || !core::plannable(geo[1])) {
+    std::string reason =
+        "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " + core::describe_output_length(geo[1], "W");
+    const auto h = known_dim(n.input_type, 2), wd = known_dim(n.input_type, 3);
+    // 0 where a dim is unknown (no output length to show).
+    const int64_t oh = h ? core::deconv_output_length(geo[0], *h).value_or(0) : 0;
+    const int64_t ow = wd ? core::deconv_output_length(geo[1], *wd).value_or(0) : 0;
+    if (oh > 0 && ow > 0)
+      reason += " (" + std::to_string(oh) + "x" + std::to_string(ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
+    const std::string sy = std::to_string(n.strides[0]), sx = std::to_string(n.strides[1]);
+    return declined(reason + ", wants " + sy + "*H x " + sx + "*W or a whole number of strides more or less (" + sy + "*(H+q))");
+  }
+  return geo;
+}
+
+// Match, the bias: a constant of C_out values, or why not.
+core::Status match_bias(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, const Normalised& n,
+                        const std::string& who) {
+  if (node.input_size() <= 2 || node.input(2).empty()) return core::Ok{};
+  auto bias = resolve_constant(node.input(2), scope, ir_version);
+  if (!bias) {
+    if (bias.error().kind == core::ErrorKind::kInvalidModel) return invalid_model(who + ": " + bias.error().message);
+    return declined("bias not constant: " + bias.error().message);
+  }
+  if (bias->sparse != nullptr) return declined("bias '" + bias->name + "' is a sparse initializer, which is not supported by this tool");
+  const auto b_dims = onnx_io::dims_of(*bias->tensor);
+  const int64_t c_out = n.w_dims[1] * n.a.group;
+  if (b_dims.size() != 1 || b_dims[0] != c_out) {
+    return invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]");
+  }
+  return core::Ok{};
+}
+
 }  // namespace
 
 MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, const onnx_io::ScopedTypes& types,
@@ -165,213 +416,19 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
     out.match = std::move(e);
     return out;
   };
-
-  // Validation counts them too, but a model newer than libonnx gets only a partial check: never read an output
-  // that is not there, nor drop an extra input or output.
-  if (node.output_size() != 1 || node.output(0).empty()) {
-    return fail(invalid_model(who + ": has " + std::to_string(node.output_size()) + " outputs, but ConvTranspose has 1"));
-  }
-  if (node.input_size() > 3) {
-    return fail(invalid_model(who + ": has " + std::to_string(node.input_size()) + " inputs, but ConvTranspose takes 2 to 3"));
-  }
-  if (node.input_size() < 2 || node.input(0).empty() || node.input(1).empty()) {
-    return fail(invalid_model(who + ": needs inputs X and W"));
-  }
-  auto attrs = read_attributes(node);
-  if (!attrs) return fail(attrs.error());
-  Attributes& a = *attrs;
-
-  // The weight decides the spatial rank and the channel count, so it comes before the per-axis checks.
-  auto weight = resolve_constant(node.input(1), scope, ir_version);
-  std::shared_ptr<const onnx::TensorProto> folded;
-  std::vector<std::pair<const GraphScope*, std::string>> chain;
-  std::string weight_inexact;  // the op a folded weight's values went through that runtimes round differently
-  if (!weight && weight.error().kind != core::ErrorKind::kInvalidModel && eval != nullptr) {
-    // Computed from constants (torch exports FastDepth's Unpool weight as Expand(mask, Where(Equal(...)))): folded by
-    // the op library's kernels, as a recogniser folds its weights, and stored as a new initializer.
-    if (auto value = eval->evaluate_flagged(node.input(1), scope); value && !value->is_integer()) {
-      if (!value->inexact_dims.empty()) {
-        return fail(declined("weight not constant: its dims are computed through " + value->inexact_dims +
-                             ", which runtimes round differently: the dims this tool folds need not be the ones a runtime computes"));
-      }
-      weight_inexact = value->inexact;
-      folded = std::make_shared<onnx::TensorProto>(
-          onnx_io::make_tensor(node.input(1), value->data_type, value->dims, value->reals, /*raw=*/true));
-      ConstantSource source;
-      source.scope = &scope;
-      source.tensor = folded.get();
-      source.name = node.input(1);
-      weight = std::move(source);
-      chain = computed_from(node.input(1), scope);
-    }
-  }
-  if (!weight) {
-    if (weight.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + weight.error().message));
-    return fail(declined("weight not constant: " + weight.error().message));
-  }
-  if (weight->sparse != nullptr) {
-    return fail(declined("weight '" + weight->name + "' is a sparse initializer, which is not supported by this tool"));
-  }
-  const onnx::TensorProto& w = *weight->tensor;
-  const auto weight_dims = onnx_io::dims_of(w);
-  if (weight_dims.size() != 4 && weight_dims.size() != 3) {
-    return fail(declined("not 1-D or 2-D: weight has rank " + std::to_string(weight_dims.size()) +
-                         ", a 1-D ConvTranspose has rank 3 and a 2-D one rank 4"));
-  }
-  for (int64_t d : weight_dims) {
-    if (d < 1) return fail(invalid_model(who + ": weight '" + weight->name + "' has dims " + join(weight_dims)));
-  }
-  const bool one_d = weight_dims.size() == 3;
-  std::optional<onnx::TypeProto> input_type;
-  if (const auto* type = types.find(scope.index, node.input(0))) input_type = *type;
-  if (auto rank = known_rank(input_type); rank && *rank != static_cast<int>(weight_dims.size())) {
-    return fail(invalid_model(who + ": input '" + node.input(0) + "' has rank " + std::to_string(*rank) + " but the weight has rank " +
-                              std::to_string(weight_dims.size())));
-  }
-  if (one_d) {
-    // A 1-D ConvTranspose is the 2-D one of an [N, C, 1, L] input with a unit H axis: its attributes, weight dims and
-    // input type are read as that from here on; the emitter writes the rewrite in 1-D again.
-    if (auto error = as_two_d(a, who); !error.empty()) return fail(invalid_model(error));
-    input_type = parts::one_d_type(types, scope, node.input(0));
-  }
-  const std::vector<int64_t> w_dims = one_d ? std::vector<int64_t>{weight_dims[0], weight_dims[1], 1, weight_dims[2]} : weight_dims;
-
-  const int64_t c_in = w_dims[0];
-  sum.channels = c_in;
-  sum.kernel = {w_dims[2], w_dims[3]};
-  auto strides = per_axis(a.strides, 1, "strides", who);
-  auto dilations = per_axis(a.dilations, 1, "dilations", who);
-  auto output_padding = per_axis(a.output_padding, 0, "output_padding", who);
-  for (const auto* r : {&strides, &dilations, &output_padding}) {
-    if (!r->ok()) return fail(r->error());
-  }
-  sum.strides = *strides;
-  if ((*strides)[0] == (*strides)[1]) sum.stride = (*strides)[0];
-  sum.output_padding = *output_padding;
-  if (!a.pads.empty() && a.pads.size() != 4) return fail(invalid_model(who + ": pads " + join(a.pads) + " must have 4 values"));
-  if (!a.output_shape.empty() && a.output_shape.size() != 2 && a.output_shape.size() != 4) {
-    return fail(invalid_model(who + ": output_shape " + join(a.output_shape) + " must have 2 (spatial) or 4 values"));
-  }
-  if (!a.kernel_shape.empty() && (a.kernel_shape.size() != 2 || a.kernel_shape[0] != w_dims[2] || a.kernel_shape[1] != w_dims[3])) {
-    return fail(invalid_model(who + ": kernel_shape " + join(one_d ? std::vector<int64_t>{a.kernel_shape.back()} : a.kernel_shape) +
-                              " disagrees with weight '" + weight->name + "' of shape " + join(weight_dims)));
-  }
-  if (c_in % a.group != 0) {
-    return fail(
-        invalid_model(who + ": group " + std::to_string(a.group) + " does not divide the " + std::to_string(c_in) + " input channels"));
-  }
-  if (auto c = known_dim(input_type, 1); c && *c != c_in) {
-    return fail(invalid_model(who + ": input '" + node.input(0) + "' has " + std::to_string(*c) + " channels but weight '" + weight->name +
-                              "' expects " + std::to_string(c_in)));
-  }
-  for (int axis = 0; axis < 2; ++axis) {
-    const int64_t op = (*output_padding)[axis], s = (*strides)[axis], d = (*dilations)[axis];
-    if (op >= s && op >= d) {
-      return fail(invalid_model(who + ": output_padding " + std::to_string(op) + " must be less than stride " + std::to_string(s)));
-    }
-  }
-  if (!a.pads.empty()) sum.pads = std::array<int64_t, 4>{a.pads[0], a.pads[1], a.pads[2], a.pads[3]};
-
-  // The node is valid; from here on every refusal is a reason to keep it.
-  const bool take_dense = dense && a.group == 1;
-  // Dense in the graph, depthwise in value: the weight read as its diagonal, the node as the depthwise one it computes.
-  std::shared_ptr<const onnx::TensorProto> diagonal;
-  if (a.group == 1 && c_in > 1 && w_dims[1] == c_in && !take_dense && is_float_type(w.data_type()) &&
-      onnx_io::validate_tensor_data(w, who).ok()) {
-    diagonal = depthwise_in_value(w, w_dims);
-  }
-  if (diagonal && !weight_inexact.empty()) {
-    // Depthwise only because its off-diagonal elements are zeros, which a runtime may round to other values.
-    return fail(declined("dense (group 1) in the graph and depthwise only in value, and its weight is computed through " + weight_inexact +
-                         ", which runtimes round differently: its zeros need not be a runtime's"));
-  }
-  if (diagonal) {
-    sum.depthwise_in_value = true;
-  } else if (a.group == 1 && c_in > 1 && !take_dense) {
-    return fail(declined("dense (group 1), " + std::to_string(c_in) + " to " + std::to_string(w_dims[1]) +
-                         " channels: XNNPACK already runs a dense deconvolution as polyphase subconvolutions, and a "
-                         "polyphase rewrite measured 0.88x-1.08x on the executor (BENCHMARKS.md, \"Dense ConvTranspose\")"));
-  }
-  if (a.group != c_in && !take_dense && !diagonal) {
-    return fail(
-        declined("grouped but not depthwise: group " + std::to_string(a.group) + " != " + std::to_string(c_in) + " input channels"));
-  }
-  if (w_dims[1] != 1 && !take_dense && !diagonal) return fail(declined("channel multiplier " + std::to_string(w_dims[1]) + " != 1"));
-  if ((*dilations)[0] != 1 || (*dilations)[1] != 1) {
-    sum.dilations = *dilations;
-    // A stride-1 axis is a dilated Conv; a dilated stride-s axis spreads each phase's taps over two lattices.
-    if (((*dilations)[0] != 1 && (*strides)[0] != 1) || ((*dilations)[1] != 1 && (*strides)[1] != 1)) {
-      return fail(declined("dilation > 1 with stride > 1 on one axis (dilations " + join({(*dilations)[0], (*dilations)[1]}) +
-                           ", strides " + join({(*strides)[0], (*strides)[1]}) + "): only a stride-1 axis may be dilated"));
-    }
-  }
-  if (!is_float_type(w.data_type())) {
-    return fail(declined("unsupported element type " + onnx_io::data_type_name(w.data_type()) +
-                         " (float, float16, bfloat16 and double are rewritten)"));
-  }
-  if (auto status = onnx_io::validate_tensor_data(w, who + ": weight '" + weight->name + "'"); !status) return fail(status.error());
-
-  // Resolve the pads of each axis from pads / output_shape / auto_pad.
-  std::array<core::AxisGeometry, 2> geo;
-  for (int axis = 0; axis < 2; ++axis) {
-    core::AxisPadSpec spec;
-    spec.auto_pad = a.auto_pad;
-    if (!a.pads.empty()) {
-      spec.explicit_begin = a.pads[static_cast<size_t>(axis)];
-      spec.explicit_end = a.pads[static_cast<size_t>(axis) + 2];
-    }
-    if (!a.output_shape.empty()) spec.output_size = a.output_shape[a.output_shape.size() - 2 + static_cast<size_t>(axis)];
-    spec.input_size = known_dim(input_type, 2 + axis);
-    auto g = core::resolve_axis(w_dims[2 + static_cast<size_t>(axis)], (*strides)[axis], (*output_padding)[axis], spec, (*dilations)[axis]);
-    if (!g) return fail(g.error());
-    geo[static_cast<size_t>(axis)] = *g;
-  }
-  sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
-  for (int axis = 0; axis < 2; ++axis) {
-    // The output of a known input length must be positive (ONNX's own rule), and a dilated kernel of a sane extent.
-    const auto& g = geo[static_cast<size_t>(axis)];
-    if (const auto in = known_dim(input_type, 2 + axis)) {
-      const auto out = core::deconv_output_length(g, *in);
-      if (!out || *out <= 0) {
-        return fail(invalid_model(who + ": output length " + (out ? std::to_string(*out) : "past int64") + " from input length " +
-                                  std::to_string(*in) + " is not positive (" + (axis == 0 ? "H" : "W") + " axis)"));
-      }
-    }
-    if (g.effective_kernel().value_or(kMaxKernelExtent + 1) > kMaxKernelExtent) {
-      return fail(declined("a kernel of " + std::to_string(g.kernel) + " taps dilated by " + std::to_string(g.dilation) +
-                           " spans more than 2^30 samples"));
-    }
-  }
-  // A clean xs upscale, or an output a whole number of strides longer or shorter (s*(H+q)): every phase the same length.
-  if (!core::plannable(geo[0]) || !core::plannable(geo[1])) {
-    std::string reason =
-        "not a clean upscale: output is " + core::describe_output_length(geo[0], "H") + " x " + core::describe_output_length(geo[1], "W");
-    const auto h = known_dim(input_type, 2), wd = known_dim(input_type, 3);
-    // 0 where a dim is unknown (no output length to show).
-    const int64_t oh = h ? core::deconv_output_length(geo[0], *h).value_or(0) : 0;
-    const int64_t ow = wd ? core::deconv_output_length(geo[1], *wd).value_or(0) : 0;
-    if (oh > 0 && ow > 0)
-      reason += " (" + std::to_string(oh) + "x" + std::to_string(ow) + " from " + std::to_string(*h) + "x" + std::to_string(*wd) + ")";
-    const std::string sy = std::to_string((*strides)[0]), sx = std::to_string((*strides)[1]);
-    return fail(declined(reason + ", wants " + sy + "*H x " + sx + "*W or a whole number of strides more or less (" + sy + "*(H+q))"));
-  }
-
-  if (node.input_size() > 2 && !node.input(2).empty()) {
-    auto bias = resolve_constant(node.input(2), scope, ir_version);
-    if (!bias) {
-      if (bias.error().kind == core::ErrorKind::kInvalidModel) return fail(invalid_model(who + ": " + bias.error().message));
-      return fail(declined("bias not constant: " + bias.error().message));
-    }
-    if (bias->sparse != nullptr) {
-      return fail(declined("bias '" + bias->name + "' is a sparse initializer, which is not supported by this tool"));
-    }
-    const auto b_dims = onnx_io::dims_of(*bias->tensor);
-    const int64_t c_out = w_dims[1] * a.group;
-    if (b_dims.size() != 1 || b_dims[0] != c_out) {
-      return fail(
-          invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]"));
-    }
-  }
+  auto attributes = validate_node(node, who);
+  if (!attributes) return fail(attributes.error());
+  auto normalised = normalise(node, scope, ir_version, types, eval, std::move(*attributes), who, sum);
+  if (!normalised) return fail(normalised.error());
+  Normalised& n = *normalised;
+  // The node is valid; from here on a refusal is a reason to keep it, but for what only the resolved geometry and the
+  // bias show (an output length that is not positive, a bias of the wrong shape), checked in the order a reader meets them.
+  const bool take_dense = dense && n.a.group == 1;
+  auto diagonal = match_channels(n, take_dense, who, sum);
+  if (!diagonal) return fail(diagonal.error());
+  auto geo = match_geometry(n, who, sum);
+  if (!geo) return fail(geo.error());
+  if (auto bias = match_bias(node, scope, ir_version, n, who); !bias) return fail(bias.error());
 
   DeconvMatch m;
   m.node = &node;
@@ -380,24 +437,24 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   m.input = node.input(0);
   m.bias = node.input_size() > 2 ? node.input(2) : std::string();
   m.output = node.output(0);
-  m.channels = c_in;
+  m.channels = n.w_dims[0];
   if (take_dense) {
     m.group = 1;
-    m.out_channels = w_dims[1];
+    m.out_channels = n.w_dims[1];
   }
-  m.y = geo[0];
-  m.x = geo[1];
-  if (diagonal) {
+  m.y = (*geo)[0];
+  m.x = (*geo)[1];
+  if (*diagonal) {
     // The depthwise weight is derived; the dense one, stored as it was, goes once nothing else reads it.
-    chain.emplace_back(weight->scope, weight->name);
-    weight->tensor = diagonal.get();
-    folded = std::move(diagonal);
+    n.chain.emplace_back(n.weight.scope, n.weight.name);
+    n.weight.tensor = diagonal->get();
+    n.folded = std::move(*diagonal);
   }
-  m.weight = std::move(*weight);
-  m.derived_weight = std::move(folded);
-  m.weight_chain = std::move(chain);
-  m.input_type = input_type;
-  m.one_d = one_d;
+  m.weight = std::move(n.weight);
+  m.derived_weight = std::move(n.folded);
+  m.weight_chain = std::move(n.chain);
+  m.input_type = n.input_type;
+  m.one_d = n.one_d;
   out.match = std::move(m);
   return out;
 }
