@@ -65,7 +65,7 @@ struct DeconvMatch {
   // Conv1d phases on x and the 1-D join (Emitter::interleave_1d).
   bool one_d = false;
   // The phases pad x by repeating its edge instead of with zeros: nearest + a reflect (or edge) Pad + Conv, where
-  // the padded samples of the upsampled tensor are x's edge samples (see match_nearest_conv).
+  // the padded samples of the upsampled tensor are x's edge samples (see rewrite/form_nearest_conv.cpp).
   bool edge_padding = false;
 
   int64_t groups() const { return group != 0 ? group : channels; }
