@@ -233,6 +233,7 @@ struct Planned {
   size_t index;  // into RewriteResult::nodes
   DeconvMatch match;
   std::vector<std::pair<const GraphScope*, std::string>> replaced;  // a recognised form's own tensors
+  PhaseLayout layout = PhaseLayout::kDcr;                           // decided by decide()
 };
 
 // Decide, from the command line: why a selected upsampler is kept (--forms, the target's forms, --only, --skip, the
@@ -377,7 +378,7 @@ core::Result<std::vector<Planned>> select(Pass& pass, RewriteResult& result) {
       } else if (std::string why = unselected(pass, report.summary); !why.empty()) {
         report.reason = std::move(why);
       } else {
-        planned.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced)});
+        planned.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced), PhaseLayout::kDcr});
       }
       result.nodes.push_back(std::move(report));
     }
@@ -386,10 +387,12 @@ core::Result<std::vector<Planned>> select(Pass& pass, RewriteResult& result) {
   return planned;
 }
 
-// Decide, from the target: each planned upsampler it keeps gets its reason and leaves the plan.
+// Decide, from the target: the layout each planned upsampler is emitted in (planned first, as it always was: a plan too
+// large to hold fails here, kept or not), and each one the target keeps gets its reason and leaves the plan.
 void decide(const Pass& pass, RewriteResult& result, std::vector<Planned>& planned) {
   std::vector<Planned> rewritten;
   for (auto& p : planned) {
+    p.layout = layout_of(pass, p.match);
     if (std::string reason = kept_by(pass, result.nodes[p.index].summary, p.match); !reason.empty()) {
       result.nodes[p.index].reason = std::move(reason);
     } else {
@@ -405,8 +408,7 @@ core::Status apply(Pass& pass, RewriteResult& result, const std::vector<Planned>
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   std::map<size_t, std::vector<std::string>> region_candidates;  // per rewritten row: the values its region may hold
-  for (const auto& [index, m, replaced] : planned) {
-    const PhaseLayout layout = layout_of(pass, m);
+  for (const auto& [index, m, replaced, layout] : planned) {
     auto nodes = pass.emitter.emit(m, layout);
     if (!nodes) return nodes.error();
     for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
