@@ -336,9 +336,8 @@ def export_rrdbnet(args, out: Path):
     tmp.rename(out)
 
 
-def build_cases(args) -> list[Case]:
-    work = args.work / "models"
-    work.mkdir(parents=True, exist_ok=True)
+def _suite_patterns(args) -> tuple[set, dict]:
+    """The suites to build and, per generated suite, its layer-name patterns (None: every layer); targets adds both."""
     suites = set(args.suite or [])
     patterns = {s: None for s in ("layers", "handwritten", "reach", "networked") if s in suites}  # None: every layer of that suite
     if "targets" in suites:
@@ -346,8 +345,19 @@ def build_cases(args) -> list[Case]:
             if suite not in patterns:
                 patterns[suite] = [pattern]
         suites |= {"migan", "dla", "sr"}
-    migan_forms = args.migan_forms or (["a", "b"] if "targets" in suites else ["a"])
-    tag = rewrite_tag(args.rewrite_args)
+    return suites, patterns
+
+
+def _generated_case(work: Path, name: str, tag: str, make, layer: tuple | None = None) -> Case:
+    """One generated model's case; make() builds its original only when WORK/models has none (a cache)."""
+    original = work / f"{name}.onnx"
+    if not original.exists():
+        onnx.save(make(), str(original))
+    return Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer", layer)
+
+
+def _generated_cases(args, work: Path, tag: str, patterns: dict) -> list[Case]:
+    """The layers, handwritten, networked and reach cases, in that order; a model is made only if its name is wanted."""
 
     def wanted(suite, name):
         if args.layer_filter and not re.search(args.layer_filter, name):
@@ -360,23 +370,16 @@ def build_cases(args) -> list[Case]:
             for c in args.channels:
                 for h in args.sizes:
                     name = layer_name(c, h, k, s, p, op)
-                    if not wanted("layers", name):
-                        continue
-                    original = work / f"{name}.onnx"
-                    if not original.exists():
-                        onnx.save(make_layer_model(c, h, k, s, p, op), str(original))
-                    cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer", (c, h, k, s, p, op)))
+                    if wanted("layers", name):
+                        cases.append(_generated_case(work, name, tag, lambda: make_layer_model(c, h, k, s, p, op),
+                                                     (c, h, k, s, p, op)))
     if "handwritten" in patterns:
         for kind in HANDWRITTEN_KINDS:
             for c in args.channels:
                 for h in args.sizes:
                     name = f"{kind}_C{c}_H{h}"
-                    if not wanted("handwritten", name):
-                        continue
-                    original = work / f"{name}.onnx"
-                    if not original.exists():
-                        onnx.save(make_handwritten_model(kind, c, h), str(original))
-                    cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
+                    if wanted("handwritten", name):
+                        cases.append(_generated_case(work, name, tag, lambda: make_handwritten_model(kind, c, h)))
     if "networked" in patterns:
         inner = [(layer_name(c, h, *g), lambda c=c, h=h, g=g: make_layer_model(c, h, *g))
                  for g in NETWORKED_LAYERS for c in NETWORKED_CHANNELS for h in args.sizes if h <= 64]
@@ -384,85 +387,101 @@ def build_cases(args) -> list[Case]:
                   for kind in HANDWRITTEN_KINDS for c in NETWORKED_CHANNELS for h in args.sizes if h <= 64]
         for inner_name, make in inner:
             name = f"net_{inner_name}"
-            if not wanted("networked", name):
-                continue
-            original = work / f"{name}.onnx"
-            if not original.exists():
-                onnx.save(networked(make()), str(original))
-            cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
+            if wanted("networked", name):
+                cases.append(_generated_case(work, name, tag, lambda make=make: networked(make())))
     if "reach" in patterns:
         for kind in REACH_KINDS:
             for c in REACH_CHANNELS.get(kind, args.channels):
                 for h in args.sizes:
                     name = f"reach_{kind}_C{c}_H{h}"
-                    if not wanted("reach", name):
-                        continue
-                    original = work / f"{name}.onnx"
-                    if not original.exists():
-                        onnx.save(make_reach_model(kind, c, h), str(original))
-                    cases.append(Case(name, original, work / f"{name}.xnn{tag}.onnx", "layer"))
+                    if wanted("reach", name):
+                        cases.append(_generated_case(work, name, tag, lambda: make_reach_model(kind, c, h)))
+    return cases
+
+
+def _migan_cases(args, work: Path, tag: str, migan_forms: list[str]) -> list[Case]:
+    """The MI-GAN-like forms by dwdeconv-make-examples (a-img: by the tool from form (a)); a form not made keeps its error."""
+    cases = []
+    for form in migan_forms:
+        name = f"migan{args.migan_size}{form}"
+        original = work / f"{name}.onnx"
+        form_a = work / f"migan{args.migan_size}a.onnx"
+        # Form (b) is rewritten from itself (its nearest x mask upsamplers, form nearest_mask); (a) and a-img
+        # are compared with the rewritten form (a), as the executor's table in BENCHMARKS.md does.
+        stem = f"migan{args.migan_size}{'b' if form == 'b' else 'a'}"
+        case = Case(name, original, work / f"{stem}.xnn{tag}.onnx", "model")
+        cases.append(case)
+        try:
+            for path, f in ((form_a, "deconv"), (original, "handwritten")):
+                if not path.exists() and (path == form_a or form == "b"):
+                    run_tool([args.make_examples, "--migan", args.migan_size, "--form", f, "-o", path],
+                             "dwdeconv-make-examples")
+            if form == "a-img" and not original.exists():
+                # onnx2tf cannot convert form (a) as is (its layout tracking breaks on the 3-channel image path,
+                # see BENCHMARKS.md); with only those six 3-channel upsamplers rewritten it can. Comparing this
+                # with the fully rewritten form measures the main path's upsamplers (128 to 512 channels).
+                plan = run_tool([args.tool, form_a, "--dry-run"], "dwdeconv-rewrite --dry-run")
+                only = [a for n in re.findall(r'"([^"]*img_up)"', plan) for a in ("--only", n)]
+                run_tool([args.tool, form_a, "-o", original, "-q"] + only, "dwdeconv-rewrite --only")
+        except StageError as e:
+            case.error = str(e)
+    return cases
+
+
+def _made_model_case(name: str, original: Path, rewritten: Path, make) -> Case:
+    """A model case whose original make() writes when it is missing; its failure is the case's error."""
+    case = Case(name, original, rewritten, "model")
+    if not original.exists():
+        try:
+            make()
+        except StageError as e:
+            case.error = str(e)
+    return case
+
+
+def _rewrite_case(args, work: Path, tag: str, case: Case):
+    """Rewrites (and with --respell respells) one case in place, naming it after both; a failure is its error."""
+    try:
+        if case.kind != "pair":
+            source = case.original
+            if case.name.startswith("migan") and not case.name.endswith("b"):
+                source = work / f"migan{args.migan_size}a.onnx"
+            case.info.update(rewrite(args, source, case.rewritten))
+        if tag:
+            case.name += tag
+        if args.respell:
+            dcr = case.rewritten
+            name = dcr.name[:-5] if case.kind != "pair" else model_key(dcr)
+            case.rewritten = work / f"{name}.{args.respell}.onnx"
+            case.info.update(respell(dcr, case.rewritten, args.respell))
+            case.name += f".{args.respell}"
+    except (StageError, OSError, onnx.checker.ValidationError) as e:
+        case.error = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {e}"
+
+
+def build_cases(args) -> list[Case]:
+    """Every case of --suite and --pair, in the tables' order, each made, rewritten and respelled (cached in WORK)."""
+    work = args.work / "models"
+    work.mkdir(parents=True, exist_ok=True)
+    suites, patterns = _suite_patterns(args)
+    migan_forms = args.migan_forms or (["a", "b"] if "targets" in suites else ["a"])
+    tag = rewrite_tag(args.rewrite_args)
+    cases = _generated_cases(args, work, tag, patterns)
     if "migan" in suites:
-        for form in migan_forms:
-            name = f"migan{args.migan_size}{form}"
-            original = work / f"{name}.onnx"
-            form_a = work / f"migan{args.migan_size}a.onnx"
-            # Form (b) is rewritten from itself (its nearest x mask upsamplers, form nearest_mask); (a) and a-img
-            # are compared with the rewritten form (a), as the executor's table in BENCHMARKS.md does.
-            stem = f"migan{args.migan_size}{'b' if form == 'b' else 'a'}"
-            case = Case(name, original, work / f"{stem}.xnn{tag}.onnx", "model")
-            cases.append(case)
-            try:
-                for path, f in ((form_a, "deconv"), (original, "handwritten")):
-                    if not path.exists() and (path == form_a or form == "b"):
-                        run_tool([args.make_examples, "--migan", args.migan_size, "--form", f, "-o", path],
-                                 "dwdeconv-make-examples")
-                if form == "a-img" and not original.exists():
-                    # onnx2tf cannot convert form (a) as is (its layout tracking breaks on the 3-channel image path,
-                    # see BENCHMARKS.md); with only those six 3-channel upsamplers rewritten it can. Comparing this
-                    # with the fully rewritten form measures the main path's upsamplers (128 to 512 channels).
-                    plan = run_tool([args.tool, form_a, "--dry-run"], "dwdeconv-rewrite --dry-run")
-                    only = [a for n in re.findall(r'"([^"]*img_up)"', plan) for a in ("--only", n)]
-                    run_tool([args.tool, form_a, "-o", original, "-q"] + only, "dwdeconv-rewrite --only")
-            except StageError as e:
-                case.error = str(e)
+        cases += _migan_cases(args, work, tag, migan_forms)
     if "dla" in suites:
         original = work / f"dla{args.dla_size}.onnx"
-        case = Case(f"dla{args.dla_size}", original, work / f"dla{args.dla_size}.xnn{tag}.onnx", "model")
-        cases.append(case)
-        if not original.exists():
-            try:
-                run_tool([args.make_examples, "--dla", args.dla_size, "-o", original], "dwdeconv-make-examples")
-            except StageError as e:
-                case.error = str(e)
+        cases.append(_made_model_case(
+            f"dla{args.dla_size}", original, work / f"dla{args.dla_size}.xnn{tag}.onnx",
+            lambda: run_tool([args.make_examples, "--dla", args.dla_size, "-o", original], "dwdeconv-make-examples")))
     if "sr" in suites:
         name = f"rrdbnet_f{args.sr_num_feat}b{args.sr_num_block}g{args.sr_num_grow_ch}_H{args.sr_size}"
         original = work / f"{name}.onnx"
-        case = Case(name, original, work / f"{name}.xnn{tag}.onnx", "model")
-        cases.append(case)
-        if not original.exists():
-            try:
-                export_rrdbnet(args, original)
-            except StageError as e:
-                case.error = str(e)
+        cases.append(_made_model_case(name, original, work / f"{name}.xnn{tag}.onnx",
+                                      lambda: export_rrdbnet(args, original)))
     for i, (a, b) in enumerate(args.pair or []):
         cases.append(Case(f"pair{i}_{Path(b).stem}", Path(a), Path(b), "pair"))
     for case in cases:
-        if case.error:
-            continue
-        try:
-            if case.kind != "pair":
-                source = case.original
-                if case.name.startswith("migan") and not case.name.endswith("b"):
-                    source = work / f"migan{args.migan_size}a.onnx"
-                case.info.update(rewrite(args, source, case.rewritten))
-            if tag:
-                case.name += tag
-            if args.respell:
-                dcr = case.rewritten
-                name = dcr.name[:-5] if case.kind != "pair" else model_key(dcr)
-                case.rewritten = work / f"{name}.{args.respell}.onnx"
-                case.info.update(respell(dcr, case.rewritten, args.respell))
-                case.name += f".{args.respell}"
-        except (StageError, OSError, onnx.checker.ValidationError) as e:
-            case.error = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {e}"
+        if not case.error:
+            _rewrite_case(args, work, tag, case)
     return cases

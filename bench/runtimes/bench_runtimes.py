@@ -327,13 +327,8 @@ def benchmarks_tables(paths: list[str]) -> str:
 
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "_tables":
-        print(benchmarks_tables(argv[1:]))
-        return 0
-    if argv and argv[0] == "_run":
-        return run_child(argv[1], Path(argv[2]), Path(argv[3]), int(argv[4]), int(argv[5]))
+def make_parser() -> argparse.ArgumentParser:
+    """The command line of a measuring run (the module docstring is its --help)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtime", nargs="+", choices=list(RUNTIME_NAMES), required=True)
     parser.add_argument("--threads", nargs="+", type=int, default=[1])
@@ -389,15 +384,109 @@ def main(argv=None):
     parser.add_argument("--tool", type=Path, default=REPO / "build/cli/dwdeconv-rewrite")
     parser.add_argument("--make-examples", type=Path, default=REPO / "build/examples/dwdeconv-make-examples")
     parser.add_argument("--json", type=Path, help="write the results here (default WORK/results-RUNTIMES.json)")
-    args = parser.parse_args(argv)
-    if not args.suite and not args.pair:
-        parser.error("nothing to measure: give --suite and/or --pair")
-    # Refused before any model is made: a runtime never runs a precision its registry row does not list.
+    return parser
+
+
+def check_precision(parser: argparse.ArgumentParser, args):
+    """Refuses, before any model is made, a --precision some --runtime's registry row does not list."""
     for rt_name in args.runtime:
         if args.precision not in PRECISIONS[rt_name] or args.precision not in REL_TOLERANCE:
             parser.error(f"--precision {args.precision}: --runtime {rt_name} converts to "
                          f"{', '.join(p for p in PRECISIONS[rt_name] if p in REL_TOLERANCE)} here"
                          + (" (int8 needs calibration samples: bench_precision.sh)" if args.precision == "int8" else ""))
+
+
+def prepare_graphs(runtime, rt_name: str, paths: list[Path], names: dict, block: dict):
+    """Converts every model on one runtime and records each graph's ops, or why it did not convert, in block."""
+    if hasattr(runtime, "convert_all"):
+        try:
+            runtime.convert_all(paths)
+        except RuntimeError as e:
+            print(f"{rt_name}: {e}", file=sys.stderr)
+    for path in paths:
+        try:
+            block["graphs"][names[path]] = runtime.prepare(path)
+        except Exception as e:  # noqa: BLE001 - a conversion that fails is a finding, reported in the table
+            message = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {e}"
+            block["graphs"][names[path]] = {"failed": message.removeprefix("did not convert: ")}
+
+
+def measure_case(runtime, rt_name: str, case: Case, names: dict, block: dict, args):
+    """One case's rows on one runtime, per --threads, printed as they come; False (not profiled) when either side failed."""
+    base = {"case": case.name, "runtime": rt_name}
+    if not case.error:
+        base.update(original_graph=names[case.original], rewritten_graph=names[case.rewritten])
+    failed = case.error or "; ".join(
+        f"{side} did not convert: {block['graphs'][names[p]]['failed']}"
+        for side, p in (("original", case.original), ("rewritten", case.rewritten))
+        if "failed" in block["graphs"][names[p]])
+    if failed:
+        for threads in args.threads:
+            block["rows"].append(dict(base, threads=threads, error=failed))
+        print(json.dumps(block["rows"][-1]), flush=True)
+        return False
+    try:
+        reference = ort_reference(case) if rt_name != "ort" else None
+    except Exception as e:  # noqa: BLE001
+        reference = None
+        print(f"{case.name}: no ONNX Runtime reference: {type(e).__name__}: {e}", file=sys.stderr)
+    for threads in args.threads:
+        try:
+            row = measure(runtime, case, threads, args if not args.prepare_only else _no_timing(args), reference)
+        except Exception as e:  # noqa: BLE001
+            row = {"threads": threads, "error": f"{type(e).__name__}: {e}"}
+        row = dict(base, **row)
+        block["rows"].append(row)
+        print(json.dumps(row), flush=True)
+    return True
+
+
+def profile_case(runtime, rt_name: str, case: Case, names: dict, block: dict, args):
+    """Where both models of a case spend their runs: ORT's profiler by op type, perf by symbol elsewhere."""
+    for path in (case.original, case.rewritten):
+        try:
+            if rt_name == "ort":
+                block["profiles"][names[path]] = runtime.profile(path, args.threads[0],
+                                                                 onnx_inputs(path, 1), args.profile_runs)
+            else:
+                block["profiles"][names[path]] = perf_profile(rt_name, args.work, path, args.threads[0],
+                                                              args.profile_runs, args.precision)
+        except Exception as e:  # noqa: BLE001
+            block["profiles"][names[path]] = {"failed": f"{type(e).__name__}: {e}"}
+
+
+def measure_runtime(rt_name: str, cases: list[Case], names: dict, args, results: dict):
+    """Every case on one runtime into results["runtimes"][rt_name]: versions, load before and after, graphs, rows, profiles."""
+    runtime = load_runtime(rt_name, args.work)
+    runtime.set_precision(args.precision)  # before any conversion, as check.py does
+    runtime.jobs = args.convert_jobs
+    runtime.timeout = args.convert_timeout
+    block = {"versions": runtime.versions(), "precision": args.precision, "label": runtime.label(),
+             "machine_before": machine_state(), "rows": [], "graphs": {}, "profiles": {}}
+    results["runtimes"][rt_name] = block
+    paths = list(dict.fromkeys(p for c in cases if not c.error for p in (c.original, c.rewritten)))
+    prepare_graphs(runtime, rt_name, paths, names, block)
+    for case in cases:
+        if not measure_case(runtime, rt_name, case, names, block, args):
+            continue
+        if (args.profile and case.kind != "layer") or (args.profile_layers and re.search(args.profile_layers, case.name)):
+            profile_case(runtime, rt_name, case, names, block, args)
+    block["machine_after"] = machine_state()
+
+
+def main(argv=None):
+    """The command: `_tables JSON...` and `_run ...` (perf_profile's child), else a measuring run of --runtime."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_tables":
+        print(benchmarks_tables(argv[1:]))
+        return 0
+    if argv and argv[0] == "_run":
+        return run_child(argv[1], Path(argv[2]), Path(argv[3]), int(argv[4]), int(argv[5]))
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if not args.suite and not args.pair:
+        parser.error("nothing to measure: give --suite and/or --pair")
+    check_precision(parser, args)
     args.work.mkdir(parents=True, exist_ok=True)
     if args.et_static_resize:
         os.environ["BENCH_ET_STATIC_RESIZE"] = "1"
@@ -411,63 +500,7 @@ def main(argv=None):
         if case.error:
             print(f"{case.name}: {case.error}", file=sys.stderr)
     for rt_name in args.runtime:
-        runtime = load_runtime(rt_name, args.work)
-        runtime.set_precision(args.precision)  # before any conversion, as check.py does
-        runtime.jobs = args.convert_jobs
-        runtime.timeout = args.convert_timeout
-        block = {"versions": runtime.versions(), "precision": args.precision, "label": runtime.label(),
-                 "machine_before": machine_state(), "rows": [], "graphs": {}, "profiles": {}}
-        results["runtimes"][rt_name] = block
-        paths = list(dict.fromkeys(p for c in cases if not c.error for p in (c.original, c.rewritten)))
-        if hasattr(runtime, "convert_all"):
-            try:
-                runtime.convert_all(paths)
-            except RuntimeError as e:
-                print(f"{rt_name}: {e}", file=sys.stderr)
-        for path in paths:
-            try:
-                block["graphs"][names[path]] = runtime.prepare(path)
-            except Exception as e:  # noqa: BLE001 - a conversion that fails is a finding, reported in the table
-                message = str(e) if isinstance(e, StageError) else f"{type(e).__name__}: {e}"
-                block["graphs"][names[path]] = {"failed": message.removeprefix("did not convert: ")}
-        for case in cases:
-            base = {"case": case.name, "runtime": rt_name}
-            if not case.error:
-                base.update(original_graph=names[case.original], rewritten_graph=names[case.rewritten])
-            failed = case.error or "; ".join(
-                f"{side} did not convert: {block['graphs'][names[p]]['failed']}"
-                for side, p in (("original", case.original), ("rewritten", case.rewritten))
-                if "failed" in block["graphs"][names[p]])
-            if failed:
-                for threads in args.threads:
-                    block["rows"].append(dict(base, threads=threads, error=failed))
-                print(json.dumps(block["rows"][-1]), flush=True)
-                continue
-            try:
-                reference = ort_reference(case) if rt_name != "ort" else None
-            except Exception as e:  # noqa: BLE001
-                reference = None
-                print(f"{case.name}: no ONNX Runtime reference: {type(e).__name__}: {e}", file=sys.stderr)
-            for threads in args.threads:
-                try:
-                    row = measure(runtime, case, threads, args if not args.prepare_only else _no_timing(args), reference)
-                except Exception as e:  # noqa: BLE001
-                    row = {"threads": threads, "error": f"{type(e).__name__}: {e}"}
-                row = dict(base, **row)
-                block["rows"].append(row)
-                print(json.dumps(row), flush=True)
-            if (args.profile and case.kind != "layer") or (args.profile_layers and re.search(args.profile_layers, case.name)):
-                for path in (case.original, case.rewritten):
-                    try:
-                        if rt_name == "ort":
-                            block["profiles"][names[path]] = runtime.profile(path, args.threads[0],
-                                                                             onnx_inputs(path, 1), args.profile_runs)
-                        else:
-                            block["profiles"][names[path]] = perf_profile(rt_name, args.work, path, args.threads[0],
-                                                                          args.profile_runs, args.precision)
-                    except Exception as e:  # noqa: BLE001
-                        block["profiles"][names[path]] = {"failed": f"{type(e).__name__}: {e}"}
-        block["machine_after"] = machine_state()
+        measure_runtime(rt_name, cases, names, args, results)
     results["machine_after"] = machine_state()
     out = args.json or args.work / f"results-{'-'.join(args.runtime)}.json"
     out.write_text(json.dumps(results, indent=1))

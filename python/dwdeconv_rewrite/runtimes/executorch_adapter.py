@@ -140,6 +140,86 @@ class ExecuTorchRuntime(Runtime):
                                 info.get("output_quant"))
 
 
+def _op_name(target) -> str:
+    """A call_function target's op name, as the graphs' op counts spell it (e.g. aten.index.Tensor)."""
+    # OpOverload, EdgeOpOverload and the delegate call have name() ("aten::index.Tensor"); str() of an edge op
+    # prints its whole schema, and the _op of an aten overload is a pybind function with no useful name.
+    name = getattr(target, "name", None)
+    return name().replace("::", ".") if callable(name) else str(target)
+
+
+def _op_counts(graph) -> collections.Counter:
+    """How many times a graph calls each op (its call_function nodes)."""
+    return collections.Counter(_op_name(n.target) for n in graph.nodes if n.op == "call_function")
+
+
+class _Progress:
+    """The child's progress file (convert_all names a dead or timed-out child's model and stage from it) and its stage."""
+
+    def __init__(self, folder: Path, path: Path):
+        self.file, self.path, self.stage = folder / "_progress.json", path, ""
+
+    def at(self, stage: str):
+        """Records the stage the model is entering: in the progress file first, then for a failure's report."""
+        self.file.write_text(json.dumps({"model": str(self.path), "stage": stage}))
+        self.stage = stage
+
+
+def _traceable_module(torch, path: Path, module, precision: str, samples: list[dict], info: dict, progress: _Progress):
+    """The module at the precision, typed example inputs and the ONNX names; the precision's casts and notes go into info."""
+    progress.at("onnx2torch input and output names")
+    input_names, output_names = onnx2torch_io_names(path, module)
+    # Traced with values of each input's declared type: the program then takes that type, and no other.
+    progress.at("example inputs")
+    feeds = onnx_inputs(path, 0)
+    inputs = tuple(torch_tensor(torch, name, feeds[name]) for name in input_names)
+    notes = []
+    if precision == "fp16":
+        module = module.to(torch.float16)
+        casts = {name: "float16" for name, x in zip(input_names, inputs) if x.is_floating_point()}
+        inputs = tuple(x.to(torch.float16) if x.is_floating_point() else x for x in inputs)
+        info.update(input_casts=casts, output_dtypes=onnx_output_dtypes(path))
+        notes.append("the program computes in fp16 and takes and returns fp16: the float32 inputs are rounded "
+                     "to fp16 when fed (outside the timed run) and the outputs widened to float32")
+    elif precision == "int8":
+        progress.at("int8: prepare_pt2e(XNNPACKQuantizer), calibration, convert_pt2e")
+        module = quantize_pt2e(torch, module, inputs, input_names, samples)
+        info["output_quant"] = output_quantization(torch, module)
+        notes += float_transposed_convs(torch, module)
+    input_dtypes = [info.get("input_casts", {}).get(name, str(feeds[name].dtype)) for name in input_names]
+    info["notes"] = notes
+    return module, inputs, input_names, output_names, input_dtypes
+
+
+def _export(torch, module, inputs: tuple, input_names: list[str], output_names: list[str], progress: _Progress):
+    """torch.export of the module, refused unless it takes and returns as many values as the ONNX graph."""
+    progress.at("torch.export.export")
+    with torch.no_grad():
+        exported = torch.export.export(module, inputs)
+    # The exported program takes and returns what the module's forward does, flattened in that order
+    # (its out_spec is the pytree of forward's return value), and to_executorch keeps that order for the
+    # .pte's method: so the counts are what can still be checked here.
+    signature = exported.graph_signature
+    if len(signature.user_inputs) != len(input_names) or len(signature.user_outputs) != len(output_names):
+        raise RuntimeError(f"the exported program takes {len(signature.user_inputs)} inputs and returns "
+                           f"{len(signature.user_outputs)} outputs; the ONNX graph has {input_names} -> "
+                           f"{output_names}")
+    return exported
+
+
+def _lowered_ops(program) -> dict:
+    """A lowered program's op counts: all, the XNNPACK partitions, and the ops outside (portable kernels) and inside them."""
+    lowered = _op_counts(program.graph)
+    inside = collections.Counter()
+    for node in program.graph.nodes:
+        if node.op == "get_attr" and str(node.target).startswith("lowered_module"):
+            inside += _op_counts(getattr(program.graph_module, node.target).original_module.graph)
+    outside = {k: v for k, v in lowered.items()
+               if k not in ("executorch_call_delegate", "<built-in function getitem>")}
+    return dict(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
+                not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
+
+
 def executorch_child(work: Path, args: list[str]) -> int:
     """Converts each ONNX file to an ExecuTorch .pte lowered to XNNPACK at one precision (ARGS: [--precision P]
     [--calibration DIR] [--] PATHS) and writes, per model, WORK/executorch/KEY[SUFFIX].json (precision_suffix): the
@@ -168,78 +248,29 @@ def executorch_child(work: Path, args: list[str]) -> int:
         patch_onnx2torch_resize()
         variant = ".static-resize"
 
-    def op_name(target):
-        # OpOverload, EdgeOpOverload and the delegate call have name() ("aten::index.Tensor"); str() of an edge op
-        # prints its whole schema, and the _op of an aten overload is a pybind function with no useful name.
-        name = getattr(target, "name", None)
-        return name().replace("::", ".") if callable(name) else str(target)
-
-    def counts(graph):
-        return collections.Counter(op_name(n.target) for n in graph.nodes if n.op == "call_function")
-
-    def at(stage):
-        (folder / "_progress.json").write_text(json.dumps({"model": str(path), "stage": stage}))
-        return stage
-
     for path in map(Path, paths):
         key = model_key(path)
         info = {"model": str(path), "precision": precision}
-        stage = at("onnx2torch.convert")
+        progress = _Progress(folder, path)
+        progress.at("onnx2torch.convert")
         print(f"executorch: converting {path.name} ({precision})", file=sys.stderr, flush=True)
         started = time.monotonic()
         try:
             module = onnx2torch.convert(str(path)).eval()
-            stage = at("onnx2torch input and output names")
-            input_names, output_names = onnx2torch_io_names(path, module)
-            # Traced with values of each input's declared type: the program then takes that type, and no other.
-            stage = at("example inputs")
-            feeds = onnx_inputs(path, 0)
-            inputs = tuple(torch_tensor(torch, name, feeds[name]) for name in input_names)
-            notes = []
-            if precision == "fp16":
-                module = module.to(torch.float16)
-                casts = {name: "float16" for name, x in zip(input_names, inputs) if x.is_floating_point()}
-                inputs = tuple(x.to(torch.float16) if x.is_floating_point() else x for x in inputs)
-                info.update(input_casts=casts, output_dtypes=onnx_output_dtypes(path))
-                notes.append("the program computes in fp16 and takes and returns fp16: the float32 inputs are rounded "
-                             "to fp16 when fed (outside the timed run) and the outputs widened to float32")
-            elif precision == "int8":
-                stage = at("int8: prepare_pt2e(XNNPACKQuantizer), calibration, convert_pt2e")
-                module = quantize_pt2e(torch, module, inputs, input_names, samples)
-                info["output_quant"] = output_quantization(torch, module)
-                notes += float_transposed_convs(torch, module)
-            input_dtypes = [info.get("input_casts", {}).get(name, str(feeds[name].dtype)) for name in input_names]
-            info["notes"] = notes
-            stage = at("torch.export.export")
-            with torch.no_grad():
-                exported = torch.export.export(module, inputs)
-            # The exported program takes and returns what the module's forward does, flattened in that order
-            # (its out_spec is the pytree of forward's return value), and to_executorch keeps that order for the
-            # .pte's method: so the counts are what can still be checked here.
-            signature = exported.graph_signature
-            if len(signature.user_inputs) != len(input_names) or len(signature.user_outputs) != len(output_names):
-                raise RuntimeError(f"the exported program takes {len(signature.user_inputs)} inputs and returns "
-                                   f"{len(signature.user_outputs)} outputs; the ONNX graph has {input_names} -> "
-                                   f"{output_names}")
+            module, inputs, input_names, output_names, input_dtypes = _traceable_module(
+                torch, path, module, precision, samples, info, progress)
+            exported = _export(torch, module, inputs, input_names, output_names, progress)
             info.update(input_names=input_names, input_dtypes=input_dtypes, output_names=output_names)
-            info["aten_ops"] = dict(counts(exported.graph))
-            stage = at("to_edge_transform_and_lower(XnnpackPartitioner)")
+            info["aten_ops"] = dict(_op_counts(exported.graph))
+            progress.at("to_edge_transform_and_lower(XnnpackPartitioner)")
             edge = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()])
-            program = edge.exported_program()
-            lowered = counts(program.graph)
-            inside = collections.Counter()
-            for node in program.graph.nodes:
-                if node.op == "get_attr" and str(node.target).startswith("lowered_module"):
-                    inside += counts(getattr(program.graph_module, node.target).original_module.graph)
-            outside = {k: v for k, v in lowered.items()
-                       if k not in ("executorch_call_delegate", "<built-in function getitem>")}
-            info.update(after_lowering=dict(lowered), xnnpack_partitions=lowered.get("executorch_call_delegate", 0),
-                        not_delegated=outside, in_delegates=dict(inside), ops=dict(inside + collections.Counter(outside)))
-            stage = at("to_executorch")
+            info.update(_lowered_ops(edge.exported_program()))
+            progress.at("to_executorch")
             (folder / f"{key}{variant}{suffix}.pte").write_bytes(edge.to_executorch().buffer)
         except StageError as e:  # a stage's own message, which names it
             info.update(failed=str(e)[:600], failed_stage=e.stage)
         except Exception as e:  # noqa: BLE001 - the reason is the finding
+            stage = progress.stage
             message = str(e).strip().splitlines()[0][:400] if str(e).strip() else ""
             if stage == "torch.export.export" and type(e).__name__ == "GuardOnDataDependentSymNode":
                 message += resize_hint(path)
