@@ -147,6 +147,10 @@ class Emitter {
   // axis, Reshape to [N, C, L'*s].
   void interleave_1d(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phases,
                      const std::array<int64_t, 4>& growth, std::vector<onnx::NodeProto>& nodes);
+  // The Concat join of the phase outputs (row-major) into m.output for kDcr, kGatherCrd and kBatchCrd: Concat, then
+  // DepthToSpace (DCR), a Gather to CRD's channel order and DepthToSpace (CRD), or the batch-axis CRD join.
+  void concat_join(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phase_outputs,
+                   const std::array<int64_t, 4>& growth, PhaseLayout layout, std::vector<onnx::NodeProto>& nodes);
   void add_initializer(const GraphScope& scope, onnx::TensorProto tensor);
   // A value_info for `name`: m's input type with `channels`, each spatial extent grown by its pads, W times width_factor
   // (of a 1-D node: [N, C, L'], its input type read as [N, C, 1, L]).

@@ -141,4 +141,60 @@ onnx::NodeProto Emitter::axes_node(const DeconvMatch& m, const std::string& op, 
   return node;
 }
 
+// The Concat joins (kDcr, kGatherCrd, kBatchCrd) of the phase outputs into m.output, after the phase Convs.
+void Emitter::concat_join(const DeconvMatch& m, const std::string& base, const std::vector<std::string>& phase_outputs,
+                          const std::array<int64_t, 4>& growth, PhaseLayout layout, std::vector<onnx::NodeProto>& nodes) {
+  const int64_t s = m.y.stride;  // the stride on both axes: a Concat join serves equal strides only
+  // The last node takes the node's name (or a fresh one) and writes its output.
+  const auto last_name = [&](const std::string& suffix) { return m.name.empty() ? names_.fresh(base + suffix) : m.name; };
+  const auto depth_to_space = [&](const std::string& name, const std::string& in, const std::string& out, const char* mode) {
+    onnx::NodeProto d2s = make_node("DepthToSpace", name, {in}, {out});
+    *d2s.add_attribute() = onnx_io::make_int_attribute("blocksize", s);
+    if (opset_ >= 11) *d2s.add_attribute() = onnx_io::make_string_attribute("mode", mode);  // before 11, DCR is the only mode
+    nodes.push_back(std::move(d2s));
+  };
+  const auto transpose_01 = [&](const std::string& name, const std::string& in, const std::string& out) {
+    onnx::NodeProto t = make_node("Transpose", name, {in}, {out});
+    *t.add_attribute() = onnx_io::make_ints_attribute("perm", {1, 0, 2, 3});  // swaps N and C
+    nodes.push_back(std::move(t));
+  };
+  const std::string concat_name = names_.fresh(base + "_concat");
+  const std::string concat_out = names_.fresh(concat_name + "_out");
+  onnx::NodeProto concat = make_node("Concat", concat_name, phase_outputs, {concat_out});
+  *concat.add_attribute() = onnx_io::make_int_attribute("axis", layout == PhaseLayout::kBatchCrd ? 0 : 1);
+  nodes.push_back(std::move(concat));
+
+  if (layout == PhaseLayout::kBatchCrd) {
+    // [s*s, C, H, W] -> [C, s*s, H, W]: channel c's phases side by side, CRD's order -> [C, 1, sH, sW] -> [1, C, sH, sW].
+    const std::string per_channel = names_.fresh(base + "_per_channel");
+    const std::string per_channel_out = names_.fresh(per_channel + "_out");
+    transpose_01(per_channel, concat_out, per_channel_out);
+    const std::string d2s_name = names_.fresh(base + "_depth_to_space");
+    const std::string d2s_out = names_.fresh(d2s_name + "_out");
+    depth_to_space(d2s_name, per_channel_out, d2s_out, "CRD");
+    transpose_01(last_name("_batch_to_channel"), d2s_out, m.output);
+    return;
+  }
+  add_value_info(m, concat_out, m.outputs() * s * s, growth);
+  if (layout == PhaseLayout::kGatherCrd) {
+    // Channel p*C + c (phase-major, as concatenated) moves to c*s*s + p (channel-major), the order CRD reads.
+    const int64_t c_out = m.outputs(), phases = s * s;
+    std::vector<int64_t> perm(static_cast<size_t>(c_out * phases));
+    for (int64_t c = 0; c < c_out; ++c) {
+      for (int64_t p = 0; p < phases; ++p) perm[static_cast<size_t>(c * phases + p)] = p * c_out + c;
+    }
+    const std::string gather_name = names_.fresh(base + "_to_crd");
+    const std::string perm_name = names_.fresh(gather_name + "_perm");
+    add_initializer(*m.scope, onnx_io::make_int64_tensor(perm_name, {c_out * phases}, perm));
+    const std::string gathered = names_.fresh(gather_name + "_out");
+    onnx::NodeProto gather = make_node("Gather", gather_name, {concat_out, perm_name}, {gathered});
+    *gather.add_attribute() = onnx_io::make_int_attribute("axis", 1);
+    nodes.push_back(std::move(gather));
+    add_value_info(m, gathered, c_out * phases, growth);
+    depth_to_space(last_name("_depth_to_space"), gathered, m.output, "CRD");
+    return;
+  }
+  depth_to_space(last_name("_depth_to_space"), concat_out, m.output, "DCR");
+}
+
 }  // namespace dwdeconv::rewrite

@@ -124,19 +124,27 @@ std::string ints_text(const Tensor& t) {
   return text + "]";
 }
 
-// Why the original's region `region` (extracted from `original`, reading `x`) may compute an output whose size does
-// not follow x's ("" when it cannot): a node whose output size a constant fixes on an axis the model lets vary. Per-node
-// mode runs the region at one input size; there a region fixed at 8x10 and a replacement giving 2H x 2W agree when
-// H x W is 4x5, and at no other size. A size read from a Shape at run time follows the sizes it
-// reads and is not refused; a constant that only adds to a size (Pad's pads, a Slice's non-negative start), multiplies
-// it by an integer (Tile's repeats, Resize's integer scales) or keeps it (Reshape by 0 and -1, Expand by 1) does too.
-// What is refused on an axis whose dim varies: Resize by sizes, Resize by a scale that is not an integer (floor(H x
-// 2.01) is 2H only while H < 100), a Slice that ends at a literal (a crop once the input is larger) or starts at a
-// negative literal (a fixed count from the end) or steps by other than 1, a Reshape to literal dims other than 0 and
-// -1, and an Expand to a literal dim other than 1.
-core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original, const onnx::ModelProto& region, const std::string& x,
-                                               const std::vector<int64_t>& x_dims, const onnx_io::ScopedTypes& types,
-                                               const std::string& label) {
+// A size parameter a node on x's data path reads (a literal, by name), and the role it plays.
+struct SizeParam {
+  const onnx::NodeProto* node;
+  std::string role;  // "sizes", "scales", "starts", "ends", "axes", "steps", "shape"
+  std::string name;
+};
+
+// What collect_size_params found: the literals to evaluate, or why the region is refused before any is.
+struct SizeParams {
+  std::vector<SizeParam> params;
+  std::string refused;
+};
+
+std::string where_in_region(const onnx::NodeProto& node, const std::string& label) {
+  return onnx_io::describe_node(node) + " in the original's upsampler that ends at " + label;
+}
+
+// The size parameters of the nodes on x's data path in `region` that per-node mode must check, or the reason one of
+// them is refused outright (sizes on an input whose dims vary; a parameter other than a bound or dims read from a Shape).
+SizeParams collect_size_params(const onnx::ModelProto& original, const onnx::ModelProto& region, const std::string& x,
+                               const onnx_io::ScopedTypes& types, const std::string& label) {
   const onnx::GraphProto& g = region.graph();
   std::map<std::string, const onnx::NodeProto*> producer;
   for (const auto& node : g.node()) {
@@ -160,17 +168,11 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
   for (const auto& o : original.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
-  // The size parameters each node reads, as literal names to evaluate, and the checks on them below.
-  struct Param {
-    const onnx::NodeProto* node;
-    std::string role;  // "sizes", "scales", "starts", "ends", "axes", "steps", "shape"
-    std::string name;
-  };
-  std::vector<Param> params;
-  std::string refused;
-  const auto where = [&](const onnx::NodeProto& node) {
-    return onnx_io::describe_node(node) + " in the original's upsampler that ends at " + label;
-  };
+  // The size parameters each node reads, as literal names to evaluate, and the checks on them in check_sizes.
+  SizeParams out;
+  auto& params = out.params;
+  std::string& refused = out.refused;
+  const auto where = [&](const onnx::NodeProto& node) { return where_in_region(node, label); };
   const auto input = [](const onnx::NodeProto& node, int k) { return k < node.input_size() ? node.input(k) : std::string(); };
   std::set<std::string> from_x{x};  // values computed from x's values (not through a Shape)
   for (const auto& node : g.node()) {
@@ -220,9 +222,13 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
       params.push_back({&node, role, name});
     }
   }
-  if (!refused.empty() || params.empty()) return refused;
+  return out;
+}
 
-  // The literals' values: the nodes computing them, run on the reference kernels (they do not read x).
+// The values of `params`' literals: the nodes computing them, run on the reference kernels (they do not read x).
+core::Result<std::map<std::string, Tensor>> literal_values(const onnx::ModelProto& original, const std::string& x,
+                                                           const std::vector<int64_t>& x_dims, const std::vector<SizeParam>& params,
+                                                           const std::string& label) {
   std::vector<std::string> names;
   for (const auto& p : params) names.push_back(p.name);
   size_t count = 0;
@@ -236,6 +242,13 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
   std::map<std::string, Tensor> value;
   for (const auto& out : exec.last_outputs()) value[out.name] = out.tensor;
 
+  return value;
+}
+
+// Why one of `params`, with its literal's value in `value`, fixes a size on an axis whose dim varies ("" when none does).
+std::string check_sizes(const std::vector<SizeParam>& params, const std::map<std::string, Tensor>& value, const onnx_io::ScopedTypes& types,
+                        const std::string& label) {
+  const auto where = [&](const onnx::NodeProto& node) { return where_in_region(node, label); };
   const auto value_of = [&](const onnx::NodeProto& node, const std::string& role) -> const Tensor* {
     for (const auto& p : params) {
       if (p.node == &node && p.role == role) return &value.at(p.name);
@@ -290,12 +303,59 @@ core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original,
   return std::string();
 }
 
+// Why the original's region `region` (extracted from `original`, reading `x`) may compute an output whose size does
+// not follow x's ("" when it cannot): a node whose output size a constant fixes on an axis the model lets vary. Per-node
+// mode runs the region at one input size; there a region fixed at 8x10 and a replacement giving 2H x 2W agree when
+// H x W is 4x5, and at no other size. A size read from a Shape at run time follows the sizes it
+// reads and is not refused; a constant that only adds to a size (Pad's pads, a Slice's non-negative start), multiplies
+// it by an integer (Tile's repeats, Resize's integer scales) or keeps it (Reshape by 0 and -1, Expand by 1) does too.
+// What is refused on an axis whose dim varies: Resize by sizes, Resize by a scale that is not an integer (floor(H x
+// 2.01) is 2H only while H < 100), a Slice that ends at a literal (a crop once the input is larger) or starts at a
+// negative literal (a fixed count from the end) or steps by other than 1, a Reshape to literal dims other than 0 and
+// -1, and an Expand to a literal dim other than 1.
+core::Result<std::string> fixed_size_in_region(const onnx::ModelProto& original, const onnx::ModelProto& region, const std::string& x,
+                                               const std::vector<int64_t>& x_dims, const onnx_io::ScopedTypes& types,
+                                               const std::string& label) {
+  const SizeParams found = collect_size_params(original, region, x, types, label);
+  if (!found.refused.empty() || found.params.empty()) return found.refused;
+  RC_ASSIGN(const auto value, literal_values(original, x, x_dims, found.params, label));
+  return check_sizes(found.params, value, types, label);
+}
+
 // A rank-4 tensor as it is; a rank-3 one (1-D: [N, C, L] or a weight [C, M, K]) with a unit H axis, [N, C, 1, L].
 core::Tensor4 to_tensor4(const Tensor& t) {
   const bool one_d = t.dims.size() == 3;
   core::Tensor4 r(t.dims[0], t.dims[1], one_d ? 1 : t.dims[2], one_d ? t.dims[2] : t.dims[3]);
   for (size_t k = 0; k < r.data.size(); ++k) r.data[k] = t.get(static_cast<int64_t>(k));
   return r;
+}
+
+// The output of the ConvTranspose `node` by the double-precision formula, from x, its weight w and bias b (nullptr: none)
+// as the original graph computes them, in the dtype and rank of the original's output `original_out`. `label` names the
+// node in a size error: the reference holds its output in double, twice the bytes the executor needed.
+core::Result<Tensor> double_reference(const onnx::NodeProto& node, const Tensor& x_value, const Tensor& w_value, const Tensor* b_value,
+                                      const Tensor& original_out, const std::string& label) {
+  RC_CHECK(checked_element_count(original_out.dims, sizeof(double),
+                                 label + ": the double reference's output " + format_dims(original_out.dims)));
+  RC_ASSIGN(const ops::ConvGeometry g, ops::resolve_conv_transpose(node, x_value.dims, w_value.dims));
+  // A 1-D node is the 2-D one with a unit H axis: stride and dilation 1, no pads there.
+  const auto axis = [&](const std::vector<int64_t>& v, size_t a, int64_t unit) { return g.spatial == 1 ? (a == 0 ? unit : v[0]) : v[a]; };
+  core::ConvTranspose2dParams params;
+  params.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
+  params.dilations = {axis(g.dilations, 0, 1), axis(g.dilations, 1, 1)};
+  params.output_padding = {axis(g.output_padding, 0, 0), axis(g.output_padding, 1, 0)};
+  params.pads = {axis(g.pads_begin, 0, 0), axis(g.pads_begin, 1, 0), axis(g.pads_end, 0, 0), axis(g.pads_end, 1, 0)};
+  params.group = g.group;
+  std::vector<double> bias;
+  if (b_value != nullptr) {
+    for (int64_t k = 0; k < b_value->numel(); ++k) bias.push_back(b_value->get(k));
+  }
+  const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, params);
+  Tensor expected;
+  expected.reshape(original_out.dtype,
+                   g.spatial == 1 ? std::vector<int64_t>{ref.n, ref.c, ref.w} : std::vector<int64_t>{ref.n, ref.c, ref.h, ref.w});
+  for (size_t k = 0; k < ref.data.size(); ++k) expected.f[k] = static_cast<float>(ref.data[k]);
+  return expected;
 }
 
 }  // namespace
@@ -386,30 +446,8 @@ core::Result<NodeVerification> verify_node(const onnx::ModelProto& original, con
 
   Tensor expected;
   if (lone_deconv) {
-    // The double reference, from the same input and the weights as the original graph computes them. It holds its
-    // output in double, twice the bytes the executor needed.
-    RC_CHECK(checked_element_count(original_out[0].tensor.dims, sizeof(double),
-                                   result.node + ": the double reference's output " + format_dims(original_out[0].tensor.dims)));
-    const Tensor& x_value = inputs[0].tensor;
-    const Tensor& w_value = original_out[1].tensor;
-    RC_ASSIGN(const ops::ConvGeometry g, ops::resolve_conv_transpose(*node, x_value.dims, w_value.dims));
-    // A 1-D node is the 2-D one with a unit H axis: stride and dilation 1, no pads there.
-    const auto axis = [&](const std::vector<int64_t>& v, size_t a, int64_t unit) { return g.spatial == 1 ? (a == 0 ? unit : v[0]) : v[a]; };
-    core::ConvTranspose2dParams params;
-    params.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
-    params.dilations = {axis(g.dilations, 0, 1), axis(g.dilations, 1, 1)};
-    params.output_padding = {axis(g.output_padding, 0, 0), axis(g.output_padding, 1, 0)};
-    params.pads = {axis(g.pads_begin, 0, 0), axis(g.pads_begin, 1, 0), axis(g.pads_end, 0, 0), axis(g.pads_end, 1, 0)};
-    params.group = g.group;
-    std::vector<double> bias;
-    if (!b.empty()) {
-      const Tensor& b_value = original_out[2].tensor;
-      for (int64_t k = 0; k < b_value.numel(); ++k) bias.push_back(b_value.get(k));
-    }
-    const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, params);
-    expected.reshape(original_out[0].tensor.dtype,
-                     g.spatial == 1 ? std::vector<int64_t>{ref.n, ref.c, ref.w} : std::vector<int64_t>{ref.n, ref.c, ref.h, ref.w});
-    for (size_t k = 0; k < ref.data.size(); ++k) expected.f[k] = static_cast<float>(ref.data[k]);
+    RC_ASSIGN(expected, double_reference(*node, inputs[0].tensor, original_out[1].tensor, b.empty() ? nullptr : &original_out[2].tensor,
+                                         original_out[0].tensor, result.node));
     result.expected = "the double-precision ConvTranspose formula";
   } else {
     // The original region again, on the plain C++ kernels: a layout mistake in an XNNPACK path shows against it.
