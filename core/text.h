@@ -1,5 +1,6 @@
 // Text from a model (node, tensor, graph and file names) as the tool shows it in a log line, the plan, a summary or a
-// CI annotation: never a terminal control, a line break or ill-formed UTF-8. The one escaper of the project; the
+// CI annotation: never a terminal control, a line break or ill-formed UTF-8. The C++ side's escaper (the Python
+// runtimes' messages use base.shown, the Action's lines action/github_io.py's escape, each for its own output); the
 // report's JSON strings escape on top of it where they carry prose, and carry names exactly.
 #pragma once
 

@@ -1,5 +1,6 @@
-// The joins of the emitted phases (rewrite/emitter.h): the nearest Resize of a layout whose phases are all the same, the
-// interleaves of strides that differ per axis and of 1-D phases, and the Reshape / Unsqueeze-style nodes they use.
+// The joins of the emitted phases (rewrite/emitter.h): the Concat joins (DepthToSpace DCR, Gather + DepthToSpace CRD,
+// the batch-axis CRD), the nearest Resize of a layout whose phases are all the same, the interleaves of strides that
+// differ per axis and of 1-D phases, and the Reshape / Unsqueeze-style nodes they use.
 #include "rewrite/emitter.h"
 
 #include "emitter_parts.h"
