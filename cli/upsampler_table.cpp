@@ -33,6 +33,33 @@ bool profiled_as(const std::string& profiled, const onnx::NodeProto& node) {
   return false;
 }
 
+bool is_reorder(const NodeMs& n) { return n.op.rfind("Reorder", 0) == 0; }
+
+// Adds the values profiled node `n` reads and writes to `values` (an optional input left out names no value).
+void add_values(const NodeMs& n, std::set<std::string>& values) {
+  for (const auto* names : {&n.inputs, &n.outputs}) {
+    for (const auto& v : *names) {
+      if (!v.empty()) values.insert(v);
+    }
+  }
+}
+
+// The time of the layout reorders not yet `used` that read or write one of `values`, each then marked used.
+double reorders_ms(const std::vector<NodeMs>& times, const std::set<std::string>& values, std::set<size_t>& used) {
+  double ms = 0;
+  const auto touches = [&](const std::vector<std::string>& names) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& v) { return values.count(v) != 0; });
+  };
+  for (size_t k = 0; k < times.size(); ++k) {
+    if (used.count(k) || !is_reorder(times[k])) continue;
+    if (touches(times[k].inputs) || touches(times[k].outputs)) {
+      ms += times[k].ms;
+      used.insert(k);
+    }
+  }
+  return ms;
+}
+
 // The profiled time of one region: the profiled nodes that stand for one of its nodes, then the layout reorders ONNX
 // Runtime inserted around them (ReorderInput / ReorderOutput, which read a value those nodes write or write one they
 // read). Each profiled node counts once, for the first region that takes it (`used`).
@@ -45,29 +72,13 @@ double time_of(const std::vector<const onnx::NodeProto*>& nodes, const std::vect
       if (profiled_as(times[k].node, *n)) {
         ms += times[k].ms;
         used.insert(k);
-        for (const auto* names : {&times[k].inputs, &times[k].outputs}) {
-          for (const auto& v : *names) {
-            if (!v.empty()) values.insert(v);  // an optional input left out names no value
-          }
-        }
+        add_values(times[k], values);
         break;
       }
     }
   }
-  for (size_t k = 0; k < times.size(); ++k) {
-    if (used.count(k) || times[k].op.rfind("Reorder", 0) != 0) continue;
-    const auto touches = [&](const std::vector<std::string>& names) {
-      return std::any_of(names.begin(), names.end(), [&](const std::string& v) { return values.count(v) != 0; });
-    };
-    if (touches(times[k].inputs) || touches(times[k].outputs)) {
-      ms += times[k].ms;
-      used.insert(k);
-    }
-  }
-  return ms;
+  return ms + reorders_ms(times, values, used);
 }
-
-bool is_reorder(const NodeMs& n) { return n.op.rfind("Reorder", 0) == 0; }
 
 // A node ONNX Runtime removes before it runs anything, its consumers reading its input (IdentityElimination,
 // DropoutElimination).
@@ -322,23 +333,9 @@ double kernels_ms(const std::vector<size_t>& kernels, const std::vector<NodeMs>&
   std::set<std::string> values;
   for (size_t k : kernels) {
     ms += times[k].ms;
-    for (const auto* names : {&times[k].inputs, &times[k].outputs}) {
-      for (const auto& v : *names) {
-        if (!v.empty()) values.insert(v);
-      }
-    }
+    add_values(times[k], values);
   }
-  for (size_t k = 0; k < times.size(); ++k) {
-    if (used.count(k) || !is_reorder(times[k])) continue;
-    const auto touches = [&](const std::vector<std::string>& names) {
-      return std::any_of(names.begin(), names.end(), [&](const std::string& v) { return values.count(v) != 0; });
-    };
-    if (touches(times[k].inputs) || touches(times[k].outputs)) {
-      ms += times[k].ms;
-      used.insert(k);
-    }
-  }
-  return ms;
+  return ms + reorders_ms(times, values, used);
 }
 
 // The rows by values (NodeValues::kOnnx): see upsampler_times.
