@@ -188,6 +188,14 @@ void add_options(CLI::App& app, Options& opt) {
   app.add_option("--external-data-threshold", opt.external_threshold,
                  "Store every tensor of at least this many bytes outside, in NAME or OUT.data (default 1024 with --external-data)")
       ->check(whole_number_from(0));
+  app.add_flag("--copy", opt.copy,
+               "Write MODEL to -o OUT as it is, rewriting nothing: its tensors and data file as -o writes them, atomically "
+               "(the Python API's Result.save)");
+  app.add_option("--protect", opt.protect,
+                 "Never write over this model or the data files it names, as if the run read it (repeatable; the Python "
+                 "API protects the model it rewrote)")
+      ->type_name("MODEL")
+      ->allow_extra_args(false);
   app.add_flag_function(
       "-v,--verbose", [&opt](int64_t n) { opt.verbosity = static_cast<int>(n); }, "More log output");
   app.add_flag_function(
@@ -204,6 +212,16 @@ std::string usage_problem(const Options& opt) {
   const bool batch = opt.models.size() > 1 || !opt.out_dir.empty() || opt.from_directory;
   if (!opt.suffix.empty() && opt.out_dir.empty()) return "--suffix names the outputs in --out-dir DIR: give --out-dir";
   if (opt.suffix.find('/') != std::string::npos) return "--suffix is added to a file name; it cannot hold '/'";
+  if (opt.copy) {
+    if (batch || opt.output.empty()) return "--copy writes one MODEL to -o OUT";
+    if (opt.dry_run || opt.check || !opt.compare.empty() || opt.verify || opt.bench || opt.tune) {
+      return "--copy rewrites nothing, so there is nothing to plan, check, verify, time or tune: drop --dry-run, --check, "
+             "--compare, --verify, --bench and --tune";
+    }
+    if (!opt.only.empty() || !opt.skip.empty() || !opt.forms.empty() || opt.target_given || opt.explicit_pad) {
+      return "--copy rewrites nothing: drop --only, --skip, --forms, --target and --explicit-pad";
+    }
+  }
   if (!opt.compare.empty()) {
     // --verify is what --compare does; it is accepted beside it (dwdeconv_rewrite.check() passes it with --runtime).
     if (batch || !opt.output.empty() || opt.dry_run || opt.check) {

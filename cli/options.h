@@ -51,6 +51,8 @@ struct Options {
   bool tune = false;                           // --tune: time each candidate alone on --runtime, rewrite the faster ones
   std::string external_data;                   // --external-data NAME
   std::optional<uint64_t> external_threshold;  // --external-data-threshold BYTES
+  bool copy = false;                           // --copy: write MODEL to -o as it is, rewriting nothing
+  std::vector<std::string> protect;            // --protect MODEL: never write over it or its data files
   int verbosity = 0;                           // -1 quiet, 0 info, 1+ debug
 };
 

@@ -15,6 +15,7 @@ std::string describe(const RunFile& f) {
     case FileRole::kInputData: return "external data that " + f.model + " reads";
     case FileRole::kInputTensor: return "an --input file";
     case FileRole::kInputShapes: return "the input-shapes file of " + f.model;
+    case FileRole::kProtectedModel: return "a model --protect names";
     case FileRole::kOutputModel: return "the output model of " + f.model;
     case FileRole::kOutputData: return "the data file of " + f.model + "'s output";
     case FileRole::kReport: return "the report";
@@ -97,6 +98,16 @@ void add_input_tensor_files(const Options& opt, std::vector<RunFile>& reads) {
 void add_model_reads(const std::string& input, const std::set<std::string>& data_files, std::vector<RunFile>& reads) {
   if (input != "-") reads.push_back({input, FileRole::kInputModel, input});
   for (const auto& f : data_files) reads.push_back({f, FileRole::kInputData, input});
+}
+
+void add_protected_reads(const Options& opt, std::vector<RunFile>& reads) {
+  for (const auto& path : opt.protect) {
+    reads.push_back({path, FileRole::kProtectedModel, path});
+    // A model that is gone or does not parse names no data files: its own path is still kept.
+    if (auto listed = onnx_io::model_data_files(path)) {
+      for (const auto& f : *listed) reads.push_back({f, FileRole::kInputData, path});
+    }
+  }
 }
 
 void add_compare_reads(const std::string& path, const core::Result<onnx_io::LoadedModel>& loaded, std::vector<RunFile>& reads) {

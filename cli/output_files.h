@@ -15,7 +15,7 @@
 namespace dwdeconv::cli {
 
 // A file the run reads or writes, for refusing to write over an input.
-enum class FileRole { kInputModel, kInputData, kInputTensor, kInputShapes, kOutputModel, kOutputData, kReport };
+enum class FileRole { kInputModel, kInputData, kInputTensor, kInputShapes, kProtectedModel, kOutputModel, kOutputData, kReport };
 struct RunFile {
   std::string path;
   FileRole role;
@@ -52,6 +52,10 @@ void add_input_tensor_files(const Options& opt, std::vector<RunFile>& reads);
 
 // The model file and the data files of one loaded input, as reads.
 void add_model_reads(const std::string& input, const std::set<std::string>& data_files, std::vector<RunFile>& reads);
+
+// Each --protect model and the data files it names (as far as it parses), as reads: never written over, and unlike the
+// input, not even by -o naming it.
+void add_protected_reads(const Options& opt, std::vector<RunFile>& reads);
 
 // The files a --compare model reads: the model and its data files, as far as they can be known when it failed
 // to load (its data files are then listed from the model alone, when it parses).

@@ -144,6 +144,7 @@ class ModelRun {
     std::vector<RunFile> reads;
     add_model_reads(input_, loaded_.data_files, reads);
     add_input_tensor_files(opt_, reads);
+    add_protected_reads(opt_, reads);
     // A model's own shapes, beside it (MODEL.input-shapes), for a run that runs it: in a batch, each model's.
     const bool runs = opt_.verify || opt_.bench || opt_.tune;
     const std::string side_path = runs ? input_shapes_file_of(input_) : "";
@@ -186,6 +187,7 @@ class ModelRun {
 
   // The rewrite the options and the target ask for.
   bool rewrite() {
+    if (opt_.copy) return true;  // nothing rewritten: the result is empty, and the model is written as it was read
     ro_.emit.explicit_pad = opt_.explicit_pad;
     ro_.emit.max_phases = opt_.max_phases;
     ro_.only = {opt_.only.begin(), opt_.only.end()};
@@ -280,7 +282,7 @@ class ModelRun {
       }
     }
     if (opt_.dry_run) std::cout << (batch_ ? shown_ + ":\n" : std::string()) << tune_text_ << plan_text(result()) << std::flush;
-    if (writes_model()) {
+    if (writes_model() && !opt_.copy) {
       // What the written model was written for, which --check reads back: the target and this tool's version, in
       // place of any this tool recorded before (the same model written twice is the same bytes). Also when nothing
       // was rewritten: a node its target rightly kept must not fail a later --check under another target's rules.
@@ -291,11 +293,12 @@ class ModelRun {
     out_.info.stats = std::make_pair(before_, after_);
     summary_ = std::string(writes_model() ? "rewrote " : "would rewrite ") + std::to_string(result().rewritten) + " of " +
                std::to_string(result().nodes.size()) + " " + upsampler_noun(result()) + " (kept " + std::to_string(result().kept) + ")";
+    if (opt_.copy) summary_ = "copied as it was read, rewriting nothing";
     return true;
   }
 
   // The written model's path: validated, checked on the runtime when asked, then saved.
-  bool write_checked() { return validate_output() && check_on_runtime() && save(); }
+  bool write_checked() { return (opt_.copy || validate_output()) && check_on_runtime() && save(); }
 
   bool validate_output() {
     log_.start("validate the output");

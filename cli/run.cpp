@@ -79,6 +79,7 @@ int run_compare(const Options& opt, const RuntimeSetup& setup, ReportFile& repor
   add_compare_reads(input, loaded_original, reads);
   add_compare_reads(opt.compare, loaded_other, reads);
   add_input_tensor_files(opt, reads);
+  add_protected_reads(opt, reads);
   // MODEL's own shapes, beside it (MODEL.input-shapes), as a rewrite of it reads them.
   const std::string side_path = input_shapes_file_of(input);
   auto side = read_input_shapes_file(side_path);
@@ -160,6 +161,7 @@ int fail_before_run(const Options& opt, ReportFile& report, const core::Error& e
     add_model_reads(input, data_files ? *data_files : std::set<std::string>{}, reads);
   }
   add_input_tensor_files(opt, reads);
+  add_protected_reads(opt, reads);
   if (auto safe = refuse_overwrites(reads, writes, batch); !safe) {
     fail(safe.error());
     return code;

@@ -143,6 +143,7 @@ core::Status write_early_report(const Options& opt, int exit_code, const std::st
     }
   }
   add_input_tensor_files(opt, named);
+  add_protected_reads(opt, named);
   if (opt.report != "-") {
     if (auto safe = refuse_overwrites(named, {{opt.report, FileRole::kReport, ""}}, batch); !safe) return safe.error();
   }

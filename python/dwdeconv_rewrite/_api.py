@@ -2,9 +2,11 @@
 
 The binary is the only implementation. These functions turn keywords into its options, hand it the model as a
 file, and read back the model it wrote and its report; every failure is a DwdeconvError with the binary's exit
-code and its message. Result.save() writes the model the binary wrote where the caller asks, as `-o PATH` would.
+code and its message. Result.save() has the binary copy the model it wrote where the caller asks (`--copy`), as
+`-o PATH` would have written it.
 """
 
+import contextlib
 import json
 import math
 import numbers
@@ -29,7 +31,6 @@ from dwdeconv_rewrite._errors import (  # noqa: F401 - the exit codes are part o
     usage_error as _usage,
 )
 from dwdeconv_rewrite._process import run as run_binary
-from dwdeconv_rewrite._save import external_locations, ignoring_os_errors, read_file, save_written
 
 # The built-in runtime: the binary's executor over XNNPACK, which --compare runs without --runtime.
 BUILTIN_RUNTIME = "xnnpack"
@@ -48,6 +49,7 @@ class Result:
         self.path = path
         self._written = None  # the model file the binary wrote: `path`, or one in a directory removed with this Result
         self._input = None  # the input model's path, when the caller gave a path
+        self._data_name = None  # the --external-data NAME the rewrite was given, which its data file keeps
 
     @property
     def rewritten(self):
@@ -67,18 +69,32 @@ class Result:
 
     def save(self, path):
         """Writes the rewritten model to `path` (a str, bytes or os.PathLike) as `dwdeconv-rewrite MODEL -o PATH`
-        writes it, without the onnx package: the binary's model file, and when it keeps tensors outside, its data
-        file beside PATH under the binary's name (PATH.data, or the `--external-data NAME` given in `args`). The
-        files are written to temporary files in their directories and renamed, data first, so an error leaves no
-        partial file. It never writes over the input model or a data file the input reads (DwdeconvError, exit 2,
-        naming both), nor over a directory or another file that is not a regular one (exit 2); an I/O error is exit 3.
-        It saves the model the binary wrote, not later edits to a ModelProto in `model` (onnx.save writes those).
-        Returns `path` as a str."""
+        writes it, without the onnx package: the binary copies the model it wrote (`--copy`), and when that keeps
+        tensors outside, its data file beside PATH under the binary's name (PATH.data, or the `--external-data NAME`
+        given in `args`); both are staged and renamed, so an error leaves no partial file. It never writes over the
+        input model or a data file the input reads (`--protect`; DwdeconvError, exit 2, naming both), nor over a
+        directory or another file that is not a regular one (exit 2); an I/O error is exit 3. It saves the model the
+        binary wrote, not later edits to a ModelProto in `model` (onnx.save writes those); a Result made by hand saves
+        its `model`. Returns `path` as a str."""
         try:
             target = os.fsdecode(os.fspath(path))
         except TypeError:
             raise _usage("save: expected a path, not %s" % type(path).__name__) from None
-        return save_written(self._written, self.model, target, self._input)
+        with tempfile.TemporaryDirectory(prefix="dwdeconv-rewrite-") as tmp:
+            if self._written is not None:
+                source, labels = self._written, [(self._written, self.path or "<Result.model>")]
+            else:
+                source, kind = _model_file(self.model, tmp, "model.onnx", "model")
+                labels = _labels(source, kind and "<Result.model>")
+            args = [_cli_path(source), "-o", _cli_path(target), "--copy"]
+            if self._input is not None:
+                args += ["--protect", _cli_path(self._input)]
+            if self._data_name is not None:
+                args.append("--external-data=" + self._data_name)
+            code, log = _run(args)
+            if code != EXIT_OK:
+                raise _failure(code, _relabel(log, labels), None)
+        return target
 
     def __repr__(self):
         return "Result(rewritten=%d, kept=%d, verified=%r, model=%s)" % (
@@ -134,6 +150,25 @@ def _names(value, what):
     if not all(isinstance(n, str) for n in names):
         raise _usage("%s: expected a str or a list of str" % what)
     return names
+
+
+def _option_value(options, name):
+    """The value of the last `name VALUE` or `name=VALUE` in the command line `options`, or None."""
+    value = None
+    for i, option in enumerate(options):
+        if option == name and i + 1 < len(options):
+            value = options[i + 1]
+        elif option.startswith(name + "="):
+            value = option[len(name) + 1:]
+    return value
+
+
+def _read_file(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise DwdeconvError(EXIT_INVALID_MODEL, "cannot read %s: %s" % (path, e.strerror or e)) from None
 
 
 def _input_shape_args(input_shapes):
@@ -309,24 +344,27 @@ def rewrite(model, *, target=None, verify=False, forms=None, only=(), skip=(), i
             raise _failure(code, log, report)
         if report is None:
             raise DwdeconvError(EXIT_INVALID_MODEL, "the run passed but wrote no readable report", log)
+        data_name = _option_value(options, "--external-data")
         onnx = _onnx()
         if onnx is not None:
             rewritten = onnx.load_model(out)  # with its external data
         else:
-            rewritten = read_file(out)
-            data_files = sorted(external_locations(rewritten))
-            if output is None and data_files:
+            rewritten = _read_file(out)
+            # The binary names its data file OUT.data, or NAME with --external-data NAME.
+            data_file = os.path.join(os.path.dirname(out), data_name or os.path.basename(out) + ".data")
+            if output is None and os.path.exists(data_file):
                 raise DwdeconvError(EXIT_INVALID_MODEL, "the rewritten model keeps tensors in external data (%s), "
-                                    "which bytes cannot carry: install onnx, or pass output=PATH" % ", ".join(data_files),
-                                    log, report)
+                                    "which bytes cannot carry: install onnx, or pass output=PATH"
+                                    % os.path.basename(data_file), log, report)
         result = Result(rewritten, report, log, out if output is not None else None)
         # Absolute, so that save() finds them after a chdir.
         result._written = os.path.abspath(out)
         result._input = os.path.abspath(source) if kind is None else None
+        result._data_name = data_name
         if output is None:
             # The binary's files stay for save(): the model and its data file, while the Result lives.
             for name in ("model.onnx", "model.onnx.data", "report.json"):
-                with ignoring_os_errors():
+                with contextlib.suppress(OSError):
                     os.unlink(os.path.join(tmp, name))
             weakref.finalize(result, shutil.rmtree, tmp, True)
             kept = True

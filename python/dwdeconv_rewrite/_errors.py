@@ -1,4 +1,4 @@
-"""The exit codes and the error of the Python API, shared by _api.py and _save.py."""
+"""The exit codes and the error of the Python API, shared by _api.py and the package."""
 
 # The binary's exit codes (cli/exit_codes.h).
 EXIT_OK = 0

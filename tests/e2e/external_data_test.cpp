@@ -356,3 +356,68 @@ TEST_CASE("an external data file or an --input file that is a Git LFS pointer is
   CHECK_THAT(r.err, Catch::Contains("x.npy is a Git LFS pointer, not a tensor file"));
   CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE(
+    "copying with --copy writes the model as it was read with its data file renamed beside OUT and --protect keeps a model and its data",
+    "[e2e][external][copy]") {
+  TempDir dir;
+  const auto in = dir.copy_example("migan_tiny_deconv.onnx");
+  const auto first = dir.path / "first.onnx", copy = dir.path / "copy.onnx";
+  REQUIRE(run_cli(in.string() + " -o " + first.string() + " --target xnnpack --external-data-threshold 4096 -q", dir).exit_code == 0);
+  REQUIRE(fs::exists(dir.path / "first.onnx.data"));
+
+  const auto copied = run_default_cli(first.string() + " -o " + copy.string() + " --copy", dir);
+  INFO(copied.err);
+  REQUIRE(copied.exit_code == 0);
+  CHECK(copied.err.find("copied as it was read, rewriting nothing") != std::string::npos);
+  // The same tensors in the same data layout, each pointing at copy.onnx.data: the model is first.onnx with its
+  // locations renamed, byte for byte, and no tool metadata restamped.
+  CHECK(read_file(dir.path / "copy.onnx.data") == read_file(dir.path / "first.onnx.data"));
+  onnx::ModelProto expected;
+  {
+    std::ifstream stream(first, std::ios::binary);
+    REQUIRE(expected.ParseFromIstream(&stream));
+  }
+  int renamed = 0;
+  for (auto& t : *expected.mutable_graph()->mutable_initializer()) {
+    for (auto& e : *t.mutable_external_data()) {
+      if (e.key() == "location") {
+        CHECK(e.value() == "first.onnx.data");
+        e.set_value("copy.onnx.data");
+        ++renamed;
+      }
+    }
+  }
+  CHECK(renamed > 0);
+  CHECK(read_file(copy) == expected.SerializeAsString());
+  // A model with every tensor inline is copied byte for byte, with no data file.
+  const auto plain = dir.path / "plain.onnx";
+  REQUIRE(run_default_cli(in.string() + " -o " + plain.string() + " --copy -q", dir).exit_code == 0);
+  CHECK(read_file(plain) == read_file(in));
+  CHECK_FALSE(fs::exists(dir.path / "plain.onnx.data"));
+
+  // --protect: neither the model nor a data file it names is written over, by --copy or by a rewrite.
+  const std::string first_bytes = read_file(first), data_bytes = read_file(dir.path / "first.onnx.data");
+  auto refused = run_default_cli(plain.string() + " -o " + first.string() + " --copy --protect " + first.string(), dir);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("it is " + first.string() + " (a model --protect names), nothing written") != std::string::npos);
+  refused = run_default_cli(plain.string() + " -o " + (dir.path / "first.onnx.data").string() + " --copy --protect " + first.string(), dir);
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("(external data that " + first.string() + " reads)") != std::string::npos);
+  refused = run_cli(in.string() + " -o " + first.string() + " --target xnnpack --protect " + first.string(), dir);
+  CHECK(refused.exit_code == 2);
+  CHECK(read_file(first) == first_bytes);
+  CHECK(read_file(dir.path / "first.onnx.data") == data_bytes);
+
+  // --copy rewrites nothing: the options that ask for a rewrite, a check or a run are refused (exit 2, nothing written).
+  for (const std::string extra : {" --verify", " --bench", " --target ort", " --forms nearest_mask", " --skip x", " --explicit-pad"}) {
+    const auto r = run_default_cli(in.string() + " -o " + (dir.path / "never.onnx").string() + " --copy" + extra, dir);
+    INFO(extra << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("--copy rewrites nothing") != std::string::npos);
+  }
+  CHECK(run_default_cli(in.string() + " " + plain.string() + " --out-dir " + (dir.path / "batch").string() + " --copy", dir).exit_code ==
+        2);
+  CHECK_FALSE(fs::exists(dir.path / "never.onnx"));
+  CHECK_FALSE(fs::exists(dir.path / "batch"));
+}

@@ -476,6 +476,15 @@ class SaveTest(unittest.TestCase):
             r.save(str(existing).encode())
             self.assertEqual(existing.read_bytes(), r.model)
             self.assertEqual(stat.S_IMODE(existing.stat().st_mode), 0o640)
+            # A Result made by hand saves its model; one that is not a model is refused by the binary, naming it.
+            by_hand = dwdeconv_rewrite.Result(MIGAN.read_bytes(), {}, "")
+            by_hand.save(Path(tmp) / "by-hand.onnx")
+            self.assertEqual((Path(tmp) / "by-hand.onnx").read_bytes(), MIGAN.read_bytes())
+            with self.assertRaises(DwdeconvError) as e:
+                dwdeconv_rewrite.Result(b"junk", {}, "").save(Path(tmp) / "junk.onnx")
+            self.assertEqual(e.exception.exit_code, 3)
+            self.assertIn("<Result.model>", e.exception.message)
+            self.assertFalse((Path(tmp) / "junk.onnx").exists())
 
     @unittest.skipIf(onnx is None, "the onnx package is not importable here")
     def test_with_onnx_save_writes_the_model_and_its_data_file_as_the_command_line_does(self):
@@ -529,13 +538,14 @@ class SaveTest(unittest.TestCase):
             os.link(source, Path(tmp) / "hard-link.onnx")
             os.symlink("in.onnx.data", Path(tmp) / "linked.onnx.data")  # linked.onnx's data file would be in.onnx.data
             (Path(tmp) / "a-directory.onnx").mkdir()
+            out = str(Path(tmp) / "out.onnx")
             cases = [
-                (source, "refusing to write %s (the saved model): it is %s (the input model)" % (source, source)),
-                (Path(tmp) / "sub" / ".." / "in.onnx", "(the input model)"),
-                (Path(tmp) / "hard-link.onnx", "(the input model)"),
+                (source, "refusing to write %s (the output model of %s): it is %s (a model --protect names)" % (source, out, source)),
+                (Path(tmp) / "sub" / ".." / "in.onnx", "(a model --protect names)"),
+                (Path(tmp) / "hard-link.onnx", "(a model --protect names)"),
                 (data, "it is %s (external data that %s reads)" % (data, source)),
-                (Path(tmp) / "linked.onnx", "(the saved model's data file): it is %s (external data that %s reads)" % (data, source)),
-                (Path(tmp) / "a-directory.onnx", "is not a regular file"),
+                (Path(tmp) / "linked.onnx", "(the data file of %s's output): it is %s (external data that %s reads)" % (out, data, source)),
+                (Path(tmp) / "a-directory.onnx", "a-directory.onnx is a directory, not a regular file; nothing written"),
             ]
             (Path(tmp) / "sub").mkdir()
             for path, fragment in cases:
@@ -557,29 +567,29 @@ class SaveTest(unittest.TestCase):
             r = dwdeconv_rewrite.rewrite(source, output=Path(tmp) / "first.onnx")
             out = Path(tmp) / "out"
             out.mkdir()
-            (out / "gen.onnx.data").write_bytes(b"the old data file")
-            # The data file's rename succeeds, the model's fails: the old data file is put back, nothing else stays.
-            real_replace = os.replace
-
-            def failing_replace(src, dst):
-                if str(dst).endswith("gen.onnx"):
-                    raise OSError(28, "No space left on device", str(dst))
-                real_replace(src, dst)
-
-            os.replace = failing_replace
-            try:
-                with self.assertRaises(DwdeconvError) as e:
-                    r.save(out / "gen.onnx")
-            finally:
-                os.replace = real_replace
-            self.assertEqual(e.exception.exit_code, 3)
-            self.assertIn("No space left on device", e.exception.message)
-            self.assertEqual(listing(out), ["gen.onnx.data"])
-            self.assertEqual((out / "gen.onnx.data").read_bytes(), b"the old data file")
+            (out / "gen.onnx").write_bytes(b"the old model")
+            # The model's place is a file, its data file's a directory: refused before anything is written.
+            (out / "gen.onnx.data").mkdir()
+            with self.assertRaises(DwdeconvError) as e:
+                r.save(out / "gen.onnx")
+            self.assertEqual(e.exception.exit_code, 2)
+            self.assertIn("gen.onnx.data", e.exception.message)
+            self.assertIn("not a regular file", e.exception.message)
+            self.assertEqual(listing(out), ["gen.onnx", "gen.onnx.data"])
+            self.assertEqual((out / "gen.onnx").read_bytes(), b"the old model")
+            self.assertEqual(os.listdir(out / "gen.onnx.data"), [])
             with self.assertRaises(DwdeconvError) as e:  # no such directory
                 r.save(Path(tmp) / "no-such-dir" / "gen.onnx")
             self.assertEqual(e.exception.exit_code, 3)
             self.assertIn("no-such-dir", e.exception.message)
+            self.assertFalse((Path(tmp) / "no-such-dir").exists())
+            # A model that is gone since the rewrite: an I/O error naming it, nothing written.
+            os.unlink(Path(tmp) / "first.onnx")
+            with self.assertRaises(DwdeconvError) as e:
+                r.save(Path(tmp) / "again.onnx")
+            self.assertEqual(e.exception.exit_code, 3)
+            self.assertIn("first.onnx", e.exception.message)
+            self.assertFalse((Path(tmp) / "again.onnx").exists())
 
     def test_the_kept_files_go_with_the_result(self):
         with tempfile.TemporaryDirectory() as tmp, without_onnx():
