@@ -6,6 +6,9 @@
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
 
+#include <optional>
+#include <variant>
+
 namespace dwdeconv::rewrite {
 namespace {
 
@@ -179,6 +182,8 @@ struct Normalised {
   bool one_d = false;
   std::optional<onnx::TypeProto> input_type;  // as 2-D: [N, C, 1, L] for a 1-D node
   std::array<int64_t, 2> strides{1, 1}, dilations{1, 1}, output_padding{0, 0};
+  // The bias input, when the node has one: the constant, or why it is not one (validate_resolved fills it).
+  std::optional<std::variant<ConstantSource, core::Error>> bias;
 };
 
 // The weight as a constant: an initializer or Constant, or folded by the op library's kernels when a chain of nodes
@@ -335,9 +340,9 @@ core::Result<std::shared_ptr<const onnx::TensorProto>> match_channels(const Norm
   return diagonal;
 }
 
-// Match, the geometry: the pads of each axis resolved from pads / output_shape / auto_pad, or why the output is not a
-// whole number of strides per input sample (a clean upscale, or s*(H+q)).
-core::Result<std::array<core::AxisGeometry, 2>> match_geometry(const Normalised& n, const std::string& who, NodeSummary& sum) {
+// Normalise, the geometry: the pads of each axis resolved from pads / output_shape / auto_pad (declined when they
+// cannot be known or come out negative).
+core::Result<std::array<core::AxisGeometry, 2>> resolve_geometry(const Normalised& n) {
   const Attributes& a = n.a;
   std::array<core::AxisGeometry, 2> geo;
   for (int axis = 0; axis < 2; ++axis) {
@@ -353,17 +358,46 @@ core::Result<std::array<core::AxisGeometry, 2>> match_geometry(const Normalised&
     if (!g) return g.error();
     geo[static_cast<size_t>(axis)] = *g;
   }
-  sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  return geo;
+}
+
+// Validate, what only the resolved geometry and the bias show (kInvalidModel): the output of a known input length must
+// be positive (ONNX's own rule), and a constant bias must hold C_out values. Fills n.bias with the bias when it is a
+// constant.
+core::Status validate_resolved(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version,
+                               const std::array<core::AxisGeometry, 2>& geo, const std::string& who, Normalised& n) {
   for (int axis = 0; axis < 2; ++axis) {
-    // The output of a known input length must be positive (ONNX's own rule), and a dilated kernel of a sane extent.
-    const auto& g = geo[static_cast<size_t>(axis)];
     if (const auto in = known_dim(n.input_type, 2 + axis)) {
-      const auto out = core::deconv_output_length(g, *in);
+      const auto out = core::deconv_output_length(geo[static_cast<size_t>(axis)], *in);
       if (!out || *out <= 0) {
         return invalid_model(who + ": output length " + (out ? std::to_string(*out) : "past int64") + " from input length " +
                              std::to_string(*in) + " is not positive (" + (axis == 0 ? "H" : "W") + " axis)");
       }
     }
+  }
+  if (node.input_size() <= 2 || node.input(2).empty()) return core::Ok{};
+  auto bias = resolve_constant(node.input(2), scope, ir_version);
+  if (!bias) {
+    if (bias.error().kind == core::ErrorKind::kInvalidModel) return invalid_model(who + ": " + bias.error().message);
+    n.bias = std::move(bias.error());
+    return core::Ok{};
+  }
+  if (bias->sparse == nullptr) {
+    const auto b_dims = onnx_io::dims_of(*bias->tensor);
+    const int64_t c_out = n.w_dims[1] * n.a.group;
+    if (b_dims.size() != 1 || b_dims[0] != c_out) {
+      return invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]");
+    }
+  }
+  n.bias = std::move(*bias);
+  return core::Ok{};
+}
+
+// Match, the geometry: why the resolved axes are not a whole number of strides per input sample (a clean upscale, or
+// s*(H+q)), or a kernel too wide to plan. Puts the resolved pads in `sum`.
+core::Status match_geometry(const Normalised& n, const std::array<core::AxisGeometry, 2>& geo, NodeSummary& sum) {
+  sum.pads = std::array<int64_t, 4>{geo[0].pad_begin, geo[1].pad_begin, geo[0].pad_end, geo[1].pad_end};
+  for (const auto& g : geo) {
     if (g.effective_kernel().value_or(kMaxKernelExtent + 1) > kMaxKernelExtent) {
       return declined("a kernel of " + std::to_string(g.kernel) + " taps dilated by " + std::to_string(g.dilation) +
                       " spans more than 2^30 samples");
@@ -382,24 +416,15 @@ core::Result<std::array<core::AxisGeometry, 2>> match_geometry(const Normalised&
     const std::string sy = std::to_string(n.strides[0]), sx = std::to_string(n.strides[1]);
     return declined(reason + ", wants " + sy + "*H x " + sx + "*W or a whole number of strides more or less (" + sy + "*(H+q))");
   }
-  return geo;
+  return core::Ok{};
 }
 
-// Match, the bias: a constant of C_out values, or why not.
-core::Status match_bias(const onnx::NodeProto& node, const GraphScope& scope, int64_t ir_version, const Normalised& n,
-                        const std::string& who) {
-  if (node.input_size() <= 2 || node.input(2).empty()) return core::Ok{};
-  auto bias = resolve_constant(node.input(2), scope, ir_version);
-  if (!bias) {
-    if (bias.error().kind == core::ErrorKind::kInvalidModel) return invalid_model(who + ": " + bias.error().message);
-    return declined("bias not constant: " + bias.error().message);
-  }
-  if (bias->sparse != nullptr) return declined("bias '" + bias->name + "' is a sparse initializer, which is not supported by this tool");
-  const auto b_dims = onnx_io::dims_of(*bias->tensor);
-  const int64_t c_out = n.w_dims[1] * n.a.group;
-  if (b_dims.size() != 1 || b_dims[0] != c_out) {
-    return invalid_model(who + ": bias '" + bias->name + "' has shape " + join(b_dims) + ", expected [" + std::to_string(c_out) + "]");
-  }
+// Match, the bias: a dense constant (validate_resolved checked its shape), or why not.
+core::Status match_bias(const Normalised& n) {
+  if (!n.bias) return core::Ok{};  // no bias
+  if (const auto* error = std::get_if<core::Error>(&*n.bias)) return declined("bias not constant: " + error->message);
+  const auto& bias = std::get<ConstantSource>(*n.bias);
+  if (bias.sparse != nullptr) return declined("bias '" + bias.name + "' is a sparse initializer, which is not supported by this tool");
   return core::Ok{};
 }
 
@@ -421,14 +446,18 @@ MatchOutcome match_deconv(const onnx::NodeProto& node, const GraphScope& scope, 
   auto normalised = normalise(node, scope, ir_version, types, eval, std::move(*attributes), who, sum);
   if (!normalised) return fail(normalised.error());
   Normalised& n = *normalised;
-  // The node is valid; from here on a refusal is a reason to keep it, but for what only the resolved geometry and the
-  // bias show (an output length that is not positive, a bias of the wrong shape), checked in the order a reader meets them.
+  // Pads that cannot be known are a reason to keep the node (resolve_axis declines), said after the channels' reason.
+  auto geo = resolve_geometry(n);
+  if (geo) {
+    if (auto valid = validate_resolved(node, scope, ir_version, *geo, who, n); !valid) return fail(valid.error());
+  }
+  // The node is valid; from here on a refusal is a reason to keep it.
   const bool take_dense = dense && n.a.group == 1;
   auto diagonal = match_channels(n, take_dense, who, sum);
   if (!diagonal) return fail(diagonal.error());
-  auto geo = match_geometry(n, who, sum);
   if (!geo) return fail(geo.error());
-  if (auto bias = match_bias(node, scope, ir_version, n, who); !bias) return fail(bias.error());
+  if (auto fits = match_geometry(n, *geo, sum); !fits) return fail(fits.error());
+  if (auto bias = match_bias(n); !bias) return fail(bias.error());
 
   DeconvMatch m;
   m.node = &node;

@@ -241,3 +241,17 @@ TEST_CASE("a ConvTranspose whose output of a known input is not positive refuses
   spec.attrs = "strides=[1,1], dilations=[1073741824,1]";  // (3-1) * 2^30 + 1 samples
   require_kept(deconv_model(spec), {"a kernel of 3 taps dilated by 1073741824 spans more than 2^30 samples"});
 }
+
+TEST_CASE("a bias of the wrong length or a negative output refuses the model even where the node would be kept anyway",
+          "[rewrite][invalid]") {
+  // Dense (group 1, a weight that is not diagonal): a node the tool keeps. Its invalidity still rejects the model.
+  auto model = model_from("  Y = ConvTranspose <strides=[2,2], pads=[1,1,1,1]> (X, W, B)", "float[1,3,5,4] X", "float[1,3,10,8] Y");
+  set_random_initializer(*model.mutable_graph(), "W", TensorProto::FLOAT, {3, 3, 4, 4}, 8);
+  set_random_initializer(*model.mutable_graph(), "B", TensorProto::FLOAT, {2}, 9);
+  name_node(model, "Y", "up1");
+  require_invalid(model, {"bias 'B' has shape [2], expected [3]", "'up1'"});
+  auto negative = model_from("  Y = ConvTranspose <strides=[1,1], pads=[0,0,40,0]> (X, W)", "float[1,3,5,4] X", "float[1,3,10,8] Y");
+  set_random_initializer(*negative.mutable_graph(), "W", TensorProto::FLOAT, {3, 3, 3, 3}, 8);
+  name_node(negative, "Y", "up1");
+  require_invalid(negative, {"output length -33 from input length 5 is not positive"});
+}
