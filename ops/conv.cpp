@@ -74,13 +74,7 @@ core::Status convolve(const OpContext& ctx, const onnx::NodeProto& node, const I
   const auto axis = [&](const std::vector<int64_t>& v, size_t k, int64_t fill) { return g.spatial == 2 ? v[k] : (k == 0 ? fill : v[0]); };
   core::Tensor4 r;
   if (transpose) {
-    core::ConvTranspose2dParams p;
-    p.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
-    p.dilations = {axis(g.dilations, 0, 1), axis(g.dilations, 1, 1)};
-    p.output_padding = {axis(g.output_padding, 0, 0), axis(g.output_padding, 1, 0)};
-    p.pads = {axis(g.pads_begin, 0, 0), axis(g.pads_begin, 1, 0), axis(g.pads_end, 0, 0), axis(g.pads_end, 1, 0)};
-    p.group = g.group;
-    r = core::conv_transpose2d_reference(to_tensor4(x, g.spatial), to_tensor4(w, g.spatial), bias, p);
+    r = core::conv_transpose2d_reference(to_tensor4(x, g.spatial), to_tensor4(w, g.spatial), bias, conv_transpose2d_params(g));
   } else {
     core::Conv2dParams p;
     p.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
@@ -253,6 +247,17 @@ core::Status run_gemm(const OpContext& ctx, const onnx::NodeProto& node, const I
 }
 
 }  // namespace detail
+
+core::ConvTranspose2dParams conv_transpose2d_params(const ConvGeometry& g) {
+  const auto axis = [&](const std::vector<int64_t>& v, size_t k, int64_t fill) { return g.spatial == 2 ? v[k] : (k == 0 ? fill : v[0]); };
+  core::ConvTranspose2dParams p;
+  p.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
+  p.dilations = {axis(g.dilations, 0, 1), axis(g.dilations, 1, 1)};
+  p.output_padding = {axis(g.output_padding, 0, 0), axis(g.output_padding, 1, 0)};
+  p.pads = {axis(g.pads_begin, 0, 0), axis(g.pads_begin, 1, 0), axis(g.pads_end, 0, 0), axis(g.pads_end, 1, 0)};
+  p.group = g.group;
+  return p;
+}
 
 namespace {
 

@@ -13,6 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/reference.h"
 #include "core/result.h"
 #include "ops/tensor.h"
 
@@ -108,6 +109,10 @@ core::Result<ConvGeometry> resolve_conv(const onnx::NodeProto& node, const std::
 // begin, anything else puts total - total/2 at the begin (the spec's own formula).
 core::Result<ConvGeometry> resolve_conv_transpose(const onnx::NodeProto& node, const std::vector<int64_t>& x_dims,
                                                   const std::vector<int64_t>& w_dims);
+
+// The 2-D parameters of the double-precision reference (core/reference.h) for a resolved ConvTranspose: a 1-D one as
+// the 2-D one with a unit H axis (stride and dilation 1, no pads or output padding there).
+core::ConvTranspose2dParams conv_transpose2d_params(const ConvGeometry& g);
 
 // MaxPool / AveragePool geometry, including ceil_mode (a last window starting in the end padding is dropped).
 struct PoolGeometry {

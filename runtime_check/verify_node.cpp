@@ -338,19 +338,11 @@ core::Result<Tensor> double_reference(const onnx::NodeProto& node, const Tensor&
   RC_CHECK(checked_element_count(original_out.dims, sizeof(double),
                                  label + ": the double reference's output " + format_dims(original_out.dims)));
   RC_ASSIGN(const ops::ConvGeometry g, ops::resolve_conv_transpose(node, x_value.dims, w_value.dims));
-  // A 1-D node is the 2-D one with a unit H axis: stride and dilation 1, no pads there.
-  const auto axis = [&](const std::vector<int64_t>& v, size_t a, int64_t unit) { return g.spatial == 1 ? (a == 0 ? unit : v[0]) : v[a]; };
-  core::ConvTranspose2dParams params;
-  params.strides = {axis(g.strides, 0, 1), axis(g.strides, 1, 1)};
-  params.dilations = {axis(g.dilations, 0, 1), axis(g.dilations, 1, 1)};
-  params.output_padding = {axis(g.output_padding, 0, 0), axis(g.output_padding, 1, 0)};
-  params.pads = {axis(g.pads_begin, 0, 0), axis(g.pads_begin, 1, 0), axis(g.pads_end, 0, 0), axis(g.pads_end, 1, 0)};
-  params.group = g.group;
   std::vector<double> bias;
   if (b_value != nullptr) {
     for (int64_t k = 0; k < b_value->numel(); ++k) bias.push_back(b_value->get(k));
   }
-  const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, params);
+  const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, ops::conv_transpose2d_params(g));
   Tensor expected;
   expected.reshape(original_out.dtype,
                    g.spatial == 1 ? std::vector<int64_t>{ref.n, ref.c, ref.w} : std::vector<int64_t>{ref.n, ref.c, ref.h, ref.w});
