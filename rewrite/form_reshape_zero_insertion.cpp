@@ -357,9 +357,7 @@ std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& c
 
   UpsamplerMatch m;
   m.deconv = std::move(*deconv);
-  std::vector<const onnx::NodeProto*> nodes;
-  for (const auto& [node, what] : chain) nodes.push_back(node);
-  m.replaced = parts::replaced_tensors(scope, x, nodes, {conv.input(1)});
+  m.replaced = parts::replaced_tensors(scope, x, chain, {conv.input(1)});
   out.match = std::move(m);
   return out;
 }

@@ -165,9 +165,7 @@ std::optional<FormSelection> select_zero_insertion(const MatchContext& context, 
   UpsamplerMatch m;
   m.deconv = std::move(*deconv);
   m.absorbs = ct;
-  std::vector<const onnx::NodeProto*> nodes;
-  for (const auto& [node, what] : chain) nodes.push_back(node);
-  m.replaced = parts::replaced_tensors(scope, x, nodes, {conv.input(1)});
+  m.replaced = parts::replaced_tensors(scope, x, chain, {conv.input(1)});
   out.match = std::move(m);
   return out;
 }

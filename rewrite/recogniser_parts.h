@@ -50,6 +50,16 @@ std::vector<std::pair<const GraphScope*, std::string>> replaced_tensors(const Gr
                                                                         const std::vector<std::string>& also,
                                                                         const std::vector<const onnx::NodeProto*>& walk = {});
 
+// The same for a chain of (node, what messages call it), as the zero insertion forms collect theirs.
+template <typename What>
+std::vector<std::pair<const GraphScope*, std::string>> replaced_tensors(const GraphScope& scope, const std::string& x,
+                                                                        const std::vector<std::pair<const onnx::NodeProto*, What>>& chain,
+                                                                        const std::vector<std::string>& also) {
+  std::vector<const onnx::NodeProto*> nodes;
+  for (const auto& link : chain) nodes.push_back(link.first);
+  return replaced_tensors(scope, x, nodes, also);
+}
+
 // The integer factor s >= 2 of a nearest Resize that computes exactly u[o] = x[floor(o/s)] on H and W and copies
 // N and C, or why it does not. Sizes count when `types` knows the input's H and W. `one_d`: on L of [N, C, L] alone.
 core::Result<int64_t> nearest_resize_factor(const onnx::NodeProto& resize, const GraphScope& scope, ConstEvaluator& eval,
