@@ -69,13 +69,14 @@ core::Status run_unary(const OpContext& ctx, const onnx::NodeProto& node, const 
     return core::Ok{};
   }
   const bool hard_sigmoid = op == "HardSigmoid";
-  const float alpha = attr_float(node, "alpha", hard_sigmoid ? 0.2f : 0.01f);  // HardSigmoid's, or LeakyRelu's
-  const float beta = attr_float(node, "beta", 0.5f);                           // HardSigmoid's
+  const float alpha = attr_float(node, "alpha", hard_sigmoid ? 0.2f : op == "Elu" ? 1.0f : 0.01f);  // HardSigmoid's, Elu's, LeakyRelu's
+  const float beta = attr_float(node, "beta", 0.5f);                                                // HardSigmoid's
   for (size_t k = 0; k < n; ++k) {
     const float v = x.f[k];
     float r = v;
     if (op == "Relu") r = v > 0.0f ? v : 0.0f;
     else if (op == "LeakyRelu") r = v >= 0.0f ? v : v * alpha;
+    else if (op == "Elu") r = v >= 0.0f ? v : static_cast<float>(alpha * std::expm1(static_cast<double>(v)));
     else if (op == "Sigmoid") r = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
     else if (op == "Tanh") r = std::tanh(v);
     else if (op == "Neg") r = -v;

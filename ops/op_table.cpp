@@ -35,6 +35,7 @@ std::vector<OpSpec> make_table() {
   };
   unary("Relu", {1, 6, 13, 14}, 6);
   unary("LeakyRelu", {1, 6, 16}, 6, {any("alpha")});
+  unary("Elu", {1, 6, 22}, 6, {any("alpha")});
   unary("Sigmoid", {1, 6, 13}, 6);
   unary("Tanh", {1, 6, 13}, 6);
   unary("Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, 1);

@@ -123,9 +123,9 @@ bool rounds_alike(const onnx::NodeProto& node, const ops::Tensor& output) {
 // to being carried into its elements only. Unlisted ops: every input, the safe answer.
 bool values_decide_dims(const std::string& op, int k) {
   // Elementwise ops, and ops whose output dims follow from their inputs' dims and attributes alone.
-  static const std::set<std::string> unary = {"Identity",   "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Neg",         "Sqrt",
-                                              "Erf",        "Exp",  "Floor",     "Ceil",    "Log",  "HardSigmoid", "HardSwish",
-                                              "Reciprocal", "Abs",  "Sin",       "Cos",     "Sinh", "Cosh"};
+  static const std::set<std::string> unary = {"Identity",  "Relu",       "LeakyRelu", "Elu",   "Sigmoid", "Tanh", "Neg",
+                                              "Sqrt",      "Erf",        "Exp",       "Floor", "Ceil",    "Log",  "HardSigmoid",
+                                              "HardSwish", "Reciprocal", "Abs",       "Sin",   "Cos",     "Sinh", "Cosh"};
   static const std::set<std::string> elementwise = {"PRelu", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Where", "Cast"};
   static const std::set<std::string> dims_from_dims = {"Flatten",     "Transpose",          "Concat",
                                                        "Gather",      "DepthToSpace",       "ScatterND",

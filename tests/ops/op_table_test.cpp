@@ -169,6 +169,9 @@ TEST_CASE("A node inside its kernel's spec is run, defaults included", "[ops][ta
       Case{"y = ArgMax <axis = -1, keepdims = 0, select_last_index = 1> (x)", 13, {1, 1, 2}, {1, 1}},
       Case{"y = HardSigmoid <alpha = 0.1, beta = 0.6> (x)", 22, {1, 1, 2, 2}, {0.5, 0.8, 0.3, 1.0}},
       Case{"y = HardSwish (x)", 14, {1, 1, 2, 2}, {-0.33333331, 1.66666675, 0, 4}},
+      // alpha * (e^x - 1) below 0: e^-1 - 1 = -0.6321206, 0.5 * (e^-3 - 1) = -0.4751065.
+      Case{"y = Elu (x)", 6, {1, 1, 2, 2}, {-0.63212056, 2, -0.95021293, 4}},
+      Case{"y = Elu <alpha = 0.5> (x)", 22, {1, 1, 2, 2}, {-0.31606028, 2, -0.47510647, 4}},
       Case{"y = PRelu (x, p)", 16, {1, 1, 2, 2}, {-0.5, 2, -1.5, 4}});
   CAPTURE(c.text, c.opset);
   const auto model = parse(c.text, c.opset);
