@@ -342,7 +342,8 @@ core::Result<Tensor> double_reference(const onnx::NodeProto& node, const Tensor&
   if (b_value != nullptr) {
     for (int64_t k = 0; k < b_value->numel(); ++k) bias.push_back(b_value->get(k));
   }
-  const core::Tensor4 ref = core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, ops::conv_transpose2d_params(g));
+  const core::Tensor4 ref =
+      core::conv_transpose2d_reference(to_tensor4(x_value), to_tensor4(w_value), bias, ops::conv_transpose2d_params(g));
   Tensor expected;
   expected.reshape(original_out.dtype,
                    g.spatial == 1 ? std::vector<int64_t>{ref.n, ref.c, ref.w} : std::vector<int64_t>{ref.n, ref.c, ref.h, ref.w});

@@ -615,14 +615,14 @@ TEST_CASE(
 }
 
 TEST_CASE("compare per node sizes an upsampler's input from the given graph-input dims, asking for no inner tensor", "[e2e][verify]") {
-  // Elu is not in the executor, so --compare checks per node. The upsampler reads Reshape(e, shape) with a shape
+  // Selu is not in the executor, so --compare checks per node. The upsampler reads Reshape(e, shape) with a shape
   // computed through Div, which libonnx's inference does not follow: it asked for "--input-shape r=NxCxHxW" although
   // --input-shape had given X, which fixes r (the tool's own shape propagation computes [1,4,6,6]).
   TempDir dir;
   auto m = parse_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
-    elu_reshape (float[1,4,H,W] X) => (float[1,4,OH,OW] Y) {
-      e = Elu (X)
+    selu_reshape (float[1,4,H,W] X) => (float[1,4,OH,OW] Y) {
+      e = Selu (X)
       sh = Shape (e)
       shf = Cast <to = 1> (sh)
       one = Constant <value = float[4] {1, 1, 1, 1}> ()
@@ -644,7 +644,7 @@ TEST_CASE("compare per node sizes an upsampler's input from the given graph-inpu
   CHECK_THAT(r.err, !Catch::Contains("--input-shape r="));
   const Report json = read_report(report);
   CHECK(json.at("verify").at("mode") == "per-node");
-  CHECK_THAT(json.at("verify").at("reason").get<std::string>(), Catch::Contains("Elu"));
+  CHECK_THAT(json.at("verify").at("reason").get<std::string>(), Catch::Contains("Selu"));
   CHECK(json.at("verify").at("passed") == true);
   CHECK(has_value(json.at("verify").at("outputs"), "compared", 576));  // Y [1,4,12,12]: the upsampler ran at X's 6x6
   CHECK_THAT(r.err, Catch::Contains("ConvTranspose 'up1' on input 1x4x6x6"));
