@@ -7,7 +7,9 @@ A Conv's MACs are N * C_out * prod(output spatial dims) * C_in/group * prod(kern
 every output value. A ConvTranspose's are N * C_in * prod(input spatial dims) * C_out/group * prod(kernel): every
 input value scatters one multiply-add into each tap of each of its group's output channels. Bias adds are not
 counted. Shapes come from ONNX shape inference (with data propagation, so that Shape/Gather chains of a static
-model resolve); a Conv whose shapes it cannot find is an error that names the node.
+model resolve), after the shape arithmetic on constants is folded: torch.onnx.export writes a reflection pad's pads at
+opset 11 as ConstantOfShape, Concat, Reshape, Slice, Transpose and Cast on literals, which shape inference does not
+evaluate. A Conv whose shapes are still unknown is an error that names the node.
 
 Usage: python3 bench/conv_macs.py MODEL [MODEL2] [--per-node] [--json]
 Needs the onnx package (Debian: python3-onnx; /usr/bin/python3 has it).
@@ -17,8 +19,9 @@ import json
 import math
 import sys
 
+import numpy as np
 import onnx
-from onnx import shape_inference
+from onnx import helper, numpy_helper, shape_inference
 
 CONV_OPS = ("Conv", "ConvTranspose")
 
@@ -52,19 +55,128 @@ def _static_dims(value_info):
     return dims
 
 
+def _attr(node, name, default=None):
+    a = next((a for a in node.attribute if a.name == name), None)
+    return default if a is None else helper.get_attribute_value(a)
+
+
+def _constant_value(node):
+    """A Constant node's value as an array (its value, value_float(s) or value_int(s) attribute)."""
+    for name in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        v = _attr(node, name)
+        if v is not None:
+            return numpy_helper.to_array(v) if name == "value" else np.array(v)
+    return None
+
+
+def _slice(x, starts, ends, axes=None, steps=None):
+    """Slice from opset 10 (starts, ends, axes, steps as inputs)."""
+    index = [slice(None)] * x.ndim
+    axes = range(len(starts)) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        index[int(axis)] = slice(int(start), int(end), int(step))
+    return x[tuple(index)]
+
+
+def _np_dtype(tensor_type):
+    """The NumPy dtype of an ONNX element type (onnx 1.12's mapping table, helper's function from 1.13)."""
+    if hasattr(helper, "tensor_dtype_to_np_dtype"):
+        return helper.tensor_dtype_to_np_dtype(tensor_type)
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tensor_type]
+
+
+def _constant_of_shape(node, shape):
+    value = _constant_value(node)
+    value = np.zeros(1, np.float32) if value is None else value.reshape(-1)
+    return np.full(tuple(int(d) for d in shape), value[0], dtype=value.dtype)
+
+
+def _axes(node, inputs):
+    """Unsqueeze/Squeeze axes: the attribute before opset 13, the second input from it."""
+    return list(inputs[1]) if len(inputs) > 1 else _attr(node, "axes")
+
+
+def _unsqueeze(x, axes):
+    for axis in sorted(a % (x.ndim + len(axes)) for a in axes):
+        x = np.expand_dims(x, axis)
+    return x
+
+
+# The shape arithmetic exporters write, evaluated on constant inputs (the node, its input arrays) -> output array.
+_FOLDERS = {
+    "ConstantOfShape": lambda n, i: _constant_of_shape(n, i[0]),
+    "Concat": lambda n, i: np.concatenate(i, axis=_attr(n, "axis")),
+    "Reshape": lambda n, i: i[0].reshape([int(d) if d != 0 else i[0].shape[k] for k, d in enumerate(i[1])]),
+    "Slice": lambda n, i: _slice(i[0], *i[1:]),
+    "Transpose": lambda n, i: np.transpose(i[0], _attr(n, "perm")),
+    "Cast": lambda n, i: i[0].astype(_np_dtype(_attr(n, "to"))),
+    "Unsqueeze": lambda n, i: _unsqueeze(i[0], _axes(n, i)),
+    "Squeeze": lambda n, i: np.squeeze(i[0], axis=tuple(_axes(n, i))) if _axes(n, i) else np.squeeze(i[0]),
+    "Gather": lambda n, i: np.take(i[0], i[1], axis=_attr(n, "axis", 0)),
+    "Identity": lambda n, i: i[0],
+    "Add": lambda n, i: i[0] + i[1],
+    "Sub": lambda n, i: i[0] - i[1],
+    "Mul": lambda n, i: i[0] * i[1],
+    "Div": lambda n, i: i[0] // i[1] if i[0].dtype.kind == "i" else i[0] / i[1],
+    "Neg": lambda n, i: -i[0],
+    "Floor": lambda n, i: np.floor(i[0]),
+    "Equal": lambda n, i: np.equal(i[0], i[1]),
+    "Where": lambda n, i: np.where(i[0], i[1], i[2]),
+    "Expand": lambda n, i: i[0] * np.ones(tuple(int(d) for d in i[1]), dtype=i[0].dtype),
+    "Range": lambda n, i: np.arange(i[0], i[1], i[2]),
+}
+
+
+def _fold_constants(model, shapes):
+    """Evaluates every node whose inputs are all constants (and every Shape of a tensor of known dims) and
+    returns the model with those nodes replaced by initializers, or None when nothing folds."""
+    graph = model.graph
+    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    kept, folded = [], []
+    for node in graph.node:
+        inputs = [values.get(name) if name else None for name in node.input]
+        out = None
+        if node.op_type == "Constant":
+            out = _constant_value(node)
+        elif node.op_type == "Shape" and node.input[0] in shapes and not node.attribute:
+            out = np.array(shapes[node.input[0]], dtype=np.int64)
+        elif node.op_type in _FOLDERS and len(node.output) == 1 and all(
+                v is not None for v, name in zip(inputs, node.input) if name):
+            try:  # an optional input left out is None in `inputs`, so that the others keep their positions
+                out = np.asarray(_FOLDERS[node.op_type](node, inputs))
+            except (ValueError, TypeError, IndexError):  # not the arithmetic it looks like: left to the runtime
+                out = None
+        if out is None:
+            kept.append(node)
+            continue
+        values[node.output[0]] = out
+        folded.append(numpy_helper.from_array(out, node.output[0]))
+    if not folded:
+        return None
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    del result.graph.node[:]
+    result.graph.node.extend(kept)
+    result.graph.initializer.extend(folded)
+    return result
+
+
 def _shapes(model):
     """Every tensor name of the main graph with known static dims -> those dims (inputs, outputs, initializers,
-    inferred intermediates)."""
-    inferred = shape_inference.infer_shapes(model, data_prop=True)
-    graph = inferred.graph
-    shapes = {}
-    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        dims = _static_dims(vi)
-        if dims is not None:
-            shapes[vi.name] = dims
-    for init in graph.initializer:
-        shapes[init.name] = list(init.dims)
-    return shapes
+    inferred intermediates), the constant shape arithmetic folded until nothing more folds."""
+    while True:
+        graph = shape_inference.infer_shapes(model, data_prop=True).graph
+        shapes = {}
+        for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+            dims = _static_dims(vi)
+            if dims is not None:
+                shapes[vi.name] = dims
+        for init in graph.initializer:
+            shapes[init.name] = list(init.dims)
+        model = _fold_constants(model, shapes)
+        if model is None:
+            return shapes
 
 
 def _needed(shapes, node, tensor, what):

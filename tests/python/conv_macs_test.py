@@ -54,6 +54,31 @@ def make_model(path, batch=2, with_dense=True, conv_name="dense"):
     Path(path).write_bytes(model.SerializeToString())
 
 
+def make_reflect_pad_model(path):
+    """x [1, 2, 4, 4] -> Pad(reflect) -> 3x3 Conv 2 -> 3, no pads: the pads as torch.onnx.export writes a
+    ReflectionPad2d(1) at opset 11, arithmetic on literals that ONNX shape inference does not evaluate:
+    Cast(Reshape(Transpose(Slice(Reshape(Concat([1, 1, 1, 1], ConstantOfShape([4])), [-1, 2]), -1, -inf, 0, -1)), -1))."""
+    def const(name, values):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(values, np.int64)))
+
+    nodes = [const("listed", [1, 1, 1, 1]), const("four", [4]),
+             helper.make_node("ConstantOfShape", ["four"], ["zeros"],
+                              value=numpy_helper.from_array(np.array([0], np.int64))),
+             helper.make_node("Concat", ["listed", "zeros"], ["all"], axis=0),
+             const("pairs_shape", [-1, 2]), helper.make_node("Reshape", ["all", "pairs_shape"], ["pairs"]),
+             const("start", [-1]), const("end", [-9223372036854775807]), const("axis", [0]), const("step", [-1]),
+             helper.make_node("Slice", ["pairs", "start", "end", "axis", "step"], ["reversed"]),
+             helper.make_node("Transpose", ["reversed"], ["by_side"], perm=[1, 0]),
+             const("flat", [-1]), helper.make_node("Reshape", ["by_side", "flat"], ["pads_any"]),
+             helper.make_node("Cast", ["pads_any"], ["pads"], to=TensorProto.INT64),
+             helper.make_node("Pad", ["x", "pads"], ["padded"], mode="reflect"),
+             helper.make_node("Conv", ["padded", "w"], ["y"], name="conv")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight("w", [3, 2, 3, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    Path(path).write_bytes(model.SerializeToString())
+
+
 # Worked by hand, batch 2:
 # dense:     output [2, 8, 5, 6], 4 input channels x 3x3 taps:      2*8*5*6 * 4*9   = 17280
 # depthwise: output [2, 8, 3, 3] ((5+2-3)//2+1 = 3, (6+2-3)//2+1 = 3), 1 channel x 9 taps: 2*8*3*3 * 9 = 1296
@@ -88,6 +113,12 @@ class ConvMacsTest(unittest.TestCase):
         path = self.dir / "b1.onnx"
         make_model(path, batch=1)
         self.assertEqual(sum(m for _, _, m in conv_macs.conv_macs(str(path))), TOTAL // 2)
+
+    def test_pads_computed_from_literals_are_folded(self):
+        path = self.dir / "reflect.onnx"
+        make_reflect_pad_model(path)
+        # padded [1, 2, 6, 6] -> output [1, 3, 4, 4], 2 channels x 9 taps: 3*4*4 * 2*9 = 864
+        self.assertEqual(conv_macs.conv_macs(str(path)), [("conv", "Conv", 864)])
 
     def test_two_models_print_both_totals_and_the_change(self):
         before, after = self.dir / "before.onnx", self.dir / "after.onnx"
