@@ -126,7 +126,7 @@ def main():
                             "output": {0: "batch_size", 2: "height", 3: "width"}}
         else:
             features = network.backbone(image)[1:]
-            model, inputs, input_names = DecoderOnly(network), tuple(features), ["c2", "c3", "c4", "c5"]
+            model, inputs, input_names = DecoderOnly(network).eval(), tuple(features), ["c2", "c3", "c4", "c5"]
             dynamic_axes = {name: {0: "batch_size", 2: "height", 3: "width"} for name in input_names + ["output"]}
         torch.onnx.export(model, inputs, args.out, opset_version=args.opset, input_names=input_names,
                           output_names=["output"], dynamic_axes=dynamic_axes if args.dynamic else None)

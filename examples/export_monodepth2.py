@@ -141,7 +141,7 @@ def main():
             model, inputs, input_names = network, (image,), ["image"]
         else:
             features = network.encoder((image - 0.45) / 0.225)
-            model, inputs, input_names = DecoderOnly(network), tuple(features), [f"f{i}" for i in range(5)]
+            model, inputs, input_names = DecoderOnly(network).eval(), tuple(features), [f"f{i}" for i in range(5)]
         torch.onnx.export(model, inputs, args.out, opset_version=args.opset, input_names=input_names,
                           output_names=output_names)
     out = args.out[:-5] if args.out.endswith(".onnx") else args.out
