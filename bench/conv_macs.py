@@ -86,6 +86,14 @@ def _np_dtype(tensor_type):
     return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[tensor_type]
 
 
+def _divide(a, b):
+    """ONNX Div: integers truncate toward zero (NumPy's // floors), floats divide."""
+    if a.dtype.kind != "i":
+        return a / b
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q).astype(a.dtype)
+
+
 def _constant_of_shape(node, shape):
     value = _constant_value(node)
     value = np.zeros(1, np.float32) if value is None else value.reshape(-1)
@@ -107,7 +115,8 @@ def _unsqueeze(x, axes):
 _FOLDERS = {
     "ConstantOfShape": lambda n, i: _constant_of_shape(n, i[0]),
     "Concat": lambda n, i: np.concatenate(i, axis=_attr(n, "axis")),
-    "Reshape": lambda n, i: i[0].reshape([int(d) if d != 0 else i[0].shape[k] for k, d in enumerate(i[1])]),
+    "Reshape": lambda n, i: i[0].reshape([int(d) if d != 0 or _attr(n, "allowzero", 0) else i[0].shape[k]
+                                          for k, d in enumerate(i[1])]),
     "Slice": lambda n, i: _slice(i[0], *i[1:]),
     "Transpose": lambda n, i: np.transpose(i[0], _attr(n, "perm")),
     "Cast": lambda n, i: i[0].astype(_np_dtype(_attr(n, "to"))),
@@ -118,7 +127,7 @@ _FOLDERS = {
     "Add": lambda n, i: i[0] + i[1],
     "Sub": lambda n, i: i[0] - i[1],
     "Mul": lambda n, i: i[0] * i[1],
-    "Div": lambda n, i: i[0] // i[1] if i[0].dtype.kind == "i" else i[0] / i[1],
+    "Div": lambda n, i: _divide(i[0], i[1]),
     "Neg": lambda n, i: -i[0],
     "Floor": lambda n, i: np.floor(i[0]),
     "Equal": lambda n, i: np.equal(i[0], i[1]),
