@@ -120,6 +120,11 @@ class ConvMacsTest(unittest.TestCase):
         # padded [1, 2, 6, 6] -> output [1, 3, 4, 4], 2 channels x 9 taps: 3*4*4 * 2*9 = 864
         self.assertEqual(conv_macs.conv_macs(str(path)), [("conv", "Conv", 864)])
 
+    def test_folded_integer_division_truncates_toward_zero(self):
+        # ONNX Div on integers truncates: -7 / 2 = -3 (NumPy's -7 // 2 is -4); shape arithmetic divides sizes.
+        quotient = conv_macs._divide(np.array([7, -7, 7, -7], np.int64), np.array([2, 2, -2, -2], np.int64))
+        self.assertEqual(quotient.tolist(), [3, -3, -3, 3])
+
     def test_two_models_print_both_totals_and_the_change(self):
         before, after = self.dir / "before.onnx", self.dir / "after.onnx"
         make_model(before)
