@@ -108,7 +108,7 @@ void run_node(const onnx::NodeProto& node, Env& env, int64_t opset) {
     for (int64_t d : t.dims) count *= d;
     t.data.assign(static_cast<size_t>(count), fill.data[0]);
     outputs.push_back(std::move(t));
-  } else if (op == "Mul" || op == "Sub") {
+  } else if (op == "Mul" || op == "Sub" || op == "Add") {
     outputs.push_back(run_mul(node, env, op == "Sub"));
   } else if (op == "Resize") {
     outputs.push_back(run_resize(node, env));

@@ -398,7 +398,7 @@ NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env, bool subtract) 
       ib += (db[d] == 1 ? 0 : c[d]) * sb[d];
     }
     const double x = a.data[static_cast<size_t>(ia)], y = b.data[static_cast<size_t>(ib)];
-    out.data[static_cast<size_t>(flat)] = subtract ? x - y : x * y;
+    out.data[static_cast<size_t>(flat)] = node.op_type() == "Add" ? x + y : subtract ? x - y : x * y;
   });
   return out;
 }

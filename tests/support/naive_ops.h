@@ -49,6 +49,7 @@ NaiveTensor run_unsqueeze(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_squeeze(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_expand_or_tile(const onnx::NodeProto& node, const Env& env, bool tile);
 NaiveTensor run_gather(const onnx::NodeProto& node, const Env& env);
+// Mul, Sub (`subtract`) or Add (the node's op), broadcasting numpy-style.
 NaiveTensor run_mul(const onnx::NodeProto& node, const Env& env, bool subtract = false);
 NaiveTensor run_resize(const onnx::NodeProto& node, const Env& env);
 NaiveTensor run_reshape(const onnx::NodeProto& node, const Env& env);
