@@ -3,22 +3,22 @@
 // ConvTransposes too").
 #include <set>
 
+#include "nearest_conv_parts.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
 #include "recogniser_parts.h"
 #include "rewrite/forms.h"
 
 namespace dwdeconv::rewrite {
-namespace {
+namespace parts {
 
 using core::declined;
-using parts::collect_upstream;
-using parts::join;
-using parts::producer;
-using parts::use_count;
 
-// The Conv's [top, left, bottom, right] pads for a stride-1 Conv with kernel [ky, kx], auto_pad included, or why not.
-// `one_d`: a Conv1d's [left, right] as [0, left, 0, right] (its kernel ky is 1).
+const onnx::NodeProto* one_input_concat(const GraphScope& scope, const std::string& name) {
+  const onnx::NodeProto* concat = producer(scope, name, "Concat");
+  return concat != nullptr && concat->input_size() == 1 && !concat->input(0).empty() ? concat : nullptr;
+}
+
 core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int64_t ky, int64_t kx, bool one_d) {
   auto auto_pad = onnx_io::get_string(conv, "auto_pad", "NOTSET");
   auto pads = onnx_io::get_ints(conv, "pads", {});
@@ -43,6 +43,8 @@ core::Result<std::array<int64_t, 4>> conv_pads(const onnx::NodeProto& conv, int6
   return std::array<int64_t, 4>{(*pads)[0], (*pads)[1], (*pads)[2], (*pads)[3]};
 }
 
+namespace {
+
 // The box sum of one axis: g[m] = sum_{b<s} f[m-(s-1)+b], f being 0 outside [0, K); g has K+s-1 taps.
 double box_tap(const std::vector<double>& f, size_t base, size_t stride, int64_t k, int64_t s, int64_t m) {
   double sum = 0.0;
@@ -53,9 +55,8 @@ double box_tap(const std::vector<double>& f, size_t base, size_t stride, int64_t
   return sum;
 }
 
-// The Pad between the Resize and the Conv folded into the Conv's [top, left, bottom, right] `pads`: constant zeros add
-// up; a reflect Pad within the first cell of the x`s` upsampling, or an edge Pad, repeats x's edge sample, which each
-// phase then pads x with (`edge_padding`). Declines for any other Pad.
+}  // namespace
+
 core::Status fold_pad(const MatchContext& context, const onnx::NodeProto& between, const GraphScope& scope, int64_t s, bool one_d,
                       std::array<int64_t, 4>& pads, bool& edge_padding) {
   if (use_count(context.uses, between.output(0)) != 1) return declined("Pad output has another reader");
@@ -140,7 +141,6 @@ core::Result<std::vector<double>> boxed_kernel(const ConstTensor& f, int64_t gro
   return w;
 }
 
-// The group of a stride-1, undilated Conv, or why it is not one.
 core::Result<int64_t> stride_one_group(const onnx::NodeProto& conv) {
   auto group = onnx_io::get_int(conv, "group", 1);
   auto strides = onnx_io::get_ints(conv, "strides", {});
@@ -158,17 +158,34 @@ core::Result<int64_t> stride_one_group(const onnx::NodeProto& conv) {
   return *group;
 }
 
+}  // namespace parts
+
+namespace {
+
+using core::declined;
+using parts::boxed_kernel;
+using parts::conv_pads;
+using parts::fold_pad;
+using parts::join;
+using parts::nearest_conv_geometry;
+using parts::producer;
+using parts::stride_one_group;
+using parts::use_count;
+
 std::optional<FormSelection> select_nearest_conv(const MatchContext& context, const onnx::NodeProto& conv, const GraphScope& scope) {
   const onnx_io::ScopedTypes& types = context.types;
   ConstEvaluator& eval = context.eval;
   // Cheap and selective first (the row's root op and arity are checked already): a Conv reading a Resize of this graph.
-  // Resize -> Conv, or Resize -> Pad -> Conv.
-  const onnx::NodeProto* between = nullptr;
-  const onnx::NodeProto* resize = producer(scope, conv.input(0), "Resize");
-  if (resize == nullptr) {
-    between = producer(scope, conv.input(0), "Pad");
-    if (between != nullptr && between->input_size() >= 1) resize = producer(scope, between->input(0), "Resize");
+  // Resize -> [Concat] -> [Pad] -> Conv, the Concat one of a single input (an identity).
+  std::string read = conv.input(0);
+  const onnx::NodeProto* between = producer(scope, read, "Pad");
+  if (between != nullptr) {
+    if (between->input_size() < 1) return std::nullopt;
+    read = between->input(0);
   }
+  const onnx::NodeProto* concat = parts::one_input_concat(scope, read);
+  if (concat != nullptr) read = concat->input(0);
+  const onnx::NodeProto* resize = producer(scope, read, "Resize");
   if (resize == nullptr || resize->input_size() < 2 || resize->input(0).empty()) return std::nullopt;
 
   FormSelection out;
@@ -204,6 +221,7 @@ std::optional<FormSelection> select_nearest_conv(const MatchContext& context, co
 
   // The upsampled tensor (and the padded one) must feed only this Conv, or it stays and nothing is saved.
   if (use_count(context.uses, resize->output(0)) != 1) return out.fail(declined("Resize output has another reader"));
+  if (concat != nullptr && use_count(context.uses, concat->output(0)) != 1) return out.fail(declined("Concat output has another reader"));
   auto s = parts::nearest_resize_factor(*resize, scope, eval, types, one_d);
   if (!s) return out.fail(s.error());
   const int64_t sy = one_d ? 1 : *s;  // the factor on each axis: a 1-D one upsamples L alone
@@ -243,11 +261,12 @@ std::optional<FormSelection> select_nearest_conv(const MatchContext& context, co
   // What only this upsampler reads: the Resize (and the Pad), their roi/scales/sizes/pads chains and the Conv's
   // weight chain.
   // The Pad's pads chain is walked before the Resize's (its data input is the Resize's output, replaced already).
-  if (between != nullptr) {
-    m.replaced = parts::replaced_tensors(scope, x, {resize, between}, {conv.input(1)}, {between, resize});
-  } else {
-    m.replaced = parts::replaced_tensors(scope, x, {resize}, {conv.input(1)});
+  std::vector<const onnx::NodeProto*> nodes{resize}, walk;
+  for (const onnx::NodeProto* node : {concat, between}) {
+    if (node != nullptr) nodes.push_back(node);
   }
+  walk.assign(nodes.rbegin(), nodes.rend());
+  m.replaced = parts::replaced_tensors(scope, x, nodes, {conv.input(1)}, walk);
   out.match = std::move(m);
   return out;
 }
@@ -257,6 +276,7 @@ std::optional<FormSelection> select_nearest_conv(const MatchContext& context, co
 // Form `nearest_conv` (the upsampling block of U-Nets, VAE decoders, FPNs):
 //   Before:  u = Resize(x)           nearest, an integer factor s >= 2 on H and W (scales or sizes), coordinates
 //                                    that make it x[floor(o/s)] exactly; u has no other reader
+//           [u = Concat(u)]          optional: a Concat of one input (torch.cat([u], 1)) is u
 //           [v = Pad(u, p)]          optional: constant zeros (added to the Conv's pads), or reflect with p <= s-1
 //                                    or edge (the Conv's pads then 0): x's edge samples, so the phases edge-pad x
 //            y = Conv(u|v, f[, B])   stride 1, dilation 1, any group, kernel K, pads cb/ce with cb + ce == K - 1
