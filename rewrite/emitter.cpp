@@ -382,6 +382,7 @@ PhaseLayout Emitter::layout_for(const DeconvMatch& m, PhaseLayout join) const {
 }
 
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
+  if (m.addend) return emit_split(m, layout);
   core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   if (layout == PhaseLayout::kNearest) plan.phases.resize(1);  // the one phase; the Resize makes the others
   const int64_t s = plan.y.stride, sx = plan.x.stride;

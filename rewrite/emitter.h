@@ -116,6 +116,8 @@ class Emitter {
   const std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>>& constants_after() const { return constants_after_; }
 
  private:
+  // emit() for a match with an addend (rewrite/emitter_split.cpp): its phases, joined, plus the Conv of the rest.
+  core::Result<std::vector<onnx::NodeProto>> emit_split(const DeconvMatch& m, PhaseLayout layout);
   core::Result<std::string> phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index);
   // A [C,1,1,1] zero kernel, one per source weight, stored the way the weight is.
   std::string zero_kernel(const DeconvMatch& m);

@@ -11,6 +11,7 @@ const FormRow& nearest_mask_form();
 const FormRow& zero_insertion_form();
 const FormRow& reshape_zero_insertion_form();
 const FormRow& nearest_conv_form();
+const FormRow& nearest_concat_conv_form();
 const FormRow& upsample1d_form();
 
 namespace {
@@ -18,8 +19,8 @@ namespace {
 // The rows in order; a row that names no Form (no code refers to it by value) gets one past kFirstRegisteredForm.
 std::deque<FormRow>& table() {
   static std::deque<FormRow> rows = [] {
-    std::deque<FormRow> built_in = {conv_transpose_form(),         nearest_mask_form(), zero_insertion_form(),
-                                    reshape_zero_insertion_form(), nearest_conv_form(), upsample1d_form()};
+    std::deque<FormRow> built_in = {conv_transpose_form(), nearest_mask_form(), zero_insertion_form(),     reshape_zero_insertion_form(),
+                                    nearest_conv_form(),   upsample1d_form(),   nearest_concat_conv_form()};
     int next = kFirstRegisteredForm;
     for (auto& row : built_in) {
       if (row.form == Form::kNearestResize) row.form = static_cast<Form>(next++);

@@ -39,6 +39,17 @@ struct NodeSummary {
   Form form = Form::kConvTranspose;
 };
 
+// A Conv the emitted upsampler's output is added to: a Conv split by its input channels (nearest_concat_conv), where
+// the upsampled channels become the phases and the others stay a Conv at full resolution, which adds the bias once.
+struct ConvAddend {
+  std::vector<std::string> inputs;                  // the channels that are not upsampled: concatenated on axis 1 when more than one
+  std::string pad_mode;                             // "reflect" or "edge": a Pad of `pad` before the Conv; "": none (zeros are its pads)
+  std::array<int64_t, 4> pad{0, 0, 0, 0};           // that Pad's [top, left, bottom, right]
+  std::array<int64_t, 4> conv_pads{0, 0, 0, 0};     // the Conv's own
+  std::shared_ptr<const onnx::TensorProto> weight;  // [C_out, C_rest, Ky, Kx], named after the weight it is sliced from
+  std::string bias;                                 // the split Conv's bias, or ""
+};
+
 // A ConvTranspose to emit, as a ConvTranspose node states it or as a recogniser derived it from a hand-written
 // upsampler: everything the emitter needs, whatever the form. Depthwise unless a recogniser sets group and
 // out_channels (nearest + Conv keeps the Conv's groups: dense, grouped or depthwise).
@@ -67,6 +78,8 @@ struct DeconvMatch {
   // The phases pad x by repeating its edge instead of with zeros: nearest + a reflect (or edge) Pad + Conv, where
   // the padded samples of the upsampled tensor are x's edge samples (see rewrite/form_nearest_conv.cpp).
   bool edge_padding = false;
+  // Set: the emitted upsampler computes part of a sum, and a Conv of the other channels is added to it into `output`.
+  std::optional<ConvAddend> addend;
 
   int64_t groups() const { return group != 0 ? group : channels; }
   int64_t outputs() const { return out_channels != 0 ? out_channels : channels; }

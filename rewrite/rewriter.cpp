@@ -157,7 +157,7 @@ std::set<std::string> remove_orphans(onnx::ModelProto& model, std::vector<Candid
 }
 
 // The plan row of a nearest Resize that starts no form: kept, with what reads its output. A form starts at a
-// Conv that reads the Resize (directly, through a Pad, or through a mask Mul and a Pad).
+// Conv that reads the Resize (directly, through a Pad, a Concat or both, or through a mask Mul and a Pad).
 NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, const onnx_io::ScopedTypes& types, ConstEvaluator& eval,
                       const std::map<std::string, int>& uses) {
   NodeReport row;
@@ -186,7 +186,7 @@ NodeReport resize_row(const onnx::NodeProto& resize, const GraphScope& scope, co
     readers += ", and a graph output or a subgraph";
   }
   row.reason = "no upsampler form starts at this nearest Resize: its output is read by " + readers +
-               ", and a form needs a Conv reading it (directly, through a Pad, or through a mask Mul and a Pad)";
+               ", and a form needs a Conv reading it (directly, through a Pad, a Concat or both, or through a mask Mul and a Pad)";
   return row;
 }
 
@@ -480,6 +480,9 @@ bool merge_pass(RewriteResult& result, RewriteResult&& later) {
     for (const auto& name : n.emitted_nodes) emitted_by[name] = &n;
   }
   for (auto& row : later.nodes) {
+    // A nearest Resize an earlier pass emitted (a split Conv's 1x1 part, then its Resize, read by the sum) is no
+    // upsampler of the model's: no row of its own.
+    if (!row.rewritten && row.summary.form == Form::kNearestResize && emitted_by.count(row.summary.name) != 0) continue;
     if (row.rewritten) {
       std::vector<std::string> nodes;
       for (const auto& name : row.region.nodes) {

@@ -31,7 +31,8 @@ TEST_CASE("docs/report.schema.json's form enum is the forms table and the resize
 TEST_CASE("Each form's row names what it starts from and holds", "[rewrite][forms]") {
   // Written down from docs/forms.md's Before/After diagrams, not read from the rows.
   const std::map<std::string, std::string> roots{{"conv_transpose", "ConvTranspose"}, {"nearest_mask", "Conv"}, {"zero_insertion", "Conv"},
-                                                 {"reshape_zero_insertion", "Conv"},  {"nearest_conv", "Conv"}, {"upsample1d", "Slice"}};
+                                                 {"reshape_zero_insertion", "Conv"},  {"nearest_conv", "Conv"}, {"upsample1d", "Slice"},
+                                                 {"nearest_concat_conv", "Conv"}};
   REQUIRE(rewrite::forms().size() == roots.size());
   for (const auto& row : rewrite::forms()) {
     INFO(row.name);
