@@ -160,6 +160,13 @@ std::string Emitter::keep_reason(const DeconvMatch& m, PhaseLayout layout) const
            "the model is opset " +
            std::to_string(opset_);
   }
+  // A split Conv's other upsampled parts are emitted too (emit_split), each in its own layout.
+  if (m.addend) {
+    const PhaseLayout join = layout == PhaseLayout::kGatherCrd || layout == PhaseLayout::kBatchCrd ? layout : PhaseLayout::kDcr;
+    for (const auto& part : m.addend->upsampled) {
+      if (std::string why = keep_reason(part, layout_for(part, join)); !why.empty()) return "the part of '" + part.input + "': " + why;
+    }
+  }
   return "";
 }
 

@@ -118,6 +118,9 @@ class Emitter {
  private:
   // emit() for a match with an addend (rewrite/emitter_split.cpp): its phases, joined, plus the Conv of the rest.
   core::Result<std::vector<onnx::NodeProto>> emit_split(const DeconvMatch& m, PhaseLayout layout);
+  // The Conv of the split Conv's channels that are not upsampled (their Concat and Pad first), appended to `nodes`;
+  // returns its output.
+  std::string rest_conv(const DeconvMatch& m, const std::string& base, std::vector<onnx::NodeProto>& nodes);
   core::Result<std::string> phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index);
   // A [C,1,1,1] zero kernel, one per source weight, stored the way the weight is.
   std::string zero_kernel(const DeconvMatch& m);

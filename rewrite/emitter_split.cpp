@@ -9,29 +9,51 @@ namespace dwdeconv::rewrite {
 
 using emitter_parts::make_node;
 
-// Before:  y = Conv(Pad(Concat(u, r...)), W, B)          u = nearest(x) by s, the Conv split by its input channels
-// After:   y_u = <the phases of x with W_u, joined>       as any upsampler of W_u (no bias)
+// Before:  y = Conv(Pad(Concat(u_0, r.., u_1..)), W, B)   u_i = nearest(x_i) by s_i, the Conv split by input channels
+// After:   y_i = <the phases of x_i with W_i, joined>       as any upsampler of W_i (no bias)
 //          r_c = Concat(r...)                            axis=1, only with more than one other input
 //          r_p = Pad(r_c, mode)                          only for a reflect or edge Pad: each part keeps its pads
 //          y_r = Conv(r_p | r_c, W_r, B)                 the channels that are not upsampled, at full resolution
-//          y   = Add(y_u, y_r)                           a Conv is linear in its input channels
+//          y   = Add(..Add(y_0, y_1).., y_r)             a Conv is linear in its input channels
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit_split(const DeconvMatch& m, PhaseLayout layout) {
   const ConvAddend& rest = *m.addend;
   const std::string base = m.name.empty() ? m.output : m.name;
-  DeconvMatch up = m;
-  up.addend.reset();
-  up.name = names_.fresh(base + "_upsampled");
-  up.output = names_.fresh(up.name + "_out");
-  auto nodes = emit(up, layout);
-  if (!nodes) return nodes.error();
+  std::vector<onnx::NodeProto> nodes;
+  std::vector<std::string> terms;  // what the Adds sum, in order
+  // Each part as the upsampler it is, into an output of its own: the first in `layout`, the others in theirs.
+  const PhaseLayout join = layout == PhaseLayout::kGatherCrd || layout == PhaseLayout::kBatchCrd ? layout : PhaseLayout::kDcr;
+  for (size_t i = 0; i <= rest.upsampled.size(); ++i) {
+    DeconvMatch part = i == 0 ? m : rest.upsampled[i - 1];
+    part.addend.reset();
+    part.name = names_.fresh(base + "_upsampled" + (i == 0 ? std::string() : "_" + std::to_string(i)));
+    part.output = names_.fresh(part.name + "_out");
+    auto emitted = emit(part, i == 0 ? layout : layout_for(part, join));
+    if (!emitted) return emitted.error();
+    nodes.insert(nodes.end(), emitted->begin(), emitted->end());
+    terms.push_back(part.output);
+  }
+  if (!rest.inputs.empty()) terms.push_back(rest_conv(m, base, nodes));
+  // The sum keeps the split Conv's name and output, where the graph reads it.
+  std::string sum = terms.front();
+  for (size_t i = 1; i < terms.size(); ++i) {
+    const bool last = i + 1 == terms.size();
+    const std::string name = last && !m.name.empty() ? m.name : names_.fresh(base + "_sum");
+    const std::string output = last ? m.output : names_.fresh(name + "_out");
+    nodes.push_back(make_node("Add", name, {sum, terms[i]}, {output}));
+    sum = output;
+  }
+  return nodes;
+}
 
+std::string Emitter::rest_conv(const DeconvMatch& m, const std::string& base, std::vector<onnx::NodeProto>& nodes) {
+  const ConvAddend& rest = *m.addend;
   std::string input = rest.inputs.front();
   if (rest.inputs.size() > 1) {
     const std::string name = names_.fresh(base + "_rest_concat");
     input = names_.fresh(name + "_out");
     onnx::NodeProto concat = make_node("Concat", name, rest.inputs, {input});
     *concat.add_attribute() = onnx_io::make_int_attribute("axis", 1);
-    nodes->push_back(std::move(concat));
+    nodes.push_back(std::move(concat));
   }
   if (!rest.pad_mode.empty()) {
     // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right].
@@ -47,7 +69,7 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit_split(const DeconvMatch
     } else {
       *pad.add_attribute() = onnx_io::make_ints_attribute(opset_ >= 2 ? "pads" : "paddings", full);
     }
-    nodes->push_back(std::move(pad));
+    nodes.push_back(std::move(pad));
     input = output;
   }
 
@@ -67,11 +89,9 @@ core::Result<std::vector<onnx::NodeProto>> Emitter::emit_split(const DeconvMatch
   const auto& p = rest.conv_pads;
   *conv.add_attribute() = onnx_io::make_ints_attribute("pads", {p[0], p[1], p[2], p[3]});
   *conv.add_attribute() = onnx_io::make_ints_attribute("strides", {1, 1});
-  nodes->push_back(std::move(conv));
+  nodes.push_back(std::move(conv));
 
-  // The sum keeps the split Conv's name and output, where the graph reads it.
-  nodes->push_back(make_node("Add", m.name.empty() ? names_.fresh(base + "_sum") : m.name, {up.output, conv_out}, {m.output}));
-  return nodes;
+  return conv_out;
 }
 
 }  // namespace dwdeconv::rewrite

@@ -44,7 +44,8 @@ struct UpsamplerMatch {
 struct FormSelection {
   NodeSummary summary;
   core::Result<UpsamplerMatch> match = core::declined("not matched");
-  const onnx::NodeProto* resize = nullptr;  // the nearest Resize the form claims, if it has one
+  const onnx::NodeProto* resize = nullptr;           // the nearest Resize the form claims, if it has one
+  std::vector<const onnx::NodeProto*> more_resizes;  // and the others it claims (nearest_concat_conv: one per part)
 
   // This selection, kept for `error` with the summary as far as matching got: the one tail every recogniser ends in.
   std::optional<FormSelection> fail(core::Error error) {

@@ -39,10 +39,13 @@ struct NodeSummary {
   Form form = Form::kConvTranspose;
 };
 
-// A Conv the emitted upsampler's output is added to: a Conv split by its input channels (nearest_concat_conv), where
-// the upsampled channels become the phases and the others stay a Conv at full resolution, which adds the bias once.
+struct DeconvMatch;
+
+// What the emitted upsampler's output is added to: a Conv split by its input channels (nearest_concat_conv), where
+// each upsampled input's channels become phases and the others stay a Conv at full resolution, which adds the bias once.
 struct ConvAddend {
-  std::vector<std::string> inputs;                  // the channels that are not upsampled: concatenated on axis 1 when more than one
+  std::vector<DeconvMatch> upsampled;               // the other upsampled inputs' parts, each emitted as an upsampler of its own
+  std::vector<std::string> inputs;                  // the channels not upsampled (none: no Conv), concatenated on axis 1 when several
   std::string pad_mode;                             // "reflect" or "edge": a Pad of `pad` before the Conv; "": none (zeros are its pads)
   std::array<int64_t, 4> pad{0, 0, 0, 0};           // that Pad's [top, left, bottom, right]
   std::array<int64_t, 4> conv_pads{0, 0, 0, 0};     // the Conv's own
@@ -78,7 +81,7 @@ struct DeconvMatch {
   // The phases pad x by repeating its edge instead of with zeros: nearest + a reflect (or edge) Pad + Conv, where
   // the padded samples of the upsampled tensor are x's edge samples (see rewrite/form_nearest_conv.cpp).
   bool edge_padding = false;
-  // Set: the emitted upsampler computes part of a sum, and a Conv of the other channels is added to it into `output`.
+  // Set: the emitted upsampler computes part of a sum, and the other parts are added to it into `output`.
   std::optional<ConvAddend> addend;
 
   int64_t groups() const { return group != 0 ? group : channels; }

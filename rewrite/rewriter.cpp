@@ -269,6 +269,7 @@ std::optional<FormSelection> select_form(Pass& pass, const onnx::NodeProto& node
     if (auto selection = form.recognise(pass.context, node, scope)) {
       selection->summary.form = form.form;  // the row names what it selected
       if (selection->resize != nullptr) pass.claimed_resizes.insert(selection->resize);
+      pass.claimed_resizes.insert(selection->more_resizes.begin(), selection->more_resizes.end());
       return selection;
     }
   }
