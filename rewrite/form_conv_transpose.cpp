@@ -12,7 +12,7 @@ std::optional<FormSelection> select_conv_transpose(const MatchContext& context, 
   FormSelection out;
   out.summary = std::move(outcome.summary);
   if (!outcome.match) return out.fail(outcome.match.error());
-  out.match = UpsamplerMatch{std::move(*outcome.match), {}, nullptr};
+  out.match = UpsamplerMatch{std::move(*outcome.match), {}, nullptr, std::nullopt};
   return out;
 }
 

@@ -274,6 +274,45 @@ std::string slice_not_noop(const onnx::NodeProto& slice, const GraphScope& scope
   return "";
 }
 
+}  // namespace
+
+core::Result<parts::ZeroInsertion> parts::reshape_insertion(const onnx::NodeProto& split, const onnx::NodeProto& insert,
+                                                            const onnx::NodeProto& merge, const GraphScope& scope, ConstEvaluator& eval,
+                                                            const onnx_io::ScopedTypes& types, NodeSummary& summary) {
+  const std::string& x = split.input(0);
+  // The zero insertion: pads only on the singleton axes 3 and 5 of [N,C,H,1,W,1], jy + (s-1-jy) zeros around H's.
+  auto p6 = parts::constant_zero_pads(insert, scope, eval, 6);
+  if (!p6) return p6.error();
+  const auto& p = *p6;
+  if (p[0] || p[1] || p[2] || p[4] || p[6] || p[7] || p[8] || p[10]) {
+    return declined("zero-inserting Pad pads " + join(p) + " pad an axis other than the singletons of [N,C,H,1,W,1]");
+  }
+  const int64_t sy = 1 + p[3] + p[9], sx = 1 + p[5] + p[11];
+  if (sy != sx) return declined("zero insertion factors differ per axis (" + std::to_string(sy) + " vs " + std::to_string(sx) + ")");
+  if (sy < 2) return declined("zero-inserting Pad inserts no zeros");
+  const int64_t s = sy;
+  summary.stride = s;
+  summary.strides = {s, s};
+
+  // The Reshapes: x [N,C,H,W] -> [N,C,H,1,W,1], and the padded [N,C,H,s,W,s] -> [N,C,sH,sW].
+  const std::vector<WantDim> x_dims{{0, 1}, {1, 1}, {2, 1}, {3, 1}};
+  const std::vector<WantDim> split_dims{{0, 1}, {1, 1}, {2, 1}, {-1, 1}, {3, 1}, {-1, 1}};
+  auto split_ok = reshape_gives(split, scope, eval, types, x, split_dims, x_dims);
+  if (!split_ok) return split_ok.error();
+  if (!*split_ok) return declined("first Reshape does not give [N,C,H,1,W,1] of its input");
+  const std::vector<WantDim> padded_dims{{0, 1}, {1, 1}, {2, 1}, {-1, s}, {3, 1}, {-1, s}};
+  auto merge_ok = reshape_gives(merge, scope, eval, types, x, {{0, 1}, {1, 1}, {2, s}, {3, s}}, padded_dims);
+  if (!merge_ok) return merge_ok.error();
+  if (!*merge_ok) return declined("second Reshape does not give [N,C," + std::to_string(s) + "H," + std::to_string(s) + "W]");
+  parts::ZeroInsertion zi;
+  zi.s = s;
+  zi.j = {p[3], p[5]};
+  zi.gains = {1.0};
+  return zi;
+}
+
+namespace {
+
 std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& context, const onnx::NodeProto& conv,
                                                            const GraphScope& scope) {
   const onnx_io::ScopedTypes& types = context.types;
@@ -314,31 +353,8 @@ std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& c
     if (use_count(context.uses, node->output(0)) != 1 + shape_readers) return out.fail(declined(what + " output has another reader"));
   }
 
-  // The zero insertion: pads only on the singleton axes 3 and 5 of [N,C,H,1,W,1], jy + (s-1-jy) zeros around H's.
-  auto p6 = parts::constant_zero_pads(*insert, scope, eval, 6);
-  if (!p6) return out.fail(p6.error());
-  const auto& p = *p6;
-  if (p[0] || p[1] || p[2] || p[4] || p[6] || p[7] || p[8] || p[10]) {
-    return out.fail(declined("zero-inserting Pad pads " + join(p) + " pad an axis other than the singletons of [N,C,H,1,W,1]"));
-  }
-  const int64_t sy = 1 + p[3] + p[9], sx = 1 + p[5] + p[11];
-  if (sy != sx)
-    return out.fail(declined("zero insertion factors differ per axis (" + std::to_string(sy) + " vs " + std::to_string(sx) + ")"));
-  if (sy < 2) return out.fail(declined("zero-inserting Pad inserts no zeros"));
-  const int64_t s = sy;
-  sum.stride = s;
-  sum.strides = {s, s};
-
-  // The Reshapes: x [N,C,H,W] -> [N,C,H,1,W,1], and the padded [N,C,H,s,W,s] -> [N,C,sH,sW].
-  const std::vector<WantDim> x_dims{{0, 1}, {1, 1}, {2, 1}, {3, 1}};
-  const std::vector<WantDim> split_dims{{0, 1}, {1, 1}, {2, 1}, {-1, 1}, {3, 1}, {-1, 1}};
-  auto split_ok = reshape_gives(*split, scope, eval, types, x, split_dims, x_dims);
-  if (!split_ok) return out.fail(split_ok.error());
-  if (!*split_ok) return out.fail(declined("first Reshape does not give [N,C,H,1,W,1] of its input"));
-  const std::vector<WantDim> padded_dims{{0, 1}, {1, 1}, {2, 1}, {-1, s}, {3, 1}, {-1, s}};
-  auto merge_ok = reshape_gives(*merge, scope, eval, types, x, {{0, 1}, {1, 1}, {2, s}, {3, s}}, padded_dims);
-  if (!merge_ok) return out.fail(merge_ok.error());
-  if (!*merge_ok) return out.fail(declined("second Reshape does not give [N,C," + std::to_string(s) + "H," + std::to_string(s) + "W]"));
+  auto zi = parts::reshape_insertion(*split, *insert, *merge, scope, eval, types, sum);
+  if (!zi) return out.fail(zi.error());
 
   auto pads = parts::pad_amounts(*pad, scope, eval);
   if (!pads) return out.fail(pads.error());
@@ -348,11 +364,7 @@ std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& c
     if (auto why = slice_not_noop(**it, scope, eval, types, same); !why.empty()) return out.fail(declined(why));
   }
 
-  parts::ZeroInsertion zi;
-  zi.s = s;
-  zi.j = {p[3], p[5]};
-  zi.gains = {1.0};
-  auto deconv = parts::fold_zero_insertion(conv, scope, context.ir_version, types, x, *tail, *pads, zi, sum);
+  auto deconv = parts::fold_zero_insertion(conv, scope, context.ir_version, types, x, *tail, *pads, *zi, sum);
   if (!deconv) return out.fail(deconv.error());
 
   UpsamplerMatch m;

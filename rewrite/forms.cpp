@@ -9,6 +9,7 @@ namespace dwdeconv::rewrite {
 const FormRow& conv_transpose_form();
 const FormRow& nearest_mask_form();
 const FormRow& zero_insertion_form();
+const FormRow& fir_pair_form();
 const FormRow& reshape_zero_insertion_form();
 const FormRow& nearest_conv_form();
 const FormRow& nearest_concat_conv_form();
@@ -19,8 +20,10 @@ namespace {
 // The rows in order; a row that names no Form (no code refers to it by value) gets one past kFirstRegisteredForm.
 std::deque<FormRow>& table() {
   static std::deque<FormRow> rows = [] {
-    std::deque<FormRow> built_in = {conv_transpose_form(), nearest_mask_form(), zero_insertion_form(),     reshape_zero_insertion_form(),
-                                    nearest_conv_form(),   upsample1d_form(),   nearest_concat_conv_form()};
+    // fir_pair before reshape_zero_insertion: both start at a Conv after the same zero insertion, and the pair's first
+    // Conv, judged alone, is no clean upscale.
+    std::deque<FormRow> built_in = {conv_transpose_form(),         nearest_mask_form(), zero_insertion_form(), fir_pair_form(),
+                                    reshape_zero_insertion_form(), nearest_conv_form(), upsample1d_form(),     nearest_concat_conv_form()};
     int next = kFirstRegisteredForm;
     for (auto& row : built_in) {
       if (row.form == Form::kNearestResize) row.form = static_cast<Form>(next++);

@@ -37,6 +37,9 @@ struct UpsamplerMatch {
   std::vector<std::pair<const GraphScope*, std::string>> replaced;
   // A ConvTranspose node the form folds in (zero_insertion, upsample1d); it must not also be rewritten on its own.
   const onnx::NodeProto* absorbs = nullptr;
+  // A form of two chained upsamplers (fir_pair: a stride (1,s) then a stride (s,1) ConvTranspose): the second, reading
+  // what `deconv` writes. The rewriter names that tensor afresh, and rewrites both or neither.
+  std::optional<DeconvMatch> second;
 };
 
 // What a form selected at one root node (ONNX Runtime's selectors return a NodeGroup the same way): the plan row's

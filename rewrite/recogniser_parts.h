@@ -115,6 +115,13 @@ struct ZeroInsertion {
   std::array<int64_t, 2> deficit{0, 0};  // per axis
 };
 
+// The zero insertion that StyleGAN's reference upfirdn2d writes as r = Reshape(x, [N,C,H,1,W,1]), z = Pad(r) on the two
+// singleton axes, Reshape(z, [N,C,sH,sW]) (x is split's input): its s and offsets j, gain 1; or why the three nodes are
+// not one. Fills summary.stride (rewrite/form_reshape_zero_insertion.cpp).
+core::Result<ZeroInsertion> reshape_insertion(const onnx::NodeProto& split, const onnx::NodeProto& insert, const onnx::NodeProto& merge,
+                                              const GraphScope& scope, ConstEvaluator& eval, const onnx_io::ScopedTypes& types,
+                                              NodeSummary& summary);
+
 // The ConvTranspose that zero insertion `zi` of `x`, then the Pad `pads` ([top, left, bottom, right]) and the
 // Conv `conv` with `tail`, compute: w[ci,co',t] = gain[ci] * f[co,ci',K-1-t] (co' and ci' within the group of ci),
 // Pb = K-1-j-P, Pe = K+j-s-E per axis; of the Conv's groups and output channels.

@@ -234,6 +234,8 @@ struct Planned {
   DeconvMatch match;
   std::vector<std::pair<const GraphScope*, std::string>> replaced;  // a recognised form's own tensors
   PhaseLayout layout = PhaseLayout::kDcr;                           // decided by decide()
+  std::optional<DeconvMatch> second;                                // a pair's second stage (UpsamplerMatch::second)
+  PhaseLayout second_layout = PhaseLayout::kDcr;
 };
 
 // Decide, from the command line: why a selected upsampler is kept (--forms, the target's forms, --only, --skip, the
@@ -379,7 +381,8 @@ core::Result<std::vector<Planned>> select(Pass& pass, RewriteResult& result) {
       } else if (std::string why = unselected(pass, report.summary); !why.empty()) {
         report.reason = std::move(why);
       } else {
-        planned.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced), PhaseLayout::kDcr});
+        planned.push_back({result.nodes.size(), std::move(match->deconv), std::move(match->replaced), PhaseLayout::kDcr,
+                           std::move(match->second), PhaseLayout::kDcr});
       }
       result.nodes.push_back(std::move(report));
     }
@@ -394,7 +397,13 @@ void decide(const Pass& pass, RewriteResult& result, std::vector<Planned>& plann
   std::vector<Planned> rewritten;
   for (auto& p : planned) {
     p.layout = layout_of(pass, p.match);
-    if (std::string reason = kept_by(pass, result.nodes[p.index].summary, p.match); !reason.empty()) {
+    std::string reason = kept_by(pass, result.nodes[p.index].summary, p.match);
+    if (p.second) {
+      // A pair is rewritten whole or kept whole: each stage answers the target's rules as the ConvTranspose it is.
+      p.second_layout = layout_of(pass, *p.second);
+      if (reason.empty()) reason = kept_by(pass, result.nodes[p.index].summary, *p.second);
+    }
+    if (!reason.empty()) {
       result.nodes[p.index].reason = std::move(reason);
     } else {
       rewritten.push_back(std::move(p));
@@ -403,34 +412,55 @@ void decide(const Pass& pass, RewriteResult& result, std::vector<Planned>& plann
   planned = std::move(rewritten);
 }
 
+// The matches `p` emits, in order, with their layouts: its one match, or a pair's two stages, the first writing a tensor
+// named afresh (the pair's middle, which the original does not have) that the second reads.
+std::vector<std::pair<DeconvMatch, PhaseLayout>> stages_of(Pass& pass, const Planned& p) {
+  std::vector<std::pair<DeconvMatch, PhaseLayout>> stages{{p.match, p.layout}};
+  if (p.second) {
+    const std::string middle = pass.names.fresh(p.second->output + "_rows");
+    stages[0].first.output = middle;
+    stages.emplace_back(*p.second, p.second_layout);
+    stages[1].first.input = middle;
+  }
+  return stages;
+}
+
 // Apply: emits each planned upsampler in its layout, rebuilds the graphs, removes what only the originals read and
 // records each rewritten row's region (in the original's names).
 core::Status apply(Pass& pass, RewriteResult& result, const std::vector<Planned>& planned) {
   std::map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> replacements;
   std::vector<Candidate> candidates;
   std::map<size_t, std::vector<std::string>> region_candidates;  // per rewritten row: the values its region may hold
-  for (const auto& [index, m, replaced, layout] : planned) {
-    auto nodes = pass.emitter.emit(m, layout);
-    if (!nodes) return nodes.error();
-    for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
+  for (const auto& p : planned) {
+    const size_t index = p.index;
+    std::vector<std::string> chains;  // the stages' weight chains, recorded after the form's own tensors
+    for (const auto& [m, layout] : stages_of(pass, p)) {
+      auto nodes = pass.emitter.emit(m, layout);
+      if (!nodes) return nodes.error();
+      for (const auto& n : *nodes) result.nodes[index].emitted_nodes.push_back(n.name());
+      replacements.emplace(m.node, std::move(*nodes));
+      // The weight's Identity chain, then the weight itself, may be orphaned now.
+      for (const auto& [scope, identity] : m.weight.identities) candidates.push_back({scope, identity->output(0), false});
+      if (!m.derived_weight) candidates.push_back({m.weight.scope, m.weight.name, m.weight.constant_node == nullptr});
+      for (const auto& [scope, name] : m.weight_chain) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
+      for (const auto& [scope, name] : m.weight_chain) chains.push_back(name);
+    }
     result.nodes[index].rewritten = true;
-    result.nodes[index].layout = layout;
-    replacements.emplace(m.node, std::move(*nodes));
-    // The weight's Identity chain, then the weight itself, may be orphaned now; for a recognised form, every
-    // node and constant that computed its input from x and its weight.
-    for (const auto& [scope, identity] : m.weight.identities) candidates.push_back({scope, identity->output(0), false});
-    if (!m.derived_weight) candidates.push_back({m.weight.scope, m.weight.name, m.weight.constant_node == nullptr});
-    for (const auto& [scope, name] : m.weight_chain) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
-    for (const auto& [scope, name] : replaced) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
-    // The record of what it replaced: x, y and the bias now; its nodes once the orphans are known, below.
+    result.nodes[index].layout = p.layout;
+    // For a recognised form, every node and constant that computed its input from x and its weight.
+    for (const auto& [scope, name] : p.replaced) candidates.push_back({scope, name, producer_index(*scope->graph, name) < 0});
+    // The record of what it replaced: x, y and the bias now (a pair's are its second stage's, and the tensor its first
+    // stage replaced is one of its nodes); its other nodes once the orphans are known, below.
+    const DeconvMatch& last = p.second ? *p.second : p.match;
     auto& region = result.nodes[index].region;
-    region.input = m.input;
-    region.output = m.output;
-    region.bias = m.bias;
-    region.nodes = {m.output};
+    region.input = p.match.input;
+    region.output = last.output;
+    region.bias = last.bias;
+    region.nodes = {last.output};
+    if (p.second) region.nodes.push_back(p.match.output);
     auto& names = region_candidates[index];
-    for (const auto& [scope, name] : replaced) names.push_back(name);
-    for (const auto& [scope, name] : m.weight_chain) names.push_back(name);
+    for (const auto& [scope, name] : p.replaced) names.push_back(name);
+    names.insert(names.end(), chains.begin(), chains.end());
   }
   // Children before parents: scopes() lists parents first, and rebuilding moves a parent's nodes.
   const auto& scopes = pass.tree.scopes();

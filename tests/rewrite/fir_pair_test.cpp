@@ -1,0 +1,203 @@
+// Form fir_pair (StyleGAN3's reference upfirdn2d with a separable filter, as filtered_lrelu's up path calls it):
+// zero insertion by Reshape / Pad / Reshape, a Pad by the positive pads, Slices by the negative ones, a depthwise 1xK
+// Conv and a depthwise Kx1 Conv. Structure (two one-axis polyphase stages, the first on x), numbers against the
+// original through the naive executor, the near-misses kept, idempotence and determinism.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "upsampler_fixtures.h"
+
+using namespace dwdeconv;
+using namespace dwdeconv::test;
+
+namespace {
+
+// Y = Conv(Conv(Slice(Slice(Pad(Reshape(Pad(Reshape(X)))))), F1), F2, B): the 1xK Conv named "up1", the Kx1 "up2".
+struct PairSpec {
+  int64_t s = 2;
+  int64_t k = 12;                      // 1xK, then Kx1
+  int64_t pad_begin = 9, pad_end = 8;  // upfirdn2d's padding on both axes; below 0 a crop by Slice
+  int64_t channels = 64, h = 6, w = 5;
+  // Near-miss switches.
+  bool conv1_bias = false;          // the 1xK Conv has a non-zero bias
+  int64_t conv2_pad_w = 0;          // the Kx1 Conv pads W by this on both sides
+  bool conv1_extra_reader = false;  // the 1xK Conv's output is also a graph output
+};
+
+onnx::ModelProto pair_model(const PairSpec& m) {
+  const std::string c = std::to_string(m.channels), s = std::to_string(m.s);
+  const int64_t hp = m.s * m.h + std::max<int64_t>(m.pad_begin, 0) + std::max<int64_t>(m.pad_end, 0);
+  const int64_t wp = m.s * m.w + std::max<int64_t>(m.pad_begin, 0) + std::max<int64_t>(m.pad_end, 0);
+  std::string body;
+  body += "  split_shape = Constant <value = int64[6] {1, " + c + ", " + std::to_string(m.h) + ", 1, " + std::to_string(m.w) + ", 1}> ()\n";
+  body += "  merge_shape = Constant <value = int64[4] {1, " + c + ", " + std::to_string(m.s * m.h) + ", " + std::to_string(m.s * m.w) +
+          "}> ()\n";
+  body += "  r = Reshape (X, split_shape)\n";
+  body += pads_chain("ipads", "i_", {0, m.s - 1, 0, 0, 0, m.s - 1}, 6);
+  body += "  z = Pad <mode = \"constant\"> (r, ipads)\n  u = Reshape (z, merge_shape)\n";
+  const int64_t pb = std::max<int64_t>(m.pad_begin, 0), pe = std::max<int64_t>(m.pad_end, 0);
+  body += pads_chain("pads", "p_", pb, pe, pb, pe);
+  body += "  p = Pad <mode = \"constant\"> (u, pads)\n";
+  // x[:, :, max(-pad0, 0) : x.shape[2] - max(-pad1, 0), ...]: starts and ends as constants (the dims are known).
+  const int64_t cb = std::max<int64_t>(-m.pad_begin, 0), ce = std::max<int64_t>(-m.pad_end, 0);
+  body += "  st = Constant <value = int64[1] {" + std::to_string(cb) + "}> ()\n  one = Constant <value = int64[1] {1}> ()\n";
+  body += "  en2 = Constant <value = int64[1] {" + std::to_string(hp - ce) + "}> ()\n  ax2 = Constant <value = int64[1] {2}> ()\n";
+  body += "  en3 = Constant <value = int64[1] {" + std::to_string(wp - ce) + "}> ()\n  ax3 = Constant <value = int64[1] {3}> ()\n";
+  body += "  q2 = Slice (p, st, en2, ax2, one)\n  q = Slice (q2, st, en3, ax3, one)\n";
+  const std::string k = std::to_string(m.k), pw = std::to_string(m.conv2_pad_w);
+  body += "  V = Conv <group = " + c + ", kernel_shape = [1, " + k + "]> (q, F1" + (m.conv1_bias ? ", B1" : "") + ")\n";
+  body += "  Y = Conv <group = " + c + ", kernel_shape = [" + k + ", 1], pads = [0, " + pw + ", 0, " + pw + "]> (V, F2, B)\n";
+  std::string outputs = "float[1," + c + ",OH,OW] Y";
+  if (m.conv1_extra_reader) outputs += ", float[1," + c + ",VH,VW] V";
+  onnx::ModelProto model = parse_model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[1," + c + "," + std::to_string(m.h) + "," +
+                                       std::to_string(m.w) + "] X) => (" + outputs + ") {\n" + body + "}\n");
+  auto& g = *model.mutable_graph();
+  set_random_initializer(g, "F1", onnx::TensorProto::FLOAT, {m.channels, 1, 1, m.k}, 71);
+  set_random_initializer(g, "F2", onnx::TensorProto::FLOAT, {m.channels, 1, m.k, 1}, 72);
+  set_random_initializer(g, "B", onnx::TensorProto::FLOAT, {m.channels}, 73);
+  if (m.conv1_bias) set_random_initializer(g, "B1", onnx::TensorProto::FLOAT, {m.channels}, 74);
+  name_node(model, "V", "up1");
+  name_node(model, "Y", "up2");
+  return model;
+}
+
+// The output length on one axis, from upfirdn2d's own formula: n*s + pad0 + pad1 - (K - 1).
+int64_t out_length(const PairSpec& m, int64_t n) { return n * m.s + m.pad_begin + m.pad_end - (m.k - 1); }
+
+// The Convs of `graph` that read `input`, directly or through a Pad of it (a phase whose window starts inside the
+// input crops it first), and the sum of their kernels' taps.
+std::pair<std::vector<const onnx::NodeProto*>, int64_t> convs_reading(const onnx::GraphProto& graph, const std::string& input) {
+  std::set<std::string> reads_input{input};
+  for (const auto& node : graph.node()) {
+    if (node.op_type() == "Pad" && node.input(0) == input) reads_input.insert(node.output(0));
+  }
+  std::vector<const onnx::NodeProto*> convs;
+  int64_t taps = 0;
+  for (const auto& node : graph.node()) {
+    if (node.op_type() != "Conv" || reads_input.count(node.input(0)) == 0) continue;
+    convs.push_back(&node);
+    const auto dims = conv_weight_dims(graph, node);
+    taps += dims[2] * dims[3];
+  }
+  return {convs, taps};
+}
+
+// Requires the pair rewritten as two one-axis stages: s phase Convs on X with 1xK/s kernels (1/s^2 of the 1xK Conv's
+// MACs), s phase Convs on their join with K/s x 1 kernels (1/s of the Kx1's), every hand-written node and the filters
+// gone, the numbers the original's, and the rewrite idempotent and deterministic.
+void require_pair_rewritten(const PairSpec& spec, std::array<int64_t, 4> pads, uint32_t seed) {
+  const auto original = pair_model(spec);
+  REQUIRE(checker_error(original).empty());
+  const auto out = rewrite_copy(original);
+  REQUIRE(out.result.nodes.size() == 1);
+  const auto& row = out.result.nodes[0];
+  CAPTURE(row.reason);
+  REQUIRE(row.rewritten);
+  CHECK(row.summary.form == "fir_pair");
+  CHECK(row.summary.name == "up1");
+  CHECK(row.summary.stride == spec.s);
+  CHECK(row.summary.kernel == std::array<int64_t, 2>{spec.k, spec.k});
+  CHECK(row.summary.pads == pads);
+  CHECK(row.layout == rewrite::PhaseLayout::kInterleave);
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  const auto [first, first_taps] = convs_reading(g, "X");
+  CHECK(first.size() == static_cast<size_t>(spec.s));
+  CHECK(first_taps == spec.k);  // K taps over s phases: each output of the first stage meets K/s of them
+  REQUIRE(!first.empty());
+  std::string middle;  // what the first stage's join writes: read by the second stage's phases
+  for (const auto& node : g.node()) {
+    if (node.op_type() == "Reshape" && node.output(0) != "Y") middle = node.output(0);
+  }
+  const auto [second, second_taps] = convs_reading(g, middle);
+  CHECK(second.size() == static_cast<size_t>(spec.s));
+  CHECK(second_taps == spec.k);
+  CHECK(count_ops(g, "Conv") == 2 * spec.s);
+  for (const auto& op : {"Slice", "Shape", "Transpose", "Cast", "ConstantOfShape"}) {
+    CAPTURE(op);
+    CHECK(count_ops(g, op) == 0);
+  }
+  for (const auto& node : g.node()) {  // the Pads left are the phases' crops of a stage's input
+    if (node.op_type() == "Pad") CHECK((node.input(0) == "X" || node.input(0) == middle));
+  }
+  CHECK(count_ops(g, "Reshape") == 2);  // the two joins; the zero insertion's Reshapes are gone
+  for (const auto& init : {"F1", "F2"}) {
+    CAPTURE(init);
+    CHECK(find_initializer(g, init) == nullptr);
+  }
+  CHECK(find_initializer(g, "B") != nullptr);
+  const auto x = random_tensor4(1, spec.channels, spec.h, spec.w, seed);
+  CHECK(output_diff(original, out.model, {{"X", x}}, "Y", {1, spec.channels, out_length(spec, spec.h), out_length(spec, spec.w)}) <
+        kTolerance);
+  CHECK(serialized(rewrite_copy(out.model).model) == serialized(out.model));
+  CHECK(serialized(rewrite_copy(original).model) == serialized(out.model));
+}
+
+}  // namespace
+
+TEST_CASE("StyleGAN3's x2 up path (K 12, pads 9 and 8) becomes two one-axis polyphase stages", "[rewrite][recogniser][fir_pair]") {
+  PairSpec spec;
+  // The equivalent ConvTranspose per axis: k 12, s 2, Pb = K-1-9 = 2, Pe = K-s-8 = 2; output 2n+6.
+  require_pair_rewritten(spec, {2, 2, 2, 2}, 81);
+}
+
+TEST_CASE("A fir_pair's crop by Slices folds into the phase pads", "[rewrite][recogniser][fir_pair]") {
+  SECTION("x2, pads -11 and -12 (StyleGAN3's last critically sampled layer): output 2n-34") {
+    PairSpec spec;
+    spec.pad_begin = -11;
+    spec.pad_end = -12;
+    spec.h = 20;
+    spec.w = 19;
+    require_pair_rewritten(spec, {22, 22, 22, 22}, 82);
+  }
+  SECTION("x4, K 24, pads -6 and -7: output 4n-36") {
+    PairSpec spec;
+    spec.s = 4;
+    spec.k = 24;
+    spec.pad_begin = -6;
+    spec.pad_end = -7;
+    spec.h = 12;
+    spec.w = 11;
+    require_pair_rewritten(spec, {29, 29, 27, 27}, 83);
+  }
+}
+
+TEST_CASE("near-miss fir_pair upsamplers are kept with a reason", "[rewrite][recogniser][fir_pair][refusal]") {
+  SECTION("x4, K 24, pads -6 and -9 (StyleGAN3's x4 layers): 4n-38 is no whole number of strides") {
+    PairSpec spec;
+    spec.s = 4;
+    spec.k = 24;
+    spec.pad_begin = -6;
+    spec.pad_end = -9;
+    spec.h = 12;
+    spec.w = 11;
+    require_upsampler_kept(pair_model(spec), "fir_pair", "output is 4*H-38 on that axis: not a whole number of strides");
+  }
+  SECTION("the 1xK Conv has a bias, which lands on the inserted zero rows") {
+    PairSpec spec;
+    spec.conv1_bias = true;
+    require_upsampler_kept(pair_model(spec), "fir_pair", "the 1xK Conv has a non-zero bias");
+  }
+  SECTION("the Kx1 Conv pads W after the 1xK filter") {
+    PairSpec spec;
+    spec.conv2_pad_w = 1;
+    require_upsampler_kept(pair_model(spec), "fir_pair", "the Kx1 Conv pads W (1, 1), after the 1xK filter");
+  }
+  SECTION("the 1xK Conv's output is read elsewhere: no pair, the 1xK Conv is judged alone") {
+    PairSpec spec;
+    spec.conv1_extra_reader = true;
+    require_upsampler_kept(pair_model(spec), "reshape_zero_insertion", "not a clean upscale: output is 2*H+17 on that axis");
+  }
+}
+
+TEST_CASE("The default target keeps a fir_pair: its join was not measured on every runtime", "[rewrite][fir_pair][targets]") {
+  rewrite::RewriteOptions options;
+  options.target = rewrite::find_target("default");
+  const auto original = pair_model(PairSpec{});
+  const auto out = rewrite_copy(original, options);
+  REQUIRE(out.result.nodes.size() == 1);
+  CHECK_FALSE(out.result.nodes[0].rewritten);
+  CHECK(out.result.nodes[0].summary.form == "fir_pair");
+  CHECK(serialized(out.model) == serialized(original));
+}
