@@ -86,20 +86,32 @@ core::Result<std::array<int64_t, 4>> slice_crop(const onnx::NodeProto& slice, co
   return crop;
 }
 
+// One axis of the pair as a ConvTranspose stage, and what a Slice crops from the end of its join.
+struct PairAxis {
+  core::AxisGeometry geometry;
+  int64_t crop_end = 0;
+};
+
 // One axis of the pair: zero insertion by s at offset j, P and E in total before and after it (negative: a crop), then
 // a K-tap filter, as the ConvTranspose it is: k = K, Pb = K-1-j-P, Pe = K+j-s-E (rewrite/recogniser_parts.h). Its output
-// is s*H + (P+E-(K-1)); the phases take it when that excess is a whole number of strides.
-core::Result<core::AxisGeometry> pair_axis(int64_t k, int64_t s, int64_t j, int64_t p, int64_t e, const char* axis) {
-  core::AxisGeometry g{k, s, k - 1 - j - p, k + j - s - e, 0};
+// is s*H + (P+E-(K-1)). When that excess is no whole number of strides (StyleGAN3's x4 layers: 4*H-38), the phases
+// write up to s-1 samples more (Pe shorter) and a Slice after the join crops them.
+core::Result<PairAxis> pair_axis(int64_t k, int64_t s, int64_t j, int64_t p, int64_t e, const char* axis, int64_t opset) {
+  PairAxis out{{k, s, k - 1 - j - p, k + j - s - e, 0}, 0};
+  core::AxisGeometry& g = out.geometry;
+  const int64_t excess = p + e - (k - 1);
+  out.crop_end = ((-excess) % s + s) % s;
+  g.pad_end -= out.crop_end;
   if (g.pad_begin < 0 || g.pad_end < 0) {
     return declined(std::string("the equivalent ConvTranspose on ") + axis + " would have negative pads (" + std::to_string(g.pad_begin) +
                     ", " + std::to_string(g.pad_end) + ")");
   }
-  if (!core::plannable(g)) {
-    return declined("output is " + core::describe_output_length(g, axis) + " on that axis: not a whole number of strides, so the phases " +
-                    "would need a crop after the join");
+  if (out.crop_end != 0 && opset < 10) {
+    return declined(std::string("output is ") + std::to_string(s) + "*" + axis + (excess < 0 ? "" : "+") + std::to_string(excess) +
+                    " on that axis: the phases would need a crop after the join, and Slice takes its bounds as inputs only from opset 10");
   }
-  return g;
+  if (!core::plannable(g)) return declined("output is " + core::describe_output_length(g, axis) + " on that axis");
+  return out;
 }
 
 // The depthwise weight `w` ([C,1,ky,kx]) flipped on both axes: a Conv's filter as the ConvTranspose's kernel.
@@ -216,11 +228,13 @@ std::optional<FormSelection> select_fir_pair(const MatchContext& context, const 
   // Zero rows before the 1xK Conv, and its and the Kx1 Conv's pads on H, are all zero rows before the Kx1 filter.
   for (size_t i : {size_t{0}, size_t{2}}) total[i] += tail1->pads[i] + tail2->pads[i];
   for (size_t i : {size_t{1}, size_t{3}}) total[i] += tail1->pads[i];
-  auto gy = pair_axis(ky, zi->s, zi->j[0], total[0], total[2], "H");
-  if (!gy) return out.fail(gy.error());
-  auto gx = pair_axis(kx, zi->s, zi->j[1], total[1], total[3], "W");
-  if (!gx) return out.fail(gx.error());
-  sum.pads = std::array<int64_t, 4>{gy->pad_begin, gx->pad_begin, gy->pad_end, gx->pad_end};
+  auto ay = pair_axis(ky, zi->s, zi->j[0], total[0], total[2], "H", eval.opset());
+  if (!ay) return out.fail(ay.error());
+  auto ax = pair_axis(kx, zi->s, zi->j[1], total[1], total[3], "W", eval.opset());
+  if (!ax) return out.fail(ax.error());
+  const core::AxisGeometry* gy = &ay->geometry;
+  const core::AxisGeometry* gx = &ax->geometry;
+  sum.pads = std::array<int64_t, 4>{gy->pad_begin, gx->pad_begin, gy->pad_end + ay->crop_end, gx->pad_end + ax->crop_end};
   sum.output_padding = std::array<int64_t, 2>{0, 0};
   for (const auto& [tail, name] : {std::pair{&*tail1, "1xK"}, std::pair{&*tail2, "Kx1"}}) {
     if (auto why = parts::derived_overflow(flipped(tail->weight), tail->weight.data_type); !why.empty()) return out.fail(declined(why));
@@ -233,17 +247,19 @@ std::optional<FormSelection> select_fir_pair(const MatchContext& context, const 
       parts::derived_match(conv1, scope, context.ir_version, types, x, tail1->weight.data_type, {c, 1, 1, kx}, flipped(tail1->weight));
   m.deconv.y = core::AxisGeometry{1, 1, 0, 0, 0};
   m.deconv.x = *gx;
+  m.deconv.crop_end = {0, ax->crop_end};
   DeconvMatch second = parts::derived_match(*conv2, scope, context.ir_version, types, conv1.output(0), tail2->weight.data_type,
                                             {c, 1, ky, 1}, flipped(tail2->weight));
   second.y = *gy;
   second.x = core::AxisGeometry{1, 1, 0, 0, 0};
+  second.crop_end = {ay->crop_end, 0};
   second.input_type = m.deconv.input_type;
   if (second.input_type && second.input_type->has_tensor_type() && second.input_type->tensor_type().has_shape() &&
       second.input_type->tensor_type().shape().dim_size() == 4) {
     auto* w = second.input_type->mutable_tensor_type()->mutable_shape()->mutable_dim(3);
     const auto length = w->has_dim_value() ? core::deconv_output_length(*gx, w->dim_value()) : std::nullopt;
     w->Clear();
-    if (length) w->set_dim_value(*length);
+    if (length) w->set_dim_value(*length - ax->crop_end);
   }
   m.second = std::move(second);
   std::vector<const onnx::NodeProto*> nodes;

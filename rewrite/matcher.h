@@ -83,6 +83,9 @@ struct DeconvMatch {
   bool edge_padding = false;
   // Set: the emitted upsampler computes part of a sum, and the other parts are added to it into `output`.
   std::optional<ConvAddend> addend;
+  // Samples at the end of H and W that the phases' join writes beyond y and a Slice (opset >= 10) crops: a stage of a
+  // fir_pair whose output is no whole number of strides is emitted one stride-multiple longer (its end pad shorter).
+  std::array<int64_t, 2> crop_end{0, 0};
 
   int64_t groups() const { return group != 0 ? group : channels; }
   int64_t outputs() const { return out_channels != 0 ? out_channels : channels; }
