@@ -170,8 +170,8 @@ std::string nonzero_bias(const onnx::NodeProto& conv, const GraphScope& scope, C
 std::optional<FormSelection> select_fir_pair(const MatchContext& context, const onnx::NodeProto& conv1, const GraphScope& scope) {
   const onnx_io::ScopedTypes& types = context.types;
   ConstEvaluator& eval = context.eval;
-  // Cheap and selective first: the front, then a Conv that alone reads conv1, then the kernels 1xK and Kx1. Anything
-  // else is no pair (nullopt): reshape_zero_insertion then judges conv1 alone.
+  // Cheap and selective first: the front, a Conv that alone reads conv1, zero insertion by s >= 2, then the kernels 1xK
+  // and Kx1. Anything else is no pair (nullopt): reshape_zero_insertion then judges conv1 alone.
   const auto front = find_front(scope, conv1);
   if (!front) return std::nullopt;
   const onnx::NodeProto* conv2 = sole_reader(scope, context.uses, conv1.output(0));
@@ -180,6 +180,9 @@ std::optional<FormSelection> select_fir_pair(const MatchContext& context, const 
     return std::nullopt;
   }
   NodeSummary scratch;
+  // A zero insertion that inserts nothing (upfirdn2d's down path, up = 1) is no upsampler of this form either.
+  auto zi = parts::reshape_insertion(*front->split, *front->insert, *front->merge, scope, eval, types, scratch);
+  if (!zi) return std::nullopt;
   auto tail1 = parts::read_conv_tail(conv1, scope, eval, scratch);
   auto tail2 = parts::read_conv_tail(*conv2, scope, eval, scratch);
   if (!tail1 || !tail2 || tail1->weight.dims[2] != 1 || tail2->weight.dims[3] != 1 || tail1->weight.dims[3] < 2 ||
@@ -215,8 +218,8 @@ std::optional<FormSelection> select_fir_pair(const MatchContext& context, const 
     return out.fail(declined("the Kx1 Conv pads W (" + std::to_string(tail2->pads[1]) + ", " + std::to_string(tail2->pads[3]) +
                              "), after the 1xK filter"));
   }
-  auto zi = parts::reshape_insertion(*front->split, *front->insert, *front->merge, scope, eval, types, sum);
-  if (!zi) return out.fail(zi.error());
+  sum.stride = zi->s;
+  sum.strides = {zi->s, zi->s};
   auto pads = parts::pad_amounts(*front->pad, scope, eval);
   if (!pads) return out.fail(pads.error());
   std::array<int64_t, 4> total = *pads;  // [top, left, bottom, right] before the filters, a crop negative

@@ -200,6 +200,11 @@ TEST_CASE("near-miss fir_pair upsamplers are kept with a reason", "[rewrite][rec
     spec.conv2_pad_w = 1;
     require_upsampler_kept(pair_model(spec), "fir_pair", "the Kx1 Conv pads W (1, 1), after the 1xK filter");
   }
+  SECTION("a zero insertion that inserts nothing (upfirdn2d's down path, up = 1): no pair, the 1xK Conv is judged alone") {
+    PairSpec spec;
+    spec.s = 1;
+    require_upsampler_kept(pair_model(spec), "reshape_zero_insertion", "zero-inserting Pad inserts no zeros");
+  }
   SECTION("the 1xK Conv's output is read elsewhere: no pair, the 1xK Conv is judged alone") {
     PairSpec spec;
     spec.conv1_extra_reader = true;
