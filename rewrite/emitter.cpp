@@ -388,33 +388,35 @@ PhaseLayout Emitter::layout_for(const DeconvMatch& m, PhaseLayout join) const {
   return sy == sx ? join : PhaseLayout::kInterleave;
 }
 
+core::Result<std::vector<onnx::NodeProto>> Emitter::emit_cropped(const DeconvMatch& m, PhaseLayout layout) {
+  // The longer output under a name of its own, then y = Slice(it, ends -crop on H and W): the crop's ends count from
+  // the end, so no extent needs to be known.
+  DeconvMatch longer = m;
+  longer.crop_end = {0, 0};
+  const std::string base = m.name.empty() ? m.output : m.name;
+  longer.output = names_.fresh(base + "_uncropped");
+  auto nodes = emit(longer, layout);
+  if (!nodes) return nodes;
+  const std::string slice_name = names_.fresh(base + "_crop_end");
+  std::vector<std::string> inputs{longer.output};
+  const std::vector<std::vector<int64_t>> bounds{{0, 0}, {-m.crop_end[0], -m.crop_end[1]}, {2, 3}};
+  const char* const what[] = {"_starts", "_ends", "_axes"};
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    // An end of -0 would crop everything: an uncropped axis ends past its dim instead.
+    std::vector<int64_t> values = bounds[i];
+    for (size_t a = 0; i == 1 && a < 2; ++a) {
+      if (values[a] == 0) values[a] = std::numeric_limits<int64_t>::max();
+    }
+    inputs.push_back(names_.fresh(slice_name + what[i]));
+    add_initializer(*m.scope, onnx_io::make_int64_tensor(inputs.back(), {2}, values));
+  }
+  nodes->push_back(make_node("Slice", slice_name, std::move(inputs), {m.output}));
+  return nodes;
+}
+
 core::Result<std::vector<onnx::NodeProto>> Emitter::emit(const DeconvMatch& m, PhaseLayout layout) {
   if (m.addend) return emit_split(m, layout);
-  if (m.crop_end != std::array<int64_t, 2>{0, 0}) {
-    // The longer output under a name of its own, then y = Slice(it, ends -crop on H and W): the crop's ends count from
-    // the end, so no extent needs to be known.
-    DeconvMatch longer = m;
-    longer.crop_end = {0, 0};
-    const std::string base = m.name.empty() ? m.output : m.name;
-    longer.output = names_.fresh(base + "_uncropped");
-    auto nodes = emit(longer, layout);
-    if (!nodes) return nodes;
-    const std::string slice_name = names_.fresh(base + "_crop_end");
-    std::vector<std::string> inputs{longer.output};
-    const std::vector<std::vector<int64_t>> bounds{{0, 0}, {-m.crop_end[0], -m.crop_end[1]}, {2, 3}};
-    const char* const what[] = {"_starts", "_ends", "_axes"};
-    for (size_t i = 0; i < bounds.size(); ++i) {
-      // An end of -0 would crop everything: an uncropped axis ends past its dim instead.
-      std::vector<int64_t> values = bounds[i];
-      for (size_t a = 0; i == 1 && a < 2; ++a) {
-        if (values[a] == 0) values[a] = std::numeric_limits<int64_t>::max();
-      }
-      inputs.push_back(names_.fresh(slice_name + what[i]));
-      add_initializer(*m.scope, onnx_io::make_int64_tensor(inputs.back(), {2}, values));
-    }
-    nodes->push_back(make_node("Slice", slice_name, std::move(inputs), {m.output}));
-    return nodes;
-  }
+  if (m.crop_end != std::array<int64_t, 2>{0, 0}) return emit_cropped(m, layout);
   core::DeconvPlan plan = core::plan_deconv(m.y, m.x);
   if (layout == PhaseLayout::kNearest) plan.phases.resize(1);  // the one phase; the Resize makes the others
   const int64_t s = plan.y.stride, sx = plan.x.stride;

@@ -121,6 +121,8 @@ class Emitter {
   // The Conv of the split Conv's channels that are not upsampled (their Concat and Pad first), appended to `nodes`;
   // returns its output.
   std::string rest_conv(const DeconvMatch& m, const std::string& base, std::vector<onnx::NodeProto>& nodes);
+  // emit() of a match with a crop_end: the phases and join into a longer tensor of their own, then the Slice into y.
+  core::Result<std::vector<onnx::NodeProto>> emit_cropped(const DeconvMatch& m, PhaseLayout layout);
   core::Result<std::string> phase_weight(const DeconvMatch& m, const core::DeconvPlan& plan, size_t phase_index);
   // A [C,1,1,1] zero kernel, one per source weight, stored the way the weight is.
   std::string zero_kernel(const DeconvMatch& m);

@@ -167,6 +167,39 @@ std::string nonzero_bias(const onnx::NodeProto& conv, const GraphScope& scope, C
   return "";
 }
 
+// Stage 1 of a pair: x [N,C,H,W] -> [N,C,H,W'], the 1xK Conv's filter on W as a stride (1,s) ConvTranspose.
+DeconvMatch first_stage(const MatchContext& context, const onnx::NodeProto& conv1, const GraphScope& scope, const std::string& x,
+                        const parts::ConvTail& tail, const PairAxis& w) {
+  const int64_t c = tail.channels, kx = tail.weight.dims[3];
+  DeconvMatch d =
+      parts::derived_match(conv1, scope, context.ir_version, context.types, x, tail.weight.data_type, {c, 1, 1, kx}, flipped(tail.weight));
+  d.y = core::AxisGeometry{1, 1, 0, 0, 0};
+  d.x = w.geometry;
+  d.crop_end = {0, w.crop_end};
+  return d;
+}
+
+// Stage 2: what stage 1 writes (`middle`, named afresh by the rewriter) -> [N,C,H',W'], the Kx1 Conv's filter on H as a
+// stride (s,1) ConvTranspose; its input type is stage 1's output, W' where x's W is known.
+DeconvMatch second_stage(const MatchContext& context, const onnx::NodeProto& conv2, const GraphScope& scope, const std::string& middle,
+                         const parts::ConvTail& tail, const PairAxis& h, const DeconvMatch& first, const PairAxis& w) {
+  const int64_t c = tail.channels, ky = tail.weight.dims[2];
+  DeconvMatch d = parts::derived_match(conv2, scope, context.ir_version, context.types, middle, tail.weight.data_type, {c, 1, ky, 1},
+                                       flipped(tail.weight));
+  d.y = h.geometry;
+  d.x = core::AxisGeometry{1, 1, 0, 0, 0};
+  d.crop_end = {h.crop_end, 0};
+  d.input_type = first.input_type;
+  if (d.input_type && d.input_type->has_tensor_type() && d.input_type->tensor_type().has_shape() &&
+      d.input_type->tensor_type().shape().dim_size() == 4) {
+    auto* dim = d.input_type->mutable_tensor_type()->mutable_shape()->mutable_dim(3);
+    const auto length = dim->has_dim_value() ? core::deconv_output_length(w.geometry, dim->dim_value()) : std::nullopt;
+    dim->Clear();
+    if (length) dim->set_dim_value(*length - w.crop_end);
+  }
+  return d;
+}
+
 std::optional<FormSelection> select_fir_pair(const MatchContext& context, const onnx::NodeProto& conv1, const GraphScope& scope) {
   const onnx_io::ScopedTypes& types = context.types;
   ConstEvaluator& eval = context.eval;
@@ -239,35 +272,14 @@ std::optional<FormSelection> select_fir_pair(const MatchContext& context, const 
   const core::AxisGeometry* gx = &ax->geometry;
   sum.pads = std::array<int64_t, 4>{gy->pad_begin, gx->pad_begin, gy->pad_end + ay->crop_end, gx->pad_end + ax->crop_end};
   sum.output_padding = std::array<int64_t, 2>{0, 0};
-  for (const auto& [tail, name] : {std::pair{&*tail1, "1xK"}, std::pair{&*tail2, "Kx1"}}) {
+  for (const parts::ConvTail* tail : {&*tail1, &*tail2}) {
     if (auto why = parts::derived_overflow(flipped(tail->weight), tail->weight.data_type); !why.empty()) return out.fail(declined(why));
   }
 
-  // Stage 1: x [N,C,H,W] -> [N,C,H,W'], the 1xK filter on W; stage 2: -> [N,C,H',W'], the Kx1 filter on H.
-  const int64_t c = tail1->channels;
   UpsamplerMatch m;
-  m.deconv =
-      parts::derived_match(conv1, scope, context.ir_version, types, x, tail1->weight.data_type, {c, 1, 1, kx}, flipped(tail1->weight));
-  m.deconv.y = core::AxisGeometry{1, 1, 0, 0, 0};
-  m.deconv.x = *gx;
-  m.deconv.crop_end = {0, ax->crop_end};
-  DeconvMatch second = parts::derived_match(*conv2, scope, context.ir_version, types, conv1.output(0), tail2->weight.data_type,
-                                            {c, 1, ky, 1}, flipped(tail2->weight));
-  second.y = *gy;
-  second.x = core::AxisGeometry{1, 1, 0, 0, 0};
-  second.crop_end = {ay->crop_end, 0};
-  second.input_type = m.deconv.input_type;
-  if (second.input_type && second.input_type->has_tensor_type() && second.input_type->tensor_type().has_shape() &&
-      second.input_type->tensor_type().shape().dim_size() == 4) {
-    auto* w = second.input_type->mutable_tensor_type()->mutable_shape()->mutable_dim(3);
-    const auto length = w->has_dim_value() ? core::deconv_output_length(*gx, w->dim_value()) : std::nullopt;
-    w->Clear();
-    if (length) w->set_dim_value(*length - ax->crop_end);
-  }
-  m.second = std::move(second);
-  std::vector<const onnx::NodeProto*> nodes;
-  for (const auto& [node, what] : chain) nodes.push_back(node);
-  m.replaced = parts::replaced_tensors(scope, x, nodes, {conv1.input(1), conv2->input(1)});
+  m.deconv = first_stage(context, conv1, scope, x, *tail1, *ax);
+  m.second = second_stage(context, *conv2, scope, conv1.output(0), *tail2, *ay, m.deconv, *ax);
+  m.replaced = parts::replaced_tensors(scope, x, chain, {conv1.input(1), conv2->input(1)});
   out.match = std::move(m);
   return out;
 }
