@@ -2,10 +2,11 @@
 """Rewrite counts per model and target for two builds of the tool, and each rewrite checked on ONNX Runtime.
 
 What a change that narrows or widens what is rewritten is judged by ("nothing that rewrote before is lost"): every
-model in examples/ and tests/fixtures/, and the PyTorch exporters' models (examples/export_*.py, run with
---export-python, an interpreter with torch and onnx, at the opsets they are exported at), each rewritten by both
-binaries (--dry-run) under every target; then the NEW binary's output for each target run beside its original on
-ONNX Runtime on seeded inputs (symbolic dims as 1, or the --input-shape a model needs), which must agree.
+model in examples/, tests/fixtures/ and tests/fixtures/upstream/, and the PyTorch exporters' models
+(examples/export_*.py, run with --export-python, an interpreter with torch and onnx, at the opsets they are exported
+at), each rewritten by both binaries (--dry-run) under every target; then the NEW binary's output for each target run
+beside its original on ONNX Runtime on seeded inputs (symbolic dims as 1, or the --input-shape a model needs), which
+must agree.
 
 Usage (an interpreter with onnxruntime, onnx and numpy):
   python bench/sweep_rewrite_counts.py --old OLD_BINARY --new NEW_BINARY --export-python /usr/bin/python3 \\
@@ -110,6 +111,7 @@ def main():
     a = p.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
     models = sorted((ROOT / "examples").glob("*.onnx")) + sorted((ROOT / "tests" / "fixtures").glob("*.onnx"))
+    models += sorted((ROOT / "tests" / "fixtures" / "upstream").glob("*.onnx"))
     models += export_models(a.export_python, a.work)
     # Extra arguments a model needs (--input-shape for symbolic dims); every shipped model is static today.
     shapes_of = {}
