@@ -4,6 +4,7 @@
 // original through the naive executor, the near-misses kept, idempotence and determinism.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
 
 #include "upsampler_fixtures.h"
@@ -221,4 +222,24 @@ TEST_CASE("The default target keeps a fir_pair: its join was not measured on eve
   CHECK_FALSE(out.result.nodes[0].rewritten);
   CHECK(out.result.nodes[0].summary.form == "fir_pair");
   CHECK(serialized(out.model) == serialized(original));
+}
+
+TEST_CASE("Which targets rewrite a fir_pair: ONNX Runtime and the executor, where it was measured, and no other",
+          "[rewrite][fir_pair][targets]") {
+  // Written down from BENCHMARKS.md, "StyleGAN3's separable FIR pair": timed on ONNX Runtime (C 32-512) and on the
+  // executor (xnnpack's rule for strides that differ per axis, from 64 channels); LiteRT could not run the original.
+  const std::map<std::string, bool> rewrites{{"default", false},    {"xnnpack", true},   {"litert", false}, {"ort", true},
+                                             {"executorch", false}, {"openvino", false}, {"mnn", false},    {"ncnn", false}};
+  REQUIRE(rewrites.size() == rewrite::targets().size());
+  const auto original = pair_model(PairSpec{});  // 64 channels
+  for (const auto& [name, expected] : rewrites) {
+    INFO(name);
+    rewrite::RewriteOptions options;
+    options.target = rewrite::find_target(name);
+    REQUIRE(options.target != nullptr);
+    const auto out = rewrite_copy(original, options);
+    REQUIRE(out.result.nodes.size() == 1);
+    CHECK(out.result.nodes[0].summary.form == "fir_pair");
+    CHECK(out.result.nodes[0].rewritten == expected);
+  }
 }

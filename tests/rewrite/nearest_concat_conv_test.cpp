@@ -4,6 +4,8 @@
 // exist after) and numbers against the naive double-precision executor; near misses kept with a reason.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "nearest_conv_fixtures.h"
 #include "onnx_io/tensor.h"
 
@@ -344,5 +346,33 @@ TEST_CASE("The split is kept, saying why, where it does not compute the Conv", "
     REQUIRE(out.result.nodes.size() == 1);
     CHECK_FALSE(out.result.nodes[0].rewritten);
     CHECK(out.result.nodes[0].reason == "form nearest_concat_conv not selected by --forms");
+  }
+}
+
+TEST_CASE("Which targets rewrite the split: the executor and ONNX Runtime from 32 upsampled channels, and no other",
+          "[rewrite][concat][targets]") {
+  // Written down from BENCHMARKS.md, "Upsamplers behind a Concat": timed on the executor and ONNX Runtime only, and on
+  // ONNX Runtime slower below 32 upsampled channels.
+  const std::map<std::string, std::pair<bool, bool>> rewrites{
+      // target -> (C_up 32, C_up 16)
+      {"default", {false, false}},    {"xnnpack", {true, true}},    {"litert", {false, false}}, {"ort", {true, false}},
+      {"executorch", {false, false}}, {"openvino", {false, false}}, {"mnn", {false, false}},    {"ncnn", {false, false}}};
+  REQUIRE(rewrites.size() == rewrite::targets().size());
+  for (const int64_t c_up : {32, 16}) {
+    ConcatSpec spec;
+    spec.c_up = c_up;
+    spec.c_out = 8;
+    spec.pad_mode = "reflect";
+    const auto original = concat_model(spec);
+    for (const auto& [name, expected] : rewrites) {
+      INFO(name << " at C_up " << c_up);
+      rewrite::RewriteOptions options;
+      options.target = rewrite::find_target(name);
+      REQUIRE(options.target != nullptr);
+      const auto out = rewrite_copy(original, options);
+      REQUIRE(out.result.nodes.size() == 1);
+      CHECK(out.result.nodes[0].summary.form == "nearest_concat_conv");
+      CHECK(out.result.nodes[0].rewritten == (c_up == 32 ? expected.first : expected.second));
+    }
   }
 }
