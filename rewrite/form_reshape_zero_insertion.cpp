@@ -313,6 +313,32 @@ core::Result<parts::ZeroInsertion> parts::reshape_insertion(const onnx::NodeProt
 
 namespace {
 
+// rosinality's upfirdn2d_native (the StyleGAN2 that GPEN and GFPGAN v1 build on) folds the channels into the batch
+// axis: x [N,C,H,W] -> [N*C,H,W,1] -> [N*C,H,1,W,1,1], zeros inserted on axes 2 and 4, -> [N*C,sH,sW,1], a Pad,
+// crop Slices, Transpose (0,3,1,2) and a Reshape to [N*C,1,H',W'], then a one-channel Conv. Its factor s when
+// `conv` reads such a chain (the row says what it is), else nothing: no form rewrites that layout.
+std::optional<int64_t> channels_in_batch_insertion(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval) {
+  const onnx::NodeProto* reshape = producer(scope, conv.input(0), "Reshape");
+  const onnx::NodeProto* transpose = reshape == nullptr ? nullptr : producer(scope, reshape->input(0), "Transpose");
+  if (transpose == nullptr || transpose->input_size() < 1) return std::nullopt;
+  auto perm = onnx_io::get_ints(*transpose, "perm", {});
+  if (!perm || *perm != std::vector<int64_t>{0, 3, 1, 2}) return std::nullopt;
+  std::string at = transpose->input(0);
+  for (int n = 0; n < 4; ++n) {
+    const onnx::NodeProto* slice = producer(scope, at, "Slice");
+    if (slice == nullptr || slice->input_size() < 1) break;
+    at = slice->input(0);
+  }
+  const onnx::NodeProto* pad = producer(scope, at, "Pad");
+  const onnx::NodeProto* merge = pad == nullptr || pad->input_size() < 1 ? nullptr : producer(scope, pad->input(0), "Reshape");
+  const onnx::NodeProto* insert = merge == nullptr ? nullptr : producer(scope, merge->input(0), "Pad");
+  if (insert == nullptr || insert->input_size() < 1 || producer(scope, insert->input(0), "Reshape") == nullptr) return std::nullopt;
+  auto p = parts::constant_zero_pads(*insert, scope, eval, 6);  // [N*C,H,1,W,1,1]: zeros after axes 2 and 4 only
+  if (!p || (*p)[0] || (*p)[1] || (*p)[3] || (*p)[5] || (*p)[6] || (*p)[7] || (*p)[9] || (*p)[11]) return std::nullopt;
+  if ((*p)[2] + (*p)[8] < 1 || (*p)[2] + (*p)[8] != (*p)[4] + (*p)[10]) return std::nullopt;
+  return 1 + (*p)[2] + (*p)[8];
+}
+
 std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& context, const onnx::NodeProto& conv,
                                                            const GraphScope& scope) {
   const onnx_io::ScopedTypes& types = context.types;
@@ -324,6 +350,20 @@ std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& c
     if (slices.size() == 4 || slice->input_size() < 1) return std::nullopt;
     slices.push_back(slice);
     at = slice->input(0);
+  }
+  if (slices.empty()) {
+    if (auto s = channels_in_batch_insertion(conv, scope, eval)) {
+      FormSelection out;
+      out.summary = parts::conv_summary(conv, scope, Form::kReshapeZeroInsertion);
+      out.summary.stride = *s;
+      out.summary.strides = {*s, *s};
+      return out.fail(
+          declined("upfirdn2d_native's layout (rosinality's StyleGAN2: the channels folded into the batch axis, zeros "
+                   "inserted x" +
+                   std::to_string(*s) +
+                   " into [N*C,H,1,W,1,1], a one-channel Conv on [N*C,1,H,W]): "
+                   "no form rewrites it"));
+    }
   }
   const onnx::NodeProto* pad = producer(scope, at, "Pad");
   if (pad == nullptr || pad->input_size() < 1) return std::nullopt;

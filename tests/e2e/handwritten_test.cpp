@@ -161,3 +161,42 @@ TEST_CASE("a nearest x mask whose mask PyTorch computes by slice assignment (a S
   CHECK(count_ops(rewritten.graph(), "DepthToSpace") == 2);
   CHECK(count_ops(rewritten.graph(), "Conv") == 2 + 2 * 4);  // head and tail, and four phases per upsampler
 }
+
+TEST_CASE("rosinality's upfirdn2d_native upsamples get a kept row that says what they are", "[e2e][handwritten][upstream]") {
+  // tests/fixtures/upstream/rosinality_stylegan2_32_c16_opset13.onnx: three ToRGB Upsamples that fold the channels into
+  // the batch axis (Reshape to [N*C,H,W,1] and [N*C,H,1,W,1,1], zeros after axes 2 and 4, Reshape to [N*C,2H,2W,1], Pad,
+  // Slices, Transpose (0,3,1,2), Reshape to [N*C,1,H',W'], a 1-in 1-out 4x4 Conv), and three pad-only Blurs (no zeros
+  // inserted: no row). Before, none of them had a row at all.
+  TempDir dir;
+  const fs::path input = fs::path(DWDECONV_SOURCE_DIR) / "tests/fixtures/upstream/rosinality_stylegan2_32_c16_opset13.onnx";
+  const fs::path report = dir.path / "r.json";
+  const auto r = run_cli(input.string() + " --dry-run --report " + report.string(), dir);
+  CAPTURE(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("plan: rewrite 0 of 6 upsamplers, keep 6"));
+  const Report json = read_report(report);
+  for (const char* name : {"/to_rgbs.0/upsample/Conv", "/to_rgbs.1/upsample/Conv", "/to_rgbs.2/upsample/Conv"}) {
+    CAPTURE(name);
+    const Report& row = row_named(json.at("nodes"), name);
+    CHECK(row.at("form") == "reshape_zero_insertion");
+    CHECK(row.at("decision") == "kept");
+    CHECK(row.at("strides") == Report::array({2, 2}));
+    CHECK_THAT(row.at("reason").get<std::string>(), Catch::Contains("upfirdn2d_native's layout") && Catch::Contains("zeros inserted x2"));
+  }
+  for (const auto& row : json.at("nodes")) CHECK_THAT(row.at("name").get<std::string>(), !Catch::Contains("blur"));
+
+  // Another Transpose between the crop and the Conv is not that layout: no row for it.
+  auto model = load(input);
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.name() != "/to_rgbs.1/upsample/Transpose_2") continue;
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.name() == "perm") a.set_ints(3, 1);  // (0,3,2,1)
+    }
+  }
+  const fs::path changed = dir.path / "perm.onnx";
+  save(model, changed);
+  const auto r2 = run_cli(changed.string() + " --dry-run", dir);
+  CAPTURE(r2.err);
+  CHECK_THAT(r2.out, Catch::Contains("plan: rewrite 0 of 5 upsamplers, keep 5"));
+  CHECK_THAT(r2.out, !Catch::Contains("/to_rgbs.1/upsample/Conv"));
+}
