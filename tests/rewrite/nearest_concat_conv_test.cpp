@@ -4,6 +4,7 @@
 // exist after) and numbers against the naive double-precision executor; near misses kept with a reason.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <map>
 
 #include "nearest_conv_fixtures.h"
@@ -349,30 +350,33 @@ TEST_CASE("The split is kept, saying why, where it does not compute the Conv", "
   }
 }
 
-TEST_CASE("Which targets rewrite the split: the executor and ONNX Runtime from 32 upsampled channels, and no other",
+TEST_CASE("Which targets rewrite the split: the executor and OpenVINO at every C_up timed, ONNX Runtime from 32, LiteRT from 64",
           "[rewrite][concat][targets]") {
-  // Written down from BENCHMARKS.md, "Upsamplers behind a Concat": timed on the executor and ONNX Runtime only, and on
-  // ONNX Runtime slower below 32 upsampled channels.
-  const std::map<std::string, std::pair<bool, bool>> rewrites{
-      // target -> (C_up 32, C_up 16)
-      {"default", {false, false}},    {"xnnpack", {true, true}},    {"litert", {false, false}}, {"ort", {true, false}},
-      {"executorch", {false, false}}, {"openvino", {false, false}}, {"mnn", {false, false}},    {"ncnn", {false, false}}};
+  // Written down from BENCHMARKS.md, "Upsamplers behind a Concat": faster on the executor and OpenVINO at every C_up
+  // timed (16-256), on ONNX Runtime from 32 upsampled channels, on LiteRT from 64; MNN's own 3x3 Conv disagrees with the
+  // parts beyond --verify's tolerance; ExecuTorch could not convert the original; no join converts for ncnn.
+  const std::map<std::string, std::array<bool, 3>> rewrites{// target -> (C_up 64, C_up 32, C_up 16)
+                                                            {"default", {false, false, false}},    {"xnnpack", {true, true, true}},
+                                                            {"litert", {true, false, false}},      {"ort", {true, true, false}},
+                                                            {"executorch", {false, false, false}}, {"openvino", {true, true, true}},
+                                                            {"mnn", {false, false, false}},        {"ncnn", {false, false, false}}};
   REQUIRE(rewrites.size() == rewrite::targets().size());
-  for (const int64_t c_up : {32, 16}) {
+  const std::array<int64_t, 3> c_ups{64, 32, 16};
+  for (size_t i = 0; i < c_ups.size(); ++i) {
     ConcatSpec spec;
-    spec.c_up = c_up;
+    spec.c_up = c_ups[i];
     spec.c_out = 8;
     spec.pad_mode = "reflect";
     const auto original = concat_model(spec);
     for (const auto& [name, expected] : rewrites) {
-      INFO(name << " at C_up " << c_up);
+      INFO(name << " at C_up " << c_ups[i]);
       rewrite::RewriteOptions options;
       options.target = rewrite::find_target(name);
       REQUIRE(options.target != nullptr);
       const auto out = rewrite_copy(original, options);
       REQUIRE(out.result.nodes.size() == 1);
       CHECK(out.result.nodes[0].summary.form == "nearest_concat_conv");
-      CHECK(out.result.nodes[0].rewritten == (c_up == 32 ? expected.first : expected.second));
+      CHECK(out.result.nodes[0].rewritten == expected[i]);
     }
   }
 }
