@@ -474,3 +474,27 @@ TEST_CASE("a batch takes a directory, names each output with --suffix, and its l
   CHECK(run_cli(models.string() + " --out-dir " + models.string() + " --suffix .xnn", dir).exit_code == 0);
   CHECK(fs::exists(models / "a.xnn.onnx"));
 }
+
+TEST_CASE("docs/cli.md's --forms row names every form --help lists, and counts them", "[e2e][newcomer]") {
+  TempDir dir;
+  const auto r = run_cli("--help", dir);
+  REQUIRE(r.exit_code == 0);
+  // --help: "--forms LIST  Upsampler forms to rewrite, comma-separated: a, b, ... (default: ...)", wrapped.
+  std::string help = std::regex_replace(r.out, std::regex(R"(\s+)"), " ");
+  const auto from = help.find("comma-separated: ");
+  REQUIRE(from != std::string::npos);
+  const auto to = help.find(" (default:", from);
+  REQUIRE(to != std::string::npos);
+  std::vector<std::string> names;
+  std::istringstream list(help.substr(from + 17, to - from - 17));
+  for (std::string name; std::getline(list, name, ',');) names.push_back(std::regex_replace(name, std::regex(R"(^ +| +$)"), ""));
+  REQUIRE(names.size() >= 8);
+  const std::string text = read_file(fs::path(DWDECONV_SOURCE_DIR) / "docs/cli.md");
+  const auto rows = lines_with(text, "| `--forms LIST` |");
+  REQUIRE(rows.size() == 1);
+  for (const auto& name : names) CHECK_THAT(rows.front(), Catch::Contains("`" + name + "`"));
+  const std::vector<std::string> words{"",      "one",   "two",  "three", "four",   "five",  "six",
+                                       "seven", "eight", "nine", "ten",   "eleven", "twelve"};
+  REQUIRE(names.size() < words.size());
+  CHECK_THAT(rows.front(), Catch::Contains("(default: all " + words[names.size()] + ")"));
+}
