@@ -138,13 +138,8 @@ std::optional<FormSelection> select_nearest_mask(const MatchContext& context, co
   zi.gains = {tap->gain};
   auto deconv = parts::fold_zero_insertion(conv, scope, context.ir_version, types, x, *tail, *pads, zi, sum);
   if (!deconv) return out.fail(deconv.error());
-  UpsamplerMatch m;
-  m.deconv = std::move(*deconv);
-
   // What only this upsampler reads: the three intermediate nodes and every constant chain feeding them.
-  m.replaced = parts::replaced_tensors(scope, x, {pad, mul, resize}, {conv.input(1)});
-  out.match = std::move(m);
-  return out;
+  return out.succeed(std::move(*deconv), parts::replaced_tensors(scope, x, {pad, mul, resize}, {conv.input(1)}));
 }
 
 }  // namespace

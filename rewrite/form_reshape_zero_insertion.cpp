@@ -407,11 +407,7 @@ std::optional<FormSelection> select_reshape_zero_insertion(const MatchContext& c
   auto deconv = parts::fold_zero_insertion(conv, scope, context.ir_version, types, x, *tail, *pads, *zi, sum);
   if (!deconv) return out.fail(deconv.error());
 
-  UpsamplerMatch m;
-  m.deconv = std::move(*deconv);
-  m.replaced = parts::replaced_tensors(scope, x, chain, {conv.input(1)});
-  out.match = std::move(m);
-  return out;
+  return out.succeed(std::move(*deconv), parts::replaced_tensors(scope, x, chain, {conv.input(1)}));
 }
 
 }  // namespace

@@ -197,15 +197,10 @@ std::optional<FormSelection> select_upsample1d(const MatchContext& context, cons
   d.input = x;
   d.input_type = parts::one_d_type(types, scope, x);  // as the matcher reads a 1-D node: [N, C, 1, L]
 
-  UpsamplerMatch m;
-  m.deconv = std::move(d);
-  m.absorbs = ct;
   std::vector<const onnx::NodeProto*> chain{ct};
   if (pad != nullptr) chain.push_back(pad);
   if (gain != nullptr) chain.push_back(gain);
-  m.replaced = parts::replaced_tensors(scope, x, chain, {slice.input().begin() + 1, slice.input().end()});
-  out.match = std::move(m);
-  return out;
+  return out.succeed(std::move(d), parts::replaced_tensors(scope, x, chain, {slice.input().begin() + 1, slice.input().end()}), ct);
 }
 
 }  // namespace

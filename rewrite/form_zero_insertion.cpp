@@ -162,12 +162,7 @@ std::optional<FormSelection> select_zero_insertion(const MatchContext& context, 
   auto deconv = parts::fold_zero_insertion(conv, scope, context.ir_version, types, x, *tail, *pads, zi, sum);
   if (!deconv) return fail(deconv.error());
 
-  UpsamplerMatch m;
-  m.deconv = std::move(*deconv);
-  m.absorbs = ct;
-  m.replaced = parts::replaced_tensors(scope, x, chain, {conv.input(1)});
-  out.match = std::move(m);
-  return out;
+  return out.succeed(std::move(*deconv), parts::replaced_tensors(scope, x, chain, {conv.input(1)}), ct);
 }
 
 }  // namespace

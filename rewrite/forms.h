@@ -55,6 +55,16 @@ struct FormSelection {
     match = std::move(error);
     return std::move(*this);
   }
+  // This selection, matched: the ConvTranspose it computes, the tensors only it reads, and a ConvTranspose it folds in.
+  std::optional<FormSelection> succeed(DeconvMatch deconv, std::vector<std::pair<const GraphScope*, std::string>> replaced,
+                                       const onnx::NodeProto* absorbs = nullptr) {
+    UpsamplerMatch m;
+    m.deconv = std::move(deconv);
+    m.replaced = std::move(replaced);
+    m.absorbs = absorbs;
+    match = std::move(m);
+    return std::move(*this);
+  }
 };
 
 // What every recogniser reads besides the node it starts from: one per pass over the model.
