@@ -310,6 +310,27 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
     add_value_info(m, output, m.channels, pads);
     return output;
   }
+  if (options_.crop_as_slice && !m.edge_padding && opset_ >= 10 &&
+      std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p <= 0; })) {
+    // Slice(x, starts, ends, axes) on H and W (L in 1-D): a crop of k from the start starts at k, one from the end ends
+    // at -k (counted from the end, so no extent needs to be known), an uncropped end past the dim.
+    const auto end = [](int64_t p) { return p < 0 ? p : std::numeric_limits<int64_t>::max(); };
+    const std::vector<int64_t> starts = m.one_d ? std::vector<int64_t>{-pads[1]} : std::vector<int64_t>{-pads[0], -pads[1]};
+    const std::vector<int64_t> ends = m.one_d ? std::vector<int64_t>{end(pads[3])} : std::vector<int64_t>{end(pads[2]), end(pads[3])};
+    const std::vector<int64_t> axes = m.one_d ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3};
+    const std::string node_name = names_.fresh(base);
+    const std::string output = names_.fresh(node_name + "_out");
+    onnx::NodeProto slice = make_node("Slice", node_name, {m.input}, {output});
+    for (const auto& [suffix, values] :
+         {std::pair<const char*, const std::vector<int64_t>&>{"_starts", starts}, {"_ends", ends}, {"_axes", axes}}) {
+      const std::string input = names_.fresh(node_name + suffix);
+      add_initializer(*m.scope, onnx_io::make_int64_tensor(input, {static_cast<int64_t>(values.size())}, values));
+      slice.add_input(input);
+    }
+    nodes.push_back(std::move(slice));
+    add_value_info(m, output, m.channels, pads);
+    return output;
+  }
   // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right]; on NCL: [0, 0, left, 0, 0, right].
   const std::vector<int64_t> full =
       m.one_d ? std::vector<int64_t>{0, 0, pads[1], 0, 0, pads[3]} : std::vector<int64_t>{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};

@@ -208,6 +208,7 @@ struct Pass {
   static EmitOptions emit_options(const RewriteOptions& o) {
     EmitOptions emit = o.emit;
     emit.edge_as_slices = o.target->edge_as_slices;
+    emit.crop_as_slice = o.target->crop_as_slice;
     emit.flatten_1d_join = o.target->flatten_1d_join;
     return emit;
   }

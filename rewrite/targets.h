@@ -144,6 +144,9 @@ struct Target {
   // Whether a 1-D phase's edge padding is spelled as a Concat of x's edge samples rather than an edge Pad (its
   // converter writes an edge Pad as one op per sample, outside the runtime's delegate: EmitOptions::edge_as_slices).
   bool edge_as_slices = false;
+  // Whether a phase's crop (a window that starts inside x) is spelled as a Slice rather than a Pad with negative pads,
+  // which its runtime runs wrongly (MNN: EmitOptions::crop_as_slice).
+  bool crop_as_slice = false;
   // Whether its converter takes a 1-D join only without Reshape (onnx2torch + torch.export: EmitOptions::flatten_1d_join).
   bool flatten_1d_join = false;
 

@@ -250,6 +250,7 @@ Target target_of(const json& j, const std::string& where, const Texts& texts, co
   t.dense_conv_transpose = o.text("dense_conv_transpose");
   t.converts_added_resize = o.flag("converts_added_resize");
   t.edge_as_slices = o.flag("edge_as_slices");
+  t.crop_as_slice = o.flag("crop_as_slice");
   t.flatten_1d_join = o.flag("flatten_1d_join");
   const json& outside = o.at("outside_delegate");
   if (!outside.is_array()) o.fail("'outside_delegate' must be a list");

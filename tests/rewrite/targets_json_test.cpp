@@ -97,6 +97,9 @@ TEST_CASE("a mistake in targets.json is an error naming the place, never a rule 
     j = file;
     j["targets"][ort]["edge_as_slices"] = 0;
     CHECK(error_of(j) == at_ort + ": 'edge_as_slices' must be true or false");
+    j = file;
+    j["targets"][ort]["crop_as_slice"] = "yes";
+    CHECK(error_of(j) == at_ort + ": 'crop_as_slice' must be true or false");
   }
   SECTION("a missing field") {
     j["targets"][ort]["rules"][0].erase("measured");
