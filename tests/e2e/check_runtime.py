@@ -230,6 +230,7 @@ def main():
             check(not [n for n in os.listdir(d) if n.startswith("dwdeconv-runtime-")], "no scratch directory is left")
         if runtime == "mnn":
             mnn_converter(d, src, tool, tool_run, env)
+            phase_crops(d, tool_run)
         if runtime in ("ort", "litert"):
             one_d_upsampler(runtime, d, tool_run)
         if runtime == "ort":
@@ -515,6 +516,55 @@ def one_d_upsampler(runtime, d, tool_run):
     onnx.save(bad, os.path.join(d, "upsample1d.bad.onnx"))
     r = tool_run(src, "--compare", os.path.join(d, "upsample1d.bad.onnx"), "--runtime", runtime)
     check(r.returncode == 1 and "verification FAILED" in r.stderr, "1-D: a planted phase error fails on the runtime")
+
+
+def phase_crops(d, tool_run):
+    """StyleGAN3's x4 up path (upfirdn2d's reference code: zero insertion by Reshape / Pad / Reshape, a crop of 6 and 9
+    by Slice, a depthwise 1x24 then 24x1 Conv): its phases start inside x, so each stage crops x before its Convs.
+    MNN 3.6.1 crashed on that crop as a Pad with negative pads (and computed StyleGAN3's L13 wrongly), so --target mnn
+    writes it as a Slice: the rewrite verifies on MNN, with no negative Pad in it."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    c, n, s, k = 32, 12, 4, 24
+    m = n * s - 6 - 9 - (k - 1)
+    rng = np.random.default_rng(7)
+    nodes = [helper.make_node("Reshape", ["x", "s6"], ["r"], name="split"),
+             helper.make_node("Pad", ["r", "ip"], ["z"], name="insert"),
+             helper.make_node("Reshape", ["z", "s4"], ["u"], name="merge"),
+             helper.make_node("Pad", ["u", "pp"], ["p"], name="pad"),  # torch writes F.pad's max(pad, 0): none here
+             helper.make_node("Slice", ["p", "st", "en", "ax"], ["q"], name="crop"),
+             helper.make_node("Conv", ["q", "f1"], ["v"], name="up1", group=c, kernel_shape=[1, k]),
+             helper.make_node("Conv", ["v", "f2", "b"], ["y"], name="up2", group=c, kernel_shape=[k, 1])]
+    taps = rng.uniform(-0.5, 0.5, k).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array([1, c, n, 1, n, 1], np.int64), "s6"),
+             numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, s - 1, 0, s - 1], np.int64), "ip"),
+             numpy_helper.from_array(np.array([1, c, s * n, s * n], np.int64), "s4"),
+             numpy_helper.from_array(np.zeros(8, np.int64), "pp"),
+             numpy_helper.from_array(np.array([6, 6], np.int64), "st"),
+             numpy_helper.from_array(np.array([-9, -9], np.int64), "en"),
+             numpy_helper.from_array(np.array([2, 3], np.int64), "ax"),
+             numpy_helper.from_array(np.tile(taps.reshape(1, 1, 1, k), (c, 1, 1, 1)), "f1"),
+             numpy_helper.from_array(np.tile(taps.reshape(1, 1, k, 1), (c, 1, 1, 1)), "f2"),
+             numpy_helper.from_array(rng.uniform(-0.1, 0.1, c).astype(np.float32), "b")]
+    graph = helper.make_graph(nodes, "fir_pair_x4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, n, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, m, m])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    src, out = os.path.join(d, "fir_x4.onnx"), os.path.join(d, "fir_x4.mnn.onnx")
+    onnx.save(model, src)
+    r = tool_run(src, "-o", out, "--target", "mnn", "--runtime", "mnn", "--verify")
+    check(r.returncode == 0 and os.path.exists(out) and "rewrote 1 of 1" in r.stderr,
+          "crops: --target mnn rewrites StyleGAN3's x4 up path and it verifies on MNN")
+    if os.path.exists(out):
+        written = onnx.load(out)
+        inits = {t.name: numpy_helper.to_array(t) for t in written.graph.initializer}
+        pads = [n for n in written.graph.node if n.op_type == "Pad"]
+        check(not any((inits.get(p.input[1], np.zeros(1)) < 0).any() for p in pads if len(p.input) > 1),
+              "crops: no Pad with negative pads")
+        crops = [n for n in written.graph.node if n.op_type == "Slice" and (inits[n.input[1]] > 0).any()]
+        check(len(crops) >= 2, "crops: each stage's crop is a Slice with a start inside x")
 
 
 def nearest_resize(runtime, d, tool_run):
