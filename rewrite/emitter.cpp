@@ -310,13 +310,21 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
     add_value_info(m, output, m.channels, pads);
     return output;
   }
-  if (options_.crop_as_slice && !m.edge_padding && opset_ >= 10 &&
-      std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p <= 0; })) {
-    // Slice(x, starts, ends, axes) on H and W (L in 1-D): a crop of k from the start starts at k, one from the end ends
-    // at -k (counted from the end, so no extent needs to be known), an uncropped end past the dim.
+  std::string source = m.input;
+  std::array<int64_t, 4> rest = pads;  // what the Pad still does
+  const bool crops = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; });
+  if (options_.crop_as_slice && crops && !m.edge_padding && opset_ >= 10) {
+    // The crop as Slice(x, starts, ends, axes) on H and W (L in 1-D): a crop of k from the start starts at k, one from
+    // the end ends at -k (counted from the end, so no extent needs to be known), an uncropped end past the dim. What
+    // pads (with --explicit-pad) a Pad of the Slice then does.
+    std::array<int64_t, 4> crop{};
+    for (size_t k = 0; k < 4; ++k) {
+      crop[k] = std::min<int64_t>(pads[k], 0);
+      rest[k] = std::max<int64_t>(pads[k], 0);
+    }
     const auto end = [](int64_t p) { return p < 0 ? p : std::numeric_limits<int64_t>::max(); };
-    const std::vector<int64_t> starts = m.one_d ? std::vector<int64_t>{-pads[1]} : std::vector<int64_t>{-pads[0], -pads[1]};
-    const std::vector<int64_t> ends = m.one_d ? std::vector<int64_t>{end(pads[3])} : std::vector<int64_t>{end(pads[2]), end(pads[3])};
+    const std::vector<int64_t> starts = m.one_d ? std::vector<int64_t>{-crop[1]} : std::vector<int64_t>{-crop[0], -crop[1]};
+    const std::vector<int64_t> ends = m.one_d ? std::vector<int64_t>{end(crop[3])} : std::vector<int64_t>{end(crop[2]), end(crop[3])};
     const std::vector<int64_t> axes = m.one_d ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3};
     const std::string node_name = names_.fresh(base);
     const std::string output = names_.fresh(node_name + "_out");
@@ -328,15 +336,16 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
       slice.add_input(input);
     }
     nodes.push_back(std::move(slice));
-    add_value_info(m, output, m.channels, pads);
-    return output;
+    add_value_info(m, output, m.channels, crop);
+    if (rest == std::array<int64_t, 4>{0, 0, 0, 0}) return output;
+    source = output;
   }
   // ONNX Pad on NCHW: [n_begin, c_begin, top, left, n_end, c_end, bottom, right]; on NCL: [0, 0, left, 0, 0, right].
   const std::vector<int64_t> full =
-      m.one_d ? std::vector<int64_t>{0, 0, pads[1], 0, 0, pads[3]} : std::vector<int64_t>{0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]};
+      m.one_d ? std::vector<int64_t>{0, 0, rest[1], 0, 0, rest[3]} : std::vector<int64_t>{0, 0, rest[0], rest[1], 0, 0, rest[2], rest[3]};
   const std::string node_name = names_.fresh(base);
   const std::string output = names_.fresh(node_name + "_out");
-  onnx::NodeProto pad = make_node("Pad", node_name, {m.input}, {output});
+  onnx::NodeProto pad = make_node("Pad", node_name, {source}, {output});
   if (m.edge_padding) *pad.add_attribute() = onnx_io::make_string_attribute("mode", "edge");
   if (opset_ >= 11) {
     const std::string pads_name = names_.fresh(node_name + "_pads");
@@ -346,7 +355,7 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
     *pad.add_attribute() = onnx_io::make_ints_attribute(opset_ >= 2 ? "pads" : "paddings", full);
   }
   nodes.push_back(std::move(pad));
-  add_value_info(m, output, m.channels, pads);
+  add_value_info(m, output, m.channels, pads);  // x padded by all of pads, through the Slice or not
   return output;
 }
 
