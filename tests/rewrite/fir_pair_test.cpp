@@ -190,7 +190,7 @@ TEST_CASE("A fir_pair whose output is no whole number of strides ends in a Slice
   require_pair_rewritten(spec, {29, 29, 29, 29}, 84, 2);
 }
 
-TEST_CASE("On MNN a phase's crop is a Slice of the stage's input, elsewhere a Pad with negative pads; both exact",
+TEST_CASE("On MNN a phase's crop is a Slice of the stage's input and elsewhere a Pad with negative pads: both exact",
           "[rewrite][fir_pair][targets][crop]") {
   // MNN 3.6.1 crashed on, or computed wrongly (StyleGAN3's L13: 0.28 off), a Pad with negative pads before a Conv;
   // the same crop as a Slice runs exactly there (BENCHMARKS.md, "StyleGAN3's separable FIR pair", each runtime).
