@@ -26,6 +26,18 @@ struct PairSpec {
   bool conv1_extra_reader = false;  // the 1xK Conv's output is also a graph output
 };
 
+// StyleGAN3's x4 layers: K 24, pads -6 and -9 (a crop), output 4n-38, on a 12x11 x.
+PairSpec stylegan3_x4() {
+  PairSpec spec;
+  spec.s = 4;
+  spec.k = 24;
+  spec.pad_begin = -6;
+  spec.pad_end = -9;
+  spec.h = 12;
+  spec.w = 11;
+  return spec;
+}
+
 onnx::ModelProto pair_model(const PairSpec& m) {
   const std::string c = std::to_string(m.channels), s = std::to_string(m.s);
   const int64_t hp = m.s * m.h + std::max<int64_t>(m.pad_begin, 0) + std::max<int64_t>(m.pad_end, 0);
@@ -180,13 +192,7 @@ TEST_CASE("A fir_pair's crop by Slices folds into the phase pads", "[rewrite][re
 TEST_CASE("A fir_pair whose output is no whole number of strides ends in a Slice of each stage's join", "[rewrite][recogniser][fir_pair]") {
   // StyleGAN3's x4 layers: K 24, pads -6 and -9, output 4n-38. Per axis the ConvTranspose is k 24, s 4, Pb 29, Pe 29;
   // the phases write 4n-36 (Pe 27) and the Slice crops the last 2.
-  PairSpec spec;
-  spec.s = 4;
-  spec.k = 24;
-  spec.pad_begin = -6;
-  spec.pad_end = -9;
-  spec.h = 12;
-  spec.w = 11;
+  const PairSpec spec = stylegan3_x4();
   require_pair_rewritten(spec, {29, 29, 29, 29}, 84, 2);
 }
 
@@ -194,13 +200,7 @@ TEST_CASE("On MNN a phase's crop is a Slice of the stage's input and elsewhere a
           "[rewrite][fir_pair][targets][crop]") {
   // MNN 3.6.1 crashed on, or computed wrongly (StyleGAN3's L13: 0.28 off), a Pad with negative pads before a Conv;
   // the same crop as a Slice runs exactly there (BENCHMARKS.md, "StyleGAN3's separable FIR pair", each runtime).
-  PairSpec spec;  // StyleGAN3's x4 layers: K 24, pads -6 and -9: crops before the phases and a Slice after each join
-  spec.s = 4;
-  spec.k = 24;
-  spec.pad_begin = -6;
-  spec.pad_end = -9;
-  spec.h = 12;
-  spec.w = 11;
+  const PairSpec spec = stylegan3_x4();  // crops before the phases and a Slice after each join
   const auto original = pair_model(spec);
   const auto x = random_tensor4(1, spec.channels, spec.h, spec.w, 85);
   for (const auto& [target, explicit_pad] : {std::pair<std::string, bool>{"mnn", false}, {"mnn", true}, {"ort", false}}) {
@@ -316,12 +316,7 @@ TEST_CASE("Which targets rewrite a fir_pair: ONNX Runtime, the executor and MNN,
       {"default", {false, false}},    {"xnnpack", {true, true}},    {"litert", {false, false}}, {"ort", {true, true}},
       {"executorch", {false, false}}, {"openvino", {false, false}}, {"mnn", {true, true}},      {"ncnn", {false, false}}};
   REQUIRE(rewrites.size() == rewrite::targets().size());
-  PairSpec x4;
-  x4.s = 4;
-  x4.k = 24;
-  x4.pad_begin = -6;
-  x4.pad_end = -9;
-  x4.h = x4.w = 16;
+  const PairSpec x4 = stylegan3_x4();
   for (const bool four : {false, true}) {
     const auto original = pair_model(four ? x4 : PairSpec{});
     for (const auto& [name, expected] : rewrites) {
