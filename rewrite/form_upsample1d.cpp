@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "core/geometry.h"
 #include "core/polyphase.h"
 #include "onnx_io/attributes.h"
 #include "onnx_io/tensor.h"
@@ -179,6 +180,11 @@ std::optional<FormSelection> select_upsample1d(const MatchContext& context, cons
   d.x.pad_begin = begin;
   d.x.pad_end = end;
   out.summary.pads = std::array<int64_t, 4>{0, begin, 0, end};
+  // The phases interleave into s*(L + q) samples: a crop that leaves another length (2L-1) has no phase form.
+  if (!core::plannable(d.x)) {
+    return out.fail(declined("not a clean upscale: with the crop folded the output is " + core::describe_output_length(d.x, "L") +
+                             ", not a whole number of strides"));
+  }
   if (mode == "edge") {
     if (auto why = edge_reach(d, edge); !why.empty()) return out.fail(declined(why));
     d.edge_padding = true;
