@@ -313,10 +313,10 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
   std::string source = m.input;
   std::array<int64_t, 4> rest = pads;  // what the Pad still does
   const bool crops = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0; });
-  if (options_.crop_as_slice && crops && !m.edge_padding && opset_ >= 10) {
+  if (options_.crop_as_slice && crops && !m.edge_padding) {
     // The crop as Slice(x, starts, ends, axes) on H and W (L in 1-D): a crop of k from the start starts at k, one from
-    // the end ends at -k (counted from the end, so no extent needs to be known), an uncropped end past the dim. What
-    // pads (with --explicit-pad) a Pad of the Slice then does.
+    // the end ends at -k (counted from the end, so no extent needs to be known), an uncropped end past the dim; before
+    // opset 10 the same bounds as Slice-1's attributes. What pads (with --explicit-pad) a Pad of the Slice then does.
     std::array<int64_t, 4> crop{};
     for (size_t k = 0; k < 4; ++k) {
       crop[k] = std::min<int64_t>(pads[k], 0);
@@ -331,6 +331,10 @@ std::string Emitter::pad_node(const DeconvMatch& m, const std::string& base, con
     onnx::NodeProto slice = make_node("Slice", node_name, {m.input}, {output});
     for (const auto& [suffix, values] :
          {std::pair<const char*, const std::vector<int64_t>&>{"_starts", starts}, {"_ends", ends}, {"_axes", axes}}) {
+      if (opset_ < 10) {
+        *slice.add_attribute() = onnx_io::make_ints_attribute(suffix + 1, values);  // starts, ends, axes
+        continue;
+      }
       const std::string input = names_.fresh(node_name + suffix);
       add_initializer(*m.scope, onnx_io::make_int64_tensor(input, {static_cast<int64_t>(values.size())}, values));
       slice.add_input(input);

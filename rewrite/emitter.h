@@ -80,8 +80,9 @@ struct EmitOptions {
   // onnx2tf writes an edge Pad as one MIRROR_PAD per sample, outside LiteRT's XNNPACK delegate (Target::edge_as_slices).
   // Up to 16 samples a side; more are an edge Pad.
   bool edge_as_slices = false;
-  // A phase's crop (pads <= 0 on every side, not edge padding) as a Slice of x instead of a Pad with negative pads:
-  // MNN 3.6 crashes on, or computes wrongly, a negative Pad before a Conv (Target::crop_as_slice). Opset 10 on.
+  // A phase's crop (its negative pads; not edge padding) as a Slice of x instead of a Pad with negative pads, then a Pad
+  // of the positive rest where --explicit-pad leaves one: MNN 3.6 crashes on, or computes wrongly, a negative Pad before
+  // a Conv (Target::crop_as_slice). Before opset 10 the Slice takes its bounds as attributes.
   bool crop_as_slice = false;
   // A 1-D join that merges [N, C, L', s] by Flatten(axis 2) and Unsqueeze(0), not by Reshape: onnx2torch makes a
   // Reshape a module that reads its shape as a tensor, which torch.export refuses (Target::flatten_1d_join). Exact only

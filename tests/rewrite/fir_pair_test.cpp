@@ -272,6 +272,64 @@ TEST_CASE("On MNN a phase's crop is a Slice of the stage's input and elsewhere a
   }
 }
 
+TEST_CASE("On MNN before opset 10 a phase's crop is a Slice with its bounds as attributes", "[rewrite][fir_pair][targets][crop]") {
+  // An x4 pair at opset 9 (Pad-2's attribute pads, no Slice): pads 0 and 3, so each stage's phases start inside x.
+  auto model = parse_model(R"(<ir_version: 7, opset_import: ["" : 9]>
+g (float[1,64,12,12] X) => (float[1,64,28,28] Y) {
+  s6 = Constant <value = int64[6] {1, 64, 12, 1, 12, 1}> ()
+  s4 = Constant <value = int64[4] {1, 64, 48, 48}> ()
+  r = Reshape (X, s6)
+  z = Pad <pads = [0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 3]> (r)
+  u = Reshape (z, s4)
+  q = Pad <pads = [0, 0, 0, 0, 0, 0, 3, 3]> (u)
+  up1 = Conv <group = 64, kernel_shape = [1, 24]> (q, F1)
+  Y = Conv <group = 64, kernel_shape = [24, 1]> (up1, F2, B)
+}
+)");
+  auto& g0 = *model.mutable_graph();
+  set_random_initializer(g0, "F1", onnx::TensorProto::FLOAT, {64, 1, 1, 24}, 87);
+  set_random_initializer(g0, "F2", onnx::TensorProto::FLOAT, {64, 1, 24, 1}, 88);
+  set_random_initializer(g0, "B", onnx::TensorProto::FLOAT, {64}, 89);
+  REQUIRE(checker_error(model).empty());
+  rewrite::RewriteOptions options;
+  options.target = rewrite::find_target("mnn");
+  const auto out = rewrite_copy(model, options);
+  REQUIRE(out.result.nodes.size() == 1);
+  REQUIRE(out.result.nodes[0].rewritten);
+  const auto& g = out.model.graph();
+  CHECK(checker_error(out.model).empty());
+  CHECK(count_ops(g, "Pad") == 0);
+  int crops = 0;
+  for (const auto& node : g.node()) {
+    if (node.op_type() != "Slice") continue;
+    CHECK(node.input_size() == 1);  // Slice-1: starts, ends and axes are attributes
+    std::vector<int64_t> starts;
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "starts") starts.assign(a.ints().begin(), a.ints().end());
+    }
+    CHECK(std::any_of(starts.begin(), starts.end(), [](int64_t v) { return v > 0; }));
+    ++crops;
+  }
+  CHECK(crops > 0);
+  // The same pair at opset 13 (pads as inputs, which the naive executor runs at rank 6) computes the reference.
+  auto same = parse_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,64,12,12] X) => (float[1,64,28,28] Y) {
+  s6 = Constant <value = int64[6] {1, 64, 12, 1, 12, 1}> ()
+  s4 = Constant <value = int64[4] {1, 64, 48, 48}> ()
+  ip = Constant <value = int64[12] {0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 3}> ()
+  pp = Constant <value = int64[8] {0, 0, 0, 0, 0, 0, 3, 3}> ()
+  r = Reshape (X, s6)
+  z = Pad (r, ip)
+  u = Reshape (z, s4)
+  q = Pad (u, pp)
+  up1 = Conv <group = 64, kernel_shape = [1, 24]> (q, F1)
+  Y = Conv <group = 64, kernel_shape = [24, 1]> (up1, F2, B)
+}
+)");
+  for (const auto& init : g0.initializer()) *same.mutable_graph()->add_initializer() = init;
+  CHECK(output_diff(same, out.model, {{"X", random_tensor4(1, 64, 12, 12, 90)}}, "Y", {1, 64, 28, 28}) < kTolerance);
+}
+
 TEST_CASE("near-miss fir_pair upsamplers are kept with a reason", "[rewrite][recogniser][fir_pair][refusal]") {
   SECTION("the 1xK Conv has a bias, which lands on the inserted zero rows") {
     PairSpec spec;

@@ -482,11 +482,18 @@ NaiveTensor run_reshape(const onnx::NodeProto& node, const Env& env) {
   return x;
 }
 
-// Slice from opset 10 on (inputs), steps of either sign, bounds clamped as the schema says.
+// Slice from opset 10 on (inputs), steps of either sign, bounds clamped as the schema says; and Slice-1 (one input,
+// starts, ends and axes as attributes, step 1).
 NaiveTensor run_slice(const onnx::NodeProto& node, const Env& env) {
   const NaiveTensor& x = input(node, env, 0);
+  const bool attribute_form = node.input_size() == 1;
   auto ints = [&](int i) {
     std::vector<int64_t> v;
+    if (attribute_form) {
+      const char* const names[] = {"", "starts", "ends", "axes", "steps"};
+      if (const auto* a = attr(node, names[i])) v.assign(a->ints().begin(), a->ints().end());
+      return v;
+    }
     if (const NaiveTensor* t = optional_input(node, env, i)) {
       for (double d : t->data) v.push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? -INT64_MAX : static_cast<int64_t>(d));
     }
@@ -494,6 +501,7 @@ NaiveTensor run_slice(const onnx::NodeProto& node, const Env& env) {
   };
   const auto starts = ints(1), ends = ints(2);
   auto axes = ints(3), steps = ints(4);
+  if (attribute_form && starts.empty()) fail(node, "Slice-1 without starts");
   if (axes.empty()) {
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
