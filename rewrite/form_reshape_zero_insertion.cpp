@@ -318,6 +318,11 @@ namespace {
 // crop Slices, Transpose (0,3,1,2) and a Reshape to [N*C,1,H',W'], then a one-channel Conv. Its factor s when
 // `conv` reads such a chain (the row says what it is), else nothing: no form rewrites that layout.
 std::optional<int64_t> channels_in_batch_insertion(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval) {
+  // A one-channel Conv: one group, a [1, 1, kh, kw] weight.
+  const auto group = onnx_io::get_int(conv, "group", 1);
+  if (!group || *group != 1 || conv.input_size() < 2) return std::nullopt;
+  const auto weight = eval.evaluate(conv.input(1), scope);
+  if (!weight || weight->dims.size() != 4 || weight->dims[0] != 1 || weight->dims[1] != 1) return std::nullopt;
   const onnx::NodeProto* reshape = producer(scope, conv.input(0), "Reshape");
   const onnx::NodeProto* transpose = reshape == nullptr ? nullptr : producer(scope, reshape->input(0), "Transpose");
   if (transpose == nullptr || transpose->input_size() < 1) return std::nullopt;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "onnx_io/external_data.h"
+#include "onnx_io/tensor.h"
 #include "tests/e2e/cli_runner.h"
 #include "tests/e2e/report_json.h"
 
@@ -199,4 +200,18 @@ TEST_CASE("rosinality's upfirdn2d_native upsamples get a kept row that says what
   CAPTURE(r2.err);
   CHECK_THAT(r2.out, Catch::Contains("plan: rewrite 0 of 5 upsamplers, keep 5"));
   CHECK_THAT(r2.out, !Catch::Contains("/to_rgbs.1/upsample/Conv"));
+
+  // A Conv with two output channels at the end of the same chain is no one-channel Conv: no row for it either.
+  auto two = load(input);
+  auto* weight = two.mutable_graph()->add_initializer();
+  *weight = dwdeconv::onnx_io::make_tensor("two_out", onnx::TensorProto::FLOAT, {2, 1, 4, 4}, std::vector<double>(32, 1.0), true);
+  for (auto& node : *two.mutable_graph()->mutable_node()) {
+    if (node.name() == "/to_rgbs.2/upsample/Conv") node.set_input(1, "two_out");
+  }
+  const fs::path two_path = dir.path / "two.onnx";
+  save(two, two_path);
+  const auto r3 = run_cli(two_path.string() + " --dry-run", dir);
+  CAPTURE(r3.err);
+  CHECK_THAT(r3.out, Catch::Contains("plan: rewrite 0 of 5 upsamplers, keep 5"));
+  CHECK_THAT(r3.out, !Catch::Contains("/to_rgbs.2/upsample/Conv"));
 }
