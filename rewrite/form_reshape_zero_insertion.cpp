@@ -318,11 +318,9 @@ namespace {
 // crop Slices, Transpose (0,3,1,2) and a Reshape to [N*C,1,H',W'], then a one-channel Conv. Its factor s when
 // `conv` reads such a chain (the row says what it is), else nothing: no form rewrites that layout.
 std::optional<int64_t> channels_in_batch_insertion(const onnx::NodeProto& conv, const GraphScope& scope, ConstEvaluator& eval) {
-  // A one-channel Conv: one group, a [1, 1, kh, kw] weight.
+  // Cheap and selective first: every Conv that reads no Slice comes here.
   const auto group = onnx_io::get_int(conv, "group", 1);
   if (!group || *group != 1 || conv.input_size() < 2) return std::nullopt;
-  const auto weight = eval.evaluate(conv.input(1), scope);
-  if (!weight || weight->dims.size() != 4 || weight->dims[0] != 1 || weight->dims[1] != 1) return std::nullopt;
   const onnx::NodeProto* reshape = producer(scope, conv.input(0), "Reshape");
   const onnx::NodeProto* transpose = reshape == nullptr ? nullptr : producer(scope, reshape->input(0), "Transpose");
   if (transpose == nullptr || transpose->input_size() < 1) return std::nullopt;
@@ -341,6 +339,9 @@ std::optional<int64_t> channels_in_batch_insertion(const onnx::NodeProto& conv, 
   auto p = parts::constant_zero_pads(*insert, scope, eval, 6);  // [N*C,H,1,W,1,1]: zeros after axes 2 and 4 only
   if (!p || (*p)[0] || (*p)[1] || (*p)[3] || (*p)[5] || (*p)[6] || (*p)[7] || (*p)[9] || (*p)[11]) return std::nullopt;
   if ((*p)[2] + (*p)[8] < 1 || (*p)[2] + (*p)[8] != (*p)[4] + (*p)[10]) return std::nullopt;
+  // A one-channel Conv: one group (above), a [1, 1, kh, kw] weight.
+  const auto weight = eval.evaluate(conv.input(1), scope);
+  if (!weight || weight->dims.size() != 4 || weight->dims[0] != 1 || weight->dims[1] != 1) return std::nullopt;
   return 1 + (*p)[2] + (*p)[8];
 }
 
