@@ -350,6 +350,25 @@ TEST_CASE("The split is kept, saying why, where it does not compute the Conv", "
   }
 }
 
+TEST_CASE("A split with a kernel other than 3x3 is kept on LiteRT and ONNX Runtime as not measured, whatever its channels",
+          "[rewrite][concat][targets]") {
+  ConcatSpec spec;  // a 1x1 Conv at 128 upsampled channels: inside both targets' 3x3 channel ranges
+  spec.k = 1;
+  spec.c_up = 128;
+  spec.c_out = 8;
+  const auto original = concat_model(spec);
+  for (const char* name : {"litert", "ort"}) {
+    INFO(name);
+    rewrite::RewriteOptions options;
+    options.target = rewrite::find_target(name);
+    const auto out = rewrite_copy(original, options);
+    REQUIRE(out.result.nodes.size() == 1);
+    CHECK_FALSE(out.result.nodes[0].rewritten);
+    CHECK_THAT(out.result.nodes[0].reason, Catch::Contains("a kernel other than 3x3 was not measured"));
+    CHECK_THAT(out.result.nodes[0].reason, !Catch::Contains("upsampled channels (<"));
+  }
+}
+
 TEST_CASE("Which targets rewrite the split: the executor and OpenVINO at every C_up timed, ONNX Runtime from 32, LiteRT from 64",
           "[rewrite][concat][targets]") {
   // Written down from BENCHMARKS.md, "Upsamplers behind a Concat": faster on the executor and OpenVINO at every C_up
