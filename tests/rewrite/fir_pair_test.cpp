@@ -178,13 +178,8 @@ TEST_CASE("A fir_pair's crop by Slices folds into the phase pads", "[rewrite][re
     require_pair_rewritten(spec, {22, 22, 22, 22}, 82);
   }
   SECTION("x4, K 24, pads -6 and -7: output 4n-36") {
-    PairSpec spec;
-    spec.s = 4;
-    spec.k = 24;
-    spec.pad_begin = -6;
+    PairSpec spec = stylegan3_x4();
     spec.pad_end = -7;
-    spec.h = 12;
-    spec.w = 11;
     require_pair_rewritten(spec, {29, 29, 27, 27}, 83);
   }
 }
