@@ -192,9 +192,8 @@ std::optional<FormSelection> select_nearest_concat_conv(const MatchContext& cont
         onnx_io::make_tensor(ups.front().weight.name, weight->data_type, others.dims, others.reals, true));
   }
   rest.upsampled.assign(std::make_move_iterator(ups.begin() + 1), std::make_move_iterator(ups.end()));
-  UpsamplerMatch m;
-  m.deconv = std::move(ups.front());
-  m.deconv.addend = std::move(rest);
+  DeconvMatch deconv = std::move(ups.front());
+  deconv.addend = std::move(rest);
 
   // What only this upsampler reads: the Resizes, the Concat (and the Pad), the Resizes' and Pad's constant chains and
   // the Conv's weight chain; the Concat's other inputs are read by the rest's Conv.
@@ -204,9 +203,7 @@ std::optional<FormSelection> select_nearest_concat_conv(const MatchContext& cont
   nodes.assign(walk.begin() + (between != nullptr ? 1 : 0), walk.end());
   nodes.push_back(concat);
   if (between != nullptr) nodes.push_back(between);
-  m.replaced = parts::replaced_tensors(scope, x, nodes, {conv.input(1)}, walk);
-  out.match = std::move(m);
-  return out;
+  return out.succeed(std::move(deconv), parts::replaced_tensors(scope, x, nodes, {conv.input(1)}, walk));
 }
 
 }  // namespace
